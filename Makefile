@@ -1,0 +1,28 @@
+# The two commands of a fresh clone: `make run` and `make test`.
+BUILD ?= build
+MESON_SETUP_FLAGS ?=
+SIEVE = $(BUILD)/src/sieve
+
+.PHONY: all deps build run test clean bench
+
+all: build
+
+deps:
+	@scripts/setup.sh
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) $(MESON_SETUP_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	meson compile -C $(BUILD)
+
+# The quickstart study is a demonstration: each `make run` starts it afresh.
+run: build
+	rm -f $(BUILD)/quickstart.sieve $(BUILD)/quickstart.sieve-wal $(BUILD)/quickstart.sieve-shm
+	$(SIEVE) run configs/quickstart.yaml --store $(BUILD)/quickstart.sieve
+
+test: build
+	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sieve needs to build, test and run.
+# Idempotent: installs only what is missing; needs root or sudo for that.
+set -euo pipefail
+
+packages=(
+  meson ninja-build pkg-config gcc make
+  libglib2.0-dev libyaml-dev libsqlite3-dev libjson-glib-dev
+  python3 sqlite3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing missing Debian packages: ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "setup: these packages are missing and this user is not root and has no sudo:" >&2
+  echo "  ${missing[*]}" >&2
+  echo "setup: install them as root (apt-get install ${missing[*]}) and run make again" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,165 @@
+/* sieve run CONFIG [--resume] [--store PATH] [--set KEY=VALUE]... */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "engine.h"
+
+static volatile sig_atomic_t interrupts;
+
+static void
+on_signal(int sig)
+{
+  if (++interrupts > 1)
+    _exit(SIEVE_EXIT_INTERRUPTED); /* the store is consistent at every instant */
+  sieve_engine_request_stop();
+  static const char msg[] = "\nsieve: stopping after the trials in flight (interrupt again to quit now)\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void) ignored;
+}
+
+/* The first line where two canonical configs differ, for the resume error. */
+static char *
+first_difference(const char *stored, const char *current)
+{
+  g_auto(GStrv) a = g_strsplit(stored, "\n", -1);
+  g_auto(GStrv) b = g_strsplit(current, "\n", -1);
+  for (guint i = 0;; i++) {
+    if (a[i] == NULL || b[i] == NULL || strcmp(a[i], b[i]) != 0)
+      return g_strdup_printf("stored: '%s', now: '%s'", a[i] ? a[i] : "(end)", b[i] ? b[i] : "(end)");
+  }
+}
+
+/* Creates the study's metadata, or checks that the experiment is the one
+ * already stored.  Nothing stored is changed when the check fails. */
+static gboolean
+open_study(SieveStore *store, const SieveExperiment *exp, gboolean resume, GError **error)
+{
+  g_autofree char *identity = sieve_experiment_identity(exp);
+  GError *local = NULL;
+  g_autofree char *stored = sieve_store_get_meta(store, "identity", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (stored != NULL && !resume) {
+    gint64 n = sieve_store_count_trials(store, -1, NULL);
+    g_autofree char *name = sieve_store_get_meta(store, "name", NULL);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s already holds study '%s' (%" G_GINT64_FORMAT " trials); continue it with --resume, "
+                "or give another --store",
+                sieve_store_get_path(store), name ? name : "?", n);
+    return FALSE;
+  }
+  if (stored != NULL && strcmp(stored, identity) != 0) {
+    g_autofree char *diff = first_difference(stored, identity);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: the experiment differs from the study stored there (only budget, workers and report may "
+                "change on --resume); first difference: %s",
+                sieve_store_get_path(store), diff);
+    return FALSE;
+  }
+  if (!sieve_store_begin(store, error))
+    return FALSE;
+  gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
+  if (ok && stored == NULL) {
+    g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, exp->seed);
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autofree char *created = g_date_time_format_iso8601(now);
+    ok = sieve_store_set_meta(store, "identity", identity, error) &&
+         sieve_store_set_meta(store, "name", exp->name, error) &&
+         sieve_store_set_meta(store, "config_path", exp->path, error) &&
+         sieve_store_set_meta(store, "seed", seed, error) &&
+         sieve_store_set_meta(store, "objective", exp->objective, error) &&
+         sieve_store_set_meta(store, "direction", exp->maximize ? "maximize" : "minimize", error) &&
+         sieve_store_set_meta(store, "created", created, error) &&
+         sieve_store_set_meta(store, "sieve_version", sieve_version_string(), error);
+  }
+  if (!ok || !sieve_store_commit(store, error)) {
+    sieve_store_rollback(store);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int
+sieve_cmd_run(int argc, char **argv)
+{
+  gboolean resume = FALSE, quiet = FALSE;
+  g_autofree char *store_path = NULL;
+  g_auto(GStrv) overrides = NULL;
+  GOptionEntry entries[] = {
+      {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
+       "continue the study in the store (re-running trials a kill left unfinished)", NULL},
+      {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file (default: the config's 'store')",
+       "PATH"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
+       "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only the summary", NULL},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("CONFIG - run a study");
+  g_option_context_set_description(
+      context, "Runs the experiment in CONFIG (YAML) until its budget is spent, storing every trial in an\n"
+               "SQLite store.  A study killed at any point continues with --resume; Ctrl-C stops after the\n"
+               "trials in flight.  Exit status: 0 done, 1 failure, 2 bad config or usage, 130 interrupted.");
+  g_option_context_add_main_entries(context, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2) {
+    fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, refused);
+  g_autoptr(SieveExperiment) exp =
+      sieve_experiment_load(argv[1], (const char *const *) overrides, registry, refused, &error);
+  sieve_cli_warn_refused(refused);
+  if (exp == NULL)
+    return sieve_cli_fail(error);
+
+  g_autofree char *path = store_path ? g_canonicalize_filename(store_path, NULL) : g_strdup(exp->store_path);
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  if (store == NULL || !open_study(store, exp, resume, &error))
+    return sieve_cli_fail(error);
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, store, &error);
+  if (engine == NULL)
+    return sieve_cli_fail(error);
+
+  gint64 total = sieve_store_count_trials(store, -1, NULL);
+  gint64 pending = sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+  gboolean interactive = !quiet && isatty(STDOUT_FILENO);
+  printf("study '%s': %s %s on %s, evaluated by %s; store %s\n", exp->name, resume && total > 0 ? "resuming" : "running",
+         sieve_component_get_name(exp->optimizer.component), sieve_component_get_name(exp->space.component),
+         sieve_component_get_name(exp->evaluator.component), path);
+  if (resume && total > 0)
+    printf("  %" G_GINT64_FORMAT " trials stored, %" G_GINT64_FORMAT " of them unfinished and run again\n", total,
+           pending);
+  fflush(stdout);
+  g_autoptr(SieveProgress) progress = sieve_progress_new(stdout, interactive, exp->budget_evaluations,
+                                                         total - pending, exp->objective, exp->maximize);
+
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  gboolean ok = sieve_engine_run(engine, quiet ? NULL : progress, &error);
+  if (!ok) {
+    /* What finished is stored; say so, then report the failure. */
+    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n", path);
+    return sieve_cli_fail(error);
+  }
+  if (!sieve_print_summary(stdout, store, exp->objective, exp->maximize, exp->report_top, &error))
+    return sieve_cli_fail(error);
+  printf("\nstore: %s  (sieve export %s --format csv)\n", path, path);
+  return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;
+}

@@ -1,0 +1,198 @@
+/* sieve: optimizer and evaluator instances: the checks the engine relies on
+ * around a plugin's function pointers. */
+#include <math.h>
+
+#include <sieve/evaluator.h>
+#include <sieve/optimizer.h>
+
+struct _SieveOptimizer {
+  const SieveComponent *component;
+  const SieveOptimizerClass *klass;
+  const SieveSpace *space;
+  gpointer instance;
+};
+
+struct _SieveEvaluator {
+  const SieveComponent *component;
+  const SieveEvaluatorClass *klass;
+  gpointer instance;
+};
+
+SieveOptimizer *
+sieve_optimizer_new(const SieveComponent *component, const SieveSpace *space, const SieveOptions *options,
+                    guint64 seed, GError **error)
+{
+  g_return_val_if_fail(component != NULL && space != NULL, NULL);
+  g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_OPTIMIZER, NULL);
+  const SieveOptimizerClass *klass = sieve_component_get_info(component)->klass;
+  GError *local = NULL;
+  gpointer instance = klass->create(space, options, seed, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  SieveOptimizer *o = g_new0(SieveOptimizer, 1);
+  o->component = component;
+  o->klass = klass;
+  o->space = space;
+  o->instance = instance;
+  return o;
+}
+
+void
+sieve_optimizer_free(SieveOptimizer *optimizer)
+{
+  if (optimizer == NULL)
+    return;
+  if (optimizer->klass->destroy != NULL)
+    optimizer->klass->destroy(optimizer->instance);
+  g_free(optimizer);
+}
+
+gboolean
+sieve_optimizer_ask(SieveOptimizer *optimizer, guint n, GPtrArray *out, GError **error)
+{
+  g_return_val_if_fail(optimizer != NULL && out != NULL, FALSE);
+  guint before = out->len;
+  GError *local = NULL;
+  if (!optimizer->klass->ask(optimizer->instance, n, out, &local) || local != NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED, "ask failed without a reason");
+    g_propagate_prefixed_error(error, local, "optimizer '%s': ", sieve_component_get_name(optimizer->component));
+    return FALSE;
+  }
+  /* A plugin's genotype that breaks its space's domains would poison the
+   * store and every later tell: catch it here, naming the optimizer. */
+  for (guint i = before; i < out->len; i++) {
+    const SieveCandidate *c = out->pdata[i];
+    if (sieve_candidate_get_space(c) != optimizer->space ||
+        !sieve_space_validate(optimizer->space, sieve_candidate_get_genotype(c), &local)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s' proposed an invalid genotype: %s",
+                  sieve_component_get_name(optimizer->component),
+                  local ? local->message : "it belongs to another space");
+      g_clear_error(&local);
+      return FALSE;
+    }
+  }
+  if (out->len - before > n) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s' returned %u candidates for ask(%u)",
+                sieve_component_get_name(optimizer->component), out->len - before, n);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_optimizer_tell(SieveOptimizer *optimizer, const SieveCandidate *candidate, const SieveResult *result,
+                     double objective, GError **error)
+{
+  g_return_val_if_fail(optimizer != NULL && candidate != NULL && result != NULL, FALSE);
+  GError *local = NULL;
+  if (!optimizer->klass->tell(optimizer->instance, candidate, result, objective, &local) || local != NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED, "tell failed without a reason");
+    g_propagate_prefixed_error(error, local, "optimizer '%s': ", sieve_component_get_name(optimizer->component));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GVariant *
+sieve_optimizer_save(SieveOptimizer *optimizer, GError **error)
+{
+  g_return_val_if_fail(optimizer != NULL, NULL);
+  GError *local = NULL;
+  GVariant *state = optimizer->klass->save(optimizer->instance, &local);
+  if (state == NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED, "save returned no state");
+    g_propagate_prefixed_error(error, local, "optimizer '%s': ", sieve_component_get_name(optimizer->component));
+    return NULL;
+  }
+  return g_variant_ref_sink(state);
+}
+
+gboolean
+sieve_optimizer_load(SieveOptimizer *optimizer, GVariant *state, GError **error)
+{
+  g_return_val_if_fail(optimizer != NULL && state != NULL, FALSE);
+  GError *local = NULL;
+  if (!optimizer->klass->load(optimizer->instance, state, &local) || local != NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED, "load failed without a reason");
+    g_propagate_prefixed_error(error, local, "optimizer '%s': cannot restore its saved state: ",
+                               sieve_component_get_name(optimizer->component));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+const SieveComponent *
+sieve_optimizer_get_component(const SieveOptimizer *optimizer)
+{
+  g_return_val_if_fail(optimizer != NULL, NULL);
+  return optimizer->component;
+}
+
+SieveEvaluator *
+sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space, const SieveOptions *options,
+                    GError **error)
+{
+  g_return_val_if_fail(component != NULL && space != NULL, NULL);
+  g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_EVALUATOR, NULL);
+  const SieveEvaluatorClass *klass = sieve_component_get_info(component)->klass;
+  GError *local = NULL;
+  gpointer instance = klass->create(space, options, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  SieveEvaluator *e = g_new0(SieveEvaluator, 1);
+  e->component = component;
+  e->klass = klass;
+  e->instance = instance;
+  return e;
+}
+
+void
+sieve_evaluator_free(SieveEvaluator *evaluator)
+{
+  if (evaluator == NULL)
+    return;
+  if (evaluator->klass->destroy != NULL)
+    evaluator->klass->destroy(evaluator->instance);
+  g_free(evaluator);
+}
+
+SieveResult *
+sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate, GError **error)
+{
+  g_return_val_if_fail(evaluator != NULL && candidate != NULL, NULL);
+  gint64 start = g_get_monotonic_time();
+  GError *local = NULL;
+  SieveResult *result = evaluator->klass->evaluate(evaluator->instance, candidate, &local);
+  if (result == NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_EVALUATOR, "evaluate returned no result");
+    g_propagate_prefixed_error(error, local, "evaluator '%s': ", sieve_component_get_name(evaluator->component));
+    return NULL;
+  }
+  g_clear_error(&local);
+  if (sieve_result_get_cost(result) == 0.0)
+    sieve_result_set_cost(result, (g_get_monotonic_time() - start) / 1e6);
+  return result;
+}
+
+gboolean
+sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, FALSE);
+  return (evaluator->klass->flags & SIEVE_EVALUATOR_CONCURRENT) != 0;
+}
+
+const SieveComponent *
+sieve_evaluator_get_component(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, NULL);
+  return evaluator->component;
+}

@@ -1,0 +1,235 @@
+/* sieve: progress display and the end-of-study summary. */
+#include <math.h>
+#include <string.h>
+
+#include "progress.h"
+
+struct _SieveProgress {
+  FILE *out;
+  gboolean interactive;
+  gint64 budget;
+  gint64 done;     /* finished, all runs */
+  gint64 this_run; /* finished in this run */
+  gint64 n_ok, n_failed;
+  char *objective;
+  gboolean maximize;
+  gint64 best_number;
+  double best;
+  gint64 start;     /* monotonic us */
+  gint64 last_draw; /* monotonic us */
+  gboolean line_open;
+};
+
+SieveProgress *
+sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already, const char *objective,
+                   gboolean maximize)
+{
+  SieveProgress *p = g_new0(SieveProgress, 1);
+  p->out = out;
+  p->interactive = interactive;
+  p->budget = budget;
+  p->done = already;
+  p->objective = g_strdup(objective);
+  p->maximize = maximize;
+  p->best_number = -1;
+  p->best = NAN;
+  p->start = g_get_monotonic_time();
+  return p;
+}
+
+void
+sieve_progress_free(SieveProgress *progress)
+{
+  if (progress == NULL)
+    return;
+  g_free(progress->objective);
+  g_free(progress);
+}
+
+void
+sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective)
+{
+  progress->best_number = number;
+  progress->best = objective;
+}
+
+static char *
+format_duration(double seconds)
+{
+  if (!isfinite(seconds) || seconds < 0)
+    return g_strdup("?");
+  guint64 s = (guint64) llround(seconds);
+  if (s >= 3600)
+    return g_strdup_printf("%" G_GUINT64_FORMAT ":%02u:%02u", s / 3600, (guint) (s / 60 % 60), (guint) (s % 60));
+  return g_strdup_printf("%u:%02u", (guint) (s / 60), (guint) (s % 60));
+}
+
+static void
+draw(SieveProgress *p)
+{
+  double elapsed = (g_get_monotonic_time() - p->start) / 1e6;
+  double rate = elapsed > 0 ? p->this_run / elapsed : 0;
+  g_autofree char *best = p->best_number >= 0
+                              ? g_strdup_printf("best %.6g (#%" G_GINT64_FORMAT ")", p->best, p->best_number)
+                              : g_strdup("best -");
+  g_autofree char *eta = NULL;
+  if (p->budget > 0 && rate > 0)
+    eta = format_duration((p->budget - p->done) / rate);
+  g_autofree char *took = format_duration(elapsed);
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, p->budget) : g_strdup("-");
+  fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
+                  " | %.3g trials/s | %s elapsed%s%s",
+          p->done, budget, best, p->n_ok,
+          p->n_failed, rate, took, eta ? ", ETA " : "", eta ? eta : "");
+  fflush(p->out);
+  p->line_open = TRUE;
+  p->last_draw = g_get_monotonic_time();
+}
+
+void
+sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
+                     const char *genotype, double cost, const char *reason)
+{
+  SieveProgress *p = progress;
+  p->done++;
+  p->this_run++;
+  if (status == SIEVE_STATUS_FAILED)
+    p->n_failed++;
+  else
+    p->n_ok++;
+  if (!isnan(objective) &&
+      (p->best_number < 0 || (p->maximize ? objective > p->best : objective < p->best))) {
+    p->best = objective;
+    p->best_number = number;
+  }
+  if (p->interactive) {
+    /* Redraw at most ten times a second: fast evaluators finish thousands
+     * of trials a second and the terminal must not be the bottleneck. */
+    if (g_get_monotonic_time() - p->last_draw > 100000 || p->done == p->budget)
+      draw(p);
+    return;
+  }
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
+  if (status == SIEVE_STATUS_FAILED)
+    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " failed (%.3g s): %s | %s\n", p->done, budget,
+            number, cost, reason ? reason : "no reason given", genotype);
+  else
+    fprintf(p->out,
+            "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT
+            ") | %s\n",
+            p->done, budget, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
+            p->best_number, genotype);
+  fflush(p->out);
+}
+
+void
+sieve_progress_message(SieveProgress *progress, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *text = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  if (progress->interactive && progress->line_open)
+    fputs("\r\033[K", progress->out);
+  fprintf(progress->out, "%s\n", text);
+  if (progress->interactive && progress->line_open)
+    draw(progress);
+  fflush(progress->out);
+}
+
+void
+sieve_progress_end(SieveProgress *progress)
+{
+  if (progress->interactive && progress->this_run > 0) {
+    draw(progress);
+    fputc('\n', progress->out);
+    progress->line_open = FALSE;
+  }
+  fflush(progress->out);
+}
+
+/* ---- summary ---------------------------------------------------------- */
+
+typedef struct {
+  const SieveTrial *trial;
+  double objective;
+} Ranked;
+
+static gint
+compare_max(gconstpointer a, gconstpointer b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->objective != y->objective)
+    return x->objective > y->objective ? -1 : 1;
+  return x->trial->number < y->trial->number ? -1 : 1;
+}
+
+static gint
+compare_min(gconstpointer a, gconstpointer b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->objective != y->objective)
+    return x->objective < y->objective ? -1 : 1;
+  return x->trial->number < y->trial->number ? -1 : 1;
+}
+
+gboolean
+sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
+                    GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
+  guint counts[5] = {0};
+  double cost = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    counts[t->status]++;
+    cost += sieve_result_get_cost(t->result);
+    double v;
+    if (t->status == SIEVE_STATUS_OK && sieve_result_get_metric(t->result, objective, &v) && !isnan(v)) {
+      Ranked r = {t, v};
+      g_array_append_val(ranked, r);
+    }
+  }
+  g_array_sort(ranked, maximize ? compare_max : compare_min);
+
+  fprintf(out, "\n%u trials: %u ok, %u failed, %u pending; %.3g s of evaluation\n", trials->len,
+          counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED], counts[SIEVE_STATUS_PENDING], cost);
+  if (ranked->len == 0 || top == 0)
+    return TRUE;
+
+  /* Columns: the objective, then up to four other metrics of the best trial. */
+  const SieveResult *first = g_array_index(ranked, Ranked, 0).trial->result;
+  g_autoptr(GPtrArray) columns = g_ptr_array_new();
+  g_ptr_array_add(columns, (gpointer) objective);
+  for (guint i = 0; i < sieve_result_n_metrics(first) && columns->len < 5; i++)
+    if (strcmp(sieve_result_metric_name(first, i), objective) != 0)
+      g_ptr_array_add(columns, (gpointer) sieve_result_metric_name(first, i));
+
+  guint n = MIN(top, ranked->len);
+  fprintf(out, "top %u by %s (%s):\n", n, objective, maximize ? "maximize" : "minimize");
+  GString *line = g_string_new(NULL);
+  g_string_append_printf(line, "%4s %7s", "rank", "trial");
+  for (guint c = 0; c < columns->len; c++)
+    g_string_append_printf(line, " %*s", (int) MAX(12, strlen(columns->pdata[c])), (const char *) columns->pdata[c]);
+  g_string_append(line, "  genotype");
+  fprintf(out, "%s\n", line->str);
+  for (guint r = 0; r < n; r++) {
+    const SieveTrial *t = g_array_index(ranked, Ranked, r).trial;
+    g_string_printf(line, "%4u %7" G_GINT64_FORMAT, r + 1, t->number);
+    for (guint c = 0; c < columns->len; c++) {
+      double v;
+      int width = (int) MAX(12, strlen(columns->pdata[c]));
+      if (sieve_result_get_metric(t->result, columns->pdata[c], &v))
+        g_string_append_printf(line, " %*.6g", width, v);
+      else
+        g_string_append_printf(line, " %*s", width, "-");
+    }
+    g_string_append_printf(line, "  %s", t->genotype);
+    fprintf(out, "%s\n", line->str);
+  }
+  g_string_free(line, TRUE);
+  return TRUE;
+}

@@ -1,0 +1,42 @@
+/* sieve: what a running study prints.
+ *
+ * On a terminal, one status line redrawn in place (trials done / budget,
+ * best so far, rate, ETA); otherwise one plain line per finished trial, so
+ * that logs and CI output stay readable.  At the end, a summary table of the
+ * best trials read back from the store.
+ */
+#pragma once
+
+#include <stdio.h>
+
+#include <sieve/sieve.h>
+
+#include "internal.h"
+
+G_BEGIN_DECLS
+
+typedef struct _SieveProgress SieveProgress;
+
+/* budget: evaluations to reach (0: none); already: finished before this run. (transfer full) */
+SIEVE_INTERNAL_API SieveProgress *sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already,
+                                  const char *objective, gboolean maximize);
+SIEVE_INTERNAL_API void sieve_progress_free(SieveProgress *progress);
+
+/* A trial finished. objective: its objective metric value (NAN if none). */
+SIEVE_INTERNAL_API void sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
+                          const char *genotype, double cost, const char *reason);
+/* The best so far, as known before this run (resume). */
+SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
+/* Print a message on its own line without garbling the status line. */
+SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* Ends the status line. */
+SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);
+
+/* Summary table of the top trials of a store: rank, trial, objective, the
+ * other metrics (up to four), genotype; then counts.  top = 0 prints counts only. */
+SIEVE_INTERNAL_API gboolean sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
+                             GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
+
+G_END_DECLS

@@ -1,0 +1,42 @@
+/* sieve: ABI version, export macro, error domain.
+ *
+ * A plugin compiled against ABI major M, minor m loads into a sieve whose
+ * major is M and whose minor is >= m.  Structs a plugin can see only ever
+ * grow at the end, inside their reserved padding.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define SIEVE_ABI_MAJOR 1
+#define SIEVE_ABI_MINOR 0
+
+#if defined(SIEVE_COMPILATION)
+#define SIEVE_API __attribute__((visibility("default"))) extern
+#else
+#define SIEVE_API extern
+#endif
+
+/* Error domain for everything that can fail at run time. */
+#define SIEVE_ERROR (sieve_error_quark())
+SIEVE_API GQuark sieve_error_quark(void);
+
+typedef enum {
+  SIEVE_ERROR_FAILED,      /* anything without a better code */
+  SIEVE_ERROR_CONFIG,      /* bad experiment file, option or --set: message starts with file:line:col */
+  SIEVE_ERROR_PLUGIN,      /* a plugin file could not be loaded or registered */
+  SIEVE_ERROR_ABI,         /* a plugin built for another ABI */
+  SIEVE_ERROR_NOT_FOUND,   /* an unknown component, file or trial */
+  SIEVE_ERROR_IO,          /* file or process I/O */
+  SIEVE_ERROR_STORE,       /* the SQLite study store */
+  SIEVE_ERROR_STORE_BUSY,  /* another process holds the store */
+  SIEVE_ERROR_PARSE,       /* a genotype or data text that does not parse */
+  SIEVE_ERROR_EVALUATOR,   /* an evaluator that cannot go on (not a failed trial) */
+} SieveErrorCode;
+
+/* Version of the library, "MAJOR.MINOR.MICRO". (transfer none) */
+SIEVE_API const char *sieve_version_string(void);
+
+G_END_DECLS

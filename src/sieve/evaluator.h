@@ -1,0 +1,50 @@
+/* sieve: what an evaluator plugin implements.
+ *
+ * evaluate() turns a candidate into a SieveResult.  A trial that fails (the
+ * program crashed, the genotype is not in the table, the loss diverged) is a
+ * result with status FAILED and a reason; returning NULL with a GError stops
+ * the whole study and is for an evaluator that cannot work at all.
+ *
+ * With SIEVE_EVALUATOR_CONCURRENT the engine may call evaluate() from several
+ * threads at once on the same instance (workers > 1).
+ */
+#pragma once
+
+#include <glib.h>
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/options.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIEVE_EVALUATOR_CONCURRENT = 1 << 0, /* evaluate() is thread-safe */
+} SieveEvaluatorFlags;
+
+typedef struct {
+  gpointer (*create)(const SieveSpace *space, const SieveOptions *options, GError **error);
+  void (*destroy)(gpointer instance);
+  /* (transfer full) */
+  SieveResult *(*evaluate)(gpointer instance, const SieveCandidate *candidate, GError **error);
+  guint flags; /* SieveEvaluatorFlags */
+  gpointer reserved[11];
+} SieveEvaluatorClass;
+
+typedef struct _SieveEvaluator SieveEvaluator;
+/* The space must outlive it. (transfer full) */
+SIEVE_API SieveEvaluator *sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space,
+                                              const SieveOptions *options, GError **error);
+SIEVE_API void sieve_evaluator_free(SieveEvaluator *evaluator);
+/* Runs evaluate(); fills in the cost (wall seconds) when the plugin left it
+ * at zero. (transfer full) */
+SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate,
+                                                GError **error);
+SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
+SIEVE_API const SieveComponent *sieve_evaluator_get_component(const SieveEvaluator *evaluator);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEvaluator, sieve_evaluator_free)
+
+G_END_DECLS

@@ -1,0 +1,16 @@
+/* sieve: the whole public API.  Plugins and embedders include this. */
+#pragma once
+
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/node.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/registry.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+#include <sieve/store.h>

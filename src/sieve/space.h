@@ -1,0 +1,127 @@
+/* sieve: search spaces, their decisions, and genotypes.
+ *
+ *   // inside a space plugin's create():
+ *   guint opt = sieve_space_add_categorical(space, "optimizer", 2, (const char *[]){"sgd", "adam"});
+ *   guint mom = sieve_space_add_float(space, "momentum", 0.0, 0.99, FALSE);
+ *   sieve_space_set_condition(space, mom, opt, 1u << 0);   // momentum only for sgd
+ *
+ *   // anywhere:
+ *   g_autoptr(SieveGenotype) g = sieve_space_sample(space, &rng);
+ *   g_autofree char *text = sieve_space_format(space, g);  // "optimizer=sgd,momentum=0.5"
+ *
+ * A genotype is the optimizer's whole view of a candidate: one double per
+ * decision (a categorical index, an integer, a float), NAN where a condition
+ * makes the decision inactive.  Optimizers never see graphs, which keeps
+ * every optimizer usable on every space.  The text form is canonical: equal
+ * genotypes format equal, and parse(format(g)) == g.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sieve/abi.h>
+#include <sieve/component.h>
+#include <sieve/options.h>
+#include <sieve/rng.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIEVE_DECISION_CATEGORICAL,
+  SIEVE_DECISION_INT,
+  SIEVE_DECISION_FLOAT,
+} SieveDecisionKind;
+
+typedef struct {
+  const char *name;
+  SieveDecisionKind kind;
+  guint n_choices;            /* CATEGORICAL */
+  const char *const *choices; /* CATEGORICAL, n_choices names */
+  double low, high;           /* INT and FLOAT, inclusive */
+  gboolean log;               /* sample and mutate on a log scale (low > 0) */
+  gint parent;                /* the categorical decision this one depends on, or -1 */
+  guint64 parent_mask;        /* active when bit (parent's value) is set */
+  gpointer reserved[2];
+} SieveDecision;
+
+typedef struct _SieveSpace SieveSpace;
+typedef struct _SieveGenotype SieveGenotype;
+
+/* Builder calls, made by a space plugin's create().  Names must be unique;
+ * they return the new decision's index. */
+SIEVE_API guint sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
+                                            const char *const *choices);
+SIEVE_API guint sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high,
+                                    gboolean log);
+SIEVE_API guint sieve_space_add_float(SieveSpace *space, const char *name, double low, double high,
+                                      gboolean log);
+/* Decision child is active only when categorical decision parent (< child)
+ * takes a value whose bit is set in mask (so at most 64 choices). */
+SIEVE_API void sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 mask);
+
+SIEVE_API const char *sieve_space_get_name(const SieveSpace *space); /* the plugin's name */
+SIEVE_API guint sieve_space_n_decisions(const SieveSpace *space);
+/* (transfer none) */
+SIEVE_API const SieveDecision *sieve_space_decision(const SieveSpace *space, guint i);
+/* Index of the decision called name, or -1. */
+SIEVE_API gint sieve_space_find(const SieveSpace *space, const char *name);
+/* The plugin's instance (what its create() returned). (transfer none) */
+SIEVE_API gpointer sieve_space_get_instance(const SieveSpace *space);
+
+/* A uniform random genotype: categorical and int uniform over choices,
+ * floats uniform (log-uniform where log), conditions respected. (transfer full) */
+SIEVE_API SieveGenotype *sieve_space_sample(const SieveSpace *space, SieveRng *rng);
+/* Canonical text, using the plugin's format or the generic
+ * "name=value,name=value" of active decisions. (transfer full) */
+SIEVE_API char *sieve_space_format(const SieveSpace *space, const SieveGenotype *genotype);
+/* Inverse of format; the error says what is wrong where. (transfer full) */
+SIEVE_API SieveGenotype *sieve_space_parse(const SieveSpace *space, const char *text, GError **error);
+/* Checks domains and conditions (values in range, NAN exactly where inactive). */
+SIEVE_API gboolean sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype,
+                                        GError **error);
+/* Whether decision i is active given the values of its ancestors. */
+SIEVE_API gboolean sieve_space_is_active(const SieveSpace *space, const SieveGenotype *genotype,
+                                         guint i);
+/* Genotype as a JSON object {name: value}: categorical as the choice name,
+ * int as integer, float as number; inactive decisions left out. (transfer full) */
+SIEVE_API char *sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype);
+/* One value as text (choice name, integer, shortest round-trip float). (transfer full) */
+SIEVE_API char *sieve_space_format_value(const SieveSpace *space, guint i, double value);
+
+/* Genotypes: n doubles bound to a space. */
+SIEVE_API SieveGenotype *sieve_genotype_new(const SieveSpace *space); /* all NAN (transfer full) */
+SIEVE_API SieveGenotype *sieve_genotype_copy(const SieveGenotype *genotype);
+SIEVE_API void sieve_genotype_free(SieveGenotype *genotype);
+SIEVE_API guint sieve_genotype_size(const SieveGenotype *genotype);
+SIEVE_API double sieve_genotype_get(const SieveGenotype *genotype, guint i);
+SIEVE_API void sieve_genotype_set(SieveGenotype *genotype, guint i, double value);
+/* Set every decision that its conditions make inactive to NAN, and give
+ * every active decision left NAN a uniform random value (after mutations). */
+SIEVE_API void sieve_genotype_repair(SieveGenotype *genotype, SieveRng *rng);
+/* Equality on values (NAN == NAN). */
+SIEVE_API gboolean sieve_genotype_equal(const SieveGenotype *a, const SieveGenotype *b);
+SIEVE_API const SieveSpace *sieve_genotype_get_space(const SieveGenotype *genotype);
+
+/* What a space plugin implements.  create() declares the decisions with the
+ * builder calls above and returns the plugin's instance (may be NULL when it
+ * keeps no state: return GINT_TO_POINTER(1) is not needed, NULL + no error is
+ * fine).  format/parse may be NULL for the generic text form. */
+typedef struct {
+  gpointer (*create)(SieveSpace *space, const SieveOptions *options, GError **error);
+  void (*destroy)(gpointer instance);
+  char *(*format)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype);
+  SieveGenotype *(*parse)(gpointer instance, const SieveSpace *space, const char *text,
+                          GError **error);
+  /* Slots for later interfaces (graph building comes with the runtime). */
+  gpointer reserved[12];
+} SieveSpaceClass;
+
+/* An instance of a space component: runs its create() with the validated
+ * options.  The space keeps a reference to nothing it was given. (transfer full) */
+SIEVE_API SieveSpace *sieve_space_new(const SieveComponent *component, const SieveOptions *options,
+                                      GError **error);
+SIEVE_API void sieve_space_free(SieveSpace *space);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveGenotype, sieve_genotype_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveSpace, sieve_space_free)
+
+G_END_DECLS

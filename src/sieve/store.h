@@ -1,0 +1,108 @@
+/* sieve: the study store, one SQLite file per study (WAL mode).
+ *
+ *   g_autoptr(SieveStore) store = sieve_store_open("study.sieve", SIEVE_STORE_WRITE, &error);
+ *   sieve_store_begin(store, &error);
+ *   gint64 n = sieve_store_add_trial(store, "|nor_conv_3x3~0|+...", NAN, &error);
+ *   sieve_store_save_state(store, "optimizer", state, &error);
+ *   sieve_store_commit(store, &error);
+ *
+ * What must survive a kill is written inside one transaction with the state
+ * it goes with (a new pending trial with the optimizer state after the ask;
+ * a finished trial with the state after the tell), so that the file always
+ * holds a consistent point to resume from.  A writer holds an exclusive lock
+ * on the file for as long as it is open: a second writer gets
+ * SIEVE_ERROR_STORE_BUSY ("store is in use by process N"); readers
+ * (export) do not need the lock.
+ *
+ * Tables: meta(key, value), trials, metrics(trial, name, value),
+ * state(name, type, data) for optimizer and engine state, and
+ * cache(hash, key, trial) for the functional-hashing stage.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <glib.h>
+#include <sieve/abi.h>
+#include <sieve/result.h>
+
+G_BEGIN_DECLS
+
+typedef struct _SieveStore SieveStore;
+
+typedef enum {
+  SIEVE_STORE_READ,  /* read-only; the file must exist */
+  SIEVE_STORE_WRITE, /* created when missing; exclusive writer lock */
+} SieveStoreMode;
+
+typedef struct {
+  gint64 number;       /* 0-based, in ask order */
+  char *genotype;      /* canonical text */
+  SieveStatus status;
+  double fidelity;     /* NAN: the evaluator's default */
+  char *reason;        /* (nullable) why it failed / was screened */
+  SieveResult *result; /* metrics (status mirrors the trial's); never NULL */
+  double started;      /* unix seconds; NAN while pending */
+  double finished;     /* unix seconds; NAN while pending */
+  gint worker;         /* -1 while pending */
+  gint64 cached_from;  /* trial whose result this reuses, or -1 */
+} SieveTrial;
+
+SIEVE_API void sieve_trial_free(SieveTrial *trial);
+
+/* (transfer full) */
+SIEVE_API SieveStore *sieve_store_open(const char *path, SieveStoreMode mode, GError **error);
+SIEVE_API void sieve_store_close(SieveStore *store);
+SIEVE_API const char *sieve_store_get_path(const SieveStore *store);
+
+/* Transactions; nesting is a programming error. */
+SIEVE_API gboolean sieve_store_begin(SieveStore *store, GError **error);
+SIEVE_API gboolean sieve_store_commit(SieveStore *store, GError **error);
+SIEVE_API void sieve_store_rollback(SieveStore *store);
+
+/* Study metadata (config text, seed, objective...).  get: (transfer full) (nullable) */
+SIEVE_API char *sieve_store_get_meta(SieveStore *store, const char *key, GError **error);
+SIEVE_API gboolean sieve_store_set_meta(SieveStore *store, const char *key, const char *value,
+                                        GError **error);
+
+/* Append a pending trial; returns its number (count of trials so far), -1 on error. */
+SIEVE_API gint64 sieve_store_add_trial(SieveStore *store, const char *genotype, double fidelity,
+                                       GError **error);
+/* Record the outcome of trial number: status, reason and metrics from result. */
+SIEVE_API gboolean sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *result,
+                                            double started, double finished, gint worker,
+                                            gint64 cached_from, GError **error);
+/* (transfer full) (nullable: NULL + no error when there is no such trial) */
+SIEVE_API SieveTrial *sieve_store_get_trial(SieveStore *store, gint64 number, GError **error);
+/* All trials in number order; with only_pending, those still pending.
+ * (transfer full) element-type SieveTrial, freed with the array */
+SIEVE_API GPtrArray *sieve_store_list_trials(SieveStore *store, gboolean only_pending, GError **error);
+/* Number of trials with the given status (-1 for any). */
+SIEVE_API gint64 sieve_store_count_trials(SieveStore *store, gint status, GError **error);
+
+/* Named GVariant blobs ("optimizer", "engine").  load: (transfer full)
+ * (nullable: NULL + no error when never saved) */
+SIEVE_API gboolean sieve_store_save_state(SieveStore *store, const char *name, GVariant *state,
+                                          GError **error);
+SIEVE_API GVariant *sieve_store_load_state(SieveStore *store, const char *name, GError **error);
+
+/* Hash cache: key says what the result depends on (evaluator, options,
+ * fidelity...).  lookup returns the trial number, or -1 when absent. */
+SIEVE_API gboolean sieve_store_cache_put(SieveStore *store, const char *hash, const char *key,
+                                         gint64 trial, GError **error);
+SIEVE_API gint64 sieve_store_cache_lookup(SieveStore *store, const char *hash, const char *key,
+                                          GError **error);
+
+typedef enum {
+  SIEVE_EXPORT_CSV,
+  SIEVE_EXPORT_JSON,
+} SieveExportFormat;
+
+/* Every trial with its genotype, status, fidelity, each metric as its own
+ * column / key, cost, timings, worker and reason. */
+SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                      GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveStore, sieve_store_close)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveTrial, sieve_trial_free)
+
+G_END_DECLS

@@ -1,0 +1,606 @@
+/* sieve: search spaces, decisions and genotypes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sieve/space.h>
+#include "space-private.h"
+
+struct _SieveSpace {
+  const SieveComponent *component; /* NULL for a space built by hand (tests, Lua) */
+  const SieveSpaceClass *klass;    /* NULL: generic text form only */
+  gpointer instance;
+  GArray *decisions;  /* SieveDecision; names and choices point into strings */
+  GPtrArray *strings; /* owned copies of names and choice arrays */
+};
+
+struct _SieveGenotype {
+  const SieveSpace *space;
+  guint n;
+  double values[];
+};
+
+/* ---- builder ---------------------------------------------------------- */
+
+static SieveSpace *
+space_alloc(void)
+{
+  SieveSpace *space = g_new0(SieveSpace, 1);
+  space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
+  space->strings = g_ptr_array_new_with_free_func(g_free);
+  return space;
+}
+
+static const char *
+keep(SieveSpace *space, char *owned)
+{
+  g_ptr_array_add(space->strings, owned);
+  return owned;
+}
+
+static guint
+add_decision(SieveSpace *space, const char *name, SieveDecisionKind kind)
+{
+  g_return_val_if_fail(name != NULL && *name != '\0', 0);
+  if (sieve_space_find(space, name) >= 0)
+    g_critical("sieve_space_add: decision '%s' declared twice", name);
+  SieveDecision d = {0};
+  d.name = keep(space, g_strdup(name));
+  d.kind = kind;
+  d.parent = -1;
+  g_array_append_val(space->decisions, d);
+  return space->decisions->len - 1;
+}
+
+guint
+sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
+                            const char *const *choices)
+{
+  g_return_val_if_fail(space != NULL && n_choices > 0 && choices != NULL, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_CATEGORICAL);
+  const char **copy = g_new0(const char *, n_choices + 1);
+  for (guint k = 0; k < n_choices; k++)
+    copy[k] = keep(space, g_strdup(choices[k]));
+  keep(space, (char *) copy);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->n_choices = n_choices;
+  d->choices = copy;
+  d->low = 0;
+  d->high = n_choices - 1;
+  return i;
+}
+
+guint
+sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high, gboolean log)
+{
+  g_return_val_if_fail(space != NULL && low <= high, 0);
+  g_return_val_if_fail(!log || low >= 1, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_INT);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->low = (double) low;
+  d->high = (double) high;
+  d->log = log;
+  return i;
+}
+
+guint
+sieve_space_add_float(SieveSpace *space, const char *name, double low, double high, gboolean log)
+{
+  g_return_val_if_fail(space != NULL && isfinite(low) && isfinite(high) && low <= high, 0);
+  g_return_val_if_fail(!log || low > 0, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_FLOAT);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->low = low;
+  d->high = high;
+  d->log = log;
+  return i;
+}
+
+void
+sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 mask)
+{
+  g_return_if_fail(space != NULL && parent < child && child < space->decisions->len);
+  SieveDecision *p = &g_array_index(space->decisions, SieveDecision, parent);
+  g_return_if_fail(p->kind == SIEVE_DECISION_CATEGORICAL && p->n_choices <= 64);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, child);
+  d->parent = (gint) parent;
+  d->parent_mask = mask;
+}
+
+/* ---- instances -------------------------------------------------------- */
+
+SieveSpace *
+sieve_space_new(const SieveComponent *component, const SieveOptions *options, GError **error)
+{
+  SieveSpace *space = space_alloc();
+  if (component == NULL)
+    return space;
+  g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_SPACE, NULL);
+  space->component = component;
+  space->klass = sieve_component_get_info(component)->klass;
+  GError *local = NULL;
+  space->instance = space->klass->create(space, options, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    space->klass = NULL; /* create failed: nothing to destroy */
+    sieve_space_free(space);
+    return NULL;
+  }
+  if (space->decisions->len == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "space '%s' declares no decisions",
+                sieve_component_get_name(component));
+    sieve_space_free(space);
+    return NULL;
+  }
+  return space;
+}
+
+void
+sieve_space_free(SieveSpace *space)
+{
+  if (space == NULL)
+    return;
+  if (space->klass != NULL && space->klass->destroy != NULL && space->instance != NULL)
+    space->klass->destroy(space->instance);
+  g_array_unref(space->decisions);
+  g_ptr_array_unref(space->strings);
+  g_free(space);
+}
+
+const char *
+sieve_space_get_name(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->component ? sieve_component_get_name(space->component) : "custom";
+}
+
+guint
+sieve_space_n_decisions(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, 0);
+  return space->decisions->len;
+}
+
+const SieveDecision *
+sieve_space_decision(const SieveSpace *space, guint i)
+{
+  g_return_val_if_fail(space != NULL && i < space->decisions->len, NULL);
+  return &g_array_index(space->decisions, SieveDecision, i);
+}
+
+gint
+sieve_space_find(const SieveSpace *space, const char *name)
+{
+  g_return_val_if_fail(space != NULL && name != NULL, -1);
+  for (guint i = 0; i < space->decisions->len; i++)
+    if (strcmp(g_array_index(space->decisions, SieveDecision, i).name, name) == 0)
+      return (gint) i;
+  return -1;
+}
+
+gpointer
+sieve_space_get_instance(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->instance;
+}
+
+/* ---- genotypes -------------------------------------------------------- */
+
+SieveGenotype *
+sieve_genotype_new(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  guint n = space->decisions->len;
+  SieveGenotype *g = g_malloc(sizeof(SieveGenotype) + n * sizeof(double));
+  g->space = space;
+  g->n = n;
+  for (guint i = 0; i < n; i++)
+    g->values[i] = NAN;
+  return g;
+}
+
+SieveGenotype *
+sieve_genotype_copy(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, NULL);
+  gsize size = sizeof(SieveGenotype) + genotype->n * sizeof(double);
+  return g_memdup2(genotype, size);
+}
+
+void
+sieve_genotype_free(SieveGenotype *genotype)
+{
+  g_free(genotype);
+}
+
+guint
+sieve_genotype_size(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, 0);
+  return genotype->n;
+}
+
+double
+sieve_genotype_get(const SieveGenotype *genotype, guint i)
+{
+  g_return_val_if_fail(genotype != NULL && i < genotype->n, NAN);
+  return genotype->values[i];
+}
+
+void
+sieve_genotype_set(SieveGenotype *genotype, guint i, double value)
+{
+  g_return_if_fail(genotype != NULL && i < genotype->n);
+  genotype->values[i] = value;
+}
+
+const SieveSpace *
+sieve_genotype_get_space(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, NULL);
+  return genotype->space;
+}
+
+gboolean
+sieve_genotype_equal(const SieveGenotype *a, const SieveGenotype *b)
+{
+  g_return_val_if_fail(a != NULL && b != NULL, FALSE);
+  if (a->n != b->n)
+    return FALSE;
+  for (guint i = 0; i < a->n; i++) {
+    gboolean na = isnan(a->values[i]), nb = isnan(b->values[i]);
+    if (na != nb || (!na && a->values[i] != b->values[i]))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_space_is_active(const SieveSpace *space, const SieveGenotype *genotype, guint i)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL && i < genotype->n, FALSE);
+  const SieveDecision *d = sieve_space_decision(space, i);
+  while (d->parent >= 0) {
+    double pv = genotype->values[d->parent];
+    if (isnan(pv) || pv < 0 || pv >= 64 || !(d->parent_mask & (G_GUINT64_CONSTANT(1) << (guint) pv)))
+      return FALSE;
+    d = sieve_space_decision(space, (guint) d->parent);
+  }
+  return TRUE;
+}
+
+static double
+sample_decision(const SieveDecision *d, SieveRng *rng)
+{
+  double u;
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    return (double) sieve_rng_below(rng, d->n_choices);
+  case SIEVE_DECISION_INT:
+    if (d->log) {
+      /* Log-uniform over [low - 0.5, high + 0.5] then rounded, so that every
+       * integer gets the mass of its own interval (as Optuna does). */
+      double lo = log(d->low - 0.5), hi = log(d->high + 0.5);
+      double v = round(exp(lo + sieve_rng_uniform(rng) * (hi - lo)));
+      return CLAMP(v, d->low, d->high);
+    }
+    return d->low + (double) sieve_rng_below(rng, (guint64) (d->high - d->low) + 1);
+  case SIEVE_DECISION_FLOAT:
+    u = sieve_rng_uniform(rng);
+    if (d->log)
+      return CLAMP(exp(log(d->low) + u * (log(d->high) - log(d->low))), d->low, d->high);
+    return d->low + u * (d->high - d->low);
+  }
+  g_assert_not_reached();
+}
+
+void
+sieve_genotype_repair(SieveGenotype *genotype, SieveRng *rng)
+{
+  g_return_if_fail(genotype != NULL && rng != NULL);
+  const SieveSpace *space = genotype->space;
+  /* Parents come before children, so one pass in order sees final parents. */
+  for (guint i = 0; i < genotype->n; i++) {
+    if (!sieve_space_is_active(space, genotype, i))
+      genotype->values[i] = NAN;
+    else if (isnan(genotype->values[i]))
+      genotype->values[i] = sample_decision(sieve_space_decision(space, i), rng);
+  }
+}
+
+SieveGenotype *
+sieve_space_sample(const SieveSpace *space, SieveRng *rng)
+{
+  g_return_val_if_fail(space != NULL && rng != NULL, NULL);
+  SieveGenotype *g = sieve_genotype_new(space);
+  sieve_genotype_repair(g, rng);
+  return g;
+}
+
+gboolean
+sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, FALSE);
+  if (genotype->space != space && genotype->n != space->decisions->len) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "genotype has %u values, space '%s' has %u decisions",
+                genotype->n, sieve_space_get_name(space), space->decisions->len);
+    return FALSE;
+  }
+  for (guint i = 0; i < genotype->n; i++) {
+    const SieveDecision *d = sieve_space_decision(space, i);
+    double v = genotype->values[i];
+    gboolean active = sieve_space_is_active(space, genotype, i);
+    if (!active) {
+      if (!isnan(v)) {
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                    "'%s' is inactive (its condition on '%s' does not hold) but has a value", d->name,
+                    sieve_space_decision(space, (guint) d->parent)->name);
+        return FALSE;
+      }
+      continue;
+    }
+    if (isnan(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' is active but has no value", d->name);
+      return FALSE;
+    }
+    if (d->kind != SIEVE_DECISION_FLOAT && v != floor(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' must be an integer, got %g", d->name, v);
+      return FALSE;
+    }
+    if (!(v >= d->low && v <= d->high)) {
+      g_autofree char *lo = sieve__format_double(d->low), *hi = sieve__format_double(d->high);
+      g_autofree char *got = sieve__format_double(v);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' = %s is outside [%s, %s]", d->name, got, lo, hi);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* ---- text forms ------------------------------------------------------- */
+
+char *
+sieve__format_double(double value)
+{
+  if (isnan(value))
+    return g_strdup("nan");
+  if (isinf(value))
+    return g_strdup(value > 0 ? "inf" : "-inf");
+  char buf[64];
+  for (int precision = 1; precision <= 17; precision++) {
+    g_snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (g_ascii_strtod(buf, NULL) == value)
+      break;
+  }
+  /* %g is locale-free only with g_ascii_formatd; "C" numerics are what sieve
+   * runs under (main() never calls setlocale for LC_NUMERIC). */
+  return g_strdup(buf);
+}
+
+void
+sieve__json_append_string(GString *out, const char *s)
+{
+  g_string_append_c(out, '"');
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+    switch (*p) {
+    case '"': g_string_append(out, "\\\""); break;
+    case '\\': g_string_append(out, "\\\\"); break;
+    case '\n': g_string_append(out, "\\n"); break;
+    case '\r': g_string_append(out, "\\r"); break;
+    case '\t': g_string_append(out, "\\t"); break;
+    default:
+      if (*p < 0x20)
+        g_string_append_printf(out, "\\u%04x", *p);
+      else
+        g_string_append_c(out, (char) *p);
+    }
+  }
+  g_string_append_c(out, '"');
+}
+
+void
+sieve__json_append_number(GString *out, double value)
+{
+  if (!isfinite(value)) {
+    sieve__json_append_string(out, isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
+    return;
+  }
+  g_autofree char *text = sieve__format_double(value);
+  g_string_append(out, text);
+}
+
+char *
+sieve_space_format_value(const SieveSpace *space, guint i, double value)
+{
+  const SieveDecision *d = sieve_space_decision(space, i);
+  g_return_val_if_fail(d != NULL, NULL);
+  if (isnan(value))
+    return g_strdup("");
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    g_return_val_if_fail(value >= 0 && value < d->n_choices, NULL);
+    return g_strdup(d->choices[(guint) value]);
+  case SIEVE_DECISION_INT:
+    return g_strdup_printf("%" G_GINT64_FORMAT, (gint64) value);
+  case SIEVE_DECISION_FLOAT:
+    return sieve__format_double(value);
+  }
+  g_assert_not_reached();
+}
+
+/* Generic text: "name=value,name=value" over active decisions in declaration
+ * order.  ',', '=' and '%' inside choice names are %-escaped so that any
+ * choice name round-trips. */
+static void
+append_escaped(GString *out, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == ',' || *s == '=' || *s == '%')
+      g_string_append_printf(out, "%%%02X", (unsigned char) *s);
+    else
+      g_string_append_c(out, *s);
+  }
+}
+
+static char *
+unescape(const char *s)
+{
+  GString *out = g_string_new(NULL);
+  for (; *s; s++) {
+    if (s[0] == '%' && g_ascii_isxdigit(s[1]) && g_ascii_isxdigit(s[2])) {
+      g_string_append_c(out, (char) (g_ascii_xdigit_value(s[1]) * 16 + g_ascii_xdigit_value(s[2])));
+      s += 2;
+    } else {
+      g_string_append_c(out, *s);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+static char *
+generic_format(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < genotype->n; i++) {
+    if (isnan(genotype->values[i]))
+      continue;
+    if (out->len)
+      g_string_append_c(out, ',');
+    g_string_append(out, sieve_space_decision(space, i)->name);
+    g_string_append_c(out, '=');
+    g_autofree char *value = sieve_space_format_value(space, i, genotype->values[i]);
+    append_escaped(out, value);
+  }
+  return g_string_free(out, FALSE);
+}
+
+static gboolean
+parse_value(const SieveDecision *d, const char *text, double *out, GError **error)
+{
+  char *end = NULL;
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL: {
+    g_autofree char *name = unescape(text);
+    for (guint k = 0; k < d->n_choices; k++)
+      if (strcmp(d->choices[k], name) == 0) {
+        *out = k;
+        return TRUE;
+      }
+    g_autofree char *list = g_strjoinv(", ", (char **) d->choices);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' is not a choice of '%s' (one of: %s)", name,
+                d->name, list);
+    return FALSE;
+  }
+  case SIEVE_DECISION_INT: {
+    gint64 v = g_ascii_strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0') {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects an integer, got '%s'", d->name, text);
+      return FALSE;
+    }
+    *out = (double) v;
+    return TRUE;
+  }
+  case SIEVE_DECISION_FLOAT: {
+    double v = g_ascii_strtod(text, &end);
+    if (*text == '\0' || *end != '\0' || !isfinite(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects a number, got '%s'", d->name, text);
+      return FALSE;
+    }
+    *out = v;
+    return TRUE;
+  }
+  }
+  g_assert_not_reached();
+}
+
+static SieveGenotype *
+generic_parse(const SieveSpace *space, const char *text, GError **error)
+{
+  g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  guint n_decisions = space->decisions->len;
+  g_autofree const char **names = g_new0(const char *, n_decisions + 1);
+  for (guint i = 0; i < n_decisions; i++)
+    names[i] = sieve_space_decision(space, i)->name;
+  for (guint k = 0; parts[k] != NULL; k++) {
+    if (parts[k][0] == '\0' && parts[1] == NULL)
+      break; /* the empty text: no active decision */
+    char *eq = strchr(parts[k], '=');
+    if (eq == NULL) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "expected name=value, got '%s'", parts[k]);
+      return NULL;
+    }
+    *eq = '\0';
+    gint i = sieve_space_find(space, parts[k]);
+    if (i < 0) {
+      const char *guess = sieve_suggest(parts[k], names);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "unknown decision '%s'%s%s%s", parts[k],
+                  guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+      return NULL;
+    }
+    if (!isnan(g->values[i])) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' given twice", parts[k]);
+      return NULL;
+    }
+    if (!parse_value(sieve_space_decision(space, (guint) i), eq + 1, &g->values[i], error))
+      return NULL;
+  }
+  return g_steal_pointer(&g);
+}
+
+char *
+sieve_space_format(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, NULL);
+  if (space->klass != NULL && space->klass->format != NULL)
+    return space->klass->format(space->instance, space, genotype);
+  return generic_format(space, genotype);
+}
+
+SieveGenotype *
+sieve_space_parse(const SieveSpace *space, const char *text, GError **error)
+{
+  g_return_val_if_fail(space != NULL && text != NULL, NULL);
+  g_autoptr(SieveGenotype) g = NULL;
+  GError *local = NULL;
+  if (space->klass != NULL && space->klass->parse != NULL)
+    g = space->klass->parse(space->instance, space, text, &local);
+  else
+    g = generic_parse(space, text, &local);
+  if (g == NULL || !sieve_space_validate(space, g, &local)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "bad genotype '%s' for space '%s': %s", text,
+                sieve_space_get_name(space), local ? local->message : "unknown error");
+    g_clear_error(&local);
+    return NULL;
+  }
+  return g_steal_pointer(&g);
+}
+
+char *
+sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, NULL);
+  GString *out = g_string_new("{");
+  gboolean first = TRUE;
+  for (guint i = 0; i < genotype->n; i++) {
+    double v = genotype->values[i];
+    if (isnan(v))
+      continue;
+    const SieveDecision *d = sieve_space_decision(space, i);
+    if (!first)
+      g_string_append(out, ", ");
+    first = FALSE;
+    sieve__json_append_string(out, d->name);
+    g_string_append(out, ": ");
+    if (d->kind == SIEVE_DECISION_CATEGORICAL)
+      sieve__json_append_string(out, d->choices[(guint) v]);
+    else if (d->kind == SIEVE_DECISION_INT)
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, (gint64) v);
+    else
+      sieve__json_append_number(out, v);
+  }
+  g_string_append_c(out, '}');
+  return g_string_free(out, FALSE);
+}

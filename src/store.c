@@ -1,0 +1,859 @@
+/* sieve: the study store on SQLite 3 (one file per study, WAL journal).
+ *
+ * Durability: the journal is WAL with synchronous=NORMAL.  A commit appends
+ * its pages to the -wal file with write() before COMMIT returns, so the
+ * data is in the kernel's page cache: a killed process (SIGKILL, crash,
+ * OOM killer) loses nothing committed, because the kernel still writes
+ * those pages out and the next open replays the WAL.  What NORMAL gives up
+ * is the fsync() per commit, so a power loss or kernel panic may lose the
+ * last commits (never corrupt the file: WAL frames carry checksums and the
+ * WAL is synced before each checkpoint).  FULL would cost one fsync per
+ * trial, which dominates studies whose evaluations take milliseconds.
+ *
+ * The writer lock is flock(LOCK_EX) on a sidecar file PATH-lock, not on the
+ * database file itself: SQLite holds POSIX (fcntl) locks on the database,
+ * and POSIX locks of a process are all dropped when ANY descriptor of that
+ * file is closed (see sqlite.org/howtocorrupt.html, section 2.2), so an
+ * extra descriptor on the database that we close (e.g. after losing the
+ * race for the lock, in a process that already has the store open) would
+ * silently strip SQLite's own locks.  The sidecar also holds the writer's
+ * pid so that a refused writer can name it.  It is never unlinked: removing
+ * it would let two writers lock two different inodes of the same name.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+#include <sieve/store.h>
+
+/* The version of the tables below; a store written by a newer sieve (higher
+ * user_version) is refused rather than misread. */
+#define SCHEMA_VERSION 1
+/* PRAGMA application_id: 'SIEV', tells our files from other SQLite files. */
+#define APPLICATION_ID 0x53494556
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta (\n"
+    "  key TEXT PRIMARY KEY,\n"
+    "  value TEXT NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS trials (\n"
+    "  number INTEGER PRIMARY KEY,\n" /* 0-based, in ask order */
+    "  genotype TEXT NOT NULL,\n"
+    "  status TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed', 'screened', 'cached')),\n"
+    "  fidelity REAL,\n" /* NULL: NAN */
+    "  reason TEXT,\n"
+    "  cost REAL,\n"     /* NULL: NAN */
+    "  started REAL,\n"  /* NULL while pending */
+    "  finished REAL,\n" /* NULL while pending */
+    "  worker INTEGER,\n" /* NULL while pending */
+    "  cached_from INTEGER REFERENCES trials(number));\n"
+    /* value has no declared type so that SQLite converts nothing: a finite
+     * value is a REAL, a non-finite one the TEXT 'nan', 'inf' or '-inf'
+     * (SQLite would store NaN as NULL).  idx keeps the result's order. */
+    "CREATE TABLE IF NOT EXISTS metrics (\n"
+    "  trial INTEGER NOT NULL REFERENCES trials(number),\n"
+    "  idx INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  value,\n"
+    "  PRIMARY KEY (trial, name));\n"
+    "CREATE TABLE IF NOT EXISTS state (\n"
+    "  name TEXT PRIMARY KEY,\n"
+    "  type TEXT NOT NULL,\n" /* GVariant type string */
+    "  data BLOB NOT NULL);\n" /* serialised normal form */
+    "CREATE TABLE IF NOT EXISTS cache (\n"
+    "  hash TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  trial INTEGER NOT NULL REFERENCES trials(number),\n"
+    "  PRIMARY KEY (hash, key));\n";
+
+typedef enum {
+  STMT_GET_META,
+  STMT_SET_META,
+  STMT_DELETE_META,
+  STMT_NEXT_NUMBER,
+  STMT_ADD_TRIAL,
+  STMT_FINISH_TRIAL,
+  STMT_DELETE_METRICS,
+  STMT_ADD_METRIC,
+  STMT_GET_TRIAL,
+  STMT_LIST_TRIALS,
+  STMT_LIST_PENDING,
+  STMT_COUNT_ALL,
+  STMT_COUNT_STATUS,
+  STMT_SAVE_STATE,
+  STMT_LOAD_STATE,
+  STMT_CACHE_PUT,
+  STMT_CACHE_LOOKUP,
+  N_STMTS
+} StmtId;
+
+#define TRIAL_COLUMNS                                                                                       \
+  "SELECT t.number, t.genotype, t.status, t.fidelity, t.reason, t.cost, t.started, t.finished, t.worker, " \
+  "t.cached_from, m.name, m.value FROM trials t LEFT JOIN metrics m ON m.trial = t.number "
+
+/* Column indexes of TRIAL_COLUMNS. */
+enum { COL_NUMBER, COL_GENOTYPE, COL_STATUS, COL_FIDELITY, COL_REASON, COL_COST, COL_STARTED, COL_FINISHED,
+       COL_WORKER, COL_CACHED_FROM, COL_METRIC_NAME, COL_METRIC_VALUE };
+
+static const char *const stmt_sql[N_STMTS] = {
+    [STMT_GET_META] = "SELECT value FROM meta WHERE key = ?1",
+    [STMT_SET_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+    [STMT_DELETE_META] = "DELETE FROM meta WHERE key = ?1",
+    [STMT_NEXT_NUMBER] = "SELECT IFNULL(MAX(number) + 1, 0) FROM trials",
+    [STMT_ADD_TRIAL] = "INSERT INTO trials (number, genotype, status, fidelity, cost) VALUES (?1, ?2, 'pending', ?3, 0.0)",
+    [STMT_FINISH_TRIAL] = "UPDATE trials SET status = ?2, reason = ?3, cost = ?4, started = ?5, finished = ?6, "
+                          "worker = ?7, cached_from = ?8 WHERE number = ?1",
+    [STMT_DELETE_METRICS] = "DELETE FROM metrics WHERE trial = ?1",
+    [STMT_ADD_METRIC] = "INSERT INTO metrics (trial, idx, name, value) VALUES (?1, ?2, ?3, ?4)",
+    [STMT_GET_TRIAL] = TRIAL_COLUMNS "WHERE t.number = ?1 ORDER BY m.idx",
+    [STMT_LIST_TRIALS] = TRIAL_COLUMNS "ORDER BY t.number, m.idx",
+    [STMT_LIST_PENDING] = TRIAL_COLUMNS "WHERE t.status = 'pending' ORDER BY t.number, m.idx",
+    [STMT_COUNT_ALL] = "SELECT count(*) FROM trials",
+    [STMT_COUNT_STATUS] = "SELECT count(*) FROM trials WHERE status = ?1",
+    [STMT_SAVE_STATE] = "INSERT OR REPLACE INTO state (name, type, data) VALUES (?1, ?2, ?3)",
+    [STMT_LOAD_STATE] = "SELECT type, data FROM state WHERE name = ?1",
+    [STMT_CACHE_PUT] = "INSERT OR REPLACE INTO cache (hash, key, trial) VALUES (?1, ?2, ?3)",
+    [STMT_CACHE_LOOKUP] = "SELECT trial FROM cache WHERE hash = ?1 AND key = ?2",
+};
+
+struct _SieveStore {
+  char *path;
+  SieveStoreMode mode;
+  sqlite3 *db;
+  int lock_fd; /* -1 in READ mode */
+  sqlite3_stmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Every SQLite failure goes through here: the path, what we were doing, and
+ * SQLite's own message. */
+static void
+set_sqlite_error(SieveStore *store, GError **error, const char *what)
+{
+  int code = sqlite3_errcode(store->db);
+  const char *msg = sqlite3_errmsg(store->db);
+  if (code == SQLITE_NOTADB)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: not a sieve store (%s)", store->path, msg);
+  else if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY, "%s: %s: %s", store->path, what, msg);
+  else
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: %s: %s", store->path, what, msg);
+}
+
+static void
+set_corrupt_error(SieveStore *store, GError **error, const char *format, ...) G_GNUC_PRINTF(3, 4);
+
+static void
+set_corrupt_error(SieveStore *store, GError **error, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *what = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: corrupt store: %s", store->path, what);
+}
+
+static gboolean
+check_writable(SieveStore *store, GError **error)
+{
+  if (store->mode == SIEVE_STORE_WRITE)
+    return TRUE;
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: store is open read-only", store->path);
+  return FALSE;
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+/* The cached statement id, reset and unbound, ready for new bindings. */
+static sqlite3_stmt *
+get_stmt(SieveStore *store, StmtId id, GError **error)
+{
+  sqlite3_stmt *stmt = store->stmts[id];
+  if (stmt == NULL) {
+    if (sqlite3_prepare_v3(store->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) != SQLITE_OK) {
+      set_sqlite_error(store, error, "cannot prepare a statement");
+      return NULL;
+    }
+    store->stmts[id] = stmt;
+  }
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  return stmt;
+}
+
+/* Resets a statement after use so that it holds no read snapshot open. */
+static void
+done_stmt(sqlite3_stmt *stmt)
+{
+  if (stmt != NULL)
+    sqlite3_reset(stmt);
+}
+
+static gboolean
+bind_ok(SieveStore *store, int rc, GError **error)
+{
+  if (rc == SQLITE_OK)
+    return TRUE;
+  set_sqlite_error(store, error, "cannot bind a value");
+  return FALSE;
+}
+
+static int
+bind_text(sqlite3_stmt *stmt, int i, const char *text)
+{
+  return text ? sqlite3_bind_text(stmt, i, text, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(stmt, i);
+}
+
+/* NAN is NULL: SQLite itself would turn a NaN into NULL, so say so. */
+static int
+bind_real(sqlite3_stmt *stmt, int i, double value)
+{
+  return isnan(value) ? sqlite3_bind_null(stmt, i) : sqlite3_bind_double(stmt, i, value);
+}
+
+static double
+column_real(sqlite3_stmt *stmt, int i)
+{
+  return sqlite3_column_type(stmt, i) == SQLITE_NULL ? NAN : sqlite3_column_double(stmt, i);
+}
+
+/* Runs a statement that returns no rows (or whose rows we do not need). */
+static gboolean
+step_done(SieveStore *store, sqlite3_stmt *stmt, const char *what, GError **error)
+{
+  int rc = sqlite3_step(stmt);
+  while (rc == SQLITE_ROW)
+    rc = sqlite3_step(stmt);
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, what);
+    done_stmt(stmt);
+    return FALSE;
+  }
+  done_stmt(stmt);
+  return TRUE;
+}
+
+static gboolean
+exec(SieveStore *store, const char *sql, const char *what, GError **error)
+{
+  if (sqlite3_exec(store->db, sql, NULL, NULL, NULL) == SQLITE_OK)
+    return TRUE;
+  set_sqlite_error(store, error, what);
+  return FALSE;
+}
+
+/* A single integer from a one-row query such as a PRAGMA. */
+static gboolean
+query_int(SieveStore *store, const char *sql, gint64 *out, GError **error)
+{
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+    set_sqlite_error(store, error, "cannot read the store");
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW)
+    *out = sqlite3_column_int64(stmt, 0);
+  else if (rc == SQLITE_DONE)
+    *out = 0;
+  else
+    set_sqlite_error(store, error, "cannot read the store");
+  sqlite3_finalize(stmt);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE;
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+/* Takes the writer lock on PATH-lock; on success writes our pid there. */
+static gboolean
+take_writer_lock(SieveStore *store, GError **error)
+{
+  g_autofree char *lock_path = g_strconcat(store->path, "-lock", NULL);
+  int fd = g_open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int saved = errno;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the lock file %s: %s", store->path,
+                lock_path, g_strerror(saved));
+    return FALSE;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int saved = errno;
+    if (saved == EWOULDBLOCK) {
+      /* Best effort: the holder may not have written its pid yet. */
+      char buf[32] = {0};
+      ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+      gint64 pid = n > 0 ? g_ascii_strtoll(buf, NULL, 10) : 0;
+      if (pid > 0)
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY,
+                    "%s: store is in use by another sieve process (pid %" G_GINT64_FORMAT ")", store->path, pid);
+      else
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY, "%s: store is in use by another sieve process",
+                    store->path);
+    } else {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot lock %s: %s", store->path, lock_path,
+                  g_strerror(saved));
+    }
+    close(fd);
+    return FALSE;
+  }
+  char pid_text[32];
+  int len = g_snprintf(pid_text, sizeof pid_text, "%d\n", (int) getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid_text, (size_t) len, 0) != len) {
+    int saved = errno;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot write %s: %s", store->path, lock_path,
+                g_strerror(saved));
+    close(fd);
+    return FALSE;
+  }
+  store->lock_fd = fd;
+  return TRUE;
+}
+
+/* Checks (READ) or creates (WRITE, new file) the schema. */
+static gboolean
+check_schema(SieveStore *store, GError **error)
+{
+  gint64 app_id = 0, version = 0, n_tables = 0;
+  /* The first read of the file: a file that is not SQLite fails here with
+   * SQLITE_NOTADB, which set_sqlite_error words as "not a sieve store". */
+  if (!query_int(store, "SELECT count(*) FROM sqlite_schema", &n_tables, error) ||
+      !query_int(store, "PRAGMA application_id", &app_id, error) ||
+      !query_int(store, "PRAGMA user_version", &version, error))
+    return FALSE;
+  gboolean empty = n_tables == 0 && app_id == 0 && version == 0;
+  if (empty && store->mode == SIEVE_STORE_READ) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: not a sieve store (an empty database)", store->path);
+    return FALSE;
+  }
+  if (!empty && (app_id != APPLICATION_ID || version <= 0)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: not a sieve store (an SQLite database written by another program)", store->path);
+    return FALSE;
+  }
+  if (version > SCHEMA_VERSION) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: the store has schema version %" G_GINT64_FORMAT
+                ", newer than this sieve understands (%d); use a newer sieve",
+                store->path, version, SCHEMA_VERSION);
+    return FALSE;
+  }
+  if (store->mode == SIEVE_STORE_READ)
+    return TRUE;
+
+  /* WAL must be chosen outside a transaction; it is persistent in the file,
+   * so readers see it too. */
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL) != SQLITE_OK ||
+      sqlite3_step(stmt) != SQLITE_ROW) {
+    set_sqlite_error(store, error, "cannot set the WAL journal");
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  gboolean wal = g_ascii_strcasecmp((const char *) sqlite3_column_text(stmt, 0), "wal") == 0;
+  sqlite3_finalize(stmt);
+  if (!wal) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: cannot use a WAL journal here (a file system without shared memory?)", store->path);
+    return FALSE;
+  }
+  if (!exec(store, "PRAGMA synchronous=NORMAL", "cannot set synchronous", error))
+    return FALSE;
+  if (!empty)
+    return TRUE;
+  g_autofree char *sql = g_strdup_printf("BEGIN IMMEDIATE;\n%s"
+                                         "PRAGMA application_id = %d;\n"
+                                         "PRAGMA user_version = %d;\n"
+                                         "COMMIT;\n",
+                                         schema_sql, APPLICATION_ID, SCHEMA_VERSION);
+  if (!exec(store, sql, "cannot create the tables", error)) {
+    sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+SieveStore *
+sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_return_val_if_fail(mode == SIEVE_STORE_READ || mode == SIEVE_STORE_WRITE, NULL);
+  g_autoptr(SieveStore) store = g_new0(SieveStore, 1);
+  store->path = g_strdup(path);
+  store->mode = mode;
+  store->lock_fd = -1;
+
+  if (mode == SIEVE_STORE_READ && !g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no such store", path);
+    return NULL;
+  }
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: not a sieve store (a directory)", path);
+    return NULL;
+  }
+  /* The lock comes first, so a refused writer touches nothing. */
+  if (mode == SIEVE_STORE_WRITE && !take_writer_lock(store, error))
+    return NULL;
+
+  int flags = (mode == SIEVE_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
+  if (sqlite3_open_v2(path, &store->db, flags, NULL) != SQLITE_OK) {
+    if (store->db == NULL)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: out of memory", path);
+    else
+      set_sqlite_error(store, error, "cannot open the store");
+    return NULL;
+  }
+  sqlite3_extended_result_codes(store->db, 0);
+  /* A reader may meet a writer in the middle of a checkpoint or WAL
+   * recovery; waiting a little beats failing. */
+  sqlite3_busy_timeout(store->db, 5000);
+  if (!exec(store, "PRAGMA foreign_keys=ON", "cannot enable foreign keys", error) || !check_schema(store, error))
+    return NULL;
+  return g_steal_pointer(&store);
+}
+
+void
+sieve_store_close(SieveStore *store)
+{
+  if (store == NULL)
+    return;
+  if (store->db != NULL) {
+    /* Uncommitted work is dropped, as a kill would drop it. */
+    if (!sqlite3_get_autocommit(store->db))
+      sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+    for (guint i = 0; i < N_STMTS; i++)
+      sqlite3_finalize(store->stmts[i]);
+    if (sqlite3_close(store->db) != SQLITE_OK)
+      g_warning("%s: closing the store: %s", store->path, sqlite3_errmsg(store->db));
+  }
+  /* After sqlite3_close, so that the lock outlives every write. */
+  if (store->lock_fd >= 0)
+    close(store->lock_fd);
+  g_free(store->path);
+  g_free(store);
+}
+
+const char *
+sieve_store_get_path(const SieveStore *store)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  return store->path;
+}
+
+/* ---- transactions ------------------------------------------------------ */
+
+gboolean
+sieve_store_begin(SieveStore *store, GError **error)
+{
+  g_return_val_if_fail(store != NULL, FALSE);
+  g_return_val_if_fail(sqlite3_get_autocommit(store->db), FALSE); /* no nesting */
+  if (!check_writable(store, error))
+    return FALSE;
+  return exec(store, "BEGIN IMMEDIATE", "cannot begin a transaction", error);
+}
+
+gboolean
+sieve_store_commit(SieveStore *store, GError **error)
+{
+  g_return_val_if_fail(store != NULL, FALSE);
+  g_return_val_if_fail(!sqlite3_get_autocommit(store->db), FALSE); /* begin first */
+  return exec(store, "COMMIT", "cannot commit", error);
+}
+
+/* Safe to call whatever happened before: after a failed begin or a failed
+ * commit that already ended the transaction, there is nothing to undo. */
+void
+sieve_store_rollback(SieveStore *store)
+{
+  g_return_if_fail(store != NULL);
+  if (sqlite3_get_autocommit(store->db))
+    return;
+  if (sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+    g_warning("%s: rollback: %s", store->path, sqlite3_errmsg(store->db));
+}
+
+/* Several statements that must happen together run inside a savepoint,
+ * which works both inside the caller's transaction and outside one. */
+static gboolean
+savepoint(SieveStore *store, GError **error)
+{
+  return exec(store, "SAVEPOINT sieve_op", "cannot begin a savepoint", error);
+}
+
+static gboolean
+release(SieveStore *store, gboolean ok, GError **error)
+{
+  if (ok)
+    return exec(store, "RELEASE sieve_op", "cannot commit", error);
+  sqlite3_exec(store->db, "ROLLBACK TO sieve_op; RELEASE sieve_op", NULL, NULL, NULL);
+  return FALSE;
+}
+
+/* ---- meta -------------------------------------------------------------- */
+
+char *
+sieve_store_get_meta(SieveStore *store, const char *key, GError **error)
+{
+  g_return_val_if_fail(store != NULL && key != NULL, NULL);
+  sqlite3_stmt *stmt = get_stmt(store, STMT_GET_META, error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, key), error))
+    return NULL;
+  char *value = NULL;
+  int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW)
+    value = g_strdup((const char *) sqlite3_column_text(stmt, 0));
+  else if (rc != SQLITE_DONE)
+    set_sqlite_error(store, error, "cannot read meta");
+  done_stmt(stmt);
+  return value;
+}
+
+/* A NULL value removes the key. */
+gboolean
+sieve_store_set_meta(SieveStore *store, const char *key, const char *value, GError **error)
+{
+  g_return_val_if_fail(store != NULL && key != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, value ? STMT_SET_META : STMT_DELETE_META, error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, key), error) ||
+      (value && !bind_ok(store, bind_text(stmt, 2, value), error)))
+    return FALSE;
+  return step_done(store, stmt, "cannot write meta", error);
+}
+
+/* ---- trials ------------------------------------------------------------ */
+
+void
+sieve_trial_free(SieveTrial *trial)
+{
+  if (trial == NULL)
+    return;
+  g_free(trial->genotype);
+  g_free(trial->reason);
+  sieve_result_free(trial->result);
+  g_free(trial);
+}
+
+gint64
+sieve_store_add_trial(SieveStore *store, const char *genotype, double fidelity, GError **error)
+{
+  g_return_val_if_fail(store != NULL && genotype != NULL, -1);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return -1;
+  /* Numbers are dense (trials are never deleted), so MAX + 1 is the count;
+   * MAX on the primary key is a single b-tree lookup. */
+  gint64 number = -1;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_NEXT_NUMBER, error);
+  gboolean ok = stmt != NULL;
+  if (ok) {
+    if (sqlite3_step(stmt) == SQLITE_ROW)
+      number = sqlite3_column_int64(stmt, 0);
+    else {
+      set_sqlite_error(store, error, "cannot count trials");
+      ok = FALSE;
+    }
+    done_stmt(stmt);
+  }
+  if (ok) {
+    stmt = get_stmt(store, STMT_ADD_TRIAL, error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, bind_text(stmt, 2, genotype), error) && bind_ok(store, bind_real(stmt, 3, fidelity), error) &&
+         step_done(store, stmt, "cannot add a trial", error);
+  }
+  if (!release(store, ok, error))
+    return -1;
+  return number;
+}
+
+/* Non-finite metric values are stored as TEXT (SQLite keeps no NaN). */
+static int
+bind_metric(sqlite3_stmt *stmt, int i, double value)
+{
+  if (isnan(value))
+    return sqlite3_bind_text(stmt, i, "nan", -1, SQLITE_STATIC);
+  if (isinf(value))
+    return sqlite3_bind_text(stmt, i, value > 0 ? "inf" : "-inf", -1, SQLITE_STATIC);
+  return sqlite3_bind_double(stmt, i, value);
+}
+
+static gboolean
+column_metric(sqlite3_stmt *stmt, int i, double *out)
+{
+  switch (sqlite3_column_type(stmt, i)) {
+  case SQLITE_FLOAT:
+  case SQLITE_INTEGER:
+    *out = sqlite3_column_double(stmt, i);
+    return TRUE;
+  case SQLITE_NULL: /* what another program writing a NaN leaves */
+    *out = NAN;
+    return TRUE;
+  case SQLITE_TEXT: {
+    const char *text = (const char *) sqlite3_column_text(stmt, i);
+    if (g_strcmp0(text, "nan") == 0)
+      *out = NAN;
+    else if (g_strcmp0(text, "inf") == 0)
+      *out = INFINITY;
+    else if (g_strcmp0(text, "-inf") == 0)
+      *out = -INFINITY;
+    else
+      return FALSE;
+    return TRUE;
+  }
+  default:
+    return FALSE;
+  }
+}
+
+gboolean
+sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *result, double started,
+                         double finished, gint worker, gint64 cached_from, GError **error)
+{
+  g_return_val_if_fail(store != NULL && result != NULL, FALSE);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_FINISH_TRIAL, error);
+  gboolean ok =
+      stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+      bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(sieve_result_get_status(result))), error) &&
+      bind_ok(store, bind_text(stmt, 3, sieve_result_get_reason(result)), error) &&
+      bind_ok(store, bind_real(stmt, 4, sieve_result_get_cost(result)), error) &&
+      bind_ok(store, bind_real(stmt, 5, started), error) && bind_ok(store, bind_real(stmt, 6, finished), error) &&
+      bind_ok(store, worker < 0 ? sqlite3_bind_null(stmt, 7) : sqlite3_bind_int(stmt, 7, worker), error) &&
+      bind_ok(store, cached_from < 0 ? sqlite3_bind_null(stmt, 8) : sqlite3_bind_int64(stmt, 8, cached_from),
+              error) &&
+      step_done(store, stmt, "cannot finish a trial", error);
+  if (ok && sqlite3_changes(store->db) != 1) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT, store->path, number);
+    ok = FALSE;
+  }
+  if (ok) {
+    stmt = get_stmt(store, STMT_DELETE_METRICS, error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         step_done(store, stmt, "cannot replace metrics", error);
+  }
+  for (guint i = 0; ok && i < sieve_result_n_metrics(result); i++) {
+    stmt = get_stmt(store, STMT_ADD_METRIC, error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, sqlite3_bind_int(stmt, 2, (int) i), error) &&
+         bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(result, i)), error) &&
+         bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(result, i)), error) &&
+         step_done(store, stmt, "cannot store a metric", error);
+  }
+  return release(store, ok, error);
+}
+
+/* Reads the rows of one trial (one per metric, or one with NULL metric
+ * columns) starting at the current row.  Returns the trial, and in *rc the
+ * step code after its last row.  NULL with error on corrupt data. */
+static SieveTrial *
+read_trial(SieveStore *store, sqlite3_stmt *stmt, int *rc, GError **error)
+{
+  g_autoptr(SieveTrial) t = g_new0(SieveTrial, 1);
+  t->number = sqlite3_column_int64(stmt, COL_NUMBER);
+  t->genotype = g_strdup((const char *) sqlite3_column_text(stmt, COL_GENOTYPE));
+  const char *status_text = (const char *) sqlite3_column_text(stmt, COL_STATUS);
+  if (t->genotype == NULL || !sieve_status_from_string(status_text, &t->status)) {
+    set_corrupt_error(store, error, "trial %" G_GINT64_FORMAT " has status '%s'", t->number,
+                      status_text ? status_text : "(null)");
+    return NULL;
+  }
+  t->fidelity = column_real(stmt, COL_FIDELITY);
+  t->reason = g_strdup((const char *) sqlite3_column_text(stmt, COL_REASON));
+  t->started = column_real(stmt, COL_STARTED);
+  t->finished = column_real(stmt, COL_FINISHED);
+  t->worker = sqlite3_column_type(stmt, COL_WORKER) == SQLITE_NULL ? -1 : sqlite3_column_int(stmt, COL_WORKER);
+  t->cached_from =
+      sqlite3_column_type(stmt, COL_CACHED_FROM) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, COL_CACHED_FROM);
+  t->result = sieve_result_new();
+  sieve_result_set_status(t->result, t->status);
+  sieve_result_set_reason(t->result, t->reason);
+  sieve_result_set_cost(t->result, column_real(stmt, COL_COST));
+  do {
+    if (sqlite3_column_int64(stmt, COL_NUMBER) != t->number)
+      break;
+    const char *name = (const char *) sqlite3_column_text(stmt, COL_METRIC_NAME);
+    if (name == NULL) /* LEFT JOIN: a trial without metrics */
+      continue;
+    double value;
+    if (!column_metric(stmt, COL_METRIC_VALUE, &value)) {
+      set_corrupt_error(store, error, "trial %" G_GINT64_FORMAT " metric '%s' is not a number", t->number, name);
+      return NULL;
+    }
+    sieve_result_set_metric(t->result, name, value);
+  } while ((*rc = sqlite3_step(stmt)) == SQLITE_ROW);
+  return g_steal_pointer(&t);
+}
+
+SieveTrial *
+sieve_store_get_trial(SieveStore *store, gint64 number, GError **error)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  sqlite3_stmt *stmt = get_stmt(store, STMT_GET_TRIAL, error);
+  if (stmt == NULL || !bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error))
+    return NULL;
+  int rc = sqlite3_step(stmt);
+  SieveTrial *trial = NULL;
+  if (rc == SQLITE_ROW) {
+    rc = SQLITE_DONE;
+    trial = read_trial(store, stmt, &rc, error);
+    if (trial == NULL) {
+      done_stmt(stmt);
+      return NULL;
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, "cannot read a trial");
+    g_clear_pointer(&trial, sieve_trial_free);
+  }
+  done_stmt(stmt);
+  return trial;
+}
+
+GPtrArray *
+sieve_store_list_trials(SieveStore *store, gboolean only_pending, GError **error)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  /* One statement, so one snapshot: a writer committing meanwhile cannot
+   * give us a trial without its metrics. */
+  sqlite3_stmt *stmt = get_stmt(store, only_pending ? STMT_LIST_PENDING : STMT_LIST_TRIALS, error);
+  if (stmt == NULL)
+    return NULL;
+  g_autoptr(GPtrArray) trials = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_trial_free);
+  int rc = sqlite3_step(stmt);
+  while (rc == SQLITE_ROW) {
+    rc = SQLITE_DONE;
+    SieveTrial *t = read_trial(store, stmt, &rc, error);
+    if (t == NULL) {
+      done_stmt(stmt);
+      return NULL;
+    }
+    g_ptr_array_add(trials, t);
+  }
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, "cannot list trials");
+    done_stmt(stmt);
+    return NULL;
+  }
+  done_stmt(stmt);
+  return g_steal_pointer(&trials);
+}
+
+gint64
+sieve_store_count_trials(SieveStore *store, gint status, GError **error)
+{
+  g_return_val_if_fail(store != NULL, -1);
+  sqlite3_stmt *stmt = get_stmt(store, status < 0 ? STMT_COUNT_ALL : STMT_COUNT_STATUS, error);
+  if (stmt == NULL ||
+      (status >= 0 && !bind_ok(store, bind_text(stmt, 1, sieve_status_to_string((SieveStatus) status)), error)))
+    return -1;
+  gint64 n = -1;
+  if (sqlite3_step(stmt) == SQLITE_ROW)
+    n = sqlite3_column_int64(stmt, 0);
+  else
+    set_sqlite_error(store, error, "cannot count trials");
+  done_stmt(stmt);
+  return n;
+}
+
+/* ---- state ------------------------------------------------------------- */
+
+gboolean
+sieve_store_save_state(SieveStore *store, const char *name, GVariant *state, GError **error)
+{
+  g_return_val_if_fail(store != NULL && name != NULL && state != NULL, FALSE);
+  g_autoptr(GVariant) owned = g_variant_ref_sink(state); /* takes a floating state */
+  if (!check_writable(store, error))
+    return FALSE;
+  g_autoptr(GVariant) normal = g_variant_get_normal_form(owned);
+  g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes(normal);
+  gsize size = 0;
+  gconstpointer data = g_bytes_get_data(bytes, &size);
+  sqlite3_stmt *stmt = get_stmt(store, STMT_SAVE_STATE, error);
+  if (stmt == NULL)
+    return FALSE;
+  /* A NULL pointer would bind SQL NULL; an empty serialisation (e.g. an
+   * empty array) is a zero-length blob. */
+  int rc = size == 0 || data == NULL ? sqlite3_bind_zeroblob(stmt, 3, 0)
+                                     : sqlite3_bind_blob64(stmt, 3, data, size, SQLITE_TRANSIENT);
+  return bind_ok(store, bind_text(stmt, 1, name), error) &&
+         bind_ok(store, bind_text(stmt, 2, g_variant_get_type_string(normal)), error) &&
+         bind_ok(store, rc, error) && step_done(store, stmt, "cannot save state", error);
+}
+
+GVariant *
+sieve_store_load_state(SieveStore *store, const char *name, GError **error)
+{
+  g_return_val_if_fail(store != NULL && name != NULL, NULL);
+  sqlite3_stmt *stmt = get_stmt(store, STMT_LOAD_STATE, error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, name), error))
+    return NULL;
+  int rc = sqlite3_step(stmt);
+  if (rc != SQLITE_ROW) {
+    if (rc != SQLITE_DONE)
+      set_sqlite_error(store, error, "cannot load state");
+    done_stmt(stmt);
+    return NULL;
+  }
+  /* Copied (as g_bytes_new copies the blob): column memory goes with the reset below. */
+  g_autofree char *type = g_strdup((const char *) sqlite3_column_text(stmt, 0));
+  if (type == NULL || !g_variant_type_string_is_valid(type) ||
+      !g_variant_type_is_definite(G_VARIANT_TYPE(type))) {
+    set_corrupt_error(store, error, "state '%s' has an invalid type '%s'", name, type ? type : "(null)");
+    done_stmt(stmt);
+    return NULL;
+  }
+  g_autoptr(GVariantType) vtype = g_variant_type_new(type);
+  const void *data = sqlite3_column_blob(stmt, 1);
+  gsize size = (gsize) sqlite3_column_bytes(stmt, 1);
+  g_autoptr(GBytes) bytes = g_bytes_new(data, data ? size : 0);
+  done_stmt(stmt);
+  /* Untrusted: GVariant then checks every offset it reads, and a blob that
+   * is not in normal form (truncated, garbled) is refused, not guessed at. */
+  GVariant *value = g_variant_ref_sink(g_variant_new_from_bytes(vtype, bytes, FALSE));
+  if (!g_variant_is_normal_form(value)) {
+    g_variant_unref(value);
+    set_corrupt_error(store, error, "state '%s' is not a valid '%s' value", name, type);
+    return NULL;
+  }
+  return value;
+}
+
+/* ---- cache ------------------------------------------------------------- */
+
+gboolean
+sieve_store_cache_put(SieveStore *store, const char *hash, const char *key, gint64 trial, GError **error)
+{
+  g_return_val_if_fail(store != NULL && hash != NULL && key != NULL && trial >= 0, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_PUT, error);
+  return stmt != NULL && bind_ok(store, bind_text(stmt, 1, hash), error) &&
+         bind_ok(store, bind_text(stmt, 2, key), error) && bind_ok(store, sqlite3_bind_int64(stmt, 3, trial), error) &&
+         step_done(store, stmt, "cannot write the cache", error);
+}
+
+gint64
+sieve_store_cache_lookup(SieveStore *store, const char *hash, const char *key, GError **error)
+{
+  g_return_val_if_fail(store != NULL && hash != NULL && key != NULL, -1);
+  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_LOOKUP, error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, hash), error) ||
+      !bind_ok(store, bind_text(stmt, 2, key), error))
+    return -1;
+  gint64 trial = -1;
+  int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW)
+    trial = sqlite3_column_int64(stmt, 0);
+  else if (rc != SQLITE_DONE)
+    set_sqlite_error(store, error, "cannot read the cache");
+  done_stmt(stmt);
+  return trial;
+}
