@@ -1,0 +1,430 @@
+/* sieve plugin: the `command` evaluator runs an external program per trial.
+ *
+ *   evaluator:
+ *     plugin: command
+ *     argv: [python3, train.py, --lr={lr}, --layers={layers}, --out=run-{trial}]
+ *     stdin: json        # or give the parameters on stdin as one JSON object
+ *     timeout: 600       # seconds; the program and its children are killed
+ *     cwd: .             # default: the experiment file's folder
+ *     env: {OMP_NUM_THREADS: 2, TRIAL: "{trial}"}
+ *
+ * Each argv item and each env value is a template: {genotype} (canonical
+ * text), {trial} (number), {fidelity} (empty when the evaluator chooses),
+ * {json} (the parameters as a JSON object) and {NAME} for each decision
+ * (empty while inactive); {{ and }} are literal braces.  argv is run as is,
+ * without a shell: write [sh, -c, "..."] for one.
+ *
+ * With stdin: json the program reads one line
+ *   {"trial": 3, "genotype": "x1=0.5,x2=2", "fidelity": null, "params": {"x1": 0.5, "x2": 2}}
+ * and end of file; otherwise its stdin is /dev/null.
+ *
+ * Output protocol: the LAST non-empty line the program writes on stdout must
+ * be a JSON object.  Its numeric members are the trial's metrics, in the
+ * order written; true and false count as 1 and 0 (a flag such as
+ * "diverged" can then be a metric); strings, arrays, objects and null are
+ * ignored, except "status": "ok" | "failed" and "reason": "...", with which
+ * a program reports a failed trial on purpose (its numeric members are kept).
+ * NaN, Infinity and -Infinity, as Python's json module writes them, are read
+ * as those numbers.
+ * Anything else is a failed trial whose reason says what happened: a
+ * non-zero exit status (with the last line of stderr), a signal, the
+ * timeout, a missing or malformed last line, a program that cannot run.
+ * A failed trial never stops the study.  cost = the program's wall time.
+ *
+ * When the program exits, whatever it left running in its process group is
+ * killed too, so a trial leaves no processes behind.
+ */
+#define _GNU_SOURCE
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include <sieve/sieve.h>
+
+#include "process.h"
+#include "template.h"
+
+static const char *const stdin_modes[] = {"none", "json", NULL};
+
+static const SieveOptionSpec command_options[] = {
+  {"argv", SIEVE_OPTION_TYPE_STRING_LIST, NULL, 0, 0, NULL,
+   "the program and its arguments, each a template ({genotype} {trial} {fidelity} {json} {NAME})",
+   SIEVE_OPTION_REQUIRED, {NULL}},
+  SIEVE_OPTION_CHOICE("stdin", "none", stdin_modes,
+                      "json: write {trial, genotype, fidelity, params} as one JSON object on the program's stdin"),
+  SIEVE_OPTION_FLOAT("timeout", "0", 0, INFINITY,
+                     "seconds before the program and its children are killed and the trial fails (0: none)"),
+  SIEVE_OPTION_PATH("cwd", ".", "folder the program runs in (default: the experiment file's folder)"),
+  SIEVE_OPTION_NODE("env", "map of extra environment variables; the values are templates too"),
+  SIEVE_OPTION_END,
+};
+
+/* How much of a bad line or of stderr a reason quotes. */
+#define QUOTE_CHARS 80
+
+typedef struct {
+  const SieveSpace *space;
+  GPtrArray *argv;       /* CommandTemplate* */
+  GPtrArray *env_names;  /* char* */
+  GPtrArray *env_values; /* CommandTemplate* */
+  char **base_env;       /* sieve's environment when the evaluator was made */
+  gboolean stdin_json;
+  double timeout;
+  char *cwd;
+} Command;
+
+static void
+command_destroy(gpointer instance)
+{
+  Command *self = instance;
+  if (self == NULL)
+    return;
+  g_clear_pointer(&self->argv, g_ptr_array_unref);
+  g_clear_pointer(&self->env_names, g_ptr_array_unref);
+  g_clear_pointer(&self->env_values, g_ptr_array_unref);
+  g_strfreev(self->base_env);
+  g_free(self->cwd);
+  g_free(self);
+}
+
+static gboolean
+parse_argv(Command *self, const SieveOptions *options, GError **error)
+{
+  const char *const *argv = sieve_options_get_strv(options, "argv");
+  const SieveNode *where = sieve_options_node(options, "argv");
+  if (argv == NULL || argv[0] == NULL) {
+    sieve_options_set_error(options, "argv", error, "argv needs at least the program to run");
+    return FALSE;
+  }
+  for (guint i = 0; argv[i]; i++) {
+    g_autofree char *problem = NULL;
+    CommandTemplate *tmpl = command_template_parse(argv[i], self->space, &problem);
+    if (tmpl == NULL) {
+      gboolean is_list = where != NULL && sieve_node_kind(where) == SIEVE_NODE_LIST;
+      const SieveNode *item = is_list && i < sieve_node_size(where) ? sieve_node_nth(where, i) : where;
+      sieve_node_set_error(error, item, "argv item %u '%s': %s", i + 1, argv[i], problem);
+      return FALSE;
+    }
+    g_ptr_array_add(self->argv, tmpl);
+  }
+  return TRUE;
+}
+
+/* Environment names as POSIX shells accept them. */
+static gboolean
+valid_env_name(const char *name)
+{
+  if (!(g_ascii_isalpha(name[0]) || name[0] == '_'))
+    return FALSE;
+  for (const char *p = name; *p; p++)
+    if (!(g_ascii_isalnum(*p) || *p == '_'))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+parse_env(Command *self, const SieveOptions *options, GError **error)
+{
+  const SieveNode *env = sieve_options_get_node(options, "env");
+  if (env == NULL || (sieve_node_kind(env) == SIEVE_NODE_SCALAR && sieve_node_is_null(env)))
+    return TRUE;
+  if (sieve_node_kind(env) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, env, "env must be a map of variable names to values");
+    return FALSE;
+  }
+  for (guint i = 0; i < sieve_node_size(env); i++) {
+    const SieveNode *key = sieve_node_nth_key(env, i);
+    const SieveNode *value = sieve_node_nth(env, i);
+    const char *name = sieve_node_text(key);
+    if (!valid_env_name(name)) {
+      sieve_node_set_error(error, key, "'%s' is not an environment variable name (letters, digits and _)", name);
+      return FALSE;
+    }
+    if (sieve_node_kind(value) != SIEVE_NODE_SCALAR) {
+      sieve_node_set_error(error, value, "the value of environment variable '%s' must be a scalar", name);
+      return FALSE;
+    }
+    g_autofree char *problem = NULL;
+    CommandTemplate *tmpl = command_template_parse(sieve_node_text(value), self->space, &problem);
+    if (tmpl == NULL) {
+      sieve_node_set_error(error, value, "environment variable '%s': %s", name, problem);
+      return FALSE;
+    }
+    g_ptr_array_add(self->env_names, g_strdup(name));
+    g_ptr_array_add(self->env_values, tmpl);
+  }
+  return TRUE;
+}
+
+static gpointer
+command_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  /* Initialise the parser's class here, once, rather than in the first
+   * concurrent trials (GObject makes that safe, but race detectors such as
+   * helgrind cannot tell, and would drown real reports). */
+  g_object_unref(json_parser_new_immutable());
+
+  Command *self = g_new0(Command, 1);
+  self->space = space;
+  self->argv = g_ptr_array_new_with_free_func((GDestroyNotify) command_template_free);
+  self->env_names = g_ptr_array_new_with_free_func(g_free);
+  self->env_values = g_ptr_array_new_with_free_func((GDestroyNotify) command_template_free);
+  self->base_env = g_get_environ();
+  self->stdin_json = strcmp(sieve_options_get_string(options, "stdin"), "json") == 0;
+  self->timeout = sieve_options_get_double(options, "timeout");
+  self->cwd = g_strdup(sieve_options_get_string(options, "cwd"));
+
+  if (!parse_argv(self, options, error) || !parse_env(self, options, error)) {
+    command_destroy(self);
+    return NULL;
+  }
+  if (!g_file_test(self->cwd, G_FILE_TEST_IS_DIR)) {
+    sieve_options_set_error(options, "cwd", error, "cwd '%s' is not a folder", self->cwd);
+    command_destroy(self);
+    return NULL;
+  }
+  return self;
+}
+
+/* ---- one trial ----------------------------------------------------------- */
+
+static char *
+stdin_payload(const Command *self, const SieveCandidate *candidate)
+{
+  GString *out = g_string_new(NULL);
+  g_string_append_printf(out, "{\"trial\": %" G_GINT64_FORMAT ", \"genotype\": ", sieve_candidate_get_trial(candidate));
+  command_json_append_string(out, sieve_candidate_get_text(candidate));
+  double fidelity = sieve_candidate_get_fidelity(candidate);
+  if (isnan(fidelity)) {
+    g_string_append(out, ", \"fidelity\": null");
+  } else {
+    g_autofree char *text = command_format_double(fidelity);
+    /* JSON has no inf: an infinite fidelity goes as null too. */
+    g_string_append_printf(out, ", \"fidelity\": %s", isinf(fidelity) ? "null" : text);
+  }
+  g_autofree char *params = sieve_space_to_json(self->space, sieve_candidate_get_genotype(candidate));
+  g_string_append_printf(out, ", \"params\": %s}\n", params);
+  return g_string_free(out, FALSE);
+}
+
+/* text cut to QUOTE_CHARS characters (on a UTF-8 boundary) with "...". */
+static char *
+shorten(const char *text)
+{
+  if (!g_utf8_validate(text, -1, NULL))
+    return g_strdup_printf("%.*s%s", QUOTE_CHARS, text, strlen(text) > QUOTE_CHARS ? "..." : "");
+  if (g_utf8_strlen(text, -1) <= QUOTE_CHARS)
+    return g_strdup(text);
+  g_autofree char *cut = g_utf8_substring(text, 0, QUOTE_CHARS);
+  return g_strdup_printf("%s...", cut);
+}
+
+/* Python's json module writes NaN, Infinity and -Infinity, which JSON does
+ * not have; a diverged loss is common enough that such a line must not
+ * read as garbage.  Outside strings, each becomes a string holding a
+ * marker byte (\u0001 can only come from this rewrite in practice), which
+ * read_metrics() turns back into the number.  (transfer full) (nullable)
+ * NULL when there is nothing to rewrite. */
+#define NONFINITE_MARK '\001'
+
+static char *
+rewrite_nonfinite(const char *line)
+{
+  static const char *const words[] = {"-Infinity", "Infinity", "NaN"};
+  GString *out = g_string_new(NULL);
+  gboolean in_string = FALSE, changed = FALSE;
+  for (const char *p = line; *p;) {
+    if (in_string) {
+      if (*p == '\\' && p[1]) {
+        g_string_append_len(out, p, 2);
+        p += 2;
+        continue;
+      }
+      in_string = *p != '"';
+      g_string_append_c(out, *p++);
+      continue;
+    }
+    if (*p == '"') {
+      in_string = TRUE;
+      g_string_append_c(out, *p++);
+      continue;
+    }
+    gboolean replaced = FALSE;
+    gboolean boundary_before = p == line || !(g_ascii_isalnum(p[-1]) || p[-1] == '_');
+    for (guint w = 0; w < G_N_ELEMENTS(words) && boundary_before && !replaced; w++) {
+      gsize n = strlen(words[w]);
+      if (strncmp(p, words[w], n) == 0 && !(g_ascii_isalnum(p[n]) || p[n] == '_')) {
+        g_string_append_printf(out, "\"\\u0001%s\"", words[w]);
+        p += n;
+        replaced = changed = TRUE;
+      }
+    }
+    if (!replaced)
+      g_string_append_c(out, *p++);
+  }
+  if (!changed) {
+    g_string_free(out, TRUE);
+    return NULL;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The number a marker string stands for; FALSE for any other string. */
+static gboolean
+nonfinite_value(const char *text, double *out)
+{
+  if (text[0] != NONFINITE_MARK)
+    return FALSE;
+  if (strcmp(text + 1, "NaN") == 0)
+    *out = NAN;
+  else if (strcmp(text + 1, "Infinity") == 0)
+    *out = INFINITY;
+  else if (strcmp(text + 1, "-Infinity") == 0)
+    *out = -INFINITY;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+/* Reads the protocol line into result. */
+static void
+read_metrics(const CommandRun *run, SieveResult *result)
+{
+  g_autofree char *line = command_last_line(run->out);
+  if (line == NULL) {
+    sieve_result_set_failed(result, "the program wrote nothing on stdout (its last line must be a JSON object "
+                                    "of metrics)");
+    return;
+  }
+  g_autoptr(JsonParser) parser = json_parser_new_immutable();
+  JsonNode *root = NULL;
+  if (json_parser_load_from_data(parser, line, -1, NULL)) {
+    root = json_parser_get_root(parser);
+  } else {
+    g_autofree char *rewritten = rewrite_nonfinite(line);
+    if (rewritten != NULL && json_parser_load_from_data(parser, rewritten, -1, NULL))
+      root = json_parser_get_root(parser);
+  }
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
+    g_autofree char *shown = shorten(line);
+    sieve_result_set_failed(result, "last stdout line is not a JSON object: '%s'", shown);
+    return;
+  }
+
+  JsonObject *object = json_node_get_object(root);
+  const char *status = NULL, *reason = NULL;
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *value;
+  json_object_iter_init_ordered(&iter, object);
+  while (json_object_iter_next_ordered(&iter, &name, &value)) {
+    GType type = JSON_NODE_HOLDS_VALUE(value) ? json_node_get_value_type(value) : G_TYPE_INVALID;
+    double number;
+    if (name[0] == '\0')
+      continue; /* a metric needs a name */
+    if (type == G_TYPE_STRING && nonfinite_value(json_node_get_string(value), &number)) {
+      sieve_result_set_metric(result, name, number);
+    } else if (strcmp(name, "status") == 0 || strcmp(name, "reason") == 0) {
+      if (type != G_TYPE_STRING) {
+        sieve_result_set_failed(result, "member '%s' of the program's JSON line must be a string", name);
+        return;
+      }
+      *(strcmp(name, "status") == 0 ? &status : &reason) = json_node_get_string(value);
+    } else if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
+      sieve_result_set_metric(result, name, json_node_get_double(value));
+    } else if (type == G_TYPE_BOOLEAN) {
+      sieve_result_set_metric(result, name, json_node_get_boolean(value) ? 1 : 0);
+    }
+  }
+  if (status == NULL || strcmp(status, "ok") == 0)
+    return;
+  if (strcmp(status, "failed") == 0)
+    sieve_result_set_failed(result, "%s", reason != NULL && reason[0] ? reason : "the program reported a failure");
+  else
+    sieve_result_set_failed(result, "the program's \"status\" must be \"ok\" or \"failed\", got '%s'", status);
+}
+
+static void
+describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
+{
+  switch (run->outcome) {
+  case COMMAND_NOT_STARTED:
+    sieve_result_set_failed(result, "%s", run->error_text);
+    break;
+  case COMMAND_TIMED_OUT: {
+    g_autofree char *limit = command_format_double(self->timeout);
+    sieve_result_set_failed(result, "timed out after %s s", limit);
+    break;
+  }
+  case COMMAND_SIGNALED: {
+    const char *what = sigdescr_np(run->status);
+    sieve_result_set_failed(result, "killed by signal %d (%s)", run->status, what ? what : "unknown signal");
+    break;
+  }
+  case COMMAND_EXITED:
+    if (run->status == 0) {
+      read_metrics(run, result);
+    } else {
+      g_autofree char *last = command_last_line(run->err);
+      if (last != NULL) {
+        g_autofree char *shown = shorten(last);
+        sieve_result_set_failed(result, "exited with status %d: %s", run->status, shown);
+      } else {
+        sieve_result_set_failed(result, "exited with status %d (nothing on stderr)", run->status);
+      }
+    }
+    break;
+  }
+}
+
+static SieveResult *
+command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
+{
+  const Command *self = instance;
+  guint n = self->argv->len;
+  g_auto(GStrv) argv = g_new0(char *, n + 1);
+  for (guint i = 0; i < n; i++)
+    argv[i] = command_template_expand(self->argv->pdata[i], candidate);
+
+  g_auto(GStrv) envp = g_strdupv(self->base_env);
+  for (guint i = 0; i < self->env_names->len; i++) {
+    g_autofree char *value = command_template_expand(self->env_values->pdata[i], candidate);
+    envp = g_environ_setenv(envp, self->env_names->pdata[i], value, TRUE);
+  }
+
+  g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
+  CommandRun run;
+  command_run(argv, envp, self->cwd, payload, self->timeout, &run);
+
+  SieveResult *result = sieve_result_new();
+  describe_exit(&run, self, result);
+  /* A program that never started has no time of its own; the engine then
+   * records the evaluate() call's wall time. */
+  if (run.seconds > 0)
+    sieve_result_set_cost(result, run.seconds);
+  command_run_clear(&run);
+  return result;
+}
+
+static const SieveEvaluatorClass command_class = {
+  .create = command_create,
+  .destroy = command_destroy,
+  .evaluate = command_evaluate,
+  .flags = SIEVE_EVALUATOR_CONCURRENT,
+};
+
+static const SieveComponentInfo command_info = {
+  .kind = SIEVE_KIND_EVALUATOR,
+  .name = "command",
+  .summary = "runs a program per trial; its last stdout line, a JSON object, gives the metrics",
+  .options = command_options,
+  .klass = &command_class,
+};
+
+static gboolean
+command_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &command_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("command", "0.1.0", "external programs as evaluators", "MIT", command_init);

@@ -1,0 +1,210 @@
+/* sieve plugin: random search, the baseline every NAS and HPO method must
+ * beat (Li & Talwalkar, "Random Search and Reproducibility for Neural
+ * Architecture Search", UAI 2019; Bergstra & Bengio, JMLR 2012).
+ *
+ * Each proposal is sieve_space_sample() from the optimizer's own SieveRng.
+ * With `unique`, a proposal whose canonical text was proposed before is
+ * drawn again; a finite space is known to be exhausted when every one of
+ * its genotypes has been proposed, and an infinite one after a bounded
+ * number of draws that bring nothing new.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <sieve/sieve.h>
+
+static const SieveOptionSpec random_options[] = {
+  SIEVE_OPTION_BOOL("unique", "false", "never propose the same genotype (canonical text) twice"),
+  SIEVE_OPTION_END,
+};
+
+/* Draws per ask that may bring nothing new before a space that is not known
+ * to be finite counts as exhausted. */
+#define MAX_MISSES_INFINITE 1000
+/* A safety bound for finite spaces too, where the expected number of draws
+ * for the last unseen genotype is the size of the space. */
+#define MAX_MISSES_FINITE 10000000
+
+typedef struct {
+  const SieveSpace *space;
+  SieveRng rng;
+  gboolean unique;
+  double size;        /* distinct genotypes, INFINITY when a float decision exists */
+  GHashTable *seen;   /* canonical text (owned by order) -> itself */
+  GPtrArray *order;   /* texts in the order proposed, for a stable save */
+} RandomSearch;
+
+/* Number of distinct genotypes of the subtree rooted at decision d: the
+ * decisions conditioned on d are active for some of its values only. */
+static double
+subtree_size(const SieveSpace *space, guint d)
+{
+  const SieveDecision *dec = sieve_space_decision(space, d);
+  guint n = sieve_space_n_decisions(space);
+  switch (dec->kind) {
+  case SIEVE_DECISION_FLOAT:
+    return INFINITY;
+  case SIEVE_DECISION_INT:
+    return dec->high - dec->low + 1; /* only categoricals have children */
+  case SIEVE_DECISION_CATEGORICAL:
+    break;
+  }
+  double total = 0;
+  for (guint v = 0; v < dec->n_choices; v++) {
+    double product = 1;
+    for (guint c = d + 1; c < n; c++) {
+      const SieveDecision *child = sieve_space_decision(space, c);
+      if (child->parent == (gint) d && v < 64 && (child->parent_mask & (G_GUINT64_CONSTANT(1) << v)))
+        product *= subtree_size(space, c);
+    }
+    total += product;
+  }
+  return total;
+}
+
+static double
+space_size(const SieveSpace *space)
+{
+  double product = 1;
+  for (guint d = 0; d < sieve_space_n_decisions(space); d++)
+    if (sieve_space_decision(space, d)->parent < 0)
+      product *= subtree_size(space, d);
+  return product;
+}
+
+static void
+random_destroy(gpointer instance)
+{
+  RandomSearch *self = instance;
+  if (self == NULL)
+    return;
+  g_clear_pointer(&self->seen, g_hash_table_unref);
+  g_clear_pointer(&self->order, g_ptr_array_unref);
+  g_free(self);
+}
+
+static gpointer
+random_create(const SieveSpace *space, const SieveOptions *options, guint64 seed, GError **error)
+{
+  RandomSearch *self = g_new0(RandomSearch, 1);
+  self->space = space;
+  sieve_rng_seed(&self->rng, seed);
+  self->unique = sieve_options_get_bool(options, "unique");
+  self->size = space_size(space);
+  self->seen = g_hash_table_new(g_str_hash, g_str_equal);
+  self->order = g_ptr_array_new_with_free_func(g_free);
+  return self;
+}
+
+static void
+remember(RandomSearch *self, char *text)
+{
+  g_ptr_array_add(self->order, text);
+  g_hash_table_add(self->seen, text);
+}
+
+static gboolean
+random_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  RandomSearch *self = instance;
+  guint added = 0;
+  guint64 misses = 0;
+  guint64 max_misses = isfinite(self->size) ? MAX_MISSES_FINITE : MAX_MISSES_INFINITE;
+  while (added < n) {
+    if (self->unique && (double) self->order->len >= self->size)
+      break; /* every genotype of a finite space has been proposed */
+    g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &self->rng);
+    if (self->unique) {
+      char *text = sieve_space_format(self->space, genotype);
+      if (g_hash_table_contains(self->seen, text)) {
+        g_free(text);
+        if (++misses >= max_misses)
+          break;
+        continue;
+      }
+      remember(self, text);
+    }
+    g_ptr_array_add(out, sieve_candidate_new(g_steal_pointer(&genotype), NAN));
+    added++;
+  }
+  if (added == 0 && n > 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "space exhausted after %u distinct genotypes",
+                self->order->len);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+random_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, double objective,
+            GError **error)
+{
+  return TRUE; /* random search learns nothing */
+}
+
+/* State: {"rng": (tttt), "seen": as}; seen is empty unless unique. */
+static GVariant *
+random_save(gpointer instance, GError **error)
+{
+  RandomSearch *self = instance;
+  GVariantDict dict;
+  g_variant_dict_init(&dict, NULL);
+  g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
+  g_variant_dict_insert_value(&dict, "seen",
+                              g_variant_new_strv((const char *const *) self->order->pdata, self->order->len));
+  return g_variant_dict_end(&dict);
+}
+
+static gboolean
+random_load(gpointer instance, GVariant *state, GError **error)
+{
+  RandomSearch *self = instance;
+  if (!g_variant_is_of_type(state, G_VARIANT_TYPE_VARDICT)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "expected a state of type a{sv}, got %s",
+                g_variant_get_type_string(state));
+    return FALSE;
+  }
+  g_autoptr(GVariant) rng = g_variant_lookup_value(state, "rng", NULL);
+  g_autoptr(GVariant) seen = g_variant_lookup_value(state, "seen", G_VARIANT_TYPE_STRING_ARRAY);
+  if (rng == NULL || seen == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state lacks '%s'", rng == NULL ? "rng" : "seen");
+    return FALSE;
+  }
+  SieveRng restored;
+  if (!sieve_rng_load(&restored, rng, error))
+    return FALSE;
+  self->rng = restored;
+  g_hash_table_remove_all(self->seen);
+  g_ptr_array_set_size(self->order, 0);
+  gsize n = 0;
+  g_autofree const char **texts = g_variant_get_strv(seen, &n);
+  for (gsize i = 0; i < n; i++)
+    if (!g_hash_table_contains(self->seen, texts[i]))
+      remember(self, g_strdup(texts[i]));
+  return TRUE;
+}
+
+static const SieveOptimizerClass random_class = {
+  .create = random_create,
+  .destroy = random_destroy,
+  .ask = random_ask,
+  .tell = random_tell,
+  .save = random_save,
+  .load = random_load,
+};
+
+static const SieveComponentInfo random_info = {
+  .kind = SIEVE_KIND_OPTIMIZER,
+  .name = "random",
+  .summary = "uniform random search (optionally without repeats)",
+  .options = random_options,
+  .klass = &random_class,
+};
+
+static gboolean
+random_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &random_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("random", "0.1.0", "Random search", "MIT", random_init);

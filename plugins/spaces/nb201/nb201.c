@@ -1,0 +1,223 @@
+/* sieve plugin: the NAS-Bench-201 cell space (Dong & Yang, "NAS-Bench-201:
+ * Extending the Scope of Reproducible Neural Architecture Search", ICLR 2020).
+ *
+ * A cell is a DAG of 4 nodes; node j (1..3) sums one operation applied to
+ * each earlier node i.  That gives 6 edges, each one of 5 operations, so
+ * 5^6 = 15,625 cells.  The genotype is one categorical decision per edge,
+ * named edge_<j>_<i>, and the canonical text is the benchmark's own arch
+ * string, so genotypes key straight into the published table:
+ *
+ *   |op~0|+|op~0|op~1|+|op~0|op~1|op~2|
+ *    node1  node2        node3
+ *
+ * (the graph builder and the C/N macro-skeleton options come with the
+ * runtime; until then the space only declares, formats and parses.)
+ */
+#include <string.h>
+
+#include <sieve/sieve.h>
+
+#define NB201_NODES 4 /* node 0 is the cell input */
+#define NB201_EDGES 6
+
+/* In the benchmark's order (NAS-Bench-201 `SearchCellOps`), which is what
+ * the categorical indices mean. */
+static const char *const nb201_ops[] = {
+  "none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3", NULL,
+};
+#define NB201_N_OPS 5
+
+static const char *const nb201_edge_names[NB201_EDGES] = {
+  "edge_1_0", "edge_2_0", "edge_2_1", "edge_3_0", "edge_3_1", "edge_3_2",
+};
+
+/* Edge index of node j <- node i (j in 1..3, i < j), in declaration order. */
+static guint
+edge_index(guint j, guint i)
+{
+  return j * (j - 1) / 2 + i;
+}
+
+static gpointer
+nb201_create(SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  for (guint e = 0; e < NB201_EDGES; e++)
+    sieve_space_add_categorical(space, nb201_edge_names[e], NB201_N_OPS, nb201_ops);
+  return NULL; /* no state: the decisions say it all */
+}
+
+static char *
+nb201_format(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype)
+{
+  GString *out = g_string_new("|");
+  for (guint j = 1; j < NB201_NODES; j++) {
+    if (j > 1)
+      g_string_append(out, "+|");
+    for (guint i = 0; i < j; i++) {
+      double v = sieve_genotype_get(genotype, edge_index(j, i));
+      g_return_val_if_fail(v >= 0 && v < NB201_N_OPS, g_string_free(out, TRUE));
+      g_string_append_printf(out, "%s~%u|", nb201_ops[(guint) v], i);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+static void
+parse_error(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+parse_error(GError **error, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *message = g_strdup_vprintf(format, args);
+  va_end(args);
+  g_set_error_literal(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, message);
+}
+
+/* What stands at p, for messages: "'x'" or "the end". (transfer full) */
+static char *
+describe_at(const char *p)
+{
+  if (*p == '\0')
+    return g_strdup("the end of the text");
+  return g_strdup_printf("'%c'", *p);
+}
+
+/* How many '|'-separated operations node j holds starting at p (which
+ * follows the node's opening '|'), up to its '+' or the end. */
+static guint
+count_inputs(const char *p)
+{
+  guint n = 0;
+  while (*p != '\0' && *p != '+') {
+    const char *bar = strchr(p, '|');
+    n++;
+    if (bar == NULL)
+      break;
+    p = bar + 1;
+  }
+  return n;
+}
+
+static SieveGenotype *
+nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError **error)
+{
+  g_autoptr(SieveGenotype) genotype = sieve_genotype_new(space);
+  const char *p = text;
+  /* Positions in messages are 1-based character numbers. */
+#define AT(q) ((guint) ((q) - text) + 1)
+
+  if (*p != '|') {
+    parse_error(error, "missing leading '|' at character 1 (an arch string looks like "
+                       "|op~0|+|op~0|op~1|+|op~0|op~1|op~2|)");
+    return NULL;
+  }
+  p++;
+  for (guint j = 1; j < NB201_NODES; j++) {
+    const char *node_start = p;
+    for (guint i = 0; i < j; i++) {
+      if (*p == '\0' || *p == '+') {
+        parse_error(error, "node %u needs %u input%s, got %u (at character %u)", j, j, j == 1 ? "" : "s", i,
+                    AT(p));
+        return NULL;
+      }
+      /* The operation name runs to the '~'. */
+      const char *name = p;
+      while (*p != '\0' && *p != '~' && *p != '|' && *p != '+')
+        p++;
+      g_autofree char *op = g_strndup(name, p - name);
+      gint k = -1;
+      for (guint o = 0; o < NB201_N_OPS; o++)
+        if (strcmp(op, nb201_ops[o]) == 0)
+          k = (gint) o;
+      if (k < 0) {
+        g_autofree char *list = g_strjoinv(", ", (char **) nb201_ops);
+        if (op[0] == '\0')
+          parse_error(error, "expected an operation at character %u, got %s (expected one of %s)", AT(name),
+                      *name == '|' ? "'|'" : *name == '~' ? "'~'" : "nothing", list);
+        else
+          parse_error(error, "unknown operation '%s' at character %u (expected one of %s)", op, AT(name), list);
+        return NULL;
+      }
+      /* "~i": the edge's source node, which the format fixes to i. */
+      const char *tilde = p;
+      gboolean ok = p[0] == '~' && g_ascii_isdigit(p[1]);
+      guint64 source = 0;
+      if (ok) {
+        char *end = NULL;
+        source = g_ascii_strtoull(p + 1, &end, 10);
+        ok = source == i && end == p + 2;
+        p = end;
+      }
+      if (!ok) {
+        const char *stop = tilde;
+        while (*stop != '\0' && *stop != '|' && *stop != '+')
+          stop++;
+        g_autofree char *got = g_strndup(tilde, stop - tilde);
+        parse_error(error, "expected '~%u' after '%s' at character %u, got %s%s%s", i, op, AT(tilde),
+                    got[0] ? "'" : "nothing", got, got[0] ? "'" : "");
+        return NULL;
+      }
+      if (*p != '|') {
+        g_autofree char *what = describe_at(p);
+        parse_error(error, "expected '|' at character %u, got %s", AT(p), what);
+        return NULL;
+      }
+      p++;
+      sieve_genotype_set(genotype, edge_index(j, i), k);
+    }
+    /* The node is complete: then comes "+|" before the next node, or the end. */
+    if (j + 1 < NB201_NODES) {
+      if (*p != '+' && *p != '\0') {
+        parse_error(error, "node %u needs %u input%s, got %u (extra operation at character %u)", j, j,
+                    j == 1 ? "" : "s", count_inputs(node_start), AT(p));
+        return NULL;
+      }
+      if (*p != '+') {
+        parse_error(error, "the text ends after node %u at character %u; expected '+|' and node %u", j, AT(p),
+                    j + 1);
+        return NULL;
+      }
+      p++;
+      if (*p != '|') {
+        g_autofree char *what = describe_at(p);
+        parse_error(error, "expected '|' after '+' at character %u, got %s", AT(p), what);
+        return NULL;
+      }
+      p++;
+    } else if (*p != '\0') {
+      if (*p == '+')
+        parse_error(error, "unexpected '+' at character %u: the cell has only 3 nodes", AT(p));
+      else
+        parse_error(error, "node %u needs %u inputs, got %u (extra operation at character %u)", j, j,
+                    count_inputs(node_start), AT(p));
+      return NULL;
+    }
+  }
+#undef AT
+  return g_steal_pointer(&genotype);
+}
+
+static const SieveSpaceClass nb201_class = {
+  .create = nb201_create,
+  .destroy = NULL,
+  .format = nb201_format,
+  .parse = nb201_parse,
+};
+
+static const SieveComponentInfo nb201_info = {
+  .kind = SIEVE_KIND_SPACE,
+  .name = "nb201",
+  .summary = "NAS-Bench-201 cell: 6 edges, 5 operations each (15,625 architectures)",
+  .options = NULL,
+  .klass = &nb201_class,
+};
+
+static gboolean
+nb201_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &nb201_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("nb201", "0.1.0", "The NAS-Bench-201 cell search space", "MIT", nb201_init);
