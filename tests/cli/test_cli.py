@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""The `sieve` command end to end: real plugins, real SQLite stores, real
+processes killed with SIGKILL at many points and resumed."""
+import csv
+import io
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+CONFIGS = os.path.join(ROOT, "configs")
+# Columns that legitimately differ between two runs of the same study.
+VOLATILE = {"cost_s", "started", "finished", "worker"}
+PROGRESS = re.compile(r"^\[(\d+)/")
+
+
+def sieve(*args, check=None, timeout=120, cwd=None):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def export_rows(store, stable=True):
+    out = sieve("export", store, "--format", "csv", check=0).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    if stable:
+        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
+    return rows
+
+
+class Workdir(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-cli-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write_config(self, name, text):
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+
+class TestPlugins(unittest.TestCase):
+    def test_list(self):
+        out = sieve("plugins", check=0).stdout
+        sections = re.split(r"^(spaces|optimizers|evaluators):$", out, flags=re.M)
+        listing = dict(zip(sections[1::2], sections[2::2]))
+        for kind, names in {"spaces": ["nb201", "hpo"], "optimizers": ["random"],
+                            "evaluators": ["tabular", "function", "command"]}.items():
+            for name in names:
+                self.assertRegex(listing[kind], rf"(?m)^  {name} ", f"{name} not listed under {kind}")
+
+    def test_describe(self):
+        out = sieve("plugins", "--describe", "tabular", check=0).stdout
+        self.assertIn("evaluator tabular:", out)
+        self.assertRegex(out, r"(?m)^  table \(")
+        self.assertIn("required", out)
+        p = sieve("plugins", "--describe", "tabulr", check=1)
+        self.assertIn("did you mean 'tabular'?", p.stderr)
+
+    def test_help_everywhere(self):
+        for cmd in ("run", "plugins", "export"):
+            p = sieve(cmd, "--help", check=0)
+            self.assertIn("Usage:", p.stdout)
+        self.assertIn("did you mean 'run'", sieve("rnu", check=2).stderr)
+
+
+class TestNb201(Workdir):
+    def test_300_random_trials_and_export(self):
+        store = self.path("nb.sieve")
+        t0 = time.monotonic()
+        p = sieve("run", os.path.join(CONFIGS, "nb201-random.yaml"), "--store", store, check=0)
+        took = time.monotonic() - t0
+        print(f"nb201-random: 300 trials in {took:.2f} s", file=sys.stderr)
+        self.assertLess(took, 30, "300 table lookups should take seconds")
+        self.assertIn("300 trials: 300 ok, 0 failed, 0 pending", p.stdout)
+        self.assertIn("top 10 by cifar10_valid_acc (maximize):", p.stdout)
+        rows = export_rows(store, stable=False)
+        self.assertEqual(len(rows), 300)
+        self.assertEqual([int(r["number"]) for r in rows], list(range(300)))
+        # Each exported metric is the table's value for that architecture.
+        table = {}
+        with open(os.path.join(ROOT, "data", "nb201", "nb201.csv")) as f:
+            for r in csv.DictReader(f):
+                table[r["arch_str"]] = r
+        for r in rows:
+            self.assertEqual(r["status"], "ok")
+            ref = table[r["genotype"]]
+            for m in ("cifar10_valid_acc", "cifar10_test_acc"):
+                self.assertAlmostEqual(float(r[m]), float(ref[m]), places=9)
+        data = json.loads(sieve("export", store, "--format", "json", check=0).stdout)
+        self.assertEqual(len(data), 300)
+        self.assertEqual(data[5]["genotype"], rows[5]["genotype"])
+        self.assertAlmostEqual(data[5]["metrics"]["cifar10_test_acc"], float(rows[5]["cifar10_test_acc"]))
+        # The summary's best is the export's best.
+        best = max(rows, key=lambda r: float(r["cifar10_valid_acc"]))
+        self.assertRegex(p.stdout, rf"(?m)^\s+1\s+{best['number']}\s+{float(best['cifar10_valid_acc']):.6g}")
+
+    def test_existing_store_is_never_overwritten(self):
+        store = self.path("s.sieve")
+        cfg = os.path.join(CONFIGS, "nb201-random.yaml")
+        sieve("run", cfg, "--store", store, "--set", "budget.evaluations=20", check=0)
+        before = export_rows(store, stable=False)
+        p = sieve("run", cfg, "--store", store, "--set", "budget.evaluations=20", check=1)
+        self.assertIn("already holds study 'nb201-random' (20 trials)", p.stderr)
+        p = sieve("run", cfg, "--store", store, "--resume", "--set", "seed=5", check=1)
+        self.assertIn("the experiment differs from the study stored there", p.stderr)
+        self.assertIn("seed", p.stderr)
+        self.assertEqual(export_rows(store, stable=False), before)
+        # A larger budget on --resume extends the study.
+        sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=30", check=0)
+        rows = export_rows(store, stable=False)
+        self.assertEqual(len(rows), 30)
+        self.assertEqual(rows[:20], before)
+
+    def test_set_overrides(self):
+        store = self.path("o.sieve")
+        cfg = os.path.join(CONFIGS, "nb201-random.yaml")
+        a = sieve("run", cfg, "--store", store, "--set", "budget.evaluations=7", "--set", "optimizer.seed=3",
+                  check=0)
+        self.assertEqual(len(export_rows(store)), 7)
+        b = sieve("run", cfg, "--store", self.path("o2.sieve"), "--set", "budget.evaluations=7",
+                  "--set", "optimizer.seed=4", check=0)
+        self.assertNotEqual(export_rows(store), export_rows(self.path("o2.sieve")))
+        p = sieve("run", cfg, "--store", self.path("x.sieve"), "--set", "budget.evaluations=ten", check=2)
+        self.assertRegex(p.stderr, r"--set budget\.evaluations=ten:\d+:\d+: .*integer")
+        p = sieve("run", cfg, "--store", self.path("x.sieve"), "--set", "budget.evalutions=3", check=2)
+        self.assertIn("did you mean 'evaluations'?", p.stderr)
+        p = sieve("run", cfg, "--store", self.path("x.sieve"), "--set", "optimizer.sed=3", check=2)
+        self.assertIn("unknown option 'sed' for optimizer 'random' (did you mean 'seed'?)", p.stderr)
+        p = sieve("run", cfg, "--store", self.path("x.sieve"), "--set", "workers=0", check=2)
+        self.assertRegex(p.stderr, r"--set workers=0:\d+:\d+: ")
+        p = sieve("run", cfg, "--store", self.path("x.sieve"), "--set", "noequals", check=2)
+        self.assertIn("expected KEY=VALUE", p.stderr)
+        self.assertFalse(os.path.exists(self.path("x.sieve")), "a refused config must not create a store")
+
+
+class TestConfigErrors(Workdir):
+    """Each malformed config names file:line:col and what was expected."""
+
+    BASE = """name: t
+space: {plugin: nb201}
+optimizer: {plugin: random}
+evaluator: {plugin: tabular, table: %s}
+objective: {metric: cifar10_valid_acc}
+budget: {evaluations: 5}
+""" % os.path.join(ROOT, "data", "nb201", "nb201.csv")
+
+    def check(self, text, pattern):
+        cfg = self.write_config("bad.yaml", text)
+        p = sieve("run", cfg, "--store", self.path("bad.sieve"), check=2)
+        self.assertRegex(p.stderr, pattern)
+        self.assertFalse(os.path.exists(self.path("bad.sieve")))
+
+    def test_bad_yaml(self):
+        self.check(self.BASE + "workers: [1, 2\n", r"bad\.yaml:\d+:\d+: ")
+
+    def test_unknown_key(self):
+        self.check(self.BASE.replace("optimizer: {plugin: random}", "optimizer: {plugin: random, uniqe: true}"),
+                   r"bad\.yaml:3:29: unknown option 'uniqe'.*did you mean 'unique'\?")
+        self.check(self.BASE + "buget: {evaluations: 3}\n", r"bad\.yaml:7:1: .*'buget'.*did you mean 'budget'\?")
+
+    def test_wrong_type(self):
+        self.check(self.BASE.replace("evaluations: 5", "evaluations: lots"),
+                   r"bad\.yaml:6:23: .*'evaluations'.*integer.*'lots'")
+
+    def test_out_of_range(self):
+        self.check(self.BASE + "workers: 0\n", r"bad\.yaml:7:10: .*'workers'.*\[1, 1024\]")
+
+    def test_missing_plugin(self):
+        self.check(self.BASE.replace("plugin: random", "plugin: randon"),
+                   r"bad\.yaml:3:21: no optimizer plugin named 'randon' \(did you mean 'random'\?\)")
+
+    def test_missing_section(self):
+        self.check(self.BASE.replace("budget: {evaluations: 5}\n", ""), r"bad\.yaml:1:1: missing 'budget' section")
+
+    def test_wrong_objective_metric(self):
+        cfg = self.write_config("obj.yaml", self.BASE.replace("metric: cifar10_valid_acc", "metric: cifar10_valid"))
+        p = sieve("run", cfg, "--store", self.path("obj.sieve"), check=2)
+        self.assertRegex(p.stderr, r"obj\.yaml:5:21: evaluator 'tabular' did not report the objective metric "
+                                   r"'cifar10_valid' \(did you mean 'cifar10_valid_acc'\?\)")
+        # The one trial it ran is kept.
+        self.assertEqual(len(export_rows(self.path("obj.sieve"))), 1)
+
+
+SLOW = """name: slow
+seed: 7
+space: {plugin: hpo, file: %s}
+optimizer: {plugin: random}
+evaluator: {plugin: function, function: branin, delay: %s}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: %d}
+"""
+
+
+class TestKillResume(Workdir):
+    N = 40
+
+    def config(self, delay=0.02, n=None):
+        return self.write_config("slow.yaml", SLOW % (os.path.join(ROOT, "search_spaces", "branin.yaml"), delay,
+                                                       n or self.N))
+
+    def run_until(self, cfg, store, resume, kill_at=None, kill_after_s=None):
+        """Run sieve; SIGKILL it when kill_at trials have been reported (or
+        after kill_after_s seconds).  Returns True if it was killed."""
+        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kill_after_s is not None:
+            time.sleep(kill_after_s)
+            killed = proc.poll() is None
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            return killed
+        if kill_at is None:
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, err)
+            return False
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= kill_at:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.communicate()
+        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+        return True
+
+    def test_kill_at_many_points(self):
+        cfg = self.config()
+        ref = self.path("ref.sieve")
+        self.run_until(cfg, ref, resume=False)
+        reference = export_rows(ref)
+        self.assertEqual(len(reference), self.N)
+
+        # One study killed again and again at chosen trial counts.
+        store = self.path("chain.sieve")
+        resume = False
+        for k in (1, 2, 9, 10, 23, 38):
+            self.run_until(cfg, store, resume, kill_at=k)
+            resume = True
+            rows = export_rows(store)
+            done = [r for r in rows if r["status"] != "pending"]
+            self.assertGreaterEqual(len(done), k, "a finished trial was lost")
+            self.assertEqual(done, reference[:len(done)])
+        self.run_until(cfg, store, resume=True)
+        self.assertEqual(export_rows(store), reference)
+
+        # Kills at random moments, startup included.
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261122")))
+        for i in range(4):
+            store = self.path(f"random{i}.sieve")
+            resume = False
+            for _ in range(3):
+                self.run_until(cfg, store, resume, kill_after_s=rng.uniform(0.0, 0.6))
+                resume = True
+            self.run_until(cfg, store, resume=True)
+            self.assertEqual(export_rows(store), reference, f"random kill run {i}")
+
+    def test_store_in_use(self):
+        cfg = self.config(delay=0.05, n=200)
+        store = self.path("busy.sieve")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            for line in proc.stdout:
+                if PROGRESS.match(line):
+                    break
+            p = sieve("run", cfg, "--store", store, "--resume", check=1)
+            self.assertIn("store is in use", p.stderr)
+            # Readers are welcome while it runs.
+            self.assertGreaterEqual(len(export_rows(store, stable=False)), 1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        # Ctrl-C: the trials in flight finish, the summary is printed, exit 130.
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("stopping after the trials in flight", err)
+        rows = export_rows(store)
+        self.assertTrue(all(r["status"] == "ok" for r in rows))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,191 @@
+/* The plugin loader: what it accepts, what it refuses and how it says so. */
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <sieve/sieve.h>
+
+static char *
+plugin_path(const char *name)
+{
+  return g_strdup_printf("%s/test-%s.so", TEST_PLUGIN_DIR, name);
+}
+
+static void
+assert_refused(const char *name, gint code, const char *reason)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autofree char *path = plugin_path(name);
+  GError *error = NULL;
+  /* The good plugin first, so a duplicate has something to clash with. */
+  g_autofree char *good = plugin_path("good");
+  g_assert_true(sieve_registry_load_file(registry, good, NULL));
+  g_assert_false(sieve_registry_load_file(registry, path, &error));
+  g_assert_error(error, SIEVE_ERROR, code);
+  g_test_message("%s", error->message);
+  g_assert_true(g_str_has_prefix(error->message, path));
+  if (strstr(error->message, reason) == NULL)
+    g_error("message '%s' lacks '%s'", error->message, reason);
+  g_error_free(error);
+  /* The earlier plugin is untouched. */
+  g_assert_nonnull(sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-good"));
+}
+
+static void
+test_good(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autofree char *path = plugin_path("good");
+  GError *error = NULL;
+  g_assert_true(sieve_registry_load_file(registry, path, &error));
+  g_assert_no_error(error);
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-good");
+  g_assert_nonnull(c);
+  g_assert_cmpstr(sieve_component_get_plugin_name(c), ==, "test-good");
+  g_assert_cmpstr(sieve_component_get_plugin_version(c), ==, "1.0");
+  g_assert_cmpstr(sieve_component_get_plugin_license(c), ==, "MIT");
+  g_assert_null(sieve_registry_lookup(registry, SIEVE_KIND_EVALUATOR, "test-good"));
+  /* Loading the same file again (another search-path entry) is a no-op. */
+  g_assert_true(sieve_registry_load_file(registry, path, &error));
+  g_autoptr(GPtrArray) files = sieve_registry_loaded_files(registry);
+  g_assert_cmpuint(files->len, ==, 1);
+}
+
+static void
+test_abi_major(void)
+{
+  assert_refused("abi-major", SIEVE_ERROR_ABI, "was built for sieve ABI 2.0, this sieve provides ABI 1.0");
+}
+
+static void
+test_abi_minor(void)
+{
+  assert_refused("abi-minor", SIEVE_ERROR_ABI, "was built for sieve ABI 1.1, this sieve provides ABI 1.0");
+}
+
+static void
+test_no_descriptor(void)
+{
+  assert_refused("no-descriptor", SIEVE_ERROR_PLUGIN, "not a sieve plugin (no 'sieve_plugin_descriptor' symbol");
+}
+
+static void
+test_duplicate(void)
+{
+  assert_refused("duplicate", SIEVE_ERROR_PLUGIN, "optimizer 'test-good' is already registered by ");
+  /* All or nothing: the fresh name of the refused plugin is not there. */
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autofree char *good = plugin_path("good"), *dup = plugin_path("duplicate");
+  g_assert_true(sieve_registry_load_file(registry, good, NULL));
+  g_assert_false(sieve_registry_load_file(registry, dup, NULL));
+  g_assert_null(sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-fresh"));
+}
+
+static void
+test_missing_method(void)
+{
+  assert_refused("missing-method", SIEVE_ERROR_PLUGIN, "optimizer 'test-no-tell' has no 'tell' method");
+}
+
+static void
+test_init_fails(void)
+{
+  assert_refused("init-fails", SIEVE_ERROR_PLUGIN, "plugin 'test-init-fails' init failed: licence server unreachable");
+}
+
+static void
+test_not_shared_object(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("sieve-registry-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "garbage.so", NULL);
+  g_assert_true(g_file_set_contents(path, "this is not ELF\n", -1, NULL));
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  GError *error = NULL;
+  g_assert_false(sieve_registry_load_file(registry, path, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN);
+  g_assert_true(g_str_has_prefix(error->message, path));
+  g_assert_nonnull(strstr(error->message, "not a loadable shared object"));
+  g_error_free(error);
+  g_unlink(path);
+  g_rmdir(dir);
+}
+
+/* A folder mixing good and bad plugins: every bad one is reported, the good
+ * one loads anyway. */
+static void
+test_load_dir(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  guint loaded = sieve_registry_load_dir(registry, TEST_PLUGIN_DIR, FALSE, errors);
+  /* Files load in name order: test-duplicate.so comes before test-good.so,
+   * so it takes 'test-good' and the good plugin is the one refused as a
+   * duplicate; abi-major, abi-minor, init-fails, missing-method and
+   * no-descriptor are refused for their own reasons. */
+  g_assert_cmpuint(loaded, ==, 1);
+  g_assert_cmpuint(errors->len, ==, 6);
+  const SieveComponent *fresh = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-fresh");
+  const SieveComponent *good = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-good");
+  g_assert_nonnull(fresh);
+  g_assert_nonnull(good);
+  g_assert_cmpstr(sieve_component_get_plugin_name(good), ==, "test-duplicate");
+  gboolean saw_good_refused = FALSE;
+  for (guint i = 0; i < errors->len; i++) {
+    GError *e = errors->pdata[i];
+    g_test_message("refused: %s", e->message);
+    g_assert_true(g_str_has_prefix(e->message, TEST_PLUGIN_DIR));
+    if (strstr(e->message, "test-good.so: optimizer 'test-good' is already registered by"))
+      saw_good_refused = TRUE;
+  }
+  g_assert_true(saw_good_refused);
+}
+
+static void
+test_require_suggests(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autofree char *good = plugin_path("good");
+  g_assert_true(sieve_registry_load_file(registry, good, NULL));
+  g_autoptr(SieveNode) where = sieve_node_new_scalar("test-godo", FALSE, "exp.yaml", 4, 20);
+  GError *error = NULL;
+  g_assert_null(sieve_registry_require(registry, SIEVE_KIND_OPTIMIZER, "test-godo", where, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
+  g_assert_cmpstr(error->message, ==,
+                  "exp.yaml:4:20: no optimizer plugin named 'test-godo' (did you mean 'test-good'?); available: test-good");
+  g_error_free(error);
+}
+
+static void
+test_plugin_path_env(void)
+{
+  /* SIEVE_PLUGIN_PATH entries may be files; a missing entry is reported. */
+  g_autofree char *good = plugin_path("good");
+  g_autofree char *env = g_strdup_printf("%s:/nonexistent/sieve-plugins", good);
+  g_setenv("SIEVE_PLUGIN_PATH", env, TRUE);
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, errors);
+  g_unsetenv("SIEVE_PLUGIN_PATH");
+  g_assert_nonnull(sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-good"));
+  g_assert_cmpuint(errors->len, ==, 1);
+  g_assert_cmpstr(((GError *) errors->pdata[0])->message, ==, "/nonexistent/sieve-plugins: no such plugin file or folder");
+  /* Uninstalled, the build tree's own plugins come along. */
+  g_assert_nonnull(sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "random"));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/registry/good", test_good);
+  g_test_add_func("/registry/abi-major", test_abi_major);
+  g_test_add_func("/registry/abi-minor", test_abi_minor);
+  g_test_add_func("/registry/no-descriptor", test_no_descriptor);
+  g_test_add_func("/registry/duplicate", test_duplicate);
+  g_test_add_func("/registry/missing-method", test_missing_method);
+  g_test_add_func("/registry/init-fails", test_init_fails);
+  g_test_add_func("/registry/not-shared-object", test_not_shared_object);
+  g_test_add_func("/registry/load-dir", test_load_dir);
+  g_test_add_func("/registry/require-suggests", test_require_suggests);
+  g_test_add_func("/registry/plugin-path-env", test_plugin_path_env);
+  return g_test_run();
+}
