@@ -74,8 +74,8 @@ open_study(SieveStore *store, const SieveExperiment *exp, gboolean resume, GErro
          sieve_store_set_meta(store, "name", exp->name, error) &&
          sieve_store_set_meta(store, "config_path", exp->path, error) &&
          sieve_store_set_meta(store, "seed", seed, error) &&
-         sieve_store_set_meta(store, "objective", exp->objective, error) &&
-         sieve_store_set_meta(store, "direction", exp->maximize ? "maximize" : "minimize", error) &&
+         sieve_store_set_meta(store, "objective", exp->objectives[0].metric, error) &&
+         sieve_store_set_meta(store, "direction", exp->objectives[0].maximize ? "maximize" : "minimize", error) &&
          sieve_store_set_meta(store, "created", created, error) &&
          sieve_store_set_meta(store, "sieve_version", sieve_version_string(), error);
   }
@@ -125,12 +125,12 @@ sieve_cmd_run(int argc, char **argv)
   if (exp == NULL)
     return sieve_cli_fail(error);
 
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  if (engine == NULL)
+    return sieve_cli_fail(error);
   g_autofree char *path = store_path ? g_canonicalize_filename(store_path, NULL) : g_strdup(exp->store_path);
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL || !open_study(store, exp, resume, &error))
-    return sieve_cli_fail(error);
-  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, store, &error);
-  if (engine == NULL)
     return sieve_cli_fail(error);
 
   gint64 total = sieve_store_count_trials(store, -1, NULL);
@@ -144,7 +144,7 @@ sieve_cmd_run(int argc, char **argv)
            pending);
   fflush(stdout);
   g_autoptr(SieveProgress) progress = sieve_progress_new(stdout, interactive, exp->budget_evaluations,
-                                                         total - pending, exp->objective, exp->maximize);
+                                                         total - pending, exp->objectives[0].metric, exp->objectives[0].maximize);
 
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
@@ -152,13 +152,13 @@ sieve_cmd_run(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  gboolean ok = sieve_engine_run(engine, quiet ? NULL : progress, &error);
+  gboolean ok = sieve_engine_run(engine, store, quiet ? NULL : progress, &error);
   if (!ok) {
     /* What finished is stored; say so, then report the failure. */
     fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n", path);
     return sieve_cli_fail(error);
   }
-  if (!sieve_print_summary(stdout, store, exp->objective, exp->maximize, exp->report_top, &error))
+  if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))
     return sieve_cli_fail(error);
   printf("\nstore: %s  (sieve export %s --format csv)\n", path, path);
   return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;

@@ -16,7 +16,7 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("space", "the search space: {plugin: NAME, ...its options}"),
     SIEVE_OPTION_NODE("optimizer", "the search strategy: {plugin: NAME, seed: N, ...its options}"),
     SIEVE_OPTION_NODE("evaluator", "how a candidate is scored: {plugin: NAME, ...its options}"),
-    SIEVE_OPTION_NODE("objective", "{metric: NAME, direction: maximize|minimize}"),
+    SIEVE_OPTION_NODE("objective", "{metric: NAME, direction: maximize|minimize}, or a list of them"),
     SIEVE_OPTION_NODE("budget", "{evaluations: N, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
@@ -57,7 +57,10 @@ sieve_experiment_free(SieveExperiment *experiment)
   g_free(experiment->name);
   g_free(experiment->store_path);
   g_strfreev(experiment->plugin_path);
-  g_free(experiment->objective);
+  for (guint i = 0; i < experiment->n_objectives; i++)
+    g_free(experiment->objectives[i].metric);
+  g_free(experiment->objectives);
+  g_free(experiment->objective_names);
   g_free(experiment);
 }
 
@@ -137,6 +140,56 @@ load_small_section(SieveExperiment *exp, const char *key, const SieveOptionSpec 
   return sieve_options_new(spec, node, NULL, exp->dir, key, error);
 }
 
+static gboolean
+load_objective(SieveExperiment *exp, const SieveNode *node, const char *context, SieveObjective *out,
+               GError **error)
+{
+  if (sieve_node_kind(node) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, node, "%s must be a map {metric: NAME, direction: maximize|minimize}", context);
+    return FALSE;
+  }
+  g_autoptr(SieveOptions) objective = sieve_options_new(objective_spec, node, NULL, exp->dir, context, error);
+  if (objective == NULL)
+    return FALSE;
+  out->metric = g_strdup(sieve_options_get_string(objective, "metric"));
+  out->maximize = g_strcmp0(sieve_options_get_string(objective, "direction"), "maximize") == 0;
+  out->node = sieve_options_node(objective, "metric"); /* kept alive by exp->root */
+  return TRUE;
+}
+
+/* `objective:` is one map, or a list of maps for several objectives. */
+static gboolean
+load_objectives(SieveExperiment *exp, GError **error)
+{
+  SieveNode *node = sieve_node_lookup(exp->root, "objective");
+  if (node == NULL) {
+    sieve_node_set_error(error, exp->root, "missing 'objective' section (e.g. objective: {metric: NAME})");
+    return FALSE;
+  }
+  gboolean list = sieve_node_kind(node) == SIEVE_NODE_LIST;
+  guint n = list ? sieve_node_size(node) : 1;
+  if (n == 0) {
+    sieve_node_set_error(error, node, "'objective' is an empty list: name at least one metric");
+    return FALSE;
+  }
+  exp->objectives = g_new0(SieveObjective, n);
+  exp->objective_names = g_new0(const char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *context = list ? g_strdup_printf("objective #%u", i + 1) : g_strdup("objective");
+    if (!load_objective(exp, list ? sieve_node_nth(node, i) : node, context, &exp->objectives[i], error))
+      return FALSE;
+    exp->n_objectives = i + 1;
+    exp->objective_names[i] = exp->objectives[i].metric;
+    for (guint j = 0; j < i; j++)
+      if (strcmp(exp->objectives[j].metric, exp->objectives[i].metric) == 0) {
+        sieve_node_set_error(error, exp->objectives[i].node, "metric '%s' is already objective #%u",
+                             exp->objectives[i].metric, j + 1);
+        return FALSE;
+      }
+  }
+  return TRUE;
+}
+
 static SieveExperiment *
 experiment_finish(SieveExperiment *exp, const char *const *overrides, SieveRegistry *registry,
                   GPtrArray *plugin_errors, GError **error)
@@ -194,12 +247,8 @@ experiment_finish(SieveExperiment *exp, const char *const *overrides, SieveRegis
     exp->optimizer_seed = (guint64) v;
   }
 
-  g_autoptr(SieveOptions) objective = load_small_section(exp, "objective", objective_spec, TRUE, error);
-  if (objective == NULL)
+  if (!load_objectives(exp, error))
     return NULL;
-  exp->objective = g_strdup(sieve_options_get_string(objective, "metric"));
-  exp->maximize = g_strcmp0(sieve_options_get_string(objective, "direction"), "maximize") == 0;
-  exp->objective_node = sieve_options_node(objective, "metric");
 
   g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);
   if (budget == NULL)

@@ -13,6 +13,7 @@
  *   optimizer: {plugin: random, seed: 3}
  *   evaluator: {plugin: tabular, table: ../data/nb201/nb201.csv}
  *   objective: {metric: cifar10_valid_acc, direction: maximize}
+ *                               # or a list of them (multi-objective)
  *   budget:    {evaluations: 300, seconds: 0}
  *   workers: 1
  *   report:    {top: 10}
@@ -38,6 +39,12 @@ typedef struct {
 } SieveSection;
 
 typedef struct {
+  char *metric;
+  gboolean maximize;
+  const SieveNode *node; /* where metric was written, for run-time errors */
+} SieveObjective;
+
+typedef struct {
   char *path;         /* the experiment file as given */
   char *dir;          /* its folder, absolute */
   SieveNode *root;    /* the effective tree, overrides applied (owned) */
@@ -48,13 +55,15 @@ typedef struct {
   char *store_path;   /* absolute */
   GStrv plugin_path;  /* absolute */
   SieveSection space, optimizer, evaluator;
-  char *objective;    /* metric name */
-  gboolean maximize;
+  /* One or more; the first is the primary one that progress, the summary
+   * and single-objective optimizers use. */
+  SieveObjective *objectives;
+  guint n_objectives;
+  const char **objective_names; /* n_objectives + NULL, borrowed from objectives */
   gint64 budget_evaluations; /* 0: no limit */
   double budget_seconds;     /* 0: no limit */
   guint workers;
   guint report_top;
-  const SieveNode *objective_node; /* where objective.metric was written, for run-time errors */
 } SieveExperiment;
 
 /* overrides: NULL-terminated "dotted.key=value" strings (may be NULL).

@@ -45,9 +45,22 @@ sieve_engine_objective(const SieveExperiment *experiment, const SieveResult *res
 {
   double v;
   if (sieve_result_get_status(result) != SIEVE_STATUS_OK ||
-      !sieve_result_get_metric(result, experiment->objective, &v))
+      !sieve_result_get_metric(result, experiment->objectives[0].metric, &v))
     return NAN;
   return v;
+}
+
+void
+sieve_engine_oriented_objectives(const SieveExperiment *experiment, const SieveResult *result, double *out)
+{
+  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
+  for (guint i = 0; i < experiment->n_objectives; i++) {
+    double v;
+    if (!ok || !sieve_result_get_metric(result, experiment->objectives[i].metric, &v))
+      out[i] = NAN;
+    else
+      out[i] = experiment->objectives[i].maximize ? v : -v;
+  }
 }
 
 void
@@ -61,33 +74,66 @@ sieve_engine_free(SieveEngine *engine)
   g_free(engine);
 }
 
-SieveEngine *
-sieve_engine_new(const SieveExperiment *experiment, SieveStore *store, GError **error)
+/* A plugin's create() that fails without saying where gets the place of
+ * its section, so that every config mistake points into the file. */
+static void
+locate_error(GError **error, const SieveSection *section)
 {
-  g_return_val_if_fail(experiment != NULL && store != NULL, NULL);
+  if (error == NULL || *error == NULL)
+    return;
+  const char *origin = sieve_node_origin(section->node);
+  if (origin != NULL && g_str_has_prefix((*error)->message, origin))
+    return;
+  g_autofree char *where = sieve_node_where(section->node);
+  g_prefix_error(error, "%s: %s '%s': ", where,
+                 sieve_component_kind_to_string(sieve_component_get_kind(section->component)),
+                 sieve_component_get_name(section->component));
+}
+
+SieveEngine *
+sieve_engine_new(const SieveExperiment *experiment, GError **error)
+{
+  g_return_val_if_fail(experiment != NULL, NULL);
   g_autoptr(SieveEngine) engine = g_new0(SieveEngine, 1);
   engine->exp = experiment;
-  engine->store = store;
   engine->space = sieve_space_new(experiment->space.component, experiment->space.options, error);
-  if (engine->space == NULL)
-    return NULL;
-  engine->optimizer = sieve_optimizer_new(experiment->optimizer.component, engine->space,
-                                          experiment->optimizer.options, experiment->optimizer_seed, error);
-  if (engine->optimizer == NULL)
-    return NULL;
-  engine->evaluator = sieve_evaluator_new(experiment->evaluator.component, engine->space,
-                                          experiment->evaluator.options, error);
-  if (engine->evaluator == NULL)
-    return NULL;
-  GError *local = NULL;
-  g_autoptr(GVariant) state = sieve_store_load_state(store, "optimizer", &local);
-  if (local != NULL) {
-    g_propagate_error(error, local);
+  if (engine->space == NULL) {
+    locate_error(error, &experiment->space);
     return NULL;
   }
-  if (state != NULL && !sieve_optimizer_load(engine->optimizer, state, error))
+  /* The evaluator first: the optimizer may need the fidelity it offers. */
+  engine->evaluator = sieve_evaluator_new(experiment->evaluator.component, engine->space,
+                                          experiment->evaluator.options, error);
+  if (engine->evaluator == NULL) {
+    locate_error(error, &experiment->evaluator);
     return NULL;
+  }
+  SieveStudyInfo study = {
+      .seed = experiment->optimizer_seed,
+      .n_objectives = experiment->n_objectives,
+      .objective_names = experiment->objective_names,
+      .fidelity = sieve_evaluator_get_fidelity(engine->evaluator),
+  };
+  engine->optimizer = sieve_optimizer_new(experiment->optimizer.component, engine->space,
+                                          experiment->optimizer.options, &study, error);
+  if (engine->optimizer == NULL) {
+    locate_error(error, &experiment->optimizer);
+    return NULL;
+  }
   return g_steal_pointer(&engine);
+}
+
+/* A resumed study: the optimizer continues from its last saved state. */
+static gboolean
+restore_optimizer(SieveEngine *engine, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(GVariant) state = sieve_store_load_state(engine->store, "optimizer", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
 }
 
 /* ---- evaluation ------------------------------------------------------- */
@@ -171,8 +217,8 @@ fail:
 static gboolean
 finish_and_store(SieveEngine *engine, Job *job, double elapsed, GError **error)
 {
-  double objective = sieve_engine_objective(engine->exp, job->result);
-  double told = engine->exp->maximize ? objective : -objective;
+  double told[engine->exp->n_objectives];
+  sieve_engine_oriented_objectives(engine->exp, job->result, told);
   if (!sieve_store_begin(engine->store, error))
     return FALSE;
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed);
@@ -188,26 +234,30 @@ finish_and_store(SieveEngine *engine, Job *job, double elapsed, GError **error)
   return TRUE;
 }
 
-/* An OK result without the objective metric means a typo in the experiment
+/* An OK result without an objective metric means a typo in the experiment
  * or the wrong evaluator: stop at once rather than spend the budget. */
 static gboolean
 check_objective(SieveEngine *engine, const SieveResult *result, GError **error)
 {
-  if (sieve_result_get_status(result) != SIEVE_STATUS_OK ||
-      sieve_result_get_metric(result, engine->exp->objective, NULL))
+  if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
     return TRUE;
-  guint n = sieve_result_n_metrics(result);
-  g_autofree const char **names = g_new0(const char *, n + 1);
-  for (guint i = 0; i < n; i++)
-    names[i] = sieve_result_metric_name(result, i);
-  const char *guess = sieve_suggest(engine->exp->objective, names);
-  g_autofree char *all = n ? g_strjoinv(", ", (char **) names) : g_strdup("none");
-  g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
-  sieve_node_set_error(error, engine->exp->objective_node,
-                       "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s",
-                       sieve_component_get_name(engine->exp->evaluator.component), engine->exp->objective, hint,
-                       all);
-  return FALSE;
+  for (guint k = 0; k < engine->exp->n_objectives; k++) {
+    const SieveObjective *objective = &engine->exp->objectives[k];
+    if (sieve_result_get_metric(result, objective->metric, NULL))
+      continue;
+    guint n = sieve_result_n_metrics(result);
+    g_autofree const char **names = g_new0(const char *, n + 1);
+    for (guint i = 0; i < n; i++)
+      names[i] = sieve_result_metric_name(result, i);
+    const char *guess = sieve_suggest(objective->metric, names);
+    g_autofree char *all = n ? g_strjoinv(", ", (char **) names) : g_strdup("none");
+    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
+    sieve_node_set_error(error, objective->node,
+                         "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s",
+                         sieve_component_get_name(engine->exp->evaluator.component), objective->metric, hint, all);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 /* ---- the loop --------------------------------------------------------- */
@@ -226,7 +276,7 @@ note_best(RunState *rs, gint64 number, double objective)
   if (isnan(objective))
     return;
   gboolean better = rs->best_number < 0 ||
-                    (rs->engine->exp->maximize ? objective > rs->best : objective < rs->best);
+                    (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best);
   if (better) {
     rs->best = objective;
     rs->best_number = number;
@@ -264,9 +314,13 @@ load_pending(RunState *rs, GQueue *queue, GError **error)
 }
 
 gboolean
-sieve_engine_run(SieveEngine *engine, SieveProgress *progress, GError **error)
+sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress, GError **error)
 {
-  g_return_val_if_fail(engine != NULL, FALSE);
+  g_return_val_if_fail(engine != NULL && store != NULL, FALSE);
+  g_return_val_if_fail(engine->store == NULL, FALSE); /* one run per engine */
+  engine->store = store;
+  if (!restore_optimizer(engine, error))
+    return FALSE;
   const SieveExperiment *exp = engine->exp;
   RunState rs = {engine, progress, 0, -1, NAN};
   g_autoptr(GAsyncQueue) done = g_async_queue_new();

@@ -9,6 +9,7 @@ struct _SieveOptimizer {
   const SieveComponent *component;
   const SieveOptimizerClass *klass;
   const SieveSpace *space;
+  guint n_objectives;
   gpointer instance;
 };
 
@@ -20,13 +21,14 @@ struct _SieveEvaluator {
 
 SieveOptimizer *
 sieve_optimizer_new(const SieveComponent *component, const SieveSpace *space, const SieveOptions *options,
-                    guint64 seed, GError **error)
+                    const SieveStudyInfo *study, GError **error)
 {
-  g_return_val_if_fail(component != NULL && space != NULL, NULL);
+  g_return_val_if_fail(component != NULL && space != NULL && study != NULL, NULL);
+  g_return_val_if_fail(study->n_objectives >= 1 && study->objective_names != NULL, NULL);
   g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_OPTIMIZER, NULL);
   const SieveOptimizerClass *klass = sieve_component_get_info(component)->klass;
   GError *local = NULL;
-  gpointer instance = klass->create(space, options, seed, &local);
+  gpointer instance = klass->create(space, options, study, &local);
   if (local != NULL) {
     g_propagate_error(error, local);
     return NULL;
@@ -35,6 +37,7 @@ sieve_optimizer_new(const SieveComponent *component, const SieveSpace *space, co
   o->component = component;
   o->klass = klass;
   o->space = space;
+  o->n_objectives = study->n_objectives;
   o->instance = instance;
   return o;
 }
@@ -84,11 +87,11 @@ sieve_optimizer_ask(SieveOptimizer *optimizer, guint n, GPtrArray *out, GError *
 
 gboolean
 sieve_optimizer_tell(SieveOptimizer *optimizer, const SieveCandidate *candidate, const SieveResult *result,
-                     double objective, GError **error)
+                     const double *objectives, GError **error)
 {
-  g_return_val_if_fail(optimizer != NULL && candidate != NULL && result != NULL, FALSE);
+  g_return_val_if_fail(optimizer != NULL && candidate != NULL && result != NULL && objectives != NULL, FALSE);
   GError *local = NULL;
-  if (!optimizer->klass->tell(optimizer->instance, candidate, result, objective, &local) || local != NULL) {
+  if (!optimizer->klass->tell(optimizer->instance, candidate, result, objectives, &local) || local != NULL) {
     if (local == NULL)
       local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED, "tell failed without a reason");
     g_propagate_prefixed_error(error, local, "optimizer '%s': ", sieve_component_get_name(optimizer->component));
@@ -125,6 +128,13 @@ sieve_optimizer_load(SieveOptimizer *optimizer, GVariant *state, GError **error)
     return FALSE;
   }
   return TRUE;
+}
+
+guint
+sieve_optimizer_n_objectives(const SieveOptimizer *optimizer)
+{
+  g_return_val_if_fail(optimizer != NULL, 0);
+  return optimizer->n_objectives;
 }
 
 const SieveComponent *
@@ -168,6 +178,26 @@ SieveResult *
 sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate, GError **error)
 {
   g_return_val_if_fail(evaluator != NULL && candidate != NULL, NULL);
+  /* A fidelity the evaluator cannot honour is the optimizer's mistake, and
+   * evaluating anyway would store a result under a false label. */
+  double fidelity = sieve_candidate_get_fidelity(candidate);
+  if (!isnan(fidelity)) {
+    const SieveFidelity *offered = sieve_evaluator_get_fidelity(evaluator);
+    if (offered == NULL) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_EVALUATOR,
+                  "evaluator '%s' offers no fidelity, but trial %" G_GINT64_FORMAT " asks for fidelity %g",
+                  sieve_component_get_name(evaluator->component), sieve_candidate_get_trial(candidate), fidelity);
+      return NULL;
+    }
+    if (!(fidelity >= offered->min && fidelity <= offered->max) ||
+        (offered->integer && fidelity != floor(fidelity))) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_EVALUATOR,
+                  "evaluator '%s': trial %" G_GINT64_FORMAT " asks for %s = %g, outside [%g, %g]%s",
+                  sieve_component_get_name(evaluator->component), sieve_candidate_get_trial(candidate),
+                  offered->name, fidelity, offered->min, offered->max, offered->integer ? " or not whole" : "");
+      return NULL;
+    }
+  }
   gint64 start = g_get_monotonic_time();
   GError *local = NULL;
   SieveResult *result = evaluator->klass->evaluate(evaluator->instance, candidate, &local);
@@ -188,6 +218,13 @@ sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator)
 {
   g_return_val_if_fail(evaluator != NULL, FALSE);
   return (evaluator->klass->flags & SIEVE_EVALUATOR_CONCURRENT) != 0;
+}
+
+const SieveFidelity *
+sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, NULL);
+  return evaluator->klass->fidelity ? evaluator->klass->fidelity(evaluator->instance) : NULL;
 }
 
 const SieveComponent *

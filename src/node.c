@@ -532,27 +532,49 @@ sieve_node_set_path(SieveNode *root, const char *path, const char *value_text, c
     return FALSE;
   }
 
-  SieveNode *map = root;
+  /* Walk down: a map's key, or a list's 0-based index ("objective.1.metric"). */
+  SieveNode *parent = root;
   guint n = g_strv_length(parts);
-  for (guint i = 0; i + 1 < n; i++) {
-    SieveNode *child = sieve_node_lookup(map, parts[i]);
+  for (guint i = 0; i < n; i++) {
+    gboolean last = i + 1 == n;
+    SieveNode *child = NULL;
+    guint64 index = 0;
+    if (parent->kind == SIEVE_NODE_LIST) {
+      if (!g_ascii_string_to_unsigned(parts[i], 10, 0, G_MAXUINT, &index, NULL) || index >= parent->values->len) {
+        g_autofree char *where = sieve_node_where(parent);
+        sieve_node_set_error(error, value, "cannot set '%s': '%s' is not an index of the list at %s (0 to %u)", path,
+                             parts[i], where, parent->values->len - 1);
+        return FALSE;
+      }
+      child = parent->values->pdata[index];
+    } else {
+      child = sieve_node_lookup(parent, parts[i]);
+    }
+    if (last) {
+      if (parent->kind == SIEVE_NODE_LIST) {
+        sieve_node_unref(parent->values->pdata[index]);
+        parent->values->pdata[index] = g_steal_pointer(&value);
+      } else {
+        sieve_node_map_set(parent, parts[i], g_steal_pointer(&value));
+      }
+      return TRUE;
+    }
     if (child == NULL) {
       child = sieve__node_new(SIEVE_NODE_MAP, value->origin, value->line, value->column);
-      sieve_node_map_set(map, parts[i], child);
-    } else if (child->kind != SIEVE_NODE_MAP) {
+      sieve_node_map_set(parent, parts[i], child);
+    } else if (child->kind == SIEVE_NODE_SCALAR) {
       /* Rebuild "a.b" up to and including component i. */
       g_autoptr(GString) through = g_string_new(parts[0]);
       for (guint j = 1; j <= i; j++)
         g_string_append_printf(through, ".%s", parts[j]);
       g_autofree char *where = sieve_node_where(child);
-      sieve_node_set_error(error, value, "cannot set '%s': '%s' is %s (%s), not a map", path,
+      sieve_node_set_error(error, value, "cannot set '%s': '%s' is %s (%s), not a map or a list", path,
                            through->str, sieve__node_kind_noun(child->kind), where);
       return FALSE;
     }
-    map = child;
+    parent = child;
   }
-  sieve_node_map_set(map, parts[n - 1], g_steal_pointer(&value));
-  return TRUE;
+  g_assert_not_reached();
 }
 
 /* ---- canonical YAML ------------------------------------------------------- */

@@ -112,7 +112,7 @@ halton_destroy(gpointer instance)
 }
 
 static gpointer
-halton_create(const SieveSpace *space, const SieveOptions *options, guint64 seed, GError **error)
+halton_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
   guint dimension = sieve_space_n_decisions(space);
   if (dimension == 0) {
@@ -125,7 +125,7 @@ halton_create(const SieveSpace *space, const SieveOptions *options, guint64 seed
   self->dimension = dimension;
   self->bases = first_primes(dimension);
   self->scramble = sieve_options_get_bool(options, "scramble");
-  self->seed = seed;
+  self->seed = study->seed;
   self->next = 1 + (guint64) sieve_options_get_int(options, "skip");
   make_permutations(self);
   return self;
@@ -190,7 +190,7 @@ halton_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 }
 
 static gboolean
-halton_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, double objective,
+halton_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, const double *objectives,
             GError **error)
 {
   return TRUE; /* a fixed design: outcomes do not change the next points */

@@ -6,11 +6,29 @@
 
 #include <glib.h>
 #include <sieve/abi.h>
+#include <sieve/node.h>
 #include <sieve/space.h>
 
 G_BEGIN_DECLS
 
 typedef struct _SieveCandidate SieveCandidate;
+
+/* A fidelity an evaluator offers: a number that buys a cheaper, rougher
+ * evaluation (training epochs, a subset's size ...).  An evaluation at max is
+ * a full one; a candidate whose fidelity is NAN gets the evaluator's own
+ * choice (its options).  Multi-fidelity optimizers (successive halving,
+ * Hyperband, BOHB) propose candidates with a fidelity in [min, max]. */
+typedef struct {
+  const char *name; /* what the number means: "epochs" */
+  double min, max;  /* 0 < min <= max */
+  gboolean integer; /* only whole values make sense */
+  gpointer reserved[2];
+} SieveFidelity;
+
+/* Reads a fidelity written in a config, {name: epochs, min: 1, max: 81,
+ * integer: true}, validating it as options are (located errors).  On
+ * success out->name is a new string the caller frees with g_free(). */
+SIEVE_API gboolean sieve_fidelity_read(const SieveNode *node, SieveFidelity *out, GError **error);
 
 /* fidelity: NAN leaves it to the evaluator (its full fidelity).
  * Takes ownership of genotype. (transfer full) */

@@ -30,7 +30,10 @@ typedef struct {
   /* (transfer full) */
   SieveResult *(*evaluate)(gpointer instance, const SieveCandidate *candidate, GError **error);
   guint flags; /* SieveEvaluatorFlags */
-  gpointer reserved[11];
+  /* The fidelity it offers, NULL for none; may be NULL itself.  (transfer none):
+   * valid as long as the instance. */
+  const SieveFidelity *(*fidelity)(gpointer instance);
+  gpointer reserved[10];
 } SieveEvaluatorClass;
 
 typedef struct _SieveEvaluator SieveEvaluator;
@@ -43,6 +46,8 @@ SIEVE_API void sieve_evaluator_free(SieveEvaluator *evaluator);
 SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate,
                                                 GError **error);
 SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
+/* (transfer none) (nullable): the fidelity it offers */
+SIEVE_API const SieveFidelity *sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator);
 SIEVE_API const SieveComponent *sieve_evaluator_get_component(const SieveEvaluator *evaluator);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEvaluator, sieve_evaluator_free)

@@ -91,10 +91,11 @@ SIEVE_API const char *sieve_node_get_string(const SieveNode *node, GError **erro
 SIEVE_API void sieve_node_set_error(GError **error, const SieveNode *node, const char *format, ...)
     G_GNUC_PRINTF(3, 4);
 
-/* Override the value at a dotted path ("optimizer.seed", "budget.evaluations"),
- * creating maps on the way; value_text is parsed as a YAML flow value
- * ("3", "[a, b]", "{x: 1}") whose location is origin, column 1.  A path
- * through a scalar or list is an error. */
+/* Override the value at a dotted path ("optimizer.seed", "budget.evaluations",
+ * "objective.1.metric": a list's items by 0-based index), creating maps on
+ * the way; value_text is parsed as a YAML flow value ("3", "[a, b]",
+ * "{x: 1}") whose location is origin, column 1.  A path through a scalar, or
+ * an index a list does not have, is an error and changes nothing. */
 SIEVE_API gboolean sieve_node_set_path(SieveNode *root, const char *path, const char *value_text,
                                        const char *origin, GError **error);
 

@@ -10,6 +10,12 @@
  * ask(n) appends n candidates (it may append fewer only when the space is
  * exhausted); tell() may come in any order, and for a candidate screened or
  * answered from the cache too (see the result's status).
+ *
+ * Objectives: the experiment names one or more metrics, each to maximize or
+ * minimize.  tell() receives them already turned into "larger is better"
+ * (a minimized metric negated), in the experiment's order, NAN where the
+ * trial did not report one (failed, screened).  A single-objective method
+ * uses objectives[0].
  */
 #pragma once
 
@@ -23,17 +29,28 @@
 
 G_BEGIN_DECLS
 
+/* What the engine tells an optimizer about the study it serves. */
 typedef struct {
-  /* (transfer full) instance; NULL + error when options do not suit the space */
-  gpointer (*create)(const SieveSpace *space, const SieveOptions *options, guint64 seed,
+  guint64 seed;                       /* the only source of randomness allowed */
+  guint n_objectives;                 /* >= 1: tell() gets this many values */
+  const char *const *objective_names; /* n_objectives metric names */
+  const SieveFidelity *fidelity;      /* the evaluator's, NULL when it offers none */
+  gpointer reserved[8];
+} SieveStudyInfo;
+
+typedef struct {
+  /* (transfer full) instance; NULL + error when options do not suit the
+   * space or the study (e.g. a multi-fidelity method without a fidelity).
+   * study and what it points to live only during the call: copy what is kept. */
+  gpointer (*create)(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study,
                      GError **error);
   void (*destroy)(gpointer instance);
   /* Append n SieveCandidate* (transfer full) to out. */
   gboolean (*ask)(gpointer instance, guint n, GPtrArray *out, GError **error);
-  /* result: status and metrics; objective is the experiment's objective metric
-   * already turned into "larger is better" (NAN when the trial has none). */
+  /* result: status and metrics; objectives: study->n_objectives values,
+   * larger is better, NAN where missing. */
   gboolean (*tell)(gpointer instance, const SieveCandidate *candidate, const SieveResult *result,
-                   double objective, GError **error);
+                   const double *objectives, GError **error);
   /* (transfer floating) any GVariant; NULL + error on failure. */
   GVariant *(*save)(gpointer instance, GError **error);
   gboolean (*load)(gpointer instance, GVariant *state, GError **error);
@@ -41,15 +58,19 @@ typedef struct {
 } SieveOptimizerClass;
 
 /* An instance of an optimizer component, as the engine and Lua use it.
- * The space must outlive it. (transfer full) */
+ * The space must outlive it; study is copied. (transfer full) */
 typedef struct _SieveOptimizer SieveOptimizer;
 SIEVE_API SieveOptimizer *sieve_optimizer_new(const SieveComponent *component, const SieveSpace *space,
-                                              const SieveOptions *options, guint64 seed, GError **error);
+                                              const SieveOptions *options, const SieveStudyInfo *study,
+                                              GError **error);
 SIEVE_API void sieve_optimizer_free(SieveOptimizer *optimizer);
 /* Appends candidates (transfer full) to out; checks each genotype against the space. */
 SIEVE_API gboolean sieve_optimizer_ask(SieveOptimizer *optimizer, guint n, GPtrArray *out, GError **error);
+/* objectives: as many as the study has, larger is better, NAN where missing. */
 SIEVE_API gboolean sieve_optimizer_tell(SieveOptimizer *optimizer, const SieveCandidate *candidate,
-                                        const SieveResult *result, double objective, GError **error);
+                                        const SieveResult *result, const double *objectives, GError **error);
+/* Number of objectives the optimizer was created for. */
+SIEVE_API guint sieve_optimizer_n_objectives(const SieveOptimizer *optimizer);
 /* (transfer full) a non-floating GVariant */
 SIEVE_API GVariant *sieve_optimizer_save(SieveOptimizer *optimizer, GError **error);
 SIEVE_API gboolean sieve_optimizer_load(SieveOptimizer *optimizer, GVariant *state, GError **error);

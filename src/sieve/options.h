@@ -54,9 +54,11 @@ typedef struct {
 
 #define SIEVE_OPTION_BOOL(n, def, help) {(n), SIEVE_OPTION_TYPE_BOOL, (def), 0, 0, NULL, (help), 0, {NULL}}
 #define SIEVE_OPTION_INT(n, def, lo, hi, help)                                                      \
-  {(n), SIEVE_OPTION_TYPE_INT, (def), (lo), (hi), NULL, (help), SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}}
+  {(n), SIEVE_OPTION_TYPE_INT, (def), (lo), (hi), NULL, (help),                        \
+   SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX | ((def) ? 0 : SIEVE_OPTION_REQUIRED), {NULL}}
 #define SIEVE_OPTION_FLOAT(n, def, lo, hi, help)                                                    \
-  {(n), SIEVE_OPTION_TYPE_FLOAT, (def), (lo), (hi), NULL, (help), SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}}
+  {(n), SIEVE_OPTION_TYPE_FLOAT, (def), (lo), (hi), NULL, (help),                      \
+   SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX | ((def) ? 0 : SIEVE_OPTION_REQUIRED), {NULL}}
 #define SIEVE_OPTION_STRING(n, def, help) {(n), SIEVE_OPTION_TYPE_STRING, (def), 0, 0, NULL, (help), (def) ? 0 : SIEVE_OPTION_REQUIRED, {NULL}}
 #define SIEVE_OPTION_CHOICE(n, def, ch, help) {(n), SIEVE_OPTION_TYPE_CHOICE, (def), 0, 0, (ch), (help), 0, {NULL}}
 #define SIEVE_OPTION_PATH(n, def, help) {(n), SIEVE_OPTION_TYPE_PATH, (def), 0, 0, NULL, (help), (def) ? 0 : SIEVE_OPTION_REQUIRED, {NULL}}

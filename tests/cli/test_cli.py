@@ -130,6 +130,24 @@ class TestNb201(Workdir):
         self.assertEqual(len(rows), 30)
         self.assertEqual(rows[:20], before)
 
+    def test_two_objectives(self):
+        """Several objectives: each is checked against the results, and the
+        first one drives the summary."""
+        store = self.path("mo.sieve")
+        cfg = os.path.join(CONFIGS, "nb201-random.yaml")
+        text = open(cfg).read().replace(
+            "objective: {metric: cifar10_valid_acc, direction: maximize}",
+            "objective: [{metric: cifar10_valid_acc}, {metric: lat_ms_gold_6226, direction: minimize}]")
+        mo = self.write_config("mo.yaml", text.replace("../data/nb201/nb201.csv",
+                                                       os.path.join(ROOT, "data", "nb201", "nb201.csv")))
+        p = sieve("run", mo, "--store", store, "--set", "budget.evaluations=12", check=0)
+        self.assertIn("top 10 by cifar10_valid_acc (maximize):", p.stdout)
+        self.assertEqual(len(export_rows(store)), 12)
+        p = sieve("run", mo, "--store", self.path("mo2.sieve"), "--set", "objective.1.metric=lat_ms_gold6226",
+                  check=2)
+        self.assertRegex(p.stderr, r"--set objective\.1\.metric=lat_ms_gold6226:1:1: evaluator 'tabular' did not "
+                                   r"report the objective metric 'lat_ms_gold6226' \(did you mean 'lat_ms_gold_6226'\?\)")
+
     def test_set_overrides(self):
         store = self.path("o.sieve")
         cfg = os.path.join(CONFIGS, "nb201-random.yaml")
@@ -187,6 +205,15 @@ budget: {evaluations: 5}
     def test_missing_plugin(self):
         self.check(self.BASE.replace("plugin: random", "plugin: randon"),
                    r"bad\.yaml:3:21: no optimizer plugin named 'randon' \(did you mean 'random'\?\)")
+
+    def test_objectives(self):
+        two = "objective:\n  - {metric: cifar10_valid_acc}\n  - {metric: cifar10_valid_acc, direction: minimize}\n"
+        self.check(self.BASE.replace("objective: {metric: cifar10_valid_acc}\n", two),
+                   r"bad\.yaml:7:14: metric 'cifar10_valid_acc' is already objective #1")
+        self.check(self.BASE.replace("objective: {metric: cifar10_valid_acc}", "objective: []"),
+                   r"bad\.yaml:5:12: 'objective' is an empty list")
+        self.check(self.BASE.replace("objective: {metric: cifar10_valid_acc}", "objective: [{metric: a, dir: up}]"),
+                   r"bad\.yaml:5:25: unknown option 'dir' for objective #1 \(did you mean 'direction'\?\)")
 
     def test_missing_section(self):
         self.check(self.BASE.replace("budget: {evaluations: 5}\n", ""), r"bad\.yaml:1:1: missing 'budget' section")

@@ -214,7 +214,8 @@ test_placeholders(void)
                                                   "echo '{\"done\": 1}'\n");
   g_autofree char *yaml = g_strdup_printf("argv: ['%s', '{genotype}', '{trial}', '{fidelity}', '--lr={lr}', "
                                           "'{opt}/{layers}', '[{momentum}]', '{{literal}}', '{json}']\n"
-                                          "env: {SIEVE_TEST_VAR: 't{trial}-{opt}'}\n",
+                                          "env: {SIEVE_TEST_VAR: 't{trial}-{opt}'}\n"
+                                          "fidelity: {name: epochs, min: 0.25, max: 4}\n",
                                           path);
   g_autoptr(SieveEvaluator) e = evaluator_new(yaml);
 
@@ -251,7 +252,8 @@ test_placeholders(void)
 static void
 test_stdin_json(void)
 {
-  g_autoptr(SieveEvaluator) e = script_evaluator("stdin.sh", "cat > stdin.txt\necho '{\"read\": 1}'", "stdin: json\n");
+  g_autoptr(SieveEvaluator) e = script_evaluator("stdin.sh", "cat > stdin.txt\necho '{\"read\": 1}'",
+                                                "stdin: json\nfidelity: {name: epochs, min: 0.25, max: 4}\n");
   g_autoptr(SieveCandidate) c = candidate_new("opt=sgd,lr=0.001,layers=2,momentum=0.9", 3, NAN);
   GError *error = NULL;
   g_autoptr(SieveResult) r = sieve_evaluator_evaluate(e, c, &error);
@@ -280,6 +282,15 @@ test_stdin_json(void)
   g_assert_cmpint(sieve_result_get_status(r2), ==, SIEVE_STATUS_OK);
   g_autofree char *text2 = read_tmp("stdin.txt");
   g_assert_nonnull(strstr(text2, "\"fidelity\": 0.25,"));
+
+  /* A fidelity outside the declared range is the optimizer's mistake: an
+   * error, not a trial run under a false label. */
+  g_autoptr(SieveCandidate) c3 = candidate_new("opt=adam,lr=0.01,layers=3", 5, 8);
+  g_autoptr(SieveResult) r4 = sieve_evaluator_evaluate(e, c3, &error);
+  g_assert_null(r4);
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_EVALUATOR);
+  g_assert_cmpstr(error->message, ==, "evaluator 'command': trial 5 asks for epochs = 8, outside [0.25, 4]");
+  g_clear_error(&error);
 
   /* A program that never reads its stdin is fine too (and must not kill us
    * with SIGPIPE when it exits before we wrote). */
@@ -468,6 +479,14 @@ test_create_errors(void)
   assert_create_error("argv: [echo]\nenv: [A]\n", "test.yaml:2:6: env must be a map of variable names to values");
   assert_create_error("argv: [echo]\ncwd: /nonexistent/sieve-test\n",
                       "test.yaml:2:6: cwd '/nonexistent/sieve-test' is not a folder");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 4, max: 2}\n",
+                      "test.yaml:2:39: the fidelity's max (2) is below its min (4)");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 0, max: 2}\n",
+                      "test.yaml:2:31: the fidelity's min must be > 0, got 0");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1, mx: 2}\n",
+                      "test.yaml:2:34: unknown option 'mx' for fidelity (did you mean 'max'?)");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1.5, max: 2, integer: true}\n",
+                      "test.yaml:2:31: an integer fidelity needs whole min and max, got 1.5 and 2");
 }
 
 typedef struct {

@@ -448,14 +448,25 @@ test_set_path(void)
   g_assert_false(sieve_node_set_path(root, "strings.plain.x", "1", "--set #7", &error));
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
   g_autofree char *expected = g_strdup_printf(
-      "--set #7:1:1: cannot set 'strings.plain.x': 'strings.plain' is a scalar (%s:16:10), not a map",
+      "--set #7:1:1: cannot set 'strings.plain.x': 'strings.plain' is a scalar (%s:16:10), not a map or a list",
       path);
   g_assert_cmpstr(error->message, ==, expected);
   g_clear_error(&error);
-  g_assert_false(sieve_node_set_path(root, "flags.0", "1", "--set #8", &error));
+  /* A list's items by 0-based index... */
+  g_assert_true(sieve_node_set_path(root, "flags.1", "yes", "--set #8", &error));
+  g_assert_cmpstr(sieve_node_text(sieve_node_nth(at(root, "flags"), 1)), ==, "yes");
+  g_assert_cmpuint(sieve_node_size(at(root, "flags")), ==, 3);
+  g_assert_true(sieve_node_set_path(root, "nested.0.values", "[3]", "--set #8b", &error));
+  g_assert_cmpuint(sieve_node_size(sieve_node_lookup(sieve_node_nth(at(root, "nested"), 0), "values")), ==, 1);
+  g_assert_no_error(error);
+  /* ...but only those it has. */
+  g_assert_false(sieve_node_set_path(root, "flags.3", "1", "--set #8c", &error));
   g_autofree char *expected_list = g_strdup_printf(
-      "--set #8:1:1: cannot set 'flags.0': 'flags' is a list (%s:7:8), not a map", path);
+      "--set #8c:1:1: cannot set 'flags.3': '3' is not an index of the list at %s:7:8 (0 to 2)", path);
   g_assert_cmpstr(error->message, ==, expected_list);
+  g_clear_error(&error);
+  g_assert_false(sieve_node_set_path(root, "flags.x", "1", "--set #8d", &error));
+  g_assert_nonnull(strstr(error->message, "'x' is not an index of the list"));
   g_clear_error(&error);
 
   g_assert_false(sieve_node_set_path(root, "a..b", "1", "--set #9", &error));

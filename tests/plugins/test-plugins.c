@@ -72,7 +72,9 @@ optimizer_new(const SieveSpace *space, const char *yaml, guint64 seed)
   GError *error = NULL;
   g_autoptr(SieveOptions) options = options_from(c, yaml, NULL, &error);
   g_assert_no_error(error);
-  SieveOptimizer *o = sieve_optimizer_new(c, space, options, seed, &error);
+  static const char *const names[] = {"value", NULL};
+  SieveStudyInfo study = {.seed = seed, .n_objectives = 1, .objective_names = names};
+  SieveOptimizer *o = sieve_optimizer_new(c, space, options, &study, &error);
   g_assert_no_error(error);
   return o;
 }
@@ -567,7 +569,8 @@ check_continuation(const SieveSpace *space, const char *yaml)
   g_autoptr(SieveCandidate) cand = candidate_parse(space, first->pdata[0]);
   g_autoptr(SieveResult) result = sieve_result_new();
   GError *error = NULL;
-  g_assert_true(sieve_optimizer_tell(a, cand, result, 1.0, &error));
+  const double objectives[] = {1.0};
+  g_assert_true(sieve_optimizer_tell(a, cand, result, objectives, &error));
   g_assert_no_error(error);
   g_autoptr(GVariant) state = sieve_optimizer_save(a, &error);
   g_assert_no_error(error);

@@ -56,6 +56,8 @@ static const SieveOptionSpec command_options[] = {
                      "seconds before the program and its children are killed and the trial fails (0: none)"),
   SIEVE_OPTION_PATH("cwd", ".", "folder the program runs in (default: the experiment file's folder)"),
   SIEVE_OPTION_NODE("env", "map of extra environment variables; the values are templates too"),
+  SIEVE_OPTION_NODE("fidelity", "the fidelity the program accepts as {fidelity}: {name: epochs, min: 1, max: 81, "
+                                "integer: true} (default: none)"),
   SIEVE_OPTION_END,
 };
 
@@ -71,6 +73,8 @@ typedef struct {
   gboolean stdin_json;
   double timeout;
   char *cwd;
+  gboolean has_fidelity;
+  SieveFidelity fidelity; /* name owned */
 } Command;
 
 static void
@@ -84,6 +88,7 @@ command_destroy(gpointer instance)
   g_clear_pointer(&self->env_values, g_ptr_array_unref);
   g_strfreev(self->base_env);
   g_free(self->cwd);
+  g_free((char *) self->fidelity.name);
   g_free(self);
 }
 
@@ -177,6 +182,14 @@ command_create(const SieveSpace *space, const SieveOptions *options, GError **er
   if (!parse_argv(self, options, error) || !parse_env(self, options, error)) {
     command_destroy(self);
     return NULL;
+  }
+  const SieveNode *fidelity = sieve_options_get_node(options, "fidelity");
+  if (fidelity != NULL) {
+    if (!sieve_fidelity_read(fidelity, &self->fidelity, error)) {
+      command_destroy(self);
+      return NULL;
+    }
+    self->has_fidelity = TRUE;
   }
   if (!g_file_test(self->cwd, G_FILE_TEST_IS_DIR)) {
     sieve_options_set_error(options, "cwd", error, "cwd '%s' is not a folder", self->cwd);
@@ -406,11 +419,19 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
   return result;
 }
 
+static const SieveFidelity *
+command_fidelity(gpointer instance)
+{
+  const Command *self = instance;
+  return self->has_fidelity ? &self->fidelity : NULL;
+}
+
 static const SieveEvaluatorClass command_class = {
   .create = command_create,
   .destroy = command_destroy,
   .evaluate = command_evaluate,
   .flags = SIEVE_EVALUATOR_CONCURRENT,
+  .fidelity = command_fidelity,
 };
 
 static const SieveComponentInfo command_info = {

@@ -84,11 +84,11 @@ random_destroy(gpointer instance)
 }
 
 static gpointer
-random_create(const SieveSpace *space, const SieveOptions *options, guint64 seed, GError **error)
+random_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
   RandomSearch *self = g_new0(RandomSearch, 1);
   self->space = space;
-  sieve_rng_seed(&self->rng, seed);
+  sieve_rng_seed(&self->rng, study->seed);
   self->unique = sieve_options_get_bool(options, "unique");
   self->size = space_size(space);
   self->seen = g_hash_table_new(g_str_hash, g_str_equal);
@@ -136,7 +136,7 @@ random_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 }
 
 static gboolean
-random_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, double objective,
+random_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, const double *objectives,
             GError **error)
 {
   return TRUE; /* random search learns nothing */

@@ -10,11 +10,11 @@ typedef struct {
 } TestOpt;
 
 static gpointer
-test_create(const SieveSpace *space, const SieveOptions *options, guint64 seed, GError **error)
+test_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
   TestOpt *o = g_new0(TestOpt, 1);
   o->space = space;
-  sieve_rng_seed(&o->rng, seed);
+  sieve_rng_seed(&o->rng, study->seed);
   return o;
 }
 
@@ -28,7 +28,7 @@ test_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 }
 
 static gboolean
-test_tell(gpointer instance, const SieveCandidate *c, const SieveResult *r, double objective, GError **error)
+test_tell(gpointer instance, const SieveCandidate *c, const SieveResult *r, const double *objectives, GError **error)
 {
   return TRUE;
 }
