@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   meson ninja-build pkg-config gcc make
   libglib2.0-dev libyaml-dev libsqlite3-dev libjson-glib-dev
+  libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev
+  dataset-fashion-mnist
   python3 sqlite3
 )
 
