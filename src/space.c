@@ -148,6 +148,43 @@ sieve_space_free(SieveSpace *space)
   g_free(space);
 }
 
+gboolean
+sieve_space_can_build(const SieveSpace *space)
+{
+  return space->klass != NULL && space->klass->build != NULL;
+}
+
+SieveGraph *
+sieve_space_build(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  if (!sieve_space_can_build(space)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s builds no networks (it is not an architecture space)",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  if (genotype->space != space) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "a genotype of another space was given to space %s",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  GError *local = NULL;
+  SieveGraph *graph = space->klass->build(space->instance, space, genotype, &local);
+  if (graph == NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s: build() failed without saying why",
+                          sieve_space_get_name(space));
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  if (sieve_graph_output(graph) == SIEVE_NODE_INVALID) {
+    sieve_graph_free(graph);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s: build() returned a graph without an output",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  return graph;
+}
+
 const char *
 sieve_space_get_name(const SieveSpace *space)
 {

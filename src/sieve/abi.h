@@ -34,6 +34,9 @@ typedef enum {
   SIEVE_ERROR_STORE_BUSY,  /* another process holds the store */
   SIEVE_ERROR_PARSE,       /* a genotype or data text that does not parse */
   SIEVE_ERROR_EVALUATOR,   /* an evaluator that cannot go on (not a failed trial) */
+  SIEVE_ERROR_GRAPH,       /* a network that does not fit together (shapes, inputs) */
+  SIEVE_ERROR_RUNTIME,     /* a backend failed to compile or run a graph */
+  SIEVE_ERROR_DIVERGED,    /* training produced a NaN or infinite loss */
 } SieveErrorCode;
 
 /* Version of the library, "MAJOR.MINOR.MICRO". (transfer none) */

@@ -20,6 +20,7 @@
 #include <glib.h>
 #include <sieve/abi.h>
 #include <sieve/component.h>
+#include <sieve/graph.h>
 #include <sieve/options.h>
 #include <sieve/rng.h>
 
@@ -111,8 +112,11 @@ typedef struct {
   char *(*format)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype);
   SieveGenotype *(*parse)(gpointer instance, const SieveSpace *space, const char *text,
                           GError **error);
-  /* Slots for later interfaces (graph building comes with the runtime). */
-  gpointer reserved[12];
+  /* The network a genotype stands for, ending in its logits (no loss);
+   * NULL for spaces that are not architectures (hyper-parameter spaces).
+   * (transfer full) the graph, finished (sieve_graph_finish), or NULL + error. */
+  SieveGraph *(*build)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error);
+  gpointer reserved[11];
 } SieveSpaceClass;
 
 /* An instance of a space component: runs its create() with the validated
@@ -120,6 +124,11 @@ typedef struct {
 SIEVE_API SieveSpace *sieve_space_new(const SieveComponent *component, const SieveOptions *options,
                                       GError **error);
 SIEVE_API void sieve_space_free(SieveSpace *space);
+/* Whether the space builds networks (its class has build()). */
+SIEVE_API gboolean sieve_space_can_build(const SieveSpace *space);
+/* (transfer full) the genotype's network; a clear error when the space
+ * builds none or the genotype does not belong to it. */
+SIEVE_API SieveGraph *sieve_space_build(const SieveSpace *space, const SieveGenotype *genotype, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveGenotype, sieve_genotype_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveSpace, sieve_space_free)
