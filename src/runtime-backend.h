@@ -1,0 +1,28 @@
+/* What a runtime backend implements (private to libsieve).  runtime.c checks
+ * arguments and dispatches; a backend sees only valid calls.  Backends:
+ * runtime-cpu.c (oneDNN).  Nothing device-specific leaves a backend's files. */
+#pragma once
+
+#include <sieve/runtime.h>
+
+typedef struct {
+  const char *name;
+  /* (transfer full) backend state; NULL + error. */
+  gpointer (*compile)(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error);
+  void (*destroy)(gpointer impl);
+  const char *(*describe)(gpointer impl);
+  gboolean (*forward)(gpointer impl, const float *x, const gint32 *labels, SieveMode mode, GError **error);
+  double (*loss)(gpointer impl);
+  gboolean (*read)(gpointer impl, guint node, float *out, GError **error);
+  gboolean (*backward)(gpointer impl, const float *output_grad, GError **error);
+  gboolean (*read_input_grad)(gpointer impl, float *out, GError **error);
+  guint (*n_params)(gpointer impl);
+  const SieveParamInfo *(*param_info)(gpointer impl, guint i);
+  gboolean (*get_param)(gpointer impl, guint i, float *out, GError **error);
+  gboolean (*set_param)(gpointer impl, guint i, const float *values, GError **error);
+  gboolean (*get_grad)(gpointer impl, guint i, float *out, GError **error);
+  gboolean (*sgd_step)(gpointer impl, const SieveSgd *sgd, GError **error);
+  guint64 (*memory_bytes)(gpointer impl);
+} SieveBackendClass;
+
+extern const SieveBackendClass sieve_backend_cpu;

@@ -1,0 +1,1749 @@
+/* The CPU backend: a graph compiled into oneDNN primitives.
+ *
+ * Compilation, in three passes over the live nodes:
+ *  1. resolve: identities and single-input sums become aliases of their
+ *     input, zero nodes fold away inside sums (and are materialised as a
+ *     zero tensor only where something else consumes them), and repeated
+ *     activations of one tensor (a NAS cell applies ReLU to a node once per
+ *     outgoing edge) are computed once;
+ *  2. forward plan: one primitive per node, layouts chosen by oneDNN
+ *     (format_tag_any on convolutions and inner products, everything else
+ *     takes its producer's layout), reorders where a consumer wants another
+ *     layout; an activation that no backward step reads goes back to the
+ *     buffer pool after its last consumer;
+ *  3. backward plan, in reverse: each consumer's contribution to an input's
+ *     gradient is written straight into that gradient's buffer when it is
+ *     the first, or into a scratch buffer then added; a node's gradient
+ *     buffer returns to the pool once its own backward step has run.
+ * Buffers ("slots") are allocated once at the end of planning, and every
+ * primitive's arguments are bound to them then, so a training step is a
+ * loop over prebuilt primitive calls.
+ */
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <sieve/rng.h>
+
+#include "runtime-backend.h"
+
+/* ---- engine ------------------------------------------------------------- */
+
+static dnnl_engine_t
+cpu_engine(GError **error)
+{
+  static dnnl_engine_t engine;
+  static dnnl_status_t status = dnnl_success;
+  static gsize once;
+  if (g_once_init_enter(&once)) {
+    status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    g_once_init_leave(&once, 1);
+  }
+  if (status != dnnl_success) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "oneDNN could not create a CPU engine: %s",
+                dnnl_status2str(status));
+    return NULL;
+  }
+  return engine;
+}
+
+/* ---- plan structures ----------------------------------------------------- */
+
+typedef struct {
+  size_t bytes;
+  gboolean dedicated; /* never shared: parameters, optimizer state, zeros */
+  float *ptr;
+} Slot;
+
+typedef struct {
+  int arg;
+  dnnl_memory_desc_t md;
+  int slot;
+  size_t offset; /* bytes into the slot (concat pieces) */
+} ArgSpec;
+
+typedef enum {
+  STEP_PRIM,        /* a oneDNN primitive */
+  STEP_ADD,         /* dst += src over n floats (same layout) */
+  STEP_COPY,        /* dst = src over n floats */
+  STEP_LOSS_FWD,
+  STEP_LOSS_BWD,
+  STEP_BN_RUNNING,  /* running statistics update after a training forward */
+} StepKind;
+
+typedef struct {
+  StepKind kind;
+  guint node;
+  dnnl_primitive_t prim; /* owned */
+  GArray *specs;         /* ArgSpec, until bound */
+  dnnl_exec_arg_t *args; /* bound */
+  int nargs;
+  dnnl_memory_t *mems;   /* owned, nargs */
+  int dst, src;          /* slots for ADD/COPY */
+  size_t n;
+} Step;
+
+typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
+
+typedef struct {
+  const SieveGraphNode *n;
+  guint id;
+  Role role;
+  guint root;          /* where the output is stored (itself unless an alias or folded zero) */
+  guint n_in;          /* real inputs after resolution */
+  guint *in;           /* their roots */
+  dnnl_memory_desc_t md;
+  int out;             /* slot */
+  int diff;            /* slot during backward planning, -1 when no gradient yet */
+  guint uses;          /* forward consumers left (planning) */
+  gboolean needed_bwd; /* a backward step reads this output */
+  gboolean released;   /* its buffer went back to the pool: no longer readable */
+  dnnl_primitive_desc_t fwd_pd; /* hint for backward descriptors, owned */
+  dnnl_memory_desc_t src_want;  /* conv/linear/loss: the layout the primitive reads */
+  int src_slot;                 /* where that layout lives (out of the input or a reorder) */
+  /* parameters: first index into the param table, count */
+  guint first_param, n_params;
+  /* batch norm */
+  int mean, var, rmean, rvar;
+  /* max pooling */
+  dnnl_memory_desc_t ws_md;
+  int ws;
+  /* loss */
+  int prob;
+} CNode;
+
+typedef struct {
+  SieveParamInfo info;
+  dnnl_memory_desc_t md;    /* as stored */
+  dnnl_memory_desc_t plain; /* as exchanged */
+  int value, grad, velocity;
+} Param;
+
+typedef struct {
+  SieveGraph *graph; /* a copy */
+  SieveRuntimeOptions options;
+  guint threads;
+  dnnl_engine_t engine;
+  dnnl_stream_t stream;
+  CNode *nodes;
+  guint n_nodes;
+  guint input, output;
+  GArray *slots;     /* Slot */
+  GArray *free;      /* int: pooled slot ids */
+  GArray *pending;   /* int: slots to pool once the current node's steps are planned */
+  GPtrArray *steps;  /* Step*, owned */
+  GArray *fwd_train, *fwd_eval, *bwd; /* indices into steps */
+  GArray *params;    /* Param */
+  gint32 *labels;
+  guint n_classes;
+  double loss;
+  int out_grad;      /* slot: gradient of a non-loss output */
+  char *description;
+  guint64 bytes;
+} Cpu;
+
+#define TRY(call, ...)                                                                                           \
+  do {                                                                                                           \
+    dnnl_status_t st_ = (call);                                                                                  \
+    if (st_ != dnnl_success) {                                                                                   \
+      g_autofree char *what_ = g_strdup_printf(__VA_ARGS__);                                                     \
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "oneDNN: %s: %s", what_, dnnl_status2str(st_));      \
+      return FALSE;                                                                                              \
+    }                                                                                                            \
+  } while (0)
+
+static const char *
+node_desc(Cpu *c, guint v)
+{
+  /* For messages: "node 12 (conv2d "stage1.cell0.edge_1_0.conv")". */
+  static GPrivate buf = G_PRIVATE_INIT(g_free);
+  const SieveGraphNode *n = c->nodes[v].n;
+  char *s = n->label ? g_strdup_printf("node %u (%s \"%s\")", v, sieve_op_kind_name(n->kind), n->label)
+                     : g_strdup_printf("node %u (%s)", v, sieve_op_kind_name(n->kind));
+  g_private_replace(&buf, s);
+  return s;
+}
+
+/* ---- slots --------------------------------------------------------------- */
+
+static int
+slot_new(Cpu *c, size_t bytes, gboolean dedicated)
+{
+  if (!dedicated) {
+    for (guint i = 0; i < c->free->len; i++) {
+      int id = g_array_index(c->free, int, i);
+      if (g_array_index(c->slots, Slot, id).bytes == bytes) {
+        g_array_remove_index_fast(c->free, i);
+        return id;
+      }
+    }
+  }
+  Slot s = {.bytes = bytes, .dedicated = dedicated};
+  g_array_append_val(c->slots, s);
+  return c->slots->len - 1;
+}
+
+static void
+slot_release(Cpu *c, int id)
+{
+  if (id >= 0 && !g_array_index(c->slots, Slot, id).dedicated)
+    g_array_append_val(c->free, id);
+}
+
+static float *
+slot_ptr(Cpu *c, int id)
+{
+  return g_array_index(c->slots, Slot, id).ptr;
+}
+
+/* ---- steps --------------------------------------------------------------- */
+
+static Step *
+step_push(Cpu *c, StepKind kind, guint node, GArray *list, GArray *list2)
+{
+  Step *s = g_new0(Step, 1);
+  s->kind = kind;
+  s->node = node;
+  s->specs = g_array_new(FALSE, FALSE, sizeof(ArgSpec));
+  g_ptr_array_add(c->steps, s);
+  guint idx = c->steps->len - 1;
+  g_array_append_val(list, idx);
+  if (list2)
+    g_array_append_val(list2, idx);
+  return s;
+}
+
+static void
+step_arg(Step *s, int arg, const dnnl_memory_desc_t *md, int slot)
+{
+  ArgSpec a = {.arg = arg, .md = *md, .slot = slot};
+  g_array_append_val(s->specs, a);
+}
+
+static void
+step_free(gpointer p)
+{
+  Step *s = p;
+  for (int i = 0; i < s->nargs; i++)
+    dnnl_memory_destroy(s->mems[i]);
+  g_free(s->mems);
+  g_free(s->args);
+  if (s->prim)
+    dnnl_primitive_destroy(s->prim);
+  if (s->specs)
+    g_array_unref(s->specs);
+  g_free(s);
+}
+
+static gboolean
+make_prim(Cpu *c, Step *s, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+          const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *keep_pd, const char *what, GError **error)
+{
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_primitive_desc_create(&pd, desc, attr, c->engine, hint), "%s for %s", what, node_desc(c, s->node));
+  dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
+  if (keep_pd)
+    *keep_pd = pd;
+  else
+    dnnl_primitive_desc_destroy(pd);
+  TRY(st, "%s primitive for %s", what, node_desc(c, s->node));
+  return TRUE;
+}
+
+static gboolean
+pd_create(Cpu *c, guint v, dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
+          const char *what, GError **error)
+{
+  TRY(dnnl_primitive_desc_create(pd, desc, NULL, c->engine, hint), "%s for %s", what, node_desc(c, v));
+  return TRUE;
+}
+
+static gboolean
+prim_from_pd(Cpu *c, Step *s, dnnl_primitive_desc_t pd, const char *what, GError **error)
+{
+  TRY(dnnl_primitive_create(&s->prim, pd), "%s primitive for %s", what, node_desc(c, s->node));
+  return TRUE;
+}
+
+/* A reorder step src(md_a, slot a) -> dst(md_b, slot b); accumulate adds into dst. */
+static gboolean
+push_reorder(Cpu *c, guint v, GArray *list, GArray *list2, const dnnl_memory_desc_t *from, int a,
+             const dnnl_memory_desc_t *to, int b, gboolean accumulate, GError **error)
+{
+  Step *s = step_push(c, STEP_PRIM, v, list, list2);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t ops = NULL;
+  if (accumulate) {
+    TRY(dnnl_primitive_attr_create(&attr), "attributes");
+    TRY(dnnl_post_ops_create(&ops), "post-ops");
+    TRY(dnnl_post_ops_append_sum(ops, 1.0f), "sum post-op");
+    TRY(dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops");
+  }
+  dnnl_primitive_desc_t pd;
+  dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, from, c->engine, to, c->engine, attr);
+  if (ops)
+    dnnl_post_ops_destroy(ops);
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  TRY(st, "reorder for %s", node_desc(c, v));
+  st = dnnl_primitive_create(&s->prim, pd);
+  dnnl_primitive_desc_destroy(pd);
+  TRY(st, "reorder primitive for %s", node_desc(c, v));
+  step_arg(s, DNNL_ARG_FROM, from, a);
+  step_arg(s, DNNL_ARG_TO, to, b);
+  return TRUE;
+}
+
+/* ---- memory descriptors -------------------------------------------------- */
+
+static size_t
+md_bytes(const dnnl_memory_desc_t *md)
+{
+  return dnnl_memory_desc_get_size(md);
+}
+
+static gboolean
+md_equal(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b)
+{
+  return dnnl_memory_desc_equal(a, b);
+}
+
+static void
+md_plain(dnnl_memory_desc_t *md, guint batch, SieveShape s)
+{
+  dnnl_dims_t d = {batch, s.c, s.h, s.w};
+  dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nchw);
+}
+
+static void
+md_any4(dnnl_memory_desc_t *md, guint batch, SieveShape s)
+{
+  dnnl_dims_t d = {batch, s.c, s.h, s.w};
+  dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_format_tag_any);
+}
+
+static void
+md_1d(dnnl_memory_desc_t *md, guint n)
+{
+  dnnl_dims_t d = {n};
+  dnnl_memory_desc_init_by_tag(md, 1, d, dnnl_f32, dnnl_x);
+}
+
+/* A node's output as a 4-D descriptor (inner products produce 2-D ones). */
+static gboolean
+md_as4(Cpu *c, guint u, dnnl_memory_desc_t *out, GError **error)
+{
+  const dnnl_memory_desc_t *md = &c->nodes[u].md;
+  if (md->ndims == 4) {
+    *out = *md;
+    return TRUE;
+  }
+  dnnl_dims_t d = {md->dims[0], md->dims[1], 1, 1};
+  TRY(dnnl_memory_desc_reshape(out, md, 4, d), "reshape of %s", node_desc(c, u));
+  return TRUE;
+}
+
+/* The output of u in layout want: the slot itself, or a reorder step into a
+ * new slot (kept for backward when keep is set). */
+static gboolean
+as_layout(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *want, gboolean keep, int *slot, GError **error)
+{
+  dnnl_memory_desc_t have;
+  if (!md_as4(c, u, &have, error))
+    return FALSE;
+  if (want->ndims == 2 && c->nodes[u].md.ndims == 2)
+    have = c->nodes[u].md;
+  if (md_equal(&have, want)) {
+    *slot = c->nodes[u].out;
+    return TRUE;
+  }
+  *slot = slot_new(c, md_bytes(want), keep);
+  if (!push_reorder(c, v, c->fwd_train, c->fwd_eval, &have, c->nodes[u].out, want, *slot, FALSE, error))
+    return FALSE;
+  if (!keep)
+    g_array_append_val(c->pending, *slot); /* pooled once the consumer's steps are planned */
+  return TRUE;
+}
+
+/* ---- pass 1: resolve ------------------------------------------------------ */
+
+static guint
+root(Cpu *c, guint u)
+{
+  return c->nodes[u].root;
+}
+
+static void
+resolve(Cpu *c)
+{
+  const SieveGraph *g = c->graph;
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    x->id = v;
+    x->n = sieve_graph_node(g, v);
+    x->root = v;
+    x->out = x->diff = x->ws = x->prob = x->mean = x->var = x->rmean = x->rvar = -1;
+    x->src_slot = -1;
+    if (!sieve_graph_node_live(g, v)) {
+      x->role = ROLE_DEAD;
+      continue;
+    }
+    const SieveGraphNode *n = x->n;
+    x->in = g_new0(guint, MAX(n->n_inputs, 1));
+    switch (n->kind) {
+    case SIEVE_OP_IDENTITY:
+      x->role = ROLE_ALIAS;
+      x->root = root(c, n->inputs[0]);
+      if (c->nodes[x->root].role == ROLE_ZERO)
+        x->role = ROLE_ZERO;
+      continue;
+    case SIEVE_OP_ZERO:
+      x->role = ROLE_ZERO;
+      continue;
+    case SIEVE_OP_ADD:
+      for (guint k = 0; k < n->n_inputs; k++) {
+        guint r = root(c, n->inputs[k]);
+        if (c->nodes[r].role != ROLE_ZERO)
+          x->in[x->n_in++] = r;
+      }
+      if (x->n_in == 0) {
+        x->role = ROLE_ZERO;
+      } else if (x->n_in == 1) {
+        x->role = ROLE_ALIAS;
+        x->root = x->in[0];
+      } else {
+        x->role = ROLE_REAL;
+      }
+      continue;
+    case SIEVE_OP_ACTIVATION: {
+      guint r = root(c, n->inputs[0]);
+      /* One activation per tensor: later ones alias the first. */
+      for (guint w = r + 1; w < v; w++) {
+        CNode *y = &c->nodes[w];
+        if (y->role == ROLE_REAL && y->n->kind == SIEVE_OP_ACTIVATION && y->in[0] == r &&
+            y->n->attrs.activation == n->attrs.activation && y->n->attrs.alpha == n->attrs.alpha) {
+          x->role = ROLE_ALIAS;
+          x->root = w;
+          break;
+        }
+      }
+      if (x->role == ROLE_ALIAS)
+        continue;
+    }
+      G_GNUC_FALLTHROUGH;
+    default:
+      x->role = ROLE_REAL;
+      for (guint k = 0; k < n->n_inputs; k++)
+        x->in[x->n_in++] = root(c, n->inputs[k]);
+    }
+  }
+  /* Zeros that something other than a sum reads become real zero tensors. */
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    if (x->role != ROLE_REAL)
+      continue;
+    for (guint k = 0; k < x->n_in; k++)
+      if (c->nodes[x->in[k]].role == ROLE_ZERO)
+        c->nodes[x->in[k]].role = ROLE_ZERO_BUF;
+  }
+  guint out = root(c, c->output);
+  if (c->nodes[out].role == ROLE_ZERO)
+    c->nodes[out].role = ROLE_ZERO_BUF;
+  /* Uses and what backward will read. */
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    if (x->role != ROLE_REAL)
+      continue;
+    SieveOpKind k = x->n->kind;
+    for (guint i = 0; i < x->n_in; i++) {
+      CNode *u = &c->nodes[x->in[i]];
+      u->uses++;
+      if (k == SIEVE_OP_CONV2D || k == SIEVE_OP_BATCH_NORM || k == SIEVE_OP_LINEAR ||
+          (k == SIEVE_OP_ACTIVATION && x->n->attrs.activation != SIEVE_ACT_RELU &&
+           x->n->attrs.activation != SIEVE_ACT_LEAKY_RELU))
+        u->needed_bwd = TRUE;
+    }
+    if (k == SIEVE_OP_ACTIVATION &&
+        (x->n->attrs.activation == SIEVE_ACT_RELU || x->n->attrs.activation == SIEVE_ACT_LEAKY_RELU))
+      x->needed_bwd = TRUE;
+  }
+}
+
+/* ---- pass 2: forward plan -------------------------------------------------- */
+
+static Param *
+param_add(Cpu *c, guint v, const char *name, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain)
+{
+  Param p = {0};
+  p.info.node = v;
+  p.info.name = name;
+  p.info.ndims = plain->ndims;
+  p.info.size = 1;
+  for (int d = 0; d < plain->ndims; d++) {
+    p.info.dims[d] = plain->dims[d];
+    p.info.size *= plain->dims[d];
+  }
+  p.md = *md;
+  p.plain = *plain;
+  p.value = slot_new(c, md_bytes(md), TRUE);
+  p.grad = slot_new(c, md_bytes(md), TRUE);
+  p.velocity = slot_new(c, md_bytes(md), TRUE);
+  if (c->nodes[v].n_params == 0)
+    c->nodes[v].first_param = c->params->len;
+  c->nodes[v].n_params++;
+  g_array_append_val(c->params, p);
+  return &g_array_index(c->params, Param, c->params->len - 1);
+}
+
+static Param *
+param_of(Cpu *c, guint v, guint k)
+{
+  return &g_array_index(c->params, Param, c->nodes[v].first_param + k);
+}
+
+static gboolean
+plan_conv(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint B = c->options.batch;
+  SieveShape is = c->nodes[x->in[0]].n->shape, os = x->n->shape;
+  dnnl_memory_desc_t src, wei, bias, dst;
+  md_any4(&src, B, is);
+  md_any4(&dst, B, os);
+  gboolean grouped = a->groups > 1;
+  dnnl_dims_t wd = {a->out_channels, is.c / a->groups, a->kernel[0], a->kernel[1]};
+  dnnl_dims_t gwd = {a->groups, a->out_channels / a->groups, is.c / a->groups, a->kernel[0], a->kernel[1]};
+  dnnl_memory_desc_t wplain;
+  if (grouped) {
+    dnnl_memory_desc_init_by_tag(&wei, 5, gwd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wplain, 5, gwd, dnnl_f32, dnnl_goihw);
+  } else {
+    dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
+  }
+  md_1d(&bias, a->out_channels);
+  dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+              pad = {a->pad[0], a->pad[1]};
+  dnnl_convolution_desc_t d;
+  TRY(dnnl_dilated_convolution_forward_desc_init(
+          &d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct, &src,
+          &wei, a->bias ? &bias : NULL, &dst, strides, dil, pad, pad),
+      "convolution descriptor for %s", node_desc(c, v));
+  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "convolution", error))
+    return FALSE;
+  x->src_want = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_src_md, 0);
+  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_weights_md, 0);
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
+    return FALSE;
+  Param *w = param_add(c, v, "weight", wmd, &wplain);
+  dnnl_memory_desc_t wstore = w->md;
+  int wslot = w->value, bslot = -1;
+  if (a->bias) {
+    dnnl_dims_t bd = {a->out_channels};
+    dnnl_memory_desc_t bplain;
+    dnnl_memory_desc_init_by_tag(&bplain, 1, bd, dnnl_f32, dnnl_x);
+    bslot = param_add(c, v, "bias", &bias, &bplain)->value;
+  }
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!prim_from_pd(c, s, x->fwd_pd, "convolution", error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
+  step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
+  if (a->bias)
+    step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_linear(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint B = c->options.batch;
+  SieveShape is = c->nodes[x->in[0]].n->shape;
+  dnnl_memory_desc_t src, wei, bias, dst, wplain;
+  md_any4(&src, B, is);
+  dnnl_dims_t wd = {a->out_channels, is.c, is.h, is.w};
+  dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
+  dnnl_dims_t dd = {B, a->out_channels};
+  dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_f32, dnnl_nc);
+  md_1d(&bias, a->out_channels);
+  dnnl_inner_product_desc_t d;
+  TRY(dnnl_inner_product_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,
+                                           &src, &wei, a->bias ? &bias : NULL, &dst),
+      "inner product descriptor for %s", node_desc(c, v));
+  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "inner product", error))
+    return FALSE;
+  x->src_want = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_src_md, 0);
+  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_weights_md, 0);
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
+    return FALSE;
+  /* The plain weight is [out, c*h*w], the same bytes as oihw. */
+  dnnl_dims_t w2 = {a->out_channels, (dnnl_dim_t)is.c * is.h * is.w};
+  dnnl_memory_desc_t wplain2;
+  dnnl_memory_desc_init_by_tag(&wplain2, 2, w2, dnnl_f32, dnnl_nc);
+  Param *w = param_add(c, v, "weight", wmd, &wplain2);
+  w->plain = wplain; /* exchanged through the 4-D view, reported as 2-D */
+  dnnl_memory_desc_t wstore = w->md;
+  int wslot = w->value, bslot = -1;
+  if (a->bias) {
+    dnnl_memory_desc_t bplain = bias;
+    bslot = param_add(c, v, "bias", &bias, &bplain)->value;
+  }
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!prim_from_pd(c, s, x->fwd_pd, "inner product", error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
+  step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
+  if (a->bias)
+    step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_bn(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint C = x->n->shape.c;
+  x->md = c->nodes[x->in[0]].md;
+  unsigned flags = a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0;
+  dnnl_memory_desc_t st;
+  md_1d(&st, C);
+  if (a->affine) {
+    param_add(c, v, "gamma", &st, &st);
+    param_add(c, v, "beta", &st, &st);
+  }
+  x->mean = slot_new(c, md_bytes(&st), TRUE);
+  x->var = slot_new(c, md_bytes(&st), TRUE);
+  x->rmean = slot_new(c, md_bytes(&st), TRUE);
+  x->rvar = slot_new(c, md_bytes(&st), TRUE);
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  int in = c->nodes[x->in[0]].out;
+  /* Training: batch statistics out, then the running update. */
+  dnnl_batch_normalization_desc_t d;
+  TRY(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, &x->md, (float)a->eps, flags),
+      "batch norm descriptor for %s", node_desc(c, v));
+  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "batch norm", error))
+    return FALSE;
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, NULL);
+  if (!prim_from_pd(c, s, x->fwd_pd, "batch norm", error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->md, in);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  step_arg(s, DNNL_ARG_MEAN, &st, x->mean);
+  step_arg(s, DNNL_ARG_VARIANCE, &st, x->var);
+  if (a->affine) {
+    step_arg(s, DNNL_ARG_SCALE, &st, param_of(c, v, 0)->value);
+    step_arg(s, DNNL_ARG_SHIFT, &st, param_of(c, v, 1)->value);
+  }
+  step_push(c, STEP_BN_RUNNING, v, c->fwd_train, NULL);
+  /* Evaluation: running statistics in. */
+  dnnl_batch_normalization_desc_t e;
+  TRY(dnnl_batch_normalization_forward_desc_init(&e, dnnl_forward_inference, &x->md, (float)a->eps,
+                                                 flags | dnnl_use_global_stats),
+      "batch norm (inference) descriptor for %s", node_desc(c, v));
+  s = step_push(c, STEP_PRIM, v, c->fwd_eval, NULL);
+  if (!make_prim(c, s, &e, NULL, NULL, NULL, "batch norm (inference)", error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->md, in);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  step_arg(s, DNNL_ARG_MEAN, &st, x->rmean);
+  step_arg(s, DNNL_ARG_VARIANCE, &st, x->rvar);
+  if (a->affine) {
+    step_arg(s, DNNL_ARG_SCALE, &st, param_of(c, v, 0)->value);
+    step_arg(s, DNNL_ARG_SHIFT, &st, param_of(c, v, 1)->value);
+  }
+  return TRUE;
+}
+
+static dnnl_alg_kind_t
+eltwise_alg(const SieveOpAttrs *a, float *alpha, float *beta, gboolean *use_dst)
+{
+  *alpha = (float)a->alpha;
+  *beta = 0;
+  *use_dst = FALSE;
+  switch (a->activation) {
+  case SIEVE_ACT_RELU:
+    *alpha = 0;
+    *use_dst = TRUE;
+    return dnnl_eltwise_relu_use_dst_for_bwd;
+  case SIEVE_ACT_LEAKY_RELU:
+    *use_dst = TRUE;
+    return dnnl_eltwise_relu_use_dst_for_bwd;
+  case SIEVE_ACT_ELU:
+    return dnnl_eltwise_elu;
+  case SIEVE_ACT_TANH:
+    return dnnl_eltwise_tanh;
+  case SIEVE_ACT_SIGMOID:
+    return dnnl_eltwise_logistic;
+  case SIEVE_ACT_GELU:
+    return dnnl_eltwise_gelu_erf;
+  case SIEVE_ACT_SWISH:
+    *alpha = 1;
+    return dnnl_eltwise_swish;
+  default:
+    return dnnl_alg_kind_undef;
+  }
+}
+
+static gboolean
+plan_eltwise(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  x->md = c->nodes[x->in[0]].md;
+  float alpha, beta;
+  gboolean use_dst;
+  dnnl_alg_kind_t alg = eltwise_alg(&x->n->attrs, &alpha, &beta, &use_dst);
+  dnnl_eltwise_desc_t d;
+  TRY(dnnl_eltwise_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference, alg,
+                                     &x->md, alpha, beta),
+      "activation descriptor for %s", node_desc(c, v));
+  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "activation", error))
+    return FALSE;
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!prim_from_pd(c, s, x->fwd_pd, "activation", error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[x->in[0]].out);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+/* Pooling and global average pooling (a pooling whose window is the image). */
+static gboolean
+plan_pool(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  gboolean global = x->n->kind == SIEVE_OP_GLOBAL_AVG_POOL;
+  SieveShape is = c->nodes[x->in[0]].n->shape;
+  dnnl_memory_desc_t src, dst;
+  if (!md_as4(c, x->in[0], &src, error))
+    return FALSE;
+  md_any4(&dst, c->options.batch, x->n->shape);
+  dnnl_dims_t k = {global ? is.h : a->kernel[0], global ? is.w : a->kernel[1]};
+  dnnl_dims_t s = {global ? 1 : a->stride[0], global ? 1 : a->stride[1]};
+  dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};
+  dnnl_dims_t dil = {0, 0};
+  gboolean max = !global && a->pool == SIEVE_POOL_MAX;
+  dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
+  dnnl_pooling_v2_desc_t d;
+  TRY(dnnl_pooling_v2_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,
+                                        alg, &src, &dst, s, k, dil, p, p),
+      "pooling descriptor for %s", node_desc(c, v));
+  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "pooling", error))
+    return FALSE;
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_workspace_md, 0);
+  Step *st = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!prim_from_pd(c, st, x->fwd_pd, "pooling", error))
+    return FALSE;
+  step_arg(st, DNNL_ARG_SRC, &src, c->nodes[x->in[0]].out);
+  step_arg(st, DNNL_ARG_DST, &x->md, x->out);
+  if (ws && ws->ndims > 0) {
+    x->ws_md = *ws;
+    x->ws = slot_new(c, md_bytes(ws), TRUE);
+    step_arg(st, DNNL_ARG_WORKSPACE, ws, x->ws);
+  }
+  return TRUE;
+}
+
+static gboolean
+plan_sum(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  x->md = c->nodes[x->in[0]].md;
+  g_autofree dnnl_memory_desc_t *srcs = g_new(dnnl_memory_desc_t, x->n_in);
+  g_autofree float *scales = g_new(float, x->n_in);
+  for (guint k = 0; k < x->n_in; k++) {
+    srcs[k] = c->nodes[x->in[k]].md;
+    scales[k] = 1.0f;
+  }
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_sum_primitive_desc_create(&pd, &x->md, (int)x->n_in, scales, srcs, NULL, c->engine), "sum for %s",
+      node_desc(c, v));
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  gboolean ok = prim_from_pd(c, s, pd, "sum", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  for (guint k = 0; k < x->n_in; k++)
+    step_arg(s, DNNL_ARG_MULTIPLE_SRC + (int)k, &srcs[k], c->nodes[x->in[k]].out);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_concat(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  g_autofree dnnl_memory_desc_t *srcs = g_new(dnnl_memory_desc_t, x->n_in);
+  for (guint k = 0; k < x->n_in; k++)
+    if (!md_as4(c, x->in[k], &srcs[k], error))
+      return FALSE;
+  /* A plain output keeps every input's channel range addressable for the
+   * backward slices, whatever the channel counts. */
+  md_plain(&x->md, c->options.batch, x->n->shape);
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_concat_primitive_desc_create(&pd, &x->md, (int)x->n_in, 1, srcs, NULL, c->engine), "concat for %s",
+      node_desc(c, v));
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  gboolean ok = prim_from_pd(c, s, pd, "concat", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  for (guint k = 0; k < x->n_in; k++)
+    step_arg(s, DNNL_ARG_MULTIPLE_SRC + (int)k, &srcs[k], c->nodes[x->in[k]].out);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_loss(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint K = c->nodes[x->in[0]].n->shape.c;
+  c->n_classes = K;
+  dnnl_dims_t d = {c->options.batch, K};
+  dnnl_memory_desc_init_by_tag(&x->src_want, 2, d, dnnl_f32, dnnl_nc);
+  if (!as_layout(c, v, x->in[0], &x->src_want, TRUE, &x->src_slot, error))
+    return FALSE;
+  x->prob = slot_new(c, md_bytes(&x->src_want), TRUE);
+  dnnl_dims_t one = {1, 1, 1, 1};
+  dnnl_memory_desc_init_by_tag(&x->md, 4, one, dnnl_f32, dnnl_nchw);
+  x->out = slot_new(c, md_bytes(&x->md), TRUE);
+  step_push(c, STEP_LOSS_FWD, v, c->fwd_train, c->fwd_eval);
+  return TRUE;
+}
+
+static gboolean
+keep_output(Cpu *c, guint u)
+{
+  if (c->options.keep_all || u == root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
+    return TRUE;
+  if (c->options.backward && c->nodes[u].needed_bwd)
+    return TRUE;
+  /* A loss's logits stay readable for accuracy. */
+  const SieveGraphNode *o = sieve_graph_node(c->graph, c->output);
+  return o->kind == SIEVE_OP_SOFTMAX_CE && u == root(c, o->inputs[0]);
+}
+
+static gboolean
+plan_forward(Cpu *c, GError **error)
+{
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    gboolean ok = TRUE;
+    if (x->role == ROLE_ZERO_BUF) {
+      md_plain(&x->md, c->options.batch, x->n->shape);
+      x->out = slot_new(c, md_bytes(&x->md), TRUE); /* zeroed at allocation, never written */
+      continue;
+    }
+    if (x->role != ROLE_REAL)
+      continue;
+    switch (x->n->kind) {
+    case SIEVE_OP_INPUT:
+      md_plain(&x->md, c->options.batch, x->n->shape);
+      x->out = slot_new(c, md_bytes(&x->md), TRUE);
+      break;
+    case SIEVE_OP_CONV2D:
+      ok = plan_conv(c, v, error);
+      break;
+    case SIEVE_OP_LINEAR:
+      ok = plan_linear(c, v, error);
+      break;
+    case SIEVE_OP_BATCH_NORM:
+      ok = plan_bn(c, v, error);
+      break;
+    case SIEVE_OP_ACTIVATION:
+      ok = plan_eltwise(c, v, error);
+      break;
+    case SIEVE_OP_POOL:
+    case SIEVE_OP_GLOBAL_AVG_POOL:
+      ok = plan_pool(c, v, error);
+      break;
+    case SIEVE_OP_ADD:
+      ok = plan_sum(c, v, error);
+      break;
+    case SIEVE_OP_CONCAT:
+      ok = plan_concat(c, v, error);
+      break;
+    case SIEVE_OP_SOFTMAX_CE:
+      ok = plan_loss(c, v, error);
+      break;
+    default:
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the CPU backend cannot run %s", node_desc(c, v));
+      return FALSE;
+    }
+    if (!ok)
+      return FALSE;
+    for (guint k = 0; k < c->pending->len; k++)
+      slot_release(c, g_array_index(c->pending, int, k));
+    g_array_set_size(c->pending, 0);
+    /* Inputs whose last reader this was go back to the pool. */
+    for (guint k = 0; k < x->n_in; k++) {
+      CNode *u = &c->nodes[x->in[k]];
+      if (--u->uses == 0 && !keep_output(c, u->id) && !u->released) {
+        slot_release(c, u->out);
+        u->released = TRUE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+/* ---- pass 3: backward plan -------------------------------------------------- */
+
+static gboolean
+wants_grad(Cpu *c, guint u)
+{
+  CNode *x = &c->nodes[u];
+  if (x->role != ROLE_REAL)
+    return FALSE;
+  if (x->n->kind == SIEVE_OP_INPUT)
+    return c->options.input_grad;
+  return TRUE;
+}
+
+/* Where a contribution to u's gradient in layout md goes: u's gradient
+ * itself when it is the first one in u's layout, else a scratch slot. */
+static int
+contrib_begin(Cpu *c, guint u, const dnnl_memory_desc_t *md)
+{
+  CNode *x = &c->nodes[u];
+  dnnl_memory_desc_t have;
+  if (x->md.ndims == md->ndims)
+    have = x->md;
+  else
+    md_as4(c, u, &have, NULL);
+  if (x->diff < 0 && md_equal(&have, md)) {
+    x->diff = slot_new(c, md_bytes(&x->md), FALSE);
+    return x->diff;
+  }
+  return slot_new(c, md_bytes(md), FALSE);
+}
+
+static gboolean
+contrib_end(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *md, int slot, GError **error)
+{
+  CNode *x = &c->nodes[u];
+  if (slot == x->diff)
+    return TRUE;
+  dnnl_memory_desc_t have;
+  if (x->md.ndims == md->ndims) {
+    have = x->md;
+  } else if (!md_as4(c, u, &have, error)) {
+    return FALSE;
+  }
+  gboolean first = x->diff < 0;
+  if (first)
+    x->diff = slot_new(c, md_bytes(&x->md), FALSE);
+  if (md_equal(&have, md) && !first) {
+    Step *s = step_push(c, STEP_ADD, v, c->bwd, NULL);
+    s->dst = x->diff;
+    s->src = slot;
+    s->n = md_bytes(md) / sizeof(float);
+  } else if (!push_reorder(c, v, c->bwd, NULL, md, slot, &have, x->diff, !first, error)) {
+    return FALSE;
+  }
+  slot_release(c, slot);
+  return TRUE;
+}
+
+static gboolean
+bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  Param *w = param_of(c, v, 0);
+  dnnl_memory_desc_t wmd = w->md, bias;
+  md_1d(&bias, a->out_channels);
+  guint u = x->in[0];
+  if (wants_grad(c, u)) {
+    dnnl_primitive_desc_t pd;
+    if (linear) {
+      dnnl_inner_product_desc_t d;
+      TRY(dnnl_inner_product_backward_data_desc_init(&d, &x->src_want, &wmd, &x->md),
+          "inner product backward descriptor for %s", node_desc(c, v));
+      if (!pd_create(c, v, &pd, &d, x->fwd_pd, "inner product backward", error))
+        return FALSE;
+    } else {
+      dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+                  pad = {a->pad[0], a->pad[1]};
+      dnnl_convolution_desc_t d;
+      TRY(dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wmd, &x->md,
+                                                           strides, dil, pad, pad),
+          "convolution backward descriptor for %s", node_desc(c, v));
+      if (!pd_create(c, v, &pd, &d, x->fwd_pd, "convolution backward", error))
+        return FALSE;
+    }
+    int dst = contrib_begin(c, u, &x->src_want);
+    Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
+    gboolean ok = prim_from_pd(c, s, pd, "backward data", error);
+    dnnl_primitive_desc_destroy(pd);
+    if (!ok)
+      return FALSE;
+    step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
+    step_arg(s, DNNL_ARG_WEIGHTS, &wmd, w->value);
+    step_arg(s, DNNL_ARG_DIFF_SRC, &x->src_want, dst);
+    if (!contrib_end(c, v, u, &x->src_want, dst, error))
+      return FALSE;
+  }
+  dnnl_primitive_desc_t pd;
+  if (linear) {
+    dnnl_inner_product_desc_t d;
+    TRY(dnnl_inner_product_backward_weights_desc_init(&d, &x->src_want, &wmd, a->bias ? &bias : NULL, &x->md),
+        "inner product weights descriptor for %s", node_desc(c, v));
+    if (!pd_create(c, v, &pd, &d, x->fwd_pd, "inner product weights", error))
+      return FALSE;
+  } else {
+    dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+                pad = {a->pad[0], a->pad[1]};
+    dnnl_convolution_desc_t d;
+    TRY(dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wmd,
+                                                            a->bias ? &bias : NULL, &x->md, strides, dil, pad, pad),
+        "convolution weights descriptor for %s", node_desc(c, v));
+    if (!pd_create(c, v, &pd, &d, x->fwd_pd, "convolution weights", error))
+      return FALSE;
+  }
+  Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = prim_from_pd(c, s, pd, "backward weights", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
+  step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
+  step_arg(s, DNNL_ARG_DIFF_WEIGHTS, &wmd, w->grad);
+  if (a->bias)
+    step_arg(s, DNNL_ARG_DIFF_BIAS, &bias, param_of(c, v, 1)->grad);
+  return TRUE;
+}
+
+static gboolean
+bwd_bn(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint u = x->in[0];
+  dnnl_memory_desc_t st;
+  md_1d(&st, x->n->shape.c);
+  gboolean need_src = wants_grad(c, u);
+  if (!need_src && !a->affine)
+    return TRUE;
+  unsigned flags = a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0;
+  dnnl_batch_normalization_desc_t d;
+  TRY(dnnl_batch_normalization_backward_desc_init(&d, a->affine ? dnnl_backward : dnnl_backward_data, &x->md, &x->md,
+                                                  (float)a->eps, flags),
+      "batch norm backward descriptor for %s", node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!pd_create(c, v, &pd, &d, x->fwd_pd, "batch norm backward", error))
+    return FALSE;
+  /* oneDNN always writes diff_src; without a reader it goes to scratch. */
+  int dst = need_src ? contrib_begin(c, u, &x->md) : slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = prim_from_pd(c, s, pd, "batch norm backward", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[u].out);
+  step_arg(s, DNNL_ARG_MEAN, &st, x->mean);
+  step_arg(s, DNNL_ARG_VARIANCE, &st, x->var);
+  step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
+  step_arg(s, DNNL_ARG_DIFF_SRC, &x->md, dst);
+  if (a->affine) {
+    step_arg(s, DNNL_ARG_SCALE, &st, param_of(c, v, 0)->value);
+    step_arg(s, DNNL_ARG_SHIFT, &st, param_of(c, v, 1)->value);
+    step_arg(s, DNNL_ARG_DIFF_SCALE, &st, param_of(c, v, 0)->grad);
+    step_arg(s, DNNL_ARG_DIFF_SHIFT, &st, param_of(c, v, 1)->grad);
+  }
+  if (!need_src) {
+    slot_release(c, dst);
+    return TRUE;
+  }
+  return contrib_end(c, v, u, &x->md, dst, error);
+}
+
+static gboolean
+bwd_eltwise(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  if (!wants_grad(c, u))
+    return TRUE;
+  float alpha, beta;
+  gboolean use_dst;
+  dnnl_alg_kind_t alg = eltwise_alg(&x->n->attrs, &alpha, &beta, &use_dst);
+  dnnl_eltwise_desc_t d;
+  TRY(dnnl_eltwise_backward_desc_init(&d, alg, &x->md, &x->md, alpha, beta), "activation backward descriptor for %s",
+      node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!pd_create(c, v, &pd, &d, x->fwd_pd, "activation backward", error))
+    return FALSE;
+  int dst = contrib_begin(c, u, &x->md);
+  Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = prim_from_pd(c, s, pd, "activation backward", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  if (use_dst)
+    step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  else
+    step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[u].out);
+  step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
+  step_arg(s, DNNL_ARG_DIFF_SRC, &x->md, dst);
+  return contrib_end(c, v, u, &x->md, dst, error);
+}
+
+static gboolean
+bwd_pool(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint u = x->in[0];
+  if (!wants_grad(c, u))
+    return TRUE;
+  gboolean global = x->n->kind == SIEVE_OP_GLOBAL_AVG_POOL;
+  SieveShape is = c->nodes[u].n->shape;
+  dnnl_memory_desc_t src;
+  if (!md_as4(c, u, &src, error))
+    return FALSE;
+  dnnl_dims_t k = {global ? is.h : a->kernel[0], global ? is.w : a->kernel[1]};
+  dnnl_dims_t s = {global ? 1 : a->stride[0], global ? 1 : a->stride[1]};
+  dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};
+  dnnl_dims_t dil = {0, 0};
+  gboolean max = !global && a->pool == SIEVE_POOL_MAX;
+  dnnl_pooling_v2_desc_t d;
+  TRY(dnnl_pooling_v2_backward_desc_init(&d, max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding, &src, &x->md,
+                                         s, k, dil, p, p),
+      "pooling backward descriptor for %s", node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!pd_create(c, v, &pd, &d, x->fwd_pd, "pooling backward", error))
+    return FALSE;
+  int dst = contrib_begin(c, u, &src);
+  Step *st = step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = prim_from_pd(c, st, pd, "pooling backward", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  step_arg(st, DNNL_ARG_DIFF_DST, &x->md, x->diff);
+  step_arg(st, DNNL_ARG_DIFF_SRC, &src, dst);
+  if (x->ws >= 0)
+    step_arg(st, DNNL_ARG_WORKSPACE, &x->ws_md, x->ws);
+  return contrib_end(c, v, u, &src, dst, error);
+}
+
+static gboolean
+bwd_sum(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  for (guint k = 0; k < x->n_in; k++) {
+    guint u = x->in[k];
+    if (!wants_grad(c, u))
+      continue;
+    int dst = contrib_begin(c, u, &x->md);
+    Step *s = step_push(c, STEP_COPY, v, c->bwd, NULL);
+    s->dst = dst;
+    s->src = x->diff;
+    s->n = md_bytes(&x->md) / sizeof(float);
+    if (!contrib_end(c, v, u, &x->md, dst, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+bwd_concat(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_dim_t off = 0;
+  for (guint k = 0; k < x->n_in; k++) {
+    guint u = x->in[k];
+    SieveShape s = c->nodes[u].n->shape;
+    dnnl_dims_t dims = {c->options.batch, s.c, s.h, s.w}, offs = {0, off, 0, 0};
+    off += s.c;
+    if (!wants_grad(c, u))
+      continue;
+    dnnl_memory_desc_t sub, want;
+    TRY(dnnl_memory_desc_init_submemory(&sub, &x->md, dims, offs), "concat slice for %s", node_desc(c, v));
+    if (!md_as4(c, u, &want, error))
+      return FALSE;
+    int dst = contrib_begin(c, u, &want);
+    if (!push_reorder(c, v, c->bwd, NULL, &sub, x->diff, &want, dst, FALSE, error))
+      return FALSE;
+    if (!contrib_end(c, v, u, &want, dst, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+bwd_loss(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  if (!wants_grad(c, u))
+    return TRUE;
+  int dst = contrib_begin(c, u, &x->src_want);
+  Step *s = step_push(c, STEP_LOSS_BWD, v, c->bwd, NULL);
+  s->dst = dst;
+  return contrib_end(c, v, u, &x->src_want, dst, error);
+}
+
+static gboolean
+plan_backward(Cpu *c, GError **error)
+{
+  guint out = root(c, c->output);
+  CNode *o = &c->nodes[out];
+  if (o->n->kind == SIEVE_OP_SOFTMAX_CE && o->role == ROLE_REAL) {
+    o->diff = -2; /* seeded by the loss step itself */
+  } else if (o->role == ROLE_REAL) {
+    c->out_grad = slot_new(c, md_bytes(&o->md), TRUE);
+    o->diff = c->out_grad;
+  }
+  for (guint v = c->n_nodes; v-- > 0;) {
+    CNode *x = &c->nodes[v];
+    if (x->role != ROLE_REAL || x->diff == -1 || x->n->kind == SIEVE_OP_INPUT)
+      continue;
+    gboolean ok;
+    switch (x->n->kind) {
+    case SIEVE_OP_CONV2D:
+      ok = bwd_conv_like(c, v, FALSE, error);
+      break;
+    case SIEVE_OP_LINEAR:
+      ok = bwd_conv_like(c, v, TRUE, error);
+      break;
+    case SIEVE_OP_BATCH_NORM:
+      ok = bwd_bn(c, v, error);
+      break;
+    case SIEVE_OP_ACTIVATION:
+      ok = bwd_eltwise(c, v, error);
+      break;
+    case SIEVE_OP_POOL:
+    case SIEVE_OP_GLOBAL_AVG_POOL:
+      ok = bwd_pool(c, v, error);
+      break;
+    case SIEVE_OP_ADD:
+      ok = bwd_sum(c, v, error);
+      break;
+    case SIEVE_OP_CONCAT:
+      ok = bwd_concat(c, v, error);
+      break;
+    case SIEVE_OP_SOFTMAX_CE:
+      ok = bwd_loss(c, v, error);
+      break;
+    default:
+      ok = TRUE;
+    }
+    if (!ok)
+      return FALSE;
+    if (x->diff >= 0 && x->diff != c->out_grad)
+      slot_release(c, x->diff);
+  }
+  return TRUE;
+}
+
+/* ---- binding and initialisation ----------------------------------------------- */
+
+static gboolean
+bind(Cpu *c, GError **error)
+{
+  for (guint i = 0; i < c->slots->len; i++) {
+    Slot *s = &g_array_index(c->slots, Slot, i);
+    size_t bytes = MAX(s->bytes, 64);
+    s->ptr = g_aligned_alloc0(1, bytes, 64);
+    c->bytes += bytes;
+  }
+  for (guint i = 0; i < c->steps->len; i++) {
+    Step *s = c->steps->pdata[i];
+    s->nargs = (int)s->specs->len;
+    s->args = g_new0(dnnl_exec_arg_t, MAX(s->nargs, 1));
+    s->mems = g_new0(dnnl_memory_t, MAX(s->nargs, 1));
+    const_dnnl_primitive_desc_t pd = NULL;
+    if (s->prim)
+      TRY(dnnl_primitive_get_primitive_desc(s->prim, &pd), "descriptor of %s", node_desc(c, s->node));
+    for (int k = 0; k < s->nargs; k++) {
+      ArgSpec *a = &g_array_index(s->specs, ArgSpec, k);
+      /* A binding in another layout than the primitive's is a planning bug:
+       * catch it here rather than as a wrong number later. */
+      const dnnl_memory_desc_t *want = pd ? dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, a->arg) : NULL;
+      if (want && !md_equal(want, &a->md)) {
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                    "internal: argument %d of the step for %s is bound in a layout its primitive does not take",
+                    a->arg, node_desc(c, s->node));
+        return FALSE;
+      }
+      char *ptr = (char *)slot_ptr(c, a->slot) + a->offset;
+      TRY(dnnl_memory_create(&s->mems[k], &a->md, c->engine, ptr), "memory for %s", node_desc(c, s->node));
+      s->args[k].arg = a->arg;
+      s->args[k].memory = s->mems[k];
+    }
+    g_clear_pointer(&s->specs, g_array_unref);
+  }
+  return TRUE;
+}
+
+/* Copies between a plain buffer and a tensor stored in layout md. */
+static gboolean
+transfer(Cpu *c, const dnnl_memory_desc_t *plain, float *plain_ptr, const dnnl_memory_desc_t *md, float *ptr,
+         gboolean to_plain, GError **error)
+{
+  if (md_equal(plain, md)) {
+    if (to_plain)
+      memcpy(plain_ptr, ptr, md_bytes(md));
+    else
+      memcpy(ptr, plain_ptr, md_bytes(md));
+    return TRUE;
+  }
+  const dnnl_memory_desc_t *from = to_plain ? md : plain, *to = to_plain ? plain : md;
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_reorder_primitive_desc_create(&pd, from, c->engine, to, c->engine, NULL), "reorder to or from plain");
+  dnnl_primitive_t p;
+  dnnl_status_t st = dnnl_primitive_create(&p, pd);
+  dnnl_primitive_desc_destroy(pd);
+  TRY(st, "reorder primitive");
+  dnnl_memory_t a, b;
+  TRY(dnnl_memory_create(&a, from, c->engine, to_plain ? ptr : plain_ptr), "memory");
+  TRY(dnnl_memory_create(&b, to, c->engine, to_plain ? plain_ptr : ptr), "memory");
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+  st = dnnl_primitive_execute(p, c->stream, 2, args);
+  if (st == dnnl_success)
+    st = dnnl_stream_wait(c->stream);
+  dnnl_memory_destroy(a);
+  dnnl_memory_destroy(b);
+  dnnl_primitive_destroy(p);
+  TRY(st, "reorder");
+  return TRUE;
+}
+
+/* Kaiming-style initial values (He et al. 2015, "Delving deep into
+ * rectifiers"): convolution weights N(0, 2/fan_in), the gain for ReLU
+ * networks; linear layers U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and
+ * bias as PyTorch initialises them; batch norm gamma 1, beta 0, running
+ * mean 0 and variance 1. */
+static gboolean
+init_params(Cpu *c, GError **error)
+{
+  SieveRng rng;
+  sieve_rng_seed(&rng, c->options.seed);
+  for (guint i = 0; i < c->params->len; i++) {
+    Param *p = &g_array_index(c->params, Param, i);
+    const SieveGraphNode *n = c->nodes[p->info.node].n;
+    g_autofree float *v = g_new(float, p->info.size);
+    double fan_in = n->kind == SIEVE_OP_LINEAR ? (double)sieve_graph_node(c->graph, n->inputs[0])->shape.c *
+                                                     sieve_graph_node(c->graph, n->inputs[0])->shape.h *
+                                                     sieve_graph_node(c->graph, n->inputs[0])->shape.w
+                                               : 0;
+    if (n->kind == SIEVE_OP_CONV2D) {
+      SieveShape is = sieve_graph_node(c->graph, n->inputs[0])->shape;
+      fan_in = (double)is.c / n->attrs.groups * n->attrs.kernel[0] * n->attrs.kernel[1];
+    }
+    for (guint64 k = 0; k < p->info.size; k++) {
+      if (n->kind == SIEVE_OP_BATCH_NORM)
+        v[k] = g_str_equal(p->info.name, "gamma") ? 1.0f : 0.0f;
+      else if (n->kind == SIEVE_OP_LINEAR)
+        v[k] = (float)((2 * sieve_rng_uniform(&rng) - 1) / sqrt(fan_in));
+      else if (g_str_equal(p->info.name, "weight"))
+        v[k] = (float)(sieve_rng_normal(&rng) * sqrt(2.0 / fan_in));
+      else
+        v[k] = (float)((2 * sieve_rng_uniform(&rng) - 1) / sqrt(fan_in));
+    }
+    if (!transfer(c, &p->plain, v, &p->md, slot_ptr(c, p->value), FALSE, error))
+      return FALSE;
+  }
+  for (guint v = 0; v < c->n_nodes; v++)
+    if (c->nodes[v].rvar >= 0)
+      for (guint k = 0; k < c->nodes[v].n->shape.c; k++)
+        slot_ptr(c, c->nodes[v].rvar)[k] = 1.0f;
+  return TRUE;
+}
+
+/* ---- running ---------------------------------------------------------------- */
+
+static void
+loss_forward(Cpu *c, CNode *x)
+{
+  guint B = c->options.batch, K = c->n_classes;
+  const float *z = slot_ptr(c, x->src_slot);
+  float *p = slot_ptr(c, x->prob);
+  double eps = x->n->attrs.label_smoothing, total = 0;
+  for (guint b = 0; b < B; b++) {
+    const float *row = z + (gsize)b * K;
+    double m = row[0];
+    for (guint k = 1; k < K; k++)
+      m = MAX(m, row[k]);
+    double s = 0, mean = 0;
+    for (guint k = 0; k < K; k++) {
+      s += exp(row[k] - m);
+      mean += row[k];
+    }
+    double lse = m + log(s);
+    for (guint k = 0; k < K; k++)
+      p[(gsize)b * K + k] = (float)exp(row[k] - lse);
+    if (c->labels) {
+      /* -sum_k t_k log p_k with t = (1-eps) onehot + eps/K. */
+      total += lse - (1 - eps) * row[c->labels[b]] - eps * mean / K;
+    }
+  }
+  c->loss = c->labels ? total / B : NAN;
+  slot_ptr(c, x->out)[0] = (float)c->loss;
+}
+
+static void
+loss_backward(Cpu *c, CNode *x, float *dz)
+{
+  guint B = c->options.batch, K = c->n_classes;
+  const float *p = slot_ptr(c, x->prob);
+  double eps = x->n->attrs.label_smoothing;
+  for (guint b = 0; b < B; b++)
+    for (guint k = 0; k < K; k++) {
+      double t = eps / K + (k == (guint)c->labels[b] ? 1 - eps : 0);
+      dz[(gsize)b * K + k] = (float)((p[(gsize)b * K + k] - t) / B);
+    }
+}
+
+static void
+bn_running(Cpu *c, CNode *x)
+{
+  double m = x->n->attrs.momentum;
+  double n = (double)c->options.batch * x->n->shape.h * x->n->shape.w;
+  double unbias = n > 1 ? n / (n - 1) : 1; /* PyTorch keeps the unbiased variance */
+  float *rm = slot_ptr(c, x->rmean), *rv = slot_ptr(c, x->rvar);
+  const float *bm = slot_ptr(c, x->mean), *bv = slot_ptr(c, x->var);
+  for (guint k = 0; k < x->n->shape.c; k++) {
+    rm[k] = (float)((1 - m) * rm[k] + m * bm[k]);
+    rv[k] = (float)((1 - m) * rv[k] + m * bv[k] * unbias);
+  }
+}
+
+static gboolean
+run(Cpu *c, GArray *list, GError **error)
+{
+  omp_set_num_threads((int)c->threads);
+  for (guint i = 0; i < list->len; i++) {
+    Step *s = c->steps->pdata[g_array_index(list, guint, i)];
+    switch (s->kind) {
+    case STEP_PRIM:
+      TRY(dnnl_primitive_execute(s->prim, c->stream, s->nargs, s->args), "running %s", node_desc(c, s->node));
+      break;
+    case STEP_ADD: {
+      float *d = slot_ptr(c, s->dst);
+      const float *a = slot_ptr(c, s->src);
+      gssize n = (gssize)s->n;
+#pragma omp parallel for if (n > 65536) schedule(static)
+      for (gssize k = 0; k < n; k++)
+        d[k] += a[k];
+      break;
+    }
+    case STEP_COPY:
+      memcpy(slot_ptr(c, s->dst), slot_ptr(c, s->src), s->n * sizeof(float));
+      break;
+    case STEP_LOSS_FWD:
+      loss_forward(c, &c->nodes[s->node]);
+      break;
+    case STEP_LOSS_BWD:
+      loss_backward(c, &c->nodes[s->node], slot_ptr(c, s->dst));
+      break;
+    case STEP_BN_RUNNING:
+      bn_running(c, &c->nodes[s->node]);
+      break;
+    }
+  }
+  TRY(dnnl_stream_wait(c->stream), "waiting for the stream");
+  return TRUE;
+}
+
+static gboolean
+cpu_forward(gpointer impl, const float *x, const gint32 *labels, SieveMode mode, GError **error)
+{
+  Cpu *c = impl;
+  CNode *in = &c->nodes[c->input];
+  if (in->out >= 0)
+    memcpy(slot_ptr(c, in->out), x, md_bytes(&in->md));
+  g_clear_pointer(&c->labels, g_free);
+  if (labels && c->n_classes) {
+    for (guint b = 0; b < c->options.batch; b++)
+      if (labels[b] < 0 || (guint)labels[b] >= c->n_classes) {
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "label %d of example %u is outside 0..%u", labels[b], b,
+                    c->n_classes - 1);
+        return FALSE;
+      }
+    c->labels = g_memdup2(labels, c->options.batch * sizeof(gint32));
+  }
+  c->loss = NAN;
+  return run(c, mode == SIEVE_MODE_TRAIN ? c->fwd_train : c->fwd_eval, error);
+}
+
+static gboolean
+cpu_backward(gpointer impl, const float *output_grad, GError **error)
+{
+  Cpu *c = impl;
+  CNode *o = &c->nodes[root(c, c->output)];
+  if (o->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    if (!c->labels) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward through a loss needs the forward's labels");
+      return FALSE;
+    }
+  } else if (c->out_grad >= 0) {
+    if (!output_grad) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is not a loss: give its gradient");
+      return FALSE;
+    }
+    dnnl_memory_desc_t plain;
+    if (o->md.ndims == 2)
+      dnnl_memory_desc_init_by_tag(&plain, 2, o->md.dims, dnnl_f32, dnnl_nc);
+    else
+      md_plain(&plain, c->options.batch, o->n->shape);
+    if (!transfer(c, &plain, (float *)output_grad, &o->md, slot_ptr(c, c->out_grad), FALSE, error))
+      return FALSE;
+  }
+  /* Parameters no gradient reaches keep a zero gradient. */
+  for (guint i = 0; i < c->params->len; i++) {
+    Param *p = &g_array_index(c->params, Param, i);
+    if (c->nodes[p->info.node].diff == -1)
+      memset(slot_ptr(c, p->grad), 0, md_bytes(&p->md));
+  }
+  return run(c, c->bwd, error);
+}
+
+static double
+cpu_loss(gpointer impl)
+{
+  return ((Cpu *)impl)->loss;
+}
+
+static gboolean
+read_node(Cpu *c, guint node, gboolean diff, float *out, GError **error)
+{
+  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
+    return FALSE;
+  }
+  CNode *x = &c->nodes[root(c, node)];
+  SieveShape s = x->n->shape;
+  gsize n = (gsize)c->options.batch * s.c * s.h * s.w;
+  if (x->role == ROLE_ZERO) {
+    memset(out, 0, n * sizeof(float));
+    return TRUE;
+  }
+  int slot = diff ? x->diff : x->out;
+  if (slot < 0 || (!diff && x->released)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "%s was not kept after its last use (compile with keep_all to read any node)",
+                node_desc(c, node));
+    return FALSE;
+  }
+  dnnl_memory_desc_t plain;
+  if (x->md.ndims == 2)
+    dnnl_memory_desc_init_by_tag(&plain, 2, x->md.dims, dnnl_f32, dnnl_nc);
+  else
+    md_plain(&plain, c->options.batch, s);
+  return transfer(c, &plain, out, &x->md, slot_ptr(c, slot), TRUE, error);
+}
+
+static gboolean
+cpu_read(gpointer impl, guint node, float *out, GError **error)
+{
+  return read_node(impl, node, FALSE, out, error);
+}
+
+static gboolean
+cpu_read_input_grad(gpointer impl, float *out, GError **error)
+{
+  Cpu *c = impl;
+  if (c->nodes[c->input].diff < 0) {
+    /* Nothing depends on the input (a degenerate network). */
+    SieveShape s = c->nodes[c->input].n->shape;
+    memset(out, 0, (gsize)c->options.batch * s.c * s.h * s.w * sizeof(float));
+    return TRUE;
+  }
+  return read_node(c, c->input, TRUE, out, error);
+}
+
+static guint
+cpu_n_params(gpointer impl)
+{
+  return ((Cpu *)impl)->params->len;
+}
+
+static const SieveParamInfo *
+cpu_param_info(gpointer impl, guint i)
+{
+  return &g_array_index(((Cpu *)impl)->params, Param, i).info;
+}
+
+static gboolean
+cpu_get_param(gpointer impl, guint i, float *out, GError **error)
+{
+  Cpu *c = impl;
+  Param *p = &g_array_index(c->params, Param, i);
+  return transfer(c, &p->plain, out, &p->md, slot_ptr(c, p->value), TRUE, error);
+}
+
+static gboolean
+cpu_set_param(gpointer impl, guint i, const float *values, GError **error)
+{
+  Cpu *c = impl;
+  Param *p = &g_array_index(c->params, Param, i);
+  return transfer(c, &p->plain, (float *)values, &p->md, slot_ptr(c, p->value), FALSE, error);
+}
+
+static gboolean
+cpu_get_grad(gpointer impl, guint i, float *out, GError **error)
+{
+  Cpu *c = impl;
+  Param *p = &g_array_index(c->params, Param, i);
+  return transfer(c, &p->plain, out, &p->md, slot_ptr(c, p->grad), TRUE, error);
+}
+
+/* PyTorch's SGD (dampening 0): g += wd w; v = m v + g; step along g + m v
+ * (Nesterov) or v.  Padding inside blocked layouts stays zero: its
+ * weights, gradients and velocities all start and remain zero. */
+static gboolean
+cpu_sgd_step(gpointer impl, const SieveSgd *sgd, GError **error)
+{
+  Cpu *c = impl;
+  omp_set_num_threads((int)c->threads);
+  float lr = (float)sgd->lr, m = (float)sgd->momentum, wd = (float)sgd->weight_decay;
+  for (guint i = 0; i < c->params->len; i++) {
+    Param *p = &g_array_index(c->params, Param, i);
+    float *w = slot_ptr(c, p->value), *g = slot_ptr(c, p->grad), *v = slot_ptr(c, p->velocity);
+    gssize n = (gssize)(md_bytes(&p->md) / sizeof(float));
+    gboolean nesterov = sgd->nesterov;
+#pragma omp parallel for if (n > 32768) schedule(static)
+    for (gssize k = 0; k < n; k++) {
+      float gk = g[k] + wd * w[k];
+      if (m != 0) {
+        v[k] = m * v[k] + gk;
+        gk = nesterov ? gk + m * v[k] : v[k];
+      }
+      w[k] -= lr * gk;
+    }
+  }
+  return TRUE;
+}
+
+static guint64
+cpu_memory_bytes(gpointer impl)
+{
+  return ((Cpu *)impl)->bytes;
+}
+
+static const char *
+cpu_describe(gpointer impl)
+{
+  return ((Cpu *)impl)->description;
+}
+
+static void
+cpu_destroy(gpointer impl)
+{
+  Cpu *c = impl;
+  if (!c)
+    return;
+  if (c->steps)
+    g_ptr_array_unref(c->steps);
+  for (guint v = 0; v < c->n_nodes; v++) {
+    if (c->nodes[v].fwd_pd)
+      dnnl_primitive_desc_destroy(c->nodes[v].fwd_pd);
+    g_free(c->nodes[v].in);
+  }
+  g_free(c->nodes);
+  if (c->slots)
+    for (guint i = 0; i < c->slots->len; i++)
+      g_aligned_free(g_array_index(c->slots, Slot, i).ptr);
+  g_clear_pointer(&c->slots, g_array_unref);
+  g_clear_pointer(&c->free, g_array_unref);
+  g_clear_pointer(&c->pending, g_array_unref);
+  g_clear_pointer(&c->fwd_train, g_array_unref);
+  g_clear_pointer(&c->fwd_eval, g_array_unref);
+  g_clear_pointer(&c->bwd, g_array_unref);
+  g_clear_pointer(&c->params, g_array_unref);
+  if (c->stream)
+    dnnl_stream_destroy(c->stream);
+  sieve_graph_free(c->graph);
+  g_free(c->labels);
+  g_free(c->description);
+  g_free(c);
+}
+
+static gpointer
+cpu_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error)
+{
+  Cpu *c = g_new0(Cpu, 1);
+  c->options = *options;
+  c->options.device = NULL;
+  c->threads = options->threads ? options->threads : (guint)g_get_num_processors();
+  omp_set_num_threads((int)c->threads);
+  c->graph = sieve_graph_copy(graph);
+  c->n_nodes = sieve_graph_n_nodes(graph);
+  c->nodes = g_new0(CNode, c->n_nodes);
+  c->input = sieve_graph_input_node(graph);
+  c->output = sieve_graph_output(graph);
+  c->slots = g_array_new(FALSE, TRUE, sizeof(Slot));
+  c->free = g_array_new(FALSE, FALSE, sizeof(int));
+  c->pending = g_array_new(FALSE, FALSE, sizeof(int));
+  c->steps = g_ptr_array_new_with_free_func(step_free);
+  c->fwd_train = g_array_new(FALSE, FALSE, sizeof(guint));
+  c->fwd_eval = g_array_new(FALSE, FALSE, sizeof(guint));
+  c->bwd = g_array_new(FALSE, FALSE, sizeof(guint));
+  c->params = g_array_new(FALSE, TRUE, sizeof(Param));
+  c->out_grad = -1;
+  c->loss = NAN;
+  const dnnl_version_t *ver = dnnl_version();
+  c->description = g_strdup_printf("cpu (oneDNN %d.%d.%d, %u thread%s)", ver->major, ver->minor, ver->patch,
+                                   c->threads, c->threads == 1 ? "" : "s");
+  if (!(c->engine = cpu_engine(error)))
+    goto fail;
+  if (dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags) != dnnl_success) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "oneDNN could not create a CPU stream");
+    goto fail;
+  }
+  resolve(c);
+  if (c->nodes[c->input].role == ROLE_DEAD) {
+    /* The output does not depend on the input: keep a buffer for it anyway. */
+    c->nodes[c->input].role = ROLE_REAL;
+  }
+  if (!plan_forward(c, error))
+    goto fail;
+  if (options->backward && !plan_backward(c, error))
+    goto fail;
+  if (!bind(c, error) || !init_params(c, error))
+    goto fail;
+  return c;
+fail:
+  cpu_destroy(c);
+  return NULL;
+}
+
+const SieveBackendClass sieve_backend_cpu = {
+  .name = "cpu",
+  .compile = cpu_compile,
+  .destroy = cpu_destroy,
+  .describe = cpu_describe,
+  .forward = cpu_forward,
+  .loss = cpu_loss,
+  .read = cpu_read,
+  .backward = cpu_backward,
+  .read_input_grad = cpu_read_input_grad,
+  .n_params = cpu_n_params,
+  .param_info = cpu_param_info,
+  .get_param = cpu_get_param,
+  .set_param = cpu_set_param,
+  .get_grad = cpu_get_grad,
+  .sgd_step = cpu_sgd_step,
+  .memory_bytes = cpu_memory_bytes,
+};

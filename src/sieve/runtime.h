@@ -1,0 +1,104 @@
+/* sieve: compiling a graph for a device and running it forward and backward.
+ *
+ *   SieveRuntimeOptions o = {.batch = 128, .backward = TRUE, .seed = 1};
+ *   g_autoptr(SieveRuntime) rt = sieve_runtime_new(graph_with_loss, &o, error);
+ *   while (...) {
+ *     sieve_runtime_forward(rt, x, labels, SIEVE_MODE_TRAIN, error);
+ *     sieve_runtime_backward(rt, NULL, error);
+ *     sieve_runtime_sgd_step(rt, &(SieveSgd){.lr = 0.1, .momentum = 0.9}, error);
+ *   }
+ *
+ * A runtime is the graph compiled once for a batch size: primitives chosen,
+ * layouts picked by the backend, buffers planned so that activations nobody
+ * needs later share memory.  Tensors cross this interface in plain
+ * row-major NCHW float32 (parameters in the shapes graph.h lists); what the
+ * backend keeps inside is its own business, which is what lets a CUDA
+ * backend sit behind the same calls.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sieve/abi.h>
+#include <sieve/graph.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIEVE_MODE_TRAIN, /* batch statistics in batch norm, running statistics updated */
+  SIEVE_MODE_EVAL,  /* running statistics, nothing updated */
+} SieveMode;
+
+typedef struct {
+  const char *device;  /* "cpu" (NULL means "cpu") */
+  guint batch;         /* examples per call, >= 1 */
+  guint threads;       /* threads of one run; 0 = every core */
+  gboolean backward;   /* also compile the backward pass */
+  gboolean input_grad; /* also compute the gradient of the graph's input */
+  gboolean keep_all;   /* every node's output stays readable (tests, proxies); costs memory */
+  guint64 seed;        /* parameter initialisation */
+  gpointer reserved[4];
+} SieveRuntimeOptions;
+
+typedef struct {
+  guint node;        /* the graph node the tensor belongs to */
+  const char *name;  /* "weight", "bias", "gamma" or "beta" */
+  guint ndims;
+  guint64 dims[4];
+  guint64 size;      /* elements */
+} SieveParamInfo;
+
+typedef struct {
+  double lr;
+  double momentum;     /* 0 = plain SGD */
+  double weight_decay; /* L2, added to the gradient as PyTorch's SGD does */
+  gboolean nesterov;
+} SieveSgd;
+
+typedef struct _SieveRuntime SieveRuntime;
+
+/* (transfer full) compiles graph (which must be finished) for the device;
+ * the runtime copies what it needs, graph may be freed afterwards.
+ * Parameters get Kaiming-style initial values from options->seed. */
+SIEVE_API SieveRuntime *sieve_runtime_new(const SieveGraph *graph, const SieveRuntimeOptions *options,
+                                          GError **error);
+SIEVE_API void sieve_runtime_free(SieveRuntime *runtime);
+/* (transfer none) e.g. "cpu (oneDNN 2.6.3, 2 threads)". */
+SIEVE_API const char *sieve_runtime_describe(const SieveRuntime *runtime);
+SIEVE_API guint sieve_runtime_batch(const SieveRuntime *runtime);
+
+/* x: batch examples of the input shape, plain NCHW.  labels: batch class
+ * ids when the graph's output is a softmax_ce loss, else NULL. */
+SIEVE_API gboolean sieve_runtime_forward(SieveRuntime *runtime, const float *x, const gint32 *labels, SieveMode mode,
+                                         GError **error);
+/* The loss of the last forward (NAN when the output is not a loss or no
+ * labels were given). */
+SIEVE_API double sieve_runtime_loss(const SieveRuntime *runtime);
+/* Copies node's output of the last forward into out (batch * c*h*w floats,
+ * plain NCHW).  Readable: the output, a loss's logits, and every node when
+ * keep_all was set; others give an error. */
+SIEVE_API gboolean sieve_runtime_read(SieveRuntime *runtime, guint node, float *out, GError **error);
+
+/* Gradients of the last forward (which must have been in TRAIN mode for
+ * batch norm to match).  output_grad: batch * output size floats, the
+ * gradient of whatever scalar the caller differentiates with respect to the
+ * output; NULL when the output is a loss (its gradient is 1). */
+SIEVE_API gboolean sieve_runtime_backward(SieveRuntime *runtime, const float *output_grad, GError **error);
+/* The input's gradient after backward (needs input_grad). */
+SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *out, GError **error);
+
+SIEVE_API guint sieve_runtime_n_params(const SieveRuntime *runtime);
+/* (transfer none) */
+SIEVE_API const SieveParamInfo *sieve_runtime_param_info(const SieveRuntime *runtime, guint i);
+SIEVE_API gboolean sieve_runtime_get_param(SieveRuntime *runtime, guint i, float *out, GError **error);
+SIEVE_API gboolean sieve_runtime_set_param(SieveRuntime *runtime, guint i, const float *values, GError **error);
+/* The gradient of parameter i from the last backward. */
+SIEVE_API gboolean sieve_runtime_get_grad(SieveRuntime *runtime, guint i, float *out, GError **error);
+/* One SGD step on every parameter with the last backward's gradients. */
+SIEVE_API gboolean sieve_runtime_sgd_step(SieveRuntime *runtime, const SieveSgd *sgd, GError **error);
+/* Bytes of device memory the runtime holds (activations, gradients,
+ * parameters and optimizer state). */
+SIEVE_API guint64 sieve_runtime_memory_bytes(const SieveRuntime *runtime);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveRuntime, sieve_runtime_free)
+
+G_END_DECLS
