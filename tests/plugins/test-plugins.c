@@ -206,12 +206,12 @@ test_nb201_decisions(void)
   sieve_genotype_set(g, 4, 3); /* edge_3_1 */
   g_autofree char *text = sieve_space_format(space, g);
   g_assert_cmpstr(text, ==, "|none~0|+|none~0|none~1|+|none~0|nor_conv_3x3~1|none~2|");
-  /* Options: none declared, so any key is refused. */
+  /* Options are the network's sizes (tests/graph checks them); others are refused. */
   GError *error = NULL;
-  g_autoptr(SieveSpace) bad = space_try("nb201", "C: 16\n", &error);
+  g_autoptr(SieveSpace) bad = space_try("nb201", "channels: 16\n", &error);
   g_assert_null(bad);
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
-  g_assert_true(g_str_has_prefix(error->message, "test.yaml:1:1: unknown option 'C'"));
+  g_assert_true(g_str_has_prefix(error->message, "test.yaml:1:1: unknown option 'channels'"));
   g_clear_error(&error);
 }
 

@@ -10,40 +10,81 @@
  *   |op~0|+|op~0|op~1|+|op~0|op~1|op~2|
  *    node1  node2        node3
  *
- * (the graph builder and the C/N macro-skeleton options come with the
- * runtime; until then the space only declares, formats and parses.)
+ * build() makes the benchmark's network (network.c); its size options are
+ * C, N, in_channels, size and classes, whose defaults are the benchmark's
+ * CIFAR-10 setting.
  */
 #include <string.h>
 
 #include <sieve/sieve.h>
 
-#define NB201_NODES 4 /* node 0 is the cell input */
-#define NB201_EDGES 6
+#include "network.h"
 
 /* In the benchmark's order (NAS-Bench-201 `SearchCellOps`), which is what
  * the categorical indices mean. */
 static const char *const nb201_ops[] = {
   "none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3", NULL,
 };
-#define NB201_N_OPS 5
+G_STATIC_ASSERT(G_N_ELEMENTS(nb201_ops) == NB201_N_OPS + 1);
 
 static const char *const nb201_edge_names[NB201_EDGES] = {
   "edge_1_0", "edge_2_0", "edge_2_1", "edge_3_0", "edge_3_1", "edge_3_2",
 };
 
-/* Edge index of node j <- node i (j in 1..3, i < j), in declaration order. */
-static guint
-edge_index(guint j, guint i)
+/* The defaults are the benchmark's CIFAR-10 network. */
+static const SieveOptionSpec nb201_options[] = {
+  SIEVE_OPTION_INT("C", "16", 1, 4096, "channels of the first stage (the second has 2C, the third 4C)"),
+  SIEVE_OPTION_INT("N", "5", 1, 256, "cells per stage"),
+  SIEVE_OPTION_INT("in_channels", "3", 1, 4096, "channels of the input images"),
+  SIEVE_OPTION_INT("size", "32", 4, 65536, "input height and width, a multiple of 4 (the network halves it twice)"),
+  SIEVE_OPTION_INT("classes", "10", 2, 1000000, "outputs of the final linear layer"),
+  SIEVE_OPTION_END,
+};
+
+static void
+nb201_destroy(gpointer instance)
 {
-  return j * (j - 1) / 2 + i;
+  g_free(instance);
 }
 
 static gpointer
 nb201_create(SieveSpace *space, const SieveOptions *options, GError **error)
 {
+  Nb201Skeleton *self = g_new0(Nb201Skeleton, 1);
+  self->C = sieve_options_get_int(options, "C");
+  self->N = sieve_options_get_int(options, "N");
+  self->in_channels = sieve_options_get_int(options, "in_channels");
+  self->size = sieve_options_get_int(options, "size");
+  self->classes = sieve_options_get_int(options, "classes");
+  /* Each reduction block adds a stride-2 conv (which rounds up) to a 2x2
+   * pooling (which rounds down): they agree only on even extents. */
+  if (self->size % 4 != 0) {
+    sieve_options_set_error(options, "size", error,
+                            "size %u is not a multiple of 4: the two reduction blocks each halve it", self->size);
+    g_free(self);
+    return NULL;
+  }
   for (guint e = 0; e < NB201_EDGES; e++)
     sieve_space_add_categorical(space, nb201_edge_names[e], NB201_N_OPS, nb201_ops);
-  return NULL; /* no state: the decisions say it all */
+  return self;
+}
+
+static SieveGraph *
+nb201_build(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  const Nb201Skeleton *self = instance;
+  Nb201Op ops[NB201_EDGES];
+  for (guint e = 0; e < NB201_EDGES; e++) {
+    double v = sieve_genotype_get(genotype, e);
+    if (!(v >= 0 && v < NB201_N_OPS && v == (guint) v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "nb201: decision %s has value %g, expected an operation 0..%d",
+                  nb201_edge_names[e], v, NB201_N_OPS - 1);
+      return NULL;
+    }
+    ops[e] = (Nb201Op) v;
+  }
+  g_autofree char *name = sieve_space_format(space, genotype);
+  return nb201_network_build(self, ops, name, error);
 }
 
 static char *
@@ -54,7 +95,7 @@ nb201_format(gpointer instance, const SieveSpace *space, const SieveGenotype *ge
     if (j > 1)
       g_string_append(out, "+|");
     for (guint i = 0; i < j; i++) {
-      double v = sieve_genotype_get(genotype, edge_index(j, i));
+      double v = sieve_genotype_get(genotype, nb201_edge_index(j, i));
       g_return_val_if_fail(v >= 0 && v < NB201_N_OPS, g_string_free(out, TRUE));
       g_string_append_printf(out, "%s~%u|", nb201_ops[(guint) v], i);
     }
@@ -165,7 +206,7 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
         return NULL;
       }
       p++;
-      sieve_genotype_set(genotype, edge_index(j, i), k);
+      sieve_genotype_set(genotype, nb201_edge_index(j, i), k);
     }
     /* The node is complete: then comes "+|" before the next node, or the end. */
     if (j + 1 < NB201_NODES) {
@@ -201,16 +242,17 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
 
 static const SieveSpaceClass nb201_class = {
   .create = nb201_create,
-  .destroy = NULL,
+  .destroy = nb201_destroy,
   .format = nb201_format,
   .parse = nb201_parse,
+  .build = nb201_build,
 };
 
 static const SieveComponentInfo nb201_info = {
   .kind = SIEVE_KIND_SPACE,
   .name = "nb201",
   .summary = "NAS-Bench-201 cell: 6 edges, 5 operations each (15,625 architectures)",
-  .options = NULL,
+  .options = nb201_options,
   .klass = &nb201_class,
 };
 
