@@ -98,7 +98,7 @@ inflate_gzip(const char *path, const guint8 *in, gsize in_len, GError **error)
   if (in_len >= 18)
     cap = (gsize) in[in_len - 4] | (gsize) in[in_len - 3] << 8 | (gsize) in[in_len - 2] << 16 |
           (gsize) in[in_len - 1] << 24;
-  cap = MAX(cap, MAX(in_len, 4096));
+  cap = MAX(cap + 64, MAX(in_len, 4096)); /* slack: room for the end of stream */
   guint8 *out = g_malloc(cap);
   gsize out_len = 0, pos = 0;
   g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);

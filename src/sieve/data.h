@@ -120,7 +120,8 @@ SIEVE_API void sieve_batcher_free(SieveBatcher *b);
 SIEVE_API guint sieve_batcher_next(SieveBatcher *b, float *x, gint32 *y);
 SIEVE_API guint sieve_batcher_batches_per_epoch(const SieveBatcher *b);
 SIEVE_API void sieve_batcher_reset(SieveBatcher *b); /* back to the start of the current epoch order */
-/* The current epoch, counting from 1 (a new batcher is in epoch 1). Added after the contract. */
+/* The epoch the batcher is in, counting from 1; it moves on at the call to next after the 0 that
+ * ended the epoch. Added after the contract. */
 SIEVE_API guint sieve_batcher_get_epoch(const SieveBatcher *b);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveBatcher, sieve_batcher_free)
 
