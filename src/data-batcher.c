@@ -1,12 +1,13 @@
 /* sieve: batches over a dataset, shuffled per epoch, optionally augmented.
  *
  * Determinism: one generator seeded from options->seed draws, at the start
- * of every epoch, that epoch's permutation (Fisher-Yates over the previous
- * epoch's order, which is as uniform as shuffling from the identity) and
- * then the seed of the epoch's augmentation stream.  The augmentation stream
- * is saved at the start of the epoch so that reset replays the epoch exactly,
- * crops and flips included.  Per example, the augmentation draws the crop's
- * top, its left (when crop_pad > 0), then the flip (when flip is on).
+ * of every epoch, that epoch's permutation (Fisher-Yates, Durstenfeld 1964,
+ * over the previous epoch's order, which is as uniform as shuffling from the
+ * identity) and then the seed of the epoch's augmentation stream.  The
+ * augmentation stream is saved at the start of the epoch so that reset
+ * replays the epoch exactly, crops and flips included.  Per example, the
+ * augmentation draws the crop's top, its left (when crop_pad > 0), then the
+ * flip (when flip is on).
  *
  * Augmentation follows torchvision's RandomCrop(size, padding=p) then
  * RandomHorizontalFlip(0.5), the recipe of the ResNet papers for CIFAR

@@ -20,8 +20,7 @@ typedef struct {
 
 typedef struct {
   const char *path;
-  char *text;      /* the file, mutable, NUL after the end */
-  char *end;
+  char *end;       /* the end of the file's mutable copy, where a NUL stands */
   char *p;         /* start of the next line */
   guint line;      /* number of the line last cut into fields */
   GArray *fields;  /* of Field, reused for every line */
@@ -139,7 +138,7 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
     text += 3;
 
   g_autoptr(GArray) fields = g_array_new(FALSE, FALSE, sizeof(Field));
-  Csv csv = {.path = path, .text = text, .end = owned_text + len, .p = text, .fields = fields};
+  Csv csv = {.path = path, .end = owned_text + len, .p = text, .fields = fields};
 
   if (!csv_next_line(&csv, error)) {
     if (error == NULL || *error == NULL)

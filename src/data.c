@@ -87,8 +87,9 @@ void
 sieve_dataset_split(const SieveDataset *ds, guint n_second, guint64 seed, SieveDataset **first,
                     SieveDataset **second)
 {
-  g_return_if_fail(ds != NULL && first != NULL && second != NULL);
-  g_return_if_fail(n_second <= ds->n);
+  g_return_if_fail(first != NULL && second != NULL);
+  *first = *second = NULL;
+  g_return_if_fail(ds != NULL && n_second <= ds->n);
   guint n = ds->n, n_classes = ds->n_classes;
   for (guint i = 0; i < n; i++)
     g_return_if_fail(ds->y[i] >= 0 && (guint) ds->y[i] < n_classes);
@@ -120,7 +121,8 @@ sieve_dataset_split(const SieveDataset *ds, guint n_second, guint64 seed, SieveD
   for (guint j = 0; given < n_second; j++, given++)
     take[rest[j].cls]++; /* a class with a remainder has take < count, so it has one to give */
 
-  /* Within each class, a partial Fisher-Yates shuffle picks which go. */
+  /* Within each class, a partial Fisher-Yates shuffle (Durstenfeld 1964; Knuth's
+   * Algorithm P) picks which go: each subset of the class's share is equally likely. */
   SieveRng rng;
   sieve_rng_seed(&rng, seed);
   g_autofree guint8 *chosen = g_new0(guint8, MAX(n, 1));
@@ -161,7 +163,8 @@ sieve_dataset_channel_stats(const SieveDataset *ds, float *mean, float *std)
 
   /* Two passes in double (mean, then squared deviations) rather than the
    * one-pass sum of squares, whose cancellation loses digits when the std
-   * is small next to the mean. */
+   * is small next to the mean (Chan, Golub and LeVeque, "Algorithms for
+   * computing the sample variance", 1983). */
   const float *x = ds->x;
   for (guint i = 0; i < ds->n; i++)
     for (guint c = 0; c < channels; c++) {
