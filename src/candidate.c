@@ -7,7 +7,23 @@ struct _SieveCandidate {
   double fidelity;
   gint64 trial;
   char *text; /* canonical text, made on first use */
+  SieveCandidateReportFunc report;
+  gpointer report_data;
 };
+
+void
+sieve_candidate_set_report_func(SieveCandidate *candidate, SieveCandidateReportFunc func, gpointer user_data)
+{
+  candidate->report = func;
+  candidate->report_data = user_data;
+}
+
+void
+sieve_candidate_report(const SieveCandidate *candidate, const char *text, double fraction_done)
+{
+  if (candidate->report)
+    candidate->report(candidate->report_data, candidate, text, fraction_done);
+}
 
 SieveCandidate *
 sieve_candidate_new(SieveGenotype *genotype, double fidelity)

@@ -152,6 +152,13 @@ current_worker(void)
   return id - 1;
 }
 
+/* An evaluator's progress inside a trial (epochs, batches) to the display. */
+static void
+report_activity(gpointer user_data, const SieveCandidate *candidate, const char *text, double fraction_done)
+{
+  sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
+}
+
 static void
 run_job(Job *job, SieveEvaluator *evaluator)
 {
@@ -379,6 +386,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       }
       Job *job = g_new0(Job, 1);
       job->candidate = g_queue_pop_head(&ready);
+      if (progress)
+        sieve_candidate_set_report_func(job->candidate, report_activity, progress);
       inflight++;
       if (pool != NULL)
         g_thread_pool_push(pool, job, NULL);

@@ -18,6 +18,9 @@ struct _SieveProgress {
   gint64 start;     /* monotonic us */
   gint64 last_draw; /* monotonic us */
   gboolean line_open;
+  GMutex lock;      /* activity comes from worker threads */
+  char *activity;   /* shown after the status line, NULL when none */
+  gint64 last_activity_print;
 };
 
 SieveProgress *
@@ -34,6 +37,7 @@ sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 alread
   p->best_number = -1;
   p->best = NAN;
   p->start = g_get_monotonic_time();
+  g_mutex_init(&p->lock);
   return p;
 }
 
@@ -43,6 +47,8 @@ sieve_progress_free(SieveProgress *progress)
   if (progress == NULL)
     return;
   g_free(progress->objective);
+  g_free(progress->activity);
+  g_mutex_clear(&progress->lock);
   g_free(progress);
 }
 
@@ -78,12 +84,32 @@ draw(SieveProgress *p)
   g_autofree char *took = format_duration(elapsed);
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, p->budget) : g_strdup("-");
   fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
-                  " | %.3g trials/s | %s elapsed%s%s",
+                  " | %.3g trials/s | %s elapsed%s%s%s%s",
           p->done, budget, best, p->n_ok,
-          p->n_failed, rate, took, eta ? ", ETA " : "", eta ? eta : "");
+          p->n_failed, rate, took, eta ? ", ETA " : "", eta ? eta : "", p->activity ? " | " : "",
+          p->activity ? p->activity : "");
   fflush(p->out);
   p->line_open = TRUE;
   p->last_draw = g_get_monotonic_time();
+}
+
+void
+sieve_progress_activity(SieveProgress *p, gint64 trial, const char *text)
+{
+  g_mutex_lock(&p->lock);
+  g_free(p->activity);
+  p->activity = g_strdup_printf("#%" G_GINT64_FORMAT " %s", trial, text);
+  gint64 now = g_get_monotonic_time();
+  if (p->interactive) {
+    if (now - p->last_draw > 100000)
+      draw(p);
+  } else if (now - p->last_activity_print > 5000000) {
+    /* Logs get a line every few seconds, not one per batch. */
+    fprintf(p->out, "  trial %s\n", p->activity);
+    fflush(p->out);
+    p->last_activity_print = now;
+  }
+  g_mutex_unlock(&p->lock);
 }
 
 void
@@ -91,6 +117,9 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
                      const char *genotype, double cost, const char *reason)
 {
   SieveProgress *p = progress;
+  g_mutex_lock(&p->lock);
+  g_clear_pointer(&p->activity, g_free);
+  p->last_activity_print = 0;
   p->done++;
   p->this_run++;
   if (status == SIEVE_STATUS_FAILED)
@@ -107,6 +136,7 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
      * of trials a second and the terminal must not be the bottleneck. */
     if (g_get_monotonic_time() - p->last_draw > 100000 || p->done == p->budget)
       draw(p);
+    g_mutex_unlock(&p->lock);
     return;
   }
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
@@ -120,6 +150,7 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
             p->done, budget, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
             p->best_number, genotype);
   fflush(p->out);
+  g_mutex_unlock(&p->lock);
 }
 
 void

@@ -25,6 +25,10 @@ SIEVE_INTERNAL_API void sieve_progress_free(SieveProgress *progress);
 /* A trial finished. objective: its objective metric value (NAN if none). */
 SIEVE_INTERNAL_API void sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
                           const char *genotype, double cost, const char *reason);
+/* What a running trial is doing ("epoch 1.5/2 step 700/936 loss 0.41"):
+ * on a terminal, shown at the end of the status line; otherwise printed at
+ * most every few seconds.  Safe to call from worker threads. */
+SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 trial, const char *text);
 /* The best so far, as known before this run (resume). */
 SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
 /* Print a message on its own line without garbling the status line. */

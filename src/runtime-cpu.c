@@ -964,72 +964,128 @@ contrib_end(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *md, int slot, GE
   return TRUE;
 }
 
+/* A tensor (have, slot) in the layout a backward primitive chose: itself,
+ * or a reorder into a scratch slot that goes back to the pool (appended to
+ * tmps) once the step is planned. */
+static gboolean
+bwd_in(Cpu *c, guint v, const dnnl_memory_desc_t *have, int slot, const dnnl_memory_desc_t *want, int *out,
+       GArray *tmps, GError **error)
+{
+  if (md_equal(have, want)) {
+    *out = slot;
+    return TRUE;
+  }
+  *out = slot_new(c, md_bytes(want), FALSE);
+  g_array_append_val(tmps, *out);
+  return push_reorder(c, v, c->bwd, NULL, have, slot, want, *out, FALSE, error);
+}
+
+static void
+release_all(Cpu *c, GArray *tmps)
+{
+  for (guint i = 0; i < tmps->len; i++)
+    slot_release(c, g_array_index(tmps, int, i));
+  g_array_set_size(tmps, 0);
+}
+
+/* Descriptors of a convolution's or inner product's backward passes, every
+ * layout left to oneDNN: forcing the forward's layouts on them can leave
+ * only the reference implementation, a hundred times slower. */
+static gboolean
+conv_bwd_desc(Cpu *c, guint v, gboolean linear, gboolean weights, dnnl_primitive_desc_t *pd, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  dnnl_memory_desc_t src, wei, dst, bias;
+  md_1d(&bias, a->out_channels);
+  const dnnl_memory_desc_t *wmd = &param_of(c, v, 0)->md;
+  dnnl_memory_desc_init_by_tag(&wei, wmd->ndims, wmd->dims, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&src, x->src_want.ndims, x->src_want.dims, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&dst, x->md.ndims, x->md.dims, dnnl_f32, dnnl_format_tag_any);
+  if (linear) {
+    dnnl_inner_product_desc_t d;
+    if (weights)
+      TRY(dnnl_inner_product_backward_weights_desc_init(&d, &src, &wei, a->bias ? &bias : NULL, &dst),
+          "inner product weights descriptor for %s", node_desc(c, v));
+    else
+      TRY(dnnl_inner_product_backward_data_desc_init(&d, &src, &wei, &dst),
+          "inner product backward descriptor for %s", node_desc(c, v));
+    return pd_create(c, v, pd, &d, x->fwd_pd, weights ? "inner product weights" : "inner product backward", error);
+  }
+  dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+              pad = {a->pad[0], a->pad[1]};
+  dnnl_convolution_desc_t d;
+  if (weights)
+    TRY(dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &src, &wei,
+                                                            a->bias ? &bias : NULL, &dst, strides, dil, pad, pad),
+        "convolution weights descriptor for %s", node_desc(c, v));
+  else
+    TRY(dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &src, &wei, &dst, strides,
+                                                         dil, pad, pad),
+        "convolution backward descriptor for %s", node_desc(c, v));
+  return pd_create(c, v, pd, &d, x->fwd_pd, weights ? "convolution weights" : "convolution backward", error);
+}
+
 static gboolean
 bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
 {
   CNode *x = &c->nodes[v];
   const SieveOpAttrs *a = &x->n->attrs;
   Param *w = param_of(c, v, 0);
-  dnnl_memory_desc_t wmd = w->md, bias;
+  dnnl_memory_desc_t bias;
   md_1d(&bias, a->out_channels);
   guint u = x->in[0];
+  g_autoptr(GArray) tmps = g_array_new(FALSE, FALSE, sizeof(int));
   if (wants_grad(c, u)) {
     dnnl_primitive_desc_t pd;
-    if (linear) {
-      dnnl_inner_product_desc_t d;
-      TRY(dnnl_inner_product_backward_data_desc_init(&d, &x->src_want, &wmd, &x->md),
-          "inner product backward descriptor for %s", node_desc(c, v));
-      if (!pd_create(c, v, &pd, &d, x->fwd_pd, "inner product backward", error))
-        return FALSE;
-    } else {
-      dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
-                  pad = {a->pad[0], a->pad[1]};
-      dnnl_convolution_desc_t d;
-      TRY(dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wmd, &x->md,
-                                                           strides, dil, pad, pad),
-          "convolution backward descriptor for %s", node_desc(c, v));
-      if (!pd_create(c, v, &pd, &d, x->fwd_pd, "convolution backward", error))
-        return FALSE;
-    }
-    int dst = contrib_begin(c, u, &x->src_want);
+    if (!conv_bwd_desc(c, v, linear, FALSE, &pd, error))
+      return FALSE;
+    dnnl_memory_desc_t dsrc = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_src_md, 0);
+    dnnl_memory_desc_t wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_memory_desc_t ddst = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
+    int wslot, dslot;
+    gboolean ok = bwd_in(c, v, &w->md, w->value, &wmd, &wslot, tmps, error) &&
+                  bwd_in(c, v, &x->md, x->diff, &ddst, &dslot, tmps, error);
+    int dst = ok ? contrib_begin(c, u, &dsrc) : -1;
     Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
-    gboolean ok = prim_from_pd(c, s, pd, "backward data", error);
+    ok = ok && prim_from_pd(c, s, pd, "backward data", error);
     dnnl_primitive_desc_destroy(pd);
     if (!ok)
       return FALSE;
-    step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
-    step_arg(s, DNNL_ARG_WEIGHTS, &wmd, w->value);
-    step_arg(s, DNNL_ARG_DIFF_SRC, &x->src_want, dst);
-    if (!contrib_end(c, v, u, &x->src_want, dst, error))
+    step_arg(s, DNNL_ARG_DIFF_DST, &ddst, dslot);
+    step_arg(s, DNNL_ARG_WEIGHTS, &wmd, wslot);
+    step_arg(s, DNNL_ARG_DIFF_SRC, &dsrc, dst);
+    release_all(c, tmps);
+    if (!contrib_end(c, v, u, &dsrc, dst, error))
       return FALSE;
   }
   dnnl_primitive_desc_t pd;
-  if (linear) {
-    dnnl_inner_product_desc_t d;
-    TRY(dnnl_inner_product_backward_weights_desc_init(&d, &x->src_want, &wmd, a->bias ? &bias : NULL, &x->md),
-        "inner product weights descriptor for %s", node_desc(c, v));
-    if (!pd_create(c, v, &pd, &d, x->fwd_pd, "inner product weights", error))
-      return FALSE;
-  } else {
-    dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
-                pad = {a->pad[0], a->pad[1]};
-    dnnl_convolution_desc_t d;
-    TRY(dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wmd,
-                                                            a->bias ? &bias : NULL, &x->md, strides, dil, pad, pad),
-        "convolution weights descriptor for %s", node_desc(c, v));
-    if (!pd_create(c, v, &pd, &d, x->fwd_pd, "convolution weights", error))
-      return FALSE;
-  }
+  if (!conv_bwd_desc(c, v, linear, TRUE, &pd, error))
+    return FALSE;
+  dnnl_memory_desc_t src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dnnl_memory_desc_t dwei = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+  dnnl_memory_desc_t ddst = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
+  int sslot, dslot;
+  gboolean ok = bwd_in(c, v, &x->src_want, x->src_slot, &src, &sslot, tmps, error) &&
+                bwd_in(c, v, &x->md, x->diff, &ddst, &dslot, tmps, error);
+  gboolean direct = md_equal(&dwei, &w->md);
+  int gslot = direct ? w->grad : slot_new(c, md_bytes(&dwei), FALSE);
   Step *s = step_push(c, STEP_PRIM, v, c->bwd, NULL);
-  gboolean ok = prim_from_pd(c, s, pd, "backward weights", error);
+  ok = ok && prim_from_pd(c, s, pd, "backward weights", error);
   dnnl_primitive_desc_destroy(pd);
   if (!ok)
     return FALSE;
-  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
-  step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
-  step_arg(s, DNNL_ARG_DIFF_WEIGHTS, &wmd, w->grad);
+  step_arg(s, DNNL_ARG_SRC, &src, sslot);
+  step_arg(s, DNNL_ARG_DIFF_DST, &ddst, dslot);
+  step_arg(s, DNNL_ARG_DIFF_WEIGHTS, &dwei, gslot);
   if (a->bias)
     step_arg(s, DNNL_ARG_DIFF_BIAS, &bias, param_of(c, v, 1)->grad);
+  release_all(c, tmps);
+  if (!direct) {
+    if (!push_reorder(c, v, c->bwd, NULL, &dwei, gslot, &w->md, w->grad, FALSE, error))
+      return FALSE;
+    slot_release(c, gslot);
+  }
   return TRUE;
 }
 

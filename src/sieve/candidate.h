@@ -45,6 +45,16 @@ SIEVE_API void sieve_candidate_set_trial(SieveCandidate *candidate, gint64 trial
 /* Canonical genotype text. (transfer none) */
 SIEVE_API const char *sieve_candidate_get_text(const SieveCandidate *candidate);
 
+/* Progress inside one evaluation (epochs and batches of a training):
+ * evaluators call sieve_candidate_report(); whoever runs the evaluation
+ * (the engine's progress display, `sieve train`) installs the function.
+ * text: a short status such as "epoch 1.4/2 step 300/936 loss 0.412". */
+typedef void (*SieveCandidateReportFunc)(gpointer user_data, const SieveCandidate *candidate, const char *text,
+                                         double fraction_done);
+SIEVE_API void sieve_candidate_set_report_func(SieveCandidate *candidate, SieveCandidateReportFunc func,
+                                               gpointer user_data);
+SIEVE_API void sieve_candidate_report(const SieveCandidate *candidate, const char *text, double fraction_done);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveCandidate, sieve_candidate_free)
 
 G_END_DECLS

@@ -6,6 +6,7 @@
 #include <sieve/component.h>
 #include <sieve/data.h>
 #include <sieve/evaluator.h>
+#include <sieve/graph.h>
 #include <sieve/node.h>
 #include <sieve/optimizer.h>
 #include <sieve/options.h>
@@ -13,5 +14,7 @@
 #include <sieve/registry.h>
 #include <sieve/result.h>
 #include <sieve/rng.h>
+#include <sieve/runtime.h>
 #include <sieve/space.h>
 #include <sieve/store.h>
+#include <sieve/train.h>

@@ -1,0 +1,203 @@
+/* sieve plugin: the `train` evaluator.  Builds the candidate's network with
+ * its space, trains it on a real dataset with the in-process runtime
+ * (oneDNN on the CPU), and reports validation and test accuracy, loss,
+ * throughput and memory.  Its fidelity is the number of epochs, fractional
+ * ones allowed, so multi-fidelity optimizers (Hyperband, BOHB) can ask for
+ * short trainings.
+ *
+ * The data are loaded once, at create, and shared by every trial.
+ * Trainings use every core (option threads), so trials run one at a time.
+ */
+#include <math.h>
+
+#include <sieve/sieve.h>
+#include <sieve/train.h>
+
+static const char *const devices[] = {"cpu", NULL};
+
+static const SieveOptionSpec train_options[] = {
+  SIEVE_OPTION_STRING("dataset", "fashion-mnist",
+                      "fashion-mnist, mnist, cifar10, cifar100 or csv:PATH"),
+  {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
+   "directory holding the dataset's files (default: /usr/share/datasets/NAME or $SIEVE_DATA_DIR/NAME)", 0, {NULL}},
+  SIEVE_OPTION_INT("validation", "5000", 0, 1e7, "training examples held out for validation accuracy"),
+  SIEVE_OPTION_INT("train_limit", "0", 0, 1e8, "train on at most this many examples (0: all)"),
+  SIEVE_OPTION_BOOL("test", "true", "also report accuracy on the test set"),
+  SIEVE_OPTION_BOOL("normalize", "true", "normalise each channel with the training split's mean and deviation"),
+  SIEVE_OPTION_FLOAT("epochs", "1", 0.001, 1e4, "epochs of full training; the fidelity's maximum"),
+  SIEVE_OPTION_FLOAT("min_epochs", "0.1", 0.001, 1e4, "the fidelity's minimum, for multi-fidelity optimizers"),
+  SIEVE_OPTION_INT("batch_size", "128", 1, 65536, "examples per step"),
+  SIEVE_OPTION_FLOAT("lr", "0.1", 0, 100, "peak learning rate"),
+  SIEVE_OPTION_FLOAT("momentum", "0.9", 0, 0.9999, "SGD momentum (0: none)"),
+  SIEVE_OPTION_BOOL("nesterov", "true", "Nesterov momentum"),
+  SIEVE_OPTION_FLOAT("weight_decay", "5e-4", 0, 1, "L2 weight decay"),
+  SIEVE_OPTION_FLOAT("warmup_epochs", "0", 0, 1e4, "linear warm-up before the cosine schedule"),
+  SIEVE_OPTION_BOOL("cosine", "true", "cosine learning-rate decay to zero (false: constant)"),
+  SIEVE_OPTION_FLOAT("label_smoothing", "0", 0, 0.999, "label smoothing of the cross-entropy"),
+  SIEVE_OPTION_INT("crop_pad", "0", 0, 64, "random-crop augmentation with this much zero padding (0: off)"),
+  SIEVE_OPTION_BOOL("flip", "false", "random horizontal flips"),
+  SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one training (0: every core)"),
+  SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
+  SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
+  SIEVE_OPTION_END,
+};
+
+typedef struct {
+  const SieveSpace *space;
+  SieveTrainData data;
+  SieveTrainOptions train;
+  SieveFidelity fidelity;
+} Trainer;
+
+static gpointer
+train_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  if (!sieve_space_can_build(space)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "the train evaluator needs an architecture space that builds networks; space '%s' does not",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  double epochs = sieve_options_get_double(options, "epochs");
+  double min_epochs = sieve_options_get_double(options, "min_epochs");
+  if (min_epochs > epochs) {
+    sieve_options_set_error(options, "min_epochs", error, "min_epochs %g is more than epochs %g", min_epochs, epochs);
+    return NULL;
+  }
+  Trainer *self = g_new0(Trainer, 1);
+  self->space = space;
+  SieveTrainOptions *t = &self->train;
+  sieve_train_options_init(t);
+  t->epochs = epochs;
+  t->batch_size = (guint)sieve_options_get_int(options, "batch_size");
+  t->lr = sieve_options_get_double(options, "lr");
+  t->momentum = sieve_options_get_double(options, "momentum");
+  t->nesterov = sieve_options_get_bool(options, "nesterov");
+  t->weight_decay = sieve_options_get_double(options, "weight_decay");
+  t->warmup_epochs = sieve_options_get_double(options, "warmup_epochs");
+  t->cosine = sieve_options_get_bool(options, "cosine");
+  t->label_smoothing = sieve_options_get_double(options, "label_smoothing");
+  t->crop_pad = (guint)sieve_options_get_int(options, "crop_pad");
+  t->flip = sieve_options_get_bool(options, "flip");
+  t->threads = (guint)sieve_options_get_int(options, "threads");
+  t->seed = (guint64)sieve_options_get_int(options, "seed");
+  t->device = sieve_options_get_string(options, "device");
+  self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
+  GError *local = NULL;
+  if (!sieve_train_data_load(sieve_options_get_string(options, "dataset"), sieve_options_get_string(options, "data_dir"),
+                             (guint)sieve_options_get_int(options, "validation"),
+                             (guint)sieve_options_get_int(options, "train_limit"),
+                             sieve_options_get_bool(options, "test"), sieve_options_get_bool(options, "normalize"),
+                             t->seed, &self->data, &local)) {
+    sieve_options_set_error(options, "dataset", error, "%s", local->message);
+    g_error_free(local);
+    g_free(self);
+    return NULL;
+  }
+  return self;
+}
+
+static void
+train_destroy(gpointer instance)
+{
+  Trainer *self = instance;
+  sieve_train_data_clear(&self->data);
+  g_free(self);
+}
+
+typedef struct {
+  const SieveCandidate *candidate;
+  gint64 last; /* monotonic us of the last report */
+} Reporter;
+
+static void
+on_progress(gpointer user_data, const char *phase, double epoch, double epochs, guint step, guint steps, double loss)
+{
+  Reporter *r = user_data;
+  gint64 now = g_get_monotonic_time();
+  /* A report per step would cost more than the display is worth. */
+  if (g_str_equal(phase, "train") && step != steps && now - r->last < 100000)
+    return;
+  r->last = now;
+  g_autofree char *text = g_str_equal(phase, "train")
+                              ? g_strdup_printf("epoch %.2f/%g step %u/%u loss %.4f", epoch, epochs, step, steps, loss)
+                              : g_strdup_printf("%s accuracy %.4f", phase, loss);
+  sieve_candidate_report(r->candidate, text, steps ? (double)step / steps : 1.0);
+}
+
+static SieveResult *
+train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
+{
+  Trainer *self = instance;
+  SieveResult *result = sieve_result_new();
+  GError *local = NULL;
+  g_autoptr(SieveGraph) net = sieve_space_build(self->space, sieve_candidate_get_genotype(candidate), &local);
+  if (net == NULL) {
+    sieve_result_set_failed(result, "%s", local->message);
+    g_error_free(local);
+    return result;
+  }
+  SieveTrainOptions o = self->train;
+  double fidelity = sieve_candidate_get_fidelity(candidate);
+  if (!isnan(fidelity))
+    o.epochs = fidelity;
+  Reporter reporter = {candidate, 0};
+  o.progress = on_progress;
+  o.progress_data = &reporter;
+  SieveTrainReport r;
+  if (!sieve_train(net, self->data.train, self->data.val, self->data.test, &o, &r, &local)) {
+    if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||
+        g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_RUNTIME)) {
+      /* This network's failure, not the study's. */
+      sieve_result_set_failed(result, "%s", local->message);
+      g_error_free(local);
+      return result;
+    }
+    g_propagate_error(error, local);
+    sieve_result_free(result);
+    return NULL;
+  }
+  if (!isnan(r.val_acc))
+    sieve_result_set_metric(result, "val_acc", r.val_acc);
+  if (!isnan(r.test_acc))
+    sieve_result_set_metric(result, "test_acc", r.test_acc);
+  sieve_result_set_metric(result, "train_loss", r.train_loss);
+  sieve_result_set_metric(result, "train_acc", r.train_acc);
+  sieve_result_set_metric(result, "epochs", o.epochs);
+  sieve_result_set_metric(result, "params", (double)r.params);
+  sieve_result_set_metric(result, "macs", (double)sieve_graph_macs(net));
+  sieve_result_set_metric(result, "images_per_s", r.images_per_s);
+  sieve_result_set_metric(result, "train_s", r.train_s);
+  sieve_result_set_metric(result, "peak_rss_mb", r.peak_rss / 1048576.0);
+  sieve_result_set_cost(result, r.wall_s);
+  return result;
+}
+
+static const SieveFidelity *
+train_fidelity(gpointer instance)
+{
+  return &((Trainer *)instance)->fidelity;
+}
+
+static const SieveEvaluatorClass train_class = {
+  .create = train_create,
+  .destroy = train_destroy,
+  .evaluate = train_evaluate,
+  .fidelity = train_fidelity,
+};
+
+static const SieveComponentInfo train_info = {
+  .kind = SIEVE_KIND_EVALUATOR,
+  .name = "train",
+  .summary = "trains the candidate's network on a dataset (SGD, cosine schedule) and reports its accuracy",
+  .options = train_options,
+  .klass = &train_class,
+};
+
+static gboolean
+train_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &train_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("train", "0.1.0", "Training evaluator (oneDNN runtime)", "MIT", train_init);
