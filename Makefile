@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench
+.PHONY: all deps build run test clean bench bench-train
 
 all: build
 
@@ -26,3 +26,7 @@ test: build
 
 clean:
 	rm -rf $(BUILD)
+
+# Benchmarks: not part of `make test`; they run the peers in the same run and print ratios.
+bench-train: build
+	python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality

@@ -260,6 +260,30 @@ pd_create(Cpu *c, guint v, dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc,
   return TRUE;
 }
 
+/* Whether oneDNN found an optimised implementation (not its reference one). */
+static gboolean
+pd_fast(const_dnnl_primitive_desc_t pd)
+{
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == NULL)
+    return FALSE;
+  return !g_str_has_prefix(impl, "ref");
+}
+
+/* Creates pd from desc when that gives an optimised implementation;
+ * FALSE (and no pd) otherwise, so the caller can try freer layouts. */
+static gboolean
+pd_try(Cpu *c, dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint)
+{
+  if (dnnl_primitive_desc_create(pd, desc, NULL, c->engine, hint) != dnnl_success)
+    return FALSE;
+  if (pd_fast(*pd))
+    return TRUE;
+  dnnl_primitive_desc_destroy(*pd);
+  *pd = NULL;
+  return FALSE;
+}
+
 static gboolean
 prim_from_pd(Cpu *c, Step *s, dnnl_primitive_desc_t pd, const char *what, GError **error)
 {
@@ -528,12 +552,30 @@ plan_conv(Cpu *c, guint v, GError **error)
   dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
               pad = {a->pad[0], a->pad[1]};
   dnnl_convolution_desc_t d;
-  TRY(dnnl_dilated_convolution_forward_desc_init(
-          &d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference, dnnl_convolution_direct, &src,
-          &wei, a->bias ? &bias : NULL, &dst, strides, dil, pad, pad),
-      "convolution descriptor for %s", node_desc(c, v));
-  if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "convolution", error))
+  dnnl_prop_kind_t prop = c->options.backward ? dnnl_forward_training : dnnl_forward_inference;
+  /* The producer's layout first: a reorder of every activation costs more
+   * than a slightly slower kernel on these small networks. */
+  dnnl_memory_desc_t have, blocked = dst;
+  if (!md_as4(c, x->in[0], &have, error))
     return FALSE;
+  /* Outputs in the channel block that fits them without padding (8 or 16
+   * floats): a network of 8-channel tensors padded to 16 would move twice
+   * the bytes through every later operation. */
+  dnnl_dims_t od = {c->options.batch, os.c, os.h, os.w};
+  if (os.c % 16 == 0)
+    dnnl_memory_desc_init_by_tag(&blocked, 4, od, dnnl_f32, dnnl_nChw16c);
+  else if (os.c % 8 == 0)
+    dnnl_memory_desc_init_by_tag(&blocked, 4, od, dnnl_f32, dnnl_nChw8c);
+  TRY(dnnl_dilated_convolution_forward_desc_init(&d, prop, dnnl_convolution_direct, &have, &wei,
+                                                 a->bias ? &bias : NULL, &blocked, strides, dil, pad, pad),
+      "convolution descriptor for %s", node_desc(c, v));
+  if (!pd_try(c, &x->fwd_pd, &d, NULL)) {
+    TRY(dnnl_dilated_convolution_forward_desc_init(&d, prop, dnnl_convolution_direct, &src, &wei,
+                                                   a->bias ? &bias : NULL, &dst, strides, dil, pad, pad),
+        "convolution descriptor for %s", node_desc(c, v));
+    if (!pd_create(c, v, &x->fwd_pd, &d, NULL, "convolution", error))
+      return FALSE;
+  }
   x->src_want = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_src_md, 0);
   const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_weights_md, 0);
   x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
@@ -1000,6 +1042,20 @@ conv_bwd_desc(Cpu *c, guint v, gboolean linear, gboolean weights, dnnl_primitive
   md_1d(&bias, a->out_channels);
   const dnnl_memory_desc_t *wmd = &param_of(c, v, 0)->md;
   dnnl_memory_desc_init_by_tag(&wei, wmd->ndims, wmd->dims, dnnl_f32, dnnl_format_tag_any);
+  /* First the activations' own layouts (no reorders), weights free. */
+  if (!linear) {
+    dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+                pad = {a->pad[0], a->pad[1]};
+    dnnl_convolution_desc_t d;
+    dnnl_status_t st =
+      weights ? dnnl_dilated_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wei,
+                                                                    a->bias ? &bias : NULL, &x->md, strides, dil,
+                                                                    pad, pad)
+              : dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, &x->src_want, &wei,
+                                                                 &x->md, strides, dil, pad, pad);
+    if (st == dnnl_success && pd_try(c, pd, &d, x->fwd_pd))
+      return TRUE;
+  }
   dnnl_memory_desc_init_by_tag(&src, x->src_want.ndims, x->src_want.dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_memory_desc_init_by_tag(&dst, x->md.ndims, x->md.dims, dnnl_f32, dnnl_format_tag_any);
   if (linear) {
