@@ -260,20 +260,20 @@ void
 opt_brackets_save(const OptBrackets *b, GVariantDict *dict)
 {
   GVariantBuilder brackets;
-  g_variant_builder_init(&brackets, G_VARIANT_TYPE("a(tauadaa(ady))"));
+  g_variant_builder_init(&brackets, G_VARIANT_TYPE("a(tauadaa(addy))"));
   for (guint i = 0; i < b->active->len; i++) {
     const OptBracket *k = b->active->pdata[i];
     GVariantBuilder rungs;
-    g_variant_builder_init(&rungs, G_VARIANT_TYPE("aa(ady)"));
+    g_variant_builder_init(&rungs, G_VARIANT_TYPE("aa(addy)"));
     for (guint r = 0; r < k->rungs; r++) {
-      g_variant_builder_open(&rungs, G_VARIANT_TYPE("a(ady)"));
+      g_variant_builder_open(&rungs, G_VARIANT_TYPE("a(addy)"));
       for (guint j = 0; j < k->entries[r]->len; j++) {
         const Entry *e = k->entries[r]->pdata[j];
-        g_variant_builder_add(&rungs, "(@ady)", opt_genotype_save(e->genotype), e->value, (guchar) e->state);
+        g_variant_builder_add(&rungs, "(@addy)", opt_genotype_save(e->genotype), e->value, (guchar) e->state);
       }
       g_variant_builder_close(&rungs);
     }
-    g_variant_builder_add(&brackets, "(t@au@ad@aa(ady))", k->id,
+    g_variant_builder_add(&brackets, "(t@au@ad@aa(addy))", k->id,
                           g_variant_new_fixed_array(G_VARIANT_TYPE_UINT32, k->size, k->rungs, sizeof(guint32)),
                           g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, k->fidelity, k->rungs, sizeof(double)),
                           g_variant_builder_end(&rungs));
@@ -289,7 +289,7 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
   g_autoptr(GVariant) opened = opt_state_lookup(state, "opened", G_VARIANT_TYPE_UINT64, error);
   if (opened == NULL)
     return FALSE;
-  g_autoptr(GVariant) brackets = opt_state_lookup(state, "brackets", G_VARIANT_TYPE("a(tauadaa(ady))"), error);
+  g_autoptr(GVariant) brackets = opt_state_lookup(state, "brackets", G_VARIANT_TYPE("a(tauadaa(addy))"), error);
   if (brackets == NULL)
     return FALSE;
   g_autoptr(GVariant) sampled = opt_state_lookup(state, "sampled", G_VARIANT_TYPE_STRING_ARRAY, error);
@@ -299,7 +299,7 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
   for (gsize i = 0; i < g_variant_n_children(brackets); i++) {
     guint64 id;
     g_autoptr(GVariant) sizes = NULL, fidelities = NULL, rungs = NULL;
-    g_variant_get_child(brackets, i, "(t@au@ad@aa(ady))", &id, &sizes, &fidelities, &rungs);
+    g_variant_get_child(brackets, i, "(t@au@ad@aa(addy))", &id, &sizes, &fidelities, &rungs);
     gsize ns = 0, nf = 0;
     const guint32 *size = g_variant_get_fixed_array(sizes, &ns, sizeof(guint32));
     const double *fidelity = g_variant_get_fixed_array(fidelities, &nf, sizeof(double));
@@ -319,7 +319,7 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
         g_autoptr(GVariant) values = NULL;
         double value;
         guchar st;
-        g_variant_get_child(rung, j, "(@ady)", &values, &value, &st);
+        g_variant_get_child(rung, j, "(@addy)", &values, &value, &st);
         SieveGenotype *g = opt_genotype_load(b->space, values, error);
         if (g == NULL)
           return FALSE;

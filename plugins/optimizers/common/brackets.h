@@ -69,7 +69,7 @@ SieveCandidate *opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpoin
  * FALSE for a candidate the scheduler never proposed (ignored). */
 gboolean opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitness);
 
-/* {"opened": t, "brackets": a(tauadaa(ady)), "sampled": as} into dict. */
+/* {"opened": t, "brackets": a(tauadaa(addy)), "sampled": as} into dict. */
 void opt_brackets_save(const OptBrackets *b, GVariantDict *dict);
 gboolean opt_brackets_load(OptBrackets *b, GVariant *state, GError **error);
 
