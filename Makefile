@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench
+.PHONY: all deps build run test clean bench bench-optimizers
 
 all: build
 
@@ -23,6 +23,11 @@ run: build
 
 test: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+
+# sieve's search strategies beside Optuna on NAS-Bench-201 and the standard
+# functions (minutes; not part of `make test`).
+bench-optimizers: build
+	/usr/bin/python3 bench/compare.py --build $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

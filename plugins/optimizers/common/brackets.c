@@ -120,7 +120,7 @@ opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo 
   }
   b->active = g_ptr_array_new_with_free_func((GDestroyNotify) bracket_free);
   b->pending = g_hash_table_new(g_str_hash, g_str_equal);
-  opt_seen_init(&b->sampled);
+  opt_seen_init(&b->sampled, space);
   return TRUE;
 }
 

@@ -84,10 +84,12 @@ opt_genotypes_load(const SieveSpace *space, GVariant *array, GError **error)
 /* ---- proposals already made ------------------------------------------- */
 
 void
-opt_seen_init(OptSeen *seen)
+opt_seen_init(OptSeen *seen, const SieveSpace *space)
 {
+  seen->space = space;
   seen->set = g_hash_table_new(g_str_hash, g_str_equal);
   seen->order = g_ptr_array_new_with_free_func(g_free);
+  seen->values = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
 }
 
 void
@@ -95,23 +97,49 @@ opt_seen_clear(OptSeen *seen)
 {
   g_clear_pointer(&seen->set, g_hash_table_unref);
   g_clear_pointer(&seen->order, g_ptr_array_unref);
+  g_clear_pointer(&seen->values, g_hash_table_unref);
+}
+
+/* The values of g with one bit pattern per value: NAN and -0 normalised,
+ * so that equal genotypes (sieve_genotype_equal) give equal keys. */
+static GBytes *
+values_key(const SieveGenotype *g)
+{
+  guint n = sieve_genotype_size(g);
+  double *v = g_new(double, n ? n : 1);
+  for (guint i = 0; i < n; i++) {
+    double x = sieve_genotype_get(g, i);
+    v[i] = isnan(x) ? NAN : x == 0 ? 0.0 : x;
+  }
+  return g_bytes_new_take(v, n * sizeof(double));
 }
 
 gboolean
-opt_seen_add(OptSeen *seen, const char *key)
+opt_seen_add(OptSeen *seen, const char *text)
 {
-  if (g_hash_table_contains(seen->set, key))
+  if (g_hash_table_contains(seen->set, text))
     return FALSE;
-  char *copy = g_strdup(key);
+  char *copy = g_strdup(text);
   g_ptr_array_add(seen->order, copy);
   g_hash_table_add(seen->set, copy);
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = sieve_space_parse(seen->space, text, &error);
+  g_assert_no_error(error); /* texts come from the space's own format */
+  g_hash_table_add(seen->values, values_key(g));
   return TRUE;
 }
 
 gboolean
-opt_seen_contains(const OptSeen *seen, const char *key)
+opt_seen_contains(const OptSeen *seen, const char *text)
 {
-  return g_hash_table_contains(seen->set, key);
+  return g_hash_table_contains(seen->set, text);
+}
+
+gboolean
+opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g)
+{
+  g_autoptr(GBytes) key = values_key(g);
+  return g_hash_table_contains(seen->values, key);
 }
 
 guint
@@ -130,6 +158,7 @@ gboolean
 opt_seen_load(OptSeen *seen, GVariant *texts)
 {
   g_hash_table_remove_all(seen->set);
+  g_hash_table_remove_all(seen->values);
   g_ptr_array_set_size(seen->order, 0);
   gsize n = 0;
   g_autofree const char **v = g_variant_get_strv(texts, &n);
@@ -363,8 +392,7 @@ opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, g
 {
   for (guint t = 0; t < max_tries; t++) {
     g_autoptr(SieveGenotype) g = sieve_space_sample(space, rng);
-    g_autofree char *text = sieve_space_format(space, g);
-    if (!opt_seen_contains(seen, text))
+    if (!opt_seen_has_genotype(seen, g))
       return g_steal_pointer(&g);
   }
   return NULL;

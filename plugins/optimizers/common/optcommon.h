@@ -38,18 +38,25 @@ GPtrArray *opt_genotypes_load(const SieveSpace *space, GVariant *array, GError *
 
 /* ---- proposals already made ------------------------------------------- */
 
-/* Keys (canonical genotype text, optionally with a fidelity) of everything
- * proposed, so that an optimizer can avoid proposing a genotype twice. */
+/* Canonical texts of every genotype proposed, so that an optimizer can
+ * avoid proposing one twice.  Beside the texts it keeps the genotypes'
+ * values as binary keys: asking whether a fresh genotype was seen then
+ * costs a hash of its values, not a formatting (which dominated the time
+ * of an ask when a converged model keeps drawing known genotypes). */
 typedef struct {
-  GHashTable *set; /* key (owned by order) -> itself */
+  const SieveSpace *space;
+  GHashTable *set;    /* text (owned by order) -> itself */
   GPtrArray *order;
+  GHashTable *values; /* GBytes of the values -> itself (owned) */
 } OptSeen;
 
-void opt_seen_init(OptSeen *seen);
+void opt_seen_init(OptSeen *seen, const SieveSpace *space);
 void opt_seen_clear(OptSeen *seen);
-/* TRUE if key was new (it is added). */
-gboolean opt_seen_add(OptSeen *seen, const char *key);
-gboolean opt_seen_contains(const OptSeen *seen, const char *key);
+/* TRUE if text (a canonical genotype text of the space) was new; it is added. */
+gboolean opt_seen_add(OptSeen *seen, const char *text);
+gboolean opt_seen_contains(const OptSeen *seen, const char *text);
+/* Whether a genotype equal to g was added. */
+gboolean opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g);
 guint opt_seen_size(const OptSeen *seen);
 GVariant *opt_seen_save(const OptSeen *seen); /* "as" (transfer floating) */
 gboolean opt_seen_load(OptSeen *seen, GVariant *texts);

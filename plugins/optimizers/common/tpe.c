@@ -103,18 +103,22 @@ to_internal(const SieveDecision *d, double v)
 typedef struct {
   guint n;
   double *w;      /* mixture weights, summing to 1 */
+  double *log_w;
   double *mu, *sigma, *log_z; /* numeric: truncated normals on [lo, hi] */
   double lo, hi;
   double *table;  /* categorical, univariate: the mixture's probability of each choice */
   gint *choice;   /* categorical: each kernel's observed choice, -1 for the prior */
   double smooth;  /* categorical: prior_weight / (observations + 1) */
   guint n_choices;
+  double log_hit, log_miss, log_uniform; /* categorical kernels' log-probabilities, computed once */
+  double p_hit, p_miss, p_uniform;
 } Mix;
 
 static void
 mix_free(Mix *m)
 {
   g_free(m->w);
+  g_free(m->log_w);
   g_free(m->mu);
   g_free(m->sigma);
   g_free(m->log_z);
@@ -167,8 +171,11 @@ mix_build(Mix *m, const OptTpeData *data, const guint *idx, guint n_idx, guint d
   for (guint k = 0; k < n_obs; k++)
     total += m->w[k] = ramp_weight(k, n_obs);
   total += m->w[n_obs] = p->prior_weight;
-  for (guint k = 0; k < n; k++)
+  m->log_w = g_new(double, n);
+  for (guint k = 0; k < n; k++) {
     m->w[k] /= total;
+    m->log_w[k] = log(m->w[k]);
+  }
 
   if (dec->kind == SIEVE_DECISION_CATEGORICAL) {
     m->n_choices = dec->n_choices;
@@ -179,19 +186,24 @@ mix_build(Mix *m, const OptTpeData *data, const guint *idx, guint n_idx, guint d
       m->choice[k] = isnan(v) ? -1 : (gint) v;
     }
     m->choice[n_obs] = -1;
+    m->p_hit = (1 + m->smooth) / (1 + m->n_choices * m->smooth);
+    m->p_miss = m->smooth / (1 + m->n_choices * m->smooth);
+    m->p_uniform = 1.0 / m->n_choices;
+    m->log_hit = log(m->p_hit);
+    m->log_miss = log(m->p_miss);
+    m->log_uniform = log(m->p_uniform);
     if (!p->multivariate) {
+      /* Each observation's kernel spreads `spread` on every choice and the
+       * rest on its own: sums per choice make this O(n + choices). */
       m->table = g_new0(double, m->n_choices);
-      double spread = m->smooth / (1 + m->n_choices * m->smooth);
-      for (guint k = 0; k < n; k++) {
-        if (m->choice[k] < 0) {
-          for (guint c = 0; c < m->n_choices; c++)
-            m->table[c] += m->w[k] / m->n_choices;
-        } else {
-          for (guint c = 0; c < m->n_choices; c++)
-            m->table[c] += m->w[k] * spread;
-          m->table[m->choice[k]] += m->w[k] / (1 + m->n_choices * m->smooth);
-        }
+      double spread = m->smooth / (1 + m->n_choices * m->smooth), keep = 1 / (1 + m->n_choices * m->smooth);
+      double obs_weight = 0;
+      for (guint k = 0; k < n_obs; k++) {
+        obs_weight += m->w[k];
+        m->table[m->choice[k]] += m->w[k] * keep;
       }
+      for (guint c = 0; c < m->n_choices; c++)
+        m->table[c] += obs_weight * spread + m->w[n_obs] / m->n_choices;
     }
     return;
   }
@@ -252,14 +264,13 @@ mix_build(Mix *m, const OptTpeData *data, const guint *idx, guint n_idx, guint d
 }
 
 /* Log-density (log-mass for ints) of value v under kernel k of m. */
-static double
+static inline double
 kernel_log(const Mix *m, guint k, const SieveDecision *dec, double v)
 {
   if (dec->kind == SIEVE_DECISION_CATEGORICAL) {
     if (m->choice[k] < 0)
-      return -log(m->n_choices);
-    double num = ((gint) v == m->choice[k] ? 1 : 0) + m->smooth;
-    return log(num / (1 + m->n_choices * m->smooth));
+      return m->log_uniform;
+    return (gint) v == m->choice[k] ? m->log_hit : m->log_miss;
   }
   if (isnan(m->mu[k]))
     k = m->n - 1;
@@ -356,18 +367,6 @@ typedef struct {
   Mix *below, *above; /* per decision */
 } Model;
 
-static const double *sort_values;
-
-static gint
-compare_rank(gconstpointer a, gconstpointer b)
-{
-  guint i = *(const guint *) a, j = *(const guint *) b;
-  double x = sort_values[i], y = sort_values[j];
-  if (x != y)
-    return x > y ? -1 : 1;
-  return i < j ? -1 : 1;
-}
-
 static void
 model_build(Model *model, const SieveSpace *space, const OptTpeData *data, const OptTpeParams *p)
 {
@@ -375,16 +374,27 @@ model_build(Model *model, const SieveSpace *space, const OptTpeData *data, const
   model->space = space;
   model->params = p;
   model->D = D;
-  g_autofree guint *order = g_new(guint, n);
-  for (guint i = 0; i < n; i++)
-    order[i] = i;
-  sort_values = (const double *) data->y->data;
-  qsort(order, n, sizeof(guint), (int (*)(const void *, const void *)) compare_rank);
   guint n_below = (guint) MIN(ceil(p->gamma * n), (double) p->gamma_max);
   n_below = CLAMP(n_below, 1, n);
+  /* The best n_below by fitness (earlier trials first among equals): an
+   * insertion into a short sorted list, O(n n_below) at worst but close to
+   * O(n) in practice, where a full sort would cost O(n log n) every ask. */
+  const double *y = (const double *) data->y->data;
+  g_autofree guint *top = g_new(guint, n_below);
+  guint filled = 0;
+  for (guint i = 0; i < n; i++) {
+    if (filled == n_below && !(y[i] > y[top[filled - 1]]))
+      continue;
+    guint j = filled < n_below ? filled++ : n_below - 1;
+    while (j > 0 && y[i] > y[top[j - 1]]) {
+      top[j] = top[j - 1];
+      j--;
+    }
+    top[j] = i;
+  }
   g_autofree gboolean *is_below = g_new0(gboolean, n);
   for (guint i = 0; i < n_below; i++)
-    is_below[order[i]] = TRUE;
+    is_below[top[i]] = TRUE;
   g_autofree guint *below = g_new(guint, n), *above = g_new(guint, n);
   guint nb = 0, na = 0;
   for (guint i = 0; i < n; i++) {
@@ -414,20 +424,48 @@ model_free(Model *model)
 }
 
 /* Joint log-density of the active decisions of g under a multivariate
- * mixture (every Mix of the group shares n and w). */
+ * mixture (every Mix of the group shares n and w).  The values and
+ * decisions are gathered first: this is the inner loop of multivariate
+ * TPE (candidates x observations x decisions). */
 static double
 joint_log(const Model *model, const Mix *mixes, const SieveGenotype *g)
 {
-  guint n = mixes[0].n;
-  double terms[n];
+  guint n = mixes[0].n, active = 0;
+  double v[model->D], terms[n];
+  guint idx[model->D];
+  const SieveDecision *dec[model->D];
+  for (guint d = 0; d < model->D; d++) {
+    double x = sieve_genotype_get(g, d);
+    if (isnan(x))
+      continue;
+    v[active] = x;
+    dec[active] = sieve_space_decision(model->space, d);
+    idx[active++] = d;
+  }
+  /* Only categorical decisions, and few enough that products of kernel
+   * probabilities (each >= smooth / (1 + choices smooth)) cannot underflow:
+   * sum the mixture directly, without a log and an exp per kernel. */
+  gboolean categorical = active <= 24;
+  for (guint a = 0; a < active && categorical; a++)
+    categorical = dec[a]->kind == SIEVE_DECISION_CATEGORICAL;
+  if (categorical) {
+    double sum = 0;
+    for (guint k = 0; k < n; k++) {
+      double p = mixes[0].w[k];
+      for (guint a = 0; a < active; a++) {
+        const Mix *m = &mixes[idx[a]];
+        gint c = m->choice[k];
+        p *= c < 0 ? m->p_uniform : c == (gint) v[a] ? m->p_hit : m->p_miss;
+      }
+      sum += p;
+    }
+    return log(sum);
+  }
   double best = -INFINITY;
   for (guint k = 0; k < n; k++) {
-    double t = log(mixes[0].w[k]);
-    for (guint d = 0; d < model->D; d++) {
-      double v = sieve_genotype_get(g, d);
-      if (!isnan(v))
-        t += kernel_log(&mixes[d], k, sieve_space_decision(model->space, d), v);
-    }
+    double t = mixes[0].log_w[k];
+    for (guint a = 0; a < active; a++)
+      t += kernel_log(&mixes[idx[a]], k, dec[a], v[a]);
     terms[k] = t;
     best = MAX(best, t);
   }
@@ -500,8 +538,7 @@ unseen(const SieveSpace *space, const OptSeen *seen, const SieveGenotype *g)
 {
   if (seen == NULL)
     return TRUE;
-  g_autofree char *text = sieve_space_format(space, g);
-  return !opt_seen_contains(seen, text);
+  return !opt_seen_has_genotype(seen, g);
 }
 
 typedef struct {
@@ -537,7 +574,11 @@ opt_tpe_suggest(const SieveSpace *space, const OptTpeData *data, const OptTpePar
    * fallback when the univariate one was proposed before.  Rounds of more
    * draws follow while every candidate was seen. */
   guint draws = params->n_candidates;
-  for (guint round = 0; round < 4 && result == NULL; round++, draws *= 4) {
+  /* Univariate scores cost O(decisions) per candidate and the rounds grow
+   * fourfold; multivariate ones cost O(observations x decisions), so its
+   * rounds stay the same size to bound the time of an ask. */
+  guint growth = params->multivariate ? 1 : 4;
+  for (guint round = 0; round < 4 && result == NULL; round++, draws *= growth) {
     g_autofree Scored *cands = g_new(Scored, draws);
     for (guint c = 0; c < draws; c++) {
       cands[c].g = draw_candidate(&model, rng);

@@ -115,7 +115,7 @@ evolution_create(const SieveSpace *space, const SieveOptions *options, const Sie
   self->nsga2 = nsga2;
   self->n_objectives = study->n_objectives;
   self->space_size = opt_space_size(space);
-  opt_seen_init(&self->seen);
+  opt_seen_init(&self->seen, space);
   self->members = g_ptr_array_new_with_free_func((GDestroyNotify) member_free);
   return self;
 }
@@ -247,8 +247,7 @@ evolution_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     if (self->proposed >= self->population && self->members->len > 0) {
       for (guint t = 0; t < MAX_BREED_TRIES && g == NULL; t++) {
         g = breed(self);
-        g_autofree char *text = sieve_space_format(self->space, g);
-        if (opt_seen_contains(&self->seen, text))
+        if (opt_seen_has_genotype(&self->seen, g))
           g_clear_pointer(&g, sieve_genotype_free);
       }
     }

@@ -87,7 +87,7 @@ reinforce_create(const SieveSpace *space, const SieveOptions *options, const Sie
   self->logits = g_array_sized_new(FALSE, TRUE, sizeof(double), total);
   g_array_set_size(self->logits, total);
   self->space_size = opt_space_size(space);
-  opt_seen_init(&self->seen);
+  opt_seen_init(&self->seen, space);
   return self;
 }
 
@@ -157,8 +157,7 @@ reinforce_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     SieveGenotype *g = NULL;
     for (guint t = 0; t < MAX_POLICY_TRIES && g == NULL; t++) {
       g = policy_sample(self);
-      g_autofree char *text = sieve_space_format(self->space, g);
-      if (opt_seen_contains(&self->seen, text))
+      if (opt_seen_has_genotype(&self->seen, g))
         g_clear_pointer(&g, sieve_genotype_free);
     }
     if (g == NULL)
