@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench bench-train
+.PHONY: all deps build run test clean bench bench-train bench-optimizers
 
 all: build
 
@@ -24,9 +24,16 @@ run: build
 test: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
 
+# sieve's search strategies beside Optuna on NAS-Bench-201 and the standard
+# functions (minutes; not part of `make test`).
+bench-optimizers: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/compare.py --build $(BUILD)
+
 clean:
 	rm -rf $(BUILD)
 
 # Benchmarks: not part of `make test`; they run the peers in the same run and print ratios.
 bench-train: build
-	python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality

@@ -11,6 +11,11 @@ packages=(
   python3 sqlite3
 )
 
+# `setup.sh bench`: also the peers the benchmarks run beside sieve.
+if [[ "${1:-}" == bench ]]; then
+  packages+=(python3-torch python3-optuna python3-numpy python3-scipy)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -160,6 +160,14 @@ sieve_cmd_run(int argc, char **argv)
   }
   if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))
     return sieve_cli_fail(error);
+  if (exp->n_objectives >= 2) {
+    gboolean maximize[exp->n_objectives];
+    for (guint k = 0; k < exp->n_objectives; k++)
+      maximize[k] = exp->objectives[k].maximize;
+    printf("\n");
+    if (!sieve_print_pareto(stdout, store, exp->objective_names, maximize, exp->n_objectives, &error))
+      return sieve_cli_fail(error);
+  }
   printf("\nstore: %s  (sieve export %s --format csv)\n", path, path);
   return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;
 }

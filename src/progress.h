@@ -41,6 +41,11 @@ SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);
 SIEVE_INTERNAL_API gboolean sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
                              GError **error);
 
+/* The non-dominated trials over n objectives (metrics[k], maximize[k]),
+ * sorted by the first; for studies with two or more objectives. */
+SIEVE_INTERNAL_API gboolean sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics,
+                                               const gboolean *maximize, guint n, GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
 
 G_END_DECLS

@@ -19,6 +19,13 @@
  *     (1, ..., 1).
  *
  * Inputs are the space's decisions x1..xd (int or float, unconditional).
+ *
+ * With a `fidelity` ({name: budget, min: 1, max: 27}), a candidate asked at
+ * fidelity b < max sees a known distortion, a stand-in for a short
+ * training run: value(x, b) = f(x) + fidelity_bias (1 - b / max)
+ * (1 + sin(5 (x1 + ... + xd))) / 2, which shrinks to nothing at full
+ * fidelity and reorders candidates at low ones; `delay` is scaled by
+ * b / max.  Multi-fidelity optimizers are tested against it.
  * Metrics: `value` (with optional Gaussian noise) and `regret`, the
  * noise-free value minus the known minimum (noise would otherwise hide
  * whether the optimizer got closer).
@@ -41,6 +48,10 @@ static const SieveOptionSpec function_options[] = {
   SIEVE_OPTION_FLOAT("noise", "0", 0, INFINITY, "standard deviation of Gaussian noise added to the value"),
   SIEVE_OPTION_INT("seed", "0", 0, 9007199254740992.0, "seed of the noise (mixed with the trial number)"),
   SIEVE_OPTION_FLOAT("delay", "0", 0, INFINITY, "seconds each evaluation sleeps, to simulate an expensive one"),
+  SIEVE_OPTION_NODE("fidelity", "offer a fidelity {name: budget, min: 1, max: 27, integer: true}: lower ones add a "
+                    "known distortion (see fidelity_bias)"),
+  SIEVE_OPTION_FLOAT("fidelity_bias", "1", 0, INFINITY,
+                     "size of the distortion at fidelity b: bias (1 - b/max) (1 + sin(5 sum x)) / 2"),
   SIEVE_OPTION_END,
 };
 
@@ -51,6 +62,9 @@ typedef struct {
   double noise;
   guint64 seed;
   double delay;
+  gboolean has_fidelity;
+  SieveFidelity fidelity; /* name owned */
+  double fidelity_bias;
 } Function;
 
 /* ---- the functions ------------------------------------------------------ */
@@ -125,6 +139,7 @@ function_destroy(gpointer instance)
   if (self == NULL)
     return;
   g_free(self->inputs);
+  g_free((char *) self->fidelity.name);
   g_free(self);
 }
 
@@ -166,7 +181,15 @@ function_create(const SieveSpace *space, const SieveOptions *options, GError **e
     inputs[k] = (guint) i;
   }
 
+  SieveFidelity fidelity = {0};
+  const SieveNode *fidelity_node = sieve_options_get_node(options, "fidelity");
+  if (fidelity_node != NULL && !sieve_fidelity_read(fidelity_node, &fidelity, error))
+    return NULL;
+
   Function *self = g_new0(Function, 1);
+  self->has_fidelity = fidelity_node != NULL;
+  self->fidelity = fidelity;
+  self->fidelity_bias = sieve_options_get_double(options, "fidelity_bias");
   self->kind = kind;
   self->dimension = dimension;
   self->inputs = g_steal_pointer(&inputs);
@@ -185,8 +208,13 @@ function_evaluate(gpointer instance, const SieveCandidate *candidate, GError **e
   for (guint k = 0; k < self->dimension; k++)
     x[k] = sieve_genotype_get(genotype, self->inputs[k]);
 
+  /* Share of the full fidelity this evaluation gets (1 without one). */
+  double share = 1;
+  double b = sieve_candidate_get_fidelity(candidate);
+  if (self->has_fidelity && !isnan(b))
+    share = CLAMP(b / self->fidelity.max, 0, 1);
   if (self->delay > 0)
-    g_usleep((gulong) (self->delay * G_USEC_PER_SEC));
+    g_usleep((gulong) (self->delay * share * G_USEC_PER_SEC));
 
   double value = 0;
   switch (self->kind) {
@@ -201,6 +229,12 @@ function_evaluate(gpointer instance, const SieveCandidate *candidate, GError **e
     break;
   }
   double regret = value - known_minimum(self->kind);
+  if (share < 1) {
+    double sum = 0;
+    for (guint k = 0; k < self->dimension; k++)
+      sum += x[k];
+    value += self->fidelity_bias * (1 - share) * (1 + sin(5 * sum)) / 2;
+  }
   if (self->noise > 0) {
     /* One stream per trial, so that a trial's noise does not depend on the
      * order in which concurrent workers finish, nor on a resume. */
@@ -217,11 +251,19 @@ function_evaluate(gpointer instance, const SieveCandidate *candidate, GError **e
   return result;
 }
 
+static const SieveFidelity *
+function_fidelity(gpointer instance)
+{
+  Function *self = instance;
+  return self->has_fidelity ? &self->fidelity : NULL;
+}
+
 static const SieveEvaluatorClass function_class = {
   .create = function_create,
   .destroy = function_destroy,
   .evaluate = function_evaluate,
   .flags = SIEVE_EVALUATOR_CONCURRENT,
+  .fidelity = function_fidelity,
 };
 
 static const SieveComponentInfo function_info = {

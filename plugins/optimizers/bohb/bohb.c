@@ -1,0 +1,49 @@
+/* sieve plugin: BOHB (Falkner, Klein & Hutter, "BOHB: Robust and Efficient
+ * Hyperparameter Optimization at Scale", ICML 2018): Hyperband's brackets,
+ * with each new configuration drawn from a multivariate TPE model of the
+ * results at the highest fidelity that has enough of them (a fraction
+ * stays random).  Scheduler and model: ../common/bracketopt.c. */
+#include "bracketopt.h"
+
+static const SieveOptionSpec bohb_options[] = {
+  OPT_BRACKET_OPTIONS,
+  SIEVE_OPTION_FLOAT("random_fraction", "0.333333", 0, 1, "share of configurations drawn at random"),
+  SIEVE_OPTION_FLOAT("top_fraction", "0.15", 0.001, 1, "share of a fidelity's results forming the good density"),
+  SIEVE_OPTION_INT("n_candidates", "64", 1, 1e5, "candidates drawn from the good density per configuration"),
+  SIEVE_OPTION_FLOAT("bandwidth_factor", "3", 0.01, 100, "widening of the kernels when drawing candidates"),
+  {"min_points", SIEVE_OPTION_TYPE_INT, NULL, 2, 1e6, NULL,
+   "results a fidelity needs before its model is used (default: decisions + 1)",
+   SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+  SIEVE_OPTION_END,
+};
+
+static gpointer
+bohb_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
+{
+  return opt_bracketopt_create(space, options, study, OPT_BRACKETS_BOHB, error);
+}
+
+static const SieveOptimizerClass bohb_class = {
+  .create = bohb_create,
+  .destroy = opt_bracketopt_destroy,
+  .ask = opt_bracketopt_ask,
+  .tell = opt_bracketopt_tell,
+  .save = opt_bracketopt_save,
+  .load = opt_bracketopt_load,
+};
+
+static const SieveComponentInfo bohb_info = {
+  .kind = SIEVE_KIND_OPTIMIZER,
+  .name = "bohb",
+  .summary = "BOHB: Hyperband with configurations from a multivariate TPE model",
+  .options = bohb_options,
+  .klass = &bohb_class,
+};
+
+static gboolean
+bohb_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &bohb_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("bohb", "0.1.0", "BOHB", "MIT", bohb_init);

@@ -1,0 +1,181 @@
+/* sieve optimizers: bracket-scheduled optimizers.  See bracketopt.h. */
+#include "bracketopt.h"
+
+#define MAX_RANDOM_TRIES 10000
+
+typedef struct {
+  const SieveSpace *space;
+  SieveRng rng;
+  OptBracketsMethod method;
+  OptBrackets brackets;
+  /* BOHB */
+  OptTpeParams tpe;
+  double random_fraction;
+  guint min_points;
+  OptTpeData data;       /* every finished evaluation */
+  GArray *data_fidelity; /* double, its fidelity */
+} BracketOpt;
+
+void
+opt_bracketopt_destroy(gpointer instance)
+{
+  BracketOpt *self = instance;
+  if (self == NULL)
+    return;
+  opt_brackets_clear(&self->brackets);
+  opt_tpe_data_clear(&self->data);
+  g_clear_pointer(&self->data_fidelity, g_array_unref);
+  g_free(self);
+}
+
+static const char *const method_names[] = {"successive_halving", "hyperband", "bohb"};
+
+gpointer
+opt_bracketopt_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study,
+                      OptBracketsMethod method, GError **error)
+{
+  BracketOpt *self = g_new0(BracketOpt, 1);
+  self->space = space;
+  self->method = method;
+  sieve_rng_seed(&self->rng, study->seed);
+  opt_tpe_data_init(&self->data, space);
+  self->data_fidelity = g_array_new(FALSE, FALSE, sizeof(double));
+  if (!opt_brackets_init(&self->brackets, space, study, options, method != OPT_BRACKETS_SUCCESSIVE_HALVING,
+                         method_names[method], error)) {
+    opt_bracketopt_destroy(self);
+    return NULL;
+  }
+  if (method == OPT_BRACKETS_BOHB) {
+    /* Falkner et al. 2018, section 4 and their HpBandSter defaults */
+    self->tpe = (OptTpeParams) OPT_TPE_DEFAULTS;
+    self->tpe.multivariate = TRUE;
+    self->tpe.gamma = sieve_options_get_double(options, "top_fraction");
+    self->tpe.gamma_max = G_MAXUINT;
+    self->tpe.n_candidates = (guint) sieve_options_get_int(options, "n_candidates");
+    self->tpe.bandwidth_factor = sieve_options_get_double(options, "bandwidth_factor");
+    self->random_fraction = sieve_options_get_double(options, "random_fraction");
+    self->min_points = sieve_options_is_set(options, "min_points") ? (guint) sieve_options_get_int(options, "min_points")
+                                                                   : sieve_space_n_decisions(space) + 1;
+  }
+  return self;
+}
+
+/* BOHB: the model of the highest fidelity with min_points results, or NULL. */
+static SieveGenotype *
+model_sample(BracketOpt *self, OptBrackets *b)
+{
+  guint n = opt_tpe_data_size(&self->data);
+  const double *fid = (const double *) self->data_fidelity->data;
+  double best = -INFINITY;
+  guint count_best = 0;
+  for (guint i = 0; i < n; i++) {
+    if (fid[i] <= best)
+      continue;
+    guint count = 0;
+    for (guint j = 0; j < n; j++)
+      count += fid[j] == fid[i];
+    if (count >= self->min_points) {
+      best = fid[i];
+      count_best = count;
+    }
+  }
+  if (count_best == 0)
+    return NULL;
+  OptTpeData at;
+  opt_tpe_data_init(&at, self->space);
+  guint D = self->data.n_decisions;
+  for (guint i = 0; i < n; i++)
+    if (fid[i] == best) {
+      g_array_append_vals(at.x, &g_array_index(self->data.x, double, i * D), D);
+      g_array_append_val(at.y, g_array_index(self->data.y, double, i));
+    }
+  SieveGenotype *g = opt_tpe_suggest(self->space, &at, &self->tpe, &self->rng, &b->sampled);
+  opt_tpe_data_clear(&at);
+  return g;
+}
+
+static SieveGenotype *
+sample(gpointer user, OptBrackets *b, double fidelity)
+{
+  BracketOpt *self = user;
+  SieveGenotype *g = NULL;
+  if (self->method == OPT_BRACKETS_BOHB && sieve_rng_uniform(&self->rng) >= self->random_fraction)
+    g = model_sample(self, b);
+  if (g == NULL)
+    g = opt_sample_unseen(self->space, &b->sampled, &self->rng, MAX_RANDOM_TRIES);
+  return g;
+}
+
+gboolean
+opt_bracketopt_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  BracketOpt *self = instance;
+  for (guint k = 0; k < n; k++) {
+    SieveCandidate *c = opt_brackets_next(&self->brackets, sample, self);
+    if (c == NULL)
+      break; /* no configuration left that was not started */
+    g_ptr_array_add(out, c);
+  }
+  return TRUE;
+}
+
+gboolean
+opt_bracketopt_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result,
+                    const double *objectives, GError **error)
+{
+  BracketOpt *self = instance;
+  double fitness = opt_fitness(objectives[0]);
+  if (!opt_brackets_tell(&self->brackets, candidate, fitness))
+    return TRUE; /* not one of ours (nothing to learn for the schedule) */
+  if (self->method == OPT_BRACKETS_BOHB) {
+    double f = sieve_candidate_get_fidelity(candidate);
+    opt_tpe_data_add(&self->data, sieve_candidate_get_genotype(candidate), fitness);
+    g_array_append_val(self->data_fidelity, f);
+  }
+  return TRUE;
+}
+
+/* State: {"rng", "opened", "brackets", "sampled"} and for BOHB
+ * {"x", "y", "fidelity": ad}. */
+GVariant *
+opt_bracketopt_save(gpointer instance, GError **error)
+{
+  BracketOpt *self = instance;
+  GVariantDict dict;
+  g_variant_dict_init(&dict, NULL);
+  g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
+  opt_brackets_save(&self->brackets, &dict);
+  if (self->method == OPT_BRACKETS_BOHB) {
+    opt_tpe_data_save(&self->data, &dict, "");
+    g_variant_dict_insert_value(&dict, "fidelity",
+                                g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->data_fidelity->data,
+                                                          self->data_fidelity->len, sizeof(double)));
+  }
+  return g_variant_dict_end(&dict);
+}
+
+gboolean
+opt_bracketopt_load(gpointer instance, GVariant *state, GError **error)
+{
+  BracketOpt *self = instance;
+  if (!opt_state_check(state, error))
+    return FALSE;
+  g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
+  if (rng == NULL || !opt_brackets_load(&self->brackets, state, error))
+    return FALSE;
+  if (self->method == OPT_BRACKETS_BOHB) {
+    g_autoptr(GVariant) fid = opt_state_lookup(state, "fidelity", G_VARIANT_TYPE("ad"), error);
+    if (fid == NULL || !opt_tpe_data_load(&self->data, state, "", error))
+      return FALSE;
+    gsize n = 0;
+    const double *v = g_variant_get_fixed_array(fid, &n, sizeof(double));
+    if (n != opt_tpe_data_size(&self->data)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu fidelities for %u results", n,
+                  opt_tpe_data_size(&self->data));
+      return FALSE;
+    }
+    g_array_set_size(self->data_fidelity, 0);
+    g_array_append_vals(self->data_fidelity, v, (guint) n);
+  }
+  return sieve_rng_load(&self->rng, rng, error);
+}

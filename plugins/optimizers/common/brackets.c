@@ -1,0 +1,348 @@
+/* sieve optimizers: successive-halving brackets.  See brackets.h. */
+#include <string.h>
+
+#include "brackets.h"
+
+typedef enum { ENTRY_WAITING, ENTRY_PENDING, ENTRY_DONE } EntryState;
+
+typedef struct {
+  SieveGenotype *genotype;
+  char *key; /* opt_key(text, fidelity) */
+  double value;
+  EntryState state;
+} Entry;
+
+static void
+entry_free(Entry *e)
+{
+  sieve_genotype_free(e->genotype);
+  g_free(e->key);
+  g_free(e);
+}
+
+static Entry *
+entry_new(const SieveSpace *space, SieveGenotype *genotype, double fidelity)
+{
+  Entry *e = g_new0(Entry, 1);
+  e->genotype = genotype;
+  g_autofree char *text = sieve_space_format(space, genotype);
+  e->key = opt_key(text, fidelity);
+  e->value = NAN;
+  e->state = ENTRY_WAITING;
+  return e;
+}
+
+static void
+bracket_free(OptBracket *k)
+{
+  for (guint i = 0; i < k->rungs; i++)
+    g_ptr_array_unref(k->entries[i]);
+  g_free(k->entries);
+  g_free(k->size);
+  g_free(k->fidelity);
+  g_free(k);
+}
+
+static OptBracket *
+bracket_alloc(guint rungs)
+{
+  OptBracket *k = g_new0(OptBracket, 1);
+  k->rungs = rungs;
+  k->size = g_new0(guint, rungs);
+  k->fidelity = g_new0(double, rungs);
+  k->entries = g_new0(GPtrArray *, rungs);
+  for (guint i = 0; i < rungs; i++)
+    k->entries[i] = g_ptr_array_new_with_free_func((GDestroyNotify) entry_free);
+  return k;
+}
+
+/* Fidelity max eta^-j, whole where the evaluator wants whole numbers. */
+static double
+fidelity_at(const OptBrackets *b, guint j)
+{
+  if (j == 0)
+    return b->max_fidelity;
+  double r = b->max_fidelity * pow(b->eta, -(double) j);
+  if (b->integer)
+    r = round(r);
+  return CLAMP(r, b->min_fidelity, b->max_fidelity);
+}
+
+gboolean
+opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo *study, const SieveOptions *options,
+                  gboolean hyperband, const char *who, GError **error)
+{
+  memset(b, 0, sizeof *b);
+  if (study->fidelity == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s needs an evaluator that offers a fidelity (e.g. epochs); this one offers none "
+                "(the function and command evaluators take a `fidelity: {name: budget, min: 1, max: 27}` option)",
+                who);
+    return FALSE;
+  }
+  const SieveFidelity *f = study->fidelity;
+  double min = f->min;
+  if (sieve_options_is_set(options, "min_fidelity")) {
+    min = sieve_options_get_double(options, "min_fidelity");
+    if (min < f->min || min > f->max) {
+      sieve_options_set_error(options, "min_fidelity", error,
+                              "min_fidelity %g is outside the evaluator's fidelity '%s' [%g, %g]", min, f->name,
+                              f->min, f->max);
+      return FALSE;
+    }
+  }
+  double eta = sieve_options_get_double(options, "eta");
+  /* The small tolerance keeps max/min = eta^k from losing a rung to rounding. */
+  double levels = floor(log(f->max / min) / log(eta) + 1e-9);
+  if (levels < 1) {
+    sieve_options_set_error(options, "eta", error,
+                            "the fidelity range [%g, %g] of '%s' is narrower than one step of eta = %g: no "
+                            "rung could be promoted (lower eta or min_fidelity)",
+                            min, f->max, f->name, eta);
+    return FALSE;
+  }
+  b->space = space;
+  b->eta = eta;
+  b->min_fidelity = min;
+  b->max_fidelity = f->max;
+  b->integer = f->integer;
+  b->s_max = (guint) levels;
+  b->hyperband = hyperband;
+  b->n_first = (guint) ceil(pow(eta, b->s_max) - 1e-9);
+  if (!hyperband && sieve_options_is_set(options, "n_configs")) {
+    gint64 n = sieve_options_get_int(options, "n_configs");
+    if ((double) n < eta) {
+      sieve_options_set_error(options, "n_configs", error,
+                              "n_configs %" G_GINT64_FORMAT " is too few to keep the best 1/eta (eta = %g)", n, eta);
+      return FALSE;
+    }
+    b->n_first = (guint) n;
+  }
+  b->active = g_ptr_array_new_with_free_func((GDestroyNotify) bracket_free);
+  b->pending = g_hash_table_new(g_str_hash, g_str_equal);
+  opt_seen_init(&b->sampled, space);
+  return TRUE;
+}
+
+void
+opt_brackets_clear(OptBrackets *b)
+{
+  g_clear_pointer(&b->pending, g_hash_table_unref);
+  g_clear_pointer(&b->active, g_ptr_array_unref);
+  if (b->sampled.set)
+    opt_seen_clear(&b->sampled);
+}
+
+/* The shape of the next bracket: s counts the rungs above the first. */
+static OptBracket *
+bracket_open(OptBrackets *b)
+{
+  guint s = b->hyperband ? b->s_max - (guint) (b->opened % (b->s_max + 1)) : b->s_max;
+  OptBracket *k = bracket_alloc(s + 1);
+  k->id = b->opened++;
+  double n = b->hyperband ? ceil((b->s_max + 1.0) / (s + 1.0) * pow(b->eta, s) - 1e-9) : b->n_first;
+  for (guint i = 0; i <= s; i++) {
+    k->size[i] = (guint) MAX(1.0, floor(n * pow(b->eta, -(double) i) + 1e-9));
+    k->fidelity[i] = fidelity_at(b, s - i);
+  }
+  g_ptr_array_add(b->active, k);
+  return k;
+}
+
+static SieveCandidate *
+propose(OptBrackets *b, Entry *e, double fidelity)
+{
+  e->state = ENTRY_PENDING;
+  g_hash_table_insert(b->pending, e->key, e);
+  return sieve_candidate_new(sieve_genotype_copy(e->genotype), fidelity);
+}
+
+/* The next job of bracket k: a promotion waiting (highest rung first), or
+ * a new configuration while rung 0 is not full. */
+static SieveCandidate *
+bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer user, gboolean *exhausted)
+{
+  for (guint i = k->rungs; i-- > 0;)
+    for (guint j = 0; j < k->entries[i]->len; j++) {
+      Entry *e = k->entries[i]->pdata[j];
+      if (e->state == ENTRY_WAITING && !g_hash_table_contains(b->pending, e->key))
+        return propose(b, e, k->fidelity[i]);
+    }
+  if (k->entries[0]->len >= k->size[0] || *exhausted)
+    return NULL;
+  SieveGenotype *g = sample(user, b, k->fidelity[0]);
+  if (g == NULL) {
+    *exhausted = TRUE;
+    /* A space with fewer new configurations than the rung wanted: the rung
+     * makes do with what it has. */
+    k->size[0] = MAX(k->entries[0]->len, 1);
+    return NULL;
+  }
+  Entry *e = entry_new(b->space, g, k->fidelity[0]);
+  g_autofree char *text = sieve_space_format(b->space, g);
+  opt_seen_add(&b->sampled, text);
+  g_ptr_array_add(k->entries[0], e);
+  return propose(b, e, k->fidelity[0]);
+}
+
+SieveCandidate *
+opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpointer user)
+{
+  gboolean exhausted = FALSE;
+  for (guint i = 0; i < b->active->len; i++) {
+    SieveCandidate *c = bracket_next(b, b->active->pdata[i], sample, user, &exhausted);
+    if (c != NULL)
+      return c;
+  }
+  if (exhausted)
+    return NULL;
+  return bracket_next(b, bracket_open(b), sample, user, &exhausted);
+}
+
+static gint
+compare_entries(gconstpointer a, gconstpointer b)
+{
+  const Entry *x = *(Entry *const *) a, *y = *(Entry *const *) b;
+  if (x->value != y->value)
+    return x->value > y->value ? -1 : 1;
+  return 0; /* g_ptr_array_sort is stable: rung order among equals */
+}
+
+/* Promote from every complete rung of k; TRUE when k has finished. */
+static gboolean
+bracket_advance(OptBrackets *b, OptBracket *k)
+{
+  for (guint i = 0; i < k->rungs; i++) {
+    GPtrArray *rung = k->entries[i];
+    if (rung->len < k->size[i])
+      return FALSE;
+    for (guint j = 0; j < rung->len; j++)
+      if (((Entry *) rung->pdata[j])->state != ENTRY_DONE)
+        return FALSE;
+    if (i + 1 == k->rungs)
+      return TRUE;
+    if (k->entries[i + 1]->len > 0)
+      continue; /* promoted already */
+    g_autoptr(GPtrArray) ranked = g_ptr_array_copy(rung, NULL, NULL);
+    g_ptr_array_set_free_func(ranked, NULL); /* the copy would inherit the rung's */
+    g_ptr_array_sort(ranked, compare_entries);
+    guint keep = MIN(k->size[i + 1], ranked->len);
+    k->size[i + 1] = MAX(keep, 1);
+    for (guint j = 0; j < keep; j++) {
+      const Entry *e = ranked->pdata[j];
+      g_ptr_array_add(k->entries[i + 1], entry_new(b->space, sieve_genotype_copy(e->genotype), k->fidelity[i + 1]));
+    }
+  }
+  return FALSE;
+}
+
+gboolean
+opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitness)
+{
+  g_autofree char *key = opt_key(sieve_candidate_get_text(candidate), sieve_candidate_get_fidelity(candidate));
+  Entry *e = g_hash_table_lookup(b->pending, key);
+  if (e == NULL)
+    return FALSE;
+  g_hash_table_remove(b->pending, key);
+  e->value = fitness;
+  e->state = ENTRY_DONE;
+  for (guint i = 0; i < b->active->len; i++) {
+    OptBracket *k = b->active->pdata[i];
+    if (bracket_advance(b, k)) {
+      g_ptr_array_remove_index(b->active, i);
+      break;
+    }
+  }
+  return TRUE;
+}
+
+void
+opt_brackets_save(const OptBrackets *b, GVariantDict *dict)
+{
+  GVariantBuilder brackets;
+  g_variant_builder_init(&brackets, G_VARIANT_TYPE("a(tauadaa(addy))"));
+  for (guint i = 0; i < b->active->len; i++) {
+    const OptBracket *k = b->active->pdata[i];
+    GVariantBuilder rungs;
+    g_variant_builder_init(&rungs, G_VARIANT_TYPE("aa(addy)"));
+    for (guint r = 0; r < k->rungs; r++) {
+      g_variant_builder_open(&rungs, G_VARIANT_TYPE("a(addy)"));
+      for (guint j = 0; j < k->entries[r]->len; j++) {
+        const Entry *e = k->entries[r]->pdata[j];
+        g_variant_builder_add(&rungs, "(@addy)", opt_genotype_save(e->genotype), e->value, (guchar) e->state);
+      }
+      g_variant_builder_close(&rungs);
+    }
+    g_variant_builder_add(&brackets, "(t@au@ad@aa(addy))", k->id,
+                          g_variant_new_fixed_array(G_VARIANT_TYPE_UINT32, k->size, k->rungs, sizeof(guint32)),
+                          g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, k->fidelity, k->rungs, sizeof(double)),
+                          g_variant_builder_end(&rungs));
+  }
+  g_variant_dict_insert_value(dict, "opened", g_variant_new_uint64(b->opened));
+  g_variant_dict_insert_value(dict, "brackets", g_variant_builder_end(&brackets));
+  g_variant_dict_insert_value(dict, "sampled", opt_seen_save(&b->sampled));
+}
+
+gboolean
+opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
+{
+  g_autoptr(GVariant) opened = opt_state_lookup(state, "opened", G_VARIANT_TYPE_UINT64, error);
+  if (opened == NULL)
+    return FALSE;
+  g_autoptr(GVariant) brackets = opt_state_lookup(state, "brackets", G_VARIANT_TYPE("a(tauadaa(addy))"), error);
+  if (brackets == NULL)
+    return FALSE;
+  g_autoptr(GVariant) sampled = opt_state_lookup(state, "sampled", G_VARIANT_TYPE_STRING_ARRAY, error);
+  if (sampled == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) active = g_ptr_array_new_with_free_func((GDestroyNotify) bracket_free);
+  for (gsize i = 0; i < g_variant_n_children(brackets); i++) {
+    guint64 id;
+    g_autoptr(GVariant) sizes = NULL, fidelities = NULL, rungs = NULL;
+    g_variant_get_child(brackets, i, "(t@au@ad@aa(addy))", &id, &sizes, &fidelities, &rungs);
+    gsize ns = 0, nf = 0;
+    const guint32 *size = g_variant_get_fixed_array(sizes, &ns, sizeof(guint32));
+    const double *fidelity = g_variant_get_fixed_array(fidelities, &nf, sizeof(double));
+    if (ns == 0 || ns != nf || ns != g_variant_n_children(rungs)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "a saved bracket has %zu sizes, %zu fidelities and %zu "
+                  "rungs", ns, nf, g_variant_n_children(rungs));
+      return FALSE;
+    }
+    OptBracket *k = bracket_alloc((guint) ns);
+    g_ptr_array_add(active, k);
+    k->id = id;
+    for (gsize r = 0; r < ns; r++) {
+      k->size[r] = size[r];
+      k->fidelity[r] = fidelity[r];
+      g_autoptr(GVariant) rung = g_variant_get_child_value(rungs, r);
+      for (gsize j = 0; j < g_variant_n_children(rung); j++) {
+        g_autoptr(GVariant) values = NULL;
+        double value;
+        guchar st;
+        g_variant_get_child(rung, j, "(@addy)", &values, &value, &st);
+        SieveGenotype *g = opt_genotype_load(b->space, values, error);
+        if (g == NULL)
+          return FALSE;
+        Entry *e = entry_new(b->space, g, fidelity[r]);
+        e->value = value;
+        e->state = st <= ENTRY_DONE ? (EntryState) st : ENTRY_WAITING;
+        g_ptr_array_add(k->entries[r], e);
+      }
+    }
+  }
+  g_hash_table_remove_all(b->pending);
+  g_ptr_array_unref(b->active);
+  b->active = g_steal_pointer(&active);
+  for (guint i = 0; i < b->active->len; i++) {
+    OptBracket *k = b->active->pdata[i];
+    for (guint r = 0; r < k->rungs; r++)
+      for (guint j = 0; j < k->entries[r]->len; j++) {
+        Entry *e = k->entries[r]->pdata[j];
+        if (e->state == ENTRY_PENDING)
+          g_hash_table_insert(b->pending, e->key, e);
+      }
+  }
+  b->opened = g_variant_get_uint64(opened);
+  opt_seen_load(&b->sampled, sampled);
+  return TRUE;
+}

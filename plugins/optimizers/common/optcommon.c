@@ -1,0 +1,399 @@
+/* sieve optimizers: shared helpers (state, proposals seen, mutation,
+ * neighbourhoods).  See optcommon.h. */
+#include <string.h>
+
+#include "optcommon.h"
+
+/* ---- state helpers ----------------------------------------------------- */
+
+gboolean
+opt_state_check(GVariant *state, GError **error)
+{
+  if (!g_variant_is_of_type(state, G_VARIANT_TYPE_VARDICT)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "expected a state of type a{sv}, got %s",
+                g_variant_get_type_string(state));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+GVariant *
+opt_state_lookup(GVariant *state, const char *key, const GVariantType *type, GError **error)
+{
+  GVariant *v = g_variant_lookup_value(state, key, type);
+  if (v == NULL) {
+    g_autofree char *wanted = g_variant_type_dup_string(type);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state lacks '%s' of type %s", key, wanted);
+  }
+  return v;
+}
+
+GVariant *
+opt_genotype_save(const SieveGenotype *genotype)
+{
+  guint n = sieve_genotype_size(genotype);
+  double values[n ? n : 1];
+  for (guint i = 0; i < n; i++)
+    values[i] = sieve_genotype_get(genotype, i);
+  return g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, values, n, sizeof(double));
+}
+
+SieveGenotype *
+opt_genotype_load(const SieveSpace *space, GVariant *values, GError **error)
+{
+  gsize n = 0;
+  const double *v = g_variant_get_fixed_array(values, &n, sizeof(double));
+  if (n != sieve_space_n_decisions(space)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "a saved genotype has %zu values, the space %u decisions",
+                n, sieve_space_n_decisions(space));
+    return NULL;
+  }
+  g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+  for (gsize i = 0; i < n; i++)
+    sieve_genotype_set(g, (guint) i, v[i]);
+  if (!sieve_space_validate(space, g, error))
+    return NULL;
+  return g_steal_pointer(&g);
+}
+
+GVariant *
+opt_genotypes_save(GPtrArray *genotypes)
+{
+  GVariantBuilder b;
+  g_variant_builder_init(&b, G_VARIANT_TYPE("aad"));
+  for (guint i = 0; i < genotypes->len; i++)
+    g_variant_builder_add_value(&b, opt_genotype_save(genotypes->pdata[i]));
+  return g_variant_builder_end(&b);
+}
+
+GPtrArray *
+opt_genotypes_load(const SieveSpace *space, GVariant *array, GError **error)
+{
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
+  gsize n = g_variant_n_children(array);
+  for (gsize i = 0; i < n; i++) {
+    g_autoptr(GVariant) child = g_variant_get_child_value(array, i);
+    SieveGenotype *g = opt_genotype_load(space, child, error);
+    if (g == NULL)
+      return NULL;
+    g_ptr_array_add(out, g);
+  }
+  return g_steal_pointer(&out);
+}
+
+/* ---- proposals already made ------------------------------------------- */
+
+void
+opt_seen_init(OptSeen *seen, const SieveSpace *space)
+{
+  seen->space = space;
+  seen->set = g_hash_table_new(g_str_hash, g_str_equal);
+  seen->order = g_ptr_array_new_with_free_func(g_free);
+  seen->values = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
+}
+
+void
+opt_seen_clear(OptSeen *seen)
+{
+  g_clear_pointer(&seen->set, g_hash_table_unref);
+  g_clear_pointer(&seen->order, g_ptr_array_unref);
+  g_clear_pointer(&seen->values, g_hash_table_unref);
+}
+
+/* The values of g with one bit pattern per value: NAN and -0 normalised,
+ * so that equal genotypes (sieve_genotype_equal) give equal keys. */
+static GBytes *
+values_key(const SieveGenotype *g)
+{
+  guint n = sieve_genotype_size(g);
+  double *v = g_new(double, n ? n : 1);
+  for (guint i = 0; i < n; i++) {
+    double x = sieve_genotype_get(g, i);
+    v[i] = isnan(x) ? NAN : x == 0 ? 0.0 : x;
+  }
+  return g_bytes_new_take(v, n * sizeof(double));
+}
+
+gboolean
+opt_seen_add(OptSeen *seen, const char *text)
+{
+  if (g_hash_table_contains(seen->set, text))
+    return FALSE;
+  char *copy = g_strdup(text);
+  g_ptr_array_add(seen->order, copy);
+  g_hash_table_add(seen->set, copy);
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = sieve_space_parse(seen->space, text, &error);
+  g_assert_no_error(error); /* texts come from the space's own format */
+  g_hash_table_add(seen->values, values_key(g));
+  return TRUE;
+}
+
+gboolean
+opt_seen_contains(const OptSeen *seen, const char *text)
+{
+  return g_hash_table_contains(seen->set, text);
+}
+
+gboolean
+opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g)
+{
+  g_autoptr(GBytes) key = values_key(g);
+  return g_hash_table_contains(seen->values, key);
+}
+
+guint
+opt_seen_size(const OptSeen *seen)
+{
+  return seen->order->len;
+}
+
+GVariant *
+opt_seen_save(const OptSeen *seen)
+{
+  return g_variant_new_strv((const char *const *) seen->order->pdata, seen->order->len);
+}
+
+gboolean
+opt_seen_load(OptSeen *seen, GVariant *texts)
+{
+  g_hash_table_remove_all(seen->set);
+  g_hash_table_remove_all(seen->values);
+  g_ptr_array_set_size(seen->order, 0);
+  gsize n = 0;
+  g_autofree const char **v = g_variant_get_strv(texts, &n);
+  for (gsize i = 0; i < n; i++)
+    opt_seen_add(seen, v[i]);
+  return TRUE;
+}
+
+char *
+opt_key(const char *text, double fidelity)
+{
+  if (isnan(fidelity))
+    return g_strdup(text);
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_strconcat(g_ascii_dtostr(buf, sizeof buf, fidelity), "@", text, NULL);
+}
+
+/* ---- the space --------------------------------------------------------- */
+
+/* Distinct genotypes of the subtree rooted at decision d: the decisions
+ * conditioned on d are active for some of its values only. */
+static double
+subtree_size(const SieveSpace *space, guint d)
+{
+  const SieveDecision *dec = sieve_space_decision(space, d);
+  guint n = sieve_space_n_decisions(space);
+  switch (dec->kind) {
+  case SIEVE_DECISION_FLOAT:
+    return INFINITY;
+  case SIEVE_DECISION_INT:
+    return dec->high - dec->low + 1; /* only categoricals have children */
+  case SIEVE_DECISION_CATEGORICAL:
+    break;
+  }
+  double total = 0;
+  for (guint v = 0; v < dec->n_choices; v++) {
+    double product = 1;
+    for (guint c = d + 1; c < n; c++) {
+      const SieveDecision *child = sieve_space_decision(space, c);
+      if (child->parent == (gint) d && v < 64 && (child->parent_mask & (G_GUINT64_CONSTANT(1) << v)))
+        product *= subtree_size(space, c);
+    }
+    total += product;
+  }
+  return total;
+}
+
+double
+opt_space_size(const SieveSpace *space)
+{
+  double product = 1;
+  for (guint d = 0; d < sieve_space_n_decisions(space); d++)
+    if (sieve_space_decision(space, d)->parent < 0)
+      product *= subtree_size(space, d);
+  return product;
+}
+
+static void
+unit_bounds(const SieveDecision *d, double *lo, double *hi)
+{
+  double low = d->low, high = d->high;
+  if (d->kind == SIEVE_DECISION_INT) {
+    low -= 0.5;
+    high += 0.5;
+  }
+  if (d->log) {
+    low = log(low);
+    high = log(high);
+  }
+  *lo = low;
+  *hi = high;
+}
+
+double
+opt_to_unit(const SieveDecision *d, double value)
+{
+  double lo, hi;
+  unit_bounds(d, &lo, &hi);
+  if (hi <= lo)
+    return 0.5;
+  double x = d->log ? log(value) : value;
+  return CLAMP((x - lo) / (hi - lo), 0.0, 1.0);
+}
+
+double
+opt_from_unit(const SieveDecision *d, double unit)
+{
+  double lo, hi;
+  unit_bounds(d, &lo, &hi);
+  double x = lo + CLAMP(unit, 0.0, 1.0) * (hi - lo);
+  if (d->log)
+    x = exp(x);
+  if (d->kind == SIEVE_DECISION_INT)
+    x = round(x);
+  return CLAMP(x, d->low, d->high);
+}
+
+/* Number of values decision d can take, INFINITY for floats. */
+static double
+decision_values(const SieveDecision *d)
+{
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    return d->n_choices;
+  case SIEVE_DECISION_INT:
+    return d->high - d->low + 1;
+  case SIEVE_DECISION_FLOAT:
+    return d->high > d->low ? INFINITY : 1;
+  }
+  return 1;
+}
+
+/* A Gaussian step of sd 0.1 in unit space, reflected into [0, 1], redrawn
+ * (up to a bound) until the decision's value changes. */
+static double
+numeric_step(const SieveDecision *d, double value, SieveRng *rng)
+{
+  double u = opt_to_unit(d, value);
+  for (guint tries = 0; tries < 64; tries++) {
+    double v = u + 0.1 * sieve_rng_normal(rng);
+    while (v < 0 || v > 1)
+      v = v < 0 ? -v : 2 - v;
+    double x = opt_from_unit(d, v);
+    if (x != value)
+      return x;
+  }
+  /* A narrow int far from where steps land: any other value. */
+  if (d->kind == SIEVE_DECISION_INT) {
+    double x = d->low + (double) sieve_rng_below(rng, (guint64) (d->high - d->low));
+    return x >= value ? x + 1 : x;
+  }
+  return value;
+}
+
+SieveGenotype *
+opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng)
+{
+  SieveGenotype *child = sieve_genotype_copy(parent);
+  guint n = sieve_space_n_decisions(space);
+  guint changeable[n ? n : 1], m = 0;
+  for (guint i = 0; i < n; i++)
+    if (sieve_space_is_active(space, parent, i) && decision_values(sieve_space_decision(space, i)) > 1)
+      changeable[m++] = i;
+  if (m == 0)
+    return child;
+  guint i = changeable[sieve_rng_below(rng, m)];
+  const SieveDecision *d = sieve_space_decision(space, i);
+  double value = sieve_genotype_get(parent, i);
+  if (d->kind == SIEVE_DECISION_CATEGORICAL) {
+    double other = (double) sieve_rng_below(rng, d->n_choices - 1);
+    sieve_genotype_set(child, i, other >= value ? other + 1 : other);
+  } else {
+    sieve_genotype_set(child, i, numeric_step(d, value, rng));
+  }
+  /* Children of a changed categorical: those switched on get a value, and
+   * those switched off lose theirs. */
+  for (guint c = i + 1; c < n; c++)
+    if (!sieve_space_is_active(space, child, c))
+      sieve_genotype_set(child, c, NAN);
+  sieve_genotype_repair(child, rng);
+  return child;
+}
+
+SieveGenotype *
+opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng)
+{
+  SieveGenotype *child = sieve_genotype_copy(a);
+  guint n = sieve_space_n_decisions(space);
+  for (guint i = 0; i < n; i++)
+    if (sieve_rng_below(rng, 2))
+      sieve_genotype_set(child, i, sieve_genotype_get(b, i));
+  /* A value taken where the new parent values switch the decision off goes;
+   * one missing where they switch it on is drawn. */
+  for (guint i = 0; i < n; i++)
+    if (!sieve_space_is_active(space, child, i))
+      sieve_genotype_set(child, i, NAN);
+  sieve_genotype_repair(child, rng);
+  return child;
+}
+
+static SieveGenotype *
+with_value(const SieveSpace *space, const SieveGenotype *g, guint i, double value, SieveRng *rng)
+{
+  SieveGenotype *n = sieve_genotype_copy(g);
+  sieve_genotype_set(n, i, value);
+  for (guint c = i + 1; c < sieve_space_n_decisions(space); c++)
+    if (!sieve_space_is_active(space, n, c))
+      sieve_genotype_set(n, c, NAN);
+  sieve_genotype_repair(n, rng);
+  return n;
+}
+
+GPtrArray *
+opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeric, SieveRng *rng)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
+  guint n = sieve_space_n_decisions(space);
+  for (guint i = 0; i < n; i++) {
+    if (!sieve_space_is_active(space, g, i))
+      continue;
+    const SieveDecision *d = sieve_space_decision(space, i);
+    double value = sieve_genotype_get(g, i), count = decision_values(d);
+    if (count <= 1)
+      continue;
+    if (d->kind == SIEVE_DECISION_CATEGORICAL || count <= 16) {
+      double first = d->kind == SIEVE_DECISION_CATEGORICAL ? 0 : d->low;
+      for (double v = first; v < first + count; v++)
+        if (v != value)
+          g_ptr_array_add(out, with_value(space, g, i, v, rng));
+      continue;
+    }
+    for (guint k = 0; k < max_numeric; k++) {
+      double v = numeric_step(d, value, rng);
+      if (v != value)
+        g_ptr_array_add(out, with_value(space, g, i, v, rng));
+    }
+  }
+  /* Fisher-Yates, so that ties and first-improvement do not favour the
+   * first decisions. */
+  for (guint i = out->len; i > 1; i--) {
+    guint j = (guint) sieve_rng_below(rng, i);
+    gpointer t = out->pdata[i - 1];
+    out->pdata[i - 1] = out->pdata[j];
+    out->pdata[j] = t;
+  }
+  return out;
+}
+
+SieveGenotype *
+opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, guint max_tries)
+{
+  for (guint t = 0; t < max_tries; t++) {
+    g_autoptr(SieveGenotype) g = sieve_space_sample(space, rng);
+    if (!opt_seen_has_genotype(seen, g))
+      return g_steal_pointer(&g);
+  }
+  return NULL;
+}

@@ -1,0 +1,108 @@
+/* sieve optimizers: helpers shared by the bundled optimizer plugins
+ * (compiled into each as a static library, so no symbol leaves a plugin).
+ *
+ *   OptSeen seen;
+ *   opt_seen_init(&seen);
+ *   g_autoptr(SieveGenotype) child = opt_mutate(space, parent, &rng);
+ *   if (opt_seen_add(&seen, text))        // TRUE: never proposed before
+ *     ...
+ *   GVariant *v = opt_seen_save(&seen);   // "as", proposal order
+ *
+ * Everything here is deterministic given the SieveRng passed in, and every
+ * piece of state has a GVariant form so that a plugin's save() is exact.
+ */
+#pragma once
+
+#include <math.h>
+
+#include <sieve/sieve.h>
+
+G_BEGIN_DECLS
+
+/* ---- state helpers ----------------------------------------------------- */
+
+/* Checks that state is an a{sv}. */
+gboolean opt_state_check(GVariant *state, GError **error);
+/* The value under key with the given type, or NULL + an error naming the
+ * key. (transfer full) */
+GVariant *opt_state_lookup(GVariant *state, const char *key, const GVariantType *type, GError **error);
+
+/* A genotype as its values, "ad" (NAN for inactive decisions). (transfer floating) */
+GVariant *opt_genotype_save(const SieveGenotype *genotype);
+/* Inverse of opt_genotype_save, validated against the space. (transfer full) */
+SieveGenotype *opt_genotype_load(const SieveSpace *space, GVariant *values, GError **error);
+/* An array of genotypes, "aad". (transfer floating) */
+GVariant *opt_genotypes_save(GPtrArray *genotypes);
+/* (transfer full) element-type SieveGenotype */
+GPtrArray *opt_genotypes_load(const SieveSpace *space, GVariant *array, GError **error);
+
+/* ---- proposals already made ------------------------------------------- */
+
+/* Canonical texts of every genotype proposed, so that an optimizer can
+ * avoid proposing one twice.  Beside the texts it keeps the genotypes'
+ * values as binary keys: asking whether a fresh genotype was seen then
+ * costs a hash of its values, not a formatting (which dominated the time
+ * of an ask when a converged model keeps drawing known genotypes). */
+typedef struct {
+  const SieveSpace *space;
+  GHashTable *set;    /* text (owned by order) -> itself */
+  GPtrArray *order;
+  GHashTable *values; /* GBytes of the values -> itself (owned) */
+} OptSeen;
+
+void opt_seen_init(OptSeen *seen, const SieveSpace *space);
+void opt_seen_clear(OptSeen *seen);
+/* TRUE if text (a canonical genotype text of the space) was new; it is added. */
+gboolean opt_seen_add(OptSeen *seen, const char *text);
+gboolean opt_seen_contains(const OptSeen *seen, const char *text);
+/* Whether a genotype equal to g was added. */
+gboolean opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g);
+guint opt_seen_size(const OptSeen *seen);
+GVariant *opt_seen_save(const OptSeen *seen); /* "as" (transfer floating) */
+gboolean opt_seen_load(OptSeen *seen, GVariant *texts);
+
+/* Key of a genotype at a fidelity: the text alone when fidelity is NAN,
+ * else "fidelity@text" (fidelity in shortest round-trip form). (transfer full) */
+char *opt_key(const char *text, double fidelity);
+
+/* ---- the space --------------------------------------------------------- */
+
+/* Number of distinct genotypes (INFINITY with a float decision). */
+double opt_space_size(const SieveSpace *space);
+
+/* A decision's value <-> [0, 1]: linear, or logarithmic where the decision
+ * says so; ints cover [low - 0.5, high + 0.5] so each integer has an equal
+ * share (as sieve_space_sample draws them). */
+double opt_to_unit(const SieveDecision *d, double value);
+double opt_from_unit(const SieveDecision *d, double unit);
+
+/* A copy of parent with exactly one active decision changed (categoricals
+ * to another choice, ints and floats by a Gaussian step of sd 0.1 in unit
+ * space, redrawn until the value differs), then repaired so that the
+ * decisions its conditions switch on get random values and those switched
+ * off become NAN.  A space with no changeable decision gives a copy.
+ * (transfer full) */
+SieveGenotype *opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng);
+
+/* Uniform crossover: each decision from a or b with probability 1/2, then
+ * repaired. (transfer full) */
+SieveGenotype *opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng);
+
+/* The one-decision neighbourhood of g (White et al. 2020): every other
+ * choice of each active categorical and of each int with at most 16
+ * values; for wider ints and floats, max_numeric Gaussian steps each.
+ * Shuffled with rng. (transfer full) element-type SieveGenotype */
+GPtrArray *opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeric, SieveRng *rng);
+
+/* A random genotype whose text is not in seen, trying up to max_tries
+ * draws; NULL when all of them were seen. (transfer full) (nullable) */
+SieveGenotype *opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, guint max_tries);
+
+/* Fitness ordering with NAN (a failed or screened trial) below everything. */
+static inline double
+opt_fitness(double objective)
+{
+  return isnan(objective) ? -INFINITY : objective;
+}
+
+G_END_DECLS

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The optimizer plugins through the `sieve` command: every shipped config at
+a small budget, option mistakes located at file:line:col, SIGKILL at many
+points and --resume giving the uninterrupted study exactly, several workers
+finishing in any order."""
+import os
+import random
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_cli import CONFIGS, ROOT, SIEVE, Workdir, export_rows, sieve  # noqa: E402
+import test_cli  # noqa: E402
+
+NEW_CONFIGS = ["nb201-evolution", "nb201-local_search", "nb201-tpe", "nb201-reinforce", "nb201-nsga2",
+               "branin-tpe", "hartmann6-tpe", "hartmann6-evolution", "rosenbrock4-local_search",
+               "branin-reinforce", "branin-successive_halving", "branin-hyperband", "hartmann6-bohb"]
+MULTI_FIDELITY = {"successive_halving", "hyperband", "bohb"}
+
+STUDY = """name: opt
+seed: 5
+space: {plugin: hpo, file: %(space)s}
+optimizer: %(optimizer)s
+evaluator: {plugin: function, function: branin, delay: %(delay)s%(fidelity)s}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: %(n)d}
+workers: %(workers)d
+"""
+FIDELITY = ", fidelity: {name: budget, min: 1, max: 9, integer: true}"
+OPTIMIZERS = {
+    "evolution": "{plugin: evolution, population: 8, sample_size: 3, crossover: 0.3}",
+    "local_search": "{plugin: local_search, initial: 4}",
+    "tpe": "{plugin: tpe, n_startup: 5}",
+    "successive_halving": "{plugin: successive_halving}",
+    "hyperband": "{plugin: hyperband}",
+    "bohb": "{plugin: bohb, min_points: 3}",
+    "reinforce": "{plugin: reinforce}",
+}
+
+
+class TestConfigs(Workdir):
+    def test_every_config_runs(self):
+        for name in NEW_CONFIGS:
+            with self.subTest(config=name):
+                store = self.path(name + ".sieve")
+                p = sieve("run", os.path.join(CONFIGS, name + ".yaml"), "--store", store, "--quiet",
+                          "--set", "budget.evaluations=30", check=0)
+                self.assertIn("30 trials: 30 ok, 0 failed, 0 pending", p.stdout)
+                rows = export_rows(store)
+                if not any(m in name for m in MULTI_FIDELITY):
+                    self.assertEqual(len({r["genotype"] for r in rows}), 30, "a genotype was proposed twice")
+
+    def test_pareto_front(self):
+        store = self.path("mo.sieve")
+        p = sieve("run", os.path.join(CONFIGS, "nb201-nsga2.yaml"), "--store", store, "--quiet",
+                  "--set", "budget.evaluations=60", check=0)
+        m = re.search(r"Pareto front over cifar10_valid_acc \(maximize\), lat_ms_gold_6226 \(minimize\): "
+                      r"(\d+) non-dominated trials", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        rows = [r for r in export_rows(store)]
+        pts = [(float(r["cifar10_valid_acc"]), -float(r["lat_ms_gold_6226"]), r["number"]) for r in rows]
+        front = {n for a, b, n in pts
+                 if not any((a2 >= a and b2 >= b) and (a2 > a or b2 > b) for a2, b2, _ in pts)}
+        self.assertEqual(int(m.group(1)), len(front))
+        listed = set(re.findall(r"(?m)^\s+(\d+)\s+\S+\s+\S+\s+\|", p.stdout.split("Pareto front")[1]))
+        self.assertEqual(listed, front)
+
+
+class TestBadOptions(Workdir):
+    def check(self, text, pattern):
+        cfg = self.write_config("bad.yaml", text)
+        p = sieve("run", cfg, "--store", self.path("bad.sieve"), check=2)
+        self.assertRegex(p.stderr, pattern)
+        self.assertFalse(os.path.exists(self.path("bad.sieve")), "a refused config must not create a store")
+
+    def base(self, optimizer, fidelity=""):
+        return STUDY % {"space": os.path.join(ROOT, "search_spaces", "branin.yaml"), "optimizer": optimizer,
+                        "delay": 0, "fidelity": fidelity, "n": 5, "workers": 1}
+
+    def test_population_below_sample_size(self):
+        self.check(self.base("{plugin: evolution, population: 10, sample_size: 20}"),
+                   r"bad\.yaml:4:61: sample_size \(20\) must not exceed population \(10\)")
+
+    def test_nsga2_one_objective(self):
+        self.check(self.base("{plugin: evolution, selection: nsga2}"),
+                   r"bad\.yaml:4:43: selection nsga2 needs two or more objectives; the experiment has 1")
+
+    def test_multi_fidelity_without_fidelity(self):
+        for name in sorted(MULTI_FIDELITY):
+            self.check(self.base("{plugin: %s}" % name),
+                       rf"bad\.yaml:4:12: optimizer '{name}': {name} needs an evaluator that offers a fidelity")
+
+    def test_min_fidelity_out_of_range(self):
+        self.check(self.base("{plugin: hyperband, min_fidelity: 20}", FIDELITY),
+                   r"bad\.yaml:4:46: min_fidelity 20 is outside the evaluator's fidelity 'budget' \[1, 9\]")
+
+    def test_unknown_option(self):
+        self.check(self.base("{plugin: tpe, n_startp: 3}"),
+                   r"bad\.yaml:4:26: unknown option 'n_startp' for optimizer 'tpe' \(did you mean 'n_startup'\?\)")
+
+
+class TestResume(Workdir):
+    """SIGKILL at chosen and random moments; --resume must give the
+    uninterrupted study row for row, for each optimizer."""
+    N = 40
+    run_until = test_cli.TestKillResume.run_until
+
+    def study(self, name, workers=1, delay=0.01, n=None):
+        return self.write_config(f"{name}.yaml", STUDY % {
+            "space": os.path.join(ROOT, "search_spaces", "branin.yaml"), "optimizer": OPTIMIZERS[name],
+            "delay": delay, "fidelity": FIDELITY if name in MULTI_FIDELITY else "", "n": n or self.N,
+            "workers": workers})
+
+    def test_kill_at_many_points(self):
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")))
+        for name in OPTIMIZERS:
+            with self.subTest(optimizer=name):
+                cfg = self.study(name)
+                ref = self.path(f"{name}-ref.sieve")
+                self.run_until(cfg, ref, resume=False)
+                reference = export_rows(ref)
+                self.assertEqual(len(reference), self.N)
+                store = self.path(f"{name}-chain.sieve")
+                resume = False
+                for k in (2, 13, 29):
+                    self.run_until(cfg, store, resume, kill_at=k)
+                    resume = True
+                    done = [r for r in export_rows(store) if r["status"] != "pending"]
+                    self.assertGreaterEqual(len(done), k)
+                    self.assertEqual(done, reference[:len(done)])
+                self.run_until(cfg, store, resume=True)
+                self.assertEqual(export_rows(store), reference)
+                store = self.path(f"{name}-random.sieve")
+                self.run_until(cfg, store, False, kill_after_s=rng.uniform(0.05, 0.35))
+                self.run_until(cfg, store, resume=True)
+                self.assertEqual(export_rows(store), reference)
+
+    def test_workers_out_of_order(self):
+        """Four workers with delays that reorder the tells: every study
+        completes its budget, without repeating a genotype."""
+        for name in OPTIMIZERS:
+            with self.subTest(optimizer=name):
+                cfg = self.study(name, workers=4, delay=0.005, n=60)
+                store = self.path(f"{name}-w4.sieve")
+                p = sieve("run", cfg, "--store", store, "--quiet", check=0)
+                self.assertIn("60 trials: 60 ok", p.stdout)
+                rows = export_rows(store)
+                keys = [(r["genotype"], r["fidelity"]) for r in rows]
+                self.assertEqual(len(set(keys)), 60)
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

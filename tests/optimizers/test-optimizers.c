@@ -1,0 +1,735 @@
+/* The bundled optimizers, loaded from the build tree: determinism for a
+ * seed, save/load continuing exactly (with trials pending), conditional
+ * decisions, asynchronous tells in any order, exhaustion of a finite
+ * space, multi-fidelity promotions on the function evaluator's known
+ * fidelity behaviour, NSGA-II against random search, and bad options. */
+#include <math.h>
+#include <string.h>
+
+#include <sieve/sieve.h>
+
+#include "sieve-config.h"
+
+static SieveRegistry *registry;
+static const char *source_root;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const SieveComponent *
+component(SieveComponentKind kind, const char *name)
+{
+  const SieveComponent *c = sieve_registry_lookup(registry, kind, name);
+  if (c == NULL)
+    g_error("plugin component %s '%s' is not in the build tree", sieve_component_kind_to_string(kind), name);
+  return c;
+}
+
+static SieveOptions *
+options_from(const SieveComponent *c, const char *yaml, GError **error)
+{
+  g_autoptr(SieveNode) map = NULL;
+  if (yaml != NULL) {
+    GError *local = NULL;
+    map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
+    g_assert_no_error(local);
+  }
+  static const char *const reserved[] = {"plugin", NULL};
+  return sieve_options_new(sieve_component_get_info(c)->options, map, reserved, source_root, "test", error);
+}
+
+static SieveSpace *
+space_new(const char *name, const char *yaml)
+{
+  const SieveComponent *c = component(SIEVE_KIND_SPACE, name);
+  GError *error = NULL;
+  g_autoptr(SieveOptions) options = options_from(c, yaml, &error);
+  g_assert_no_error(error);
+  SieveSpace *space = sieve_space_new(c, options, &error);
+  g_assert_no_error(error);
+  return space;
+}
+
+static const SieveFidelity budget_fidelity = {"budget", 1, 27, TRUE, {NULL}};
+
+static SieveOptimizer *
+optimizer_try(const char *name, const SieveSpace *space, const char *yaml, guint64 seed, guint n_objectives,
+              const SieveFidelity *fidelity, GError **error)
+{
+  const SieveComponent *c = component(SIEVE_KIND_OPTIMIZER, name);
+  g_autoptr(SieveOptions) options = options_from(c, yaml, error);
+  if (options == NULL)
+    return NULL;
+  static const char *const names[] = {"a", "b", NULL};
+  SieveStudyInfo study = {.seed = seed, .n_objectives = n_objectives, .objective_names = names,
+                          .fidelity = fidelity};
+  return sieve_optimizer_new(c, space, options, &study, error);
+}
+
+/* One optimizer setting under test. */
+typedef struct {
+  const char *name;
+  const char *yaml;
+  gboolean fidelity;
+  guint n_objectives;
+} Case;
+
+static const Case cases[] = {
+  {"evolution", "{population: 8, sample_size: 3, crossover: 0.3}", FALSE, 1},
+  {"evolution", "{population: 8, sample_size: 2, selection: nsga2}", FALSE, 2},
+  {"local_search", "{initial: 4}", FALSE, 1},
+  {"tpe", "{n_startup: 5}", FALSE, 1},
+  {"tpe", "{n_startup: 5, multivariate: true}", FALSE, 1},
+  {"successive_halving", NULL, TRUE, 1},
+  {"hyperband", NULL, TRUE, 1},
+  {"bohb", "{min_points: 4}", TRUE, 1},
+  {"reinforce", NULL, FALSE, 1},
+};
+
+static SieveOptimizer *
+case_new(const Case *c, const SieveSpace *space, guint64 seed)
+{
+  GError *error = NULL;
+  SieveOptimizer *o = optimizer_try(c->name, space, c->yaml, seed, c->n_objectives,
+                                    c->fidelity ? &budget_fidelity : NULL, &error);
+  g_assert_no_error(error);
+  return o;
+}
+
+/* A synthetic objective of any genotype: a weighted sum over its active
+ * decisions, distorted at low fidelity; the second objective conflicts
+ * with the first on half of the decisions. */
+static void
+synthetic(const SieveCandidate *cand, double *out)
+{
+  const SieveGenotype *g = sieve_candidate_get_genotype(cand);
+  const SieveSpace *space = sieve_candidate_get_space(cand);
+  double a = 0, b = 0, sum = 0;
+  for (guint d = 0; d < sieve_genotype_size(g); d++) {
+    double v = sieve_genotype_get(g, d);
+    if (isnan(v))
+      continue;
+    const SieveDecision *dec = sieve_space_decision(space, d);
+    double u = dec->kind == SIEVE_DECISION_CATEGORICAL ? (v + 1) / dec->n_choices
+               : dec->log ? log(v / dec->low) / log(dec->high / dec->low)
+                          : (v - dec->low) / (dec->high - dec->low);
+    double w = 1 + (d * 7) % 5;
+    a += w * u * (d % 3 == 1 ? -1 : 1);
+    b += d % 2 ? -w * u : 0.3 * w * u;
+    sum += u;
+  }
+  double f = sieve_candidate_get_fidelity(cand);
+  if (!isnan(f))
+    a += (1 - f / budget_fidelity.max) * sin(5 * sum);
+  out[0] = a;
+  out[1] = b;
+}
+
+/* Drives an optimizer: asks in batches, keeps the proposals pending, tells
+ * some of them in an order drawn from its own generator.  log collects
+ * "text@fidelity" of every proposal, in order. */
+typedef struct {
+  SieveOptimizer *opt;
+  GPtrArray *pending; /* SieveCandidate* (owned) */
+  SieveRng order;
+  GString *log;
+  GHashTable *keys; /* every proposal's key -> count, to check distinctness */
+  guint proposed, duplicates;
+} Driver;
+
+static void
+driver_init(Driver *d, SieveOptimizer *opt, guint64 order_seed)
+{
+  d->opt = opt;
+  d->pending = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  sieve_rng_seed(&d->order, order_seed);
+  d->log = g_string_new(NULL);
+  d->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  d->proposed = d->duplicates = 0;
+}
+
+static void
+driver_clear(Driver *d)
+{
+  g_ptr_array_unref(d->pending);
+  g_string_free(d->log, TRUE);
+  g_hash_table_unref(d->keys);
+  sieve_optimizer_free(d->opt);
+}
+
+/* ask(batch); returns how many came. */
+static guint
+driver_ask(Driver *d, guint batch)
+{
+  g_autoptr(GPtrArray) out = g_ptr_array_new();
+  GError *error = NULL;
+  g_assert_true(sieve_optimizer_ask(d->opt, batch, out, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < out->len; i++) {
+    SieveCandidate *c = out->pdata[i];
+    sieve_candidate_set_trial(c, d->proposed++);
+    char *key = g_strdup_printf("%s@%g", sieve_candidate_get_text(c), sieve_candidate_get_fidelity(c));
+    g_string_append_printf(d->log, "%s\n", key);
+    if (g_hash_table_contains(d->keys, key)) {
+      d->duplicates++;
+      g_free(key);
+    } else {
+      g_hash_table_add(d->keys, key);
+    }
+    g_ptr_array_add(d->pending, c);
+  }
+  return out->len;
+}
+
+static void
+driver_tell_one(Driver *d, guint index)
+{
+  SieveCandidate *c = d->pending->pdata[index];
+  double objectives[2];
+  synthetic(c, objectives);
+  g_autoptr(SieveResult) r = sieve_result_new();
+  sieve_result_set_metric(r, "a", objectives[0]);
+  GError *error = NULL;
+  g_assert_true(sieve_optimizer_tell(d->opt, c, r, objectives, &error));
+  g_assert_no_error(error);
+  g_ptr_array_remove_index(d->pending, index);
+}
+
+/* Tell up to k pending results: in order (k = all, FIFO) or at random. */
+static void
+driver_tell(Driver *d, guint k, gboolean shuffled)
+{
+  for (guint i = 0; i < k && d->pending->len > 0; i++)
+    driver_tell_one(d, shuffled ? (guint) sieve_rng_below(&d->order, d->pending->len) : 0);
+}
+
+static void
+driver_run(Driver *d, guint steps, guint batch, guint tells, gboolean shuffled)
+{
+  for (guint s = 0; s < steps; s++) {
+    driver_ask(d, batch);
+    driver_tell(d, tells, shuffled);
+  }
+}
+
+static SieveSpace *
+test_space(const char *which)
+{
+  if (strcmp(which, "nb201") == 0)
+    return space_new("nb201", NULL);
+  return space_new("hpo", "{file: search_spaces/mlp.yaml}");
+}
+
+static char *
+case_label(const Case *c)
+{
+  return g_strdup_printf("%s %s", c->name, c->yaml ? c->yaml : "{}");
+}
+
+/* ---- determinism and resume ------------------------------------------- */
+
+/* Equal logs, or a failure naming the first proposal that differs. */
+static void
+assert_same_log(const char *label, const GString *a, const GString *b)
+{
+  if (strcmp(a->str, b->str) == 0)
+    return;
+  g_auto(GStrv) x = g_strsplit(a->str, "\n", -1), y = g_strsplit(b->str, "\n", -1);
+  guint i = 0;
+  while (x[i] && y[i] && strcmp(x[i], y[i]) == 0)
+    i++;
+  g_error("%s: proposal %u differs: '%s' vs '%s'", label, i, x[i] ? x[i] : "(end)", y[i] ? y[i] : "(end)");
+}
+
+static void
+test_determinism(gconstpointer data)
+{
+  const char *which = data;
+  g_autoptr(SieveSpace) space = test_space(which);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *label = case_label(&cases[i]);
+    g_test_message("%s on %s", label, which);
+    Driver a, b, c;
+    driver_init(&a, case_new(&cases[i], space, 11), 5);
+    driver_init(&b, case_new(&cases[i], space, 11), 5);
+    driver_init(&c, case_new(&cases[i], space, 12), 5);
+    driver_run(&a, 60, 1, 1, FALSE);
+    driver_run(&b, 60, 1, 1, FALSE);
+    driver_run(&c, 60, 1, 1, FALSE);
+    assert_same_log(label, a.log, b.log);
+    g_assert_cmpstr(a.log->str, !=, c.log->str);
+    /* Every proposal distinct (genotype, fidelity) in a space this large. */
+    g_assert_cmpuint(a.proposed, ==, 60);
+    g_assert_cmpuint(a.duplicates, ==, 0);
+    driver_clear(&a);
+    driver_clear(&b);
+    driver_clear(&c);
+  }
+}
+
+/* Save with trials pending, load into a fresh instance, and carry on both
+ * identically: the proposals must match one for one. */
+static void
+test_resume(gconstpointer data)
+{
+  const char *which = data;
+  g_autoptr(SieveSpace) space = test_space(which);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *label = case_label(&cases[i]);
+    g_test_message("%s on %s", label, which);
+    for (guint cut = 3; cut <= 43; cut += 20) {
+      Driver a, b;
+      driver_init(&a, case_new(&cases[i], space, 3), 9);
+      driver_run(&a, cut, 3, 2, TRUE); /* leaves some pending */
+      g_assert_cmpuint(a.pending->len, >, 0);
+      GError *error = NULL;
+      g_autoptr(GVariant) state = sieve_optimizer_save(a.opt, &error);
+      g_assert_no_error(error);
+      /* Through the bytes the store keeps. */
+      g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes(state);
+      g_autoptr(GVariant) reread = g_variant_ref_sink(
+          g_variant_new_from_bytes(g_variant_get_type(state), bytes, FALSE));
+      driver_init(&b, case_new(&cases[i], space, 999), 0); /* the seed must come from the state */
+      g_assert_true(sieve_optimizer_load(b.opt, reread, &error));
+      g_assert_no_error(error);
+      {
+        g_autoptr(GVariant) sb = sieve_optimizer_save(b.opt, NULL);
+        if (!g_variant_equal(sb, state)) {
+          g_autofree char *ta = g_variant_print(state, FALSE), *tb = g_variant_print(sb, FALSE);
+          g_error("%s: state after load differs:\n%s\n%s", label, ta, tb);
+        }
+      }
+      for (guint p = 0; p < a.pending->len; p++)
+        g_ptr_array_add(b.pending, sieve_candidate_new(
+            sieve_genotype_copy(sieve_candidate_get_genotype(a.pending->pdata[p])),
+            sieve_candidate_get_fidelity(a.pending->pdata[p])));
+      b.order = a.order;
+      g_string_truncate(a.log, 0);
+      driver_run(&a, 30, 2, 2, TRUE);
+      driver_run(&b, 30, 2, 2, TRUE);
+      assert_same_log(label, a.log, b.log);
+      driver_clear(&a);
+      driver_clear(&b);
+    }
+  }
+}
+
+/* A state of the wrong shape is refused with a message, not a crash. */
+static void
+test_bad_state(void)
+{
+  g_autoptr(SieveSpace) space = test_space("nb201");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(SieveOptimizer) o = case_new(&cases[i], space, 1);
+    GError *error = NULL;
+    g_autoptr(GVariant) wrong = g_variant_ref_sink(g_variant_new_string("x"));
+    g_assert_false(sieve_optimizer_load(o, wrong, &error));
+    g_assert_nonnull(error);
+    g_clear_error(&error);
+    GVariantDict dict;
+    g_variant_dict_init(&dict, NULL);
+    g_autoptr(GVariant) empty = g_variant_ref_sink(g_variant_dict_end(&dict));
+    g_assert_false(sieve_optimizer_load(o, empty, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "lacks"));
+    g_clear_error(&error);
+  }
+}
+
+/* ---- conditions, asynchrony, exhaustion -------------------------------- */
+
+/* The mlp space has decisions active only for one optimizer choice: every
+ * proposal is validated by sieve_optimizer_ask(); both branches must occur,
+ * and learning methods must see the conditional decisions' values. */
+static void
+test_conditions(void)
+{
+  g_autoptr(SieveSpace) space = test_space("mlp");
+  gint momentum = sieve_space_find(space, "momentum"), beta1 = sieve_space_find(space, "beta1");
+  g_assert_cmpint(momentum, >=, 0);
+  g_assert_cmpint(beta1, >=, 0);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *label = case_label(&cases[i]);
+    g_test_message("%s", label);
+    Driver d;
+    driver_init(&d, case_new(&cases[i], space, 4), 2);
+    guint with_momentum = 0, with_beta1 = 0;
+    for (guint s = 0; s < 80; s++) {
+      driver_ask(&d, 1);
+      const SieveGenotype *g = sieve_candidate_get_genotype(d.pending->pdata[0]);
+      gboolean m = !isnan(sieve_genotype_get(g, (guint) momentum)), b = !isnan(sieve_genotype_get(g, (guint) beta1));
+      g_assert_true(m != b); /* exactly one branch is active */
+      with_momentum += m;
+      with_beta1 += b;
+      driver_tell(&d, 1, FALSE);
+    }
+    g_assert_cmpuint(with_momentum, >, 0);
+    g_assert_cmpuint(with_beta1, >, 0);
+    driver_clear(&d);
+  }
+}
+
+/* Batches of 4 with results arriving in random order, up to 5 pending at
+ * once: no ask may come back short, and nothing is proposed twice. */
+static void
+test_async(gconstpointer data)
+{
+  const char *which = data;
+  g_autoptr(SieveSpace) space = test_space(which);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *label = case_label(&cases[i]);
+    g_test_message("%s on %s", label, which);
+    Driver d;
+    driver_init(&d, case_new(&cases[i], space, 8), 17);
+    for (guint s = 0; s < 60; s++) {
+      guint want = 4;
+      g_assert_cmpuint(driver_ask(&d, want), ==, want);
+      /* most results come, one or two lag behind */
+      driver_tell(&d, d.pending->len > 5 ? d.pending->len - 1 - sieve_rng_below(&d.order, 2) : 2, TRUE);
+    }
+    g_assert_cmpuint(d.duplicates, ==, 0);
+    driver_clear(&d);
+  }
+}
+
+/* A space of 6 genotypes: the optimizers propose each once, then nothing,
+ * without an error. */
+static void
+test_exhaustion(void)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [x, y, z], b: {type: int, low: 0, high: 1}}}");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    if (cases[i].fidelity)
+      continue; /* the same genotype at several fidelities is not a repeat */
+    g_autofree char *label = case_label(&cases[i]);
+    g_test_message("%s", label);
+    Driver d;
+    driver_init(&d, case_new(&cases[i], space, 1), 1);
+    guint total = 0;
+    for (guint s = 0; s < 10; s++) {
+      total += driver_ask(&d, 2);
+      driver_tell(&d, 1, FALSE);
+    }
+    g_assert_cmpuint(total, ==, 6);
+    g_assert_cmpuint(d.duplicates, ==, 0);
+    driver_clear(&d);
+  }
+}
+
+/* ---- multi-fidelity ------------------------------------------------------ */
+
+/* The function evaluator with a fidelity: value(x, b) = branin(x) +
+ * bias (1 - b/27) (1 + sin(5 (x1 + x2))) / 2.  Runs the optimizer one trial
+ * at a time and records (fidelity, value, text) per trial. */
+typedef struct {
+  double fidelity, value;
+  char *text;
+} Record;
+
+static void
+record_clear(gpointer p)
+{
+  g_free(((Record *) p)->text);
+}
+
+static GArray *
+run_on_function(const char *name, const char *yaml, guint trials)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{file: search_spaces/branin.yaml}");
+  const SieveComponent *ec = component(SIEVE_KIND_EVALUATOR, "function");
+  GError *error = NULL;
+  g_autoptr(SieveOptions) eopts = options_from(ec, "{function: branin, fidelity: {name: budget, min: 1, max: 27, "
+                                                   "integer: true}, fidelity_bias: 30}", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveEvaluator) ev = sieve_evaluator_new(ec, space, eopts, &error);
+  g_assert_no_error(error);
+  const SieveFidelity *fid = sieve_evaluator_get_fidelity(ev);
+  g_assert_nonnull(fid);
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, yaml, 2, 1, fid, &error);
+  g_assert_no_error(error);
+  GArray *records = g_array_new(FALSE, FALSE, sizeof(Record));
+  g_array_set_clear_func(records, record_clear);
+  for (guint t = 0; t < trials; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    sieve_candidate_set_trial(c, t);
+    g_autoptr(SieveResult) r = sieve_evaluator_evaluate(ev, c, &error);
+    g_assert_no_error(error);
+    double value = NAN, regret = NAN;
+    g_assert_true(sieve_result_get_metric(r, "value", &value));
+    g_assert_true(sieve_result_get_metric(r, "regret", &regret));
+    double f = sieve_candidate_get_fidelity(c);
+    if (f == 27) /* no distortion at full fidelity */
+      g_assert_cmpfloat_with_epsilon(value, regret + 5 / (4 * G_PI), 1e-9);
+    else
+      g_assert_cmpfloat(value, >=, regret + 5 / (4 * G_PI) - 1e-9);
+    double told = -value; /* minimized */
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &told, &error));
+    Record rec = {f, value, g_strdup(sieve_candidate_get_text(c))};
+    g_array_append_val(records, rec);
+  }
+  return records;
+}
+
+/* Checks, for records[from .. from + sum(sizes)), that the rungs have the
+ * given sizes and fidelities and that each rung holds exactly the best of
+ * the one below. */
+static void
+check_bracket(GArray *records, guint from, const guint *sizes, const double *fidelities, guint rungs)
+{
+  guint at = from;
+  for (guint r = 0; r < rungs; r++) {
+    for (guint j = 0; j < sizes[r]; j++) {
+      const Record *rec = &g_array_index(records, Record, at + j);
+      g_assert_cmpfloat(rec->fidelity, ==, fidelities[r]);
+    }
+    if (r + 1 < rungs) {
+      /* the best sizes[r+1] (lowest values) of this rung, as a set */
+      g_autoptr(GHashTable) best = g_hash_table_new(g_str_hash, g_str_equal);
+      g_autofree guint *idx = g_new(guint, sizes[r]);
+      for (guint j = 0; j < sizes[r]; j++)
+        idx[j] = at + j;
+      for (guint j = 0; j < sizes[r]; j++)
+        for (guint k = j + 1; k < sizes[r]; k++)
+          if (g_array_index(records, Record, idx[k]).value < g_array_index(records, Record, idx[j]).value) {
+            guint t = idx[j];
+            idx[j] = idx[k];
+            idx[k] = t;
+          }
+      for (guint j = 0; j < sizes[r + 1]; j++)
+        g_hash_table_add(best, g_array_index(records, Record, idx[j]).text);
+      for (guint j = 0; j < sizes[r + 1]; j++)
+        g_assert_true(g_hash_table_contains(best, g_array_index(records, Record, at + sizes[r] + j).text));
+    }
+    at += sizes[r];
+  }
+}
+
+static void
+test_successive_halving(void)
+{
+  g_autoptr(GArray) rec = run_on_function("successive_halving", NULL, 80);
+  static const guint sizes[] = {27, 9, 3, 1};
+  static const double fid[] = {1, 3, 9, 27};
+  check_bracket(rec, 0, sizes, fid, 4);
+  check_bracket(rec, 40, sizes, fid, 4); /* then the same with new configurations */
+  g_autoptr(GArray) rec2 = run_on_function("successive_halving", "{eta: 2, n_configs: 10, min_fidelity: 3}", 20);
+  /* levels: floor(log2(27/3)) = 3, fidelities 27/8, 27/4, 27/2, 27 rounded */
+  static const guint sizes2[] = {10, 5, 2, 1};
+  static const double fid2[] = {3, 7, 14, 27};
+  check_bracket(rec2, 0, sizes2, fid2, 4);
+}
+
+static void
+test_hyperband(gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(GArray) rec = run_on_function(name, NULL, 143 + 10);
+  /* Li et al. 2018, Table 1's shape for R = 27, eta = 3 */
+  static const guint s3[] = {27, 9, 3, 1}, s2[] = {12, 4, 1}, s1[] = {6, 2}, s0[] = {4};
+  static const double f3[] = {1, 3, 9, 27}, f2[] = {3, 9, 27}, f1[] = {9, 27}, f0[] = {27};
+  check_bracket(rec, 0, s3, f3, 4);
+  check_bracket(rec, 40, s2, f2, 3);
+  check_bracket(rec, 57, s1, f1, 2);
+  check_bracket(rec, 65, s0, f0, 1);
+  check_bracket(rec, 69, s3, f3, 4); /* the cycle starts again */
+  /* Rung-0 configurations are never repeated across brackets. */
+  g_autoptr(GHashTable) starts = g_hash_table_new(g_str_hash, g_str_equal);
+  guint firsts[] = {0, 40, 57, 65, 69};
+  guint lens[] = {27, 12, 6, 4, 27};
+  for (guint b = 0; b < G_N_ELEMENTS(firsts); b++)
+    for (guint j = 0; j < lens[b]; j++) {
+      const char *t = g_array_index(rec, Record, firsts[b] + j).text;
+      g_assert_false(g_hash_table_contains(starts, t));
+      g_hash_table_add(starts, (gpointer) t);
+    }
+}
+
+/* BOHB's model must help: on the same schedule, its full-fidelity results
+ * after the first cycles beat Hyperband's random configurations on average
+ * over seeds. */
+static double
+mean_full_fidelity(const char *name, guint trials)
+{
+  g_autoptr(GArray) rec = run_on_function(name, NULL, trials);
+  double sum = 0;
+  guint n = 0;
+  for (guint i = 69; i < rec->len; i++) {
+    const Record *r = &g_array_index(rec, Record, i);
+    if (r->fidelity >= 9) {
+      sum += r->value;
+      n++;
+    }
+  }
+  return sum / n;
+}
+
+static void
+test_bohb_model(void)
+{
+  double hb = mean_full_fidelity("hyperband", 300), bohb = mean_full_fidelity("bohb", 300);
+  g_test_message("mean value of promoted configurations: hyperband %g, bohb %g", hb, bohb);
+  g_assert_cmpfloat(bohb, <, hb);
+}
+
+/* ---- NSGA-II ---------------------------------------------------------- */
+
+/* Hypervolume (two objectives, larger is better) above the reference point. */
+static double
+hypervolume(GArray *points, double ref0, double ref1)
+{
+  g_autoptr(GArray) p = g_array_copy(points);
+  /* sort by the first objective, descending */
+  guint n = p->len / 2;
+  double *v = (double *) p->data;
+  for (guint i = 0; i < n; i++)
+    for (guint j = i + 1; j < n; j++)
+      if (v[2 * j] > v[2 * i]) {
+        double t0 = v[2 * i], t1 = v[2 * i + 1];
+        v[2 * i] = v[2 * j];
+        v[2 * i + 1] = v[2 * j + 1];
+        v[2 * j] = t0;
+        v[2 * j + 1] = t1;
+      }
+  double volume = 0, best1 = ref1;
+  for (guint i = 0; i < n; i++)
+    if (v[2 * i + 1] > best1) {
+      volume += (v[2 * i] - ref0) * (v[2 * i + 1] - best1);
+      best1 = v[2 * i + 1];
+    }
+  return volume;
+}
+
+static double
+nsga_run(const char *name, const char *yaml, guint64 seed, GHashTable *table)
+{
+  g_autoptr(SieveSpace) space = test_space("nb201");
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, yaml, seed, 2, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint t = 0; t < 150; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    const double *row = g_hash_table_lookup(table, sieve_candidate_get_text(out->pdata[0]));
+    g_assert_nonnull(row);
+    double told[2] = {row[0], -row[1]}; /* accuracy up, latency down */
+    g_autoptr(SieveResult) r = sieve_result_new();
+    g_assert_true(sieve_optimizer_tell(opt, out->pdata[0], r, told, &error));
+    g_array_append_vals(points, told, 2);
+  }
+  return hypervolume(points, 0, -40);
+}
+
+static void
+test_nsga2(void)
+{
+  /* The NB201 table: CIFAR-10 validation accuracy and CPU latency. */
+  g_autofree char *path = g_build_filename(source_root, "data", "nb201", "nb201.csv", NULL);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  g_auto(GStrv) header = g_strsplit(lines[0], ",", -1);
+  gint arch = -1, acc = -1, lat = -1;
+  for (gint k = 0; header[k]; k++) {
+    if (strcmp(header[k], "arch_str") == 0)
+      arch = k;
+    if (strcmp(header[k], "cifar10_valid_acc") == 0)
+      acc = k;
+    if (strcmp(header[k], "lat_ms_gold_6226") == 0)
+      lat = k;
+  }
+  g_assert_true(arch >= 0 && acc >= 0 && lat >= 0);
+  g_autoptr(GHashTable) table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 1; lines[i] && *lines[i]; i++) {
+    g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
+    double *row = g_new(double, 2);
+    row[0] = g_ascii_strtod(f[acc], NULL);
+    row[1] = g_ascii_strtod(f[lat], NULL);
+    g_hash_table_insert(table, g_strdup(f[arch]), row);
+  }
+  double nsga = 0, random = 0;
+  for (guint64 seed = 0; seed < 4; seed++) {
+    nsga += nsga_run("evolution", "{population: 30, sample_size: 2, selection: nsga2}", seed, table);
+    random += nsga_run("random", "{unique: true}", seed, table);
+  }
+  g_test_message("mean hypervolume over 4 seeds: nsga2 %g, random %g", nsga / 4, random / 4);
+  g_assert_cmpfloat(nsga, >, random);
+}
+
+/* ---- bad options -------------------------------------------------------- */
+
+static void
+expect_error(const char *name, const char *yaml, guint n_objectives, const SieveFidelity *fidelity,
+             const char *pattern)
+{
+  g_autoptr(SieveSpace) space = test_space("nb201");
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) o = optimizer_try(name, space, yaml, 0, n_objectives, fidelity, &error);
+  g_assert_null(o);
+  g_assert_nonnull(error);
+  if (!g_pattern_match_simple(pattern, error->message))
+    g_error("error '%s' does not match '%s'", error->message, pattern);
+  g_error_free(error);
+}
+
+static void
+test_bad_options(void)
+{
+  expect_error("evolution", "{population: 5, sample_size: 10}", 1, NULL,
+               "test.yaml:1:*: sample_size (10) must not exceed population (5)*");
+  expect_error("evolution", "{population: 5}", 1, NULL,
+               "test.yaml:1:14: sample_size (10) must not exceed population (5)*");
+  expect_error("evolution", "{selection: nsga2}", 1, NULL,
+               "test.yaml:1:*: selection nsga2 needs two or more objectives; the experiment has 1*");
+  expect_error("evolution", "{selection: nsga3}", 1, NULL, "test.yaml:1:*nsga3*");
+  expect_error("local_search", "{initial: 0}", 1, NULL, "test.yaml:1:*initial*");
+  expect_error("tpe", "{gamma: 2}", 1, NULL, "test.yaml:1:*gamma*");
+  expect_error("hyperband", NULL, 1, NULL, "hyperband needs an evaluator that offers a fidelity*");
+  expect_error("bohb", NULL, 1, NULL, "bohb needs an evaluator that offers a fidelity*");
+  expect_error("successive_halving", "{min_fidelity: 30}", 1, &budget_fidelity,
+               "test.yaml:1:*: min_fidelity 30 is outside the evaluator's fidelity 'budget' [1, 27]");
+  expect_error("successive_halving", "{eta: 50}", 1, &budget_fidelity,
+               "test.yaml:1:*: the fidelity range [1, 27] of 'budget' is narrower than one step of eta = 50*");
+  expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
+               "test.yaml:1:*: n_configs 2 is too few*");
+  expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  source_root = g_getenv("SIEVE_SOURCE_ROOT");
+  if (source_root == NULL)
+    source_root = SIEVE_SOURCE_ROOT;
+  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
+  if (build_root == NULL)
+    build_root = SIEVE_BUILD_ROOT;
+  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
+  registry = sieve_registry_new();
+  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
+  for (guint i = 0; i < errors->len; i++)
+    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+
+  g_test_add_data_func("/optimizers/determinism/nb201", "nb201", test_determinism);
+  g_test_add_data_func("/optimizers/determinism/mlp", "mlp", test_determinism);
+  g_test_add_data_func("/optimizers/resume/nb201", "nb201", test_resume);
+  g_test_add_data_func("/optimizers/resume/mlp", "mlp", test_resume);
+  g_test_add_func("/optimizers/bad-state", test_bad_state);
+  g_test_add_func("/optimizers/conditions", test_conditions);
+  g_test_add_data_func("/optimizers/async/nb201", "nb201", test_async);
+  g_test_add_data_func("/optimizers/async/mlp", "mlp", test_async);
+  g_test_add_func("/optimizers/exhaustion", test_exhaustion);
+  g_test_add_func("/optimizers/successive-halving/promotions", test_successive_halving);
+  g_test_add_data_func("/optimizers/hyperband/promotions", "hyperband", test_hyperband);
+  g_test_add_data_func("/optimizers/bohb/promotions", "bohb", test_hyperband);
+  g_test_add_func("/optimizers/bohb/model", test_bohb_model);
+  g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
+  g_test_add_func("/optimizers/bad-options", test_bad_options);
+  int status = g_test_run();
+  sieve_registry_free(registry);
+  return status;
+}
