@@ -516,13 +516,13 @@ plan_conv(Cpu *c, guint v, GError **error)
   gboolean grouped = a->groups > 1;
   dnnl_dims_t wd = {a->out_channels, is.c / a->groups, a->kernel[0], a->kernel[1]};
   dnnl_dims_t gwd = {a->groups, a->out_channels / a->groups, is.c / a->groups, a->kernel[0], a->kernel[1]};
-  dnnl_memory_desc_t wplain;
+  dnnl_memory_desc_t wplain, wgplain;
+  dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
   if (grouped) {
     dnnl_memory_desc_init_by_tag(&wei, 5, gwd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wplain, 5, gwd, dnnl_f32, dnnl_goihw);
+    dnnl_memory_desc_init_by_tag(&wgplain, 5, gwd, dnnl_f32, dnnl_goihw);
   } else {
     dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
   }
   md_1d(&bias, a->out_channels);
   dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
@@ -540,6 +540,11 @@ plan_conv(Cpu *c, guint v, GError **error)
   if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
     return FALSE;
   Param *w = param_add(c, v, "weight", wmd, &wplain);
+  /* oneDNN wants grouped weights 5-D (goihw); the plain [out, in/groups,
+   * kh, kw] of graph.h is the same bytes, so exchange through the 5-D view
+   * and report the 4-D shape (param_add's info has room for 4 dims). */
+  if (grouped)
+    w->plain = wgplain;
   dnnl_memory_desc_t wstore = w->md;
   int wslot = w->value, bslot = -1;
   if (a->bias) {
