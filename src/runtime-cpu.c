@@ -825,6 +825,13 @@ plan_loss(Cpu *c, guint v, GError **error)
   c->n_classes = K;
   dnnl_dims_t d = {c->options.batch, K};
   dnnl_memory_desc_init_by_tag(&x->src_want, 2, d, dnnl_f32, dnnl_nc);
+  /* Logits straight from a 4-D producer (a global pool, the input): ask for
+   * plain nchw BxKx1x1, the same bytes as nc, since a reorder cannot change
+   * the number of dimensions. */
+  if (c->nodes[x->in[0]].md.ndims == 4) {
+    dnnl_dims_t d4 = {c->options.batch, K, 1, 1};
+    dnnl_memory_desc_init_by_tag(&x->src_want, 4, d4, dnnl_f32, dnnl_nchw);
+  }
   if (!as_layout(c, v, x->in[0], &x->src_want, TRUE, &x->src_slot, error))
     return FALSE;
   x->prob = slot_new(c, md_bytes(&x->src_want), TRUE);
