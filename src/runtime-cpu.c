@@ -1551,6 +1551,13 @@ read_node(Cpu *c, guint node, gboolean diff, float *out, GError **error)
     memset(out, 0, n * sizeof(float));
     return TRUE;
   }
+  if (x->n->kind == SIEVE_OP_SOFTMAX_CE && !diff) {
+    /* Its shape is 1x1x1 per example but one value is stored (the batch
+     * mean): give it to every example rather than reorder mismatched dims. */
+    for (guint b = 0; b < c->options.batch; b++)
+      out[b] = slot_ptr(c, x->out)[0];
+    return TRUE;
+  }
   int slot = diff ? x->diff : x->out;
   if (slot < 0 || (!diff && x->released)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
