@@ -39,6 +39,9 @@ case_new(SieveGraph *graph, guint batch, guint64 seed, gboolean input_grad)
   GError *error = NULL;
   c->rt = sieve_runtime_new(graph, &o, &error);
   g_assert_no_error(error);
+  o.keep_all = FALSE;
+  c->lean = sieve_runtime_new(graph, &o, &error);
+  g_assert_no_error(error);
   c->in_size = numel(sieve_graph_node(graph, sieve_graph_input_node(graph))->shape);
   c->x = g_new(float, batch * c->in_size);
   c->xd = g_new(double, batch * c->in_size);
@@ -71,6 +74,7 @@ case_free(Case *c)
     return;
   ref_net_free(c->ref);
   sieve_runtime_free(c->rt);
+  sieve_runtime_free(c->lean);
   sieve_graph_free(c->graph);
   g_free(c->x);
   g_free(c->xd);
@@ -86,6 +90,13 @@ case_sync(Case *c)
   GError *error = NULL;
   ref_net_load_params(c->ref, c->rt, &error);
   g_assert_no_error(error);
+  for (guint i = 0; i < sieve_runtime_n_params(c->rt); i++) {
+    g_autofree float *v = g_new(float, sieve_runtime_param_info(c->rt, i)->size);
+    sieve_runtime_get_param(c->rt, i, v, &error);
+    g_assert_no_error(error);
+    sieve_runtime_set_param(c->lean, i, v, &error);
+    g_assert_no_error(error);
+  }
 }
 
 void
@@ -187,8 +198,8 @@ typedef struct {
   char *what;
   gsize n, m;
   gsize *idx;
-  double *got, *fd;
-  double scale; /* largest |fd| */
+  double *got[2], *fd; /* the keep_all and the lean runtime's */
+  double scale;         /* largest |fd| */
 } Sample;
 
 static void
@@ -197,24 +208,28 @@ sample_free(gpointer p)
   Sample *s = p;
   g_free(s->what);
   g_free(s->idx);
-  g_free(s->got);
+  g_free(s->got[0]);
+  g_free(s->got[1]);
   g_free(s->fd);
   g_free(s);
 }
 
 static Sample *
-sample(Case *c, char *what, guint from, const float *got, double *p, gsize n, double h, guint max_entries, SieveRng *rng)
+sample(Case *c, char *what, guint from, const float *got, const float *lean, double *p, gsize n, double h,
+       guint max_entries, SieveRng *rng)
 {
   Sample *s = g_new0(Sample, 1);
   s->what = what;
   s->n = n;
   s->m = MIN(n, (gsize)max_entries);
   s->idx = g_new(gsize, s->m);
-  s->got = g_new(double, s->m);
+  s->got[0] = g_new(double, s->m);
+  s->got[1] = g_new(double, s->m);
   s->fd = g_new(double, s->m);
   for (gsize j = 0; j < s->m; j++) {
     s->idx[j] = s->m == n ? j : (gsize)sieve_rng_below(rng, n);
-    s->got[j] = got[s->idx[j]];
+    s->got[0][j] = got[s->idx[j]];
+    s->got[1][j] = lean[s->idx[j]];
     s->fd[j] = central(c, from, &p[s->idx[j]], h);
     s->scale = MAX(s->scale, fabs(s->fd[j]));
   }
@@ -225,10 +240,13 @@ double
 case_check_grads(Case *c, double h, double rtol, double atol, guint max_entries, gboolean require_all)
 {
   GError *error = NULL;
-  sieve_runtime_forward(c->rt, c->x, c->labels, SIEVE_MODE_TRAIN, &error);
-  g_assert_no_error(error);
-  sieve_runtime_backward(c->rt, c->labels ? NULL : c->w, &error);
-  g_assert_no_error(error);
+  SieveRuntime *rts[2] = {c->rt, c->lean};
+  for (int r = 0; r < 2; r++) {
+    sieve_runtime_forward(rts[r], c->x, c->labels, SIEVE_MODE_TRAIN, &error);
+    g_assert_no_error(error);
+    sieve_runtime_backward(rts[r], c->labels ? NULL : c->w, &error);
+    g_assert_no_error(error);
+  }
   SieveRng rng;
   sieve_rng_seed(&rng, c->seed + 17);
   /* The reference's outputs must be those of this very input. */
@@ -237,17 +255,24 @@ case_check_grads(Case *c, double h, double rtol, double atol, guint max_entries,
   for (guint i = 0; i < sieve_runtime_n_params(c->rt); i++) {
     const SieveParamInfo *info = sieve_runtime_param_info(c->rt, i);
     g_autofree float *got = g_new(float, info->size);
+    g_autofree float *lean = g_new(float, info->size);
     sieve_runtime_get_grad(c->rt, i, got, &error);
+    g_assert_no_error(error);
+    sieve_runtime_get_grad(c->lean, i, lean, &error);
     g_assert_no_error(error);
     char *what = g_strdup_printf("gradient of parameter %u (node %u %s, %s)", i, info->node,
                                  sieve_op_kind_name(sieve_graph_node(c->graph, info->node)->kind), info->name);
     g_ptr_array_add(samples,
-                    sample(c, what, info->node, got, ref_net_param(c->ref, i), info->size, h, max_entries, &rng));
+                    sample(c, what, info->node, got, lean, ref_net_param(c->ref, i), info->size, h, max_entries, &rng));
   }
   g_autofree float *gx = g_new(float, c->batch * c->in_size);
-  if (sieve_runtime_read_input_grad(c->rt, gx, NULL))
-    g_ptr_array_add(samples, sample(c, g_strdup("input gradient"), 0, gx, c->xd, c->batch * c->in_size, h,
-                                    max_entries, &rng));
+  g_autofree float *gx_lean = g_new(float, c->batch * c->in_size);
+  if (sieve_runtime_read_input_grad(c->rt, gx, NULL)) {
+    sieve_runtime_read_input_grad(c->lean, gx_lean, &error);
+    g_assert_no_error(error);
+    g_ptr_array_add(samples, sample(c, g_strdup("input gradient"), 0, gx, gx_lean, c->xd, c->batch * c->in_size,
+                                    h, max_entries, &rng));
+  }
   /* x was perturbed and restored in place: the float copy still matches. */
   double global = 0;
   for (guint t = 0; t < samples->len; t++) {
@@ -265,15 +290,16 @@ case_check_grads(Case *c, double h, double rtol, double atol, guint max_entries,
      * a batch norm's beta in front of another batch norm, still carries
      * float32 noise of the network's gradient scale. */
     double floor = MAX(s->scale, 1e-2 * global);
-    for (gsize j = 0; j < s->m; j++) {
-      double allowed = rtol * fabs(s->fd[j]) + atol * floor;
-      double err = fabs(s->got[j] - s->fd[j]);
-      if (!(err <= allowed))
-        g_error("%s, element %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": runtime %.9g, finite difference %.9g "
-                "(largest in the tensor %.3g, in the network %.3g)",
-                s->what, s->idx[j], s->n, s->got[j], s->fd[j], s->scale, global);
-      worst = worse(worst, err, allowed);
-    }
+    for (int r = 0; r < 2; r++)
+      for (gsize j = 0; j < s->m; j++) {
+        double allowed = rtol * fabs(s->fd[j]) + atol * floor;
+        double err = fabs(s->got[r][j] - s->fd[j]);
+        if (!(err <= allowed))
+          g_error("%s, element %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT ": %s runtime %.9g, finite difference %.9g "
+                  "(largest in the tensor %.3g, in the network %.3g)",
+                  s->what, s->idx[j], s->n, r ? "lean" : "keep_all", s->got[r][j], s->fd[j], s->scale, global);
+        worst = worse(worst, err, allowed);
+      }
   }
   return worst;
 }

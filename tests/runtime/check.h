@@ -12,7 +12,8 @@ G_BEGIN_DECLS
 typedef struct {
   SieveGraph *graph; /* owned */
   guint batch;
-  SieveRuntime *rt;  /* keep_all, backward */
+  SieveRuntime *rt;   /* keep_all, backward */
+  SieveRuntime *lean; /* the same without keep_all: buffers shared as in training */
   RefNet *ref;
   gsize in_size, out_size; /* per batch */
   float *x;
@@ -38,7 +39,7 @@ void case_randomise_params(Case *c, guint64 seed);
  * kink margin (relu/elu inputs, max pooling ties) is at least margin in a
  * train forward; returns the margin reached. */
 double case_pick_input(Case *c, double margin);
-/* Reloads the runtime's parameters into the reference. */
+/* Reloads the runtime's parameters into the reference and the lean runtime. */
 void case_sync(Case *c);
 
 /* Runs both forwards in mode and compares every live node (the loss value
@@ -48,7 +49,9 @@ double case_check_forward(Case *c, SieveMode mode, double rtol, double atol);
 /* Train forward + backward on the runtime; central differences of the
  * reference's objective (step h) for every parameter tensor and, when
  * compiled with input_grad, the input (at most max_entries entries of each,
- * chosen at random when there are more).  Per tensor, with s the largest
+ * chosen at random when there are more).  The lean runtime's gradients are
+ * held to the same finite differences, so that a buffer reused too early
+ * (which keep_all would hide) fails too.  Per tensor, with s the largest
  * |finite difference| seen in it: |rt - fd| <= rtol |fd| + atol max(s, S / 100),
  * S the largest |finite difference| of all tensors.
  * Zero gradients everywhere fail (a test that cannot fail is no test);
