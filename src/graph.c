@@ -78,7 +78,8 @@ box_new(const SieveGraphNode *node, const guint *inputs)
 {
   NodeBox *b = g_malloc(sizeof *b + node->n_inputs * sizeof(guint));
   b->node = *node;
-  memcpy(b->inputs, inputs, node->n_inputs * sizeof(guint));
+  if (node->n_inputs) /* an input node has none, and inputs may be NULL: memcpy(NULL) is undefined */
+    memcpy(b->inputs, inputs, node->n_inputs * sizeof(guint));
   b->node.inputs = b->inputs;
   b->node.label = NULL;
   return b;

@@ -540,13 +540,13 @@ plan_conv(Cpu *c, guint v, GError **error)
   gboolean grouped = a->groups > 1;
   dnnl_dims_t wd = {a->out_channels, is.c / a->groups, a->kernel[0], a->kernel[1]};
   dnnl_dims_t gwd = {a->groups, a->out_channels / a->groups, is.c / a->groups, a->kernel[0], a->kernel[1]};
-  dnnl_memory_desc_t wplain;
+  dnnl_memory_desc_t wplain, wgplain;
+  dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
   if (grouped) {
     dnnl_memory_desc_init_by_tag(&wei, 5, gwd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wplain, 5, gwd, dnnl_f32, dnnl_goihw);
+    dnnl_memory_desc_init_by_tag(&wgplain, 5, gwd, dnnl_f32, dnnl_goihw);
   } else {
     dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
   }
   md_1d(&bias, a->out_channels);
   dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
@@ -582,6 +582,11 @@ plan_conv(Cpu *c, guint v, GError **error)
   if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
     return FALSE;
   Param *w = param_add(c, v, "weight", wmd, &wplain);
+  /* oneDNN wants grouped weights 5-D (goihw); the plain [out, in/groups,
+   * kh, kw] of graph.h is the same bytes, so exchange through the 5-D view
+   * and report the 4-D shape (param_add's info has room for 4 dims). */
+  if (grouped)
+    w->plain = wgplain;
   dnnl_memory_desc_t wstore = w->md;
   int wslot = w->value, bslot = -1;
   if (a->bias) {
@@ -862,6 +867,13 @@ plan_loss(Cpu *c, guint v, GError **error)
   c->n_classes = K;
   dnnl_dims_t d = {c->options.batch, K};
   dnnl_memory_desc_init_by_tag(&x->src_want, 2, d, dnnl_f32, dnnl_nc);
+  /* Logits straight from a 4-D producer (a global pool, the input): ask for
+   * plain nchw BxKx1x1, the same bytes as nc, since a reorder cannot change
+   * the number of dimensions. */
+  if (c->nodes[x->in[0]].md.ndims == 4) {
+    dnnl_dims_t d4 = {c->options.batch, K, 1, 1};
+    dnnl_memory_desc_init_by_tag(&x->src_want, 4, d4, dnnl_f32, dnnl_nchw);
+  }
   if (!as_layout(c, v, x->in[0], &x->src_want, TRUE, &x->src_slot, error))
     return FALSE;
   x->prob = slot_new(c, md_bytes(&x->src_want), TRUE);
@@ -1441,11 +1453,14 @@ transfer(Cpu *c, const dnnl_memory_desc_t *plain, float *plain_ptr, const dnnl_m
   return TRUE;
 }
 
-/* Kaiming-style initial values (He et al. 2015, "Delving deep into
- * rectifiers"): convolution weights N(0, 2/fan_in), the gain for ReLU
- * networks; linear layers U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and
- * bias as PyTorch initialises them; batch norm gamma 1, beta 0, running
- * mean 0 and variance 1. */
+/* Kaiming-style initial values as PyTorch draws them by default
+ * (kaiming_uniform_ with a = sqrt(5); He et al. 2015, "Delving deep into
+ * rectifiers"): convolution and linear weights and biases U(-b, b) with
+ * b = 1/sqrt(fan_in); batch norm gamma 1, beta 0, running mean 0 and
+ * variance 1.  The gain sqrt(2) of He's ReLU derivation is deliberately not
+ * used: with batch norm after every convolution the scale of a weight does
+ * not change the function, only the effective learning rate (lr/|w|^2), and
+ * PyTorch's smaller weights are what NAS training recipes were tuned with. */
 static gboolean
 init_params(Cpu *c, GError **error)
 {
@@ -1466,10 +1481,6 @@ init_params(Cpu *c, GError **error)
     for (guint64 k = 0; k < p->info.size; k++) {
       if (n->kind == SIEVE_OP_BATCH_NORM)
         v[k] = g_str_equal(p->info.name, "gamma") ? 1.0f : 0.0f;
-      else if (n->kind == SIEVE_OP_LINEAR)
-        v[k] = (float)((2 * sieve_rng_uniform(&rng) - 1) / sqrt(fan_in));
-      else if (g_str_equal(p->info.name, "weight"))
-        v[k] = (float)(sieve_rng_normal(&rng) * sqrt(2.0 / fan_in));
       else
         v[k] = (float)((2 * sieve_rng_uniform(&rng) - 1) / sqrt(fan_in));
     }
@@ -1649,6 +1660,13 @@ read_node(Cpu *c, guint node, gboolean diff, float *out, GError **error)
   gsize n = (gsize)c->options.batch * s.c * s.h * s.w;
   if (x->role == ROLE_ZERO) {
     memset(out, 0, n * sizeof(float));
+    return TRUE;
+  }
+  if (x->n->kind == SIEVE_OP_SOFTMAX_CE && !diff) {
+    /* Its shape is 1x1x1 per example but one value is stored (the batch
+     * mean): give it to every example rather than reorder mismatched dims. */
+    for (guint b = 0; b < c->options.batch; b++)
+      out[b] = slot_ptr(c, x->out)[0];
     return TRUE;
   }
   int slot = diff ? x->diff : x->out;

@@ -1,0 +1,419 @@
+/* Every operation of the IR on the CPU runtime against the double-precision
+ * reference interpreter: forward values of every node, and the gradients of
+ * every parameter and of the input against central finite differences.
+ *
+ * Tolerances (float32 runtime against a double reference):
+ *   forward   |rt - ref| <= 1e-5 + 1e-4 |ref|, every element of every node;
+ *   gradients |rt - fd| <= 1e-4 |fd| + 1e-4 max(s, S/100), s the largest
+ *             |fd| of that tensor and S of all tensors, fd the central
+ *             difference with step 1e-6 in double
+ *             (truncation ~1e-12, rounding ~1e-10 relative: the float32
+ *             gradient's own error dominates).
+ * Inputs are redrawn until no relu/elu input and no max pooling tie lies
+ * within 1e-4 of its kink, so neither the step nor float32 rounding crosses
+ * one.  Channel counts 3, 5, 17 and non-square extents put oneDNN's blocked
+ * layouts (8 or 16 channels a block) to work with padding. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+
+#define FWD_RTOL 1e-4
+#define FWD_ATOL 1e-5
+#define FD_STEP 1e-6
+#define GRAD_RTOL 1e-4
+#define GRAD_ATOL 1e-4
+#define KINK_MARGIN 1e-4
+#define MAX_ENTRIES 160
+
+static double worst_fwd, worst_grad;
+
+static SieveGraph *
+finish(SieveGraph *g, guint out)
+{
+  GError *error = NULL;
+  sieve_graph_finish(g, out, &error);
+  g_assert_no_error(error);
+  return g;
+}
+
+/* Forward and gradients of a finished graph; require_all: every parameter
+ * and the input must get some gradient. */
+static void
+check_graph(SieveGraph *g, guint batch, guint64 seed, gboolean require_all)
+{
+  g_autoptr(Case) c = case_new(g, batch, seed, TRUE);
+  case_randomise_params(c, seed + 1000);
+  double margin = case_pick_input(c, KINK_MARGIN);
+  double f = case_check_forward(c, SIEVE_MODE_TRAIN, FWD_RTOL, FWD_ATOL);
+  double r = case_check_grads(c, FD_STEP, GRAD_RTOL, GRAD_ATOL, MAX_ENTRIES, require_all);
+  worst_fwd = MAX(worst_fwd, f);
+  worst_grad = MAX(worst_grad, r);
+  g_test_message("%s: kink margin %.2g, worst forward error %.2g and gradient error %.2g of the tolerance",
+                 sieve_graph_name(g), margin, f, r);
+}
+
+/* The op's output as it is, and again under linear(5) + softmax_ce (with
+ * label smoothing 0.1 when smooth). */
+static void
+check_op(SieveGraph *(*build)(guint *out, gconstpointer), gconstpointer data, guint64 seed)
+{
+  guint out;
+  SieveGraph *g = build(&out, data);
+  check_graph(finish(g, out), 2, seed, TRUE);
+  g = build(&out, data);
+  guint lin = sieve_graph_linear(g, out, 5, TRUE);
+  check_graph(finish(g, sieve_graph_softmax_ce(g, lin, seed % 2 ? 0.1 : 0)), 3, seed + 7, TRUE);
+}
+
+/* ---- conv2d ---------------------------------------------------------------------- */
+
+typedef struct {
+  guint c, h, w, out, kh, kw, sh, sw, ph, pw, dh, dw, groups;
+  gboolean bias;
+} ConvCase;
+
+static const ConvCase conv_cases[] = {
+  {3, 7, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, TRUE},     /* odd channels, non-square */
+  {5, 9, 8, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, FALSE},   /* stride 2, 17 outputs (a padded block) */
+  {4, 8, 8, 6, 3, 3, 1, 1, 2, 2, 2, 2, 1, TRUE},     /* dilation 2 */
+  {6, 6, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 3, TRUE},     /* groups */
+  {5, 6, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 5, FALSE},    /* depthwise */
+  {3, 6, 9, 4, 1, 3, 2, 1, 0, 1, 1, 1, 1, TRUE},     /* rectangular kernel and stride */
+  {17, 4, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, FALSE},   /* 1x1, 17 inputs */
+  {3, 11, 10, 8, 5, 5, 3, 3, 0, 0, 1, 1, 1, TRUE},   /* 5x5, stride 3, no padding */
+  {2, 9, 9, 4, 3, 2, 2, 1, 1, 0, 2, 1, 2, TRUE},     /* everything at once */
+};
+
+static SieveGraph *
+build_conv(guint *out, gconstpointer data)
+{
+  const ConvCase *k = data;
+  SieveGraph *g = sieve_graph_new("conv2d");
+  guint x = sieve_graph_input(g, k->c, k->h, k->w);
+  SieveOpAttrs a = {.out_channels = k->out,
+                    .kernel = {k->kh, k->kw},
+                    .stride = {k->sh, k->sw},
+                    .pad = {k->ph, k->pw},
+                    .dilation = {k->dh, k->dw},
+                    .groups = k->groups,
+                    .bias = k->bias};
+  *out = sieve_graph_add(g, SIEVE_OP_CONV2D, &x, 1, &a);
+  return g;
+}
+
+static void
+test_conv(gconstpointer data)
+{
+  check_op(build_conv, data, 11 + (const ConvCase *)data - conv_cases);
+}
+
+/* ---- batch norm -------------------------------------------------------------------- */
+
+typedef struct {
+  guint c, h, w;
+  gboolean affine;
+  double eps;
+  gboolean after_conv; /* a blocked layout in */
+} BnCase;
+
+static const BnCase bn_cases[] = {
+  {3, 5, 4, TRUE, 1e-5, FALSE},
+  {17, 3, 3, TRUE, 1e-5, TRUE},
+  {5, 4, 6, FALSE, 1e-3, FALSE},
+  {5, 1, 1, TRUE, 1e-2, TRUE},
+};
+
+static SieveGraph *
+build_bn(guint *out, gconstpointer data)
+{
+  const BnCase *k = data;
+  SieveGraph *g = sieve_graph_new("batch_norm");
+  guint x = sieve_graph_input(g, k->after_conv ? 3 : k->c, k->h, k->w);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, k->c, 1, 1, 0, FALSE);
+  SieveOpAttrs a = {.affine = k->affine, .eps = k->eps, .momentum = 0.1};
+  *out = sieve_graph_add(g, SIEVE_OP_BATCH_NORM, &x, 1, &a);
+  return g;
+}
+
+static void
+test_bn(gconstpointer data)
+{
+  check_op(build_bn, data, 31 + (const BnCase *)data - bn_cases);
+}
+
+/* ---- activations ------------------------------------------------------------------ */
+
+typedef struct {
+  SieveActivation act;
+  double alpha;
+  gboolean after_conv;
+} ActCase;
+
+static const ActCase act_cases[] = {
+  {SIEVE_ACT_RELU, 0, FALSE},       {SIEVE_ACT_RELU, 0, TRUE},       {SIEVE_ACT_LEAKY_RELU, 0.1, FALSE},
+  {SIEVE_ACT_LEAKY_RELU, 0.3, TRUE}, {SIEVE_ACT_ELU, 1.0, FALSE},     {SIEVE_ACT_ELU, 0.5, TRUE},
+  {SIEVE_ACT_TANH, 0, FALSE},       {SIEVE_ACT_TANH, 0, TRUE},       {SIEVE_ACT_SIGMOID, 0, FALSE},
+  {SIEVE_ACT_SIGMOID, 0, TRUE},     {SIEVE_ACT_GELU, 0, FALSE},      {SIEVE_ACT_GELU, 0, TRUE},
+  {SIEVE_ACT_SWISH, 0, FALSE},      {SIEVE_ACT_SWISH, 0, TRUE},
+};
+
+static SieveGraph *
+build_act(guint *out, gconstpointer data)
+{
+  const ActCase *k = data;
+  SieveGraph *g = sieve_graph_new(sieve_activation_name(k->act));
+  guint x = sieve_graph_input(g, 5, 3, 4);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, 17, 3, 1, 1, TRUE);
+  *out = sieve_graph_activation(g, x, k->act, k->alpha);
+  return g;
+}
+
+static void
+test_act(gconstpointer data)
+{
+  check_op(build_act, data, 51 + (const ActCase *)data - act_cases);
+}
+
+/* ---- pooling ------------------------------------------------------------------------ */
+
+typedef struct {
+  SievePoolKind pool;
+  guint c, h, w, kh, kw, sh, sw, ph, pw;
+  gboolean after_conv;
+} PoolCase;
+
+static const PoolCase pool_cases[] = {
+  {SIEVE_POOL_AVG, 3, 5, 6, 3, 3, 1, 1, 1, 1, FALSE}, /* NAS-Bench-201's avg_pool_3x3 */
+  {SIEVE_POOL_AVG, 17, 7, 5, 3, 3, 2, 2, 1, 1, TRUE}, /* padding excluded at the borders */
+  {SIEVE_POOL_AVG, 5, 6, 6, 2, 2, 2, 2, 0, 0, FALSE},
+  {SIEVE_POOL_AVG, 3, 5, 7, 2, 3, 1, 2, 1, 1, FALSE},
+  {SIEVE_POOL_MAX, 3, 7, 5, 3, 3, 2, 2, 1, 1, FALSE},
+  {SIEVE_POOL_MAX, 17, 6, 6, 2, 2, 2, 2, 0, 0, TRUE},
+  {SIEVE_POOL_MAX, 5, 5, 6, 3, 2, 1, 1, 1, 1, FALSE},
+};
+
+static SieveGraph *
+build_pool(guint *out, gconstpointer data)
+{
+  const PoolCase *k = data;
+  SieveGraph *g = sieve_graph_new(k->pool == SIEVE_POOL_MAX ? "max_pool" : "avg_pool");
+  guint x = sieve_graph_input(g, k->after_conv ? 4 : k->c, k->h, k->w);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, k->c, 3, 1, 1, TRUE);
+  SieveOpAttrs a = {
+    .pool = k->pool, .kernel = {k->kh, k->kw}, .stride = {k->sh, k->sw}, .pad = {k->ph, k->pw}};
+  *out = sieve_graph_add(g, SIEVE_OP_POOL, &x, 1, &a);
+  return g;
+}
+
+static void
+test_pool(gconstpointer data)
+{
+  check_op(build_pool, data, 71 + (const PoolCase *)data - pool_cases);
+}
+
+/* ---- add, concat, identity, zero ----------------------------------------------------- */
+
+/* x (plain), conv(x) (blocked), identity(x) and relu(conv): one tensor
+ * reaches the sum twice, layouts differ. */
+static SieveGraph *
+build_add(guint *out, gconstpointer data)
+{
+  (void)data;
+  SieveGraph *g = sieve_graph_new("add");
+  guint x = sieve_graph_input(g, 5, 6, 5);
+  guint a = sieve_graph_conv2d(g, x, 5, 3, 1, 1, TRUE);
+  guint b = sieve_graph_activation(g, a, SIEVE_ACT_TANH, 0);
+  guint xs[] = {x, a, sieve_graph_identity(g, x), b};
+  *out = sieve_graph_sum(g, xs, 4);
+  return g;
+}
+
+static void
+test_add(void)
+{
+  check_op(build_add, NULL, 91);
+}
+
+static SieveGraph *
+build_concat(guint *out, gconstpointer data)
+{
+  gboolean then_conv = GPOINTER_TO_INT(data);
+  SieveGraph *g = sieve_graph_new("concat");
+  guint x = sieve_graph_input(g, 4, 5, 6);
+  guint xs[] = {sieve_graph_conv2d(g, x, 3, 3, 1, 1, TRUE), x, sieve_graph_conv2d(g, x, 17, 1, 1, 0, FALSE),
+                sieve_graph_activation(g, x, SIEVE_ACT_SIGMOID, 0)};
+  *out = sieve_graph_concat(g, xs, 4); /* 28 channels */
+  if (then_conv)
+    *out = sieve_graph_conv2d(g, *out, 5, 3, 2, 1, FALSE);
+  return g;
+}
+
+static void
+test_concat(void)
+{
+  check_op(build_concat, GINT_TO_POINTER(FALSE), 93);
+  check_op(build_concat, GINT_TO_POINTER(TRUE), 94);
+}
+
+/* Identity chains, a zero folded out of a sum, a zero that a convolution
+ * reads (a real zero tensor), and a sum of nothing but zeros. */
+static SieveGraph *
+build_identity_zero(guint *out, gconstpointer data)
+{
+  (void)data;
+  SieveGraph *g = sieve_graph_new("identity_zero");
+  guint x = sieve_graph_input(g, 3, 5, 5);
+  guint a = sieve_graph_identity(g, sieve_graph_identity(g, x));
+  guint c = sieve_graph_conv2d(g, a, 5, 3, 1, 1, TRUE);
+  guint z = sieve_graph_zero(g, c);
+  guint zc = sieve_graph_conv2d(g, z, 5, 1, 1, 0, TRUE); /* bias only */
+  guint zs[] = {z, sieve_graph_zero(g, zc)};
+  guint zz = sieve_graph_sum(g, zs, 2);
+  guint xs[] = {sieve_graph_identity(g, c), z, zc, zz, sieve_graph_identity(g, z)};
+  *out = sieve_graph_sum(g, xs, 5);
+  return g;
+}
+
+static void
+test_identity_zero(void)
+{
+  /* The convolution that reads zeros gets no weight gradient: not every
+   * tensor can have one. */
+  guint out;
+  SieveGraph *g = build_identity_zero(&out, NULL);
+  check_graph(finish(g, out), 2, 95, FALSE);
+  g = build_identity_zero(&out, NULL);
+  check_graph(finish(g, sieve_graph_softmax_ce(g, sieve_graph_linear(g, out, 4, FALSE), 0.2)), 3, 96, FALSE);
+}
+
+/* ---- global average pooling, linear, loss ------------------------------------------- */
+
+static SieveGraph *
+build_gap(guint *out, gconstpointer data)
+{
+  gboolean after_conv = GPOINTER_TO_INT(data);
+  SieveGraph *g = sieve_graph_new("global_avg_pool");
+  guint x = sieve_graph_input(g, 5, 3, 4);
+  if (after_conv)
+    x = sieve_graph_conv2d(g, x, 17, 3, 1, 1, TRUE);
+  *out = sieve_graph_global_avg_pool(g, x);
+  return g;
+}
+
+static void
+test_gap(void)
+{
+  check_op(build_gap, GINT_TO_POINTER(FALSE), 101);
+  check_op(build_gap, GINT_TO_POINTER(TRUE), 102);
+}
+
+typedef struct {
+  guint c, h, w, out;
+  gboolean bias, after_conv, twice;
+} LinearCase;
+
+static const LinearCase linear_cases[] = {
+  {3, 4, 5, 7, TRUE, FALSE, FALSE},
+  {5, 1, 1, 3, FALSE, FALSE, FALSE},
+  {17, 3, 2, 10, TRUE, TRUE, FALSE}, /* weight columns follow NCHW, whatever the conv's layout */
+  {4, 2, 3, 6, TRUE, FALSE, TRUE},   /* linear on a linear */
+};
+
+static SieveGraph *
+build_linear(guint *out, gconstpointer data)
+{
+  const LinearCase *k = data;
+  SieveGraph *g = sieve_graph_new("linear");
+  guint x = sieve_graph_input(g, k->after_conv ? 3 : k->c, k->h, k->w);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, k->c, 3, 1, 1, FALSE);
+  *out = sieve_graph_linear(g, x, k->out, k->bias);
+  if (k->twice)
+    *out = sieve_graph_linear(g, *out, 5, TRUE);
+  return g;
+}
+
+static void
+test_linear(gconstpointer data)
+{
+  check_op(build_linear, data, 111 + (const LinearCase *)data - linear_cases);
+}
+
+/* softmax_ce straight on logits of every producer kind: a linear (2-D), a
+ * global pool and the input itself (4-D Kx1x1), with and without label
+ * smoothing. */
+static void
+test_loss(void)
+{
+  for (guint k = 0; k < 6; k++) {
+    double eps = k % 2 ? 0.1 : 0;
+    SieveGraph *g = sieve_graph_new("softmax_ce");
+    guint x, logits;
+    switch (k / 2) {
+    case 0:
+      x = sieve_graph_input(g, 3, 4, 4);
+      logits = sieve_graph_linear(g, x, 7, TRUE);
+      break;
+    case 1:
+      x = sieve_graph_input(g, 3, 4, 4);
+      logits = sieve_graph_global_avg_pool(g, sieve_graph_conv2d(g, x, 10, 3, 1, 1, TRUE));
+      break;
+    default:
+      logits = sieve_graph_input(g, 5, 1, 1);
+      break;
+    }
+    check_graph(finish(g, sieve_graph_softmax_ce(g, logits, eps)), 4, 121 + k, TRUE);
+  }
+}
+
+/* ---- sharing and dead branches -------------------------------------------------------- */
+
+/* Two ReLUs of one tensor (computed once by the runtime) feeding two
+ * convolutions, a dead branch, and a pool of a shared ReLU. */
+static void
+test_shared(void)
+{
+  SieveGraph *g = sieve_graph_new("shared");
+  guint x = sieve_graph_input(g, 3, 6, 6);
+  guint h = sieve_graph_conv2d(g, x, 5, 3, 1, 1, TRUE);
+  guint r1 = sieve_graph_relu(g, h), r2 = sieve_graph_relu(g, h);
+  guint dead = sieve_graph_conv2d(g, r1, 4, 1, 1, 0, TRUE);
+  (void)dead;
+  guint xs[] = {sieve_graph_conv2d(g, r1, 5, 3, 1, 1, FALSE), sieve_graph_conv2d(g, r2, 5, 1, 1, 0, TRUE),
+                sieve_graph_pool(g, r2, SIEVE_POOL_AVG, 3, 1, 1), h};
+  guint out = sieve_graph_sum(g, xs, 4);
+  check_graph(finish(g, out), 3, 131, TRUE);
+}
+
+static void
+add_cases(const char *prefix, gconstpointer cases, gsize size, gsize n, void (*fn)(gconstpointer))
+{
+  for (gsize i = 0; i < n; i++) {
+    g_autofree char *path = g_strdup_printf("/runtime/ops/%s/%" G_GSIZE_FORMAT, prefix, i);
+    g_test_add_data_func(path, (const char *)cases + i * size, fn);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  add_cases("conv2d", conv_cases, sizeof *conv_cases, G_N_ELEMENTS(conv_cases), test_conv);
+  add_cases("batch_norm", bn_cases, sizeof *bn_cases, G_N_ELEMENTS(bn_cases), test_bn);
+  add_cases("activation", act_cases, sizeof *act_cases, G_N_ELEMENTS(act_cases), test_act);
+  add_cases("pool", pool_cases, sizeof *pool_cases, G_N_ELEMENTS(pool_cases), test_pool);
+  g_test_add_func("/runtime/ops/add", test_add);
+  g_test_add_func("/runtime/ops/concat", test_concat);
+  g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);
+  g_test_add_func("/runtime/ops/global_avg_pool", test_gap);
+  add_cases("linear", linear_cases, sizeof *linear_cases, G_N_ELEMENTS(linear_cases), test_linear);
+  g_test_add_func("/runtime/ops/softmax_ce", test_loss);
+  g_test_add_func("/runtime/ops/shared", test_shared);
+  int status = g_test_run();
+  g_test_message("worst forward error %.2g, worst gradient error %.2g of the tolerance", worst_fwd, worst_grad);
+  return status;
+}
