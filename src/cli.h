@@ -10,6 +10,7 @@ enum { SIEVE_EXIT_OK = 0, SIEVE_EXIT_FAILURE = 1, SIEVE_EXIT_USAGE = 2, SIEVE_EX
 int sieve_cmd_run(int argc, char **argv);
 int sieve_cmd_plugins(int argc, char **argv);
 int sieve_cmd_export(int argc, char **argv);
+int sieve_cmd_lua(int argc, char **argv);
 
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */

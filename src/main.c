@@ -13,6 +13,7 @@ static const struct {
     {"run", sieve_cmd_run, "run or resume a study from an experiment file"},
     {"plugins", sieve_cmd_plugins, "list the plugins' components, or describe one's options"},
     {"export", sieve_cmd_export, "print a study's trials as CSV or JSON"},
+    {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
 };
 
 int
