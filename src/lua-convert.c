@@ -548,3 +548,51 @@ sieve__lua_push_variant(lua_State *L, GVariant *value, int space_idx, GError **e
   }
   return TRUE;
 }
+
+/* ---- sieve.serialize / sieve.deserialize ------------------------------------ */
+
+/* sieve.serialize(value) -> text: what a Lua optimizer's state becomes in
+ * the store (GVariant text), to check what a save would keep. */
+static int
+lua_serialize(lua_State *L)
+{
+  luaL_checkany(L, 1);
+  GError *error = NULL;
+  GVariant *v = sieve__lua_to_variant(L, 1, "value", &error);
+  if (v == NULL)
+    return sieve__lua_error_gerror(L, error);
+  g_variant_ref_sink(v);
+  char *text = g_variant_print(v, TRUE);
+  g_variant_unref(v);
+  lua_pushstring(L, text);
+  g_free(text);
+  return 1;
+}
+
+/* sieve.deserialize(text[, space]) -> value; genotypes need their space. */
+static int
+lua_deserialize(lua_State *L)
+{
+  const char *text = luaL_checkstring(L, 1);
+  int space_idx = lua_isnoneornil(L, 2) ? 0 : 2;
+  if (space_idx)
+    sieve__lua_check_space(L, 2);
+  GError *error = NULL;
+  GVariant *v = g_variant_parse(NULL, text, NULL, NULL, &error);
+  if (v == NULL)
+    return sieve__lua_error_gerror(L, error);
+  gboolean ok = sieve__lua_push_variant(L, v, space_idx, &error);
+  g_variant_unref(v);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  return 1;
+}
+
+void
+sieve__lua_open_convert(lua_State *L, int sieve_idx)
+{
+  lua_pushcfunction(L, lua_serialize);
+  lua_setfield(L, sieve_idx, "serialize");
+  lua_pushcfunction(L, lua_deserialize);
+  lua_setfield(L, sieve_idx, "deserialize");
+}

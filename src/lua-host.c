@@ -186,13 +186,23 @@ limit_hook(lua_State *L, lua_Debug *ar)
       host->limit_hit = "time";
     else
       return;
+    /* From now on on every instruction: a script that catches the error
+     * with pcall meets it again at its very next instruction outside. */
+    lua_sethook(L, limit_hook, LUA_MASKCOUNT, 1);
   }
+  /* Where the script was when it ran out: the function the hook interrupted. */
+  guint line;
+  g_autofree char *file = sieve__lua_where(L, 0, &line);
+  char where[256];
+  g_snprintf(where, sizeof where, "%s:%u", file, line);
+  g_clear_pointer(&file, g_free); /* luaL_error does not return */
   if (strcmp(host->limit_hit, "instruction") == 0)
-    luaL_error(L, "instruction limit exceeded: more than %I instructions in one call into Lua "
+    luaL_error(L, "%s: instruction limit exceeded: more than %I instructions in one call into Lua "
                   "(raise lua.instructions, or 0 for no limit)",
-               (lua_Integer) host->settings.instructions);
-  luaL_error(L, "time limit exceeded: more than %f seconds in one call into Lua (raise lua.seconds, or 0 for no limit)",
-             host->settings.seconds);
+               where, (lua_Integer) host->settings.instructions);
+  luaL_error(L, "%s: time limit exceeded: more than %f seconds in one call into Lua (raise lua.seconds, or 0 for no "
+                "limit)",
+             where, host->settings.seconds);
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -270,6 +280,8 @@ sieve__lua_call(SieveLuaHost *host, int nargs, int nresults, GError **error)
    * experiment this script runs) spends the same allowance. */
   if (host->depth++ == 0) {
     host->used_instructions = 0;
+    if (host->limit_hit != NULL)
+      lua_sethook(L, limit_hook, LUA_MASKCOUNT, HOOK_EVERY);
     host->limit_hit = NULL;
     host->mem_exceeded = FALSE;
     host->deadline = host->settings.seconds > 0 ? g_get_monotonic_time() + (gint64) (host->settings.seconds * 1e6) : 0;
@@ -307,6 +319,7 @@ open_host(lua_State *L)
   sieve__lua_open_evaluator(L, sieve_idx);
   sieve__lua_open_study(L, sieve_idx);
   sieve__lua_open_component(L, sieve_idx);
+  sieve__lua_open_convert(L, sieve_idx);
   lua_pushvalue(L, sieve_idx);
   lua_setglobal(L, "sieve");
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);

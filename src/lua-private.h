@@ -82,6 +82,8 @@ char *sieve__lua_to_yaml_flow(lua_State *L, int idx, GError **error);
 GVariant *sieve__lua_to_variant(lua_State *L, int idx, const char *what, GError **error);
 /* space_idx: a space userdata for genotypes, 0 when none is expected. */
 gboolean sieve__lua_push_variant(lua_State *L, GVariant *value, int space_idx, GError **error);
+/* sieve.serialize and sieve.deserialize. */
+void sieve__lua_open_convert(lua_State *L, int sieve_idx);
 /* Validated options as a Lua table {name = value}. */
 void sieve__lua_push_options(lua_State *L, const SieveOptions *options);
 
