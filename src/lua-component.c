@@ -47,9 +47,27 @@ typedef struct {
   SieveFidelity fidelity; /* evaluators that declared one */
   gboolean has_fidelity;
   gboolean has_format;    /* spaces */
-  SieveLuaHost *host;     /* NULL once that host has closed */
+  SieveLuaHost *host;     /* the latest live binding's host, NULL when none is left */
   int table_ref;          /* the definition table in host's registry */
+  GArray *bindings;       /* Binding: the same script run by several hosts, latest last */
 } LuaDef;
+
+/* The same script may run in several hosts at once (a script that runs an
+ * experiment loading that script too): the latest one serves, and when it
+ * closes the one before it serves again. */
+typedef struct {
+  SieveLuaHost *host;
+  int table_ref;
+} Binding;
+
+static void
+bind_def(LuaDef *def, SieveLuaHost *host, int table_ref)
+{
+  Binding b = {host, table_ref};
+  g_array_append_val(def->bindings, b);
+  def->host = host;
+  def->table_ref = table_ref;
+}
 
 typedef struct {
   LuaDef *def;
@@ -91,7 +109,9 @@ sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec, con
     sieve_node_set_error(error, node, "%s: options must be a table of name = value", context);
     return NULL;
   }
-  g_autofree char *dir = g_path_get_dirname(origin);
+  /* Relative paths in options resolve against the script's folder. */
+  g_autofree char *rel = g_path_get_dirname(origin);
+  g_autofree char *dir = g_canonicalize_filename(rel, NULL);
   return sieve_options_new(spec, node, NULL, dir, context, error);
 }
 
@@ -122,7 +142,14 @@ sieve__lua_components_forget_host(SieveLuaHost *host)
   g_mutex_lock(&defs_lock);
   for (guint i = 0; defs && i < defs->len; i++) {
     LuaDef *def = defs->pdata[i];
-    if (def->host == host)
+    for (guint k = def->bindings->len; k-- > 0;)
+      if (g_array_index(def->bindings, Binding, k).host == host)
+        g_array_remove_index(def->bindings, k);
+    if (def->bindings->len > 0) {
+      Binding *last = &g_array_index(def->bindings, Binding, def->bindings->len - 1);
+      def->host = last->host;
+      def->table_ref = last->table_ref;
+    } else
       def->host = NULL;
   }
   g_mutex_unlock(&defs_lock);
@@ -337,13 +364,15 @@ register_component(lua_State *L, SieveComponentKind kind)
   LuaDef *def = find_rebindable(host->registry, kind, name, origin);
   if (def != NULL) {
     lua_pushvalue(L, 1);
-    def->table_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    def->host = host;
+    g_mutex_lock(&defs_lock);
+    bind_def(def, host, luaL_ref(L, LUA_REGISTRYINDEX));
+    g_mutex_unlock(&defs_lock);
     return 0;
   }
   def = g_new0(LuaDef, 1);
   def->kind = kind;
   def->strings = g_ptr_array_new_with_free_func(g_free);
+  def->bindings = g_array_new(FALSE, FALSE, sizeof(Binding));
   def->name = (char *) keep(def, g_strdup(name));
   def->origin = (char *) keep(def, g_steal_pointer(&origin));
   /* Keep the half-built definition reachable: a Lua error below leaves it
@@ -396,12 +425,12 @@ register_component(lua_State *L, SieveComponentKind kind)
   GError *error = NULL;
   if (!sieve__registry_add_from(host->registry, &def->info, def->origin, &error))
     return sieve__lua_error_gerror(L, error);
+  lua_pushvalue(L, 1);
+  int ref = luaL_ref(L, LUA_REGISTRYINDEX);
   g_mutex_lock(&defs_lock);
   g_hash_table_insert(defs_by_spec, def->spec, def);
+  bind_def(def, host, ref);
   g_mutex_unlock(&defs_lock);
-  lua_pushvalue(L, 1);
-  def->table_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  def->host = host;
   return 0;
 }
 
@@ -583,7 +612,8 @@ builtin_instance_new(SieveComponentKind kind, SieveSpace *space, const SieveOpti
 {
   const char *script = sieve_options_get_string(options, "script");
   const char *wanted = sieve_options_get_string(options, "name");
-  g_autofree char *base_dir = g_path_get_dirname(sieve_node_origin(sieve_options_node(options, "script")));
+  g_autofree char *origin_dir = g_path_get_dirname(sieve_node_origin(sieve_options_node(options, "script")));
+  g_autofree char *base_dir = g_canonicalize_filename(origin_dir, NULL);
   SieveLuaSettings defaults, settings;
   sieve_lua_settings_init(&defaults);
   defaults.seconds = SIEVE_LUA_COMPONENT_SECONDS;

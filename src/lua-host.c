@@ -235,6 +235,10 @@ sieve__lua_where(lua_State *L, int level, guint *line)
     if (ar.currentline > 0) {
       if (line)
         *line = (guint) ar.currentline;
+      /* The whole file name (short_src cuts long ones): it also identifies
+       * the script that registered a component. */
+      if (ar.source[0] == '@' || ar.source[0] == '=')
+        return g_strdup(ar.source + 1);
       return g_strdup(ar.short_src);
     }
   }

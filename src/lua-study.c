@@ -586,15 +586,26 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
 static int
 run_new(lua_State *L)
 {
-  const char *path = luaL_checkstring(L, 1);
+  luaL_checkstring(L, 1);
   lua_settop(L, 2);
+  /* Relative to the calling script's folder, as paths in a YAML file are
+   * relative to the file's (stores stay relative to the current folder). */
+  {
+    g_autofree char *origin = sieve__lua_where(L, 1, NULL);
+    g_autofree char *origin_dir = g_path_get_dirname(origin);
+    g_autofree char *base = g_canonicalize_filename(origin_dir, NULL);
+    g_autofree char *resolved = g_canonicalize_filename(lua_tostring(L, 1), base);
+    lua_pushstring(L, resolved); /* index 3; no C string outlives a possible raise */
+  }
+  const char *path = lua_tostring(L, 3);
   const char *store = NULL;
   gboolean resume = FALSE, progress = FALSE;
+  if (!lua_isnil(L, 2))
+    luaL_checktype(L, 2, LUA_TTABLE);
   GPtrArray *overrides = g_ptr_array_new_with_free_func(g_free);
   if (!lua_isnil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
     lua_getfield(L, 2, "store");
-    store = lua_tostring(L, -1);
+    store = lua_tostring(L, -1); /* stays on the stack */
     lua_getfield(L, 2, "resume");
     resume = lua_toboolean(L, -1);
     lua_getfield(L, 2, "progress");
