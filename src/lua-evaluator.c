@@ -33,17 +33,18 @@ evaluator_new(lua_State *L)
   SieveSpace *space = sieve__lua_check_space(L, 2);
   const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_EVALUATOR, name);
   GError *error = NULL;
-  g_autofree char *context = g_strdup_printf("evaluator '%s'", name);
-  g_autoptr(SieveOptions) options =
-      sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
   EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
   box->evaluator = NULL;
   luaL_setmetatable(L, SIEVE_LUA_EVALUATOR);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
+  char *context = g_strdup_printf("evaluator '%s'", name);
+  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
+  if (options == NULL)
+    return sieve__lua_error_gerror(L, error);
   box->evaluator = sieve_evaluator_new(c, space, options, &error);
+  sieve_options_free(options); /* before any raise: it skips C cleanups */
   if (box->evaluator == NULL)
     return sieve__lua_error_gerror(L, error);
   return 1;

@@ -16,6 +16,7 @@
 typedef struct {
   SieveOptimizer *optimizer;
   SieveLuaObjectives objectives;
+  SieveOptions *options; /* only until the optimizer is made */
 } OptimizerBox;
 
 void
@@ -129,19 +130,21 @@ optimizer_new(lua_State *L)
   SieveSpace *space = sieve__lua_check_space(L, 2);
   const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, name);
   GError *error = NULL;
-  g_autofree char *context = g_strdup_printf("optimizer '%s'", name);
-  g_autoptr(SieveOptions) options =
-      sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
+  char *context = g_strdup_printf("optimizer '%s'", name);
+  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
   if (options == NULL)
     return sieve__lua_error_gerror(L, error);
   lua_Integer seed = 0;
   if (lua_istable(L, 4)) {
     lua_getfield(L, 4, "seed");
-    seed = luaL_optinteger(L, -1, 0);
+    seed = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
     lua_pop(L, 1);
   }
+  /* The box owns the options from here (its __gc frees them on a raise). */
   OptimizerBox *box = lua_newuserdatauv(L, sizeof(OptimizerBox), 1);
   memset(box, 0, sizeof *box);
+  box->options = options;
   luaL_setmetatable(L, SIEVE_LUA_OPTIMIZER);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
@@ -152,6 +155,7 @@ optimizer_new(lua_State *L)
       .objective_names = (const char *const *) box->objectives.metrics,
   };
   box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
+  g_clear_pointer(&box->options, sieve_options_free);
   if (box->optimizer == NULL)
     return sieve__lua_error_gerror(L, error);
   return 1;
@@ -165,8 +169,10 @@ optimizer_ask(lua_State *L)
   luaL_argcheck(L, n >= 0 && n <= G_MAXINT32, 2, "expected a count >= 0");
   g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
   GError *error = NULL;
-  if (!sieve_optimizer_ask(box->optimizer, (guint) n, out, &error))
+  if (!sieve_optimizer_ask(box->optimizer, (guint) n, out, &error)) {
+    g_clear_pointer(&out, g_ptr_array_unref); /* before raising: it skips C cleanups */
     return sieve__lua_error_gerror(L, error);
+  }
   lua_getiuservalue(L, 1, 1);
   int space_idx = lua_gettop(L);
   lua_createtable(L, (int) out->len, 0);
@@ -216,11 +222,13 @@ optimizer_save(lua_State *L)
 {
   OptimizerBox *box = check_optimizer(L, 1);
   GError *error = NULL;
-  g_autoptr(GVariant) state = sieve_optimizer_save(box->optimizer, &error);
+  GVariant *state = sieve_optimizer_save(box->optimizer, &error);
   if (state == NULL)
     return sieve__lua_error_gerror(L, error);
-  g_autofree char *text = g_variant_print(state, TRUE);
+  char *text = g_variant_print(state, TRUE);
+  g_variant_unref(state);
   lua_pushstring(L, text);
+  g_free(text);
   return 1;
 }
 
@@ -230,10 +238,12 @@ optimizer_load(lua_State *L)
   OptimizerBox *box = check_optimizer(L, 1);
   const char *text = luaL_checkstring(L, 2);
   GError *error = NULL;
-  g_autoptr(GVariant) state = g_variant_parse(NULL, text, NULL, NULL, &error);
+  GVariant *state = g_variant_parse(NULL, text, NULL, NULL, &error);
   if (state == NULL)
     return sieve__lua_error_gerror(L, error);
-  if (!sieve_optimizer_load(box->optimizer, state, &error))
+  gboolean ok = sieve_optimizer_load(box->optimizer, state, &error);
+  g_variant_unref(state);
+  if (!ok)
     return sieve__lua_error_gerror(L, error);
   return 0;
 }
@@ -243,6 +253,7 @@ optimizer_gc(lua_State *L)
 {
   OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
   g_clear_pointer(&box->optimizer, sieve_optimizer_free);
+  g_clear_pointer(&box->options, sieve_options_free);
   sieve__lua_objectives_clear(&box->objectives);
   return 0;
 }

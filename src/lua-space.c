@@ -93,12 +93,16 @@ check_decision(lua_State *L, const SieveSpace *space, int idx)
   const char *name = luaL_checkstring(L, idx);
   gint i = sieve_space_find(space, name);
   if (i < 0) {
-    g_autofree const char **names = g_new0(const char *, n + 1);
+    const char **names = g_new0(const char *, n + 1);
     for (guint k = 0; k < n; k++)
       names[k] = sieve_space_decision(space, k)->name;
     const char *guess = sieve_suggest(name, names);
-    luaL_error(L, "space '%s' has no decision '%s'%s%s%s", sieve_space_get_name(space), name,
-               guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+    luaL_where(L, 1);
+    lua_pushfstring(L, "space '%s' has no decision '%s'%s%s%s", sieve_space_get_name(space), name,
+                    guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+    lua_concat(L, 2);
+    g_free(names); /* before raising: it skips C cleanups */
+    lua_error(L);
   }
   return (guint) i;
 }
@@ -255,12 +259,13 @@ space_new(lua_State *L)
   const char *name = luaL_checkstring(L, 1);
   const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_SPACE, name);
   GError *error = NULL;
-  g_autofree char *context = g_strdup_printf("space '%s'", name);
-  g_autoptr(SieveOptions) options =
-      sieve__lua_check_options(L, 2, sieve_component_get_info(c)->options, context, &error);
+  char *context = g_strdup_printf("space '%s'", name);
+  SieveOptions *options = sieve__lua_check_options(L, 2, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
   if (options == NULL)
     return sieve__lua_error_gerror(L, error);
   SieveSpace *space = sieve_space_new(c, options, &error);
+  sieve_options_free(options); /* before any raise: it skips C cleanups */
   if (space == NULL)
     return sieve__lua_error_gerror(L, error);
   sieve__lua_push_space(L, space, TRUE);
@@ -573,16 +578,24 @@ builder_categorical(lua_State *L)
   lua_Integer n = (lua_Integer) lua_rawlen(L, 3);
   if (n < 1)
     return luaL_error(L, "categorical decision '%s' needs at least one choice", name);
-  g_autofree const char **choices = g_new0(const char *, n + 1);
+  /* Checked before anything is allocated: raising skips C cleanups. */
   for (lua_Integer k = 1; k <= n; k++) {
     lua_rawgeti(L, 3, k);
     if (lua_type(L, -1) != LUA_TSTRING)
       return luaL_error(L, "choice %I of '%s' must be a string, got a %s", k, name, luaL_typename(L, -1));
+    for (lua_Integer m = 1; m < k; m++) {
+      lua_rawgeti(L, 3, m);
+      if (lua_rawequal(L, -1, -2))
+        return luaL_error(L, "choice '%s' of '%s' is listed twice", lua_tostring(L, -1), name);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  g_autofree const char **choices = g_new0(const char *, n + 1);
+  for (lua_Integer k = 1; k <= n; k++) {
+    lua_rawgeti(L, 3, k);
     choices[k - 1] = lua_tostring(L, -1); /* kept alive by the table */
     lua_pop(L, 1);
-    for (lua_Integer m = 1; m < k; m++)
-      if (strcmp(choices[m - 1], choices[k - 1]) == 0)
-        return luaL_error(L, "choice '%s' of '%s' is listed twice", choices[k - 1], name);
   }
   lua_pushinteger(L, (lua_Integer) sieve_space_add_categorical(space, name, (guint) n, choices) + 1);
   return 1;
