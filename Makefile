@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench
+.PHONY: all deps build run test clean bench bench-lua
 
 all: build
 
@@ -23,6 +23,10 @@ run: build
 
 test: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+
+# Per-trial cost of a Lua optimizer against the C random one (lua/README.md).
+bench-lua: build
+	bench/lua-overhead.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
