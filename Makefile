@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers
+.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua
 
 all: build
 
@@ -29,6 +29,10 @@ test: build
 bench-optimizers: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/compare.py --build $(BUILD)
+
+# Per-trial cost of a Lua optimizer against the C random one (lua/README.md).
+bench-lua: build
+	bench/lua-overhead.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

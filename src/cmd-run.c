@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "config.h"
 #include "engine.h"
+#include "study.h"
 
 static volatile sig_atomic_t interrupts;
 
@@ -22,75 +23,11 @@ on_signal(int sig)
   (void) ignored;
 }
 
-/* The first line where two canonical configs differ, for the resume error. */
-static char *
-first_difference(const char *stored, const char *current)
-{
-  g_auto(GStrv) a = g_strsplit(stored, "\n", -1);
-  g_auto(GStrv) b = g_strsplit(current, "\n", -1);
-  for (guint i = 0;; i++) {
-    if (a[i] == NULL || b[i] == NULL || strcmp(a[i], b[i]) != 0)
-      return g_strdup_printf("stored: '%s', now: '%s'", a[i] ? a[i] : "(end)", b[i] ? b[i] : "(end)");
-  }
-}
-
-/* Creates the study's metadata, or checks that the experiment is the one
- * already stored.  Nothing stored is changed when the check fails. */
-static gboolean
-open_study(SieveStore *store, const SieveExperiment *exp, gboolean resume, GError **error)
-{
-  g_autofree char *identity = sieve_experiment_identity(exp);
-  GError *local = NULL;
-  g_autofree char *stored = sieve_store_get_meta(store, "identity", &local);
-  if (local != NULL) {
-    g_propagate_error(error, local);
-    return FALSE;
-  }
-  if (stored != NULL && !resume) {
-    gint64 n = sieve_store_count_trials(store, -1, NULL);
-    g_autofree char *name = sieve_store_get_meta(store, "name", NULL);
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
-                "%s already holds study '%s' (%" G_GINT64_FORMAT " trials); continue it with --resume, "
-                "or give another --store",
-                sieve_store_get_path(store), name ? name : "?", n);
-    return FALSE;
-  }
-  if (stored != NULL && strcmp(stored, identity) != 0) {
-    g_autofree char *diff = first_difference(stored, identity);
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
-                "%s: the experiment differs from the study stored there (only budget, workers and report may "
-                "change on --resume); first difference: %s",
-                sieve_store_get_path(store), diff);
-    return FALSE;
-  }
-  if (!sieve_store_begin(store, error))
-    return FALSE;
-  gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
-  if (ok && stored == NULL) {
-    g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, exp->seed);
-    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
-    g_autofree char *created = g_date_time_format_iso8601(now);
-    ok = sieve_store_set_meta(store, "identity", identity, error) &&
-         sieve_store_set_meta(store, "name", exp->name, error) &&
-         sieve_store_set_meta(store, "config_path", exp->path, error) &&
-         sieve_store_set_meta(store, "seed", seed, error) &&
-         sieve_store_set_meta(store, "objective", exp->objectives[0].metric, error) &&
-         sieve_store_set_meta(store, "direction", exp->objectives[0].maximize ? "maximize" : "minimize", error) &&
-         sieve_store_set_meta(store, "created", created, error) &&
-         sieve_store_set_meta(store, "sieve_version", sieve_version_string(), error);
-  }
-  if (!ok || !sieve_store_commit(store, error)) {
-    sieve_store_rollback(store);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 int
 sieve_cmd_run(int argc, char **argv)
 {
   gboolean resume = FALSE, quiet = FALSE;
-  g_autofree char *store_path = NULL;
+  g_autofree char *store_path = NULL, *lua_allow = NULL;
   g_auto(GStrv) overrides = NULL;
   GOptionEntry entries[] = {
       {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
@@ -100,6 +37,9 @@ sieve_cmd_run(int argc, char **argv)
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
        "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only the summary", NULL},
+      {"lua-allow", 0, 0, G_OPTION_ARG_STRING, &lua_allow,
+       "let the experiment's Lua scripts use io, os, debug or package (comma-separated; same as --set lua.allow=[...])",
+       "LIBS"},
       {NULL},
   };
   g_autoptr(GOptionContext) context = g_option_context_new("CONFIG - run a study");
@@ -114,6 +54,14 @@ sieve_cmd_run(int argc, char **argv)
   if (argc != 2) {
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
     return SIEVE_EXIT_USAGE;
+  }
+  if (lua_allow != NULL) {
+    /* An override like any other: validated, located, and part of the
+     * study's identity (a resumed study needs the same permissions). */
+    guint n = overrides ? g_strv_length(overrides) : 0;
+    overrides = g_renew(char *, overrides, n + 2);
+    overrides[n] = g_strdup_printf("lua.allow=[%s]", lua_allow);
+    overrides[n + 1] = NULL;
   }
 
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
@@ -130,7 +78,7 @@ sieve_cmd_run(int argc, char **argv)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? g_canonicalize_filename(store_path, NULL) : g_strdup(exp->store_path);
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
-  if (store == NULL || !open_study(store, exp, resume, &error))
+  if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
 
   gint64 total = sieve_store_count_trials(store, -1, NULL);

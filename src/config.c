@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lua-host.h"
 
 /* Optional values without a default have no SIEVE_OPTION_* shorthand (the
  * macros make a NULL default required), hence the plain initialisers. */
@@ -20,6 +21,8 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("budget", "{evaluations: N, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
+    SIEVE_OPTION_NODE("lua", "Lua sandbox and scripts: {allow: [io, os], path: [...], instructions: N, seconds: S, "
+                             "memory_mb: M, load: [file.lua]}"),
     SIEVE_OPTION_END,
 };
 
@@ -49,6 +52,9 @@ sieve_experiment_free(SieveExperiment *experiment)
   SieveSection *sections[] = {&experiment->space, &experiment->optimizer, &experiment->evaluator};
   for (guint i = 0; i < G_N_ELEMENTS(sections); i++)
     sieve_options_free(sections[i]->options);
+  /* After the sections' options, which may point into scripts' tables. */
+  if (experiment->lua_hosts)
+    g_ptr_array_unref(experiment->lua_hosts);
   if (experiment->root)
     sieve_node_unref(experiment->root);
   g_free(experiment->path);
@@ -115,6 +121,16 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
   section->component = sieve_registry_require(registry, kind, name, plugin, error);
   if (section->component == NULL)
     return FALSE;
+  /* The builtin `lua` components take the experiment's sandbox unless their
+   * section sets its own (written into the tree, so it is part of the
+   * study's identity). */
+  SieveNode *top_lua = sieve_node_lookup(exp->root, "lua");
+  if (top_lua != NULL && sieve_node_kind(top_lua) == SIEVE_NODE_MAP &&
+      sieve_lua_component_is_builtin(section->component) && sieve_node_lookup(node, "lua") == NULL) {
+    SieveNode *copy = sieve_node_copy(top_lua);
+    sieve_node_map_remove(copy, "load");
+    sieve_node_map_set(node, "lua", copy);
+  }
   static const char *const reserved_plain[] = {"plugin", NULL};
   static const char *const reserved_optimizer[] = {"plugin", "seed", NULL};
   g_autofree char *context = g_strdup_printf("%s '%s'", key, name);
@@ -229,6 +245,11 @@ experiment_finish(SieveExperiment *exp, const char *const *overrides, SieveRegis
    * checked against their option tables. */
   if (registry != NULL && n_paths > 0)
     sieve_registry_load_default(registry, (const char *const *) exp->plugin_path, plugin_errors);
+
+  /* Scripts named by lua.load register components the sections may name. */
+  exp->lua_hosts = sieve_lua_load_experiment_scripts(sieve_node_lookup(exp->root, "lua"), exp->dir, registry, error);
+  if (exp->lua_hosts == NULL)
+    return NULL;
 
   if (!load_section(exp, registry, SIEVE_KIND_SPACE, "space", &exp->space, error) ||
       !load_section(exp, registry, SIEVE_KIND_OPTIMIZER, "optimizer", &exp->optimizer, error) ||

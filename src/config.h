@@ -64,6 +64,7 @@ typedef struct {
   double budget_seconds;     /* 0: no limit */
   guint workers;
   guint report_top;
+  GPtrArray *lua_hosts; /* the Lua states of `lua: {load: [...]}` scripts (owned) */
 } SieveExperiment;
 
 /* overrides: NULL-terminated "dotted.key=value" strings (may be NULL).

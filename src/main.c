@@ -14,6 +14,7 @@ static const struct {
     {"plugins", sieve_cmd_plugins, "list the plugins' components, or describe one's options"},
     {"export", sieve_cmd_export, "print a study's trials as CSV or JSON"},
     {"train", sieve_cmd_train, "train one candidate network and print a JSON summary"},
+    {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
 };
 
 int

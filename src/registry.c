@@ -15,6 +15,8 @@
 #include <sieve/plugin.h>
 #include <sieve/registry.h>
 
+#include "lua-host.h"
+
 #define N_KINDS 3
 
 struct _SieveComponent {
@@ -166,6 +168,19 @@ sieve_registry_add(SieveRegistry *registry, const SieveComponentInfo *info, GErr
   else
     g_hash_table_insert(registry->by_kind[info->kind], (gpointer) c->info.name, c);
   return TRUE;
+}
+
+/* For components registered by a script: the registry names origin as
+ * their file, as it names a plugin's. */
+gboolean
+sieve__registry_add_from(SieveRegistry *registry, const SieveComponentInfo *info, const char *origin, GError **error)
+{
+  g_return_val_if_fail(registry != NULL && registry->staging == NULL, FALSE);
+  const char *saved = registry->loading_path;
+  registry->loading_path = origin;
+  gboolean ok = sieve_registry_add(registry, info, error);
+  registry->loading_path = saved;
+  return ok;
 }
 
 static char *
@@ -339,6 +354,8 @@ void
 sieve_registry_load_default(SieveRegistry *registry, const char *const *extra_paths, GPtrArray *errors)
 {
   g_return_if_fail(registry != NULL);
+  /* Builtins first, so that a plugin cannot take their names. */
+  sieve_lua_register_builtins(registry);
   const char *env = g_getenv("SIEVE_PLUGIN_PATH");
   if (env != NULL) {
     g_auto(GStrv) entries = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);

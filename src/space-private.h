@@ -9,3 +9,10 @@ char *sieve__format_double(double value);
 void sieve__json_append_string(GString *out, const char *s);
 /* Append a number as JSON (non-finite values as the strings "nan", "inf", "-inf"). */
 void sieve__json_append_number(GString *out, double value);
+
+typedef struct _SieveSpace SieveSpace;
+typedef struct _SieveGenotype SieveGenotype;
+/* The generic "name=value,..." text form, for spaces whose own format
+ * defers to it (Lua spaces without a format function). (transfer full) */
+char *sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genotype);
+SieveGenotype *sieve__space_generic_parse(const SieveSpace *space, const char *text, GError **error);

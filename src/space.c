@@ -496,8 +496,8 @@ unescape(const char *s)
   return g_string_free(out, FALSE);
 }
 
-static char *
-generic_format(const SieveSpace *space, const SieveGenotype *genotype)
+char *
+sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genotype)
 {
   GString *out = g_string_new(NULL);
   for (guint i = 0; i < genotype->n; i++) {
@@ -552,8 +552,8 @@ parse_value(const SieveDecision *d, const char *text, double *out, GError **erro
   g_assert_not_reached();
 }
 
-static SieveGenotype *
-generic_parse(const SieveSpace *space, const char *text, GError **error)
+SieveGenotype *
+sieve__space_generic_parse(const SieveSpace *space, const char *text, GError **error)
 {
   g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
   g_auto(GStrv) parts = g_strsplit(text, ",", -1);
@@ -593,7 +593,7 @@ sieve_space_format(const SieveSpace *space, const SieveGenotype *genotype)
   g_return_val_if_fail(space != NULL && genotype != NULL, NULL);
   if (space->klass != NULL && space->klass->format != NULL)
     return space->klass->format(space->instance, space, genotype);
-  return generic_format(space, genotype);
+  return sieve__space_generic_format(space, genotype);
 }
 
 SieveGenotype *
@@ -605,7 +605,7 @@ sieve_space_parse(const SieveSpace *space, const char *text, GError **error)
   if (space->klass != NULL && space->klass->parse != NULL)
     g = space->klass->parse(space->instance, space, text, &local);
   else
-    g = generic_parse(space, text, &local);
+    g = sieve__space_generic_parse(space, text, &local);
   if (g == NULL || !sieve_space_validate(space, g, &local)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "bad genotype '%s' for space '%s': %s", text,
                 sieve_space_get_name(space), local ? local->message : "unknown error");

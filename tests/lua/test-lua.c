@@ -1,0 +1,293 @@
+/* The Lua host: errors with file:line and traceback, the sandbox, the
+ * limits (and the host working on after them), Lua optimizers through the
+ * C optimizer API. */
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include <sieve/sieve.h>
+
+#include "lua-host.h"
+
+static SieveLuaHost *
+new_host(const SieveLuaSettings *settings)
+{
+  GError *error = NULL;
+  SieveLuaHost *host = sieve_lua_host_new(settings, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(host);
+  return host;
+}
+
+/* Writes code to a temporary folder as name; returns its path. */
+static char *
+write_script(const char *dir, const char *name, const char *code)
+{
+  char *path = g_build_filename(dir, name, NULL);
+  g_assert_true(g_file_set_contents(path, code, -1, NULL));
+  return path;
+}
+
+static void
+test_error_traceback(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("sieve-lua-XXXXXX", NULL);
+  g_autofree char *path = write_script(dir, "boom.lua",
+                                       "local function inner(t)\n"
+                                       "  return t.missing.field\n"
+                                       "end\n"
+                                       "local function outer() local v = inner({}) return v end\n"
+                                       "outer()\n");
+  g_autoptr(SieveLuaHost) host = new_host(NULL);
+  GError *error = NULL;
+  g_assert_false(sieve_lua_host_run_file(host, path, NULL, &error));
+  g_assert_nonnull(error);
+  g_autofree char *where = g_strdup_printf("%s:2: attempt to index a nil value (field 'missing')", path);
+  g_assert_true(g_str_has_prefix(error->message, where));
+  g_assert_nonnull(strstr(error->message, "stack traceback:"));
+  g_autofree char *caller = g_strdup_printf("%s:4: in ", path);
+  g_assert_nonnull(strstr(error->message, caller));
+  g_autofree char *main_chunk = g_strdup_printf("%s:5: in main chunk", path);
+  g_assert_nonnull(strstr(error->message, main_chunk));
+  g_clear_error(&error);
+
+  /* error() with a table, and a syntax error. */
+  g_assert_false(sieve_lua_host_run_string(host, "error(setmetatable({}, {__tostring = function() return 'custom' end}))",
+                                           "=(test)", &error));
+  g_assert_true(g_str_has_prefix(error->message, "custom\nstack traceback:"));
+  g_clear_error(&error);
+  g_assert_false(sieve_lua_host_run_string(host, "error({})", "=(test)", &error));
+  g_assert_true(g_str_has_prefix(error->message, "(error object is a table value)"));
+  g_clear_error(&error);
+  g_autofree char *bad = write_script(dir, "bad.lua", "local x = 1\nlocal y = = 2\n");
+  g_assert_false(sieve_lua_host_run_file(host, bad, NULL, &error));
+  g_autofree char *syntax = g_strdup_printf("%s:2: unexpected symbol near '='", bad);
+  g_assert_cmpstr(error->message, ==, syntax);
+  g_clear_error(&error);
+  /* A binding's error names the script line that called it. */
+  g_assert_false(sieve_lua_host_run_string(host, "\n\nsieve.space('nb20')", "@calls.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "calls.lua:3: no space plugin named 'nb20' (did you mean 'nb201'?)"));
+  g_clear_error(&error);
+  g_unlink(path);
+  g_unlink(bad);
+  g_rmdir(dir);
+}
+
+static void
+test_sandbox_default(void)
+{
+  g_autoptr(SieveLuaHost) host = new_host(NULL);
+  GError *error = NULL;
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "assert(os.execute == nil, 'os.execute')\n"
+                                          "assert(os.remove == nil and os.exit == nil and os.getenv == nil)\n"
+                                          "assert(type(os.time()) == 'number' and type(os.clock()) == 'number')\n"
+                                          "assert(io == nil, 'io')\n"
+                                          "assert(debug == nil, 'debug')\n"
+                                          "assert(package.loadlib == nil, 'loadlib')\n"
+                                          "assert(dofile == nil and loadfile == nil)\n"
+                                          "assert(package.cpath == '')\n"
+                                          "local f, err = load(string.dump(function() end))\n"
+                                          "assert(f == nil and err:find('binary chunk'), err)\n"
+                                          "assert(load('return 1')() == 1)\n"
+                                          "local ok, why = pcall(require, 'socket')\n"
+                                          "assert(not ok and why:find('sandbox searches only'), why)\n",
+                                          "=(sandbox)", &error));
+  g_assert_no_error(error);
+  /* Calling the denied functions is an error a script sees with its line. */
+  g_assert_false(sieve_lua_host_run_string(host, "\nos.execute('true')", "@deny.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "deny.lua:2: attempt to call a nil value (field 'execute')"));
+  g_clear_error(&error);
+  g_assert_false(sieve_lua_host_run_string(host, "io.open('/etc/passwd')", "@deny.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "deny.lua:1: attempt to index a nil value (global 'io')"));
+  g_clear_error(&error);
+}
+
+static void
+test_sandbox_allowed(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("sieve-lua-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename(dir, "out.txt", NULL);
+  SieveLuaSettings settings;
+  sieve_lua_settings_init(&settings);
+  const char *const words[] = {"io", "os", NULL};
+  GError *error = NULL;
+  g_assert_true(sieve_lua_allow_parse(words, &settings.allow, &error));
+  g_autoptr(SieveLuaHost) host = new_host(&settings);
+  g_autofree char *code = g_strdup_printf("local f = assert(io.open('%s', 'w'))\n"
+                                          "f:write('written by lua') f:close()\n"
+                                          "assert(os.execute('true') == true)\n"
+                                          "assert(debug == nil)\n",
+                                          file);
+  g_assert_true(sieve_lua_host_run_string(host, code, "=(allowed)", &error));
+  g_assert_no_error(error);
+  g_autofree char *contents = NULL;
+  g_assert_true(g_file_get_contents(file, &contents, NULL, NULL));
+  g_assert_cmpstr(contents, ==, "written by lua");
+  g_unlink(file);
+  g_rmdir(dir);
+
+  const char *const wrong[] = {"oss", NULL};
+  guint bits;
+  g_assert_false(sieve_lua_allow_parse(wrong, &bits, &error));
+  g_assert_cmpstr(error->message, ==, "cannot allow 'oss' (did you mean 'os'?): expected some of io, os, debug, package");
+  g_clear_error(&error);
+}
+
+static void
+test_instruction_limit(void)
+{
+  SieveLuaSettings settings;
+  sieve_lua_settings_init(&settings);
+  settings.instructions = 5000000;
+  g_autoptr(SieveLuaHost) host = new_host(&settings);
+  GError *error = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  g_assert_false(sieve_lua_host_run_string(host, "local n = 0\nwhile true do n = n + 1 end", "@loop.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "loop.lua:2: instruction limit exceeded: more than 5000000 instructions"));
+  g_assert_nonnull(strstr(error->message, "stack traceback:"));
+  g_clear_error(&error);
+  /* A script cannot catch its way past the limit. */
+  g_assert_false(sieve_lua_host_run_string(
+      host, "while true do pcall(function() while true do end end) end", "@swallow.lua", &error));
+  g_assert_nonnull(strstr(error->message, "instruction limit exceeded"));
+  g_clear_error(&error);
+  g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
+  /* The host works on, with a fresh allowance per call. */
+  for (int i = 0; i < 3; i++) {
+    g_assert_true(sieve_lua_host_run_string(host, "local s = 0 for i = 1, 100000 do s = s + i end assert(s > 0)",
+                                            "=(after)", &error));
+    g_assert_no_error(error);
+  }
+}
+
+static void
+test_time_limit(void)
+{
+  SieveLuaSettings settings;
+  sieve_lua_settings_init(&settings);
+  settings.seconds = 0.2;
+  g_autoptr(SieveLuaHost) host = new_host(&settings);
+  GError *error = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  g_assert_false(sieve_lua_host_run_string(host, "while true do end", "@spin.lua", &error));
+  double took = (g_get_monotonic_time() - t0) / 1e6;
+  g_assert_true(g_str_has_prefix(error->message, "spin.lua:1: time limit exceeded: more than 0.2 seconds"));
+  g_assert_cmpfloat(took, >=, 0.19);
+  g_assert_cmpfloat(took, <, 3.0);
+  g_clear_error(&error);
+  g_assert_true(sieve_lua_host_run_string(host, "x = 1", "=(after)", &error));
+  g_assert_no_error(error);
+}
+
+static void
+test_memory_limit(void)
+{
+  SieveLuaSettings settings;
+  sieve_lua_settings_init(&settings);
+  settings.memory = 32u << 20;
+  g_autoptr(SieveLuaHost) host = new_host(&settings);
+  GError *error = NULL;
+  /* A runaway table, then a runaway string. */
+  g_assert_false(sieve_lua_host_run_string(host, "local t = {} for i = 1, 1e9 do t[i] = ('x'):rep(64) .. i end",
+                                           "@hog.lua", &error));
+  g_assert_nonnull(strstr(error->message, "memory limit exceeded: the Lua state needed more than 32 MiB"));
+  g_clear_error(&error);
+  guint64 peak = 0, now = sieve_lua_host_memory(host, &peak);
+  g_assert_cmpuint(peak, <=, 32u << 20);
+  g_assert_cmpuint(now, <, 4u << 20); /* collected after the error */
+  g_assert_false(sieve_lua_host_run_string(host, "local s = ('x'):rep(1 << 30)", "@big.lua", &error));
+  g_assert_nonnull(strstr(error->message, "memory limit exceeded"));
+  g_clear_error(&error);
+  /* The host works on: the API and ordinary allocations. */
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "local t = {} for i = 1, 10000 do t[i] = i end\n"
+                                          "local g = sieve.space('nb201'):sample(sieve.rng(1))\n"
+                                          "assert(#g:format() > 0)",
+                                          "=(after)", &error));
+  g_assert_no_error(error);
+}
+
+/* A Lua optimizer through the C API: deterministic for a seed, and a copy
+ * restored from its saved state proposes what the original proposes. */
+static void
+test_lua_optimizer_save_load(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  GError *error = NULL;
+  g_autoptr(SieveLuaHost) host = sieve_lua_host_new(NULL, registry, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "sieve.register_optimizer{name = 'walk', options = {step = 1},\n"
+                                          "  create = function(self) self.state.n = 0 self.state.last = nil end,\n"
+                                          "  ask = function(self, n)\n"
+                                          "    local out = {}\n"
+                                          "    for i = 1, n do\n"
+                                          "      local g = self.state.last and self.state.last:copy() or self.space:sample(self.rng)\n"
+                                          "      local d = self.space:decisions()[self.rng:int(1, #self.space)]\n"
+                                          "      g:set(d.index, self.rng:choice(d.choices))\n"
+                                          "      out[i] = g\n"
+                                          "    end\n"
+                                          "    return out\n"
+                                          "  end,\n"
+                                          "  tell = function(self, t) self.state.n = self.state.n + 1 self.state.last = t.genotype end}\n",
+                                          "@walk.lua", &error));
+  g_assert_no_error(error);
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "walk");
+  g_assert_nonnull(c);
+  g_assert_cmpstr(sieve_component_get_path(c), ==, "walk.lua");
+  g_autoptr(SieveSpace) space = sieve_space_new(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201"), NULL, &error);
+  g_assert_no_error(error);
+  const char *names[] = {"acc", NULL};
+  SieveStudyInfo study = {.seed = 11, .n_objectives = 1, .objective_names = names};
+  g_autoptr(SieveOptions) options = sieve_options_new(sieve_component_get_info(c)->options, NULL, NULL, NULL, "walk", &error);
+  g_autoptr(SieveOptimizer) a = sieve_optimizer_new(c, space, options, &study, &error);
+  g_assert_no_error(error);
+  study.seed = 12;
+  g_autoptr(SieveOptimizer) b = sieve_optimizer_new(c, space, options, &study, &error);
+  g_assert_no_error(error);
+  for (int round = 0; round < 20; round++) {
+    g_autoptr(GPtrArray) asked = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(a, 2, asked, &error));
+    g_assert_cmpuint(asked->len, ==, 2);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = round;
+    g_assert_true(sieve_optimizer_tell(a, asked->pdata[1], r, &objective, &error));
+    /* b follows a through a's saved state alone */
+    g_autoptr(GVariant) state = sieve_optimizer_save(a, &error);
+    g_assert_no_error(error);
+    g_assert_true(sieve_optimizer_load(b, state, &error));
+    g_autoptr(GPtrArray) from_a = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_autoptr(GPtrArray) from_b = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(a, 1, from_a, &error));
+    g_assert_true(sieve_optimizer_ask(b, 1, from_b, &error));
+    g_assert_cmpstr(sieve_candidate_get_text(from_a->pdata[0]), ==, sieve_candidate_get_text(from_b->pdata[0]));
+    g_assert_no_error(error);
+  }
+  /* A Lua error inside ask is a GError naming the component and the line. */
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "sieve.register_optimizer{name = 'broken', ask = function(self, n)\n"
+                                          "  return self.nothing.here end}",
+                                          "@broken.lua", &error));
+  const SieveComponent *broken = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "broken");
+  g_autoptr(SieveOptions) none = sieve_options_new(sieve_component_get_info(broken)->options, NULL, NULL, NULL, "b", &error);
+  g_autoptr(SieveOptimizer) o = sieve_optimizer_new(broken, space, none, &study, &error);
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_assert_false(sieve_optimizer_ask(o, 1, out, &error));
+  g_assert_true(g_str_has_prefix(error->message, "optimizer 'broken': optimizer 'broken', ask(): broken.lua:2: attempt to index"));
+  g_clear_error(&error);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/lua/error-traceback", test_error_traceback);
+  g_test_add_func("/lua/sandbox-default", test_sandbox_default);
+  g_test_add_func("/lua/sandbox-allowed", test_sandbox_allowed);
+  g_test_add_func("/lua/instruction-limit", test_instruction_limit);
+  g_test_add_func("/lua/time-limit", test_time_limit);
+  g_test_add_func("/lua/memory-limit", test_memory_limit);
+  g_test_add_func("/lua/optimizer-save-load", test_lua_optimizer_save_load);
+  return g_test_run();
+}

@@ -1,0 +1,86 @@
+-- Lua-registered spaces, evaluators and optimizers: through sieve.study, by
+-- hand, and named in a YAML experiment run with sieve.run.  Needs --allow io,os
+-- (to read the fixture and remove its stores).  Args: SOURCE_ROOT SCRATCH_DIR
+local T = require("sieve.testing")
+local root, scratch = assert(arg[1]), assert(arg[2])
+local fixtures = root .. "/tests/lua/fixtures"
+-- Register them in this script's host, from the same file the YAML loads.
+local chunk = assert(load(assert(io.open(fixtures .. "/components.lua")):read("a"), "@" .. fixtures .. "/components.lua"))
+chunk()
+
+local function scratch_store(name)
+  local path = string.format("%s/%s-%d.sieve", scratch, name, os.time())
+  for _, s in ipairs({"", "-wal", "-shm", "-lock"}) do os.remove(path .. s) end
+  return path
+end
+
+T.test("a Lua space: decisions, conditions, its own text form", function()
+  local space = sieve.space("ring", {width = 5})
+  T.eq(#space, 3)
+  local rng = sieve.rng(2)
+  local seen_flat = false
+  for _ = 1, 200 do
+    local g = space:sample(rng)
+    local text = g:format()
+    T.truthy(text:match("^%a+/[%d%-]+/"), text)
+    T.eq(space:parse(text), g, "parse(format(g)) for " .. text)
+    if g:get("shape") == "flat" then
+      seen_flat = true
+      T.eq(g:get("radius"), nil, "radius is inactive for flat")
+    end
+  end
+  T.truthy(seen_flat)
+  T.raises("expected SHAPE/RADIUS/X", space.parse, space, "nonsense")
+  T.raises("option 'width' expects", function() sieve.space("ring", {width = 100}) end)
+end)
+
+T.test("a Lua evaluator and optimizer in a study are deterministic", function()
+  local function run(seed)
+    local space = sieve.space("ring")
+    local ev = sieve.evaluator("sphere", space, {offset = 1})
+    local study = sieve.study{space = space, optimizer = "lua-random", evaluator = ev, seed = seed,
+                              objective = {metric = "value", direction = "minimize"}}
+    study:run(40)
+    local texts = {}
+    for t in study:trials() do texts[#texts + 1] = t.text .. ":" .. t.status end
+    T.truthy(study:best().metrics.value >= 1, "offset applied")
+    return table.concat(texts, " ")
+  end
+  local a, b, c = run(1), run(1), run(2)
+  T.eq(a, b, "same seed, same trials")
+  T.truthy(a ~= c, "another seed, other trials")
+  T.truthy(a:find(":failed", 1, true), "the evaluator's failed trials are stored as failed")
+end)
+
+T.test("a Lua optimizer by hand: save and load carry rng and state", function()
+  local space = sieve.space("ring")
+  local o1 = sieve.optimizer("lua-random", space, {}, {seed = 8, objective = "value"})
+  local first = o1:ask(3)
+  o1:tell(first[1], sieve.result{metrics = {value = 2}})
+  local saved = o1:save()
+  T.truthy(saved:find("'told': <int64 1>", 1, true), saved)
+  local o2 = sieve.optimizer("lua-random", space, {}, {seed = 1, objective = "value"})
+  o2:load(saved)
+  T.eq(o1:ask(1)[1], o2:ask(1)[1], "same next proposal")
+end)
+
+T.test("YAML names Lua components loaded by lua.load", function()
+  local store = scratch_store("registered")
+  local done = sieve.run(fixtures .. "/registered.yaml", {store = store})
+  T.eq(done:count(), 25)
+  local again = sieve.run(fixtures .. "/registered.yaml", {store = scratch_store("registered2")})
+  local a, b = {}, {}
+  for t in done:trials() do a[#a + 1] = t.text end
+  for t in again:trials() do b[#b + 1] = t.text end
+  T.eq(table.concat(a, " "), table.concat(b, " "), "the same experiment twice in one process")
+  T.raises("the experiment differs", function()
+    sieve.run(fixtures .. "/registered.yaml", {store = store, resume = true, set = {seed = 4}})
+  end)
+  local more = sieve.run(fixtures .. "/registered.yaml",
+                         {store = store, resume = true, set = {["budget.evaluations"] = 30}})
+  T.eq(more:count(), 30, "a larger budget extends it")
+  -- The experiment's host has closed: this script's registration serves again.
+  T.eq(#sieve.space("ring"), 3)
+end)
+
+T.done()
