@@ -12,7 +12,7 @@
 local mutate = require("sieve.mutate")
 
 sieve.register_optimizer{
-  name = "evolution",
+  name = "lua_evolution",
   summary = "regularized evolution (Real et al. 2019), written in Lua",
   options = {
     population = {type = "int", default = 20, min = 2, max = 100000, help = "members alive at once"},

@@ -236,7 +236,12 @@ test_lua_optimizer_save_load(void)
   const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "walk");
   g_assert_nonnull(c);
   g_assert_cmpstr(sieve_component_get_path(c), ==, "walk.lua");
-  g_autoptr(SieveSpace) space = sieve_space_new(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201"), NULL, &error);
+  const SieveComponent *nb201 = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201");
+  /* The space's defaults: its option table with nothing set. */
+  g_autoptr(SieveOptions) space_options =
+    sieve_options_new(sieve_component_get_info(nb201)->options, NULL, NULL, NULL, "test", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveSpace) space = sieve_space_new(nb201, space_options, &error);
   g_assert_no_error(error);
   const char *names[] = {"acc", NULL};
   SieveStudyInfo study = {.seed = 11, .n_objectives = 1, .objective_names = names};
