@@ -136,7 +136,8 @@ typedef struct {
   GPtrArray *steps;  /* Step*, owned */
   GArray *fwd_train, *fwd_eval, *bwd; /* indices into steps */
   GArray *params;    /* Param */
-  gint32 *labels;
+  gint32 *labels;    /* the last forward's, valid when has_labels */
+  gboolean has_labels;
   guint n_classes;
   double loss;
   int out_grad;      /* slot: gradient of a non-loss output */
@@ -527,6 +528,31 @@ param_of(Cpu *c, guint v, guint k)
   return &g_array_index(c->params, Param, c->nodes[v].first_param + k);
 }
 
+/* The forward step of a convolution or inner product whose pd, src_want,
+ * src_slot, md and weight w are set: the bias parameter (when it has one),
+ * the output slot, and the primitive with its arguments. */
+static gboolean
+plan_weighted_step(Cpu *c, guint v, Param *w, const char *what, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  dnnl_memory_desc_t wstore = w->md, bias; /* w moves when the param table grows */
+  int wslot = w->value, bslot = -1;
+  md_1d(&bias, a->out_channels);
+  if (a->bias)
+    bslot = param_add(c, v, "bias", &bias, &bias)->value;
+  x->out = slot_new(c, md_bytes(&x->md), FALSE);
+  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!prim_from_pd(c, s, x->fwd_pd, what, error))
+    return FALSE;
+  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
+  step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
+  if (a->bias)
+    step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
+  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
 static gboolean
 plan_conv(Cpu *c, guint v, GError **error)
 {
@@ -587,24 +613,7 @@ plan_conv(Cpu *c, guint v, GError **error)
    * and report the 4-D shape (param_add's info has room for 4 dims). */
   if (grouped)
     w->plain = wgplain;
-  dnnl_memory_desc_t wstore = w->md;
-  int wslot = w->value, bslot = -1;
-  if (a->bias) {
-    dnnl_dims_t bd = {a->out_channels};
-    dnnl_memory_desc_t bplain;
-    dnnl_memory_desc_init_by_tag(&bplain, 1, bd, dnnl_f32, dnnl_x);
-    bslot = param_add(c, v, "bias", &bias, &bplain)->value;
-  }
-  x->out = slot_new(c, md_bytes(&x->md), FALSE);
-  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
-  if (!prim_from_pd(c, s, x->fwd_pd, "convolution", error))
-    return FALSE;
-  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
-  step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
-  if (a->bias)
-    step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
-  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
-  return TRUE;
+  return plan_weighted_step(c, v, w, "convolution", error);
 }
 
 static gboolean
@@ -639,22 +648,7 @@ plan_linear(Cpu *c, guint v, GError **error)
   dnnl_memory_desc_init_by_tag(&wplain2, 2, w2, dnnl_f32, dnnl_nc);
   Param *w = param_add(c, v, "weight", wmd, &wplain2);
   w->plain = wplain; /* exchanged through the 4-D view, reported as 2-D */
-  dnnl_memory_desc_t wstore = w->md;
-  int wslot = w->value, bslot = -1;
-  if (a->bias) {
-    dnnl_memory_desc_t bplain = bias;
-    bslot = param_add(c, v, "bias", &bias, &bplain)->value;
-  }
-  x->out = slot_new(c, md_bytes(&x->md), FALSE);
-  Step *s = step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
-  if (!prim_from_pd(c, s, x->fwd_pd, "inner product", error))
-    return FALSE;
-  step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
-  step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
-  if (a->bias)
-    step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
-  step_arg(s, DNNL_ARG_DST, &x->md, x->out);
-  return TRUE;
+  return plan_weighted_step(c, v, w, "inner product", error);
 }
 
 static gboolean
@@ -1516,12 +1510,12 @@ loss_forward(Cpu *c, CNode *x)
     double lse = m + log(s);
     for (guint k = 0; k < K; k++)
       p[(gsize)b * K + k] = (float)exp(row[k] - lse);
-    if (c->labels) {
+    if (c->has_labels) {
       /* -sum_k t_k log p_k with t = (1-eps) onehot + eps/K. */
       total += lse - (1 - eps) * row[c->labels[b]] - eps * mean / K;
     }
   }
-  c->loss = c->labels ? total / B : NAN;
+  c->loss = c->has_labels ? total / B : NAN;
   slot_ptr(c, x->out)[0] = (float)c->loss;
 }
 
@@ -1596,7 +1590,7 @@ cpu_forward(gpointer impl, const float *x, const gint32 *labels, SieveMode mode,
   CNode *in = &c->nodes[c->input];
   if (in->out >= 0)
     memcpy(slot_ptr(c, in->out), x, md_bytes(&in->md));
-  g_clear_pointer(&c->labels, g_free);
+  c->has_labels = FALSE;
   if (labels && c->n_classes) {
     for (guint b = 0; b < c->options.batch; b++)
       if (labels[b] < 0 || (guint)labels[b] >= c->n_classes) {
@@ -1604,7 +1598,11 @@ cpu_forward(gpointer impl, const float *x, const gint32 *labels, SieveMode mode,
                     c->n_classes - 1);
         return FALSE;
       }
-    c->labels = g_memdup2(labels, c->options.batch * sizeof(gint32));
+    /* A buffer of the runtime's own: the step must not allocate. */
+    if (c->labels == NULL)
+      c->labels = g_new(gint32, c->options.batch);
+    memcpy(c->labels, labels, c->options.batch * sizeof(gint32));
+    c->has_labels = TRUE;
   }
   c->loss = NAN;
   return run(c, mode == SIEVE_MODE_TRAIN ? c->fwd_train : c->fwd_eval, error);
@@ -1616,7 +1614,7 @@ cpu_backward(gpointer impl, const float *output_grad, GError **error)
   Cpu *c = impl;
   CNode *o = &c->nodes[root(c, c->output)];
   if (o->n->kind == SIEVE_OP_SOFTMAX_CE) {
-    if (!c->labels) {
+    if (!c->has_labels) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward through a loss needs the forward's labels");
       return FALSE;
     }

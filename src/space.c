@@ -148,6 +148,44 @@ sieve_space_free(SieveSpace *space)
   g_free(space);
 }
 
+/* Number of distinct genotypes of the subtree rooted at decision d: the
+ * decisions conditioned on d are active for some of its values only. */
+static double
+subtree_size(const SieveSpace *space, guint d)
+{
+  const SieveDecision *dec = sieve_space_decision(space, d);
+  guint n = sieve_space_n_decisions(space);
+  switch (dec->kind) {
+  case SIEVE_DECISION_FLOAT:
+    return INFINITY;
+  case SIEVE_DECISION_INT:
+    return dec->high - dec->low + 1; /* only categoricals have children */
+  case SIEVE_DECISION_CATEGORICAL:
+    break;
+  }
+  double total = 0;
+  for (guint v = 0; v < dec->n_choices; v++) {
+    double product = 1;
+    for (guint c = d + 1; c < n; c++) {
+      const SieveDecision *child = sieve_space_decision(space, c);
+      if (child->parent == (gint) d && v < 64 && (child->parent_mask & (G_GUINT64_CONSTANT(1) << v)))
+        product *= subtree_size(space, c);
+    }
+    total += product;
+  }
+  return total;
+}
+
+double
+sieve_space_size(const SieveSpace *space)
+{
+  double product = 1;
+  for (guint d = 0; d < sieve_space_n_decisions(space); d++)
+    if (sieve_space_decision(space, d)->parent < 0)
+      product *= subtree_size(space, d);
+  return product;
+}
+
 gboolean
 sieve_space_can_build(const SieveSpace *space)
 {

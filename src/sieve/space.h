@@ -124,6 +124,10 @@ typedef struct {
 SIEVE_API SieveSpace *sieve_space_new(const SieveComponent *component, const SieveOptions *options,
                                       GError **error);
 SIEVE_API void sieve_space_free(SieveSpace *space);
+/* Number of distinct genotypes (conditions respected): INFINITY when a
+ * float decision is active anywhere.  Optimizers use it to know when a
+ * finite space is exhausted. */
+SIEVE_API double sieve_space_size(const SieveSpace *space);
 /* Whether the space builds networks (its class has build()). */
 SIEVE_API gboolean sieve_space_can_build(const SieveSpace *space);
 /* (transfer full) the genotype's network; a clear error when the space

@@ -67,8 +67,6 @@ char *opt_key(const char *text, double fidelity);
 
 /* ---- the space --------------------------------------------------------- */
 
-/* Number of distinct genotypes (INFINITY with a float decision). */
-double opt_space_size(const SieveSpace *space);
 
 /* A decision's value <-> [0, 1]: linear, or logarithmic where the decision
  * says so; ints cover [low - 0.5, high + 0.5] so each integer has an equal

@@ -114,7 +114,7 @@ evolution_create(const SieveSpace *space, const SieveOptions *options, const Sie
   self->crossover = sieve_options_get_double(options, "crossover");
   self->nsga2 = nsga2;
   self->n_objectives = study->n_objectives;
-  self->space_size = opt_space_size(space);
+  self->space_size = sieve_space_size(space);
   opt_seen_init(&self->seen, space);
   self->members = g_ptr_array_new_with_free_func((GDestroyNotify) member_free);
   return self;

@@ -81,7 +81,7 @@ local_search_create(const SieveSpace *space, const SieveOptions *options, const 
   self->initial = (guint) sieve_options_get_int(options, "initial");
   self->numeric_steps = (guint) sieve_options_get_int(options, "numeric_steps");
   self->first_improvement = sieve_options_get_bool(options, "first_improvement");
-  self->space_size = opt_space_size(space);
+  self->space_size = sieve_space_size(space);
   opt_seen_init(&self->seen, space);
   self->values = g_hash_table_new(g_str_hash, g_str_equal);
   self->value_order = g_ptr_array_new_with_free_func(g_free);

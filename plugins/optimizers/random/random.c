@@ -34,44 +34,6 @@ typedef struct {
   GPtrArray *order;   /* texts in the order proposed, for a stable save */
 } RandomSearch;
 
-/* Number of distinct genotypes of the subtree rooted at decision d: the
- * decisions conditioned on d are active for some of its values only. */
-static double
-subtree_size(const SieveSpace *space, guint d)
-{
-  const SieveDecision *dec = sieve_space_decision(space, d);
-  guint n = sieve_space_n_decisions(space);
-  switch (dec->kind) {
-  case SIEVE_DECISION_FLOAT:
-    return INFINITY;
-  case SIEVE_DECISION_INT:
-    return dec->high - dec->low + 1; /* only categoricals have children */
-  case SIEVE_DECISION_CATEGORICAL:
-    break;
-  }
-  double total = 0;
-  for (guint v = 0; v < dec->n_choices; v++) {
-    double product = 1;
-    for (guint c = d + 1; c < n; c++) {
-      const SieveDecision *child = sieve_space_decision(space, c);
-      if (child->parent == (gint) d && v < 64 && (child->parent_mask & (G_GUINT64_CONSTANT(1) << v)))
-        product *= subtree_size(space, c);
-    }
-    total += product;
-  }
-  return total;
-}
-
-static double
-space_size(const SieveSpace *space)
-{
-  double product = 1;
-  for (guint d = 0; d < sieve_space_n_decisions(space); d++)
-    if (sieve_space_decision(space, d)->parent < 0)
-      product *= subtree_size(space, d);
-  return product;
-}
-
 static void
 random_destroy(gpointer instance)
 {
@@ -90,7 +52,7 @@ random_create(const SieveSpace *space, const SieveOptions *options, const SieveS
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
   self->unique = sieve_options_get_bool(options, "unique");
-  self->size = space_size(space);
+  self->size = sieve_space_size(space);
   self->seen = g_hash_table_new(g_str_hash, g_str_equal);
   self->order = g_ptr_array_new_with_free_func(g_free);
   return self;

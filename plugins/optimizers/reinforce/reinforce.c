@@ -86,7 +86,7 @@ reinforce_create(const SieveSpace *space, const SieveOptions *options, const Sie
   }
   self->logits = g_array_sized_new(FALSE, TRUE, sizeof(double), total);
   g_array_set_size(self->logits, total);
-  self->space_size = opt_space_size(space);
+  self->space_size = sieve_space_size(space);
   opt_seen_init(&self->seen, space);
   return self;
 }

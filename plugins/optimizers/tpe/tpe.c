@@ -62,7 +62,7 @@ tpe_create(const SieveSpace *space, const SieveOptions *options, const SieveStud
   self->params.prior_weight = sieve_options_get_double(options, "prior_weight");
   self->params.multivariate = sieve_options_get_bool(options, "multivariate");
   self->n_startup = (guint) sieve_options_get_int(options, "n_startup");
-  self->space_size = opt_space_size(space);
+  self->space_size = sieve_space_size(space);
   opt_seen_init(&self->seen, space);
   opt_tpe_data_init(&self->data, space);
   return self;
