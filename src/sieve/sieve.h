@@ -7,10 +7,12 @@
 #include <sieve/data.h>
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>
+#include <sieve/hash.h>
 #include <sieve/node.h>
 #include <sieve/optimizer.h>
 #include <sieve/options.h>
 #include <sieve/plugin.h>
+#include <sieve/proxy.h>
 #include <sieve/registry.h>
 #include <sieve/result.h>
 #include <sieve/rng.h>

@@ -116,7 +116,11 @@ typedef struct {
    * NULL for spaces that are not architectures (hyper-parameter spaces).
    * (transfer full) the graph, finished (sieve_graph_finish), or NULL + error. */
   SieveGraph *(*build)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error);
-  gpointer reserved[11];
+  /* NULL-terminated "option=value" overrides that make build() produce the
+   * small networks the functional hash runs (few channels, small input),
+   * applied over the space's own options; NULL: hash at the space's scale. */
+  const char *const *probe_options;
+  gpointer reserved[10];
 } SieveSpaceClass;
 
 /* An instance of a space component: runs its create() with the validated
