@@ -349,8 +349,10 @@ layer_input(Exec *e, const Val *in, gsize size)
   if (in->zero)
     return NULL;
   double *h = scratch(e, 0, size);
+  const double *f = in->v, *g = in->v + size;
+#pragma omp simd
   for (gsize k = 0; k < size; k++)
-    h[k] = in->v[k] + in->v[size + k];
+    h[k] = f[k] + g[k];
   return h;
 }
 
@@ -372,9 +374,12 @@ run_conv(Exec *e, guint v, Val *x, gsize size)
     sieve__conv_f64_free(conv);
   }
   if (x->bias)
-    for (guint c = 0; c < n->shape.c; c++)
+    for (guint c = 0; c < n->shape.c; c++) {
+      double *row = x->v + c * hw, b = x->bias[c];
+#pragma omp simd
       for (gsize k = 0; k < hw; k++)
-        x->v[c * hw + k] += x->bias[c];
+        row[k] += b;
+    }
 }
 
 static void
@@ -480,6 +485,52 @@ run_activation(Exec *e, guint v, Val *x, gsize size)
  * Both run as two passes, along rows (each input row, each output column)
  * then along columns: the first maximum in row-major order is the first
  * row holding the window's maximum, at that row's first maximum. */
+/* dst[o] += src[o + shift] wherever o + shift lies in [0, n_src). */
+static void
+add_shifted(double *restrict dst, gsize n_dst, const double *restrict src, gsize n_src, gssize shift)
+{
+  gssize lo = MAX(0, -shift), hi = MIN((gssize)n_dst, (gssize)n_src - shift);
+#pragma omp simd
+  for (gssize o = lo; o < hi; o++)
+    dst[o] += src[o + shift];
+}
+
+/* Average pooling with stride 1 (nb201's 3x3 pooling): each pass adds the
+ * kernel's shifted rows, loops the compiler vectorises, then one multiply
+ * by 1 / (valid rows * valid columns). */
+static void
+run_avg_pool_stride1(Exec *e, const SieveOpAttrs *a, const Val *in, SieveShape is, SieveShape os, Val *x, gsize size)
+{
+  gsize isize = numel(is), rows = (gsize)is.h * os.w;
+  double *h = scratch(e, 0, rows + os.h + os.w), *inv_h = h + rows, *inv_w = inv_h + os.h;
+  for (guint oy = 0; oy < os.h; oy++) {
+    gint64 y0 = (gint64)oy - a->pad[0];
+    inv_h[oy] = 1.0 / (MIN(y0 + a->kernel[0], (gint64)is.h) - MAX(y0, 0));
+  }
+  for (guint ox = 0; ox < os.w; ox++) {
+    gint64 x0 = (gint64)ox - a->pad[1];
+    inv_w[ox] = 1.0 / (MIN(x0 + a->kernel[1], (gint64)is.w) - MAX(x0, 0));
+  }
+  for (guint s = 0; s < 2; s++)
+    for (guint c = 0; c < os.c; c++) {
+      const double *src = in->v + s * isize + (gsize)c * is.h * is.w;
+      double *dst = x->v + s * size + (gsize)c * os.h * os.w;
+      memset(h, 0, rows * sizeof(double));
+      for (guint iy = 0; iy < is.h; iy++)
+        for (guint kx = 0; kx < a->kernel[1]; kx++)
+          add_shifted(h + (gsize)iy * os.w, os.w, src + (gsize)iy * is.w, is.w, (gssize)kx - a->pad[1]);
+      memset(dst, 0, (gsize)os.h * os.w * sizeof(double));
+      for (guint ky = 0; ky < a->kernel[0]; ky++)
+        add_shifted(dst, (gsize)os.h * os.w, h, rows, ((gssize)ky - a->pad[0]) * os.w);
+      for (guint oy = 0; oy < os.h; oy++) {
+        double *row = dst + (gsize)oy * os.w, ih = inv_h[oy];
+#pragma omp simd
+        for (guint ox = 0; ox < os.w; ox++)
+          row[ox] *= ih * inv_w[ox];
+      }
+    }
+}
+
 static void
 run_pool(Exec *e, guint v, Val *x, gsize size)
 {
@@ -489,6 +540,10 @@ run_pool(Exec *e, guint v, Val *x, gsize size)
   SieveShape is = in_shape(e, v, 0), os = n->shape;
   gsize isize = numel(is), plane = (gsize)is.h * is.w, rows = (gsize)is.h * os.w;
   gboolean max = a->pool == SIEVE_POOL_MAX;
+  if (!max && a->stride[0] == 1 && a->stride[1] == 1) {
+    run_avg_pool_stride1(e, a, in, is, os, x, size);
+    return;
+  }
   double *hf = scratch(e, 0, 2 * rows), *hg = hf + rows;
   for (guint c = 0; c < os.c; c++) {
     const double *f = in->v + c * plane, *g = in->v + isize + c * plane;
@@ -571,9 +626,11 @@ run_node(Exec *e, guint v)
     gsize hw = (gsize)is.h * is.w, isize = numel(is);
     for (guint c = 0; c < is.c; c++) {
       double sf = 0, sg = 0;
+      const double *f = in->v + c * hw, *g = in->v + isize + c * hw;
+#pragma omp simd reduction(+ : sf, sg)
       for (gsize k = 0; k < hw; k++) {
-        sf += in->v[c * hw + k];
-        sg += in->v[isize + c * hw + k];
+        sf += f[k];
+        sg += g[k];
       }
       x->v[c] = sf / hw;
       x->v[size + c] = sg / hw;
@@ -581,13 +638,21 @@ run_node(Exec *e, guint v)
     break;
   }
   case SIEVE_OP_ADD: {
-    memset(x->v, 0, 2 * size * sizeof(double));
+    gboolean first = TRUE;
     for (guint k = 0; k < n->n_inputs; k++) {
       Val *in = input(e, v, k);
       if (in->zero)
         continue;
+      double *dst = x->v;
+      const double *src = in->v;
+      if (first) {
+        memcpy(dst, src, 2 * size * sizeof(double));
+        first = FALSE;
+        continue;
+      }
+#pragma omp simd
       for (gsize i = 0; i < 2 * size; i++)
-        x->v[i] += in->v[i];
+        dst[i] += src[i];
     }
     break;
   }

@@ -331,6 +331,8 @@ test_fd_pools(void)
   m = conv(g, m, 4, 1, 1, 1, 1, 0, 0, 1, 1, 1, FALSE);
   guint p = pool(g, x, SIEVE_POOL_MAX, 3, 3, 2, 2, 1, 1); /* padded and strided: 2x2, each window holds the centre */
   guint s = sieve_graph_sum(g, (guint[]){a, pool(g, m, SIEVE_POOL_AVG, 3, 3, 1, 1, 1, 1), p}, 3);
+  s = sieve_graph_add(g, SIEVE_OP_CONCAT, (guint[]){s, pool(g, s, SIEVE_POOL_AVG, 3, 1, 1, 1, 1, 0)}, 2, NULL);
+  s = pool(g, s, SIEVE_POOL_AVG, 3, 2, 2, 1, 1, 0); /* strided, padded, not square */
   s = sieve_graph_global_avg_pool(g, s);
   s = sieve_graph_linear(g, s, 2, FALSE);
   finish(g, s);
