@@ -1,4 +1,5 @@
-/* .npy and .npz (src/npy.c): round trips of every type and rank, the
+/* .npy and .npz (src/npy.c) and the proxies' batch files (src/proxy-io.c):
+ * round trips of every type and rank, the
  * header's alignment, bytes checked against NumPy's layout written out by
  * hand, each malformed file refused with a message naming the problem, and
  * the zip container parsed back member by member with zlib's CRC-32 when
@@ -9,6 +10,7 @@
 #include <sieve/abi.h>
 
 #include "npy.h"
+#include "proxy-io.h"
 #ifdef HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -205,6 +207,67 @@ test_npz(void)
   g_rmdir(dir);
 }
 
+static char *
+write_npy(const char *dir, const char *name, SieveNpyType type, guint ndims, const guint64 *dims, gconstpointer data)
+{
+  char *path = g_build_filename(dir, name, NULL);
+  g_autoptr(GBytes) b = sieve__npy_encode(type, ndims, dims, data);
+  g_assert_true(g_file_set_contents(path, g_bytes_get_data(b, NULL), g_bytes_get_size(b), NULL));
+  return path;
+}
+
+static void
+expect_batch_error(const char *x, const char *y, const char *fragment)
+{
+  GError *error = NULL;
+  g_assert_null(sieve_proxy_batch_read(x, y, &error));
+  g_assert_nonnull(error);
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, fragment));
+  g_error_free(error);
+}
+
+/* sieve proxies --batch-file / --labels-file (src/proxy-io.c). */
+static void
+test_proxy_batch(void)
+{
+  g_autofree char *dir = g_dir_make_tmp("sieve-batch-XXXXXX", NULL);
+  double x[12];
+  for (int i = 0; i < 12; i++)
+    x[i] = i / 4.0;
+  guint8 y[2] = {3, 1};
+  gint32 neg[2] = {0, -1};
+  g_autofree char *xp = write_npy(dir, "x.npy", SIEVE_NPY_F64, 4, (guint64[]){2, 1, 2, 3}, x);
+  g_autofree char *yp = write_npy(dir, "y.npy", SIEVE_NPY_U8, 1, (guint64[]){2}, y);
+  g_autofree char *flat = write_npy(dir, "flat.npy", SIEVE_NPY_F64, 2, (guint64[]){2, 6}, x);
+  g_autofree char *three = write_npy(dir, "three.npy", SIEVE_NPY_U8, 1, (guint64[]){3}, x);
+  g_autofree char *negp = write_npy(dir, "neg.npy", SIEVE_NPY_I32, 1, (guint64[]){2}, neg);
+  GError *error = NULL;
+  g_autoptr(SieveProxyBatch) b = sieve_proxy_batch_read(xp, yp, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(b->batch, ==, 2);
+  g_assert_cmpuint(b->shape.c, ==, 1);
+  g_assert_cmpuint(b->shape.h, ==, 2);
+  g_assert_cmpuint(b->shape.w, ==, 3);
+  g_assert_cmpfloat(b->inputs[11], ==, 2.75f);
+  g_assert_cmpint(b->labels[0], ==, 3);
+  g_autoptr(SieveProxyBatch) unlabelled = sieve_proxy_batch_read(xp, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_null(unlabelled->labels);
+  expect_batch_error(flat, NULL, "shape (batch, channels, height, width)");
+  expect_batch_error(xp, three, "one class id per example");
+  expect_batch_error(xp, negp, "label 1 is -1");
+  expect_batch_error(yp, NULL, "shape (batch, channels, height, width)");
+  expect_batch_error(xp, xp, "one class id per example");
+  g_autofree char *missing = g_build_filename(dir, "missing.npy", NULL);
+  expect_batch_error(missing, NULL, "missing.npy");
+  for (const char *f = "x.npy\0y.npy\0flat.npy\0three.npy\0neg.npy\0"; *f; f += strlen(f) + 1) {
+    g_autofree char *p = g_build_filename(dir, f, NULL);
+    g_unlink(p);
+  }
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -214,5 +277,6 @@ main(int argc, char **argv)
   g_test_add_func("/npy/refused", test_refused);
   g_test_add_func("/npy/convert", test_convert);
   g_test_add_func("/npy/npz", test_npz);
+  g_test_add_func("/npy/proxy-batch", test_proxy_batch);
   return g_test_run();
 }
