@@ -277,7 +277,8 @@ experiment_finish(SieveExperiment *exp, const char *const *overrides, SieveRegis
   if (!load_objectives(exp, error))
     return NULL;
 
-  if (!sieve_pipeline_load(&exp->pipeline, sieve_node_lookup(exp->root, "pipeline"), exp->seed, error))
+  if (!sieve_pipeline_load(&exp->pipeline, sieve_node_lookup(exp->root, "pipeline"), exp->seed, exp->dir,
+                           error))
     return NULL;
 
   g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);

@@ -47,6 +47,7 @@ struct _SieveEngine {
   gboolean dedupe;
   SieveDedupeHash hash_kind; /* effective: the stage's, or its default for the space */
   GPtrArray *keys;           /* CacheKey*, one per fidelity met */
+  GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -167,6 +168,8 @@ sieve_engine_free(SieveEngine *engine)
   sieve_space_free(engine->space);
   if (engine->keys)
     g_ptr_array_unref(engine->keys);
+  if (engine->shared)
+    g_ptr_array_unref(engine->shared);
   g_free(engine);
 }
 
@@ -184,6 +187,25 @@ locate_error(GError **error, const SieveSection *section)
   g_prefix_error(error, "%s: %s '%s': ", where,
                  sieve_component_kind_to_string(sieve_component_get_kind(section->component)),
                  sieve_component_get_name(section->component));
+}
+
+/* The stores of dedupe.cache_from, opened read-only with the engine,
+ * so that a missing one is reported before the study's store is touched. */
+static gboolean
+open_shared(SieveEngine *engine, GError **error)
+{
+  const SieveDedupeStage *dedupe = &engine->exp->pipeline.dedupe;
+  for (guint i = 0; engine->dedupe && dedupe->cache_from[i]; i++) {
+    GError *local = NULL;
+    SieveStore *other = sieve_store_open(dedupe->cache_from[i], SIEVE_STORE_READ, &local);
+    if (other == NULL) {
+      g_autofree char *where = sieve_node_where(dedupe->cache_from_node);
+      g_propagate_prefixed_error(error, local, "%s: stage 'dedupe': cache_from: ", where);
+      return FALSE;
+    }
+    g_ptr_array_add(engine->shared, other);
+  }
+  return TRUE;
 }
 
 /* The stages' needs the config alone cannot check: what the space builds. */
@@ -205,6 +227,9 @@ check_pipeline(SieveEngine *engine, GError **error)
       return FALSE;
     }
     engine->keys = g_ptr_array_new_with_free_func((GDestroyNotify) cache_key_free);
+    engine->shared = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_store_close);
+    if (!open_shared(engine, error))
+      return FALSE;
   }
   if (pipeline->screen.enabled) {
     sieve_node_set_error(error, pipeline->screen.node, "stage 'screen' is not available in this build of sieve");
@@ -500,25 +525,39 @@ fail:
   return FALSE;
 }
 
-/* Answers p with the result of trial original, found in the cache.  *used
- * is FALSE (and nothing stored) when that trial is not an OK result (a cache
- * written by something else): p is then a miss.  Frees p when used. */
+/* Answers p with the result of trial original of source (the study's own
+ * store, or one of dedupe.cache_from), found in its cache.  *used is FALSE
+ * (and nothing stored) when that trial holds no OK result (a cache written
+ * by something else): p is then a miss.  A hit from another store is
+ * stored with that store's name and trial as its reason, and put in this
+ * store's cache, so that later duplicates find it here.  Frees p when used. */
 static gboolean
-answer_from_cache(RunState *rs, Proposal *p, gint64 original, gboolean *used, GError **error)
+answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original, gboolean *used, GError **error)
 {
   SieveEngine *engine = rs->engine;
   *used = FALSE;
-  g_autoptr(SieveTrial) trial = sieve_store_get_trial(engine->store, original, error);
+  g_autoptr(SieveTrial) trial = sieve_store_get_trial(source, original, error);
   if (trial == NULL)
     return error == NULL || *error == NULL;
-  if (trial->status != SIEVE_STATUS_OK)
+  /* cached: a hit this store itself imported from another store. */
+  if (trial->status != SIEVE_STATUS_OK && trial->status != SIEVE_STATUS_CACHED)
     return TRUE;
+  gboolean own = source == engine->store;
   g_autoptr(SieveResult) result = cached_copy(trial->result);
+  g_autofree char *reason = NULL;
+  if (!own) {
+    reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
+    sieve_result_set_reason(result, reason);
+  }
   double now = g_get_real_time() / 1e6;
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
   if (!sieve_store_begin(engine->store, error))
     return FALSE;
-  if (!record(engine, p, result, now, now, -1, original, error) || !save_optimizer(engine, error) ||
+  if (!record(engine, p, result, now, now, -1, own ? original : -1, error) ||
+      (!own && (!sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) ||
+                !sieve_store_cache_put(engine->store, sieve_dedupe_hash_name(engine->hash_kind), p->hash,
+                                       p->key->digest, proposal_number(p), error))) ||
+      !save_optimizer(engine, error) ||
       !sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) ||
       !sieve_store_commit(engine->store, error)) {
     sieve_store_rollback(engine->store);
@@ -526,9 +565,13 @@ answer_from_cache(RunState *rs, Proposal *p, gint64 original, gboolean *used, GE
   }
   *used = TRUE;
   rs->hits++;
-  if (rs->progress)
-    sieve_progress_cached(rs->progress, proposal_number(p), original, trial->run != rs->run ? trial->run : 0,
-                          metric_value(engine->exp, result), sieve_candidate_get_text(p->candidate));
+  if (rs->progress) {
+    g_autofree char *origin = !own ? g_strdup(sieve_store_get_path(source))
+                              : trial->run != rs->run ? g_strdup_printf("run %" G_GINT64_FORMAT, trial->run)
+                                                      : NULL;
+    sieve_progress_cached(rs->progress, proposal_number(p), original, origin, metric_value(engine->exp, result),
+                          sieve_candidate_get_text(p->candidate));
+  }
   proposal_free(p);
   return TRUE;
 }
@@ -586,7 +629,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
     rs->hits += p->waiters->len;
     for (guint i = 0; rs->progress && i < p->waiters->len; i++) {
       const Proposal *w = p->waiters->pdata[i];
-      sieve_progress_cached(rs->progress, proposal_number(w), number, 0, objective,
+      sieve_progress_cached(rs->progress, proposal_number(w), number, NULL, objective,
                             sieve_candidate_get_text(w->candidate));
     }
     return TRUE;
@@ -655,10 +698,13 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
         continue;
       }
       GError *local = NULL;
-      gint64 cached = sieve_store_cache_lookup(engine->store, kind, p->hash, p->key->digest, &local);
       gboolean used = FALSE;
-      if (local == NULL && cached >= 0 && !answer_from_cache(rs, p, cached, &used, &local)) {
-        g_assert(local != NULL);
+      /* This store first, then the others in the order given. */
+      for (guint s = 0; !used && local == NULL && s <= engine->shared->len; s++) {
+        SieveStore *source = s == 0 ? engine->store : engine->shared->pdata[s - 1];
+        gint64 cached = sieve_store_cache_lookup(source, kind, p->hash, p->key->digest, &local);
+        if (local == NULL && cached >= 0 && !answer_from_cache(rs, p, source, cached, &used, &local))
+          g_assert(local != NULL);
       }
       if (local != NULL) {
         g_propagate_error(error, local);

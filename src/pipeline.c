@@ -17,6 +17,9 @@ static const SieveOptionSpec dedupe_spec[] = {
      "what makes two proposals the same: functional (what the network computes; the default), structural "
      "(the canonical graph) or genotype (the canonical text; the default for spaces that build no networks)",
      0, {NULL}},
+    SIEVE_OPTION_STRING_LIST("cache_from", NULL,
+                             "stores of other studies whose caches answer too, read-only (relative to the "
+                             "experiment file); only their entries made under the same evaluator settings count"),
     SIEVE_OPTION_INT("max_consecutive_hits", "1000", 1, 1e12,
                      "stop the study after this many proposals in a row were all answered without an evaluation "
                      "(an optimizer that only re-proposes what it has seen, e.g. on an exhausted finite space)"),
@@ -65,13 +68,15 @@ sieve_pipeline_clear(SievePipeline *pipeline)
 {
   if (pipeline == NULL)
     return;
+  g_strfreev(pipeline->dedupe.cache_from);
   g_strfreev(pipeline->screen.proxies);
   g_free(pipeline->screen.weights);
   memset(pipeline, 0, sizeof *pipeline);
 }
 
 static gboolean
-load_dedupe(SieveDedupeStage *out, const SieveNode *stage, const SieveNode *options_node, GError **error)
+load_dedupe(SieveDedupeStage *out, const SieveNode *stage, const SieveNode *options_node, const char *base_dir,
+            GError **error)
 {
   g_autoptr(SieveOptions) o = sieve_options_new(dedupe_spec, options_node, NULL, NULL, "stage 'dedupe'", error);
   if (o == NULL)
@@ -85,6 +90,12 @@ load_dedupe(SieveDedupeStage *out, const SieveNode *stage, const SieveNode *opti
     if (strcmp(hash, hash_names[i]) == 0)
       out->hash = (SieveDedupeHash) i;
   out->max_consecutive_hits = sieve_options_get_int(o, "max_consecutive_hits");
+  const char *const *from = sieve_options_get_strv(o, "cache_from");
+  guint n = from ? g_strv_length((char **) from) : 0;
+  out->cache_from = g_new0(char *, n + 1);
+  out->cache_from_node = sieve_options_node(o, "cache_from");
+  for (guint i = 0; i < n; i++)
+    out->cache_from[i] = g_canonicalize_filename(from[i], base_dir);
   return TRUE;
 }
 
@@ -217,7 +228,8 @@ split_item(const SieveNode *item, const char **name, const SieveNode **options, 
 }
 
 gboolean
-sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, GError **error)
+sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, const char *base_dir,
+                    GError **error)
 {
   g_return_val_if_fail(out != NULL, FALSE);
   if (node == NULL)
@@ -265,7 +277,7 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, GEr
     }
     seen[k] = name_node;
     last = k;
-    gboolean ok = k == 0 ? load_dedupe(&out->dedupe, item, options, error)
+    gboolean ok = k == 0 ? load_dedupe(&out->dedupe, item, options, base_dir, error)
                          : load_screen(&out->screen, item, options, seed, error);
     if (!ok)
       return FALSE;

@@ -6,7 +6,8 @@
  *     - screen: {proxies: [synflow, naswot], keep_top: 4, batch: 16}
  *
  * dedupe answers a proposal whose hash is already in the store's cache (or
- * is being evaluated right now) without evaluating it.  Its hash is
+ * is being evaluated right now, or is in the cache of one of the stores
+ * named by cache_from) without evaluating it.  Its hash is
  *   functional  (default for spaces that build networks) what the network
  *               computes, see sieve/hash.h;
  *   structural  the canonical graph;
@@ -40,6 +41,8 @@ typedef struct {
   SieveDedupeHash hash;
   gboolean hash_set;        /* written by the user (else the default for the space) */
   gint64 max_consecutive_hits;
+  char **cache_from;        /* NULL-terminated absolute paths of other stores (owned) */
+  const SieveNode *cache_from_node;
 } SieveDedupeStage;
 
 typedef struct {
@@ -62,10 +65,11 @@ typedef struct {
 } SievePipeline;
 
 /* Reads `pipeline:` (node may be NULL: no stages) into out, which the
- * caller zeroed.  seed: the experiment's, the screen's default.  Errors
- * say file:line:col.  On failure out may hold partial values: clear it. */
+ * caller zeroed.  seed: the experiment's, the screen's default; base_dir
+ * resolves relative paths.  Errors say file:line:col.  On failure out may
+ * hold partial values: clear it. */
 SIEVE_INTERNAL_API gboolean sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed,
-                                                GError **error);
+                                                const char *base_dir, GError **error);
 SIEVE_INTERNAL_API void sieve_pipeline_clear(SievePipeline *pipeline);
 
 /* "functional", "structural", "genotype" (transfer none) */

@@ -182,12 +182,12 @@ note_unevaluated(SieveProgress *p, const char *line)
 }
 
 void
-sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original, gint64 original_run,
+sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original, const char *origin,
                       double objective, const char *genotype)
 {
   g_mutex_lock(&progress->lock);
   progress->n_cached++;
-  g_autofree char *run = original_run > 0 ? g_strdup_printf(" (run %" G_GINT64_FORMAT ")", original_run) : g_strdup("");
+  g_autofree char *run = origin ? g_strdup_printf(" (%s)", origin) : g_strdup("");
   g_autofree char *line =
       g_strdup_printf("trial %" G_GINT64_FORMAT " cached %s=%.6g from #%" G_GINT64_FORMAT "%s | %s", number,
                       progress->objective, objective, original, run, genotype);

@@ -26,12 +26,12 @@ SIEVE_INTERNAL_API void sieve_progress_free(SieveProgress *progress);
 SIEVE_INTERNAL_API void sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
                           const char *genotype, double cost, const char *reason);
 /* A proposal answered by the dedupe stage with the result of trial
- * original (objective: that result's; original_run: the earlier run of the
- * study that evaluated it, 0 for this run), or screened out by the screen stage
+ * original (objective: that result's; origin, nullable: where that trial
+ * is when not in this run, "run 1" or another store's name), or screened out by the screen stage
  * (score: its aggregate proxy rank in its round).  Neither counts towards
  * the evaluations shown against the budget. */
 SIEVE_INTERNAL_API void sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original,
-                                              gint64 original_run, double objective, const char *genotype);
+                                              const char *origin, double objective, const char *genotype);
 SIEVE_INTERNAL_API void sieve_progress_screened(SieveProgress *progress, gint64 number, double score,
                                                 const char *genotype);
 /* What earlier runs of the study did (resume): evaluations, cache hits, screened. */
