@@ -27,8 +27,9 @@ static const SieveOptionSpec dedupe_spec[] = {
 };
 
 static const SieveOptionSpec screen_spec[] = {
-    SIEVE_OPTION_STRING_LIST("proxies", NULL,
-                             "a zero-cost proxy, or a list of them ranked together (the mean rank): see `sieve proxies`"),
+    {"proxies", SIEVE_OPTION_TYPE_STRING_LIST, NULL, 0, 0, NULL,
+     "a zero-cost proxy, or a list of them ranked together (the mean rank): see `sieve proxies`",
+     SIEVE_OPTION_REQUIRED, {NULL}},
     SIEVE_OPTION_NODE("weights", "one weight >= 0 per proxy for the rank aggregation (default: equal)"),
     {"keep_fraction", SIEVE_OPTION_TYPE_FLOAT, NULL, 0, 1, NULL,
      "fraction of each round's proposals passed to the evaluator (rounded up; give this or keep_top)",
