@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sieve/hash.h>
 
 /* Shortest decimal text that reads back as exactly value ("0.1", "1e-05"). (transfer full) */
 char *sieve__format_double(double value);
@@ -16,3 +17,13 @@ typedef struct _SieveGenotype SieveGenotype;
  * defers to it (Lua spaces without a format function). (transfer full) */
 char *sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genotype);
 SieveGenotype *sieve__space_generic_parse(const SieveSpace *space, const char *text, GError **error);
+
+/* The space at the probe scale its class declares (SieveSpaceClass.probe_options
+ * over the options the user wrote), made on first use and kept; the space
+ * itself when it declares none.  Thread-safe.  (transfer none) */
+const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
+/* A memo of functional hashes by the structural hash of the probe network
+ * (the functional hash is a function of the canonical form, so this is
+ * exact).  Thread-safe; bounded (later entries are not kept). */
+gboolean sieve__space_memo_get(const SieveSpace *space, const SieveHash *key, SieveHash *value);
+void sieve__space_memo_put(const SieveSpace *space, const SieveHash *key, const SieveHash *value);
