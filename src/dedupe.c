@@ -7,6 +7,8 @@
 
 #include <json-glib/json-glib.h>
 
+#include <sieve/hash.h>
+
 #include "dedupe.h"
 
 /* ---- hashes ----------------------------------------------------------- */
@@ -31,9 +33,13 @@ sieve_dedupe_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveD
     sha256_128(text, out);
     return TRUE;
   }
-  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "the %s hash is not available in this build",
-              sieve_dedupe_hash_name(kind));
-  return FALSE;
+  SieveHash h;
+  if (!sieve_space_hash(space, genotype, kind == SIEVE_DEDUPE_STRUCTURAL ? SIEVE_HASH_STRUCTURAL : SIEVE_HASH_FUNCTIONAL,
+                        &h, error))
+    return FALSE;
+  G_STATIC_ASSERT(SIEVE_DEDUPE_HASH_LEN == SIEVE_HASH_TEXT_LEN);
+  sieve_hash_format(&h, out);
+  return TRUE;
 }
 
 /* ---- cache keys ------------------------------------------------------- */
