@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua
+.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-dedupe
 
 all: build
 
@@ -41,3 +41,7 @@ clean:
 bench-train: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality
+
+# The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
+bench-dedupe: build
+	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
