@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <sieve/hash.h>
 #include <sieve/sieve.h>
 
 #include "config.h"
@@ -674,6 +675,63 @@ test_engine_budgets(void)
 #undef fmt
 }
 
+static void
+hash_of(const SieveSpace *space, const char *arch, SieveHashKind kind, char *out)
+{
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
+  g_assert_no_error(error);
+  SieveHash h;
+  g_assert_true(sieve_space_hash(space, g, kind, &h, &error));
+  g_assert_no_error(error);
+  sieve_hash_format(&h, out);
+}
+
+/* NAS-Bench-201 with the default (functional) hash: random search without
+ * repeated encodings still proposes networks equal to ones evaluated; each
+ * hit's stored hash is the functional hash of its cell and of its original. */
+static void
+test_engine_nb201_functional(void)
+{
+  g_autofree char *text = g_strdup_printf("name: nb\nstore: %s/nb.sieve\nspace: nb201\n"
+                                          "optimizer: {plugin: random, unique: true, seed: 1}\n"
+                                          "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+                                          "objective: {metric: cifar10_valid_acc}\n"
+                                          "pipeline: [dedupe]\n"
+                                          "budget: {evaluations: 100}\n",
+                                          tmp_dir, table_path);
+  g_autoptr(SieveExperiment) exp = load_file_text("nb.yaml", text);
+  GError *error = NULL;
+  {
+    g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+    g_assert_no_error(error);
+    g_autofree char *described = sieve_engine_describe_pipeline(engine);
+    g_assert_cmpstr(described, ==, "dedupe (functional hash) -> tabular");
+  }
+  g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
+  guint cached = check_dedupe_invariants(trials);
+  g_assert_cmpuint(trials->len - cached, ==, 100);
+  g_assert_cmpuint(cached, >, 10);
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  g_assert_no_error(error);
+  guint merged = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    g_assert_cmpstr(t->hash_kind, ==, "functional");
+    char h[SIEVE_HASH_TEXT_LEN];
+    hash_of(space, t->genotype, SIEVE_HASH_FUNCTIONAL, h);
+    g_assert_cmpstr(h, ==, t->hash);
+    if (t->status != SIEVE_STATUS_CACHED)
+      continue;
+    const SieveTrial *o = find_trial(trials, t->cached_from);
+    g_assert_cmpstr(o->genotype, !=, t->genotype); /* unique: true never repeats a text */
+    hash_of(space, o->genotype, SIEVE_HASH_FUNCTIONAL, h);
+    g_assert_cmpstr(h, ==, t->hash);
+    merged++;
+  }
+  g_assert_cmpuint(merged, ==, cached);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -703,6 +761,7 @@ main(int argc, char **argv)
   g_test_add_func("/pipeline/engine/two-runs", test_engine_two_runs);
   g_test_add_func("/pipeline/engine/settings-separate", test_engine_settings_separate);
   g_test_add_func("/pipeline/engine/budgets", test_engine_budgets);
+  g_test_add_func("/pipeline/engine/nb201-functional", test_engine_nb201_functional);
   int rc = g_test_run();
 
   /* Remove the temporary folder and what the tests left in it. */

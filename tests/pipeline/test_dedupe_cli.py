@@ -287,6 +287,31 @@ class TestKillResume(Workdir):
             self.run_until(cfg, store, resume=True)
             self.assertEqual(export_rows(store), reference, f"random kill run {i}")
 
+    def test_nb201_functional_kills(self):
+        # configs/nb201-dedupe.yaml: regularized evolution on the table with
+        # the functional hash, killed at random moments and resumed.
+        cfg = os.path.join(ROOT, "configs", "nb201-dedupe.yaml")
+        budget = ["--set", "budget.evaluations=150"]
+        ref = self.path("ref.sieve")
+        sieve("run", cfg, "--store", ref, "-q", *budget, check=0)
+        reference = export_rows(ref)
+        s = summary(ref)
+        self.assertEqual((s["evaluated"], s["distinct_evaluated"], s["hash_kind"]), ("150", "150", "functional"))
+        self.assertGreater(int(s["cached"]), 10)
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")) + 1)
+        for i in range(3):
+            store = self.path(f"nb{i}.sieve")
+            for k in range(3):
+                args = [SIEVE, "run", cfg, "--store", store, "-q", *budget] + (["--resume"] if k else [])
+                proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    proc.wait(timeout=rng.uniform(0.02, 0.3))
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+            sieve("run", cfg, "--store", store, "--resume", "-q", *budget, check=0)
+            self.assertEqual(export_rows(store), reference, f"kill run {i}")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
