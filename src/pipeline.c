@@ -45,16 +45,39 @@ static const SieveOptionSpec screen_spec[] = {
     SIEVE_OPTION_END,
 };
 
-const SieveOptionSpec *
-sieve_pipeline_dedupe_spec(void)
+static const char *const stage_summaries[] = {
+    "answer proposals that hash equal to one already evaluated (or on its way) from the store's cache",
+    "score each round of proposals with zero-cost proxies and pass only the best to the evaluator",
+};
+static const SieveOptionSpec *const stage_specs[] = {dedupe_spec, screen_spec};
+
+static gint
+stage_index(const char *name)
 {
-  return dedupe_spec;
+  for (guint i = 0; stage_names[i]; i++)
+    if (g_strcmp0(name, stage_names[i]) == 0)
+      return (gint) i;
+  return -1;
+}
+
+const char *const *
+sieve_pipeline_stage_names(void)
+{
+  return stage_names;
+}
+
+const char *
+sieve_pipeline_stage_summary(const char *name)
+{
+  gint i = stage_index(name);
+  return i < 0 ? NULL : stage_summaries[i];
 }
 
 const SieveOptionSpec *
-sieve_pipeline_screen_spec(void)
+sieve_pipeline_stage_spec(const char *name)
 {
-  return screen_spec;
+  gint i = stage_index(name);
+  return i < 0 ? NULL : stage_specs[i];
 }
 
 const char *

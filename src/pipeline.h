@@ -75,8 +75,12 @@ SIEVE_INTERNAL_API void sieve_pipeline_clear(SievePipeline *pipeline);
 /* "functional", "structural", "genotype" (transfer none) */
 SIEVE_INTERNAL_API const char *sieve_dedupe_hash_name(SieveDedupeHash hash);
 
-/* The option tables, for docs and tests. (transfer none) */
-SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_dedupe_spec(void);
-SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_screen_spec(void);
+/* The stages, in their order (NULL-terminated), for docs (`sieve plugins`).
+ * (transfer none) */
+SIEVE_INTERNAL_API const char *const *sieve_pipeline_stage_names(void);
+/* A stage's one-line summary and option table; NULL when there is no such
+ * stage. (transfer none) */
+SIEVE_INTERNAL_API const char *sieve_pipeline_stage_summary(const char *name);
+SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_stage_spec(const char *name);
 
 G_END_DECLS

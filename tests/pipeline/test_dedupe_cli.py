@@ -199,6 +199,19 @@ budget: {{evaluations: 20}}
                 self.assertEqual(objective, told[int(r["cached_from"])][1])
                 self.assertNotEqual(objective, "nil")
 
+    def test_stages_described(self):
+        out = sieve("plugins", check=0).stdout
+        self.assertIn("pipeline stages (the experiment's pipeline: list, before the evaluator):", out)
+        self.assertRegex(out, r"\n  dedupe +answer proposals")
+        out = sieve("plugins", "--describe", "dedupe", check=0).stdout
+        self.assertTrue(out.startswith("pipeline stage dedupe: "))
+        self.assertIn("max_consecutive_hits (integer, default 1000", out)
+        out = sieve("plugins", "--describe", "screen", check=0).stdout
+        self.assertIn("  proxies (string list, required)", out)
+        self.assertIn("- screen: {proxies: ...}", out)
+        p = sieve("plugins", "--describe", "dedup", check=1)
+        self.assertIn("no component named 'dedup' (did you mean 'dedupe'?)", p.stderr)
+
     def test_bad_pipeline_is_refused_before_any_store(self):
         self.grid("space.yaml", 3)
         cfg = self.command_config(n=3)
