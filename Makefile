@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies
+.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe
 
 all: build
 
@@ -50,3 +50,7 @@ bench-proxies: build
 	/usr/bin/python3 bench/proxies_speed.py --build $(BUILD)
 	/usr/bin/python3 bench/proxies_crosscheck.py --build $(BUILD) --full
 	/usr/bin/python3 bench/proxies_correlation.py --build $(BUILD)
+
+# The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
+bench-dedupe: build
+	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
