@@ -542,21 +542,25 @@ push_method(LuaInstance *inst, const char *field)
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
 }
 
+/* A Lua state runs on one thread at a time, and the thread that runs the
+ * script may be inside it right now (a study run from Lua): an entry from
+ * another thread (a concurrent evaluator building a Lua space's networks)
+ * is refused before it touches the state. */
+static gboolean
+on_host_thread(LuaInstance *inst, const char *field, GError **error)
+{
+  if (G_LIKELY(g_thread_self() == inst->host->thread))
+    return TRUE;
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED,
+              "%s '%s', %s(): called from another thread than the one running its Lua script (Lua components run "
+              "on one thread: use workers: 1)",
+              sieve_component_kind_to_string(inst->def->kind), inst->def->name, field);
+  return FALSE;
+}
+
 static gboolean
 call_method(LuaInstance *inst, const char *field, int nargs, int nresults, GError **error)
 {
-  /* A Lua state runs on one thread at a time, and the thread that runs the
-   * script may be inside it right now (a study run from Lua): a call from
-   * another thread (a concurrent evaluator building a Lua space's networks)
-   * is refused rather than left to corrupt the state. */
-  if (g_thread_self() != inst->host->thread) {
-    lua_settop(inst->host->L, lua_gettop(inst->host->L) - nargs - 2);
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED,
-                "%s '%s', %s(): called from another thread than the one running its Lua script (Lua components "
-                "run on one thread: use workers: 1)",
-                sieve_component_kind_to_string(inst->def->kind), inst->def->name, field);
-    return FALSE;
-  }
   if (!sieve__lua_call(inst->host, nargs + 1, nresults, error)) {
     g_prefix_error(error, "%s '%s', %s(): ", sieve_component_kind_to_string(inst->def->kind), inst->def->name, field);
     return FALSE;
@@ -824,6 +828,8 @@ static gboolean
 optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "ask", error))
+    return FALSE;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "ask");
@@ -862,6 +868,8 @@ optimizer_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
                const double *objectives, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "tell", error))
+    return FALSE;
   if (!has_method(inst, "tell"))
     return TRUE;
   lua_State *L = inst->host->L;
@@ -918,6 +926,8 @@ static GVariant *
 optimizer_save(gpointer instance, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "save", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
@@ -958,6 +968,8 @@ static gboolean
 optimizer_load(gpointer instance, GVariant *saved, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "load", error))
+    return FALSE;
   lua_State *L = inst->host->L;
   g_autoptr(GVariant) rng = NULL, state = NULL;
   if (g_variant_is_of_type(saved, G_VARIANT_TYPE_VARDICT)) {
@@ -1030,6 +1042,8 @@ static SieveResult *
 evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "evaluate", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "evaluate");
@@ -1094,6 +1108,12 @@ space_format(gpointer instance, const SieveSpace *space, const SieveGenotype *ge
   LuaInstance *inst = instance;
   if (inst == NULL || !inst->def->has_format)
     return sieve__space_generic_format(space, genotype);
+  GError *thread_error = NULL;
+  if (!on_host_thread(inst, "format", &thread_error)) {
+    g_warning("%s", thread_error->message);
+    g_error_free(thread_error);
+    return sieve__space_generic_format(space, genotype);
+  }
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "format");
@@ -1118,6 +1138,8 @@ space_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   LuaInstance *inst = instance;
   if (inst == NULL || !inst->def->has_format)
     return sieve__space_generic_parse(space, text, error);
+  if (!on_host_thread(inst, "parse", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "parse");
@@ -1143,6 +1165,8 @@ static SieveGraph *
 space_build(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "build", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "build");

@@ -116,9 +116,13 @@ check_node(lua_State *L, GraphBox *box, int arg)
                                       lua_type(L, arg) == LUA_TNUMBER ? lua_tostring(L, arg) : luaL_typename(L, arg));
     luaL_argerror(L, arg, msg);
   }
-  if (i < 0 || (lua_Unsigned) i >= n)
+  if (i < 0 || (lua_Unsigned) i >= n) {
+    if (n == 0)
+      luaL_argerror(L, arg, lua_pushfstring(L, "node %I does not exist: graph '%s' has no nodes yet (begin with "
+                                               "g:input(c, h, w))", i, sieve_graph_name(box->graph)));
     luaL_argerror(L, arg, lua_pushfstring(L, "node %I does not exist: graph '%s' has nodes 0..%d", i,
                                           sieve_graph_name(box->graph), (int) n - 1));
+  }
   return (guint) i;
 }
 
