@@ -333,4 +333,16 @@ T.test("nb201.lua at the benchmark's scale matches the C plugin and the publishe
   end
 end)
 
+T.test("the train evaluator trains a Lua space's network from Lua", function()
+  local space = sieve.space("lua", {script = nb201_lua, options = {C = 4, N = 1, in_channels = 1, size = 28}})
+  local ev = sieve.evaluator("train", space, {dataset = "fashion-mnist", train_limit = 512, validation = 256,
+                                              test = false, epochs = 1, batch_size = 64, lr = 0.05, threads = 1})
+  local text = "|nor_conv_3x3~0|+|skip_connect~0|nor_conv_1x1~1|+|skip_connect~0|none~1|avg_pool_3x3~2|"
+  local r = ev:evaluate(text)
+  T.eq(r.status, "ok", tostring(r.reason))
+  T.eq(r.metrics.params, space:build(text).params, "the trained network is the one built")
+  T.eq(r.metrics.macs, space:build(text).flops)
+  T.truthy(r.metrics.val_acc >= 0 and r.metrics.val_acc <= 1, "an accuracy")
+end)
+
 T.done()

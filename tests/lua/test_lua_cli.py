@@ -239,12 +239,15 @@ class TestExamples(Workdir):
         p = sieve("lua", os.path.join(EXAMPLES, "budgets.lua"), "60", check=0)
         lines = [l for l in p.stdout.splitlines()[1:] if l.strip()]
         self.assertEqual(len(lines), 5)
-        accs = []
+        accs, overs = [], []
         for line in lines:
-            budget, params, valid = (float(x) for x in line.split()[:3])
+            budget, params, mflops, valid, test, over = (float(x) for x in line.split()[:6])
             self.assertLessEqual(params, budget)
+            self.assertGreater(mflops, 0)
             accs.append(valid)
+            overs.append(over)
         self.assertGreater(accs[-1], accs[0], "a larger parameter budget buys accuracy")
+        self.assertGreater(overs[0], overs[-1], "a tight budget rejects more candidates")
 
     def test_run_from_lua_script(self):
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
