@@ -49,6 +49,7 @@ typedef struct {
   gboolean has_format;    /* spaces */
   gboolean has_build;     /* spaces that build networks */
   char **probe;           /* spaces: "option=value" of `probe`, NULL-terminated (in strings), or NULL */
+  char **builtin_probe;   /* the same as "options.option=value", for the builtin `lua` space */
   SieveSpaceClass klass;  /* spaces: what the script defines (format, build, probe scale) */
   SieveSpaceClass builtin_klass; /* the same for an instance of the builtin `lua` space */
   SieveLuaHost *host;     /* the latest live binding's host, NULL when none is left */
@@ -371,6 +372,10 @@ read_probe(lua_State *L, LuaDef *def, int idx)
   }
   /* Lua tables have no order: sorted, so the probe scale reads the same every run. */
   qsort(def->probe, n, sizeof(char *), compare_strings);
+  def->builtin_probe = g_new0(char *, n + 1);
+  keep(def, (char *) def->builtin_probe);
+  for (i = 0; i < n; i++)
+    def->builtin_probe[i] = (char *) keep(def, g_strconcat("options.", def->probe[i], NULL));
   lua_pop(L, 1);
 }
 
@@ -488,10 +493,10 @@ register_component(lua_State *L, SieveComponentKind kind)
         .build = def->has_build ? space_build : NULL,
         .probe_options = (const char *const *) def->probe,
     };
-    /* Through the builtin `lua` space the options are the builtin's
-     * (script, options ...), which the probe overrides do not name. */
+    /* Through the builtin `lua` space the script's options are the
+     * builtin's `options` map: the same overrides, one level down. */
     def->builtin_klass = def->klass;
-    def->builtin_klass.probe_options = NULL;
+    def->builtin_klass.probe_options = (const char *const *) def->builtin_probe;
   }
   def->info.kind = kind;
   def->info.name = def->name;

@@ -346,6 +346,46 @@ test_lua_space_build_nb201(void)
   }
 }
 
+/* A space's `probe` table becomes its class's probe_options, sorted, and a
+ * space without build() has a class without it. */
+static void
+test_lua_space_class(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  GError *error = NULL;
+  g_autoptr(SieveLuaHost) host = sieve_lua_host_new(NULL, registry, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "local function net(self, g)\n"
+                                          "  local n = sieve.graph.new('p') return n:finish(n:input(1, 1, 1)) end\n"
+                                          "sieve.register_space{name = 'probed', options = {width = 16, depth = 4, tag = 'x'},\n"
+                                          "  probe = {width = 2, depth = 1, tag = 'small'},\n"
+                                          "  create = function(self, b) b:int('k', 1, 2) end, build = net,\n"
+                                          "  format = function(self, g) return tostring(g:get('k')) end,\n"
+                                          "  parse = function(self, t) return {k = tonumber(t)} end}\n"
+                                          "sieve.register_space{name = 'plain', create = function(self, b) b:int('k', 1, 2) end}\n",
+                                          "@probe.lua", &error));
+  g_assert_no_error(error);
+  const SieveSpaceClass *probed =
+    sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "probed"))->klass;
+  g_assert_nonnull(probed->probe_options);
+  g_assert_cmpstr(probed->probe_options[0], ==, "depth=1");
+  g_assert_cmpstr(probed->probe_options[1], ==, "tag=small");
+  g_assert_cmpstr(probed->probe_options[2], ==, "width=2");
+  g_assert_null(probed->probe_options[3]);
+  g_assert_nonnull(probed->build);
+  g_assert_nonnull(probed->format);
+  g_autoptr(SieveSpace) space = open_space(registry, "probed", "{width: 8}");
+  g_assert_true(sieve_space_can_build(space));
+  const SieveSpaceClass *plain =
+    sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "plain"))->klass;
+  g_assert_null(plain->build);
+  g_assert_null(plain->probe_options);
+  g_autoptr(SieveSpace) flat = open_space(registry, "plain", "{}");
+  g_assert_false(sieve_space_can_build(flat));
+}
+
 typedef struct {
   SieveSpace *space;
   SieveGenotype *genotype;
@@ -382,6 +422,11 @@ test_lua_space_other_thread(void)
                                           "@one.lua", &error));
   g_assert_no_error(error);
   g_autoptr(SieveSpace) space = open_space(registry, "one", "{}");
+  /* No probe field: the class says to hash at the space's own scale. */
+  const SieveSpaceClass *klass = sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "one"))->klass;
+  g_assert_null(klass->probe_options);
+  g_assert_nonnull(klass->build);
+  g_assert_null(klass->format);
   g_autoptr(SieveGenotype) g = sieve_space_parse(space, "width=3", &error);
   g_assert_no_error(error);
   BuildJob job = {space, g, NULL, NULL};
@@ -408,5 +453,6 @@ main(int argc, char **argv)
   g_test_add_func("/lua/optimizer-save-load", test_lua_optimizer_save_load);
   g_test_add_func("/lua/space-build-nb201", test_lua_space_build_nb201);
   g_test_add_func("/lua/space-other-thread", test_lua_space_other_thread);
+  g_test_add_func("/lua/space-class", test_lua_space_class);
   return g_test_run();
 }

@@ -249,6 +249,20 @@ class TestExamples(Workdir):
         self.assertGreater(accs[-1], accs[0], "a larger parameter budget buys accuracy")
         self.assertGreater(overs[0], overs[-1], "a tight budget rejects more candidates")
 
+    def test_lua_space_from_yaml_trains(self):
+        """The Lua NB201 space named in YAML trains the C plugin's networks:
+        the same seed proposes the same cells, built with the same
+        parameter and MAC counts, and trained to the same accuracies."""
+        yaml = os.path.join(EXAMPLES, "nb201-lua-train.yaml")
+        sieve("run", yaml, "--store", self.path("lua.sieve"), "-q", check=0)
+        sieve("run", yaml, "--store", self.path("c.sieve"), "--set", "space.plugin=nb201", "-q", check=0)
+        keep = ("status", "genotype", "params", "macs", "val_acc", "train_loss")
+        lua = [{k: r[k] for k in keep} for r in export_rows(self.path("lua.sieve"))]
+        c = [{k: r[k] for k in keep} for r in export_rows(self.path("c.sieve"))]
+        self.assertEqual(len(lua), 4)
+        self.assertEqual({r["status"] for r in lua}, {"ok"})
+        self.assertEqual(lua, c)
+
     def test_run_from_lua_script(self):
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
         self.assertIn("seed 1:", p.stdout)
