@@ -36,6 +36,20 @@ typedef struct {
 
 /* ---- boxes ------------------------------------------------------------------ */
 
+/* The collector sees a graph as its small box, while the nodes live in C:
+ * a loop that builds and drops thousands of networks would hold them all
+ * before a collection came.  A step of the size of the C side, as if Lua
+ * had allocated it, keeps the pace (measured: 20,000 NAS-Bench-201 networks
+ * built and dropped peaked at 290 MB without it). */
+static void
+account(lua_State *L, const SieveGraph *graph)
+{
+  /* A node, its inputs, label and the arrays' slots: ~160 bytes. */
+  int kb = (int) MIN(sieve_graph_n_nodes(graph) * 160u / 1024u, (guint) G_MAXINT);
+  if (kb > 0)
+    lua_gc(L, LUA_GCSTEP, kb);
+}
+
 void
 sieve__lua_push_graph(lua_State *L, SieveGraph *graph)
 {
@@ -43,6 +57,7 @@ sieve__lua_push_graph(lua_State *L, SieveGraph *graph)
   box->graph = graph;
   box->finished = sieve_graph_output(graph) != SIEVE_NODE_INVALID;
   luaL_setmetatable(L, SIEVE_LUA_GRAPH);
+  account(L, graph);
 }
 
 static GraphBox *
@@ -535,6 +550,7 @@ graph_finish(lua_State *L)
   if (!sieve_graph_finish(box->graph, out, &error))
     return sieve__lua_error_gerror(L, error);
   box->finished = TRUE;
+  account(L, box->graph);
   lua_settop(L, 1);
   return 1;
 }
