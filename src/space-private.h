@@ -2,6 +2,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sieve/hash.h>
 #include <sieve/space.h>
 
 /* Shortest decimal text that reads back as exactly value ("0.1", "1e-05"). (transfer full) */
@@ -20,3 +21,13 @@ SieveGenotype *sieve__space_generic_parse(const SieveSpace *space, const char *t
  * space is whatever the script it runs defines (format, build, probe scale).
  * klass must outlive the space and share its create and destroy. */
 void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
+
+/* The space at the probe scale its class declares (SieveSpaceClass.probe_options
+ * over the options the user wrote), made on first use and kept; the space
+ * itself when it declares none.  Thread-safe.  (transfer none) */
+const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
+/* A memo of functional hashes by the structural hash of the probe network
+ * (the functional hash is a function of the canonical form, so this is
+ * exact).  Thread-safe; bounded (later entries are not kept). */
+gboolean sieve__space_memo_get(const SieveSpace *space, const SieveHash *key, SieveHash *value);
+void sieve__space_memo_put(const SieveSpace *space, const SieveHash *key, const SieveHash *value);

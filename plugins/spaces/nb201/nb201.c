@@ -240,12 +240,19 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   return g_steal_pointer(&genotype);
 }
 
+/* The scale the functional hash runs at (sieve/hash.h): the cell repeated
+ * once per stage, 4 channels, 8x8 inputs (stages at 8, 4 and 2 pixels).
+ * README.md ("Functional hashing") shows that larger probes find the same
+ * classes. */
+static const char *const nb201_probe_options[] = {"C=4", "N=1", "size=8", NULL};
+
 static const SieveSpaceClass nb201_class = {
   .create = nb201_create,
   .destroy = nb201_destroy,
   .format = nb201_format,
   .parse = nb201_parse,
   .build = nb201_build,
+  .probe_options = nb201_probe_options,
 };
 
 static const SieveComponentInfo nb201_info = {
