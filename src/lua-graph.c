@@ -9,6 +9,7 @@
  *   print(g.params, g.flops, g:dump())
  *
  *   local net = space:build(genotype)        -- the same userdata, finished
+ *   net:hash()  net:hash("functional")       -- 32 hex digits (sieve/hash.h)
  *
  * A node is its index in the graph, the number the dump prints after '%'
  * (0 is the first node): plain integers keep a space's build loop cheap.
@@ -26,6 +27,8 @@
  * `macs` is the same number under its exact name.
  */
 #include <string.h>
+
+#include <sieve/hash.h>
 
 #include "lua-private.h"
 
@@ -555,6 +558,51 @@ graph_finish(lua_State *L)
   return 1;
 }
 
+/* ---- hashes ---------------------------------------------------------------------------- */
+
+SieveHashKind
+sieve__lua_check_hash_kind(lua_State *L, int arg)
+{
+  const char *name = luaL_optstring(L, arg, "structural");
+  SieveHashKind kind;
+  if (!sieve_hash_kind_from_name(name, &kind))
+    luaL_argerror(L, arg, lua_pushfstring(L, "expected \"structural\" or \"functional\", got \"%s\"", name));
+  return kind;
+}
+
+void
+sieve__lua_push_hash(lua_State *L, const SieveHash *hash)
+{
+  char text[SIEVE_HASH_TEXT_LEN];
+  sieve_hash_format(hash, text);
+  lua_pushstring(L, text);
+}
+
+/* g:hash([kind = "structural"][, {batch, threads}]) -> 32 hex digits.  The
+ * functional hash runs the graph at its own scale (space:hash runs a
+ * candidate at its space's probe scale). */
+static int
+graph_hash(lua_State *L)
+{
+  static const char *const keys[] = {"batch", "threads", NULL};
+  const SieveGraph *graph = sieve__lua_check_graph(L, 1, TRUE);
+  SieveHashKind kind = sieve__lua_check_hash_kind(L, 2);
+  check_keys(L, 3, "hash", keys);
+  SieveFunctionalHashOptions options = {0};
+  options.batch = get_uint(L, 3, "hash", "batch", 0, 0);
+  options.threads = get_uint(L, 3, "hash", "threads", 0, 0);
+  if (kind == SIEVE_HASH_STRUCTURAL && !lua_isnoneornil(L, 3) && (options.batch || options.threads))
+    return luaL_error(L, "hash: batch and threads are options of the functional hash");
+  SieveHash hash;
+  GError *error = NULL;
+  gboolean ok = kind == SIEVE_HASH_STRUCTURAL ? sieve_graph_hash_structural(graph, &hash, &error)
+                                              : sieve_graph_hash_functional(graph, &options, &hash, &error);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  sieve__lua_push_hash(L, &hash);
+  return 1;
+}
+
 /* ---- reading -------------------------------------------------------------------------- */
 
 /* g:shape(x) -> c, h, w */
@@ -756,6 +804,7 @@ static const luaL_Reg graph_methods[] = {
     {"node", graph_node},
     {"dump", graph_dump},
     {"copy", graph_copy},
+    {"hash", graph_hash},
     {NULL, NULL},
 };
 
@@ -794,5 +843,8 @@ sieve__lua_open_graph(lua_State *L, int sieve_idx)
     lua_rawseti(L, -2, k + 1);
   }
   lua_setfield(L, -2, "activations");
+  /* What every network whose output ignores its input hashes to (functional). */
+  sieve__lua_push_hash(L, sieve_hash_degenerate());
+  lua_setfield(L, -2, "degenerate_hash");
   lua_setfield(L, sieve_idx, "graph");
 }

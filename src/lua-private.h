@@ -16,6 +16,8 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include <sieve/hash.h>
+
 #include "lua-host.h"
 
 #define SIEVE_LUA_SPACE "sieve.space"
@@ -116,6 +118,11 @@ const SieveGraph *sieve__lua_check_graph(lua_State *L, int idx, gboolean finishe
 /* (transfer none) (nullable) the same without raising, for C callers
  * outside a protected call; *finished says whether it is finished. */
 const SieveGraph *sieve__lua_to_graph(lua_State *L, int idx, gboolean *finished);
+
+/* "structural" (the default) or "functional" at argument arg, else a Lua error. */
+SieveHashKind sieve__lua_check_hash_kind(lua_State *L, int arg);
+/* Pushes a hash as its 32 hex digits. */
+void sieve__lua_push_hash(lua_State *L, const SieveHash *hash);
 
 /* lua-rng.c */
 void sieve__lua_open_rng(lua_State *L, int sieve_idx);

@@ -301,8 +301,9 @@ open_space(SieveRegistry *registry, const char *name, const char *yaml)
 }
 
 /* Every one of the 15,625 cells: the Lua space (search_spaces/nb201.lua,
- * through the engine's calls) builds the C plugin's network, both when the
- * script registers it by name and through the builtin `lua` space. */
+ * through the engine's calls) builds the C plugin's network and gets its
+ * hashes, both when the script registers it by name and through the
+ * builtin `lua` space. */
 static void
 test_lua_space_build_nb201(void)
 {
@@ -342,6 +343,18 @@ test_lua_space_build_nb201(void)
       g_assert_cmpuint(sieve_graph_macs(got), ==, sieve_graph_macs(want));
       g_autofree char *got_dump = sieve_graph_dump(got);
       g_assert_cmpstr(got_dump, ==, want_dump);
+      /* The hashes through sieve_space_hash: the functional one builds at
+       * each space's probe scale, which for the builtin `lua` space is the
+       * script's `probe` one level down (options.C=4 ...). */
+      if (arch % 8 == 0 || arch % 125 == 0) {
+        SieveHashKind kind = arch % 125 == 0 ? SIEVE_HASH_FUNCTIONAL : SIEVE_HASH_STRUCTURAL;
+        SieveHash hc, hl;
+        g_assert_true(sieve_space_hash(c, g, kind, &hc, &error));
+        g_assert_no_error(error);
+        g_assert_true(sieve_space_hash(lua_spaces[s], lg, kind, &hl, &error));
+        g_assert_no_error(error);
+        g_assert_true(sieve_hash_equal(&hc, &hl));
+      }
     }
   }
 }

@@ -333,6 +333,82 @@ T.test("nb201.lua at the benchmark's scale matches the C plugin and the publishe
   end
 end)
 
+T.test("graph:hash and space:hash: the C library's hashes, as text", function()
+  local nb = sieve.space("nb201")
+  local text = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
+  local net = nb:build(text)
+  local h = net:hash()
+  T.truthy(h:match("^%x+$") and #h == 32, h)
+  T.eq(net:hash("structural"), h)
+  T.eq(nb:hash(text), h, "a candidate's structural hash is its network's")
+  T.eq(net:copy():hash(), h)
+  -- The functional hash of a space's candidate runs at its probe scale
+  -- (C=4, N=1, 8x8 for nb201); graph:hash runs the graph it is given.
+  local probe = sieve.space("nb201", {C = 4, N = 1, size = 8})
+  T.eq(nb:hash(text, "functional"), probe:build(text):hash("functional"))
+  T.eq(probe:build(text):hash("functional", {threads = 2}), probe:build(text):hash("functional"),
+       "threads never change it")
+  -- A cell whose output ignores the input: every such network is one class.
+  local zero = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
+  T.eq(nb:hash(zero, "functional"), sieve.graph.degenerate_hash)
+  T.eq(#sieve.graph.degenerate_hash, 32)
+  -- The same network written in another order: a sum's inputs are ordered
+  -- canonically, so both hash equal structurally.
+  local g = sieve.graph.new("a")
+  local x = g:input(2, 8, 8)
+  local a = g:conv2d(x, {out = 2, kernel = 1})
+  local b = g:avg_pool(x, {kernel = 3, stride = 1, pad = 1})
+  g:finish(g:linear(g:global_avg_pool(g:add(a, b)), {out = 2}))
+  local k = sieve.graph.new("b")
+  x = k:input(2, 8, 8)
+  b = k:avg_pool(x, {kernel = 3, stride = 1, pad = 1})
+  a = k:conv2d(x, {out = 2, kernel = 1})
+  k:finish(k:linear(k:global_avg_pool(k:add(b, a)), {out = 2}))
+  T.eq(g:hash(), k:hash(), "node order and a sum's input order do not matter")
+  T.truthy(g:hash() ~= nb:build(zero):hash())
+  T.raises("expected \"structural\" or \"functional\", got \"funky\"", function() net:hash("funky") end)
+  T.raises("hash: unknown option 'bach' (did you mean 'batch'?)", function() net:hash("functional", {bach = 2}) end)
+  T.raises("batch and threads are options of the functional hash", function() net:hash("structural", {batch = 2}) end)
+  T.raises("is not finished", function()
+    local u = sieve.graph.new("u")
+    u:input(1, 2, 2)
+    u:hash()
+  end)
+  T.raises("builds no networks", function()
+    sieve.space("hpo", {file = root .. "/search_spaces/branin.yaml"}):hash({x1 = 0, x2 = 0})
+  end)
+end)
+
+T.test("nb201.lua hashes equal to the C plugin's: structural for every cell, functional at the probe scale", function()
+  local c, l = both({C = 8, N = 1, in_channels = 1, size = 28})
+  local ops = c:decision(1).choices
+  local classes_c, classes_l, n_c, n_l = {}, {}, 0, 0
+  for a = 0, 5 ^ 6 - 1 do
+    local values, k = {}, a
+    for e = 1, 6 do
+      values[c:decision(e).name] = ops[k % 5 + 1]
+      k = k // 5
+    end
+    local hc, hl = c:hash(values), l:hash(values)
+    if hc ~= hl then error("structural hashes differ for " .. c:genotype(values):format()) end
+    if not classes_c[hc] then classes_c[hc], n_c = true, n_c + 1 end
+    if not classes_l[hl] then classes_l[hl], n_l = true, n_l + 1 end
+  end
+  T.eq(n_l, n_c, "the same classes")
+  T.truthy(n_c < 15625, "the structural hash merges equal cells (" .. n_c .. " classes)")
+  -- Both at their probe scale (C=4, N=1, 8x8) whatever their own C, N and
+  -- size (the input channels and classes stay theirs).
+  local big_c, big_l = both({C = 16, N = 5, in_channels = 1, size = 32})
+  local rng = sieve.rng(21)
+  for _ = 1, 150 do
+    local text = c:sample(rng):format()
+    local f = c:hash(text, "functional")
+    T.eq(l:hash(text, "functional"), f, text)
+    T.eq(big_l:hash(text, "functional"), f, "the probe scale, not the space's: " .. text)
+    T.eq(big_c:hash(text, "functional"), f)
+  end
+end)
+
 T.test("graphs dropped in a loop are collected as they go", function()
   -- The collector is told about the nodes held in C; otherwise it sees small
   -- boxes only and lets thousands of dropped networks pile up (3,975 of
