@@ -226,11 +226,19 @@ fill_plane(const SieveConvF64 *c, const double *x, guint p, guint ci, double *ds
   }
 }
 
+gsize
+sieve__conv_f64_scratch_size(const SieveConvF64 *c, guint n_streams)
+{
+  return n_streams * c->stream;
+}
+
 void
-sieve__conv_f64_run(SieveConvF64 *c, const double *const *x, double *const *y, guint n_streams, guint threads)
+sieve__conv_f64_run(SieveConvF64 *c, const double *const *x, double *const *y, guint n_streams, guint threads,
+                    double *scratch)
 {
   guint phases = c->sh * c->sw;
-  double *planes = g_new(double, n_streams * c->stream);
+  double *owned = scratch ? NULL : g_new(double, n_streams * c->stream);
+  double *planes = scratch ? scratch : owned;
   guint cols = n_streams * c->out.h * c->nxv; /* output vectors over all streams */
   guint NR = c->k.NR, MR = c->k.MR, V = c->k.V;
   guint chunks = (cols + NR - 1) / NR;
@@ -277,5 +285,5 @@ sieve__conv_f64_run(SieveConvF64 *c, const double *const *x, double *const *y, g
       }
     }
   }
-  g_free(planes);
+  g_free(owned);
 }

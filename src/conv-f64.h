@@ -5,7 +5,7 @@
  *   SieveConvF64 *conv = sieve__conv_f64_new(node, in_shape, weights, SIEVE_CONV_ISA_AUTO);
  *   const double *x[2] = {a, b};
  *   double *y[2] = {ya, yb};
- *   sieve__conv_f64_run(conv, x, y, 2, threads);   // y[s] = W * x[s], no bias
+ *   sieve__conv_f64_run(conv, x, y, 2, threads, NULL);   // y[s] = W * x[s], no bias
  *   sieve__conv_f64_free(conv);
  *
  * One example at a time, several "streams" per call sharing the weights
@@ -43,9 +43,12 @@ SIEVE_INTERNAL_API const char *sieve__conv_f64_isa_name(SieveConvIsa isa);
 SIEVE_INTERNAL_API SieveConvF64 *sieve__conv_f64_new(const SieveGraphNode *node, SieveShape in, const double *weight,
                                                      SieveConvIsa isa);
 SIEVE_INTERNAL_API void sieve__conv_f64_free(SieveConvF64 *conv);
+/* Doubles of working memory a run over n_streams needs. */
+SIEVE_INTERNAL_API gsize sieve__conv_f64_scratch_size(const SieveConvF64 *conv, guint n_streams);
 /* y[s] = W * x[s] for s < n_streams (x[s]: in.c*in.h*in.w doubles, y[s]:
- * the node's output size); threads: OpenMP threads, >= 1. */
+ * the node's output size); threads: OpenMP threads, >= 1; scratch:
+ * sieve__conv_f64_scratch_size() doubles, or NULL to allocate them. */
 SIEVE_INTERNAL_API void sieve__conv_f64_run(SieveConvF64 *conv, const double *const *x, double *const *y,
-                                            guint n_streams, guint threads);
+                                            guint n_streams, guint threads, double *scratch);
 
 G_END_DECLS

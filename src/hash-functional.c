@@ -151,6 +151,14 @@ sieve_graph_hash_functional(const SieveGraph *graph, const SieveFunctionalHashOp
                             GError **error)
 {
   g_return_val_if_fail(graph != NULL && out != NULL, FALSE);
+  g_autoptr(SieveCanon) canon = sieve__canon_new(graph, error);
+  return canon != NULL && sieve__canon_hash_functional(canon, options, out, error);
+}
+
+gboolean
+sieve__canon_hash_functional(const SieveCanon *canon, const SieveFunctionalHashOptions *options, SieveHash *out,
+                             GError **error)
+{
   guint batch = options && options->batch ? options->batch : DEFAULT_BATCH;
   guint threads = options && options->threads ? options->threads : 1;
   if (batch < 2) {
@@ -160,9 +168,6 @@ sieve_graph_hash_functional(const SieveGraph *graph, const SieveFunctionalHashOp
                 batch);
     return FALSE;
   }
-  g_autoptr(SieveCanon) canon = sieve__canon_new(graph, error);
-  if (canon == NULL)
-    return FALSE;
   if (canon->degenerate) {
     *out = *sieve_hash_degenerate();
     return TRUE;
@@ -184,8 +189,7 @@ sieve_graph_hash_functional(const SieveGraph *graph, const SieveFunctionalHashOp
       return FALSE;
   }
 
-  SieveShape in = canon->nodes[0].shape; /* the input is always listed first */
-  g_assert(canon->nodes[0].kind == SIEVE_OP_INPUT);
+  SieveShape in = sieve_graph_node(g, sieve_graph_input_node(g))->shape;
   gsize in_size = (gsize)in.c * in.h * in.w;
   g_autofree float *x = g_new(float, batch * in_size);
   guint32 shape_seed[3] = {in.c, in.h, in.w};

@@ -44,6 +44,10 @@ void sieve__canon_free(SieveCanon *canon);
  * degenerate one); node i of the result is canonical node i. */
 SieveGraph *sieve__canon_build(const SieveCanon *canon, GError **error);
 
+/* sieve_graph_hash_functional on a canonical form already made. */
+gboolean sieve__canon_hash_functional(const SieveCanon *canon, const SieveFunctionalHashOptions *options,
+                                      SieveHash *out, GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveCanon, sieve__canon_free)
 
 /* XXH3-128 of len bytes with a domain seed, as a SieveHash. */

@@ -43,6 +43,7 @@ typedef struct {
   guint root;   /* the node whose value this one is (identity, bypassed batch norm, a sum of one) */
   gboolean zero; /* structurally zero: f = g = 0, never stored */
   gboolean real; /* computed here (not an alias, not zero) */
+  gboolean nonneg; /* f >= 0 everywhere, and g = 0 wherever f = 0 (see resolve) */
   guint uses;   /* readers not yet run; the value is freed when it drops to 0 */
   double *v;    /* 2 * size doubles: f, then g */
   double *weight, *bias; /* |parameters| of a conv2d or linear node */
@@ -52,15 +53,39 @@ typedef struct {
   const SieveGraph *graph;
   guint n;
   Val *val;
+  gboolean *live;  /* nodes that reach the output */
   guint threads;
-  double *scratch; /* f + g at a layer's input */
-  gsize scratch_size;
+  double *scratch[2]; /* f + g at a layer's input; a convolution's planes */
+  gsize scratch_size[2];
+  GHashTable *pool; /* size in doubles -> GPtrArray of free buffers */
 } Exec;
 
 static gsize
 numel(SieveShape s)
 {
   return (gsize)s.c * s.h * s.w;
+}
+
+/* Buffers come back to a pool rather than to malloc: a network reuses a
+ * handful of sizes hundreds of times, and fresh pages cost a fault each. */
+static double *
+buffer_get(Exec *e, gsize n)
+{
+  GPtrArray *free = g_hash_table_lookup(e->pool, GSIZE_TO_POINTER(n));
+  if (free != NULL && free->len > 0)
+    return g_ptr_array_steal_index_fast(free, free->len - 1);
+  return g_new(double, n);
+}
+
+static void
+buffer_put(Exec *e, gsize n, double *buffer)
+{
+  GPtrArray *free = g_hash_table_lookup(e->pool, GSIZE_TO_POINTER(n));
+  if (free == NULL) {
+    free = g_ptr_array_new_with_free_func(g_free);
+    g_hash_table_insert(e->pool, GSIZE_TO_POINTER(n), free);
+  }
+  g_ptr_array_add(free, buffer);
 }
 
 static const SieveGraphNode *
@@ -143,13 +168,52 @@ zero_at_zero(SieveActivation act)
   return act != SIEVE_ACT_SIGMOID; /* every other activation maps 0 to 0 */
 }
 
+/* What proves a ReLU to be the identity on (f, g).  Every parameter is
+ * |theta| >= 0 and the input is ones, so a value built from them by
+ * convolutions, linear layers, sums, averages, concatenation and maxima is
+ * a polynomial with non-negative coefficients in non-negative variables (or
+ * the maximum of such): f >= 0, and where f = 0 every term of it is 0, so
+ * its tangent g (a sum of the same terms times their degrees) is 0 too.
+ * ReLU keeps (f, g) where f > 0 and gives (0, 0) where f = 0: the
+ * identity.  Such ReLUs are aliases; the score is bitwise the same. */
+static gboolean
+keeps_nonneg(SieveOpKind kind)
+{
+  switch (kind) {
+  case SIEVE_OP_INPUT:
+  case SIEVE_OP_CONV2D:
+  case SIEVE_OP_LINEAR:
+  case SIEVE_OP_POOL:
+  case SIEVE_OP_GLOBAL_AVG_POOL:
+  case SIEVE_OP_ADD:
+  case SIEVE_OP_CONCAT:
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+static void
+find_live(Exec *e, guint output)
+{
+  e->live[output] = TRUE;
+  for (guint v = output + 1; v-- > 0;) {
+    if (!e->live[v])
+      continue;
+    const SieveGraphNode *n = node(e, v);
+    for (guint k = 0; k < n->n_inputs; k++)
+      e->live[n->inputs[k]] = TRUE;
+  }
+}
+
 static gboolean
 resolve(Exec *e, guint final, GError **error)
 {
+  find_live(e, sieve_graph_output(e->graph));
   for (guint v = 0; v < e->n; v++) {
     Val *x = &e->val[v];
     x->root = v;
-    if (!sieve_graph_node_live(e->graph, v))
+    if (!e->live[v])
       continue;
     const SieveGraphNode *n = node(e, v);
     switch (n->kind) {
@@ -182,6 +246,10 @@ resolve(Exec *e, guint final, GError **error)
       Val *in = input(e, v, 0);
       if (in->zero && zero_at_zero(n->attrs.activation)) {
         x->zero = TRUE;
+        break;
+      }
+      if (n->attrs.activation == SIEVE_ACT_RELU && in->nonneg) {
+        x->root = in - e->val;
         break;
       }
       /* Edges that each apply the same activation to one tensor (nb201's
@@ -239,6 +307,17 @@ resolve(Exec *e, guint final, GError **error)
     }
     if (e->val[x->root].zero)
       x->zero = TRUE;
+    if (x->root != v) {
+      x->nonneg = e->val[x->root].nonneg;
+    } else if (x->zero) {
+      x->nonneg = TRUE;
+    } else if (n->kind == SIEVE_OP_ACTIVATION) {
+      x->nonneg = n->attrs.activation == SIEVE_ACT_RELU;
+    } else if (keeps_nonneg(n->kind)) {
+      x->nonneg = TRUE;
+      for (guint k = 0; k < n->n_inputs; k++)
+        x->nonneg &= input(e, v, k)->nonneg;
+    }
   }
   for (guint v = 0; v < e->n; v++) {
     if (!e->val[v].real)
@@ -253,14 +332,14 @@ resolve(Exec *e, guint final, GError **error)
 /* ---- operations on (f, g) pairs ---------------------------------------------------- */
 
 static double *
-scratch(Exec *e, gsize size)
+scratch(Exec *e, guint which, gsize size)
 {
-  if (e->scratch_size < size) {
-    g_free(e->scratch);
-    e->scratch = g_new(double, size);
-    e->scratch_size = size;
+  if (e->scratch_size[which] < size) {
+    g_free(e->scratch[which]);
+    e->scratch[which] = g_new(double, size);
+    e->scratch_size[which] = size;
   }
-  return e->scratch;
+  return e->scratch[which];
 }
 
 /* f + g of a layer's input, or NULL when it is structurally zero. */
@@ -269,9 +348,11 @@ layer_input(Exec *e, const Val *in, gsize size)
 {
   if (in->zero)
     return NULL;
-  double *h = scratch(e, size);
+  double *h = scratch(e, 0, size);
+  const double *f = in->v, *g = in->v + size;
+#pragma omp simd
   for (gsize k = 0; k < size; k++)
-    h[k] = in->v[k] + in->v[size + k];
+    h[k] = f[k] + g[k];
   return h;
 }
 
@@ -289,13 +370,16 @@ run_conv(Exec *e, guint v, Val *x, gsize size)
     SieveConvF64 *conv = sieve__conv_f64_new(n, is, x->weight, SIEVE_CONV_ISA_AUTO);
     const double *src[2] = {in->v, h};
     double *dst[2] = {x->v, x->v + size};
-    sieve__conv_f64_run(conv, src, dst, 2, e->threads);
+    sieve__conv_f64_run(conv, src, dst, 2, e->threads, scratch(e, 1, sieve__conv_f64_scratch_size(conv, 2)));
     sieve__conv_f64_free(conv);
   }
   if (x->bias)
-    for (guint c = 0; c < n->shape.c; c++)
+    for (guint c = 0; c < n->shape.c; c++) {
+      double *row = x->v + c * hw, b = x->bias[c];
+#pragma omp simd
       for (gsize k = 0; k < hw; k++)
-        x->v[c * hw + k] += x->bias[c];
+        row[k] += b;
+    }
 }
 
 static void
@@ -397,7 +481,56 @@ run_activation(Exec *e, guint v, Val *x, gsize size)
 }
 
 /* Average pooling never counts padding (graph.h); max pooling takes the
- * first maximum of each window in row-major order. */
+ * first maximum of each window in row-major order (PyTorch's choice).
+ * Both run as two passes, along rows (each input row, each output column)
+ * then along columns: the first maximum in row-major order is the first
+ * row holding the window's maximum, at that row's first maximum. */
+/* dst[o] += src[o + shift] wherever o + shift lies in [0, n_src). */
+static void
+add_shifted(double *restrict dst, gsize n_dst, const double *restrict src, gsize n_src, gssize shift)
+{
+  gssize lo = MAX(0, -shift), hi = MIN((gssize)n_dst, (gssize)n_src - shift);
+#pragma omp simd
+  for (gssize o = lo; o < hi; o++)
+    dst[o] += src[o + shift];
+}
+
+/* Average pooling with stride 1 (nb201's 3x3 pooling): each pass adds the
+ * kernel's shifted rows, loops the compiler vectorises, then one multiply
+ * by 1 / (valid rows * valid columns). */
+static void
+run_avg_pool_stride1(Exec *e, const SieveOpAttrs *a, const Val *in, SieveShape is, SieveShape os, Val *x, gsize size)
+{
+  gsize isize = numel(is), rows = (gsize)is.h * os.w;
+  double *h = scratch(e, 0, rows + os.h + os.w), *inv_h = h + rows, *inv_w = inv_h + os.h;
+  for (guint oy = 0; oy < os.h; oy++) {
+    gint64 y0 = (gint64)oy - a->pad[0];
+    inv_h[oy] = 1.0 / (MIN(y0 + a->kernel[0], (gint64)is.h) - MAX(y0, 0));
+  }
+  for (guint ox = 0; ox < os.w; ox++) {
+    gint64 x0 = (gint64)ox - a->pad[1];
+    inv_w[ox] = 1.0 / (MIN(x0 + a->kernel[1], (gint64)is.w) - MAX(x0, 0));
+  }
+  for (guint s = 0; s < 2; s++)
+    for (guint c = 0; c < os.c; c++) {
+      const double *src = in->v + s * isize + (gsize)c * is.h * is.w;
+      double *dst = x->v + s * size + (gsize)c * os.h * os.w;
+      memset(h, 0, rows * sizeof(double));
+      for (guint iy = 0; iy < is.h; iy++)
+        for (guint kx = 0; kx < a->kernel[1]; kx++)
+          add_shifted(h + (gsize)iy * os.w, os.w, src + (gsize)iy * is.w, is.w, (gssize)kx - a->pad[1]);
+      memset(dst, 0, (gsize)os.h * os.w * sizeof(double));
+      for (guint ky = 0; ky < a->kernel[0]; ky++)
+        add_shifted(dst, (gsize)os.h * os.w, h, rows, ((gssize)ky - a->pad[0]) * os.w);
+      for (guint oy = 0; oy < os.h; oy++) {
+        double *row = dst + (gsize)oy * os.w, ih = inv_h[oy];
+#pragma omp simd
+        for (guint ox = 0; ox < os.w; ox++)
+          row[ox] *= ih * inv_w[ox];
+      }
+    }
+}
+
 static void
 run_pool(Exec *e, guint v, Val *x, gsize size)
 {
@@ -405,41 +538,60 @@ run_pool(Exec *e, guint v, Val *x, gsize size)
   const SieveOpAttrs *a = &n->attrs;
   Val *in = input(e, v, 0);
   SieveShape is = in_shape(e, v, 0), os = n->shape;
-  gsize isize = numel(is);
-  const double *f = in->v, *g = in->v + isize;
+  gsize isize = numel(is), plane = (gsize)is.h * is.w, rows = (gsize)is.h * os.w;
   gboolean max = a->pool == SIEVE_POOL_MAX;
-  for (guint c = 0; c < os.c; c++)
-    for (guint oy = 0; oy < os.h; oy++)
+  if (!max && a->stride[0] == 1 && a->stride[1] == 1) {
+    run_avg_pool_stride1(e, a, in, is, os, x, size);
+    return;
+  }
+  double *hf = scratch(e, 0, 2 * rows), *hg = hf + rows;
+  for (guint c = 0; c < os.c; c++) {
+    const double *f = in->v + c * plane, *g = in->v + isize + c * plane;
+    for (guint iy = 0; iy < is.h; iy++)
       for (guint ox = 0; ox < os.w; ox++) {
-        gint64 y0 = (gint64)oy * a->stride[0] - a->pad[0], x0 = (gint64)ox * a->stride[1] - a->pad[1];
-        gint64 y1 = MIN(y0 + a->kernel[0], (gint64)is.h), x1 = MIN(x0 + a->kernel[1], (gint64)is.w);
-        y0 = MAX(y0, 0);
-        x0 = MAX(x0, 0);
-        double sf = 0, sg = 0, best = -INFINITY;
-        gsize arg = G_MAXSIZE;
-        for (gint64 iy = y0; iy < y1; iy++)
-          for (gint64 ix = x0; ix < x1; ix++) {
-            gsize i = ((gsize)c * is.h + iy) * is.w + ix;
-            if (max) {
-              if (f[i] > best || arg == G_MAXSIZE) {
-                best = f[i];
-                arg = i;
-              }
-            } else {
-              sf += f[i];
-              sg += g[i];
-            }
+        gint64 x0 = (gint64)ox * a->stride[1] - a->pad[1];
+        gint64 xa = MAX(x0, 0), xb = MIN(x0 + a->kernel[1], (gint64)is.w);
+        const double *fr = f + (gsize)iy * is.w, *gr = g + (gsize)iy * is.w;
+        double sf = fr[xa], sg = gr[xa];
+        for (gint64 ix = xa + 1; ix < xb; ix++) {
+          if (!max) {
+            sf += fr[ix];
+            sg += gr[ix];
+          } else if (fr[ix] > sf) {
+            sf = fr[ix];
+            sg = gr[ix];
           }
-        gsize o = ((gsize)c * os.h + oy) * os.w + ox;
-        if (max) {
-          x->v[o] = f[arg];
-          x->v[size + o] = g[arg];
-        } else {
-          double count = (double)(y1 - y0) * (x1 - x0);
-          x->v[o] = sf / count;
-          x->v[size + o] = sg / count;
         }
+        hf[(gsize)iy * os.w + ox] = sf;
+        hg[(gsize)iy * os.w + ox] = sg;
       }
+    for (guint oy = 0; oy < os.h; oy++) {
+      gint64 y0 = (gint64)oy * a->stride[0] - a->pad[0];
+      gint64 ya = MAX(y0, 0), yb = MIN(y0 + a->kernel[0], (gint64)is.h);
+      for (guint ox = 0; ox < os.w; ox++) {
+        double sf = hf[ya * os.w + ox], sg = hg[ya * os.w + ox];
+        for (gint64 iy = ya + 1; iy < yb; iy++) {
+          double vf = hf[iy * os.w + ox];
+          if (!max) {
+            sf += vf;
+            sg += hg[iy * os.w + ox];
+          } else if (vf > sf) {
+            sf = vf;
+            sg = hg[iy * os.w + ox];
+          }
+        }
+        gsize o = ((gsize)c * os.h + oy) * os.w + ox;
+        if (!max) {
+          gint64 x0 = (gint64)ox * a->stride[1] - a->pad[1];
+          double count = (double)(yb - ya) * (MIN(x0 + a->kernel[1], (gint64)is.w) - MAX(x0, 0));
+          sf /= count;
+          sg /= count;
+        }
+        x->v[o] = sf;
+        x->v[size + o] = sg;
+      }
+    }
+  }
 }
 
 static void
@@ -448,7 +600,7 @@ run_node(Exec *e, guint v)
   const SieveGraphNode *n = node(e, v);
   Val *x = &e->val[v];
   gsize size = numel(n->shape);
-  x->v = g_new(double, 2 * size);
+  x->v = buffer_get(e, 2 * size);
   switch (n->kind) {
   case SIEVE_OP_INPUT:
     for (gsize k = 0; k < size; k++) {
@@ -474,9 +626,11 @@ run_node(Exec *e, guint v)
     gsize hw = (gsize)is.h * is.w, isize = numel(is);
     for (guint c = 0; c < is.c; c++) {
       double sf = 0, sg = 0;
+      const double *f = in->v + c * hw, *g = in->v + isize + c * hw;
+#pragma omp simd reduction(+ : sf, sg)
       for (gsize k = 0; k < hw; k++) {
-        sf += in->v[c * hw + k];
-        sg += in->v[isize + c * hw + k];
+        sf += f[k];
+        sg += g[k];
       }
       x->v[c] = sf / hw;
       x->v[size + c] = sg / hw;
@@ -484,13 +638,21 @@ run_node(Exec *e, guint v)
     break;
   }
   case SIEVE_OP_ADD: {
-    memset(x->v, 0, 2 * size * sizeof(double));
+    gboolean first = TRUE;
     for (guint k = 0; k < n->n_inputs; k++) {
       Val *in = input(e, v, k);
       if (in->zero)
         continue;
+      double *dst = x->v;
+      const double *src = in->v;
+      if (first) {
+        memcpy(dst, src, 2 * size * sizeof(double));
+        first = FALSE;
+        continue;
+      }
+#pragma omp simd
       for (gsize i = 0; i < 2 * size; i++)
-        x->v[i] += in->v[i];
+        dst[i] += src[i];
     }
     break;
   }
@@ -514,8 +676,10 @@ run_node(Exec *e, guint v)
   }
   for (guint k = 0; k < n->n_inputs; k++) {
     Val *in = input(e, v, k);
-    if (!in->zero && --in->uses == 0)
-      g_clear_pointer(&in->v, g_free);
+    if (!in->zero && --in->uses == 0) {
+      buffer_put(e, 2 * numel(node(e, in - e->val)->shape), in->v);
+      in->v = NULL;
+    }
   }
 }
 
@@ -531,6 +695,8 @@ sieve_proxy_synflow(const SieveGraph *graph, SieveRuntime *runtime, guint thread
   }
   Exec e = {.graph = graph, .n = sieve_graph_n_nodes(graph)};
   e.val = g_new0(Val, e.n);
+  e.live = g_new0(gboolean, e.n);
+  e.pool = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
   e.threads = threads ? threads : g_get_num_processors();
   gboolean ok = load_params(&e, runtime, error) && resolve(&e, output, error);
   if (ok) {
@@ -560,6 +726,9 @@ sieve_proxy_synflow(const SieveGraph *graph, SieveRuntime *runtime, guint thread
     g_free(e.val[v].bias);
   }
   g_free(e.val);
-  g_free(e.scratch);
+  g_free(e.live);
+  g_free(e.scratch[0]);
+  g_free(e.scratch[1]);
+  g_hash_table_unref(e.pool);
   return ok;
 }

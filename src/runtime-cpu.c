@@ -143,6 +143,7 @@ typedef struct {
   int out_grad;      /* slot: gradient of a non-loss output */
   char *description;
   guint64 bytes;
+  gboolean *keep;    /* per node: output and gradient stay readable (options' keep, mapped to roots) */
 } Cpu;
 
 #define TRY(call, ...)                                                                                           \
@@ -878,10 +879,17 @@ plan_loss(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* Whether the caller asked to read u (its output, and its gradient). */
+static gboolean
+kept(Cpu *c, guint u)
+{
+  return c->options.keep_all || c->keep[u];
+}
+
 static gboolean
 keep_output(Cpu *c, guint u)
 {
-  if (c->options.keep_all || u == root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
+  if (kept(c, u) || u == root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
     return TRUE;
   if (c->options.backward && c->nodes[u].needed_bwd)
     return TRUE;
@@ -1368,7 +1376,8 @@ plan_backward(Cpu *c, GError **error)
     }
     if (!ok)
       return FALSE;
-    if (x->diff >= 0 && x->diff != c->out_grad)
+    /* A kept gradient stays in its buffer until the next backward. */
+    if (x->diff >= 0 && x->diff != c->out_grad && !kept(c, v))
       slot_release(c, x->diff);
   }
   return TRUE;
@@ -1701,6 +1710,86 @@ cpu_read_input_grad(gpointer impl, float *out, GError **error)
   return read_node(c, c->input, TRUE, out, error);
 }
 
+static gboolean
+cpu_read_grad(gpointer impl, guint node, float *out, GError **error)
+{
+  Cpu *c = impl;
+  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
+    return FALSE;
+  }
+  guint r = root(c, node);
+  CNode *x = &c->nodes[r];
+  if (x->role == ROLE_ZERO || x->role == ROLE_ZERO_BUF) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "%s is a zero the runtime folds away: no gradient is computed for it", node_desc(c, node));
+    return FALSE;
+  }
+  if (x->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s is the loss: its gradient is 1", node_desc(c, node));
+    return FALSE;
+  }
+  if (r == c->input) {
+    if (!c->options.input_grad) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the input's gradient needs input_grad at compile time");
+      return FALSE;
+    }
+    return cpu_read_input_grad(c, out, error);
+  }
+  if (!kept(c, r) && r != root(c, c->output)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "the gradient of %s was not kept (compile with keep_all, or name it in keep)", node_desc(c, node));
+    return FALSE;
+  }
+  if (x->diff < 0) {
+    /* No gradient reaches it (nothing differentiable reads it). */
+    SieveShape s = x->n->shape;
+    memset(out, 0, (gsize)c->options.batch * s.c * s.h * s.w * sizeof(float));
+    return TRUE;
+  }
+  return read_node(c, node, TRUE, out, error);
+}
+
+static CNode *
+bn_node(Cpu *c, guint node, GError **error)
+{
+  if (node >= c->n_nodes || c->nodes[node].role != ROLE_REAL || c->nodes[node].n->kind != SIEVE_OP_BATCH_NORM) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not a batch norm of the compiled graph", node);
+    return NULL;
+  }
+  return &c->nodes[node];
+}
+
+static gboolean
+cpu_get_running(gpointer impl, guint node, float *mean, float *var, GError **error)
+{
+  Cpu *c = impl;
+  CNode *x = bn_node(c, node, error);
+  if (!x)
+    return FALSE;
+  gsize bytes = x->n->shape.c * sizeof(float);
+  if (mean)
+    memcpy(mean, slot_ptr(c, x->rmean), bytes);
+  if (var)
+    memcpy(var, slot_ptr(c, x->rvar), bytes);
+  return TRUE;
+}
+
+static gboolean
+cpu_set_running(gpointer impl, guint node, const float *mean, const float *var, GError **error)
+{
+  Cpu *c = impl;
+  CNode *x = bn_node(c, node, error);
+  if (!x)
+    return FALSE;
+  gsize bytes = x->n->shape.c * sizeof(float);
+  if (mean)
+    memcpy(slot_ptr(c, x->rmean), mean, bytes);
+  if (var)
+    memcpy(slot_ptr(c, x->rvar), var, bytes);
+  return TRUE;
+}
+
 static guint
 cpu_n_params(gpointer impl)
 {
@@ -1803,6 +1892,7 @@ cpu_destroy(gpointer impl)
   if (c->stream)
     dnnl_stream_destroy(c->stream);
   sieve_graph_free(c->graph);
+  g_free(c->keep);
   g_free(c->labels);
   g_free(c->description);
   g_free(c);
@@ -1841,6 +1931,18 @@ cpu_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError 
     goto fail;
   }
   resolve(c);
+  /* The caller's keep list, on the nodes that hold the tensors. */
+  c->keep = g_new0(gboolean, c->n_nodes);
+  for (guint i = 0; i < options->n_keep; i++) {
+    guint v = options->keep[i];
+    if (v >= c->n_nodes || c->nodes[v].role == ROLE_DEAD) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "keep: node %u is not part of the graph's live nodes", v);
+      goto fail;
+    }
+    c->keep[root(c, v)] = TRUE;
+  }
+  c->options.keep = NULL;
+  c->options.n_keep = 0;
   if (c->nodes[c->input].role == ROLE_DEAD) {
     /* The output does not depend on the input: keep a buffer for it anyway. */
     c->nodes[c->input].role = ROLE_REAL;
@@ -1874,4 +1976,7 @@ const SieveBackendClass sieve_backend_cpu = {
   .get_grad = cpu_get_grad,
   .sgd_step = cpu_sgd_step,
   .memory_bytes = cpu_memory_bytes,
+  .read_grad = cpu_read_grad,
+  .get_running = cpu_get_running,
+  .set_running = cpu_set_running,
 };

@@ -5,6 +5,8 @@
 #include <sieve/hash.h>
 #include <sieve/space.h>
 
+#include "internal.h"
+
 /* Shortest decimal text that reads back as exactly value ("0.1", "1e-05"). (transfer full) */
 char *sieve__format_double(double value);
 /* Append s to out as a JSON string literal with quotes. */
@@ -25,7 +27,10 @@ void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
 /* The space at the probe scale its class declares (SieveSpaceClass.probe_options
  * over the options the user wrote), made on first use and kept; the space
  * itself when it declares none.  Thread-safe.  (transfer none) */
-const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
+SIEVE_INTERNAL_API const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
+/* The space's own values of the options its probe_options replace
+ * ("C=16;N=5;size=32;"), NULL when it has none.  (transfer none) */
+const char *sieve__space_scale(const SieveSpace *space);
 /* A memo of functional hashes by the structural hash of the probe network
  * (the functional hash is a function of the canonical form, so this is
  * exact).  Thread-safe; bounded (later entries are not kept). */

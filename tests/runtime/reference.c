@@ -412,6 +412,24 @@ ref_net_output(RefNet *r, guint node)
   return node < r->n_nodes ? r->out[node] : NULL;
 }
 
+double *
+ref_net_output_writable(RefNet *r, guint node)
+{
+  return node < r->n_nodes ? r->out[node] : NULL;
+}
+
+double *
+ref_net_running_mean(RefNet *r, guint node)
+{
+  return node < r->n_nodes ? r->p[node].rmean : NULL;
+}
+
+double *
+ref_net_running_var(RefNet *r, guint node)
+{
+  return node < r->n_nodes ? r->p[node].rvar : NULL;
+}
+
 double
 ref_net_loss(RefNet *r)
 {

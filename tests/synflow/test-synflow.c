@@ -329,7 +329,10 @@ test_fd_pools(void)
   guint a = pool(g, x, SIEVE_POOL_AVG, 3, 3, 1, 1, 1, 1);
   a = conv(g, a, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, FALSE);
   m = conv(g, m, 4, 1, 1, 1, 1, 0, 0, 1, 1, 1, FALSE);
-  guint s = sieve_graph_sum(g, (guint[]){a, pool(g, m, SIEVE_POOL_AVG, 3, 3, 1, 1, 1, 1)}, 2);
+  guint p = pool(g, x, SIEVE_POOL_MAX, 3, 3, 2, 2, 1, 1); /* padded and strided: 2x2, each window holds the centre */
+  guint s = sieve_graph_sum(g, (guint[]){a, pool(g, m, SIEVE_POOL_AVG, 3, 3, 1, 1, 1, 1), p}, 3);
+  s = sieve_graph_add(g, SIEVE_OP_CONCAT, (guint[]){s, pool(g, s, SIEVE_POOL_AVG, 3, 1, 1, 1, 1, 0)}, 2, NULL);
+  s = pool(g, s, SIEVE_POOL_AVG, 3, 2, 2, 1, 1, 0); /* strided, padded, not square */
   s = sieve_graph_global_avg_pool(g, s);
   s = sieve_graph_linear(g, s, 2, FALSE);
   finish(g, s);
@@ -477,8 +480,10 @@ test_conv_kernels(void)
         continue;
       for (guint threads = 1; threads <= 2; threads++) {
         SieveConvF64 *cv = sieve__conv_f64_new(n, is, w, isa);
+        g_autofree double *scratch = g_new(double, sieve__conv_f64_scratch_size(cv, 2));
         memset(got, 0xff, 2 * osize * sizeof(double)); /* NaNs: an output never written fails */
-        sieve__conv_f64_run(cv, (const double *[]){in, in + isize}, (double *[]){got, got + osize}, 2, threads);
+        sieve__conv_f64_run(cv, (const double *[]){in, in + isize}, (double *[]){got, got + osize}, 2, threads,
+                            threads == 2 ? NULL : scratch);
         sieve__conv_f64_free(cv);
         for (gsize k = 0; k < 2 * osize; k++)
           if (!(fabs(got[k] - want[k]) <= 1e-12 * (1 + fabs(want[k]))))
