@@ -15,6 +15,7 @@ static const struct {
     {"export", sieve_cmd_export, "print a study's trials as CSV or JSON"},
     {"train", sieve_cmd_train, "train one candidate network and print a JSON summary"},
     {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
+    {"hash", sieve_cmd_hash, "print candidates' structural and functional hashes"},
     {"proxies", sieve_cmd_proxies, "score architectures with zero-cost proxies (one JSON line each)"},
 };
 

@@ -6,6 +6,7 @@
  *   compile (backward when a gradient proxy is named; the input's gradient
  *            for jacob_cov; convolutions, ReLUs or the features kept for
  *            fisher, naswot and zen)
+ *   synflow: its double-precision pass over the initial weights
  *   train forward of the batch ........ grad_norm snip grasp fisher jacob_cov naswot
  *     naswot reads the ReLUs
  *   backward of the cross-entropy ..... grad_norm snip grasp fisher
@@ -22,6 +23,7 @@
 
 #include <sieve/rng.h>
 
+#include "proxy-private.h"
 #include "proxy-run.h"
 
 typedef enum {
@@ -31,6 +33,7 @@ typedef enum {
   P_FISHER,
   P_JACOB_COV,
   P_NASWOT,
+  P_SYNFLOW,
   P_ZEN,
   P_GRADSIGN,
   P_PARAMS,
@@ -71,6 +74,10 @@ static const struct {
   [P_NASWOT] = {{"naswot", "log |det| of the ReLU codes' agreement kernel, summed over the ReLUs "
                            "(Mellor et al., ICML 2021)", TRUE},
                 USE_RUNTIME | USE_FORWARD | USE_DATA | KEEP_RELUS},
+  [P_SYNFLOW] = {{"synflow", "sum of |w| * dR/d|w| over conv/linear weights, R the output of the network with "
+                             "absolute weights on an all-ones input, in double (Tanaka et al., NeurIPS 2020; as a "
+                             "proxy, Abdelfattah et al., ICLR 2021)", FALSE},
+                 USE_RUNTIME},
   [P_ZEN] = {{"zen", "log of the features' response to a small input perturbation plus the batch norms' "
                      "log scales, Gaussian weights and inputs (Lin et al., ICCV 2021)", FALSE},
              USE_RUNTIME | KEEP_FEATURES},
@@ -273,6 +280,12 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
       return FALSE;
     run->weights = sieve__proxy_weight_params(run->rt, run->graph);
     charge(clock, users(USE_RUNTIME));
+  }
+  /* The weights as initialised: before any pass moves them. */
+  if (wants(want, P_SYNFLOW)) {
+    if (!sieve_proxy_synflow(run->graph, run->rt, run->threads, &value[P_SYNFLOW], error))
+      return FALSE;
+    charge(clock, ONLY(P_SYNFLOW));
   }
   if (uses & USE_FORWARD) {
     if (!sieve__proxy_forward(run, error))

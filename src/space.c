@@ -7,12 +7,23 @@
 #include <sieve/space.h>
 #include "space-private.h"
 
+/* Entries the functional-hash memo keeps at most (32 bytes each). */
+#define MEMO_MAX (1u << 20)
+
 struct _SieveSpace {
   const SieveComponent *component; /* NULL for a space built by hand (tests, Lua) */
   const SieveSpaceClass *klass;    /* NULL: generic text form only */
   gpointer instance;
   GArray *decisions;  /* SieveDecision; names and choices point into strings */
   GPtrArray *strings; /* owned copies of names and choice arrays */
+  /* For the probe copy (sieve__space_probe): the options the user wrote, as
+   * a map, and what hashing keeps between calls, under probe_lock. */
+  SieveNode *written;
+  char *scale;        /* "C=16;N=5;size=32": the values probe_options replace, or NULL */
+  GMutex probe_lock;
+  SieveSpace *probe;  /* created on first use; the space itself when it has no probe_options */
+  GError *probe_error;
+  GHashTable *memo;   /* SieveHash -> SieveHash, both in one 32-byte block */
 };
 
 struct _SieveGenotype {
@@ -29,6 +40,7 @@ space_alloc(void)
   SieveSpace *space = g_new0(SieveSpace, 1);
   space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
   space->strings = g_ptr_array_new_with_free_func(g_free);
+  g_mutex_init(&space->probe_lock);
   return space;
 }
 
@@ -110,6 +122,178 @@ sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 
 
 /* ---- instances -------------------------------------------------------- */
 
+/* The options the user wrote, as a map a probe copy can start from: values
+ * as written, paths already resolved (the probe has no config folder). */
+static SieveNode *
+written_options(const SieveComponent *component, const SieveOptions *options)
+{
+  SieveNode *map = sieve_node_new_map("the space's options", 0, 0);
+  const SieveOptionSpec *spec = sieve_component_get_info(component)->options;
+  for (guint i = 0; options != NULL && spec != NULL && spec[i].name != NULL; i++) {
+    if (!sieve_options_is_set(options, spec[i].name))
+      continue;
+    const SieveNode *value = sieve_options_node(options, spec[i].name);
+    if (spec[i].type == SIEVE_OPTION_TYPE_PATH)
+      sieve_node_map_set(map, spec[i].name,
+                         sieve_node_new_scalar(sieve_options_get_string(options, spec[i].name), TRUE,
+                                               sieve_node_origin(value), sieve_node_line(value),
+                                               sieve_node_column(value)));
+    else
+      sieve_node_map_set(map, spec[i].name, sieve_node_copy(value));
+  }
+  return map;
+}
+
+/* The space's own values of the options its probe_options replace, as
+ * text: the functional hash runs at the probe scale, and mixes these in so
+ * that the same cell in a wider or deeper space is another candidate. */
+static char *
+scale_text(const SieveComponent *component, const SieveOptions *options)
+{
+  const SieveSpaceClass *klass = sieve_component_get_info(component)->klass;
+  const SieveOptionSpec *spec = sieve_component_get_info(component)->options;
+  if (klass->probe_options == NULL || options == NULL || spec == NULL)
+    return NULL;
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; klass->probe_options[i] != NULL; i++) {
+    g_autofree char *key = g_strndup(klass->probe_options[i], strcspn(klass->probe_options[i], "=."));
+    for (guint k = 0; spec[k].name != NULL; k++) {
+      if (strcmp(spec[k].name, key) != 0)
+        continue;
+      g_string_append_printf(out, "%s=", key);
+      switch (spec[k].type) {
+      case SIEVE_OPTION_TYPE_INT:
+        g_string_append_printf(out, "%" G_GINT64_FORMAT, sieve_options_get_int(options, key));
+        break;
+      case SIEVE_OPTION_TYPE_FLOAT: {
+        g_autofree char *v = sieve__format_double(sieve_options_get_double(options, key));
+        g_string_append(out, v);
+        break;
+      }
+      case SIEVE_OPTION_TYPE_BOOL:
+        g_string_append(out, sieve_options_get_bool(options, key) ? "true" : "false");
+        break;
+      case SIEVE_OPTION_TYPE_STRING:
+      case SIEVE_OPTION_TYPE_CHOICE:
+      case SIEVE_OPTION_TYPE_PATH: {
+        const char *v = sieve_options_get_string(options, key);
+        g_string_append(out, v ? v : "");
+        break;
+      }
+      default: {
+        /* Lists and trees: as the user wrote them (or their absence). */
+        g_autofree char *v = sieve_options_is_set(options, key) ? sieve_node_to_yaml(sieve_options_node(options, key))
+                                                                 : g_strdup("");
+        g_string_append(out, v);
+      }
+      }
+      g_string_append_c(out, ';');
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* The probe copy: the component again, with the class's probe_options
+ * written over the user's options. */
+static SieveSpace *
+probe_new(const SieveSpace *space, GError **error)
+{
+  const char *name = sieve_space_get_name(space);
+  g_autoptr(SieveNode) map = sieve_node_copy(space->written);
+  g_autofree char *origin = g_strdup_printf("probe_options of space %s", name);
+  for (guint i = 0; space->klass->probe_options[i] != NULL; i++) {
+    const char *item = space->klass->probe_options[i];
+    const char *eq = strchr(item, '=');
+    if (eq == NULL || eq == item) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "space %s: probe option '%s' is not KEY=VALUE", name, item);
+      return NULL;
+    }
+    g_autofree char *key = g_strndup(item, eq - item);
+    if (!sieve_node_set_path(map, key, eq + 1, origin, error))
+      return NULL;
+  }
+  g_autofree char *context = g_strdup_printf("space '%s' at its probe scale", name);
+  g_autoptr(SieveOptions) options =
+      sieve_options_new(sieve_component_get_info(space->component)->options, map, NULL, NULL, context, error);
+  if (options == NULL)
+    return NULL;
+  SieveSpace *probe = sieve_space_new(space->component, options, error);
+  if (probe != NULL && probe->decisions->len != space->decisions->len) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN,
+                "space %s declares %u decisions at its probe scale but %u at its own: probe_options must "
+                "only change the size of the networks",
+                name, probe->decisions->len, space->decisions->len);
+    sieve_space_free(probe);
+    return NULL;
+  }
+  return probe;
+}
+
+const SieveSpace *
+sieve__space_probe(const SieveSpace *space, GError **error)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  if (space->klass == NULL || space->klass->probe_options == NULL || space->component == NULL)
+    return space;
+  SieveSpace *self = (SieveSpace *)space; /* the cache is not part of the space's value */
+  g_mutex_lock(&self->probe_lock);
+  if (self->probe == NULL && self->probe_error == NULL)
+    self->probe = probe_new(space, &self->probe_error);
+  const SieveSpace *probe = self->probe;
+  if (probe == NULL)
+    g_propagate_error(error, g_error_copy(self->probe_error));
+  g_mutex_unlock(&self->probe_lock);
+  return probe;
+}
+
+const char *
+sieve__space_scale(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->scale;
+}
+
+static guint
+memo_hash(gconstpointer p)
+{
+  return (guint)((const SieveHash *)p)->lo;
+}
+
+static gboolean
+memo_equal(gconstpointer a, gconstpointer b)
+{
+  const SieveHash *x = a, *y = b;
+  return x->hi == y->hi && x->lo == y->lo;
+}
+
+gboolean
+sieve__space_memo_get(const SieveSpace *space, const SieveHash *key, SieveHash *value)
+{
+  SieveSpace *self = (SieveSpace *)space;
+  g_mutex_lock(&self->probe_lock);
+  const SieveHash *found = self->memo ? g_hash_table_lookup(self->memo, key) : NULL;
+  if (found != NULL)
+    *value = found[1];
+  g_mutex_unlock(&self->probe_lock);
+  return found != NULL;
+}
+
+void
+sieve__space_memo_put(const SieveSpace *space, const SieveHash *key, const SieveHash *value)
+{
+  SieveSpace *self = (SieveSpace *)space;
+  g_mutex_lock(&self->probe_lock);
+  if (self->memo == NULL)
+    self->memo = g_hash_table_new_full(memo_hash, memo_equal, g_free, NULL);
+  if (g_hash_table_size(self->memo) < MEMO_MAX) {
+    SieveHash *pair = g_new(SieveHash, 2);
+    pair[0] = *key;
+    pair[1] = *value;
+    g_hash_table_replace(self->memo, pair, pair);
+  }
+  g_mutex_unlock(&self->probe_lock);
+}
+
 SieveSpace *
 sieve_space_new(const SieveComponent *component, const SieveOptions *options, GError **error)
 {
@@ -119,6 +303,8 @@ sieve_space_new(const SieveComponent *component, const SieveOptions *options, GE
   g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_SPACE, NULL);
   space->component = component;
   space->klass = sieve_component_get_info(component)->klass;
+  space->written = written_options(component, options);
+  space->scale = scale_text(component, options);
   GError *local = NULL;
   space->instance = space->klass->create(space, options, &local);
   if (local != NULL) {
@@ -143,6 +329,13 @@ sieve_space_free(SieveSpace *space)
     return;
   if (space->klass != NULL && space->klass->destroy != NULL && space->instance != NULL)
     space->klass->destroy(space->instance);
+  if (space->probe != space)
+    sieve_space_free(space->probe);
+  g_clear_error(&space->probe_error);
+  g_clear_pointer(&space->memo, g_hash_table_unref);
+  g_clear_pointer(&space->written, sieve_node_unref);
+  g_free(space->scale);
+  g_mutex_clear(&space->probe_lock);
   g_array_unref(space->decisions);
   g_ptr_array_unref(space->strings);
   g_free(space);
@@ -184,6 +377,14 @@ sieve_space_size(const SieveSpace *space)
     if (sieve_space_decision(space, d)->parent < 0)
       product *= subtree_size(space, d);
   return product;
+}
+
+void
+sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
+{
+  g_return_if_fail(klass != NULL && space->klass != NULL && klass->create == space->klass->create &&
+                   klass->destroy == space->klass->destroy);
+  space->klass = klass;
 }
 
 gboolean

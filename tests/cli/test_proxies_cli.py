@@ -9,7 +9,7 @@ import subprocess
 import unittest
 
 SIEVE = os.environ["SIEVE_EXE"]
-ALL = "grad_norm,snip,grasp,fisher,jacob_cov,naswot,zen,gradsign,params,flops"
+ALL = "grad_norm,snip,grasp,fisher,jacob_cov,naswot,synflow,zen,gradsign,params,flops"
 # Small networks keep the test fast.
 SMALL = ["--set", "space.C=4", "--set", "space.N=1", "--input", "3x8x8", "--batch", "8", "--threads", "2"]
 A1 = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
@@ -67,7 +67,7 @@ class TestProxiesCli(unittest.TestCase):
         self.assertNotIn("nan", p.stdout)
         self.assertEqual(r["naswot"], "-inf")  # a singular kernel, as a JSON string
         self.assertAlmostEqual(r["jacob_cov"], -8 * (math.log(JACOB_K) + 1 / JACOB_K), delta=1e-6)
-        for n in ("grad_norm", "snip", "grasp", "fisher", "gradsign"):
+        for n in ("grad_norm", "snip", "grasp", "fisher", "gradsign", "synflow"):
             self.assertEqual(r[n], 0, n)
         self.assertAlmostEqual(r["zen"], math.log(1e-9) + 0, delta=5)  # plus the batch norm term
 

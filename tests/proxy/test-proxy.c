@@ -87,8 +87,8 @@ sign(double v)
 static void
 test_table(void)
 {
-  const char *expected[] = {"grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "zen", "gradsign",
-                            "params", "flops"};
+  const char *expected[] = {"grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen",
+                            "gradsign", "params", "flops"};
   g_assert_cmpuint(sieve_proxy_count(), >=, G_N_ELEMENTS(expected));
   for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
     const SieveProxyInfo *info = sieve_proxy_lookup(expected[i]);
@@ -100,6 +100,7 @@ test_table(void)
     g_assert_true(sieve_proxy_lookup(sieve_proxy_info(i)->name) == sieve_proxy_info(i));
   g_assert_false(sieve_proxy_lookup("params")->needs_data);
   g_assert_false(sieve_proxy_lookup("zen")->needs_data);
+  g_assert_false(sieve_proxy_lookup("synflow")->needs_data);
   g_assert_true(sieve_proxy_lookup("naswot")->needs_data);
   g_assert_null(sieve_proxy_lookup("synflw"));
   g_assert_null(sieve_proxy_lookup(NULL));
@@ -532,14 +533,14 @@ test_zen_identity(void)
 static void
 test_degenerate(void)
 {
-  const char *all = "grad_norm,snip,grasp,fisher,jacob_cov,naswot,zen,gradsign,params,flops";
+  const char *all = "grad_norm,snip,grasp,fisher,jacob_cov,naswot,zen,gradsign,params,flops,synflow";
   const guint B = 8;
   /* conv -> relu -> zero -> pool -> linear: the output is the bias. */
   SieveGraph *gr = sieve_graph_new("cut");
   guint x = sieve_graph_input(gr, 3, 6, 6);
   guint h = sieve_graph_zero(gr, sieve_graph_relu(gr, sieve_graph_conv2d(gr, x, 4, 3, 1, 1, FALSE)));
   g_autoptr(SieveGraph) cut = finish(gr, sieve_graph_linear(gr, sieve_graph_global_avg_pool(gr, h), 3, TRUE));
-  double s[10];
+  double s[11];
   compute(cut, all, B, 2, NULL, NULL, s);
   double jacob = -(double)B * (log(JACOB_K) + 1 / JACOB_K);
   g_assert_cmpfloat(s[0], ==, 0);
@@ -552,6 +553,7 @@ test_degenerate(void)
   g_assert_cmpfloat(s[7], ==, 0);
   g_assert_cmpfloat(s[8], ==, 4 * 27 + 3 * 4 + 3);
   g_assert_cmpfloat(s[9], ==, 4 * 27 * 36 + 12);
+  g_assert_cmpfloat(s[10], ==, 0); /* synflow: R does not depend on the weights it scores */
 
   /* zero -> relu -> conv -> BN -> pool -> linear: no ReLU sees the input. */
   gr = sieve_graph_new("blind");
@@ -560,7 +562,7 @@ test_degenerate(void)
                                                     FALSE));
   g_autoptr(SieveGraph) blind = finish(gr, sieve_graph_linear(gr, sieve_graph_global_avg_pool(gr, h), 3, TRUE));
   compute(blind, all, B, 2, NULL, NULL, s);
-  for (guint i = 0; i < 10; i++)
+  for (guint i = 0; i < 11; i++)
     g_assert_false(isnan(s[i]));
   g_assert_cmpfloat(s[5], ==, -INFINITY);
   assert_close(s[4], jacob, 1e-12, "jacob_cov of a blind network");
@@ -638,10 +640,10 @@ test_shared(void)
   guint h = sieve_graph_sum(gr, (guint[]){b, c2}, 2);
   g_autoptr(SieveGraph) g =
     finish(gr, sieve_graph_linear(gr, sieve_graph_global_avg_pool(gr, sieve_graph_relu(gr, h)), 5, TRUE));
-  const char *names[] = {"grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "zen", "gradsign",
-                         "params", "flops"};
+  const char *names[] = {"grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen",
+                         "gradsign", "params", "flops"};
   const guint n = G_N_ELEMENTS(names);
-  double together[10], ms[10], alone;
+  double together[11], ms[11], alone;
   SieveProxyOptions o = {.batch = 16, .threads = 2, .seed = 4};
   GError *error = NULL;
   gint64 t0 = g_get_monotonic_time();
