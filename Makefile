@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua
+.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe
 
 all: build
 
@@ -33,6 +33,7 @@ bench-optimizers: build
 # Per-trial cost of a Lua optimizer against the C random one (lua/README.md).
 bench-lua: build
 	bench/lua-overhead.sh $(BUILD)
+	$(BUILD)/src/sieve lua bench/lua/build.lua $(CURDIR)
 
 clean:
 	rm -rf $(BUILD)
@@ -41,3 +42,16 @@ clean:
 bench-train: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality
+
+# Zero-cost proxies beside the PyTorch peer: speed (peer timed in the same run), agreement on
+# identical weights and batch, and the correlation table over 996 NAS-Bench-201 architectures
+# (the last takes a while; its scores are cached in $(BUILD)/proxies-nb201.jsonl).
+bench-proxies: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/proxies_speed.py --build $(BUILD)
+	/usr/bin/python3 bench/proxies_crosscheck.py --build $(BUILD) --full
+	/usr/bin/python3 bench/proxies_correlation.py --build $(BUILD)
+
+# The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
+bench-dedupe: build
+	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10

@@ -1,4 +1,4 @@
-/* sieve export STORE [--format csv|json] */
+/* sieve export STORE [--format csv|json] [--summary] */
 #include <gio/gunixoutputstream.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +10,10 @@ sieve_cmd_export(int argc, char **argv)
 {
   g_autofree char *format = NULL;
   g_autofree char *output = NULL;
+  gboolean summary = FALSE;
   GOptionEntry entries[] = {
+      {"summary", 0, 0, G_OPTION_ARG_NONE, &summary,
+       "print the counts of the trials' outcomes (evaluated, cached, screened, pending) instead", NULL},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "csv (default) or json", "FORMAT"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "write to FILE instead of standard output", "FILE"},
       {NULL},
@@ -18,7 +21,9 @@ sieve_cmd_export(int argc, char **argv)
   g_autoptr(GOptionContext) context = g_option_context_new("STORE - print a study's trials");
   g_option_context_set_description(context,
                                    "Every trial with its genotype, status, fidelity, one column per metric, cost,\n"
-                                   "timings, worker and reason.  The store may belong to a study still running.");
+                                   "timings, worker, hash, the trial it reuses (cached_from) and reason; with\n"
+                                   "--summary, the counts of the outcomes instead.  The store may belong to a\n"
+                                   "study still running.");
   g_option_context_add_main_entries(context, entries, NULL);
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
@@ -48,7 +53,9 @@ sieve_cmd_export(int argc, char **argv)
   } else {
     out = g_unix_output_stream_new(1, FALSE);
   }
-  if (!sieve_store_export(store, fmt, out, &error) || !g_output_stream_close(out, NULL, &error))
+  gboolean ok = summary ? sieve_store_export_summary(store, fmt, out, &error)
+                        : sieve_store_export(store, fmt, out, &error);
+  if (!ok || !g_output_stream_close(out, NULL, &error))
     return sieve_cli_fail(error);
   return SIEVE_EXIT_OK;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pipeline.h"
 
 static const SieveComponentKind kinds[] = {SIEVE_KIND_SPACE, SIEVE_KIND_OPTIMIZER, SIEVE_KIND_EVALUATOR};
 
@@ -33,6 +34,24 @@ describe(const SieveComponent *c)
     if (o->flags & SIEVE_OPTION_REQUIRED)
       printf(", %s: ...", o->name);
   printf("}\n");
+}
+
+/* The pipeline's stages are no plugins, but are configured the same way. */
+static void
+describe_stage(const char *name)
+{
+  printf("pipeline stage %s: %s\n\noptions:\n", name, sieve_pipeline_stage_summary(name));
+  const SieveOptionSpec *spec = sieve_pipeline_stage_spec(name);
+  g_autofree char *text = sieve_option_spec_describe(spec);
+  fputs(text, stdout);
+  printf("\nexample:\n  pipeline:\n    - %s", name);
+  gboolean first = TRUE;
+  for (const SieveOptionSpec *o = spec; o && o->name; o++)
+    if (o->flags & SIEVE_OPTION_REQUIRED) {
+      printf("%s%s: ...", first ? ": {" : ", ", o->name);
+      first = FALSE;
+    }
+  printf("%s\n", first ? "" : "}");
 }
 
 int
@@ -80,8 +99,14 @@ sieve_cmd_plugins(int argc, char **argv)
         found = TRUE;
       }
     }
+    if (!found && sieve_pipeline_stage_spec(name) != NULL) {
+      describe_stage(name);
+      found = TRUE;
+    }
     if (!found) {
       g_autoptr(GPtrArray) all = g_ptr_array_new();
+      for (const char *const *stage = sieve_pipeline_stage_names(); *stage; stage++)
+        g_ptr_array_add(all, (gpointer) *stage);
       for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
         g_autoptr(GPtrArray) list = sieve_registry_list(registry, kinds[k]);
         for (guint i = 0; i < list->len; i++)
@@ -109,6 +134,9 @@ sieve_cmd_plugins(int argc, char **argv)
              sieve_component_get_plugin_name(c), sieve_component_get_plugin_version(c));
     }
   }
-  printf("\n'sieve plugins --describe NAME' lists a component's options.\n");
+  printf("\npipeline stages (the experiment's pipeline: list, before the evaluator):\n");
+  for (const char *const *stage = sieve_pipeline_stage_names(); *stage; stage++)
+    printf("  %-12s %s\n", *stage, sieve_pipeline_stage_summary(*stage));
+  printf("\n'sieve plugins --describe NAME' lists a component's or a stage's options.\n");
   return SIEVE_EXIT_OK;
 }

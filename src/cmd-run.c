@@ -87,6 +87,9 @@ sieve_cmd_run(int argc, char **argv)
   printf("study '%s': %s %s on %s, evaluated by %s; store %s\n", exp->name, resume && total > 0 ? "resuming" : "running",
          sieve_component_get_name(exp->optimizer.component), sieve_component_get_name(exp->space.component),
          sieve_component_get_name(exp->evaluator.component), path);
+  g_autofree char *stages = sieve_engine_describe_pipeline(engine);
+  if (stages != NULL)
+    printf("  pipeline: %s\n", stages);
   if (resume && total > 0)
     printf("  %" G_GINT64_FORMAT " trials stored, %" G_GINT64_FORMAT " of them unfinished and run again\n", total,
            pending);

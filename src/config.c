@@ -18,7 +18,8 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("optimizer", "the search strategy: {plugin: NAME, seed: N, ...its options}"),
     SIEVE_OPTION_NODE("evaluator", "how a candidate is scored: {plugin: NAME, ...its options}"),
     SIEVE_OPTION_NODE("objective", "{metric: NAME, direction: maximize|minimize}, or a list of them"),
-    SIEVE_OPTION_NODE("budget", "{evaluations: N, seconds: S}: when the study ends"),
+    SIEVE_OPTION_NODE("pipeline", "stages before the evaluator, in order: [dedupe, {screen: {...}}]"),
+    SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
     SIEVE_OPTION_NODE("lua", "Lua sandbox and scripts: {allow: [io, os], path: [...], instructions: N, seconds: S, "
@@ -34,7 +35,11 @@ static const SieveOptionSpec objective_spec[] = {
 };
 
 static const SieveOptionSpec budget_spec[] = {
-    SIEVE_OPTION_INT("evaluations", "0", 0, 1e15, "finished evaluations after which the study ends (0: no limit)"),
+    SIEVE_OPTION_INT("evaluations", "0", 0, 1e15,
+                     "finished evaluations after which the study ends (0: no limit); proposals answered from the "
+                     "cache or screened out do not count"),
+    SIEVE_OPTION_INT("proposals", "0", 0, 1e15,
+                     "proposals (trials of any outcome) after which the study ends (0: no limit)"),
     SIEVE_OPTION_FLOAT("seconds", "0", 0, 1e15, "wall-clock seconds, summed over runs, after which no new trial starts (0: no limit)"),
     SIEVE_OPTION_END,
 };
@@ -52,6 +57,7 @@ sieve_experiment_free(SieveExperiment *experiment)
   SieveSection *sections[] = {&experiment->space, &experiment->optimizer, &experiment->evaluator};
   for (guint i = 0; i < G_N_ELEMENTS(sections); i++)
     sieve_options_free(sections[i]->options);
+  sieve_pipeline_clear(&experiment->pipeline);
   /* After the sections' options, which may point into scripts' tables. */
   if (experiment->lua_hosts)
     g_ptr_array_unref(experiment->lua_hosts);
@@ -271,14 +277,19 @@ experiment_finish(SieveExperiment *exp, const char *const *overrides, SieveRegis
   if (!load_objectives(exp, error))
     return NULL;
 
+  if (!sieve_pipeline_load(&exp->pipeline, sieve_node_lookup(exp->root, "pipeline"), exp->seed, exp->dir,
+                           error))
+    return NULL;
+
   g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);
   if (budget == NULL)
     return NULL;
   exp->budget_evaluations = sieve_options_get_int(budget, "evaluations");
   exp->budget_seconds = sieve_options_get_double(budget, "seconds");
-  if (exp->budget_evaluations == 0 && exp->budget_seconds == 0) {
+  exp->budget_proposals = sieve_options_get_int(budget, "proposals");
+  if (exp->budget_evaluations == 0 && exp->budget_seconds == 0 && exp->budget_proposals == 0) {
     sieve_node_set_error(error, sieve_node_lookup(exp->root, "budget"),
-                         "the budget sets no limit: give 'evaluations' or 'seconds'");
+                         "the budget sets no limit: give 'evaluations', 'proposals' or 'seconds'");
     return NULL;
   }
 

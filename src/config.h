@@ -14,7 +14,8 @@
  *   evaluator: {plugin: tabular, table: ../data/nb201/nb201.csv}
  *   objective: {metric: cifar10_valid_acc, direction: maximize}
  *                               # or a list of them (multi-objective)
- *   budget:    {evaluations: 300, seconds: 0}
+ *   pipeline:  [dedupe]       # stages before the evaluator (see pipeline.h)
+ *   budget:    {evaluations: 300, seconds: 0, proposals: 0}
  *   workers: 1
  *   report:    {top: 10}
  *
@@ -29,6 +30,7 @@
 #include <sieve/sieve.h>
 
 #include "internal.h"
+#include "pipeline.h"
 
 G_BEGIN_DECLS
 
@@ -60,7 +62,9 @@ typedef struct {
   SieveObjective *objectives;
   guint n_objectives;
   const char **objective_names; /* n_objectives + NULL, borrowed from objectives */
-  gint64 budget_evaluations; /* 0: no limit */
+  SievePipeline pipeline;    /* the stages before the evaluator */
+  gint64 budget_evaluations; /* 0: no limit; cache hits and screened proposals do not count */
+  gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */
   guint workers;
   guint report_top;

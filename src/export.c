@@ -1,19 +1,33 @@
 /* sieve: a study's trials as CSV or JSON.
  *
  * CSV (RFC 4180 quoting, "\n" line ends): one header line
- *   number,status,genotype,fidelity,<metrics>,cost_s,started,finished,worker,cached_from,reason
+ *   number,status,genotype,fidelity,<metrics>,cost_s,started,finished,worker,hash_kind,hash,cached_from,reason
  * where <metrics> is every metric name in order of first appearance across
  * the trials (in trial order).  A missing value (no such metric, a pending
- * trial's timings and worker, no cached_from, no reason, a NAN fidelity or
- * cost) is an empty cell; a non-finite metric is nan, inf or -inf.
+ * trial's timings and worker, no hash, no cached_from, no reason, a NAN
+ * fidelity or cost) is an empty cell; a non-finite metric is nan, inf or -inf.
+ *
+ * The pipeline's outcome of a trial is its status: ok or failed (evaluated),
+ * cached (answered by the dedupe stage with the result of trial cached_from,
+ * whose metrics it repeats), screened (stopped by the screen stage; its
+ * metrics are its proxy scores; cached_from names the trial it duplicated,
+ * if any), pending.  hash is the dedupe stage's hash of the trial, in hex,
+ * of the kind hash_kind (functional, structural or genotype).
  *
  * JSON: an array with one object per trial, one per line:
  *   {"number":0,"status":"ok","genotype":"...","fidelity":null,"metrics":{"acc":91.5},
- *    "cost_s":1.5,"started":...,"finished":...,"worker":0,"cached_from":null,"reason":null}
+ *    "cost_s":1.5,"started":...,"finished":...,"worker":0,"hash_kind":null,"hash":null,
+ *    "cached_from":null,"reason":null}
  * JSON has no NaN or infinity, so a non-finite metric is the string "nan",
  * "inf" or "-inf" (not null, which would lose which one it was); the other
  * numbers that may be missing (fidelity, cost_s, started, finished, worker,
- * cached_from) are null when missing.
+ * cached_from) and the hash are null when missing.
+ *
+ * The summary (sieve_store_export_summary) counts the outcomes: one CSV
+ * row under a header, or one JSON object, with the keys
+ *   trials, evaluated, ok, failed, cached, screened, pending,
+ *   distinct_evaluated (distinct hashes among the evaluated trials),
+ *   cache_fraction (cached / finished trials), hash_kind.
  *
  * Numbers are written in the shortest form that reads back to the same
  * double: %.15g, else %.16g, else %.17g, always with a '.' decimal point.
@@ -103,6 +117,10 @@ csv_trial(GString *out, const SieveTrial *t, GPtrArray *names)
   if (t->worker >= 0)
     g_string_append_printf(out, "%d", t->worker);
   g_string_append_c(out, ',');
+  csv_field(out, t->hash_kind);
+  g_string_append_c(out, ',');
+  csv_field(out, t->hash);
+  g_string_append_c(out, ',');
   if (t->cached_from >= 0)
     g_string_append_printf(out, "%" G_GINT64_FORMAT, t->cached_from);
   g_string_append_c(out, ',');
@@ -184,6 +202,10 @@ json_trial(GString *out, const SieveTrial *t)
     g_string_append_printf(out, ",\"worker\":%d", t->worker);
   else
     g_string_append(out, ",\"worker\":null");
+  g_string_append(out, ",\"hash_kind\":");
+  json_string(out, t->hash_kind);
+  g_string_append(out, ",\"hash\":");
+  json_string(out, t->hash);
   if (t->cached_from >= 0)
     g_string_append_printf(out, ",\"cached_from\":%" G_GINT64_FORMAT, t->cached_from);
   else
@@ -240,7 +262,7 @@ sieve_store_export(SieveStore *store, SieveExportFormat format, GOutputStream *o
       g_string_append_c(buf, ',');
       csv_field(buf, names->pdata[i]);
     }
-    g_string_append(buf, ",cost_s,started,finished,worker,cached_from,reason\n");
+    g_string_append(buf, ",cost_s,started,finished,worker,hash_kind,hash,cached_from,reason\n");
     for (guint i = 0; i < trials->len; i++) {
       csv_trial(buf, trials->pdata[i], names);
       if (buf->len >= FLUSH_AT && !flush(store, out, buf, error))
@@ -255,6 +277,59 @@ sieve_store_export(SieveStore *store, SieveExportFormat format, GOutputStream *o
         return FALSE;
     }
     g_string_append(buf, trials->len > 0 ? "\n]\n" : "]\n");
+  }
+  return flush(store, out, buf, error);
+}
+
+/* ---- summary ----------------------------------------------------------- */
+
+gboolean
+sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out, GError **error)
+{
+  g_return_val_if_fail(store != NULL && G_IS_OUTPUT_STREAM(out), FALSE);
+  g_return_val_if_fail(format == SIEVE_EXPORT_CSV || format == SIEVE_EXPORT_JSON, FALSE);
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  gint64 counts[SIEVE_STATUS_CACHED + 1] = {0};
+  g_autoptr(GHashTable) distinct = g_hash_table_new(g_str_hash, g_str_equal);
+  const char *kind = NULL;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    counts[t->status]++;
+    if (t->hash_kind != NULL)
+      kind = t->hash_kind;
+    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) && t->hash != NULL)
+      g_hash_table_add(distinct, t->hash);
+  }
+  gint64 evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED];
+  gint64 finished = (gint64) trials->len - counts[SIEVE_STATUS_PENDING];
+  double fraction = finished > 0 ? (double) counts[SIEVE_STATUS_CACHED] / finished : 0;
+  g_autoptr(GString) buf = g_string_new(NULL);
+  gint64 values[] = {trials->len, evaluated, counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED],
+                     counts[SIEVE_STATUS_CACHED], counts[SIEVE_STATUS_SCREENED], counts[SIEVE_STATUS_PENDING],
+                     g_hash_table_size(distinct)};
+  static const char *const names[] = {"trials", "evaluated", "ok", "failed", "cached", "screened", "pending",
+                                      "distinct_evaluated"};
+  if (format == SIEVE_EXPORT_CSV) {
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+      g_string_append_printf(buf, "%s,", names[i]);
+    g_string_append(buf, "cache_fraction,hash_kind\n");
+    for (guint i = 0; i < G_N_ELEMENTS(values); i++)
+      g_string_append_printf(buf, "%" G_GINT64_FORMAT ",", values[i]);
+    append_number(buf, fraction);
+    g_string_append_c(buf, ',');
+    csv_field(buf, kind);
+    g_string_append_c(buf, '\n');
+  } else {
+    g_string_append_c(buf, '{');
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+      g_string_append_printf(buf, "\"%s\":%" G_GINT64_FORMAT ",", names[i], values[i]);
+    g_string_append(buf, "\"cache_fraction\":");
+    append_number(buf, fraction);
+    g_string_append(buf, ",\"hash_kind\":");
+    json_string(buf, kind);
+    g_string_append(buf, "}\n");
   }
   return flush(store, out, buf, error);
 }

@@ -16,6 +16,7 @@ static const struct {
     {"train", sieve_cmd_train, "train one candidate network and print a JSON summary"},
     {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
     {"hash", sieve_cmd_hash, "print candidates' structural and functional hashes"},
+    {"proxies", sieve_cmd_proxies, "score architectures with zero-cost proxies (one JSON line each)"},
 };
 
 int

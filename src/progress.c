@@ -8,9 +8,10 @@ struct _SieveProgress {
   FILE *out;
   gboolean interactive;
   gint64 budget;
-  gint64 done;     /* finished, all runs */
-  gint64 this_run; /* finished in this run */
+  gint64 done;     /* evaluations finished, all runs */
+  gint64 this_run; /* evaluations finished in this run */
   gint64 n_ok, n_failed;
+  gint64 n_cached, n_screened; /* all runs */
   char *objective;
   gboolean maximize;
   gint64 best_number;
@@ -83,11 +84,13 @@ draw(SieveProgress *p)
     eta = format_duration((p->budget - p->done) / rate);
   g_autofree char *took = format_duration(elapsed);
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, p->budget) : g_strdup("-");
+  g_autofree char *cached = p->n_cached > 0 ? g_strdup_printf(" cached %" G_GINT64_FORMAT, p->n_cached) : g_strdup("");
+  g_autofree char *screened =
+      p->n_screened > 0 ? g_strdup_printf(" screened %" G_GINT64_FORMAT, p->n_screened) : g_strdup("");
   fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
-                  " | %.3g trials/s | %s elapsed%s%s%s%s",
-          p->done, budget, best, p->n_ok,
-          p->n_failed, rate, took, eta ? ", ETA " : "", eta ? eta : "", p->activity ? " | " : "",
-          p->activity ? p->activity : "");
+                  "%s%s | %.3g trials/s | %s elapsed%s%s%s%s",
+          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, rate, took, eta ? ", ETA " : "",
+          eta ? eta : "", p->activity ? " | " : "", p->activity ? p->activity : "");
   fflush(p->out);
   p->line_open = TRUE;
   p->last_draw = g_get_monotonic_time();
@@ -154,6 +157,56 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
 }
 
 void
+sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached, gint64 screened)
+{
+  g_mutex_lock(&progress->lock);
+  progress->done = evaluations;
+  progress->n_cached = cached;
+  progress->n_screened = screened;
+  g_mutex_unlock(&progress->lock);
+}
+
+/* A proposal that needed no evaluation: counted, a line in logs, a redraw
+ * now and then on a terminal. */
+static void
+note_unevaluated(SieveProgress *p, const char *line)
+{
+  if (p->interactive) {
+    if (g_get_monotonic_time() - p->last_draw > 100000)
+      draw(p);
+    return;
+  }
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
+  fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s\n", p->done, budget, line);
+  fflush(p->out);
+}
+
+void
+sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original, const char *origin,
+                      double objective, const char *genotype)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_cached++;
+  g_autofree char *run = origin ? g_strdup_printf(" (%s)", origin) : g_strdup("");
+  g_autofree char *line =
+      g_strdup_printf("trial %" G_GINT64_FORMAT " cached %s=%.6g from #%" G_GINT64_FORMAT "%s | %s", number,
+                      progress->objective, objective, original, run, genotype);
+  note_unevaluated(progress, line);
+  g_mutex_unlock(&progress->lock);
+}
+
+void
+sieve_progress_screened(SieveProgress *progress, gint64 number, double score, const char *genotype)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_screened++;
+  g_autofree char *line =
+      g_strdup_printf("trial %" G_GINT64_FORMAT " screened (score %.4g) | %s", number, score, genotype);
+  note_unevaluated(progress, line);
+  g_mutex_unlock(&progress->lock);
+}
+
+void
 sieve_progress_message(SieveProgress *progress, const char *format, ...)
 {
   va_list ap;
@@ -214,9 +267,14 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
   g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
   guint counts[5] = {0};
   double cost = 0;
+  /* Distinct hashes among the evaluated trials: with dedupe, each evaluation
+   * should be a network not evaluated before. */
+  g_autoptr(GHashTable) hashes = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     counts[t->status]++;
+    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) && t->hash != NULL)
+      g_hash_table_add(hashes, t->hash);
     cost += sieve_result_get_cost(t->result);
     double v;
     if (t->status == SIEVE_STATUS_OK && sieve_result_get_metric(t->result, objective, &v) && !isnan(v)) {
@@ -225,9 +283,20 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
     }
   }
   g_array_sort(ranked, maximize ? compare_max : compare_min);
+  guint distinct = g_hash_table_size(hashes);
 
   fprintf(out, "\n%u trials: %u ok, %u failed, %u pending; %.3g s of evaluation\n", trials->len,
           counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED], counts[SIEVE_STATUS_PENDING], cost);
+  if (counts[SIEVE_STATUS_CACHED] > 0 || counts[SIEVE_STATUS_SCREENED] > 0 || distinct > 0) {
+    guint evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED];
+    guint finished = trials->len - counts[SIEVE_STATUS_PENDING];
+    fprintf(out,
+            "pipeline: %u evaluated (%u distinct hashes), %u answered from the cache (%.1f%% of %u finished "
+            "proposals), %u screened out\n",
+            evaluated, distinct, counts[SIEVE_STATUS_CACHED],
+            finished ? 100.0 * counts[SIEVE_STATUS_CACHED] / finished : 0.0, finished,
+            counts[SIEVE_STATUS_SCREENED]);
+  }
   if (ranked->len == 0 || top == 0)
     return TRUE;
 

@@ -23,6 +23,11 @@ typedef struct {
   gboolean (*get_grad)(gpointer impl, guint i, float *out, GError **error);
   gboolean (*sgd_step)(gpointer impl, const SieveSgd *sgd, GError **error);
   guint64 (*memory_bytes)(gpointer impl);
+  /* Added for the proxies: node gradients and batch norm running statistics. */
+  gboolean (*read_grad)(gpointer impl, guint node, float *out, GError **error);
+  gboolean (*get_running)(gpointer impl, guint node, float *mean, float *var, GError **error);
+  gboolean (*set_running)(gpointer impl, guint node, const float *mean, const float *var, GError **error);
+  gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;

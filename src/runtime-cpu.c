@@ -81,8 +81,9 @@ typedef struct {
   dnnl_exec_arg_t *args; /* bound */
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
-  int dst, src;          /* slots for ADD/COPY */
+  int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
   size_t n;
+  gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
 } Step;
 
 typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
@@ -107,6 +108,9 @@ typedef struct {
   guint first_param, n_params;
   /* batch norm */
   int mean, var, rmean, rvar;
+  /* ReLU and leaky ReLU while activations are frozen: which elements passed
+   * (the output of the forward before freezing, > 0), owned */
+  float *mask;
   /* max pooling */
   dnnl_memory_desc_t ws_md;
   int ws;
@@ -143,6 +147,8 @@ typedef struct {
   int out_grad;      /* slot: gradient of a non-loss output */
   char *description;
   guint64 bytes;
+  gboolean *keep;    /* per node: output and gradient stay readable (options' keep, mapped to roots) */
+  gboolean frozen;   /* ReLUs follow their masks (sieve_runtime_freeze_activations) */
 } Cpu;
 
 #define TRY(call, ...)                                                                                           \
@@ -739,6 +745,13 @@ eltwise_alg(const SieveOpAttrs *a, float *alpha, float *beta, gboolean *use_dst)
 }
 
 static gboolean
+is_relu(const SieveGraphNode *n)
+{
+  return n->kind == SIEVE_OP_ACTIVATION &&
+         (n->attrs.activation == SIEVE_ACT_RELU || n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
+}
+
+static gboolean
 plan_eltwise(Cpu *c, guint v, GError **error)
 {
   CNode *x = &c->nodes[v];
@@ -758,6 +771,10 @@ plan_eltwise(Cpu *c, guint v, GError **error)
     return FALSE;
   step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[x->in[0]].out);
   step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  s->relu = is_relu(x->n);
+  s->src = c->nodes[x->in[0]].out;
+  s->dst = x->out;
+  s->n = md_bytes(&x->md) / sizeof(float);
   return TRUE;
 }
 
@@ -878,10 +895,17 @@ plan_loss(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* Whether the caller asked to read u (its output, and its gradient). */
+static gboolean
+kept(Cpu *c, guint u)
+{
+  return c->options.keep_all || c->keep[u];
+}
+
 static gboolean
 keep_output(Cpu *c, guint u)
 {
-  if (c->options.keep_all || u == root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
+  if (kept(c, u) || u == root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
     return TRUE;
   if (c->options.backward && c->nodes[u].needed_bwd)
     return TRUE;
@@ -1223,6 +1247,10 @@ bwd_eltwise(Cpu *c, guint v, GError **error)
     step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[u].out);
   step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
   step_arg(s, DNNL_ARG_DIFF_SRC, &x->md, dst);
+  s->relu = is_relu(x->n);
+  s->src = x->diff;
+  s->dst = dst;
+  s->n = md_bytes(&x->md) / sizeof(float);
   return contrib_end(c, v, u, &x->md, dst, error);
 }
 
@@ -1368,7 +1396,8 @@ plan_backward(Cpu *c, GError **error)
     }
     if (!ok)
       return FALSE;
-    if (x->diff >= 0 && x->diff != c->out_grad)
+    /* A kept gradient stays in its buffer until the next backward. */
+    if (x->diff >= 0 && x->diff != c->out_grad && !kept(c, v))
       slot_release(c, x->diff);
   }
   return TRUE;
@@ -1546,6 +1575,22 @@ bn_running(Cpu *c, CNode *x)
   }
 }
 
+/* A ReLU step on the frozen mask: forward y = m ? x : alpha x, backward
+ * dx = m ? dy : alpha dy (the same form: src -> dst), in the tensor's own
+ * layout, which input, output, gradients and mask share. */
+static void
+frozen_relu(Cpu *c, Step *s)
+{
+  CNode *x = &c->nodes[s->node];
+  float alpha = x->n->attrs.activation == SIEVE_ACT_LEAKY_RELU ? (float)x->n->attrs.alpha : 0.0f;
+  const float *m = x->mask, *a = slot_ptr(c, s->src);
+  float *d = slot_ptr(c, s->dst);
+  gssize n = (gssize)s->n;
+#pragma omp parallel for if (n > 65536) schedule(static)
+  for (gssize k = 0; k < n; k++)
+    d[k] = m[k] > 0 ? a[k] : alpha * a[k];
+}
+
 static gboolean
 run(Cpu *c, GArray *list, GError **error)
 {
@@ -1554,6 +1599,10 @@ run(Cpu *c, GArray *list, GError **error)
     Step *s = c->steps->pdata[g_array_index(list, guint, i)];
     switch (s->kind) {
     case STEP_PRIM:
+      if (s->relu && c->frozen) {
+        frozen_relu(c, s);
+        break;
+      }
       TRY(dnnl_primitive_execute(s->prim, c->stream, s->nargs, s->args), "running %s", node_desc(c, s->node));
       break;
     case STEP_ADD: {
@@ -1701,6 +1750,112 @@ cpu_read_input_grad(gpointer impl, float *out, GError **error)
   return read_node(c, c->input, TRUE, out, error);
 }
 
+static gboolean
+cpu_read_grad(gpointer impl, guint node, float *out, GError **error)
+{
+  Cpu *c = impl;
+  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
+    return FALSE;
+  }
+  guint r = root(c, node);
+  CNode *x = &c->nodes[r];
+  if (x->role == ROLE_ZERO || x->role == ROLE_ZERO_BUF) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "%s is a zero the runtime folds away: no gradient is computed for it", node_desc(c, node));
+    return FALSE;
+  }
+  if (x->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s is the loss: its gradient is 1", node_desc(c, node));
+    return FALSE;
+  }
+  if (r == c->input) {
+    if (!c->options.input_grad) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the input's gradient needs input_grad at compile time");
+      return FALSE;
+    }
+    return cpu_read_input_grad(c, out, error);
+  }
+  if (!kept(c, r) && r != root(c, c->output)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "the gradient of %s was not kept (compile with keep_all, or name it in keep)", node_desc(c, node));
+    return FALSE;
+  }
+  if (x->diff < 0) {
+    /* No gradient reaches it (nothing differentiable reads it). */
+    SieveShape s = x->n->shape;
+    memset(out, 0, (gsize)c->options.batch * s.c * s.h * s.w * sizeof(float));
+    return TRUE;
+  }
+  return read_node(c, node, TRUE, out, error);
+}
+
+static gboolean
+cpu_freeze(gpointer impl, gboolean freeze, GError **error)
+{
+  Cpu *c = impl;
+  if (!freeze) {
+    c->frozen = FALSE;
+    return TRUE;
+  }
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    if (x->role != ROLE_REAL || !is_relu(x->n))
+      continue;
+    if (x->released) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                  "freezing activations needs every ReLU's output: compile with backward");
+      return FALSE;
+    }
+    size_t bytes = md_bytes(&x->md);
+    if (x->mask == NULL)
+      x->mask = g_aligned_alloc(1, MAX(bytes, 64), 64);
+    memcpy(x->mask, slot_ptr(c, x->out), bytes);
+  }
+  c->frozen = TRUE;
+  return TRUE;
+}
+
+static CNode *
+bn_node(Cpu *c, guint node, GError **error)
+{
+  if (node >= c->n_nodes || c->nodes[node].role != ROLE_REAL || c->nodes[node].n->kind != SIEVE_OP_BATCH_NORM) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not a batch norm of the compiled graph", node);
+    return NULL;
+  }
+  return &c->nodes[node];
+}
+
+static gboolean
+cpu_get_running(gpointer impl, guint node, float *mean, float *var, GError **error)
+{
+  Cpu *c = impl;
+  CNode *x = bn_node(c, node, error);
+  if (!x)
+    return FALSE;
+  gsize bytes = x->n->shape.c * sizeof(float);
+  if (mean)
+    memcpy(mean, slot_ptr(c, x->rmean), bytes);
+  if (var)
+    memcpy(var, slot_ptr(c, x->rvar), bytes);
+  return TRUE;
+}
+
+static gboolean
+cpu_set_running(gpointer impl, guint node, const float *mean, const float *var, GError **error)
+{
+  Cpu *c = impl;
+  CNode *x = bn_node(c, node, error);
+  if (!x)
+    return FALSE;
+  gsize bytes = x->n->shape.c * sizeof(float);
+  if (mean)
+    memcpy(slot_ptr(c, x->rmean), mean, bytes);
+  if (var)
+    memcpy(slot_ptr(c, x->rvar), var, bytes);
+  return TRUE;
+}
+
 static guint
 cpu_n_params(gpointer impl)
 {
@@ -1788,6 +1943,7 @@ cpu_destroy(gpointer impl)
     if (c->nodes[v].fwd_pd)
       dnnl_primitive_desc_destroy(c->nodes[v].fwd_pd);
     g_free(c->nodes[v].in);
+    g_aligned_free(c->nodes[v].mask);
   }
   g_free(c->nodes);
   if (c->slots)
@@ -1803,6 +1959,7 @@ cpu_destroy(gpointer impl)
   if (c->stream)
     dnnl_stream_destroy(c->stream);
   sieve_graph_free(c->graph);
+  g_free(c->keep);
   g_free(c->labels);
   g_free(c->description);
   g_free(c);
@@ -1841,6 +1998,18 @@ cpu_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError 
     goto fail;
   }
   resolve(c);
+  /* The caller's keep list, on the nodes that hold the tensors. */
+  c->keep = g_new0(gboolean, c->n_nodes);
+  for (guint i = 0; i < options->n_keep; i++) {
+    guint v = options->keep[i];
+    if (v >= c->n_nodes || c->nodes[v].role == ROLE_DEAD) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "keep: node %u is not part of the graph's live nodes", v);
+      goto fail;
+    }
+    c->keep[root(c, v)] = TRUE;
+  }
+  c->options.keep = NULL;
+  c->options.n_keep = 0;
   if (c->nodes[c->input].role == ROLE_DEAD) {
     /* The output does not depend on the input: keep a buffer for it anyway. */
     c->nodes[c->input].role = ROLE_REAL;
@@ -1874,4 +2043,8 @@ const SieveBackendClass sieve_backend_cpu = {
   .get_grad = cpu_get_grad,
   .sgd_step = cpu_sgd_step,
   .memory_bytes = cpu_memory_bytes,
+  .read_grad = cpu_read_grad,
+  .get_running = cpu_get_running,
+  .set_running = cpu_set_running,
+  .freeze = cpu_freeze,
 };

@@ -20,6 +20,7 @@ SieveRuntime *
 sieve_runtime_new(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error)
 {
   g_return_val_if_fail(graph != NULL && options != NULL, NULL);
+  g_return_val_if_fail(options->n_keep == 0 || options->keep != NULL, NULL);
   const char *device = options->device ? options->device : "cpu";
   const SieveBackendClass *klass = NULL;
   for (guint i = 0; i < G_N_ELEMENTS(backends); i++)
@@ -125,6 +126,39 @@ sieve_runtime_read_input_grad(SieveRuntime *rt, float *out, GError **error)
     return FALSE;
   }
   return rt->klass->read_input_grad(rt->impl, out, error);
+}
+
+gboolean
+sieve_runtime_read_grad(SieveRuntime *rt, guint node, float *out, GError **error)
+{
+  if (!rt->backward_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
+    return FALSE;
+  }
+  return rt->klass->read_grad(rt->impl, node, out, error);
+}
+
+gboolean
+sieve_runtime_get_running_stats(SieveRuntime *rt, guint node, float *mean, float *var, GError **error)
+{
+  return rt->klass->get_running(rt->impl, node, mean, var, error);
+}
+
+gboolean
+sieve_runtime_set_running_stats(SieveRuntime *rt, guint node, const float *mean, const float *var, GError **error)
+{
+  return rt->klass->set_running(rt->impl, node, mean, var, error);
+}
+
+gboolean
+sieve_runtime_freeze_activations(SieveRuntime *rt, gboolean freeze, GError **error)
+{
+  if (freeze && (!rt->forward_done || !rt->backward_compiled)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "freezing activations needs a runtime compiled with backward and a forward pass first");
+    return FALSE;
+  }
+  return rt->klass->freeze(rt->impl, freeze, error);
 }
 
 guint

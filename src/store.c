@@ -33,10 +33,36 @@
 #include <sieve/store.h>
 
 /* The version of the tables below; a store written by a newer sieve (higher
- * user_version) is refused rather than misread. */
-#define SCHEMA_VERSION 1
+ * user_version) is refused rather than misread, an older one is brought up
+ * to date when opened for writing (migrate_v1) and read as it is otherwise.
+ *   1: meta, trials, metrics, state, cache(hash, key, trial)
+ *   2: trials gain run, hash_kind, hash and stage; cache becomes
+ *      cache(kind, hash, key, trial); cache_keys holds each key's text */
+#define SCHEMA_VERSION 2
 /* PRAGMA application_id: 'SIEV', tells our files from other SQLite files. */
 #define APPLICATION_ID 0x53494556
+
+/* Added in version 2 (migrate_v1 adds them to older files, in this order).
+ * run: the `sieve run` (1, 2, ... counted in meta 'runs') that proposed the
+ * trial; hash_kind, hash: the dedupe stage's hash of it; stage: how far a
+ * pending trial got ('evaluate': past the screen, waiting for the evaluator). */
+static const char *const trial_v2_columns[][2] = {
+    {"run", "INTEGER"}, {"hash_kind", "TEXT"}, {"hash", "TEXT"}, {"stage", "TEXT"}};
+#define TRIAL_V2_COLUMNS "  run INTEGER,\n  hash_kind TEXT,\n  hash TEXT,\n  stage TEXT"
+
+/* The hash -> result cache of the dedupe stage: trial holds the result for
+ * proposals whose `kind` hash is `hash`, under the evaluator settings that
+ * `key` names (a digest; cache_keys has the text it digests). */
+#define CACHE_SQL                                                                                          \
+  "CREATE TABLE IF NOT EXISTS cache (\n"                                                                    \
+  "  kind TEXT NOT NULL,\n"                                                                                 \
+  "  hash TEXT NOT NULL,\n"                                                                                 \
+  "  key TEXT NOT NULL,\n"                                                                                  \
+  "  trial INTEGER NOT NULL REFERENCES trials(number),\n"                                                   \
+  "  PRIMARY KEY (kind, hash, key));\n"                                                                     \
+  "CREATE TABLE IF NOT EXISTS cache_keys (\n"                                                               \
+  "  key TEXT PRIMARY KEY,\n"                                                                               \
+  "  text TEXT NOT NULL);\n"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (\n"
@@ -52,7 +78,8 @@ static const char schema_sql[] =
     "  started REAL,\n"  /* NULL while pending */
     "  finished REAL,\n" /* NULL while pending */
     "  worker INTEGER,\n" /* NULL while pending */
-    "  cached_from INTEGER REFERENCES trials(number));\n"
+    "  cached_from INTEGER REFERENCES trials(number),\n"
+    TRIAL_V2_COLUMNS ");\n"
     /* value has no declared type so that SQLite converts nothing: a finite
      * value is a REAL, a non-finite one the TEXT 'nan', 'inf' or '-inf'
      * (SQLite would store NaN as NULL).  idx keeps the result's order. */
@@ -66,11 +93,7 @@ static const char schema_sql[] =
     "  name TEXT PRIMARY KEY,\n"
     "  type TEXT NOT NULL,\n" /* GVariant type string */
     "  data BLOB NOT NULL);\n" /* serialised normal form */
-    "CREATE TABLE IF NOT EXISTS cache (\n"
-    "  hash TEXT NOT NULL,\n"
-    "  key TEXT NOT NULL,\n"
-    "  trial INTEGER NOT NULL REFERENCES trials(number),\n"
-    "  PRIMARY KEY (hash, key));\n";
+    CACHE_SQL;
 
 typedef enum {
   STMT_GET_META,
@@ -90,23 +113,31 @@ typedef enum {
   STMT_LOAD_STATE,
   STMT_CACHE_PUT,
   STMT_CACHE_LOOKUP,
+  STMT_CACHE_KEY,
+  STMT_SET_HASH,
+  STMT_SET_STAGE,
   N_STMTS
 } StmtId;
 
-#define TRIAL_COLUMNS                                                                                       \
+#define TRIAL_COLUMNS_WITH(v2)                                                                              \
   "SELECT t.number, t.genotype, t.status, t.fidelity, t.reason, t.cost, t.started, t.finished, t.worker, " \
-  "t.cached_from, m.name, m.value FROM trials t LEFT JOIN metrics m ON m.trial = t.number "
+  "t.cached_from, " v2 ", m.name, m.value FROM trials t LEFT JOIN metrics m ON m.trial = t.number "
+#define TRIAL_COLUMNS TRIAL_COLUMNS_WITH("t.run, t.hash_kind, t.hash, t.stage")
+/* A version 1 file opened read-only cannot gain the columns. */
+#define TRIAL_COLUMNS_V1 TRIAL_COLUMNS_WITH("NULL, NULL, NULL, NULL")
 
 /* Column indexes of TRIAL_COLUMNS. */
 enum { COL_NUMBER, COL_GENOTYPE, COL_STATUS, COL_FIDELITY, COL_REASON, COL_COST, COL_STARTED, COL_FINISHED,
-       COL_WORKER, COL_CACHED_FROM, COL_METRIC_NAME, COL_METRIC_VALUE };
+       COL_WORKER, COL_CACHED_FROM, COL_RUN, COL_HASH_KIND, COL_HASH, COL_STAGE, COL_METRIC_NAME,
+       COL_METRIC_VALUE };
 
 static const char *const stmt_sql[N_STMTS] = {
     [STMT_GET_META] = "SELECT value FROM meta WHERE key = ?1",
     [STMT_SET_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
     [STMT_DELETE_META] = "DELETE FROM meta WHERE key = ?1",
     [STMT_NEXT_NUMBER] = "SELECT IFNULL(MAX(number) + 1, 0) FROM trials",
-    [STMT_ADD_TRIAL] = "INSERT INTO trials (number, genotype, status, fidelity, cost) VALUES (?1, ?2, 'pending', ?3, 0.0)",
+    [STMT_ADD_TRIAL] = "INSERT INTO trials (number, genotype, status, fidelity, cost, run) "
+                       "VALUES (?1, ?2, 'pending', ?3, 0.0, ?4)",
     [STMT_FINISH_TRIAL] = "UPDATE trials SET status = ?2, reason = ?3, cost = ?4, started = ?5, finished = ?6, "
                           "worker = ?7, cached_from = ?8 WHERE number = ?1",
     [STMT_DELETE_METRICS] = "DELETE FROM metrics WHERE trial = ?1",
@@ -118,15 +149,36 @@ static const char *const stmt_sql[N_STMTS] = {
     [STMT_COUNT_STATUS] = "SELECT count(*) FROM trials WHERE status = ?1",
     [STMT_SAVE_STATE] = "INSERT OR REPLACE INTO state (name, type, data) VALUES (?1, ?2, ?3)",
     [STMT_LOAD_STATE] = "SELECT type, data FROM state WHERE name = ?1",
-    [STMT_CACHE_PUT] = "INSERT OR REPLACE INTO cache (hash, key, trial) VALUES (?1, ?2, ?3)",
-    [STMT_CACHE_LOOKUP] = "SELECT trial FROM cache WHERE hash = ?1 AND key = ?2",
+    [STMT_CACHE_PUT] = "INSERT OR REPLACE INTO cache (kind, hash, key, trial) VALUES (?1, ?2, ?3, ?4)",
+    [STMT_CACHE_LOOKUP] = "SELECT trial FROM cache WHERE kind = ?1 AND hash = ?2 AND key = ?3",
+    [STMT_CACHE_KEY] = "INSERT OR IGNORE INTO cache_keys (key, text) VALUES (?1, ?2)",
+    [STMT_SET_HASH] = "UPDATE trials SET hash_kind = ?2, hash = ?3 WHERE number = ?1",
+    [STMT_SET_STAGE] = "UPDATE trials SET stage = ?2 WHERE number = ?1",
 };
+
+/* The statements that differ on a version 1 file opened read-only. */
+static const char *
+stmt_sql_v1(StmtId id)
+{
+  switch (id) {
+  case STMT_GET_TRIAL:
+    return TRIAL_COLUMNS_V1 "WHERE t.number = ?1 ORDER BY m.idx";
+  case STMT_LIST_TRIALS:
+    return TRIAL_COLUMNS_V1 "ORDER BY t.number, m.idx";
+  case STMT_LIST_PENDING:
+    return TRIAL_COLUMNS_V1 "WHERE t.status = 'pending' ORDER BY t.number, m.idx";
+  default:
+    return stmt_sql[id];
+  }
+}
 
 struct _SieveStore {
   char *path;
   SieveStoreMode mode;
   sqlite3 *db;
   int lock_fd; /* -1 in READ mode */
+  gboolean v1;  /* a version 1 file opened read-only: no version 2 columns */
+  gint64 run;   /* recorded with new trials; 0: none (NULL) */
   sqlite3_stmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
 };
 
@@ -177,7 +229,8 @@ get_stmt(SieveStore *store, StmtId id, GError **error)
 {
   sqlite3_stmt *stmt = store->stmts[id];
   if (stmt == NULL) {
-    if (sqlite3_prepare_v3(store->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) != SQLITE_OK) {
+    const char *sql = store->v1 ? stmt_sql_v1(id) : stmt_sql[id];
+    if (sqlite3_prepare_v3(store->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) != SQLITE_OK) {
       set_sqlite_error(store, error, "cannot prepare a statement");
       return NULL;
     }
@@ -317,6 +370,67 @@ take_writer_lock(SieveStore *store, GError **error)
   return TRUE;
 }
 
+/* Whether table has column (PRAGMA table_info). */
+static gboolean
+has_column(SieveStore *store, const char *table, const char *column, gboolean *out, GError **error)
+{
+  g_autofree char *sql = g_strdup_printf("PRAGMA table_info(%s)", table);
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+    set_sqlite_error(store, error, "cannot read the schema");
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  *out = FALSE;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+    if (g_strcmp0((const char *) sqlite3_column_text(stmt, 1), column) == 0)
+      *out = TRUE;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, "cannot read the schema");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Version 1 -> 2, in one transaction (a failure leaves the file as it was):
+ * the trials' new columns are added (NULL in existing rows), and the old
+ * cache table, keyed without the hash kind, is replaced.  No sieve ever
+ * wrote to that table, so it is dropped when empty; a non-empty one (written
+ * by another program) is kept as cache_v1 rather than lost. */
+static gboolean
+migrate_v1(SieveStore *store, GError **error)
+{
+  if (!exec(store, "BEGIN IMMEDIATE", "cannot begin the schema upgrade", error))
+    return FALSE;
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < G_N_ELEMENTS(trial_v2_columns); i++) {
+    gboolean present = FALSE;
+    ok = has_column(store, "trials", trial_v2_columns[i][0], &present, error);
+    if (ok && !present) {
+      g_autofree char *sql =
+          g_strdup_printf("ALTER TABLE trials ADD COLUMN %s %s", trial_v2_columns[i][0], trial_v2_columns[i][1]);
+      ok = exec(store, sql, "cannot upgrade the trials table", error);
+    }
+  }
+  gboolean keyed_by_kind = FALSE;
+  if (ok)
+    ok = has_column(store, "cache", "kind", &keyed_by_kind, error);
+  if (ok && !keyed_by_kind) {
+    gint64 rows = 0;
+    ok = query_int(store, "SELECT count(*) FROM cache", &rows, error) &&
+         exec(store, rows == 0 ? "DROP TABLE cache" : "ALTER TABLE cache RENAME TO cache_v1",
+              "cannot upgrade the cache table", error);
+  }
+  g_autofree char *sql = g_strdup_printf(CACHE_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
+  ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
+       exec(store, "COMMIT", "cannot commit the schema upgrade", error);
+  if (!ok)
+    sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+  return ok;
+}
+
 /* Checks (READ) or creates (WRITE, new file) the schema. */
 static gboolean
 check_schema(SieveStore *store, GError **error)
@@ -345,8 +459,10 @@ check_schema(SieveStore *store, GError **error)
                 store->path, version, SCHEMA_VERSION);
     return FALSE;
   }
-  if (store->mode == SIEVE_STORE_READ)
+  if (store->mode == SIEVE_STORE_READ) {
+    store->v1 = version == 1;
     return TRUE;
+  }
 
   /* WAL must be chosen outside a transaction; it is persistent in the file,
    * so readers see it too. */
@@ -367,7 +483,7 @@ check_schema(SieveStore *store, GError **error)
   if (!exec(store, "PRAGMA synchronous=NORMAL", "cannot set synchronous", error))
     return FALSE;
   if (!empty)
-    return TRUE;
+    return version == SCHEMA_VERSION || migrate_v1(store, error);
   g_autofree char *sql = g_strdup_printf("BEGIN IMMEDIATE;\n%s"
                                          "PRAGMA application_id = %d;\n"
                                          "PRAGMA user_version = %d;\n"
@@ -538,6 +654,9 @@ sieve_trial_free(SieveTrial *trial)
     return;
   g_free(trial->genotype);
   g_free(trial->reason);
+  g_free(trial->hash_kind);
+  g_free(trial->hash);
+  g_free(trial->stage);
   sieve_result_free(trial->result);
   g_free(trial);
 }
@@ -566,6 +685,8 @@ sieve_store_add_trial(SieveStore *store, const char *genotype, double fidelity, 
     stmt = get_stmt(store, STMT_ADD_TRIAL, error);
     ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
          bind_ok(store, bind_text(stmt, 2, genotype), error) && bind_ok(store, bind_real(stmt, 3, fidelity), error) &&
+         bind_ok(store, store->run > 0 ? sqlite3_bind_int64(stmt, 4, store->run) : sqlite3_bind_null(stmt, 4),
+                 error) &&
          step_done(store, stmt, "cannot add a trial", error);
   }
   if (!release(store, ok, error))
@@ -672,6 +793,10 @@ read_trial(SieveStore *store, sqlite3_stmt *stmt, int *rc, GError **error)
   t->worker = sqlite3_column_type(stmt, COL_WORKER) == SQLITE_NULL ? -1 : sqlite3_column_int(stmt, COL_WORKER);
   t->cached_from =
       sqlite3_column_type(stmt, COL_CACHED_FROM) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, COL_CACHED_FROM);
+  t->run = sqlite3_column_type(stmt, COL_RUN) == SQLITE_NULL ? 0 : sqlite3_column_int64(stmt, COL_RUN);
+  t->hash_kind = g_strdup((const char *) sqlite3_column_text(stmt, COL_HASH_KIND));
+  t->hash = g_strdup((const char *) sqlite3_column_text(stmt, COL_HASH));
+  t->stage = g_strdup((const char *) sqlite3_column_text(stmt, COL_STAGE));
   t->result = sieve_result_new();
   sieve_result_set_status(t->result, t->status);
   sieve_result_set_reason(t->result, t->reason);
@@ -826,27 +951,105 @@ sieve_store_load_state(SieveStore *store, const char *name, GError **error)
   return value;
 }
 
+/* ---- runs, hashes, stages -------------------------------------------- */
+
+gint64
+sieve_store_begin_run(SieveStore *store, GError **error)
+{
+  g_return_val_if_fail(store != NULL, -1);
+  if (!check_writable(store, error))
+    return -1;
+  GError *local = NULL;
+  g_autofree char *text = sieve_store_get_meta(store, "runs", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return -1;
+  }
+  gint64 run = (text ? g_ascii_strtoll(text, NULL, 10) : 0) + 1;
+  g_autofree char *next = g_strdup_printf("%" G_GINT64_FORMAT, run);
+  if (!sieve_store_set_meta(store, "runs", next, error))
+    return -1;
+  store->run = run;
+  return run;
+}
+
+/* Runs a one-row UPDATE of trial number; no such trial is an error. */
+static gboolean
+update_trial(SieveStore *store, sqlite3_stmt *stmt, gint64 number, const char *what, GError **error)
+{
+  if (!step_done(store, stmt, what, error))
+    return FALSE;
+  if (sqlite3_changes(store->db) != 1) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT, store->path, number);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_store_set_trial_hash(SieveStore *store, gint64 number, const char *kind, const char *hash, GError **error)
+{
+  g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_SET_HASH, error);
+  return stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, bind_text(stmt, 2, kind), error) && bind_ok(store, bind_text(stmt, 3, hash), error) &&
+         update_trial(store, stmt, number, "cannot store a hash", error);
+}
+
+gboolean
+sieve_store_set_trial_stage(SieveStore *store, gint64 number, const char *stage, const SieveResult *scores,
+                            GError **error)
+{
+  g_return_val_if_fail(store != NULL, FALSE);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_SET_STAGE, error);
+  gboolean ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+                bind_ok(store, bind_text(stmt, 2, stage), error) &&
+                update_trial(store, stmt, number, "cannot store a trial's stage", error);
+  if (ok && scores != NULL) {
+    stmt = get_stmt(store, STMT_DELETE_METRICS, error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         step_done(store, stmt, "cannot replace metrics", error);
+    for (guint i = 0; ok && i < sieve_result_n_metrics(scores); i++) {
+      stmt = get_stmt(store, STMT_ADD_METRIC, error);
+      ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+           bind_ok(store, sqlite3_bind_int(stmt, 2, (int) i), error) &&
+           bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(scores, i)), error) &&
+           bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(scores, i)), error) &&
+           step_done(store, stmt, "cannot store a metric", error);
+    }
+  }
+  return release(store, ok, error);
+}
+
 /* ---- cache ------------------------------------------------------------- */
 
 gboolean
-sieve_store_cache_put(SieveStore *store, const char *hash, const char *key, gint64 trial, GError **error)
+sieve_store_cache_put(SieveStore *store, const char *kind, const char *hash, const char *key, gint64 trial,
+                      GError **error)
 {
-  g_return_val_if_fail(store != NULL && hash != NULL && key != NULL && trial >= 0, FALSE);
+  g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL && key != NULL && trial >= 0, FALSE);
   if (!check_writable(store, error))
     return FALSE;
   sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_PUT, error);
-  return stmt != NULL && bind_ok(store, bind_text(stmt, 1, hash), error) &&
-         bind_ok(store, bind_text(stmt, 2, key), error) && bind_ok(store, sqlite3_bind_int64(stmt, 3, trial), error) &&
+  return stmt != NULL && bind_ok(store, bind_text(stmt, 1, kind), error) &&
+         bind_ok(store, bind_text(stmt, 2, hash), error) && bind_ok(store, bind_text(stmt, 3, key), error) &&
+         bind_ok(store, sqlite3_bind_int64(stmt, 4, trial), error) &&
          step_done(store, stmt, "cannot write the cache", error);
 }
 
 gint64
-sieve_store_cache_lookup(SieveStore *store, const char *hash, const char *key, GError **error)
+sieve_store_cache_lookup(SieveStore *store, const char *kind, const char *hash, const char *key, GError **error)
 {
-  g_return_val_if_fail(store != NULL && hash != NULL && key != NULL, -1);
+  g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL && key != NULL, -1);
+  if (store->v1)
+    return -1; /* a version 1 file has no usable cache */
   sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_LOOKUP, error);
-  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, hash), error) ||
-      !bind_ok(store, bind_text(stmt, 2, key), error))
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, kind), error) ||
+      !bind_ok(store, bind_text(stmt, 2, hash), error) || !bind_ok(store, bind_text(stmt, 3, key), error))
     return -1;
   gint64 trial = -1;
   int rc = sqlite3_step(stmt);
@@ -856,4 +1059,15 @@ sieve_store_cache_lookup(SieveStore *store, const char *hash, const char *key, G
     set_sqlite_error(store, error, "cannot read the cache");
   done_stmt(stmt);
   return trial;
+}
+
+gboolean
+sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text, GError **error)
+{
+  g_return_val_if_fail(store != NULL && key != NULL && text != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_KEY, error);
+  return stmt != NULL && bind_ok(store, bind_text(stmt, 1, key), error) &&
+         bind_ok(store, bind_text(stmt, 2, text), error) && step_done(store, stmt, "cannot write the cache", error);
 }

@@ -34,9 +34,16 @@ typedef struct {
   guint threads;       /* threads of one run; 0 = every core */
   gboolean backward;   /* also compile the backward pass */
   gboolean input_grad; /* also compute the gradient of the graph's input */
-  gboolean keep_all;   /* every node's output stays readable (tests, proxies); costs memory */
+  gboolean keep_all;   /* every node's output, and after backward its gradient, stays readable
+                        * (tests, proxies); costs memory */
   guint64 seed;        /* parameter initialisation */
-  gpointer reserved[4];
+  /* Added in the reserved room (the struct keeps its size): n_keep graph
+   * nodes whose output, and after backward gradient, stay readable as with
+   * keep_all, at the memory cost of just those (proxies read ReLUs and
+   * convolutions this way).  The array is read during sieve_runtime_new only. */
+  const guint *keep;
+  guint n_keep;
+  gpointer reserved[2];
 } SieveRuntimeOptions;
 
 typedef struct {
@@ -74,8 +81,8 @@ SIEVE_API gboolean sieve_runtime_forward(SieveRuntime *runtime, const float *x, 
  * labels were given). */
 SIEVE_API double sieve_runtime_loss(const SieveRuntime *runtime);
 /* Copies node's output of the last forward into out (batch * c*h*w floats,
- * plain NCHW).  Readable: the output, a loss's logits, and every node when
- * keep_all was set; others give an error. */
+ * plain NCHW).  Readable: the output, a loss's logits, the nodes in keep,
+ * and every node when keep_all was set; others give an error. */
 SIEVE_API gboolean sieve_runtime_read(SieveRuntime *runtime, guint node, float *out, GError **error);
 
 /* Gradients of the last forward (which must have been in TRAIN mode for
@@ -85,6 +92,24 @@ SIEVE_API gboolean sieve_runtime_read(SieveRuntime *runtime, guint node, float *
 SIEVE_API gboolean sieve_runtime_backward(SieveRuntime *runtime, const float *output_grad, GError **error);
 /* The input's gradient after backward (needs input_grad). */
 SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *out, GError **error);
+/* Copies the gradient, from the last backward, of whatever scalar it
+ * differentiated with respect to node's output into out (batch * c*h*w
+ * floats, plain NCHW).  Readable: nodes kept (keep_all or keep) and the
+ * output; a node no gradient reaches reads zeros.  Nodes that share their
+ * input's tensor (identity, a sum of one input, a second activation of the
+ * same tensor) read that tensor's gradient, the sum over all its readers;
+ * a zero operation, which the runtime folds away, and the loss (whose
+ * gradient is 1) give an error.  Valid until the next forward. */
+SIEVE_API gboolean sieve_runtime_read_grad(SieveRuntime *runtime, guint node, float *out, GError **error);
+
+/* Linearisation, for finite-difference Hessian products: while frozen,
+ * every ReLU and leaky ReLU passes exactly the elements it passed in the
+ * last forward before freezing (forward: y = x there, alpha x elsewhere;
+ * backward likewise), so the network stays on the linear piece it was on
+ * and its second derivatives are those automatic differentiation gives
+ * (ReLU'' = 0) instead of jumps at ReLU kinks.  Needs backward compiled and
+ * a forward; FALSE unfreezes.  Max pooling is not frozen. */
+SIEVE_API gboolean sieve_runtime_freeze_activations(SieveRuntime *runtime, gboolean freeze, GError **error);
 
 SIEVE_API guint sieve_runtime_n_params(const SieveRuntime *runtime);
 /* (transfer none) */
@@ -95,6 +120,13 @@ SIEVE_API gboolean sieve_runtime_set_param(SieveRuntime *runtime, guint i, const
 SIEVE_API gboolean sieve_runtime_get_grad(SieveRuntime *runtime, guint i, float *out, GError **error);
 /* One SGD step on every parameter with the last backward's gradients. */
 SIEVE_API gboolean sieve_runtime_sgd_step(SieveRuntime *runtime, const SieveSgd *sgd, GError **error);
+/* A batch norm node's running statistics (c floats each; mean or var may
+ * be NULL), as training forwards left them. */
+SIEVE_API gboolean sieve_runtime_get_running_stats(SieveRuntime *runtime, guint node, float *mean, float *var,
+                                                   GError **error);
+/* Replaces them (e.g. mean 0, variance 1: a fresh network's). */
+SIEVE_API gboolean sieve_runtime_set_running_stats(SieveRuntime *runtime, guint node, const float *mean,
+                                                   const float *var, GError **error);
 /* Bytes of device memory the runtime holds (activations, gradients,
  * parameters and optimizer state). */
 SIEVE_API guint64 sieve_runtime_memory_bytes(const SieveRuntime *runtime);

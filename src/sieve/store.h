@@ -15,8 +15,10 @@
  * (export) do not need the lock.
  *
  * Tables: meta(key, value), trials, metrics(trial, name, value),
- * state(name, type, data) for optimizer and engine state, and
- * cache(hash, key, trial) for the functional-hashing stage.
+ * state(name, type, data) for optimizer and engine state, and for the
+ * pipeline's dedupe stage cache(kind, hash, key, trial) with
+ * cache_keys(key, text).  A file written by an older sieve is upgraded when
+ * opened for writing (nothing in it is lost) and read as it is otherwise.
  */
 #pragma once
 
@@ -45,6 +47,11 @@ typedef struct {
   double finished;     /* unix seconds; NAN while pending */
   gint worker;         /* -1 while pending */
   gint64 cached_from;  /* trial whose result this reuses, or -1 */
+  /* Since schema version 2 (NULL / 0 in trials stored before): */
+  gint64 run;          /* the run (sieve_store_begin_run) that proposed it, 0 when unknown */
+  char *hash_kind;     /* (nullable) "functional", "structural", "genotype": the dedupe stage's hash */
+  char *hash;          /* (nullable) that hash, in hex */
+  char *stage;         /* (nullable) how far a pending trial got: "evaluate" once past the screen */
 } SieveTrial;
 
 SIEVE_API void sieve_trial_free(SieveTrial *trial);
@@ -85,12 +92,28 @@ SIEVE_API gboolean sieve_store_save_state(SieveStore *store, const char *name, G
                                           GError **error);
 SIEVE_API GVariant *sieve_store_load_state(SieveStore *store, const char *name, GError **error);
 
-/* Hash cache: key says what the result depends on (evaluator, options,
- * fidelity...).  lookup returns the trial number, or -1 when absent. */
-SIEVE_API gboolean sieve_store_cache_put(SieveStore *store, const char *hash, const char *key,
+/* A new run of the study (one `sieve run`, first or resumed): counts it in
+ * meta 'runs' and records its number with the trials added from now on.
+ * Returns the run's number (1, 2 ...), -1 on error. */
+SIEVE_API gint64 sieve_store_begin_run(SieveStore *store, GError **error);
+/* The dedupe stage's hash of trial number (kind: "functional" ...). */
+SIEVE_API gboolean sieve_store_set_trial_hash(SieveStore *store, gint64 number, const char *kind,
+                                              const char *hash, GError **error);
+/* How far a pending trial got in the pipeline (stage NULL: just proposed);
+ * scores (nullable) replace its metrics (the screen's proxy scores). */
+SIEVE_API gboolean sieve_store_set_trial_stage(SieveStore *store, gint64 number, const char *stage,
+                                               const SieveResult *scores, GError **error);
+
+/* Hash cache: trial holds the result for proposals whose kind hash is hash
+ * under key, a digest of what the result depends on (evaluator, its
+ * options, fidelity, space ...; add_key records the text it digests).
+ * lookup returns the trial number, or -1 when absent (or on error). */
+SIEVE_API gboolean sieve_store_cache_put(SieveStore *store, const char *kind, const char *hash, const char *key,
                                          gint64 trial, GError **error);
-SIEVE_API gint64 sieve_store_cache_lookup(SieveStore *store, const char *hash, const char *key,
+SIEVE_API gint64 sieve_store_cache_lookup(SieveStore *store, const char *kind, const char *hash, const char *key,
                                           GError **error);
+SIEVE_API gboolean sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text,
+                                             GError **error);
 
 typedef enum {
   SIEVE_EXPORT_CSV,
@@ -98,9 +121,14 @@ typedef enum {
 } SieveExportFormat;
 
 /* Every trial with its genotype, status, fidelity, each metric as its own
- * column / key, cost, timings, worker and reason. */
+ * column / key, cost, timings, worker, hash, the trial it reuses and reason. */
 SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                       GError **error);
+/* The counts of the trials' outcomes (evaluated, cached, screened, pending,
+ * distinct hashes among the evaluated, the fraction answered from the
+ * cache) as a CSV header and row, or one JSON object. */
+SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                              GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveStore, sieve_store_close)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveTrial, sieve_trial_free)

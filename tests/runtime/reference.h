@@ -46,6 +46,17 @@ void ref_net_forward_from(RefNet *ref, guint from, const double *x, const gint32
 /* (transfer none) node's output of the last forward: batch * c*h*w doubles
  * (batch doubles for a loss: its value repeated, one per example). */
 const double *ref_net_output(RefNet *ref, guint node);
+/* Frozen ReLUs, as sieve_runtime_freeze_activations: every ReLU and leaky
+ * ReLU passes the elements whose input was > 0 in the last forward (and no
+ * kink margin is recorded for them); FALSE unfreezes. */
+void ref_net_freeze(RefNet *ref, gboolean freeze);
+/* (transfer none) the same, writable: perturbing a node's output and
+ * running ref_net_forward_from(node + 1) differentiates with respect to it. */
+double *ref_net_output_writable(RefNet *ref, guint node);
+/* (transfer none) a batch norm node's running mean and variance (c
+ * doubles each, writable); NULL for other nodes. */
+double *ref_net_running_mean(RefNet *ref, guint node);
+double *ref_net_running_var(RefNet *ref, guint node);
 /* The loss of the last forward (NAN when the output is not a loss). */
 double ref_net_loss(RefNet *ref);
 /* The scalar the gradient tests differentiate: the loss when the output is

@@ -199,7 +199,7 @@ test_newer_schema(Fixture *f, gconstpointer data)
   raw_sql(f->path, "PRAGMA user_version = 99");
   GError *error = NULL;
   g_autofree char *want = g_strdup_printf(
-      "%s: the store has schema version 99, newer than this sieve understands (1); use a newer sieve", f->path);
+      "%s: the store has schema version 99, newer than this sieve understands (2); use a newer sieve", f->path);
   for (int mode = SIEVE_STORE_READ; mode <= SIEVE_STORE_WRITE; mode++) {
     g_assert_null(sieve_store_open(f->path, (SieveStoreMode) mode, &error));
     g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE);
@@ -466,26 +466,29 @@ test_cache(Fixture *f, gconstpointer data)
   g_autoptr(SieveResult) r = sieve_result_new();
   add_finished(store, "a", NAN, r, 0, 1, 0, -1);
   add_finished(store, "b", NAN, r, 0, 1, 0, -1);
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h1", "tabular|epochs=12", &error), ==, -1);
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h1", "tabular|epochs=12", &error), ==, -1);
   g_assert_no_error(error);
-  g_assert_true(sieve_store_cache_put(store, "h1", "tabular|epochs=12", 0, &error));
-  g_assert_true(sieve_store_cache_put(store, "h1", "tabular|epochs=200", 1, &error));
+  g_assert_true(sieve_store_cache_put(store, "functional", "h1", "tabular|epochs=12", 0, &error));
+  g_assert_true(sieve_store_cache_put(store, "functional", "h1", "tabular|epochs=200", 1, &error));
   g_assert_no_error(error);
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h1", "tabular|epochs=12", &error), ==, 0);
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h1", "tabular|epochs=200", &error), ==, 1);
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h2", "tabular|epochs=12", &error), ==, -1);
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h1", "tabular|epochs=12", &error), ==, 0);
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h1", "tabular|epochs=200", &error), ==, 1);
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h2", "tabular|epochs=12", &error), ==, -1);
   g_assert_no_error(error);
-  g_assert_true(sieve_store_cache_put(store, "h1", "tabular|epochs=12", 1, &error)); /* replace */
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h1", "tabular|epochs=12", &error), ==, 1);
+  g_assert_true(sieve_store_cache_put(store, "functional", "h1", "tabular|epochs=12", 1, &error)); /* replace */
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h1", "tabular|epochs=12", &error), ==, 1);
+  /* The hash kind is part of the key. */
+  g_assert_cmpint(sieve_store_cache_lookup(store, "structural", "h1", "tabular|epochs=12", &error), ==, -1);
+  g_assert_no_error(error);
   /* A trial that does not exist cannot be cached. */
-  g_assert_false(sieve_store_cache_put(store, "h3", "k", 42, &error));
+  g_assert_false(sieve_store_cache_put(store, "functional", "h3", "k", 42, &error));
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE);
   g_assert_true(strstr(error->message, "FOREIGN KEY") != NULL);
   g_clear_error(&error);
   sieve_store_close(g_steal_pointer(&store));
 
   store = open_ok(f->path, SIEVE_STORE_READ);
-  g_assert_cmpint(sieve_store_cache_lookup(store, "h1", "tabular|epochs=200", &error), ==, 1);
+  g_assert_cmpint(sieve_store_cache_lookup(store, "functional", "h1", "tabular|epochs=200", &error), ==, 1);
   g_assert_no_error(error);
 }
 
@@ -735,6 +738,8 @@ fill_export_study(const char *path)
   sieve_result_set_metric(c, "val_acc", 91.2);
   sieve_result_set_metric(c, "weird,name", 1e-7);
   add_finished(store, "|nor_conv_3x3~0|+|skip_connect~0|none~1|", 200, c, 1700000003, 1700000003, 0, 0);
+  for (gint64 n = 0; n <= 2; n += 2)
+    g_assert_true(sieve_store_set_trial_hash(store, n, "functional", "0123456789abcdef0123456789abcdef", &error));
 
   g_assert_true(sieve_store_begin(store, &error));
   g_assert_cmpint(sieve_store_add_trial(store, "tab\there \\ \"q\" é", 12, &error), ==, 3);
@@ -762,12 +767,14 @@ test_export_csv(Fixture *f, gconstpointer data)
   g_autofree char *text = export_text(f->path, SIEVE_EXPORT_CSV);
   g_assert_cmpstr(text, ==,
                   "number,status,genotype,fidelity,val_acc,params,loss,\"weird,name\",cost_s,started,finished,worker,"
-                  "cached_from,reason\n"
-                  "0,ok,|nor_conv_3x3~0|+|skip_connect~0|none~1|,200,91.2,1200000,,,0.1,1700000000.25,1700000001.5,0,,\n"
-                  "1,failed,\"lr=0.1,layers=3\",,-inf,,nan,,0.3333333333333333,1700000002,1700000002.125,1,,"
+                  "hash_kind,hash,cached_from,reason\n"
+                  "0,ok,|nor_conv_3x3~0|+|skip_connect~0|none~1|,200,91.2,1200000,,,0.1,1700000000.25,1700000001.5,0,"
+                  "functional,0123456789abcdef0123456789abcdef,,\n"
+                  "1,failed,\"lr=0.1,layers=3\",,-inf,,nan,,0.3333333333333333,1700000002,1700000002.125,1,,,,"
                   "\"exit status 1: \"\"out of memory\"\"\nat line 2, col 3\"\n"
-                  "2,cached,|nor_conv_3x3~0|+|skip_connect~0|none~1|,200,91.2,,,1e-07,0,1700000003,1700000003,0,0,\n"
-                  "3,pending,\"tab\there \\ \"\"q\"\" é\",12,,,,,0,,,,,\n");
+                  "2,cached,|nor_conv_3x3~0|+|skip_connect~0|none~1|,200,91.2,,,1e-07,0,1700000003,1700000003,0,"
+                  "functional,0123456789abcdef0123456789abcdef,0,\n"
+                  "3,pending,\"tab\there \\ \"\"q\"\" é\",12,,,,,0,,,,,,,\n");
 }
 
 static void
@@ -780,16 +787,19 @@ test_export_json(Fixture *f, gconstpointer data)
       "[\n"
       "{\"number\":0,\"status\":\"ok\",\"genotype\":\"|nor_conv_3x3~0|+|skip_connect~0|none~1|\",\"fidelity\":200,"
       "\"metrics\":{\"val_acc\":91.2,\"params\":1200000},\"cost_s\":0.1,\"started\":1700000000.25,"
-      "\"finished\":1700000001.5,\"worker\":0,\"cached_from\":null,\"reason\":null},\n"
+      "\"finished\":1700000001.5,\"worker\":0,\"hash_kind\":\"functional\","
+      "\"hash\":\"0123456789abcdef0123456789abcdef\",\"cached_from\":null,\"reason\":null},\n"
       "{\"number\":1,\"status\":\"failed\",\"genotype\":\"lr=0.1,layers=3\",\"fidelity\":null,"
       "\"metrics\":{\"loss\":\"nan\",\"val_acc\":\"-inf\"},\"cost_s\":0.3333333333333333,\"started\":1700000002,"
-      "\"finished\":1700000002.125,\"worker\":1,\"cached_from\":null,"
+      "\"finished\":1700000002.125,\"worker\":1,\"hash_kind\":null,\"hash\":null,\"cached_from\":null,"
       "\"reason\":\"exit status 1: \\\"out of memory\\\"\\nat line 2, col 3\"},\n"
       "{\"number\":2,\"status\":\"cached\",\"genotype\":\"|nor_conv_3x3~0|+|skip_connect~0|none~1|\",\"fidelity\":200,"
       "\"metrics\":{\"val_acc\":91.2,\"weird,name\":1e-07},\"cost_s\":0,\"started\":1700000003,"
-      "\"finished\":1700000003,\"worker\":0,\"cached_from\":0,\"reason\":null},\n"
+      "\"finished\":1700000003,\"worker\":0,\"hash_kind\":\"functional\","
+      "\"hash\":\"0123456789abcdef0123456789abcdef\",\"cached_from\":0,\"reason\":null},\n"
       "{\"number\":3,\"status\":\"pending\",\"genotype\":\"tab\\there \\\\ \\\"q\\\" é\",\"fidelity\":12,"
-      "\"metrics\":{},\"cost_s\":0,\"started\":null,\"finished\":null,\"worker\":null,\"cached_from\":null,"
+      "\"metrics\":{},\"cost_s\":0,\"started\":null,\"finished\":null,\"worker\":null,\"hash_kind\":null,"
+      "\"hash\":null,\"cached_from\":null,"
       "\"reason\":null}\n"
       "]\n");
 }
@@ -799,7 +809,8 @@ test_export_empty(Fixture *f, gconstpointer data)
 {
   sieve_store_close(open_ok(f->path, SIEVE_STORE_WRITE));
   g_autofree char *csv = export_text(f->path, SIEVE_EXPORT_CSV);
-  g_assert_cmpstr(csv, ==, "number,status,genotype,fidelity,cost_s,started,finished,worker,cached_from,reason\n");
+  g_assert_cmpstr(csv, ==,
+                  "number,status,genotype,fidelity,cost_s,started,finished,worker,hash_kind,hash,cached_from,reason\n");
   g_autofree char *json = export_text(f->path, SIEVE_EXPORT_JSON);
   g_assert_cmpstr(json, ==, "[]\n");
 }

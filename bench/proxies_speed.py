@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Zero-cost proxy speed of sieve against the PyTorch peer, in one run.
+
+The architectures are the peer's own `time-proxies --archs 10` sample (random_arch with
+random.Random(0), taken from the peer module so that both sides score the same ten), at
+C=16, N=5, one batch of 64 random-normal 3x32x32 inputs, 2 threads.  For each proxy:
+
+  - sieve per proxy: `sieve proxies --proxies NAME --threads 2 --jobs 1 ARCH...`, the time_ms that
+    sieve reports for each architecture (the proxy's computation, runtime compilation included;
+    not process start or plugin loading), median over the ten;
+  - sieve shared pass: every proxy named in one call, as a screening stage runs them; each
+    architecture's total time, median over the ten, beside the per-proxy medians summed;
+  - the peer: `/usr/bin/python3 torch_nb201.py time-proxies --archs 10 --threads 2` run in the same
+    session, its median per proxy (it times each proxy call on a freshly built network).
+
+Prints the medians and the ratios peer/sieve (larger: sieve faster).  Runs are alternated sieve,
+peer, sieve, peer for --repeat rounds and the median of the rounds is reported, because the
+machines these run on vary by 2x from hour to hour.
+
+    make bench-proxies      # or: /usr/bin/python3 bench/proxies_speed.py --build build
+"""
+import argparse, json, os, random, statistics, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peer_proxies  # noqa: E402
+
+PROXIES = ["grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen"]
+
+
+def peer_archs(peer, n, seed=0):
+    rng = random.Random(seed)
+    return [peer.random_arch(rng) for _ in range(n)]
+
+
+def sieve_times(sieve, archs, names, threads, C, N, batch):
+    cmd = [sieve, "proxies", "--space", "nb201", "--set", f"space.C={C}", "--set", f"space.N={N}",
+           "--proxies", ",".join(names), "--batch", str(batch), "--threads", str(threads), "--jobs", "1"] + archs
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"sieve proxies failed ({p.returncode}):\n{p.stderr}")
+    rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    return [r["time_ms"] for r in rows]
+
+
+def peer_times(peer_path, n_archs, names, threads, C, N, batch):
+    cmd = ["/usr/bin/python3", peer_path, "time-proxies", "--archs", str(n_archs), "--threads", str(threads),
+           "--C", str(C), "--N", str(N), "--batch", str(batch), "--proxies", ",".join(names)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"the peer failed ({p.returncode}):\n{p.stderr}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    return {n: res["proxies"][n]["median_ms"] for n in names}, res["torch"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--peer", default=None, help="torch_nb201.py (default ../shared/peers/ or $SIEVE_TORCH_PEER)")
+    ap.add_argument("--archs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--C", type=int, default=16)
+    ap.add_argument("--N", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--proxies", default=",".join(PROXIES))
+    ap.add_argument("--json", help="also write the figures here")
+    a = ap.parse_args()
+    peer_path = a.peer or os.environ.get("SIEVE_TORCH_PEER") or peer_proxies.DEFAULT_PEER
+    peer = peer_proxies.load_peer(peer_path)
+    sieve = os.path.join(a.build, "src", "sieve")
+    names = a.proxies.split(",")
+    archs = peer_archs(peer, a.archs)
+    print(f"{len(archs)} architectures of `torch_nb201.py time-proxies --archs {a.archs}` (random.Random(0)), "
+          f"C={a.C} N={a.N}, batch {a.batch} of 3x32x32, {a.threads} threads, {a.repeat} alternated rounds",
+          flush=True)
+
+    per = {n: [] for n in names}      # per round: median over archs of sieve's time, one proxy per call
+    shared = {n: [] for n in names}   # per round: median of this proxy's share in the shared call
+    shared_total, peer_ms = [], {n: [] for n in names}
+    torch_version = None
+    for r in range(a.repeat):
+        for n in names:
+            ts = sieve_times(sieve, archs, [n], a.threads, a.C, a.N, a.batch)
+            per[n].append(statistics.median(t[n] for t in ts))
+        ts = sieve_times(sieve, archs, names, a.threads, a.C, a.N, a.batch)
+        for n in names:
+            shared[n].append(statistics.median(t[n] for t in ts))
+        shared_total.append(statistics.median(sum(t.values()) for t in ts))
+        pm, torch_version = peer_times(peer_path, a.archs, names, a.threads, a.C, a.N, a.batch)
+        for n in names:
+            peer_ms[n].append(pm[n])
+        print(f"round {r + 1}: sieve shared pass {shared_total[-1]:.1f} ms/arch, peer all proxies "
+              f"{sum(pm.values()):.1f} ms/arch", flush=True)
+
+    med = statistics.median
+    print(f"\nmedian ms per architecture (peer: PyTorch {torch_version})")
+    print(f"{'proxy':10s} {'sieve':>9s} {'shared':>9s} {'peer':>9s} {'ratio':>7s}")
+    rows = {}
+    for n in names:
+        s, sh, p = med(per[n]), med(shared[n]), med(peer_ms[n])
+        rows[n] = {"sieve_ms": s, "sieve_shared_ms": sh, "peer_ms": p, "ratio": p / s}
+        print(f"{n:10s} {s:9.1f} {sh:9.1f} {p:9.1f} {p / s:6.1f}x")
+    total_peer = sum(med(peer_ms[n]) for n in names)
+    total_per = sum(med(per[n]) for n in names)
+    total_shared = med(shared_total)
+    print(f"{'all':10s} {total_per:9.1f} {total_shared:9.1f} {total_peer:9.1f} {total_peer / total_per:6.1f}x "
+          f"per proxy, {total_peer / total_shared:.1f}x shared pass")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"archs": archs, "threads": a.threads, "torch": torch_version, "proxies": rows,
+                       "all": {"sieve_ms": total_per, "sieve_shared_ms": total_shared, "peer_ms": total_peer}},
+                      f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

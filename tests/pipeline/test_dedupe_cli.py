@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""The dedupe stage through `sieve run`: real processes, real stores, an
+evaluator program that logs every evaluation it makes (so that "never
+evaluated twice" is checked from outside), a Lua optimizer that writes down
+every tell, and kills with SIGKILL at many points."""
+import csv
+import io
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+# Columns that legitimately differ between two runs of the same study.
+VOLATILE = {"cost_s", "started", "finished", "worker"}
+PROGRESS = re.compile(r"^\[(\d+)/")
+
+
+def sieve(*args, check=None, timeout=120, cwd=None):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def export_rows(store, stable=True):
+    out = sieve("export", store, "--format", "csv", check=0).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    if stable:
+        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
+    return rows
+
+
+def summary(store):
+    out = sieve("export", store, "--summary", check=0).stdout
+    return next(csv.DictReader(io.StringIO(out)))
+
+
+class Workdir(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-dedupe-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
+    def grid(self, name, *sizes):
+        """An hpo space of integer decisions x1, x2 ... with sizes values each."""
+        lines = ["parameters:"] + [f"  x{i + 1}: {{type: int, low: 0, high: {n - 1}}}" for i, n in enumerate(sizes)]
+        return self.write(name, "\n".join(lines) + "\n")
+
+    def check_answers(self, rows):
+        """Each cached trial repeats an earlier trial's metrics, whose genotype
+        it has; no genotype is evaluated (ok) twice.  Returns the cached rows."""
+        by_number = {int(r["number"]): r for r in rows}
+        evaluated = [r["genotype"] for r in rows if r["status"] == "ok"]
+        self.assertEqual(len(evaluated), len(set(evaluated)), "a candidate was evaluated twice")
+        cached = [r for r in rows if r["status"] == "cached"]
+        for r in cached:
+            o = by_number[int(r["cached_from"])]
+            self.assertLess(int(o["number"]), int(r["number"]))
+            self.assertEqual(o["genotype"], r["genotype"])
+            self.assertEqual(o["hash"], r["hash"])
+            self.assertEqual(o["value"], r["value"])
+            self.assertEqual(r["worker"] if "worker" in r else "", "")
+        return cached
+
+
+COMMAND = """name: cmd
+seed: %(seed)d
+space: {plugin: hpo, file: space.yaml}
+optimizer: {plugin: random}
+evaluator:
+  plugin: command
+  argv: [python3, %(evaluate)s, "{genotype}", %(log)s, "%(delay)s"]
+  env: {PYTHONDONTWRITEBYTECODE: "1", FAIL_ON: "%(fail_on)s"}
+objective: {metric: value, direction: minimize}
+pipeline: [{dedupe: {max_consecutive_hits: %(hits)d}}]
+budget: {evaluations: %(n)d}
+workers: %(workers)d
+"""
+
+
+class TestDedupe(Workdir):
+    def command_config(self, n, workers=1, delay=0.0, hits=1000, seed=5, fail_on=""):
+        return self.write("cmd.yaml", COMMAND % dict(seed=seed, evaluate=os.path.join(FIXTURES, "evaluate.py"),
+                                                     log=self.path("evaluations.log"), delay=delay, hits=hits, n=n,
+                                                     workers=workers, fail_on=fail_on))
+
+    def logged(self):
+        if not os.path.exists(self.path("evaluations.log")):
+            return []
+        with open(self.path("evaluations.log")) as f:
+            return f.read().split()
+
+    def test_second_run_answers_from_the_cache(self):
+        self.grid("space.yaml", 6)
+        cfg = self.command_config(n=3)
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        first = export_rows(store)
+        self.assertEqual(len(self.logged()), 3)
+        out = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=6", check=0).stdout
+        self.assertIn("pipeline: dedupe (genotype hash) -> command", out)
+        rows = export_rows(store)
+        self.assertEqual(rows[:len(first)], first)
+        # Six evaluations in all, each of another cell, each logged once.
+        log = self.logged()
+        self.assertEqual(len(log), 6)
+        self.assertEqual(len(set(log)), 6)
+        self.assertEqual(sorted(log), sorted(r["genotype"] for r in rows if r["status"] == "ok"))
+        cached = self.check_answers(rows)
+        later = [r for r in cached if int(r["number"]) >= len(first) and int(r["cached_from"]) < len(first)]
+        self.assertTrue(later, "the second run never reused a result of the first")
+        self.assertRegex(out, r"cached value=\S+ from #\d+ \(run 1\)")
+        s = summary(store)
+        self.assertEqual((s["evaluated"], s["distinct_evaluated"], s["cached"]), ("6", "6", str(len(cached))))
+        self.assertEqual(s["hash_kind"], "genotype")
+
+    def test_duplicates_in_flight_wait_for_their_original(self):
+        # Three cells, four workers: the first four proposals hold a duplicate
+        # of one still being evaluated.
+        self.grid("space.yaml", 3)
+        cfg = self.command_config(n=10, workers=4, delay=0.4, hits=12)
+        store = self.path("s.sieve")
+        out = sieve("run", cfg, "--store", store, check=0).stdout
+        self.assertIn("stopping: the last 12 proposals were all duplicates", out)
+        log = self.logged()
+        self.assertEqual(sorted(log), sorted(set(log)))
+        self.assertEqual(len(log), 3)
+        rows = export_rows(store, stable=False)
+        cached = self.check_answers(rows)
+        early = [r for r in cached if int(r["number"]) < 4]
+        self.assertTrue(early, "no duplicate among the first four proposals")
+        for r in early:
+            self.assertLess(int(r["cached_from"]), 4)
+        # The last 12 proposals are the hits that stopped the study.
+        self.assertTrue(all(r["status"] == "cached" for r in rows[-12:]))
+        self.assertEqual(summary(store)["pending"], "0")
+
+    def test_failures_are_not_cached(self):
+        # x1=1 always fails: its duplicates, waiting or later, are evaluated
+        # again (a failure may be transient); the others are answered.
+        self.grid("space.yaml", 3)
+        cfg = self.command_config(n=9, workers=3, delay=0.3, hits=10, fail_on="x1=1")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        failed = [r for r in rows if r["status"] == "failed"]
+        self.assertGreaterEqual(len(failed), 2)
+        self.assertTrue(all(r["genotype"] == "x1=1" and r["reason"] == "told to fail" for r in failed))
+        self.assertEqual(self.logged().count("x1=1"), len(failed))
+        for g in ("x1=0", "x1=2"):
+            self.assertEqual(self.logged().count(g), 1)
+        by_number = {r["number"]: r for r in rows}
+        for r in rows:
+            if r["status"] == "cached":
+                self.assertEqual(by_number[r["cached_from"]]["status"], "ok")
+        self.assertEqual(sum(r["status"] in ("ok", "failed") for r in rows), 9)
+
+    def test_budgets(self):
+        self.grid("space.yaml", 4, 4)
+        cfg = self.command_config(n=8)
+        store = self.path("e.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        s = summary(store)
+        self.assertEqual(s["evaluated"], "8")
+        self.assertEqual(int(s["trials"]), 8 + int(s["cached"]))
+        self.assertGreater(int(s["cached"]), 0)
+        store = self.path("p.sieve")
+        sieve("run", cfg, "--store", store, "--set", "budget={proposals: 5, evaluations: 0}", check=0)
+        self.assertEqual(summary(store)["trials"], "5")
+
+    def test_told_to_the_optimizer(self):
+        self.grid("space.yaml", 2, 3)
+        tells = self.path("tells.log")
+        cfg = self.write("lua.yaml", f"""name: told
+seed: 3
+lua: {{allow: [io], load: [{os.path.join(FIXTURES, 'recorder.lua')}]}}
+space: {{plugin: hpo, file: space.yaml}}
+optimizer: {{plugin: recorder, log: {tells}}}
+evaluator: {{plugin: function, function: branin}}
+objective: {{metric: value, direction: minimize}}
+pipeline: [{{dedupe: {{max_consecutive_hits: 15}}}}]
+budget: {{evaluations: 20}}
+""")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store)
+        cached = self.check_answers(rows)
+        self.assertTrue(cached)
+        with open(tells) as f:
+            told = {int(n): (status, objective, text) for n, status, objective, text in
+                    (line.split(" ", 3) for line in f.read().splitlines())}
+        # Every trial told once, with its status; a hit with the objective
+        # its original was told with.
+        self.assertEqual(sorted(told), [int(r["number"]) for r in rows])
+        for r in rows:
+            status, objective, text = told[int(r["number"])]
+            self.assertEqual(status, r["status"])
+            self.assertEqual(text, r["genotype"])
+            if r["status"] == "cached":
+                self.assertEqual(objective, told[int(r["cached_from"])][1])
+                self.assertNotEqual(objective, "nil")
+
+    def test_stages_described(self):
+        out = sieve("plugins", check=0).stdout
+        self.assertIn("pipeline stages (the experiment's pipeline: list, before the evaluator):", out)
+        self.assertRegex(out, r"\n  dedupe +answer proposals")
+        out = sieve("plugins", "--describe", "dedupe", check=0).stdout
+        self.assertTrue(out.startswith("pipeline stage dedupe: "))
+        self.assertIn("max_consecutive_hits (integer, default 1000", out)
+        out = sieve("plugins", "--describe", "screen", check=0).stdout
+        self.assertIn("  proxies (string list, required)", out)
+        self.assertIn("- screen: {proxies: ...}", out)
+        p = sieve("plugins", "--describe", "dedup", check=1)
+        self.assertIn("no component named 'dedup' (did you mean 'dedupe'?)", p.stderr)
+
+    def test_bad_pipeline_is_refused_before_any_store(self):
+        self.grid("space.yaml", 3)
+        cfg = self.command_config(n=3)
+        with open(cfg) as f:
+            text = f.read()
+        bad = self.write("bad.yaml", text.replace("pipeline: [{dedupe:", "pipeline: [{dedup:"))
+        store = self.path("bad.sieve")
+        p = sieve("run", bad, "--store", store, check=2)
+        self.assertIn(f"{bad}:10:13: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); "
+                      "known stages: dedupe, screen", p.stderr)
+        p = sieve("run", cfg, "--store", store, "--set", "pipeline.0.dedupe.hash=structural", check=2)
+        self.assertIn("stage 'dedupe': space 'hpo' builds no networks, so it has no structural hash; "
+                      "use hash: genotype", p.stderr)
+        self.assertFalse(os.path.exists(store))
+        # A study cannot change its pipeline on resume (its results would mean something else).
+        sieve("run", cfg, "--store", store, check=0)
+        p = sieve("run", cfg, "--store", store, "--resume", "--set", "pipeline=[]", check=1)
+        self.assertIn("the experiment differs from the study stored there", p.stderr)
+
+
+SLOW = """name: slow
+seed: 7
+space: {plugin: hpo, file: space.yaml}
+optimizer: {plugin: random}
+evaluator: {plugin: function, function: branin, delay: 0.02}
+objective: {metric: value, direction: minimize}
+pipeline: [dedupe]
+budget: {evaluations: 24}
+"""
+
+
+class TestKillResume(Workdir):
+    def run_until(self, cfg, store, resume, kill_at=None, kill_after_s=None):
+        """Run sieve; SIGKILL it when kill_at evaluations have been reported
+        (or after kill_after_s seconds)."""
+        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kill_after_s is not None:
+            try:
+                proc.wait(timeout=kill_after_s)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            return
+        if kill_at is None:
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, err)
+            return
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= kill_at:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.communicate()
+        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+
+    def test_kill_at_many_points(self):
+        self.grid("space.yaml", 5, 5)
+        cfg = self.write("slow.yaml", SLOW)
+        ref = self.path("ref.sieve")
+        self.run_until(cfg, ref, resume=False)
+        reference = export_rows(ref)
+        self.assertEqual(sum(r["status"] == "ok" for r in reference), 24)
+        self.assertGreater(sum(r["status"] == "cached" for r in reference), 5)
+        self.check_answers(reference)
+
+        store = self.path("chain.sieve")
+        resume = False
+        for k in (1, 2, 9, 15, 22):
+            self.run_until(cfg, store, resume, kill_at=k)
+            resume = True
+            rows = export_rows(store)
+            done = [r for r in rows if r["status"] != "pending"]
+            self.assertGreaterEqual(sum(r["status"] == "ok" for r in done), k, "a finished trial was lost")
+            self.assertEqual(done, reference[:len(done)])
+        self.run_until(cfg, store, resume=True)
+        self.assertEqual(export_rows(store), reference)
+
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")))
+        for i in range(3):
+            store = self.path(f"random{i}.sieve")
+            resume = False
+            for _ in range(3):
+                self.run_until(cfg, store, resume, kill_after_s=rng.uniform(0.0, 0.5))
+                resume = True
+            self.run_until(cfg, store, resume=True)
+            self.assertEqual(export_rows(store), reference, f"random kill run {i}")
+
+    def test_nb201_functional_kills(self):
+        # configs/nb201-dedupe.yaml: regularized evolution on the table with
+        # the functional hash, killed at random moments and resumed.
+        cfg = os.path.join(ROOT, "configs", "nb201-dedupe.yaml")
+        budget = ["--set", "budget.evaluations=150"]
+        ref = self.path("ref.sieve")
+        sieve("run", cfg, "--store", ref, "-q", *budget, check=0)
+        reference = export_rows(ref)
+        s = summary(ref)
+        self.assertEqual((s["evaluated"], s["distinct_evaluated"], s["hash_kind"]), ("150", "150", "functional"))
+        self.assertGreater(int(s["cached"]), 10)
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")) + 1)
+        for i in range(3):
+            store = self.path(f"nb{i}.sieve")
+            for k in range(3):
+                args = [SIEVE, "run", cfg, "--store", store, "-q", *budget] + (["--resume"] if k else [])
+                proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    proc.wait(timeout=rng.uniform(0.02, 0.3))
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+            sieve("run", cfg, "--store", store, "--resume", "-q", *budget, check=0)
+            self.assertEqual(export_rows(store), reference, f"kill run {i}")
+
+
+
+def table_path():
+    shared = os.path.join(ROOT, "..", "shared", "data", "nb201", "nb201.csv")
+    return os.path.abspath(shared if os.path.exists(shared) else os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+
+
+# The screen on a small NB201 scale (fast proxies; the table does not care).
+SCREEN = """name: screen
+seed: 2
+space: {plugin: nb201, C: 4, N: 1, size: 8}
+%(optimizer)s
+evaluator: {plugin: tabular, table: %(table)s, metrics: [cifar10_valid_acc]}
+objective: {metric: cifar10_valid_acc}
+pipeline:
+  - dedupe
+  - screen: {proxies: [naswot, params], keep_top: 2, batch: 5, batch_size: 8}
+budget: {evaluations: %(n)d}
+"""
+
+
+class TestScreen(Workdir):
+    def test_screened_are_stored_and_told(self):
+        tells = self.path("tells.log")
+        optimizer = (f"lua: {{allow: [io], load: [{os.path.join(FIXTURES, 'recorder.lua')}]}}\n"
+                     f"optimizer: {{plugin: recorder, log: {tells}}}")
+        cfg = self.write("s.yaml", SCREEN % dict(optimizer=optimizer, table=table_path(), n=4))
+        store = self.path("s.sieve")
+        out = sieve("run", cfg, "--store", store, check=0).stdout
+        self.assertIn("pipeline: dedupe (functional hash) -> screen (naswot+params, best 2 of 5) -> tabular", out)
+        self.assertRegex(out, r"trial \d+ screened \(score [0-9.]+\)")
+        rows = export_rows(store)
+        s = summary(store)
+        self.assertEqual(s["evaluated"], "4")
+        self.assertGreaterEqual(int(s["screened"]), 5)
+        with open(tells) as f:
+            told = {int(n): (status, objective) for n, status, objective, _ in
+                    (line.split(" ", 3) for line in f.read().splitlines())}
+        self.assertEqual(sorted(told), [int(r["number"]) for r in rows])
+        for r in rows:
+            self.assertEqual(told[int(r["number"])][0], r["status"])
+            if r["status"] == "screened":
+                # Their scores are their metrics; no objective.
+                self.assertNotEqual(r["naswot"], "")
+                self.assertEqual(r["cifar10_valid_acc"], "")
+                self.assertIn(told[int(r["number"])][1], ("nan", "-nan", "nil"))
+            if r["status"] == "ok":
+                self.assertNotEqual(r["screen_score"], "")
+                self.assertEqual(float(told[int(r["number"])][1]), float(r["cifar10_valid_acc"]))
+
+    def test_kill_resume_with_screen(self):
+        optimizer = "optimizer: {plugin: evolution, population: 5, sample_size: 2}"
+        cfg = self.write("s.yaml", SCREEN % dict(optimizer=optimizer, table=table_path(), n=6))
+        ref = self.path("ref.sieve")
+        sieve("run", cfg, "--store", ref, "-q", check=0)
+        reference = export_rows(ref)
+        self.assertEqual(sum(r["status"] == "ok" for r in reference), 6)
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")) + 2)
+        for i in range(2):
+            store = self.path(f"k{i}.sieve")
+            for k in range(3):
+                args = [SIEVE, "run", cfg, "--store", store, "-q"] + (["--resume"] if k else [])
+                proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    proc.wait(timeout=rng.uniform(0.1, 1.5))
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+            sieve("run", cfg, "--store", store, "--resume", "-q", check=0)
+            self.assertEqual(export_rows(store), reference, f"kill run {i}")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
