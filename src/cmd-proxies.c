@@ -374,8 +374,10 @@ sieve_cmd_proxies(int argc, char **argv)
   for (guint i = 0; names[i]; i++)
     g_strstrip(names[i]);
   guint n_names = g_strv_length(names);
-  if (!sieve_proxy_check_names((const char *const *)names, n_names, &error))
-    return sieve_cli_fail(error);
+  if (!sieve_proxy_check_names((const char *const *)names, n_names, &error)) {
+    sieve_cli_fail(error);
+    return SIEVE_EXIT_USAGE; /* a bad --proxies is a usage error */
+  }
 
   Job job = {.names = (const char **)names, .n_names = n_names};
   job.options.batch = batch > 0 ? (guint)batch : 64;

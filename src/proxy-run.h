@@ -30,10 +30,10 @@ typedef struct {
 
 /* The runtime parameters that are weights of conv2d and linear nodes (the
  * layers the zero-cost papers score; biases and batch norm are not). */
-GArray *sieve__proxy_weight_params(SieveRuntime *rt, const SieveGraph *graph);
+SIEVE_INTERNAL_API GArray *sieve__proxy_weight_params(SieveRuntime *rt, const SieveGraph *graph);
 /* A train forward of run->x (batch norm on batch statistics, as the papers'
  * networks in train mode), the logits read into run->logits. */
-gboolean sieve__proxy_forward(SieveProxyRun *run, GError **error);
+SIEVE_INTERNAL_API gboolean sieve__proxy_forward(SieveProxyRun *run, GError **error);
 /* dz = (softmax(z) - onehot(y)) / B: the gradient of the mean cross-entropy
  * with respect to the logits z (batch * n_classes). */
 SIEVE_INTERNAL_API void sieve__proxy_ce_grad(const float *logits, const gint32 *labels, guint batch,
