@@ -33,6 +33,7 @@ bench-optimizers: build
 # Per-trial cost of a Lua optimizer against the C random one (lua/README.md).
 bench-lua: build
 	bench/lua-overhead.sh $(BUILD)
+	$(BUILD)/src/sieve lua bench/lua/build.lua $(CURDIR)
 
 clean:
 	rm -rf $(BUILD)

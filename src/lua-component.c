@@ -47,6 +47,11 @@ typedef struct {
   SieveFidelity fidelity; /* evaluators that declared one */
   gboolean has_fidelity;
   gboolean has_format;    /* spaces */
+  gboolean has_build;     /* spaces that build networks */
+  char **probe;           /* spaces: "option=value" of `probe`, NULL-terminated (in strings), or NULL */
+  char **builtin_probe;   /* the same as "options.option=value", for the builtin `lua` space */
+  SieveSpaceClass klass;  /* spaces: what the script defines (format, build, probe scale) */
+  SieveSpaceClass builtin_klass; /* the same for an instance of the builtin `lua` space */
   SieveLuaHost *host;     /* the latest live binding's host, NULL when none is left */
   int table_ref;          /* the definition table in host's registry */
   GArray *bindings;       /* Binding: the same script run by several hosts, latest last */
@@ -86,7 +91,12 @@ static GPtrArray *defs;          /* LuaDef*, all of them */
 static const SieveOptimizerClass lua_optimizer_class;
 static const SieveEvaluatorClass lua_evaluator_class;
 static const SieveSpaceClass lua_space_class;
-static const SieveSpaceClass lua_space_class_generic;
+static gpointer space_create(SieveSpace *space, const SieveOptions *options, GError **error);
+static void optimizer_destroy(gpointer instance);
+static char *space_format(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype);
+static SieveGenotype *space_parse(gpointer instance, const SieveSpace *space, const char *text, GError **error);
+static SieveGraph *space_build(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype,
+                               GError **error);
 
 /* ---- helpers shared with the bindings -------------------------------------- */
 
@@ -314,6 +324,61 @@ read_options(lua_State *L, LuaDef *def, int idx)
   lua_pop(L, 1);
 }
 
+static int
+compare_strings(const void *a, const void *b)
+{
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* def->probe from the `probe` field of a space definition: overrides of
+ * its own options ({C = 8, N = 1}) under which build() makes the small
+ * networks a functional hash runs (SieveSpaceClass.probe_options). */
+static void
+read_probe(lua_State *L, LuaDef *def, int idx)
+{
+  lua_getfield(L, idx, "probe");
+  int probe = lua_gettop(L);
+  if (lua_isnil(L, probe)) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (!lua_istable(L, probe))
+    luaL_error(L, "'probe' of '%s' must be a table {option = value} of its options", def->name);
+  guint n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, probe) != 0) {
+    lua_pop(L, 1);
+    n++;
+  }
+  /* Owned by the definition before anything can raise. */
+  def->probe = g_new0(char *, n + 1);
+  keep(def, (char *) def->probe);
+  guint i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, probe) != 0) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    gboolean known = FALSE;
+    for (const SieveOptionSpec *o = def->spec; key && o->name; o++)
+      known |= strcmp(o->name, key) == 0;
+    if (!known)
+      luaL_error(L, "'probe' of '%s': '%s' is not one of its options", def->name, key ? key : "(not a string)");
+    int t = lua_type(L, -1);
+    if (t != LUA_TNUMBER && t != LUA_TSTRING && t != LUA_TBOOLEAN)
+      luaL_error(L, "'probe' of '%s': option '%s' needs a number, string or boolean, got a %s", def->name, key,
+                 luaL_typename(L, -1));
+    g_autofree char *value = default_text(L, -1);
+    def->probe[i++] = (char *) keep(def, g_strdup_printf("%s=%s", key, value));
+    lua_pop(L, 1);
+  }
+  /* Lua tables have no order: sorted, so the probe scale reads the same every run. */
+  qsort(def->probe, n, sizeof(char *), compare_strings);
+  def->builtin_probe = g_new0(char *, n + 1);
+  keep(def, (char *) def->builtin_probe);
+  for (i = 0; i < n; i++)
+    def->builtin_probe[i] = (char *) keep(def, g_strconcat("options.", def->probe[i], NULL));
+  lua_pop(L, 1);
+}
+
 /* ---- registration ------------------------------------------------------------ */
 
 static const char *const kind_fields[][4] = {
@@ -352,7 +417,7 @@ register_component(lua_State *L, SieveComponentKind kind)
   if (lua_type(L, -1) != LUA_TFUNCTION)
     return luaL_error(L, "%s '%s' needs a function '%s'", sieve_component_kind_to_string(kind), name, required);
   lua_pop(L, 1);
-  static const char *const optional[] = {"create", "tell", "save", "load", "format", "parse", NULL};
+  static const char *const optional[] = {"create", "tell", "save", "load", "format", "parse", "build", NULL};
   for (guint i = 0; optional[i]; i++) {
     lua_getfield(L, 1, optional[i]);
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TFUNCTION)
@@ -414,14 +479,31 @@ register_component(lua_State *L, SieveComponentKind kind)
       return luaL_error(L, "space '%s' must define both format and parse, or neither", name);
     def->has_format = !lua_isnil(L, -1);
     lua_pop(L, 2);
+    lua_getfield(L, 1, "build");
+    def->has_build = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    read_probe(L, def, 1);
+    /* The class says what exists: sieve_space_can_build() and the generic
+     * text form follow from it. */
+    def->klass = (SieveSpaceClass){
+        .create = space_create,
+        .destroy = optimizer_destroy,
+        .format = def->has_format ? space_format : NULL,
+        .parse = def->has_format ? space_parse : NULL,
+        .build = def->has_build ? space_build : NULL,
+        .probe_options = (const char *const *) def->probe,
+    };
+    /* Through the builtin `lua` space the script's options are the
+     * builtin's `options` map: the same overrides, one level down. */
+    def->builtin_klass = def->klass;
+    def->builtin_klass.probe_options = (const char *const *) def->builtin_probe;
   }
   def->info.kind = kind;
   def->info.name = def->name;
   def->info.options = def->spec;
-  def->info.klass = kind == SIEVE_KIND_OPTIMIZER ? (gconstpointer) &lua_optimizer_class
+  def->info.klass = kind == SIEVE_KIND_OPTIMIZER   ? (gconstpointer) &lua_optimizer_class
                     : kind == SIEVE_KIND_EVALUATOR ? (gconstpointer) &lua_evaluator_class
-                    : def->has_format          ? (gconstpointer) &lua_space_class
-                                               : (gconstpointer) &lua_space_class_generic;
+                                                   : (gconstpointer) &def->klass;
   GError *error = NULL;
   if (!sieve__registry_add_from(host->registry, &def->info, def->origin, &error))
     return sieve__lua_error_gerror(L, error);
@@ -463,6 +545,22 @@ push_method(LuaInstance *inst, const char *field)
   lua_getfield(L, -1, field);
   lua_remove(L, -2);
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
+}
+
+/* A Lua state runs on one thread at a time, and the thread that runs the
+ * script may be inside it right now (a study run from Lua): an entry from
+ * another thread (a concurrent evaluator building a Lua space's networks)
+ * is refused before it touches the state. */
+static gboolean
+on_host_thread(LuaInstance *inst, const char *field, GError **error)
+{
+  if (G_LIKELY(g_thread_self() == inst->host->thread))
+    return TRUE;
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED,
+              "%s '%s', %s(): called from another thread than the one running its Lua script (Lua components run "
+              "on one thread: use workers: 1)",
+              sieve_component_kind_to_string(inst->def->kind), inst->def->name, field);
+  return FALSE;
 }
 
 static gboolean
@@ -735,6 +833,8 @@ static gboolean
 optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "ask", error))
+    return FALSE;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "ask");
@@ -773,6 +873,8 @@ optimizer_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
                const double *objectives, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "tell", error))
+    return FALSE;
   if (!has_method(inst, "tell"))
     return TRUE;
   lua_State *L = inst->host->L;
@@ -829,6 +931,8 @@ static GVariant *
 optimizer_save(gpointer instance, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "save", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
@@ -869,6 +973,8 @@ static gboolean
 optimizer_load(gpointer instance, GVariant *saved, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "load", error))
+    return FALSE;
   lua_State *L = inst->host->L;
   g_autoptr(GVariant) rng = NULL, state = NULL;
   if (g_variant_is_of_type(saved, G_VARIANT_TYPE_VARDICT)) {
@@ -941,6 +1047,8 @@ static SieveResult *
 evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
 {
   LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "evaluate", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "evaluate");
@@ -989,7 +1097,11 @@ static const SieveEvaluatorClass lua_evaluator_class = {
 static gpointer
 space_create(SieveSpace *space, const SieveOptions *options, GError **error)
 {
-  return any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
+  LuaInstance *inst = any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
+  /* The builtin `lua` space is whatever its script defines. */
+  if (inst != NULL && sieve_options_spec(options) == builtin_options)
+    sieve__space_set_class(space, &inst->def->builtin_klass);
+  return inst;
 }
 
 /* format cannot fail by its C signature; a Lua error is reported and the
@@ -1001,6 +1113,12 @@ space_format(gpointer instance, const SieveSpace *space, const SieveGenotype *ge
   LuaInstance *inst = instance;
   if (inst == NULL || !inst->def->has_format)
     return sieve__space_generic_format(space, genotype);
+  GError *thread_error = NULL;
+  if (!on_host_thread(inst, "format", &thread_error)) {
+    g_warning("%s", thread_error->message);
+    g_error_free(thread_error);
+    return sieve__space_generic_format(space, genotype);
+  }
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "format");
@@ -1025,6 +1143,8 @@ space_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   LuaInstance *inst = instance;
   if (inst == NULL || !inst->def->has_format)
     return sieve__space_generic_parse(space, text, error);
+  if (!on_host_thread(inst, "parse", error))
+    return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   push_method(inst, "parse");
@@ -1044,14 +1164,43 @@ space_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   return g;
 }
 
-static const SieveSpaceClass lua_space_class = {
-    .create = space_create,
-    .destroy = optimizer_destroy,
-    .format = space_format,
-    .parse = space_parse,
-};
+/* build(self, genotype) must return a finished sieve.graph; the engine gets
+ * a copy, so the script may keep its own (a cache, say). */
+static SieveGraph *
+space_build(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  LuaInstance *inst = instance;
+  if (!on_host_thread(inst, "build", error))
+    return NULL;
+  lua_State *L = inst->host->L;
+  int top = lua_gettop(L);
+  push_method(inst, "build");
+  lua_getfield(L, -1, "space");
+  sieve__lua_push_genotype(L, -1, sieve_genotype_copy(genotype));
+  lua_remove(L, -2);
+  if (!call_method(inst, "build", 1, 1, error))
+    return NULL;
+  gboolean finished = FALSE;
+  const SieveGraph *graph = sieve__lua_to_graph(L, -1, &finished);
+  if (graph == NULL || !finished) {
+    if (graph != NULL)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH,
+                  "space '%s', build(): returned graph '%s', which is not finished (end with g:finish(output))",
+                  inst->def->name, sieve_graph_name(graph));
+    else
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space '%s', build(): must return a sieve.graph, got %s",
+                  inst->def->name, luaL_typename(L, -1));
+    lua_settop(L, top);
+    return NULL;
+  }
+  SieveGraph *copy = sieve_graph_copy(graph);
+  lua_settop(L, top);
+  return copy;
+}
 
-static const SieveSpaceClass lua_space_class_generic = {
+/* What the builtin `lua` space is until its script has run (create() then
+ * sets the class of the script's definition). */
+static const SieveSpaceClass lua_space_class = {
     .create = space_create,
     .destroy = optimizer_destroy,
 };

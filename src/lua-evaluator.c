@@ -11,6 +11,8 @@
 
 typedef struct {
   SieveEvaluator *evaluator;
+  SieveOptions *options; /* as long as the evaluator: the engine keeps a component's options for its life, and
+                          * plugins may borrow from them (train keeps its device name) */
 } EvaluatorBox;
 
 static EvaluatorBox *
@@ -35,6 +37,7 @@ evaluator_new(lua_State *L)
   GError *error = NULL;
   EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
   box->evaluator = NULL;
+  box->options = NULL;
   luaL_setmetatable(L, SIEVE_LUA_EVALUATOR);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
@@ -43,8 +46,8 @@ evaluator_new(lua_State *L)
   g_free(context);
   if (options == NULL)
     return sieve__lua_error_gerror(L, error);
+  box->options = options; /* freed by __gc, even on a raise */
   box->evaluator = sieve_evaluator_new(c, space, options, &error);
-  sieve_options_free(options); /* before any raise: it skips C cleanups */
   if (box->evaluator == NULL)
     return sieve__lua_error_gerror(L, error);
   return 1;
@@ -98,6 +101,7 @@ evaluator_gc(lua_State *L)
 {
   EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
   g_clear_pointer(&box->evaluator, sieve_evaluator_free);
+  g_clear_pointer(&box->options, sieve_options_free);
   return 0;
 }
 

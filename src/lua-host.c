@@ -317,6 +317,7 @@ open_host(lua_State *L)
   lua_pushstring(L, sieve_version_string());
   lua_setfield(L, sieve_idx, "version");
   sieve__lua_open_space(L, sieve_idx);
+  sieve__lua_open_graph(L, sieve_idx);
   sieve__lua_open_rng(L, sieve_idx);
   sieve__lua_open_result(L, sieve_idx);
   sieve__lua_open_optimizer(L, sieve_idx);
@@ -346,6 +347,7 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
     registry = host->own_registry;
   }
   host->registry = registry;
+  host->thread = g_thread_self();
   host->require_dirs = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; host->settings.paths && host->settings.paths[i]; i++)
     g_ptr_array_add(host->require_dirs, g_strdup(host->settings.paths[i]));

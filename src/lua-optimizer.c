@@ -16,7 +16,8 @@
 typedef struct {
   SieveOptimizer *optimizer;
   SieveLuaObjectives objectives;
-  SieveOptions *options; /* only until the optimizer is made */
+  SieveOptions *options; /* as long as the optimizer: the engine keeps a component's options for its life,
+                          * and plugins may borrow from them */
 } OptimizerBox;
 
 void
@@ -155,7 +156,6 @@ optimizer_new(lua_State *L)
       .objective_names = (const char *const *) box->objectives.metrics,
   };
   box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
-  g_clear_pointer(&box->options, sieve_options_free);
   if (box->optimizer == NULL)
     return sieve__lua_error_gerror(L, error);
   return 1;

@@ -7,15 +7,16 @@
  * in which case the engine invalidates the box before freeing the object
  * and every later use is a Lua error, not a use after free.  Userdata that
  * depend on another keep it alive through a user value (a genotype holds
- * its space).  A graph type (space:build(g) -> graph) joins the same way:
- * lua-graph.c with a "sieve.graph" metatable whose box holds the graph and
- * its space as user value.
+ * its space).  A graph (lua-graph.c) owns its SieveGraph and depends on
+ * nothing: space:build(g) hands over a graph of its own.
  */
 #pragma once
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+
+#include <sieve/hash.h>
 
 #include "lua-host.h"
 
@@ -27,6 +28,7 @@
 #define SIEVE_LUA_OPTIMIZER "sieve.optimizer"
 #define SIEVE_LUA_EVALUATOR "sieve.evaluator"
 #define SIEVE_LUA_STUDY "sieve.study"
+#define SIEVE_LUA_GRAPH "sieve.graph"
 
 struct _SieveLuaHost {
   lua_State *L;
@@ -43,6 +45,7 @@ struct _SieveLuaHost {
   gint64 deadline; /* monotonic microseconds, 0: none */
   const char *limit_hit; /* "instruction", "time" or NULL */
   char *main_chunk;      /* the script run_file ran, for messages */
+  GThread *thread;       /* the thread that created it: the only one that may call in */
 };
 
 /* The host of a state (kept in its extra space). */
@@ -104,6 +107,22 @@ void sieve__lua_push_genotype_space(lua_State *L, int idx);
 /* A builder for a Lua space's create(); invalidate after the call. */
 void sieve__lua_push_builder(lua_State *L, SieveSpace *space);
 void sieve__lua_invalidate_builder(lua_State *L, int idx);
+
+/* lua-graph.c */
+void sieve__lua_open_graph(lua_State *L, int sieve_idx);
+/* Pushes a graph userdata owning graph (finished when it has an output). */
+void sieve__lua_push_graph(lua_State *L, SieveGraph *graph);
+/* (transfer none) the graph at idx; raises unless it is a live graph (and,
+ * with finished, a finished one). */
+const SieveGraph *sieve__lua_check_graph(lua_State *L, int idx, gboolean finished);
+/* (transfer none) (nullable) the same without raising, for C callers
+ * outside a protected call; *finished says whether it is finished. */
+const SieveGraph *sieve__lua_to_graph(lua_State *L, int idx, gboolean *finished);
+
+/* "structural" (the default) or "functional" at argument arg, else a Lua error. */
+SieveHashKind sieve__lua_check_hash_kind(lua_State *L, int arg);
+/* Pushes a hash as its 32 hex digits. */
+void sieve__lua_push_hash(lua_State *L, const SieveHash *hash);
 
 /* lua-rng.c */
 void sieve__lua_open_rng(lua_State *L, int sieve_idx);

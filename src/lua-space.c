@@ -4,6 +4,7 @@
  *   local g = space:sample(rng)
  *   print(g:format(), g:get("edge_1_0"))     -- "|none~0|+...", "none"
  *   local h = g:copy():set("edge_1_0", "skip_connect")
+ *   local net = space:build(h)                -- a sieve.graph (lua-graph.c)
  *
  * A genotype userdata keeps its space userdata alive (user value 1); a
  * borrowed space (a component's) is invalidated when its owner frees it,
@@ -667,12 +668,57 @@ builder_condition(lua_State *L)
   return 0;
 }
 
+/* space:build(genotype | text | {decision = value}) -> graph */
+static int
+space_build(lua_State *L)
+{
+  SieveSpace *space = sieve__lua_check_space(L, 1);
+  GError *error = NULL;
+  SieveGenotype *g = sieve__lua_to_genotype(L, 2, 1, &error);
+  if (g == NULL)
+    return sieve__lua_error_gerror(L, error);
+  SieveGraph *graph = sieve_space_build(space, g, &error);
+  sieve_genotype_free(g); /* before any raise: it skips C cleanups */
+  if (graph == NULL)
+    return sieve__lua_error_gerror(L, error);
+  sieve__lua_push_graph(L, graph);
+  return 1;
+}
+
+/* space:hash(genotype | text | {decision = value}[, kind = "structural"]):
+ * the candidate's hash, the functional one at the space's probe scale. */
+static int
+space_hash(lua_State *L)
+{
+  SieveSpace *space = sieve__lua_check_space(L, 1);
+  SieveHashKind kind = sieve__lua_check_hash_kind(L, 3);
+  GError *error = NULL;
+  SieveGenotype *g = sieve__lua_to_genotype(L, 2, 1, &error);
+  if (g == NULL)
+    return sieve__lua_error_gerror(L, error);
+  SieveHash hash;
+  gboolean ok = sieve_space_hash(space, g, kind, &hash, &error);
+  sieve_genotype_free(g); /* before any raise: it skips C cleanups */
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  sieve__lua_push_hash(L, &hash);
+  return 1;
+}
+
+static int
+space_can_build(lua_State *L)
+{
+  lua_pushboolean(L, sieve_space_can_build(sieve__lua_check_space(L, 1)));
+  return 1;
+}
+
 /* ---- registration -------------------------------------------------------- */
 
 static const luaL_Reg space_methods[] = {
     {"name", space_name},         {"decisions", space_decisions}, {"decision", space_decision},
     {"sample", space_sample},     {"parse", space_parse},         {"format", space_format},
-    {"genotype", space_genotype}, {"validate", space_validate},   {NULL, NULL},
+    {"genotype", space_genotype}, {"validate", space_validate},   {"build", space_build},
+    {"can_build", space_can_build}, {"hash", space_hash},           {NULL, NULL},
 };
 
 static const luaL_Reg genotype_methods[] = {

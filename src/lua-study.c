@@ -32,6 +32,7 @@ typedef struct {
   SieveStore *store;
   char *tmp_dir;              /* a temporary store's folder, removed on close */
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
+  SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
   SieveLuaObjectives objectives;
   GHashTable *in_flight;      /* trial number -> SieveCandidate* asked, not told */
   GQueue pending;             /* SieveCandidate* stored pending before this session */
@@ -43,6 +44,7 @@ static void
 study_close(StudyBox *box)
 {
   g_clear_pointer(&box->optimizer, sieve_optimizer_free);
+  g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
   if (box->store != NULL) {
@@ -529,8 +531,8 @@ study_new(lua_State *L)
   g_free(context);
   if (options == NULL)
     return sieve__lua_error_gerror(L, error);
+  box->options = options; /* freed with the study, even on a raise */
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
-  sieve_options_free(options);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
   lua_settop(L, study);

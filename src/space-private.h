@@ -3,6 +3,7 @@
 
 #include <glib.h>
 #include <sieve/hash.h>
+#include <sieve/space.h>
 
 #include "internal.h"
 
@@ -13,12 +14,15 @@ void sieve__json_append_string(GString *out, const char *s);
 /* Append a number as JSON (non-finite values as the strings "nan", "inf", "-inf"). */
 void sieve__json_append_number(GString *out, double value);
 
-typedef struct _SieveSpace SieveSpace;
-typedef struct _SieveGenotype SieveGenotype;
 /* The generic "name=value,..." text form, for spaces whose own format
  * defers to it (Lua spaces without a format function). (transfer full) */
 char *sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genotype);
 SieveGenotype *sieve__space_generic_parse(const SieveSpace *space, const char *text, GError **error);
+
+/* Replaces the class of a space from inside its create(): the builtin `lua`
+ * space is whatever the script it runs defines (format, build, probe scale).
+ * klass must outlive the space and share its create and destroy. */
+void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
 
 /* The space at the probe scale its class declares (SieveSpaceClass.probe_options
  * over the options the user wrote), made on first use and kept; the space

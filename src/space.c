@@ -379,6 +379,14 @@ sieve_space_size(const SieveSpace *space)
   return product;
 }
 
+void
+sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
+{
+  g_return_if_fail(klass != NULL && space->klass != NULL && klass->create == space->klass->create &&
+                   klass->destroy == space->klass->destroy);
+  space->klass = klass;
+}
+
 gboolean
 sieve_space_can_build(const SieveSpace *space)
 {

@@ -283,6 +283,176 @@ test_lua_optimizer_save_load(void)
   g_clear_error(&error);
 }
 
+/* A space from its component and YAML text for its options. (transfer full) */
+static SieveSpace *
+open_space(SieveRegistry *registry, const char *name, const char *yaml)
+{
+  GError *error = NULL;
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, name);
+  g_assert_nonnull(c);
+  g_autoptr(SieveNode) node = sieve_node_parse_string(yaml, -1, "test.yaml", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveOptions) options =
+    sieve_options_new(sieve_component_get_info(c)->options, node, NULL, NULL, name, &error);
+  g_assert_no_error(error);
+  SieveSpace *space = sieve_space_new(c, options, &error);
+  g_assert_no_error(error);
+  return space;
+}
+
+/* Every one of the 15,625 cells: the Lua space (search_spaces/nb201.lua,
+ * through the engine's calls) builds the C plugin's network and gets its
+ * hashes, both when the script registers it by name and through the
+ * builtin `lua` space. */
+static void
+test_lua_space_build_nb201(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  GError *error = NULL;
+  g_autoptr(SieveLuaHost) host = sieve_lua_host_new(NULL, registry, &error);
+  g_assert_no_error(error);
+  g_autofree char *script = g_build_filename(g_getenv("SIEVE_SOURCE_ROOT"), "search_spaces", "nb201.lua", NULL);
+  g_assert_true(sieve_lua_host_run_file(host, script, NULL, &error));
+  g_assert_no_error(error);
+  const char *small = "{C: 8, N: 1, in_channels: 1, size: 28}";
+  g_autoptr(SieveSpace) c = open_space(registry, "nb201", small);
+  g_autoptr(SieveSpace) named = open_space(registry, "lua_nb201", small);
+  g_autofree char *yaml = g_strdup_printf("{script: '%s', options: %s}", script, small);
+  g_autoptr(SieveSpace) builtin = open_space(registry, "lua", yaml);
+  g_assert_true(sieve_space_can_build(named));
+  g_assert_true(sieve_space_can_build(builtin));
+
+  SieveSpace *lua_spaces[] = {named, builtin};
+  for (guint arch = 0; arch < 15625; arch++) {
+    g_autoptr(SieveGenotype) g = sieve_genotype_new(c);
+    for (guint e = 0, k = arch; e < 6; e++, k /= 5)
+      sieve_genotype_set(g, e, k % 5);
+    g_autoptr(SieveGraph) want = sieve_space_build(c, g, &error);
+    g_assert_no_error(error);
+    g_autofree char *want_dump = sieve_graph_dump(want);
+    g_autofree char *text = sieve_space_format(c, g);
+    /* Every eighth cell through both Lua paths, the rest through one: the
+     * builtin runs the same script in a state of its own. */
+    for (guint s = 0; s < (arch % 8 == 0 ? 2u : 1u); s++) {
+      g_autoptr(SieveGenotype) lg = sieve_space_parse(lua_spaces[s], text, &error);
+      g_assert_no_error(error);
+      g_autoptr(SieveGraph) got = sieve_space_build(lua_spaces[s], lg, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(sieve_graph_params(got), ==, sieve_graph_params(want));
+      g_assert_cmpuint(sieve_graph_macs(got), ==, sieve_graph_macs(want));
+      g_autofree char *got_dump = sieve_graph_dump(got);
+      g_assert_cmpstr(got_dump, ==, want_dump);
+      /* The hashes through sieve_space_hash: the functional one builds at
+       * each space's probe scale, which for the builtin `lua` space is the
+       * script's `probe` one level down (options.C=4 ...). */
+      if (arch % 8 == 0 || arch % 125 == 0) {
+        SieveHashKind kind = arch % 125 == 0 ? SIEVE_HASH_FUNCTIONAL : SIEVE_HASH_STRUCTURAL;
+        SieveHash hc, hl;
+        g_assert_true(sieve_space_hash(c, g, kind, &hc, &error));
+        g_assert_no_error(error);
+        g_assert_true(sieve_space_hash(lua_spaces[s], lg, kind, &hl, &error));
+        g_assert_no_error(error);
+        g_assert_true(sieve_hash_equal(&hc, &hl));
+      }
+    }
+  }
+}
+
+/* A space's `probe` table becomes its class's probe_options, sorted, and a
+ * space without build() has a class without it. */
+static void
+test_lua_space_class(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  GError *error = NULL;
+  g_autoptr(SieveLuaHost) host = sieve_lua_host_new(NULL, registry, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "local function net(self, g)\n"
+                                          "  local n = sieve.graph.new('p') return n:finish(n:input(1, 1, 1)) end\n"
+                                          "sieve.register_space{name = 'probed', options = {width = 16, depth = 4, tag = 'x'},\n"
+                                          "  probe = {width = 2, depth = 1, tag = 'small'},\n"
+                                          "  create = function(self, b) b:int('k', 1, 2) end, build = net,\n"
+                                          "  format = function(self, g) return tostring(g:get('k')) end,\n"
+                                          "  parse = function(self, t) return {k = tonumber(t)} end}\n"
+                                          "sieve.register_space{name = 'plain', create = function(self, b) b:int('k', 1, 2) end}\n",
+                                          "@probe.lua", &error));
+  g_assert_no_error(error);
+  const SieveSpaceClass *probed =
+    sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "probed"))->klass;
+  g_assert_nonnull(probed->probe_options);
+  g_assert_cmpstr(probed->probe_options[0], ==, "depth=1");
+  g_assert_cmpstr(probed->probe_options[1], ==, "tag=small");
+  g_assert_cmpstr(probed->probe_options[2], ==, "width=2");
+  g_assert_null(probed->probe_options[3]);
+  g_assert_nonnull(probed->build);
+  g_assert_nonnull(probed->format);
+  g_autoptr(SieveSpace) space = open_space(registry, "probed", "{width: 8}");
+  g_assert_true(sieve_space_can_build(space));
+  const SieveSpaceClass *plain =
+    sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "plain"))->klass;
+  g_assert_null(plain->build);
+  g_assert_null(plain->probe_options);
+  g_autoptr(SieveSpace) flat = open_space(registry, "plain", "{}");
+  g_assert_false(sieve_space_can_build(flat));
+}
+
+typedef struct {
+  SieveSpace *space;
+  SieveGenotype *genotype;
+  GError *error;
+  SieveGraph *graph;
+} BuildJob;
+
+static gpointer
+build_in_thread(gpointer data)
+{
+  BuildJob *job = data;
+  job->graph = sieve_space_build(job->space, job->genotype, &job->error);
+  return NULL;
+}
+
+/* A Lua state runs on one thread: a build from another thread (a concurrent
+ * evaluator) is refused with a clear error, and the space works on after. */
+static void
+test_lua_space_other_thread(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  GError *error = NULL;
+  g_autoptr(SieveLuaHost) host = sieve_lua_host_new(NULL, registry, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_lua_host_run_string(host,
+                                          "sieve.register_space{name = 'one', create = function(self, b)\n"
+                                          "  b:int('width', 1, 4) end,\n"
+                                          "  build = function(self, g)\n"
+                                          "    local n = sieve.graph.new('one')\n"
+                                          "    local x = n:input(1, 4, 4)\n"
+                                          "    return n:finish(n:conv2d(x, {out = g:get('width'), kernel = 1}))\n"
+                                          "  end}\n",
+                                          "@one.lua", &error));
+  g_assert_no_error(error);
+  g_autoptr(SieveSpace) space = open_space(registry, "one", "{}");
+  /* No probe field: the class says to hash at the space's own scale. */
+  const SieveSpaceClass *klass = sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "one"))->klass;
+  g_assert_null(klass->probe_options);
+  g_assert_nonnull(klass->build);
+  g_assert_null(klass->format);
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, "width=3", &error);
+  g_assert_no_error(error);
+  BuildJob job = {space, g, NULL, NULL};
+  g_thread_join(g_thread_new("builder", build_in_thread, &job));
+  g_assert_null(job.graph);
+  g_assert_error(job.error, SIEVE_ERROR, SIEVE_ERROR_FAILED);
+  g_assert_nonnull(strstr(job.error->message, "space 'one', build(): called from another thread"));
+  g_clear_error(&job.error);
+  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(sieve_graph_params(graph), ==, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -294,5 +464,8 @@ main(int argc, char **argv)
   g_test_add_func("/lua/time-limit", test_time_limit);
   g_test_add_func("/lua/memory-limit", test_memory_limit);
   g_test_add_func("/lua/optimizer-save-load", test_lua_optimizer_save_load);
+  g_test_add_func("/lua/space-build-nb201", test_lua_space_build_nb201);
+  g_test_add_func("/lua/space-other-thread", test_lua_space_other_thread);
+  g_test_add_func("/lua/space-class", test_lua_space_class);
   return g_test_run();
 }

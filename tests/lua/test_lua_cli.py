@@ -239,12 +239,29 @@ class TestExamples(Workdir):
         p = sieve("lua", os.path.join(EXAMPLES, "budgets.lua"), "60", check=0)
         lines = [l for l in p.stdout.splitlines()[1:] if l.strip()]
         self.assertEqual(len(lines), 5)
-        accs = []
+        accs, overs = [], []
         for line in lines:
-            budget, params, valid = (float(x) for x in line.split()[:3])
+            budget, params, mflops, valid, test, over = (float(x) for x in line.split()[:6])
             self.assertLessEqual(params, budget)
+            self.assertGreater(mflops, 0)
             accs.append(valid)
+            overs.append(over)
         self.assertGreater(accs[-1], accs[0], "a larger parameter budget buys accuracy")
+        self.assertGreater(overs[0], overs[-1], "a tight budget rejects more candidates")
+
+    def test_lua_space_from_yaml_trains(self):
+        """The Lua NB201 space named in YAML trains the C plugin's networks:
+        the same seed proposes the same cells, built with the same
+        parameter and MAC counts, and trained to the same accuracies."""
+        yaml = os.path.join(EXAMPLES, "nb201-lua-train.yaml")
+        sieve("run", yaml, "--store", self.path("lua.sieve"), "-q", check=0)
+        sieve("run", yaml, "--store", self.path("c.sieve"), "--set", "space.plugin=nb201", "-q", check=0)
+        keep = ("status", "genotype", "params", "macs", "val_acc", "train_loss")
+        lua = [{k: r[k] for k in keep} for r in export_rows(self.path("lua.sieve"))]
+        c = [{k: r[k] for k in keep} for r in export_rows(self.path("c.sieve"))]
+        self.assertEqual(len(lua), 4)
+        self.assertEqual({r["status"] for r in lua}, {"ok"})
+        self.assertEqual(lua, c)
 
     def test_run_from_lua_script(self):
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
