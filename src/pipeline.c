@@ -42,6 +42,12 @@ static const SieveOptionSpec screen_spec[] = {
     {"seed", SIEVE_OPTION_TYPE_INT, NULL, 0, 9007199254740992.0, NULL,
      "seed of the proxies' initial weights and batch (default: the experiment's seed)",
      SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+    {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
+     "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "
+     "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",
+     0, {NULL}},
+    {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "where the dataset's files are (default: its usual place)",
+     0, {NULL}},
     SIEVE_OPTION_END,
 };
 
@@ -94,6 +100,8 @@ sieve_pipeline_clear(SievePipeline *pipeline)
     return;
   g_strfreev(pipeline->dedupe.cache_from);
   g_strfreev(pipeline->screen.proxies);
+  g_free(pipeline->screen.dataset);
+  g_free(pipeline->screen.data_dir);
   g_free(pipeline->screen.weights);
   memset(pipeline, 0, sizeof *pipeline);
 }
@@ -217,6 +225,9 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
     }
   }
   out->proxy_batch = sieve_options_get_int(o, "batch_size");
+  out->dataset = g_strdup(sieve_options_get_string(o, "dataset"));
+  out->data_dir = g_strdup(sieve_options_get_string(o, "data_dir"));
+  out->dataset_node = sieve_options_node(o, "dataset");
   out->seed = sieve_options_is_set(o, "seed") ? (guint64) sieve_options_get_int(o, "seed") : seed;
   return TRUE;
 }

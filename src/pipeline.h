@@ -57,6 +57,9 @@ typedef struct {
   gint64 batch;             /* proposals asked per screening round */
   gint64 proxy_batch;       /* examples of the proxies' batch */
   guint64 seed;             /* the proxies' weights and batch */
+  char *dataset;            /* the batch's examples from this dataset (owned, nullable: N(0,1)) */
+  char *data_dir;           /* (owned, nullable) */
+  const SieveNode *dataset_node;
 } SieveScreenStage;
 
 typedef struct {

@@ -774,7 +774,8 @@ test_screen_round(void)
   g_assert_cmpuint(params[0], <, params[2]);
   g_assert_cmpuint(params[2], <, params[3]);
   g_assert_cmpuint(params[3], <, params[1]);
-  SieveScreenRound *round = sieve_screen_round_new(&small->pipeline.screen, space, genotypes, G_N_ELEMENTS(archs));
+  SieveScreenRound *round =
+      sieve_screen_round_new(&small->pipeline.screen, space, NULL, genotypes, G_N_ELEMENTS(archs));
   /* Ranked by params alone (flops weighs 0): 1, 3, 2, 0. */
   static const guint best_first[] = {1, 3, 2, 0};
   for (guint r = 0; r < G_N_ELEMENTS(archs); r++) {
