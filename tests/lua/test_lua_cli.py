@@ -263,6 +263,35 @@ class TestExamples(Workdir):
         self.assertEqual({r["status"] for r in lua}, {"ok"})
         self.assertEqual(lua, c)
 
+    def test_proxy_then_train(self):
+        """Screen 40 cells with proxies, train the top 2 briefly, the best
+        longer: each sieve passes on what it says, and the long training
+        learns (chance is 0.1)."""
+        p = sieve("lua", os.path.join(EXAMPLES, "proxy-then-train.lua"), "40", "2", "naswot,zen", "1", check=0,
+                  timeout=300)
+        lines = p.stdout.splitlines()
+        m = re.match(r"sampled 40 cells: (\d+) distinct functions \((\d+) duplicates dropped\)", lines[0])
+        self.assertIsNotNone(m, p.stdout)
+        distinct = int(m.group(1))
+        self.assertLessEqual(distinct + int(m.group(2)), 40)
+        self.assertRegex(lines[1], r"^screened %d cells with naswot\+zen in [\d.]+ s; the top 2 go on$" % distinct)
+        shorts = [l for l in lines if l.startswith("short ")]
+        self.assertEqual(len(shorts), 2, p.stdout)
+        accs = {}
+        for line in shorts:
+            f = line.split()
+            acc = float(f[2].split("=")[1])
+            self.assertTrue(0 <= acc <= 1, line)
+            self.assertIn("naswot=", line)
+            accs[f[-1]] = acc
+        best = lines[-1].split()
+        self.assertEqual(best[0], "best")
+        self.assertEqual(best[-1], max(accs, key=accs.get), "the longer training takes the best short one")
+        val, test = float(best[1].split("=")[1]), float(best[2].split("=")[1])
+        self.assertGreater(val, 0.5, p.stdout)
+        self.assertGreater(test, 0.5, p.stdout)
+        self.assertEqual(best[4], "epochs=2")
+
     def test_run_from_lua_script(self):
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
         self.assertIn("seed 1:", p.stdout)
