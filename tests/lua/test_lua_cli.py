@@ -263,6 +263,28 @@ class TestExamples(Workdir):
         self.assertEqual({r["status"] for r in lua}, {"ok"})
         self.assertEqual(lua, c)
 
+    def test_lua_space_dedupes_like_c(self):
+        """The dedupe stage hashes the Lua NB201 space's candidates as the C
+        plugin's: the same trials are answered from the cache."""
+        rows = {}
+        for plugin in ("lua_nb201", "nb201"):
+            yaml = self.write(plugin + ".yaml", f"""name: dd
+seed: 3
+lua: {{load: [{ROOT}/search_spaces/nb201.lua]}}
+space: {{plugin: {plugin}}}
+optimizer: {{plugin: random}}
+pipeline: [dedupe]
+evaluator: {{plugin: tabular, table: {ROOT}/data/nb201/nb201.csv, metrics: [cifar10_valid_acc]}}
+objective: {{metric: cifar10_valid_acc}}
+budget: {{proposals: 200}}
+""")
+            sieve("run", yaml, "--store", self.path(plugin + ".sieve"), "-q", check=0)
+            rows[plugin] = [(r["status"], r["genotype"], r["cached_from"], r["cifar10_valid_acc"])
+                            for r in export_rows(self.path(plugin + ".sieve"))]
+        self.assertEqual(len(rows["nb201"]), 200)
+        self.assertGreater(sum(r[0] == "cached" for r in rows["nb201"]), 0)
+        self.assertEqual(rows["lua_nb201"], rows["nb201"])
+
     def test_proxy_then_train(self):
         """Screen 40 cells with proxies, train the top 2 briefly, the best
         longer: each sieve passes on what it says, and the long training
