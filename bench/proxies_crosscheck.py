@@ -10,7 +10,10 @@ scores the same weights on the same batch, and every score must agree:
     |sieve - peer| <= tol * |peer|   tol = 1e-6 for synflow (both in double), 0 for params and
                                      flops, 1e-3 for the others (float32 on both sides)
 
-zen is left out: the peer draws its weights and inputs from torch's generator.  The synflow that
+zen is left out: the peer draws its weights and inputs from torch's generator.  --known PROXY
+prints a disagreement already reported without failing on it, so that a new error elsewhere still
+fails the test: the meson test does so for grasp, whose finite-difference Hessian-vector product
+crosses ReLU kinks that autograd's exact product does not see (README, "Zero-cost proxies").  The synflow that
 proxy-dump prints (src/proxy-synflow.c on the same runtime) is checked too, so the weights'
 names are verified even where `sieve proxies` is not built.
 
@@ -48,10 +51,13 @@ def run_json(cmd):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def sieve_can_read_batches(sieve):
-    """Whether this sieve has `proxies` with --batch-file (it may be built before that command)."""
+def sieve_proxies(sieve):
+    """The proxies this sieve's `proxies --batch-file` can compute (none when it has no such command)."""
     p = subprocess.run([sieve, "proxies", "--help"], capture_output=True, text=True)
-    return p.returncode == 0 and "--batch-file" in p.stdout
+    if p.returncode != 0 or "--batch-file" not in p.stdout:
+        return []
+    p = subprocess.run([sieve, "proxies", "--list"], capture_output=True, text=True)
+    return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
 
 
 def number(v):
@@ -78,7 +84,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer", default=None, help="torch_nb201.py (default ../shared/peers/ or $SIEVE_TORCH_PEER)")
+    ap.add_argument("--known", action="append", default=[], metavar="PROXY",
+                    help="a disagreement already reported: print PROXY's comparison but do not fail on it")
     a = ap.parse_args()
+    known = set(a.known)
     if a.full:
         a.C, a.N, a.batch = 16, 5, 64
     try:
@@ -94,9 +103,14 @@ def main():
 
     sieve = os.path.join(a.build, "src", "sieve")
     dump = os.path.join(a.build, "tests", "crosscheck", "proxy-dump")
-    full_cli = sieve_can_read_batches(sieve)
-    if not full_cli:
+    available = sieve_proxies(sieve)
+    names = [n for n in PROXIES if n in available]
+    if not available:
         print("note: this sieve has no `proxies --batch-file`: only synflow (from proxy-dump) is compared")
+    elif len(names) < len(PROXIES):
+        print(f"note: `sieve proxies` does not know {', '.join(n for n in PROXIES if n not in available)} yet")
+    for n in sorted(known):
+        print(f"note: {n} is a known disagreement: compared and printed, not enforced")
     net = ["--C", str(a.C), "--N", str(a.N)]
     failures = 0
     print(f"C={a.C} N={a.N} batch={a.batch} seed={a.seed}; tolerance {DEFAULT_TOL:g} relative "
@@ -106,24 +120,26 @@ def main():
             d = os.path.join(tmp, str(i))
             info = run_json([dump, "--arch", arch, "--out", d, "--seed", str(a.seed), "--batch", str(a.batch),
                              "--batch-seed", str(a.seed + 100)] + net)
-            names = PROXIES if full_cli else ["synflow"]
             ours = {"synflow (proxy-dump)": info["synflow"]}
-            if full_cli:
+            if names:
                 r = run_json([sieve, "proxies", "--space", "nb201", "--set", f"space.C={a.C}", "--set",
                               f"space.N={a.N}", "--proxies", ",".join(names), "--seed", str(a.seed),
                               "--batch-file", info["inputs"], "--labels-file", info["labels"],
                               "--threads", str(a.threads), arch])
                 ours.update({n: number(r[n]) for n in names})
-            theirs = peer_proxies.peer_scores(peer, arch, info["weights"], info["inputs"], info["labels"], names,
-                                              a.C, a.N, threads=a.threads)
+            theirs = peer_proxies.peer_scores(peer, arch, info["weights"], info["inputs"], info["labels"],
+                                              sorted(set(names) | {"synflow"}), a.C, a.N, threads=a.threads)
             print(arch)
             for n, s in ours.items():
                 key = n.split(" ")[0]
                 p = theirs[key]
                 ok, rel = agree(key, float(s), float(p))
-                failures += not ok
-                print(f"  {n:22s} sieve {float(s):>24.12g}  peer {float(p):>24.12g}  rel {rel:9.2e}  "
-                      f"{'ok' if ok else 'DISAGREE'}")
+                if key in known:
+                    verdict = "ok" if ok else "KNOWN DISAGREEMENT"
+                else:
+                    failures += not ok
+                    verdict = "ok" if ok else "DISAGREE"
+                print(f"  {n:22s} sieve {float(s):>24.12g}  peer {float(p):>24.12g}  rel {rel:9.2e}  {verdict}")
     if failures:
         print(f"{failures} scores disagree")
         return 1

@@ -18,7 +18,7 @@
 
 #include "cli.h"
 
-#define ALL_MAX 10000000.0 /* --all refuses larger spaces: one line each */
+#define ALL_MAX 2000000.0 /* --all refuses larger spaces: one line (and one genotype in memory) each */
 
 typedef struct {
   char *text;      /* as given (NULL for --all) */

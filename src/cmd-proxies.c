@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "proxy-io.h"
 
 typedef struct {
   char *text;    /* the architecture as given */
@@ -295,6 +296,7 @@ int
 sieve_cmd_proxies(int argc, char **argv)
 {
   g_autofree char *space_name = NULL, *list = NULL, *input = NULL, *dataset = NULL, *data_dir = NULL;
+  g_autofree char *batch_file = NULL, *labels_file = NULL;
   gint batch = -1, threads = 0, jobs = 0;
   gint64 seed = 0;
   gboolean list_proxies = FALSE;
@@ -309,6 +311,10 @@ sieve_cmd_proxies(int argc, char **argv)
     {"dataset", 'd', 0, G_OPTION_ARG_STRING, &dataset,
      "take a real batch from a dataset's training split instead (fashion-mnist, mnist, cifar10, ...)", "NAME"},
     {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "where the dataset's files are", "DIR"},
+    {"batch-file", 0, 0, G_OPTION_ARG_FILENAME, &batch_file,
+     "take the batch from an .npy file (numpy.save), float32 or float64, shape (batch, C, H, W)", "X.npy"},
+    {"labels-file", 0, 0, G_OPTION_ARG_FILENAME, &labels_file,
+     "class ids of --batch-file's examples, an .npy of integers, shape (batch,) (default: seeded uniform)", "Y.npy"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of the initial weights and the batch (default 0)", "S"},
     {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads in all (default: every core)", "T"},
     {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
@@ -355,8 +361,13 @@ sieve_cmd_proxies(int argc, char **argv)
     fprintf(stderr, "sieve proxies: --threads and --jobs take a positive count\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (input && dataset) {
-    fprintf(stderr, "sieve proxies: --input and --dataset are exclusive (a dataset brings its own shape)\n");
+  if ((input != NULL) + (dataset != NULL) + (batch_file != NULL) > 1) {
+    fprintf(stderr, "sieve proxies: --input, --dataset and --batch-file are exclusive (a dataset or a file brings "
+                    "its own shape)\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (labels_file && !batch_file) {
+    fprintf(stderr, "sieve proxies: --labels-file goes with --batch-file\n");
     return SIEVE_EXIT_USAGE;
   }
   g_auto(GStrv) names = g_strsplit(list, ",", -1);
@@ -374,7 +385,21 @@ sieve_cmd_proxies(int argc, char **argv)
   g_autofree gint32 *y = NULL;
   guint classes = 0;
   g_autofree char *in_origin = NULL;
-  if (dataset) {
+  g_autoptr(SieveProxyBatch) from_file = NULL;
+  if (batch_file) {
+    from_file = sieve_proxy_batch_read(batch_file, labels_file, &error);
+    if (from_file == NULL)
+      return sieve_cli_fail(error);
+    if (batch > 0 && (guint)batch != from_file->batch) {
+      fprintf(stderr, "sieve proxies: --batch %d, but %s holds %u examples\n", batch, batch_file, from_file->batch);
+      return SIEVE_EXIT_USAGE;
+    }
+    job.options.batch = from_file->batch;
+    job.options.inputs = from_file->inputs;
+    job.options.labels = from_file->labels;
+    job.want_input = from_file->shape;
+    in_origin = g_strdup_printf("--batch-file %s", batch_file);
+  } else if (dataset) {
     if (!dataset_batch(dataset, data_dir, job.options.batch, job.options.seed, &x, &y, &job.want_input, &classes,
                        &error))
       return sieve_cli_fail(error);

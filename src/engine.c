@@ -28,8 +28,11 @@
 #include <signal.h>
 #include <string.h>
 
+#include <sieve/proxy.h>
+
 #include "dedupe.h"
 #include "engine.h"
+#include "screen.h"
 
 /* One cache key: the evaluator settings at one fidelity. */
 typedef struct {
@@ -231,8 +234,18 @@ check_pipeline(SieveEngine *engine, GError **error)
     if (!open_shared(engine, error))
       return FALSE;
   }
-  if (pipeline->screen.enabled) {
-    sieve_node_set_error(error, pipeline->screen.node, "stage 'screen' is not available in this build of sieve");
+  if (pipeline->screen.enabled && !networks) {
+    sieve_node_set_error(error, pipeline->screen.node,
+                         "stage 'screen': space '%s' builds no networks, so there is nothing for the proxies to score",
+                         space);
+    return FALSE;
+  }
+  GError *local = NULL;
+  if (pipeline->screen.enabled &&
+      !sieve_proxy_check_names((const char *const *) pipeline->screen.proxies, pipeline->screen.n_proxies, &local)) {
+    g_autofree char *where = sieve_node_where(pipeline->screen.proxies_node);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
+    g_error_free(local);
     return FALSE;
   }
   return TRUE;
@@ -371,6 +384,7 @@ typedef struct {
   double elapsed_before; /* seconds of earlier runs */
   gint64 start;          /* monotonic us */
   GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
+  guint running;         /* evaluations under way */
   GQueue ready;          /* Proposal* waiting for a worker, in trial order */
 } RunState;
 
@@ -442,6 +456,23 @@ report_hash_error(RunState *rs, const Proposal *p)
   if (p->hash_error != NULL && rs->progress != NULL)
     sieve_progress_message(rs->progress, "trial %" G_GINT64_FORMAT ": no %s hash, evaluated without dedupe: %s",
                            proposal_number(p), sieve_dedupe_hash_name(rs->engine->hash_kind), p->hash_error);
+}
+
+/* Evaluations the budget still allows beyond those finished, running and in line. */
+static gint64
+evaluations_left(const RunState *rs)
+{
+  gint64 budget = rs->engine->exp->budget_evaluations;
+  return budget > 0 ? budget - rs->evaluations - rs->running - (gint64) rs->ready.length : G_MAXINT64;
+}
+
+/* A proposal leaves the pipeline without an evaluation: no longer the
+ * original its duplicates find. */
+static void
+forget(RunState *rs, Proposal *p)
+{
+  if (p->slot != NULL && g_hash_table_lookup(rs->inflight, p->slot) == p)
+    g_hash_table_remove(rs->inflight, p->slot);
 }
 
 /* ---- store transactions ---------------------------------------------- */
@@ -606,6 +637,12 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
   for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++)
     stored = record(engine, p->waiters->pdata[i], copy, now, now, -1, number, error);
+  /* A failed original past the screen hands its place to its first
+   * duplicate: stored as past the screen too, so that a resumed run does
+   * not screen it again. */
+  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0)
+    stored = sieve_store_set_trial_stage(engine->store, proposal_number(p->waiters->pdata[0]), "evaluate",
+                                         p->scores, error);
   stored = stored && save_optimizer(engine, error) &&
            sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
            sieve_store_commit(engine->store, error);
@@ -621,8 +658,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
     sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
                          sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
                          sieve_result_get_reason(result));
-  if (p->slot != NULL && g_hash_table_lookup(rs->inflight, p->slot) == p)
-    g_hash_table_remove(rs->inflight, p->slot);
+  forget(rs, p);
   if (p->waiters == NULL || p->waiters->len == 0)
     return TRUE;
   if (ok) {
@@ -638,6 +674,8 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
   next->screened_in = p->screened_in;
+  if (p->scores)
+    next->scores = sieve_result_copy(p->scores);
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
     g_ptr_array_set_free_func(next->waiters, (GDestroyNotify) proposal_free);
@@ -677,6 +715,92 @@ check_objective(SieveEngine *engine, const SieveResult *result, GError **error)
 
 /* ---- the stages ------------------------------------------------------- */
 
+/* The screen: scores the round's proposals (in trial order), stores the
+ * best as past the screen (with their scores) and finishes the others as
+ * screened, each duplicate attached to one of them with it, in one
+ * transaction with the optimizer's state after their tells.  The kept ones
+ * go in line for the evaluator.  Takes the proposals. */
+static gboolean
+screen_round(RunState *rs, GPtrArray *round, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  const SieveScreenStage *stage = &engine->exp->pipeline.screen;
+  g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  for (guint i = 0; i < round->len; i++)
+    g_ptr_array_add(owned, round->pdata[i]);
+  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  if (keep == 0) {
+    /* The budget is spent: the round stays pending for a later run. */
+    for (guint i = 0; i < owned->len; i++)
+      forget(rs, owned->pdata[i]);
+    return TRUE;
+  }
+  g_autofree const SieveGenotype **genotypes = g_new0(const SieveGenotype *, round->len);
+  for (guint i = 0; i < round->len; i++)
+    genotypes[i] = sieve_candidate_get_genotype(((Proposal *) round->pdata[i])->candidate);
+  SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, genotypes, round->len);
+  g_autofree gboolean *kept = g_new0(gboolean, round->len);
+  g_autofree guint *rank = g_new0(guint, round->len);
+  for (guint r = 0; r < round->len; r++) {
+    rank[scored->order[r]] = r + 1;
+    kept[scored->order[r]] = r < keep;
+  }
+  g_autofree char *names = g_strjoinv("+", stage->proxies);
+  double now = g_get_real_time() / 1e6;
+
+  gboolean ok = sieve_store_begin(engine->store, error);
+  for (guint i = 0; ok && i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    if (kept[i]) {
+      ok = sieve_store_set_trial_stage(engine->store, proposal_number(p), "evaluate", scored->scores[i], error);
+      continue;
+    }
+    g_autoptr(SieveResult) r = sieve_result_copy(scored->scores[i]);
+    sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
+    g_autofree char *reason =
+        scored->errors[i] ? g_strdup_printf("not scored (%s): %s", names, scored->errors[i])
+                          : g_strdup_printf("rank %u of %u by %s; the best %u were kept", rank[i], round->len, names,
+                                            keep);
+    sieve_result_set_reason(r, reason);
+    sieve_result_set_cost(r, 0);
+    ok = record(engine, p, r, now, now, -1, -1, error);
+    for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
+      g_autofree char *same = g_strdup_printf("screened with trial %" G_GINT64_FORMAT ", the same network: %s",
+                                              proposal_number(p), reason);
+      sieve_result_set_reason(r, same);
+      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
+    }
+  }
+  ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);
+  if (!ok) {
+    sieve_store_rollback(engine->store);
+    sieve_screen_round_free(scored);
+    return FALSE;
+  }
+  g_ptr_array_set_free_func(owned, NULL);
+  for (guint i = 0; i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    if (kept[i]) {
+      p->screened_in = TRUE;
+      p->scores = g_steal_pointer(&scored->scores[i]);
+      sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+      g_queue_push_tail(&rs->ready, p);
+      continue;
+    }
+    guint n = 1 + (p->waiters ? p->waiters->len : 0);
+    rs->screened += n;
+    for (guint w = 0; w < n && rs->progress; w++) {
+      const Proposal *q = w == 0 ? p : p->waiters->pdata[w - 1];
+      sieve_progress_screened(rs->progress, proposal_number(q), scored->aggregate[i],
+                              sieve_candidate_get_text(q->candidate));
+    }
+    forget(rs, p);
+    proposal_free(p);
+  }
+  sieve_screen_round_free(scored);
+  return TRUE;
+}
+
 /* Runs stored pending proposals (in trial order) through dedupe and screen;
  * those that need an evaluation end in rs->ready.  Takes the proposals. */
 static gboolean
@@ -685,6 +809,7 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   SieveEngine *engine = rs->engine;
   const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
   g_ptr_array_set_free_func(proposals, NULL);
+  g_autoptr(GPtrArray) round = g_ptr_array_new(); /* for the screen */
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
@@ -712,6 +837,8 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
           proposal_free(proposals->pdata[j]);
         if (!used)
           proposal_free(p);
+        /* Those in the round are registered as originals: the loop ends. */
+        g_ptr_array_set_free_func(round, (GDestroyNotify) proposal_free);
         return FALSE;
       }
       if (used) {
@@ -722,8 +849,13 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
     if (p->slot != NULL)
       g_hash_table_insert(rs->inflight, p->slot, p);
     rs->consecutive_hits = 0;
-    g_queue_push_tail(&rs->ready, p);
+    if (engine->exp->pipeline.screen.enabled && !p->screened_in)
+      g_ptr_array_add(round, p);
+    else
+      g_queue_push_tail(&rs->ready, p);
   }
+  if (round->len > 0 && !screen_round(rs, round, error))
+    return FALSE;
   if (engine->dedupe && rs->consecutive_hits >= engine->exp->pipeline.dedupe.max_consecutive_hits && !rs->gave_up) {
     rs->gave_up = TRUE;
     if (rs->progress)
@@ -806,12 +938,6 @@ resume_trials(RunState *rs, GError **error)
   return admit(rs, g_steal_pointer(&pending), error);
 }
 
-static gint64
-evaluations_left(const RunState *rs, guint inflight)
-{
-  gint64 budget = rs->engine->exp->budget_evaluations;
-  return budget > 0 ? budget - rs->evaluations - inflight - (gint64) rs->ready.length : G_MAXINT64;
-}
 
 static gint64
 proposals_left(const RunState *rs)
@@ -835,7 +961,6 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   g_autoptr(GAsyncQueue) done = g_async_queue_new();
   GError *fatal = NULL;
   gboolean exhausted = FALSE;
-  guint inflight = 0;
   stop_requested = 0;
 
   g_autofree char *elapsed_text = sieve_store_get_meta(engine->store, "elapsed_s", NULL);
@@ -864,12 +989,16 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
 
   for (;;) {
     /* Fill the free workers: proposals in line first, then new ones. */
-    while (!stop_requested && fatal == NULL && inflight < workers) {
+    while (!stop_requested && fatal == NULL && rs.running < workers) {
       if (g_queue_is_empty(&rs.ready)) {
-        gint64 left = MIN(evaluations_left(&rs, inflight), proposals_left(&rs));
-        if (left <= 0 || exhausted || rs.gave_up || (exp->budget_seconds > 0 && elapsed(&rs) >= exp->budget_seconds))
+        gint64 evaluations = evaluations_left(&rs), proposals = proposals_left(&rs);
+        if (evaluations <= 0 || proposals <= 0 || exhausted || rs.gave_up ||
+            (exp->budget_seconds > 0 && elapsed(&rs) >= exp->budget_seconds))
           break;
-        guint want = (guint) MIN((gint64) (workers - inflight), left);
+        /* A screening round is asked whole; otherwise one per free worker. */
+        gint64 n = exp->pipeline.screen.enabled ? exp->pipeline.screen.batch
+                                                : MIN((gint64) (workers - rs.running), evaluations);
+        guint want = (guint) MIN(n, proposals);
         g_autoptr(GPtrArray) asked = g_ptr_array_new();
         if (!ask_and_store(&rs, want, asked, &fatal))
           break;
@@ -886,13 +1015,13 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       }
       /* Only a duplicate that takes a failed original's place can be in
        * line beyond the budget: it stays pending for a later run. */
-      if (exp->budget_evaluations > 0 && rs.evaluations + inflight >= exp->budget_evaluations)
+      if (exp->budget_evaluations > 0 && rs.evaluations + rs.running >= exp->budget_evaluations)
         break;
       Job *job = g_new0(Job, 1);
       job->proposal = g_queue_pop_head(&rs.ready);
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
-      inflight++;
+      rs.running++;
       if (pool != NULL)
         g_thread_pool_push(pool, job, NULL);
       else {
@@ -900,11 +1029,11 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
         g_async_queue_push(done, job);
       }
     }
-    if (inflight == 0)
+    if (rs.running == 0)
       break;
 
     Job *job = g_async_queue_pop(done);
-    inflight--;
+    rs.running--;
     if (job->result == NULL) {
       if (fatal == NULL)
         fatal = g_steal_pointer(&job->error);

@@ -17,7 +17,13 @@
  * Weights.  Each parameter tensor is drawn from a PRNG seeded by the hash of
  * its operation's own content: kind, attributes, input and output shapes,
  * and the tensor's name; never its position, and never the structure of its
- * input.  So equal sub-computations get equal weights however they were
+ * input, except that a parametric operation reading another one directly
+ * (the batch norm after a conv) takes that one's seed in too: the pair is
+ * one unit.  Without that, every batch norm of one width shared its offset,
+ * and NAS-Bench-201 had a false join: conv1(x) + conv1(x) + conv3(2x) and
+ * conv3(x) + conv3(x) + conv1(2x) (relu-conv-bn edges) are then both
+ * 2 W1 r + 2 W3 r + 3 beta, r = relu(x).
+ * So equal sub-computations get equal weights however they were
  * written, and a computation whose input is produced differently but equally
  * (say pool(a + b) against pool(a) + pool(b)) still meets the same weights
  * downstream, which is what lets the hash discover such equivalences.  The
@@ -43,12 +49,16 @@
  * Probe batch: `batch` examples (default 4) of uniform [-1, 1) values from a
  * PRNG seeded by the input shape; evaluation mode, one thread unless told.
  *
- * Quantisation: each output is rounded to its nearest float with
- * QUANT_BITS mantissa bits (sign and exponent kept), then the rounded
- * values, the batch and the output shape are hashed (XXH3-128).  The
- * rounding absorbs summation-order noise (thread counts, oneDNN kernels);
- * two equivalent networks are still split when one of their outputs falls
- * on opposite sides of a rounding boundary, which README.md measures.
+ * Quantisation: each example's outputs are rounded to a grid of step
+ * 2^(e - QUANT_BITS), 2^e just above the example's largest |output| (so 8
+ * bits of the largest, the same absolute step for the smaller ones), and
+ * the grid indices, the exponents, the batch and the output shape are
+ * hashed (XXH3-128).  The rounding absorbs summation-order noise (thread
+ * counts, oneDNN's kernels, pool(a + b) against pool(a) + pool(b)); two
+ * equivalent networks are still split when an output falls on opposite
+ * sides of a grid line in the two.  Over NAS-Bench-201 (README.md) 8 bits
+ * sit between the first false joins (5 bits and fewer) and the first
+ * splits (12 bits and more).
  *
  * Degenerate networks: a canonical output that is structurally zero, or
  * outputs bitwise equal across all probe examples (the output ignores the
@@ -64,9 +74,11 @@
 #include "hash-private.h"
 
 #define FUNC_SEED G_GUINT64_CONSTANT(0x73696576652d6631)   /* "sieve-f1" */
+#define LOCAL_SEED G_GUINT64_CONSTANT(0x73696576652d6c31)  /* "sieve-l1" */
 #define INPUT_SEED G_GUINT64_CONSTANT(0x73696576652d6931)  /* "sieve-i1" */
 #define DEFAULT_BATCH 4
-/* Mantissa bits kept of float32's 23 (see README.md for how it was chosen). */
+/* Bits of each example's largest output that the grid keeps (README.md
+ * shows how it was chosen). */
 #define QUANT_BITS 8
 
 static gboolean
@@ -75,20 +87,31 @@ has_params(SieveOpKind kind)
   return kind == SIEVE_OP_CONV2D || kind == SIEVE_OP_BATCH_NORM || kind == SIEVE_OP_LINEAR;
 }
 
-/* Each canonical node's weight seed: its local content, and the seed of the
- * parametric operation it reads directly, if any, so that a conv and the
+/* Each parametric node's weight seed: its local content (kind, attributes,
+ * output and input shapes; not where the input came from), and the seed of
+ * the parametric operation it reads directly, if any, so that a conv and the
  * batch norm after it are one unit (see the top of the file). */
 static SieveHash *
 unit_seeds(const SieveCanon *canon)
 {
-  SieveHash *seeds = g_new(SieveHash, canon->n_nodes);
+  SieveHash *seeds = g_new0(SieveHash, canon->n_nodes);
   for (guint i = 0; i < canon->n_nodes; i++) {
     const SieveCanonNode *x = &canon->nodes[i];
-    seeds[i] = x->local;
-    if (has_params(x->kind) && has_params(canon->nodes[x->inputs[0]].kind)) {
-      SieveHash pair[2] = {x->local, seeds[x->inputs[0]]};
-      seeds[i] = sieve__hash_bytes(pair, sizeof pair, FUNC_SEED);
+    if (!has_params(x->kind))
+      continue;
+    guint32 w[SIEVE_CANON_WORDS + 3 + 4];
+    guint k = sieve__canon_words(w, x->kind, &x->attrs, x->shape);
+    SieveShape in = canon->nodes[x->inputs[0]].shape; /* parametric operations have one input */
+    w[k++] = GUINT32_TO_LE(in.c);
+    w[k++] = GUINT32_TO_LE(in.h);
+    w[k++] = GUINT32_TO_LE(in.w);
+    if (has_params(canon->nodes[x->inputs[0]].kind)) {
+      const SieveHash *u = &seeds[x->inputs[0]];
+      guint32 q[4] = {(guint32)(u->hi >> 32), (guint32)u->hi, (guint32)(u->lo >> 32), (guint32)u->lo};
+      for (guint j = 0; j < 4; j++)
+        w[k++] = GUINT32_TO_LE(q[j]);
     }
+    seeds[i] = sieve__hash_bytes(w, k * sizeof(guint32), LOCAL_SEED);
   }
   return seeds;
 }
@@ -100,8 +123,8 @@ fill_param(const SieveGraph *g, const SieveHash *seed, const SieveParamInfo *inf
 {
   const SieveGraphNode *n = sieve_graph_node(g, info->node);
   guint8 seed_bytes[16 + 16];
-  memcpy(seed_bytes, &seed->hi, 8);
-  memcpy(seed_bytes + 8, &seed->lo, 8);
+  guint64 le[2] = {GUINT64_TO_LE(seed->hi), GUINT64_TO_LE(seed->lo)};
+  memcpy(seed_bytes, le, sizeof le);
   memset(seed_bytes + 16, 0, 16);
   strncpy((char *)seed_bytes + 16, info->name, 15);
   SieveRng rng;
@@ -122,28 +145,43 @@ fill_param(const SieveGraph *g, const SieveHash *seed, const SieveParamInfo *inf
     v[k] = (float)(lo + (hi - lo) * sieve_rng_uniform(&rng));
 }
 
-/* Round to the nearest float with QUANT_BITS mantissa bits (ties away from
- * zero); NaNs become one NaN. */
-static guint32
-quantise(float f)
-{
-  if (isnan(f))
-    return 0x7fc00000u;
-  guint32 u;
-  memcpy(&u, &f, sizeof u);
-  if (isinf(f))
-    return u;
-  const guint drop = 23 - QUANT_BITS;
-  u += 1u << (drop - 1);
-  u &= ~((1u << drop) - 1);
-  return u;
-}
-
 static void
 put_u32(GByteArray *b, guint32 v)
 {
   guint8 le[4] = {v, v >> 8, v >> 16, v >> 24};
   g_byte_array_append(b, le, 4);
+}
+
+/* One example's outputs y[0..n) on a grid of step 2^(e - QUANT_BITS), where
+ * 2^e is just above the largest |y|: every value carries the same absolute
+ * resolution, so an output near zero is not hashed with a precision its
+ * summation noise (which scales with the larger values) cannot honour.
+ * Appends e, then each value as a grid index.  Non-finite outputs: their bits. */
+static void
+quantise(GByteArray *buf, const float *y, gsize n)
+{
+  double m = 0;
+  gboolean finite = TRUE;
+  for (gsize k = 0; k < n; k++) {
+    finite = finite && isfinite(y[k]);
+    m = MAX(m, fabs(y[k]));
+  }
+  if (!finite) {
+    put_u32(buf, 0x7fffffffu);
+    for (gsize k = 0; k < n; k++) {
+      guint32 u;
+      memcpy(&u, &y[k], sizeof u);
+      put_u32(buf, isnan(y[k]) ? 0x7fc00000u : u);
+    }
+    return;
+  }
+  int e = 0;
+  if (m > 0)
+    frexp(m, &e); /* m = f 2^e, f in [0.5, 1) */
+  put_u32(buf, (guint32)e);
+  double step = ldexp(1.0, e - QUANT_BITS);
+  for (gsize k = 0; k < n; k++)
+    put_u32(buf, (guint32)(gint32)llround(y[k] / step));
 }
 
 gboolean
@@ -192,7 +230,7 @@ sieve__canon_hash_functional(const SieveCanon *canon, const SieveFunctionalHashO
   SieveShape in = sieve_graph_node(g, sieve_graph_input_node(g))->shape;
   gsize in_size = (gsize)in.c * in.h * in.w;
   g_autofree float *x = g_new(float, batch * in_size);
-  guint32 shape_seed[3] = {in.c, in.h, in.w};
+  guint32 shape_seed[3] = {GUINT32_TO_LE(in.c), GUINT32_TO_LE(in.h), GUINT32_TO_LE(in.w)};
   SieveRng rng;
   sieve_rng_seed(&rng, XXH3_64bits_withSeed(shape_seed, sizeof shape_seed, INPUT_SEED));
   for (gsize k = 0; k < batch * in_size; k++)
@@ -226,8 +264,8 @@ sieve__canon_hash_functional(const SieveCanon *canon, const SieveFunctionalHashO
   put_u32(buf, s.w);
   if (o->kind == SIEVE_OP_SOFTMAX_CE)
     put_u32(buf, (guint32)llround(o->attrs.label_smoothing * 1e9));
-  for (gsize k = 0; k < batch * per; k++)
-    put_u32(buf, quantise(y[k]));
+  for (guint b = 0; b < batch; b++)
+    quantise(buf, y + b * per, per);
   *out = sieve__hash_bytes(buf->data, buf->len, FUNC_SEED);
   return TRUE;
 }

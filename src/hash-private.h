@@ -25,7 +25,6 @@ typedef struct {
   guint n_inputs;
   guint *inputs;      /* earlier canonical nodes; an add's are sorted by hash */
   SieveHash hash;     /* Merkle: kind, attributes, shape, the inputs' hashes */
-  SieveHash local;    /* the operation alone: kind, attributes, its input and output shapes */
   guint witness;      /* ZERO only: a node of the same shape to build the zero from, or NONE */
 } SieveCanonNode;
 
@@ -49,6 +48,12 @@ gboolean sieve__canon_hash_functional(const SieveCanon *canon, const SieveFuncti
                                       SieveHash *out, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveCanon, sieve__canon_free)
+
+/* Words sieve__canon_words writes. */
+#define SIEVE_CANON_WORDS 26
+/* A node's kind, output shape and attributes as little-endian words, what
+ * both hashes cover of a node itself.  Returns SIEVE_CANON_WORDS. */
+guint sieve__canon_words(guint32 *words, SieveOpKind kind, const SieveOpAttrs *attrs, SieveShape shape);
 
 /* XXH3-128 of len bytes with a domain seed, as a SieveHash. */
 SieveHash sieve__hash_bytes(const void *data, gsize len, guint64 seed);

@@ -39,7 +39,6 @@
 /* Domain seeds: a change to what a hash covers changes its seed, so old
  * stored hashes can never be mistaken for new ones. */
 #define STRUCT_SEED G_GUINT64_CONSTANT(0x73696576652d7331) /* "sieve-s1" */
-#define LOCAL_SEED G_GUINT64_CONSTANT(0x73696576652d6c31)  /* "sieve-l1" */
 
 SieveHash
 sieve__hash_bytes(const void *data, gsize len, guint64 seed)
@@ -50,90 +49,35 @@ sieve__hash_bytes(const void *data, gsize len, guint64 seed)
 
 /* ---- serialising what a hash covers ---------------------------------------- */
 
-typedef struct {
-  guint8 bytes[512];
-  gsize len;
-  GByteArray *more; /* when the inputs do not fit (wide sums and concats) */
-} Buf;
-
 static void
-buf_put(Buf *b, const void *data, gsize len)
-{
-  if (b->more == NULL && b->len + len <= sizeof b->bytes) {
-    memcpy(b->bytes + b->len, data, len);
-    b->len += len;
-    return;
-  }
-  if (b->more == NULL) {
-    b->more = g_byte_array_sized_new(2 * sizeof b->bytes);
-    g_byte_array_append(b->more, b->bytes, b->len);
-  }
-  g_byte_array_append(b->more, data, len);
-}
-
-static void
-buf_u32(Buf *b, guint32 v)
-{
-  guint8 le[4] = {v, v >> 8, v >> 16, v >> 24}; /* the same bytes on every machine */
-  buf_put(b, le, 4);
-}
-
-static void
-buf_u64(Buf *b, guint64 v)
-{
-  buf_u32(b, (guint32)v);
-  buf_u32(b, (guint32)(v >> 32));
-}
-
-static void
-buf_double(Buf *b, double v)
+put_double(guint32 *w, double v)
 {
   if (v == 0)
     v = 0; /* -0.0 and 0.0 are one value */
   guint64 bits;
   memcpy(&bits, &v, sizeof bits);
-  buf_u64(b, bits);
+  w[0] = GUINT32_TO_LE((guint32)bits);
+  w[1] = GUINT32_TO_LE((guint32)(bits >> 32));
 }
 
-static void
-buf_shape(Buf *b, SieveShape s)
+/* Kind, shape and every attribute in a fixed order (the ones an operation
+ * does not use are zero), little-endian so that hashes agree everywhere. */
+guint
+sieve__canon_words(guint32 *w, SieveOpKind kind, const SieveOpAttrs *a, SieveShape shape)
 {
-  buf_u32(b, s.c);
-  buf_u32(b, s.h);
-  buf_u32(b, s.w);
-}
-
-/* Every field, in a fixed order: the ones an operation does not use are zero. */
-static void
-buf_attrs(Buf *b, const SieveOpAttrs *a)
-{
-  buf_u32(b, a->out_channels);
-  for (int d = 0; d < 2; d++) {
-    buf_u32(b, a->kernel[d]);
-    buf_u32(b, a->stride[d]);
-    buf_u32(b, a->pad[d]);
-    buf_u32(b, a->dilation[d]);
-  }
-  buf_u32(b, a->groups);
-  buf_u32(b, a->bias != 0);
-  buf_u32(b, a->affine != 0);
-  buf_double(b, a->eps);
-  buf_double(b, a->momentum);
-  buf_u32(b, a->activation);
-  buf_double(b, a->alpha);
-  buf_u32(b, a->pool);
-  buf_double(b, a->label_smoothing);
-}
-
-static SieveHash
-buf_hash(Buf *b, guint64 seed)
-{
-  SieveHash h = b->more ? sieve__hash_bytes(b->more->data, b->more->len, seed) : sieve__hash_bytes(b->bytes, b->len, seed);
-  if (b->more)
-    g_byte_array_unref(b->more);
-  b->more = NULL;
-  b->len = 0;
-  return h;
+  guint32 u[] = {kind, shape.c, shape.h, shape.w, a->out_channels, a->kernel[0], a->kernel[1], a->stride[0],
+                 a->stride[1], a->pad[0], a->pad[1], a->dilation[0], a->dilation[1], a->groups, a->bias != 0,
+                 a->affine != 0, a->activation, a->pool};
+  guint n = 0;
+  for (; n < G_N_ELEMENTS(u); n++)
+    w[n] = GUINT32_TO_LE(u[n]);
+  put_double(w + n, a->eps);
+  put_double(w + n + 2, a->momentum);
+  put_double(w + n + 4, a->alpha);
+  put_double(w + n + 6, a->label_smoothing);
+  n += 8;
+  g_assert(n == SIEVE_CANON_WORDS);
+  return n;
 }
 
 static int
@@ -177,23 +121,24 @@ cnode(Builder *b, guint cid)
 }
 
 /* The canonical node for (kind, attrs, shape, inputs): an existing one with
- * the same hash, or a new one.  in_shapes: the inputs' shapes, for the local
- * hash. */
+ * the same hash, or a new one. */
 static guint
 intern(Builder *b, SieveOpKind kind, const SieveOpAttrs *attrs, SieveShape shape, const guint *inputs, guint n,
        guint witness)
 {
-  Buf buf = {.len = 0};
-  buf_u32(&buf, kind);
-  buf_attrs(&buf, attrs);
-  buf_shape(&buf, shape);
-  buf_u32(&buf, n);
-  for (guint k = 0; k < n; k++) {
-    const SieveHash *h = &cnode(b, inputs[k])->hash;
-    buf_u64(&buf, h->hi);
-    buf_u64(&buf, h->lo);
+  guint32 small[SIEVE_CANON_WORDS + 1 + 4 * 8];
+  gsize n_words = SIEVE_CANON_WORDS + 1 + 4 * (gsize)n;
+  g_autofree guint32 *big = n_words > G_N_ELEMENTS(small) ? g_new(guint32, n_words) : NULL;
+  guint32 *w = big ? big : small;
+  guint k = sieve__canon_words(w, kind, attrs, shape);
+  w[k++] = GUINT32_TO_LE(n);
+  for (guint i = 0; i < n; i++) {
+    const SieveHash *h = &cnode(b, inputs[i])->hash;
+    guint32 q[4] = {(guint32)(h->hi >> 32), (guint32)h->hi, (guint32)(h->lo >> 32), (guint32)h->lo};
+    for (guint j = 0; j < 4; j++)
+      w[k++] = GUINT32_TO_LE(q[j]);
   }
-  SieveHash hash = buf_hash(&buf, STRUCT_SEED);
+  SieveHash hash = sieve__hash_bytes(w, k * sizeof(guint32), STRUCT_SEED);
   gpointer found = g_hash_table_lookup(b->index, &hash);
   if (found != NULL) {
     guint cid = GPOINTER_TO_UINT(found) - 1;
@@ -205,15 +150,6 @@ intern(Builder *b, SieveOpKind kind, const SieveOpAttrs *attrs, SieveShape shape
   SieveCanonNode x = {.kind = kind, .attrs = *attrs, .shape = shape, .n_inputs = n, .hash = hash,
                       .witness = witness};
   x.inputs = g_memdup2(inputs, n * sizeof(guint));
-  /* The local hash: what the operation is without where its input came from
-   * (the functional hash seeds the operation's weights from it). */
-  buf_u32(&buf, kind);
-  buf_attrs(&buf, attrs);
-  buf_shape(&buf, shape);
-  buf_u32(&buf, n);
-  for (guint k = 0; k < n; k++)
-    buf_shape(&buf, cnode(b, inputs[k])->shape);
-  x.local = buf_hash(&buf, LOCAL_SEED);
   g_array_append_val(b->nodes, x);
   guint cid = b->nodes->len - 1;
   g_hash_table_insert(b->index, g_memdup2(&hash, sizeof hash), GUINT_TO_POINTER(cid + 1));

@@ -51,13 +51,16 @@ gboolean sieve__proxy_fisher(SieveProxyRun *run, double *score, GError **error);
 /* After the forward; runs its own backward (of the logits' sum) and needs
  * input_grad. */
 gboolean sieve__proxy_jacob_cov(SieveProxyRun *run, double *score, GError **error);
-/* After backward_ce, from its weight gradients g: two more forward/backward
- * passes with the weights moved along +-eps g; the weights are restored. */
+/* After backward_ce, from its weight gradients g (grads, in run->weights'
+ * order): two more forward/backward passes with the weights moved by
+ * +-eps theta, ReLUs frozen; the weights are restored. */
 gboolean sieve__proxy_grasp(SieveProxyRun *run, GPtrArray *grads, double *score, GError **error);
 /* Finite-difference Hessian-vector product of the mean cross-entropy on
  * run->x: hv[i] = (g(theta + eps v) - g(theta - eps v))[i] / 2 eps over the
- * parameters params (runtime indices), v and hv in their plain layouts;
- * every parameter is restored. */
+ * parameters params (runtime indices; v: float arrays, hv: double arrays
+ * appended, plain layouts), with the ReLUs frozen on the pattern of the
+ * last forward, which must have been at theta on run->x (a compiled
+ * backward needed); every parameter is restored and the ReLUs unfrozen. */
 SIEVE_INTERNAL_API gboolean sieve__proxy_hvp(SieveProxyRun *run, GArray *params, GPtrArray *v, double eps,
                                              GPtrArray *hv, GError **error);
 /* After the forward, with every ReLU node kept. */

@@ -27,6 +27,7 @@ typedef struct {
   gboolean (*read_grad)(gpointer impl, guint node, float *out, GError **error);
   gboolean (*get_running)(gpointer impl, guint node, float *mean, float *var, GError **error);
   gboolean (*set_running)(gpointer impl, guint node, const float *mean, const float *var, GError **error);
+  gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;

@@ -81,8 +81,9 @@ typedef struct {
   dnnl_exec_arg_t *args; /* bound */
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
-  int dst, src;          /* slots for ADD/COPY */
+  int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
   size_t n;
+  gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
 } Step;
 
 typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
@@ -107,6 +108,9 @@ typedef struct {
   guint first_param, n_params;
   /* batch norm */
   int mean, var, rmean, rvar;
+  /* ReLU and leaky ReLU while activations are frozen: which elements passed
+   * (the output of the forward before freezing, > 0), owned */
+  float *mask;
   /* max pooling */
   dnnl_memory_desc_t ws_md;
   int ws;
@@ -144,6 +148,7 @@ typedef struct {
   char *description;
   guint64 bytes;
   gboolean *keep;    /* per node: output and gradient stay readable (options' keep, mapped to roots) */
+  gboolean frozen;   /* ReLUs follow their masks (sieve_runtime_freeze_activations) */
 } Cpu;
 
 #define TRY(call, ...)                                                                                           \
@@ -740,6 +745,13 @@ eltwise_alg(const SieveOpAttrs *a, float *alpha, float *beta, gboolean *use_dst)
 }
 
 static gboolean
+is_relu(const SieveGraphNode *n)
+{
+  return n->kind == SIEVE_OP_ACTIVATION &&
+         (n->attrs.activation == SIEVE_ACT_RELU || n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
+}
+
+static gboolean
 plan_eltwise(Cpu *c, guint v, GError **error)
 {
   CNode *x = &c->nodes[v];
@@ -759,6 +771,10 @@ plan_eltwise(Cpu *c, guint v, GError **error)
     return FALSE;
   step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[x->in[0]].out);
   step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  s->relu = is_relu(x->n);
+  s->src = c->nodes[x->in[0]].out;
+  s->dst = x->out;
+  s->n = md_bytes(&x->md) / sizeof(float);
   return TRUE;
 }
 
@@ -1231,6 +1247,10 @@ bwd_eltwise(Cpu *c, guint v, GError **error)
     step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[u].out);
   step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
   step_arg(s, DNNL_ARG_DIFF_SRC, &x->md, dst);
+  s->relu = is_relu(x->n);
+  s->src = x->diff;
+  s->dst = dst;
+  s->n = md_bytes(&x->md) / sizeof(float);
   return contrib_end(c, v, u, &x->md, dst, error);
 }
 
@@ -1555,6 +1575,22 @@ bn_running(Cpu *c, CNode *x)
   }
 }
 
+/* A ReLU step on the frozen mask: forward y = m ? x : alpha x, backward
+ * dx = m ? dy : alpha dy (the same form: src -> dst), in the tensor's own
+ * layout, which input, output, gradients and mask share. */
+static void
+frozen_relu(Cpu *c, Step *s)
+{
+  CNode *x = &c->nodes[s->node];
+  float alpha = x->n->attrs.activation == SIEVE_ACT_LEAKY_RELU ? (float)x->n->attrs.alpha : 0.0f;
+  const float *m = x->mask, *a = slot_ptr(c, s->src);
+  float *d = slot_ptr(c, s->dst);
+  gssize n = (gssize)s->n;
+#pragma omp parallel for if (n > 65536) schedule(static)
+  for (gssize k = 0; k < n; k++)
+    d[k] = m[k] > 0 ? a[k] : alpha * a[k];
+}
+
 static gboolean
 run(Cpu *c, GArray *list, GError **error)
 {
@@ -1563,6 +1599,10 @@ run(Cpu *c, GArray *list, GError **error)
     Step *s = c->steps->pdata[g_array_index(list, guint, i)];
     switch (s->kind) {
     case STEP_PRIM:
+      if (s->relu && c->frozen) {
+        frozen_relu(c, s);
+        break;
+      }
       TRY(dnnl_primitive_execute(s->prim, c->stream, s->nargs, s->args), "running %s", node_desc(c, s->node));
       break;
     case STEP_ADD: {
@@ -1750,6 +1790,32 @@ cpu_read_grad(gpointer impl, guint node, float *out, GError **error)
   return read_node(c, node, TRUE, out, error);
 }
 
+static gboolean
+cpu_freeze(gpointer impl, gboolean freeze, GError **error)
+{
+  Cpu *c = impl;
+  if (!freeze) {
+    c->frozen = FALSE;
+    return TRUE;
+  }
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    if (x->role != ROLE_REAL || !is_relu(x->n))
+      continue;
+    if (x->released) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                  "freezing activations needs every ReLU's output: compile with backward");
+      return FALSE;
+    }
+    size_t bytes = md_bytes(&x->md);
+    if (x->mask == NULL)
+      x->mask = g_aligned_alloc(1, MAX(bytes, 64), 64);
+    memcpy(x->mask, slot_ptr(c, x->out), bytes);
+  }
+  c->frozen = TRUE;
+  return TRUE;
+}
+
 static CNode *
 bn_node(Cpu *c, guint node, GError **error)
 {
@@ -1877,6 +1943,7 @@ cpu_destroy(gpointer impl)
     if (c->nodes[v].fwd_pd)
       dnnl_primitive_desc_destroy(c->nodes[v].fwd_pd);
     g_free(c->nodes[v].in);
+    g_aligned_free(c->nodes[v].mask);
   }
   g_free(c->nodes);
   if (c->slots)
@@ -1979,4 +2046,5 @@ const SieveBackendClass sieve_backend_cpu = {
   .read_grad = cpu_read_grad,
   .get_running = cpu_get_running,
   .set_running = cpu_set_running,
+  .freeze = cpu_freeze,
 };

@@ -150,6 +150,17 @@ sieve_runtime_set_running_stats(SieveRuntime *rt, guint node, const float *mean,
   return rt->klass->set_running(rt->impl, node, mean, var, error);
 }
 
+gboolean
+sieve_runtime_freeze_activations(SieveRuntime *rt, gboolean freeze, GError **error)
+{
+  if (freeze && (!rt->forward_done || !rt->backward_compiled)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "freezing activations needs a runtime compiled with backward and a forward pass first");
+    return FALSE;
+  }
+  return rt->klass->freeze(rt->impl, freeze, error);
+}
+
 guint
 sieve_runtime_n_params(const SieveRuntime *rt)
 {

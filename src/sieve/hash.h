@@ -55,7 +55,7 @@ SIEVE_API gboolean sieve_hash_equal(const SieveHash *a, const SieveHash *b);
 SIEVE_API gboolean sieve_graph_hash_structural(const SieveGraph *graph, SieveHash *out, GError **error);
 
 typedef struct {
-  guint batch;         /* probe examples; 0 = the documented default */
+  guint batch;         /* probe examples (at least 2); 0 = the default, 4 */
   guint threads;       /* 0 = 1 thread: the hash never depends on it */
   gpointer reserved[4];
 } SieveFunctionalHashOptions;
@@ -66,13 +66,17 @@ typedef struct {
 SIEVE_API gboolean sieve_graph_hash_functional(const SieveGraph *graph, const SieveFunctionalHashOptions *options,
                                                SieveHash *out, GError **error);
 
-/* The hash every degenerate network (output independent of the input) gets. */
+/* The hash every degenerate network (output independent of the input) gets:
+ * all zeros, from both kinds. */
 SIEVE_API const SieveHash *sieve_hash_degenerate(void);
 
 /* A candidate's hash: the space builds the genotype's network (for the
  * functional kind at the probe scale the space declares, see
- * SieveSpaceClass.probe_options) and it is hashed.  An error when the
- * space builds no networks. */
+ * SieveSpaceClass.probe_options) and it is hashed.  The functional kind
+ * mixes in the space's own values of the options the probe replaces, so
+ * the same cell in a wider space is another candidate.  An error when the
+ * space builds no networks.  Thread-safe (the probe space and a memo of
+ * functional hashes are kept with the space). */
 SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,
                                     SieveHash *out, GError **error);
 

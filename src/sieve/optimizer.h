@@ -9,7 +9,11 @@
  *
  * ask(n) appends n candidates (it may append fewer only when the space is
  * exhausted); tell() may come in any order, and for a candidate screened or
- * answered from the cache too (see the result's status).
+ * answered from the cache too (see the result's status): a cached result
+ * carries the metrics of the evaluation it reuses, and its objectives as
+ * that one's; a screened one carries the proxies' scores (and
+ * "screen_score", its rank aggregate in its round) as metrics and NAN
+ * objectives.
  *
  * Objectives: the experiment names one or more metrics, each to maximize or
  * minimize.  tell() receives them already turned into "larger is better"

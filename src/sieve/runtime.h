@@ -102,6 +102,15 @@ SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *o
  * gradient is 1) give an error.  Valid until the next forward. */
 SIEVE_API gboolean sieve_runtime_read_grad(SieveRuntime *runtime, guint node, float *out, GError **error);
 
+/* Linearisation, for finite-difference Hessian products: while frozen,
+ * every ReLU and leaky ReLU passes exactly the elements it passed in the
+ * last forward before freezing (forward: y = x there, alpha x elsewhere;
+ * backward likewise), so the network stays on the linear piece it was on
+ * and its second derivatives are those automatic differentiation gives
+ * (ReLU'' = 0) instead of jumps at ReLU kinks.  Needs backward compiled and
+ * a forward; FALSE unfreezes.  Max pooling is not frozen. */
+SIEVE_API gboolean sieve_runtime_freeze_activations(SieveRuntime *runtime, gboolean freeze, GError **error);
+
 SIEVE_API guint sieve_runtime_n_params(const SieveRuntime *runtime);
 /* (transfer none) */
 SIEVE_API const SieveParamInfo *sieve_runtime_param_info(const SieveRuntime *runtime, guint i);

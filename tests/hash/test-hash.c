@@ -496,14 +496,14 @@ test_nb201_cells(void)
 }
 
 /* sieve_space_hash runs the functional hash at the plugin's probe scale
- * (C=4, N=1, size=8) over the user's other options, and mixes in the
+ * (C=4, N=1, size=16) over the user's other options, and mixes in the
  * space's own scale; the structural one runs at the space's own scale. */
 static void
 test_nb201_probe_scale(void)
 {
   const char *arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|";
   g_autoptr(SieveSpace) space = nb201("{classes: 7, in_channels: 1}");
-  g_autoptr(SieveSpace) small = nb201("{classes: 7, in_channels: 1, C: 4, N: 1, size: 8}");
+  g_autoptr(SieveSpace) small = nb201("{classes: 7, in_channels: 1, C: 4, N: 1, size: 16}");
   GError *error = NULL;
   const SieveSpace *probe = sieve__space_probe(space, &error);
   g_assert_no_error(error);
@@ -576,7 +576,7 @@ sample_cells(const SieveSpace *space, guint step)
 static void
 test_threads(void)
 {
-  g_autoptr(SieveSpace) space = nb201("{C: 4, N: 1, size: 8}");
+  g_autoptr(SieveSpace) space = nb201("{C: 4, N: 1, size: 16}");
   g_autoptr(GPtrArray) cells = sample_cells(space, 23);
   for (guint i = 0; i < cells->len; i++) {
     GError *error = NULL;

@@ -14,6 +14,7 @@
 #include "dedupe.h"
 #include "engine.h"
 #include "pipeline.h"
+#include "screen.h"
 #include "study.h"
 
 static SieveRegistry *registry;
@@ -732,6 +733,154 @@ test_engine_nb201_functional(void)
   g_assert_cmpuint(merged, ==, cached);
 }
 
+/* ---- the screen ------------------------------------------------------ */
+
+/* A small NB201 scale keeps the proxies fast; the table does not care. */
+#define SMALL_NB201 "{plugin: nb201, C: 4, N: 1, size: 8}"
+
+static void
+test_screen_round(void)
+{
+  g_autoptr(SieveExperiment) exp = load_ok("");
+  g_autoptr(SieveExperiment) small = NULL;
+  GError *error = NULL;
+  {
+    g_autofree char *text = g_strdup_printf("space: " SMALL_NB201 "\noptimizer: random\n"
+                                            "evaluator: {plugin: tabular, table: %s}\n"
+                                            "objective: {metric: cifar10_valid_acc}\nbudget: {evaluations: 1}\n"
+                                            "pipeline: [{screen: {proxies: [params, flops], weights: [1, 0], "
+                                            "keep_fraction: 0.5, batch: 4}}]\n",
+                                            table_path);
+    small = sieve_experiment_load_string(text, "s.yaml", tmp_dir, NULL, registry, NULL, &error);
+    g_assert_no_error(error);
+  }
+  g_autoptr(SieveSpace) space = sieve_space_new(small->space.component, small->space.options, &error);
+  g_assert_no_error(error);
+  static const char *const archs[] = {
+      "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|",                                        /* no convolution */
+      "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|",
+      "|nor_conv_1x1~0|+|none~0|none~1|+|none~0|none~1|none~2|",
+      "|nor_conv_3x3~0|+|none~0|none~1|+|none~0|none~1|none~2|",
+  };
+  const SieveGenotype *genotypes[G_N_ELEMENTS(archs)];
+  guint64 params[G_N_ELEMENTS(archs)];
+  for (guint i = 0; i < G_N_ELEMENTS(archs); i++) {
+    genotypes[i] = sieve_space_parse(space, archs[i], &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveGraph) g = sieve_space_build(space, genotypes[i], &error);
+    g_assert_no_error(error);
+    params[i] = sieve_graph_params(g);
+  }
+  g_assert_cmpuint(params[0], <, params[2]);
+  g_assert_cmpuint(params[2], <, params[3]);
+  g_assert_cmpuint(params[3], <, params[1]);
+  SieveScreenRound *round = sieve_screen_round_new(&small->pipeline.screen, space, genotypes, G_N_ELEMENTS(archs));
+  /* Ranked by params alone (flops weighs 0): 1, 3, 2, 0. */
+  static const guint best_first[] = {1, 3, 2, 0};
+  for (guint r = 0; r < G_N_ELEMENTS(archs); r++) {
+    guint i = best_first[r];
+    g_assert_cmpuint(round->order[r], ==, i);
+    g_assert_null(round->errors[i]);
+    double v;
+    g_assert_true(sieve_result_get_metric(round->scores[i], "params", &v));
+    g_assert_cmpfloat(v, ==, (double) params[i]);
+    g_assert_true(sieve_result_get_metric(round->scores[i], "flops", &v));
+    g_assert_true(sieve_result_get_metric(round->scores[i], SIEVE_SCREEN_SCORE, &v));
+    g_assert_cmpfloat(v, ==, round->aggregate[i]);
+    g_assert_cmpfloat(round->aggregate[i], ==, G_N_ELEMENTS(archs) - 1 - r); /* 0 = the worst */
+  }
+  sieve_screen_round_free(round);
+  for (guint i = 0; i < G_N_ELEMENTS(archs); i++)
+    sieve_genotype_free((SieveGenotype *) genotypes[i]);
+
+  /* How many pass. */
+  const SieveScreenStage *half = &small->pipeline.screen;
+  g_assert_cmpuint(sieve_screen_keep_count(half, 4, G_MAXINT64), ==, 2);
+  g_assert_cmpuint(sieve_screen_keep_count(half, 3, G_MAXINT64), ==, 2); /* rounded up */
+  g_assert_cmpuint(sieve_screen_keep_count(half, 1, G_MAXINT64), ==, 1);
+  g_assert_cmpuint(sieve_screen_keep_count(half, 4, 1), ==, 1);          /* the budget's room */
+  g_assert_cmpuint(sieve_screen_keep_count(half, 4, 0), ==, 0);
+  SieveScreenStage top = *half;
+  top.keep_fraction = 0;
+  top.keep_top = 3;
+  g_assert_cmpuint(sieve_screen_keep_count(&top, 16, G_MAXINT64), ==, 3);
+  g_assert_cmpuint(sieve_screen_keep_count(&top, 2, G_MAXINT64), ==, 2);
+
+  /* Unknown proxies and spaces without networks are refused before any run. */
+  g_autofree char *bad = g_strdup_printf("space: nb201\noptimizer: random\n"
+                                         "evaluator: {plugin: tabular, table: %s}\n"
+                                         "objective: {metric: cifar10_valid_acc}\nbudget: {evaluations: 1}\n"
+                                         "pipeline: [{screen: {proxies: [snip, nasbot], keep_top: 2}}]\n",
+                                         table_path);
+  g_autoptr(SieveExperiment) bad_exp = sieve_experiment_load_string(bad, "b.yaml", tmp_dir, NULL, registry, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_null(sieve_engine_new(bad_exp, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
+  g_assert_true(g_str_has_prefix(error->message, "b.yaml:6:31: stage 'screen': unknown proxy \"nasbot\""));
+  g_assert_nonnull(strstr(error->message, "nasbot"));
+  g_assert_nonnull(strstr(error->message, "naswot"));
+  g_clear_error(&error);
+  (void) exp;
+}
+
+/* A study with dedupe and the screen: each round of `batch` proposals
+ * keeps its best `keep_top` misses, the others are stored as screened with
+ * their scores; the evaluation budget is spent exactly. */
+static void
+test_engine_screen(void)
+{
+  g_autofree char *text = g_strdup_printf("name: scr\nstore: %s/scr.sieve\nspace: " SMALL_NB201 "\n"
+                                          "optimizer: {plugin: evolution, population: 6, sample_size: 2, seed: 1}\n"
+                                          "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+                                          "objective: {metric: cifar10_valid_acc}\n"
+                                          "pipeline:\n  - dedupe\n"
+                                          "  - screen: {proxies: [naswot, params], keep_top: 2, batch: 5, batch_size: 8}\n"
+                                          "budget: {evaluations: 5}\n",
+                                          tmp_dir, table_path);
+  g_autoptr(SieveExperiment) exp = load_file_text("scr.yaml", text);
+  g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
+  guint ok = 0, screened = 0;
+  /* Rounds are the blocks of 5 proposals asked together. */
+  for (guint start = 0; start < trials->len; start += 5) {
+    double worst_kept = INFINITY, best_screened = -INFINITY;
+    guint kept = 0;
+    for (guint i = start; i < MIN(start + 5, trials->len); i++) {
+      const SieveTrial *t = trials->pdata[i];
+      double score = NAN;
+      if (t->status == SIEVE_STATUS_OK || (t->status == SIEVE_STATUS_SCREENED && t->cached_from < 0)) {
+        g_assert_true(sieve_result_get_metric(t->result, "naswot", NULL));
+        g_assert_true(sieve_result_get_metric(t->result, "params", NULL));
+        g_assert_true(sieve_result_get_metric(t->result, SIEVE_SCREEN_SCORE, &score));
+      }
+      if (t->status == SIEVE_STATUS_OK) {
+        ok++;
+        kept++;
+        worst_kept = MIN(worst_kept, score);
+        g_assert_true(sieve_result_get_metric(t->result, "cifar10_valid_acc", NULL));
+      } else if (t->status == SIEVE_STATUS_SCREENED) {
+        screened++;
+        g_assert_nonnull(t->reason);
+        g_assert_false(sieve_result_get_metric(t->result, "cifar10_valid_acc", NULL));
+        if (t->cached_from >= 0) {
+          const SieveTrial *o = find_trial(trials, t->cached_from);
+          g_assert_cmpint(o->status, ==, SIEVE_STATUS_SCREENED);
+          g_assert_cmpstr(o->hash, ==, t->hash);
+        } else {
+          best_screened = MAX(best_screened, score);
+          g_assert_true(g_str_has_prefix(t->reason, "rank "));
+        }
+      } else {
+        g_assert_cmpint(t->status, ==, SIEVE_STATUS_CACHED);
+      }
+    }
+    g_assert_cmpuint(kept, <=, 2);
+    if (kept > 0 && best_screened > -INFINITY)
+      g_assert_cmpfloat(worst_kept, >=, best_screened);
+  }
+  g_assert_cmpuint(ok, ==, 5); /* 2 + 2 + 1: the last round keeps what the budget allows */
+  g_assert_cmpuint(screened, >=, 6);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -762,6 +911,8 @@ main(int argc, char **argv)
   g_test_add_func("/pipeline/engine/settings-separate", test_engine_settings_separate);
   g_test_add_func("/pipeline/engine/budgets", test_engine_budgets);
   g_test_add_func("/pipeline/engine/nb201-functional", test_engine_nb201_functional);
+  g_test_add_func("/pipeline/screen/round", test_screen_round);
+  g_test_add_func("/pipeline/engine/screen", test_engine_screen);
   int rc = g_test_run();
 
   /* Remove the temporary folder and what the tests left in it. */

@@ -89,7 +89,7 @@ optimizer: {plugin: random}
 evaluator:
   plugin: command
   argv: [python3, %(evaluate)s, "{genotype}", %(log)s, "%(delay)s"]
-  env: {PYTHONDONTWRITEBYTECODE: "1"}
+  env: {PYTHONDONTWRITEBYTECODE: "1", FAIL_ON: "%(fail_on)s"}
 objective: {metric: value, direction: minimize}
 pipeline: [{dedupe: {max_consecutive_hits: %(hits)d}}]
 budget: {evaluations: %(n)d}
@@ -98,10 +98,10 @@ workers: %(workers)d
 
 
 class TestDedupe(Workdir):
-    def command_config(self, n, workers=1, delay=0.0, hits=1000, seed=5):
+    def command_config(self, n, workers=1, delay=0.0, hits=1000, seed=5, fail_on=""):
         return self.write("cmd.yaml", COMMAND % dict(seed=seed, evaluate=os.path.join(FIXTURES, "evaluate.py"),
                                                      log=self.path("evaluations.log"), delay=delay, hits=hits, n=n,
-                                                     workers=workers))
+                                                     workers=workers, fail_on=fail_on))
 
     def logged(self):
         if not os.path.exists(self.path("evaluations.log")):
@@ -153,6 +153,26 @@ class TestDedupe(Workdir):
         # The last 12 proposals are the hits that stopped the study.
         self.assertTrue(all(r["status"] == "cached" for r in rows[-12:]))
         self.assertEqual(summary(store)["pending"], "0")
+
+    def test_failures_are_not_cached(self):
+        # x1=1 always fails: its duplicates, waiting or later, are evaluated
+        # again (a failure may be transient); the others are answered.
+        self.grid("space.yaml", 3)
+        cfg = self.command_config(n=9, workers=3, delay=0.3, hits=10, fail_on="x1=1")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        failed = [r for r in rows if r["status"] == "failed"]
+        self.assertGreaterEqual(len(failed), 2)
+        self.assertTrue(all(r["genotype"] == "x1=1" and r["reason"] == "told to fail" for r in failed))
+        self.assertEqual(self.logged().count("x1=1"), len(failed))
+        for g in ("x1=0", "x1=2"):
+            self.assertEqual(self.logged().count(g), 1)
+        by_number = {r["number"]: r for r in rows}
+        for r in rows:
+            if r["status"] == "cached":
+                self.assertEqual(by_number[r["cached_from"]]["status"], "ok")
+        self.assertEqual(sum(r["status"] in ("ok", "failed") for r in rows), 9)
 
     def test_budgets(self):
         self.grid("space.yaml", 4, 4)
@@ -323,6 +343,77 @@ class TestKillResume(Workdir):
                     proc.send_signal(signal.SIGKILL)
                     proc.wait()
             sieve("run", cfg, "--store", store, "--resume", "-q", *budget, check=0)
+            self.assertEqual(export_rows(store), reference, f"kill run {i}")
+
+
+
+def table_path():
+    shared = os.path.join(ROOT, "..", "shared", "data", "nb201", "nb201.csv")
+    return os.path.abspath(shared if os.path.exists(shared) else os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+
+
+# The screen on a small NB201 scale (fast proxies; the table does not care).
+SCREEN = """name: screen
+seed: 2
+space: {plugin: nb201, C: 4, N: 1, size: 8}
+%(optimizer)s
+evaluator: {plugin: tabular, table: %(table)s, metrics: [cifar10_valid_acc]}
+objective: {metric: cifar10_valid_acc}
+pipeline:
+  - dedupe
+  - screen: {proxies: [naswot, params], keep_top: 2, batch: 5, batch_size: 8}
+budget: {evaluations: %(n)d}
+"""
+
+
+class TestScreen(Workdir):
+    def test_screened_are_stored_and_told(self):
+        tells = self.path("tells.log")
+        optimizer = (f"lua: {{allow: [io], load: [{os.path.join(FIXTURES, 'recorder.lua')}]}}\n"
+                     f"optimizer: {{plugin: recorder, log: {tells}}}")
+        cfg = self.write("s.yaml", SCREEN % dict(optimizer=optimizer, table=table_path(), n=4))
+        store = self.path("s.sieve")
+        out = sieve("run", cfg, "--store", store, check=0).stdout
+        self.assertIn("pipeline: dedupe (functional hash) -> screen (naswot+params, best 2 of 5) -> tabular", out)
+        self.assertRegex(out, r"trial \d+ screened \(score [0-9.]+\)")
+        rows = export_rows(store)
+        s = summary(store)
+        self.assertEqual(s["evaluated"], "4")
+        self.assertGreaterEqual(int(s["screened"]), 5)
+        with open(tells) as f:
+            told = {int(n): (status, objective) for n, status, objective, _ in
+                    (line.split(" ", 3) for line in f.read().splitlines())}
+        self.assertEqual(sorted(told), [int(r["number"]) for r in rows])
+        for r in rows:
+            self.assertEqual(told[int(r["number"])][0], r["status"])
+            if r["status"] == "screened":
+                # Their scores are their metrics; no objective.
+                self.assertNotEqual(r["naswot"], "")
+                self.assertEqual(r["cifar10_valid_acc"], "")
+                self.assertIn(told[int(r["number"])][1], ("nan", "-nan", "nil"))
+            if r["status"] == "ok":
+                self.assertNotEqual(r["screen_score"], "")
+                self.assertEqual(float(told[int(r["number"])][1]), float(r["cifar10_valid_acc"]))
+
+    def test_kill_resume_with_screen(self):
+        optimizer = "optimizer: {plugin: evolution, population: 5, sample_size: 2}"
+        cfg = self.write("s.yaml", SCREEN % dict(optimizer=optimizer, table=table_path(), n=6))
+        ref = self.path("ref.sieve")
+        sieve("run", cfg, "--store", ref, "-q", check=0)
+        reference = export_rows(ref)
+        self.assertEqual(sum(r["status"] == "ok" for r in reference), 6)
+        rng = random.Random(int(os.environ.get("SIEVE_TEST_SEED", "20261123")) + 2)
+        for i in range(2):
+            store = self.path(f"k{i}.sieve")
+            for k in range(3):
+                args = [SIEVE, "run", cfg, "--store", store, "-q"] + (["--resume"] if k else [])
+                proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    proc.wait(timeout=rng.uniform(0.1, 1.5))
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+            sieve("run", cfg, "--store", store, "--resume", "-q", check=0)
             self.assertEqual(export_rows(store), reference, f"kill run {i}")
 
 

@@ -22,6 +22,7 @@ struct _RefNet {
   GArray *sizes;       /* guint64 */
   double loss;
   double margin;
+  gboolean **mask;     /* per ReLU node while frozen: which inputs were > 0 */
 };
 
 static gsize
@@ -73,6 +74,10 @@ ref_net_free(RefNet *r)
     g_free(r->p[v].rmean);
     g_free(r->p[v].rvar);
   }
+  if (r->mask)
+    for (guint v = 0; v < r->n_nodes; v++)
+      g_free(r->mask[v]);
+  g_free(r->mask);
   g_free(r->out);
   g_free(r->p);
   g_ptr_array_unref(r->params);
@@ -349,6 +354,12 @@ ref_net_forward_from(RefNet *r, guint from, const double *x, const gint32 *label
       batch_norm(r, n, &r->p[v], in0, y, mode);
       break;
     case SIEVE_OP_ACTIVATION:
+      if (r->mask && r->mask[v]) {
+        double a = n->attrs.activation == SIEVE_ACT_LEAKY_RELU ? n->attrs.alpha : 0;
+        for (gsize k = 0; k < size; k++)
+          y[k] = r->mask[v][k] ? in0[k] : a * in0[k];
+        break;
+      }
       for (gsize k = 0; k < size; k++)
         y[k] = activation(r, n->attrs.activation, n->attrs.alpha, in0[k]);
       break;
@@ -410,6 +421,28 @@ const double *
 ref_net_output(RefNet *r, guint node)
 {
   return node < r->n_nodes ? r->out[node] : NULL;
+}
+
+void
+ref_net_freeze(RefNet *r, gboolean freeze)
+{
+  if (r->mask)
+    for (guint v = 0; v < r->n_nodes; v++)
+      g_free(r->mask[v]);
+  g_clear_pointer(&r->mask, g_free);
+  if (!freeze)
+    return;
+  r->mask = g_new0(gboolean *, r->n_nodes);
+  for (guint v = 0; v < r->n_nodes; v++) {
+    const SieveGraphNode *n = sieve_graph_node(r->graph, v);
+    if (!r->out[v] || n->kind != SIEVE_OP_ACTIVATION ||
+        (n->attrs.activation != SIEVE_ACT_RELU && n->attrs.activation != SIEVE_ACT_LEAKY_RELU))
+      continue;
+    gsize size = r->batch * numel(n->shape);
+    r->mask[v] = g_new(gboolean, size);
+    for (gsize k = 0; k < size; k++)
+      r->mask[v][k] = r->out[n->inputs[0]][k] > 0;
+  }
 }
 
 double *

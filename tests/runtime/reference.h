@@ -46,6 +46,10 @@ void ref_net_forward_from(RefNet *ref, guint from, const double *x, const gint32
 /* (transfer none) node's output of the last forward: batch * c*h*w doubles
  * (batch doubles for a loss: its value repeated, one per example). */
 const double *ref_net_output(RefNet *ref, guint node);
+/* Frozen ReLUs, as sieve_runtime_freeze_activations: every ReLU and leaky
+ * ReLU passes the elements whose input was > 0 in the last forward (and no
+ * kink margin is recorded for them); FALSE unfreezes. */
+void ref_net_freeze(RefNet *ref, gboolean freeze);
 /* (transfer none) the same, writable: perturbing a node's output and
  * running ref_net_forward_from(node + 1) differentiates with respect to it. */
 double *ref_net_output_writable(RefNet *ref, guint node);

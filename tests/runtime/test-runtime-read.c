@@ -2,7 +2,8 @@
  * keep list) against central differences of the reference with respect to
  * each node's output, a shared ReLU reading the sum of its readers'
  * gradients, a node no gradient reaches reading zeros, batch norm running
- * statistics against the reference's PyTorch rule, and the errors. */
+ * statistics against the reference's PyTorch rule, frozen ReLUs against
+ * the reference with the same masks, and the errors. */
 #include <math.h>
 #include <string.h>
 
@@ -237,6 +238,57 @@ test_running_stats(void)
   g_clear_error(&error);
 }
 
+/* Frozen ReLUs: on an input far from the one they were frozen on, every
+ * node follows the reference with the same masks, and the gradients its
+ * finite differences (the frozen network is smooth); unfrozen, ordinary
+ * ReLUs again. */
+static void
+test_freeze(void)
+{
+  Net n;
+  g_autoptr(Case) c = case_new(net_build(&n), 3, 31, FALSE);
+  case_randomise_params(c, 32);
+  case_pick_input(c, 1e-3);
+  GError *error = NULL;
+  g_assert_false(sieve_runtime_freeze_activations(c->rt, TRUE, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME);
+  g_clear_error(&error);
+  SieveRuntime *rts[2] = {c->rt, c->lean};
+  for (int r = 0; r < 2; r++) {
+    sieve_runtime_forward(rts[r], c->x, c->labels, SIEVE_MODE_TRAIN, &error);
+    g_assert_no_error(error);
+    sieve_runtime_freeze_activations(rts[r], TRUE, &error);
+    g_assert_no_error(error);
+  }
+  ref_net_forward(c->ref, c->xd, c->labels, SIEVE_MODE_TRAIN);
+  ref_net_freeze(c->ref, TRUE);
+  /* Another input: many ReLUs would now flip. */
+  SieveRng rng;
+  sieve_rng_seed(&rng, 33);
+  for (gsize k = 0; k < c->batch * c->in_size; k++) {
+    c->x[k] = (float)(2 * sieve_rng_uniform(&rng) - 1);
+    c->xd[k] = c->x[k];
+  }
+  case_check_forward(c, SIEVE_MODE_TRAIN, 1e-4, 1e-5);
+  gsize size = c->batch * 4 * 36, flipped = 0;
+  g_autofree float *in = g_new(float, size);
+  g_autofree float *out = g_new(float, size);
+  sieve_runtime_read(c->rt, n.b1, in, &error);
+  g_assert_no_error(error);
+  sieve_runtime_read(c->rt, n.r1, out, &error);
+  g_assert_no_error(error);
+  for (gsize k = 0; k < size; k++)
+    flipped += out[k] != MAX(in[k], 0.0f);
+  g_assert_cmpuint(flipped, >, size / 20);
+  case_check_grads(c, FD_STEP, RTOL, ATOL, ENTRIES, FALSE); /* the conv read by a zero has none */
+  for (int r = 0; r < 2; r++) {
+    sieve_runtime_freeze_activations(rts[r], FALSE, &error);
+    g_assert_no_error(error);
+  }
+  ref_net_freeze(c->ref, FALSE);
+  case_check_forward(c, SIEVE_MODE_TRAIN, 1e-4, 1e-5);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -244,5 +296,6 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/read/node-grads", test_node_grads);
   g_test_add_func("/runtime/read/keep-errors", test_keep_errors);
   g_test_add_func("/runtime/read/running-stats", test_running_stats);
+  g_test_add_func("/runtime/read/freeze", test_freeze);
   return g_test_run();
 }

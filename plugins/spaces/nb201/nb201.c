@@ -240,11 +240,12 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   return g_steal_pointer(&genotype);
 }
 
-/* The scale the functional hash runs at (sieve/hash.h): the cell repeated
- * once per stage, 4 channels, 8x8 inputs (stages at 8, 4 and 2 pixels).
- * README.md ("Functional hashing") shows that larger probes find the same
- * classes. */
-static const char *const nb201_probe_options[] = {"C=4", "N=1", "size=8", NULL};
+/* The scale the functional hash runs at (sieve/hash.h): the cell once per
+ * stage, 4 channels, 16x16 inputs (stages at 16, 8 and 4 pixels).  At 8x8
+ * the last stage is 2x2, where a 3x3 average pool is idempotent, and cells
+ * that differ by a pool came too close; larger probes find the same classes
+ * (README.md, "Functional hashing"). */
+static const char *const nb201_probe_options[] = {"C=4", "N=1", "size=16", NULL};
 
 static const SieveSpaceClass nb201_class = {
   .create = nb201_create,

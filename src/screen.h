@@ -1,0 +1,51 @@
+/* sieve: the screen stage's scoring of one round of proposals with
+ * zero-cost proxies (see pipeline.h, sieve/proxy.h).
+ *
+ *   SieveScreenRound *round = sieve_screen_round_new(stage, space, genotypes, n);
+ *   guint keep = sieve_screen_keep_count(stage, n, room);
+ *   for (guint r = 0; r < n; r++) {
+ *     guint i = round->order[r];            // best first
+ *     ... r < keep ? evaluate(i) : screen_out(i, round->scores[i]) ...
+ *   }
+ *   sieve_screen_round_free(round);
+ *
+ * Each network is built at the space's own scale (what the evaluator
+ * trains) and scored by every proxy of the stage on one seeded batch: the
+ * same weights seed and batch for every candidate of every round, so that
+ * scores compare across candidates and a resumed study scores a round
+ * exactly as before.  Several proxies are ranked together: each candidate's
+ * weighted mean rank among the round (sieve_proxy_rank_aggregate; 0 = the
+ * worst, larger is better).  A candidate whose network cannot be built or
+ * scored gets NaN scores, which rank lowest, and its reason.
+ */
+#pragma once
+
+#include <sieve/sieve.h>
+
+#include "internal.h"
+#include "pipeline.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint n;
+  SieveResult **scores; /* n: each proxy's score by its name, and "screen_score" (owned) */
+  char **errors;        /* n: why candidate i has no scores, NULL when it has (owned) */
+  double *aggregate;    /* n: the rank aggregate, the value the round is sorted by */
+  guint *order;         /* n: candidate indexes, best first (ties: the earlier first) */
+} SieveScreenRound;
+
+/* Name of the aggregate metric every scored candidate carries. */
+#define SIEVE_SCREEN_SCORE "screen_score"
+
+/* Scores genotypes[0..n) of space with the stage's proxies.  Errors of one
+ * candidate are kept in the round, not returned. (transfer full) */
+SIEVE_INTERNAL_API SieveScreenRound *sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space,
+                                                            const SieveGenotype *const *genotypes, guint n);
+SIEVE_INTERNAL_API void sieve_screen_round_free(SieveScreenRound *round);
+
+/* How many of a round of n pass: keep_top, or keep_fraction of n rounded
+ * up, at least 1, and at most room (what the evaluation budget allows). */
+SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, guint n, gint64 room);
+
+G_END_DECLS
