@@ -343,12 +343,12 @@ T.test("graph:hash and space:hash: the C library's hashes, as text", function()
   T.eq(nb:hash(text), h, "a candidate's structural hash is its network's")
   T.eq(net:copy():hash(), h)
   -- The functional hash of a space's candidate runs at its probe scale
-  -- (C=4, N=1, 8x8 for nb201) and mixes in the space's own C, N and size:
+  -- (C=4, N=1, 16x16 for nb201) and mixes in the space's own C, N and size:
   -- the same cell in a wider network is another candidate.
   T.truthy(sieve.space("nb201", {C = 8}):hash(text, "functional") ~= nb:hash(text, "functional"))
   T.eq(sieve.space("nb201", {classes = 10}):hash(text, "functional"), nb:hash(text, "functional"))
   -- graph:hash runs the graph it is given.
-  local probe = sieve.space("nb201", {C = 4, N = 1, size = 8})
+  local probe = sieve.space("nb201", {C = 4, N = 1, size = 16})
   local f = probe:build(text):hash("functional")
   T.truthy(f ~= h and f ~= nb:hash(text, "functional"))
   T.eq(probe:build(text):hash("functional", {threads = 2}), f, "threads never change it")
@@ -400,7 +400,7 @@ T.test("nb201.lua hashes equal to the C plugin's: structural for every cell, fun
   end
   T.eq(n_l, n_c, "the same classes")
   T.truthy(n_c < 15625, "the structural hash merges equal cells (" .. n_c .. " classes)")
-  -- Functional hashes: both run at the probe scale (C=4, N=1, 8x8) and mix
+  -- Functional hashes: both run at the probe scale (C=4, N=1, 16x16) and mix
   -- in their own C, N and size, for the Lua space whether it is opened by
   -- the builtin `lua` space (as here) or by its registered name.
   local big_c, big_l = both({C = 16, N = 5, in_channels = 1, size = 32})
