@@ -172,7 +172,7 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
 {
   if (options_node == NULL) {
     sieve_node_set_error(error, stage,
-                         "stage 'screen' needs its options, e.g. - screen: {proxies: [synflow], keep_top: 4}");
+                         "stage 'screen' needs its options, e.g. - screen: {proxies: [naswot], keep_top: 4}");
     return FALSE;
   }
   g_autoptr(SieveOptions) o = sieve_options_new(screen_spec, options_node, NULL, NULL, "stage 'screen'", error);
@@ -246,7 +246,7 @@ split_item(const SieveNode *item, const char **name, const SieveNode **options, 
   if (sieve_node_kind(item) != SIEVE_NODE_MAP || sieve_node_size(item) != 1) {
     sieve_node_set_error(error, item,
                          "a pipeline stage is a name (- dedupe) or a map of its name to its options "
-                         "(- screen: {proxies: [synflow], keep_top: 4})");
+                         "(- screen: {proxies: [naswot], keep_top: 4})");
     return FALSE;
   }
   *name_node = sieve_node_nth_key(item, 0);
@@ -256,7 +256,7 @@ split_item(const SieveNode *item, const char **name, const SieveNode **options, 
     *options = NULL; /* `- dedupe:` with nothing after it */
   else if (sieve_node_kind(*options) != SIEVE_NODE_MAP) {
     sieve_node_set_error(error, *options, "the options of stage '%s' must be a map, e.g. {%s}", *name,
-                         strcmp(*name, "screen") == 0 ? "proxies: [synflow], keep_top: 4" : "hash: structural");
+                         strcmp(*name, "screen") == 0 ? "proxies: [naswot], keep_top: 4" : "hash: structural");
     return FALSE;
   }
   return TRUE;
@@ -271,7 +271,7 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, con
     return TRUE;
   if (sieve_node_kind(node) != SIEVE_NODE_LIST) {
     sieve_node_set_error(error, node, "'pipeline' must be a list of stages, e.g. [dedupe] or "
-                                      "[dedupe, {screen: {proxies: [synflow], keep_top: 4}}]");
+                                      "[dedupe, {screen: {proxies: [naswot], keep_top: 4}}]");
     return FALSE;
   }
   const SieveNode *seen[G_N_ELEMENTS(stage_names)] = {NULL};

@@ -3,7 +3,7 @@
  *
  *   pipeline:
  *     - dedupe                          # or: - dedupe: {hash: structural}
- *     - screen: {proxies: [synflow, naswot], keep_top: 4, batch: 16}
+ *     - screen: {proxies: [naswot, snip], keep_top: 4, batch: 16}
  *
  * dedupe answers a proposal whose hash is already in the store's cache (or
  * is being evaluated right now, or is in the cache of one of the stores
