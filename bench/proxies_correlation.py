@@ -127,37 +127,44 @@ def fit_weights(table, names, idx, acc):
     return {n: w[n] / total for n in names}, best
 
 
-def run_sieve(sieve, archs, names, results, seed, threads, jobs):
+def run_sieve(sieve, archs, names, results, seed, threads, jobs, rescore=()):
+    """arch -> {proxy: score}: the cache's lines merged, then `sieve proxies` for what is missing
+    (architectures grouped by the proxies they lack, so that adding a proxy later scores only it)."""
     done = {}
     if os.path.exists(results):
         with open(results) as f:
             for line in f:
                 if line.strip():
                     r = json.loads(line)
-                    if all(n in r for n in names):
-                        done[r["arch"]] = r
-    todo = [a for a in archs if a not in done]
-    if todo:
-        print(f"sieve proxies: {len(todo)} architectures to score ({len(done)} cached in {results})", flush=True)
+                    done.setdefault(r["arch"], {}).update({k: v for k, v in r.items()
+                                                           if k not in ("arch", "time_ms") and k not in rescore})
+    groups = {}
+    for x in archs:
+        lack = tuple(n for n in names if n not in done.get(x, {}))
+        if lack:
+            groups.setdefault(lack, []).append(x)
+    for lack, todo in groups.items():
+        print(f"sieve proxies: {len(todo)} architectures to score with {','.join(lack)} (cache: {results})",
+              flush=True)
         cmd = [sieve, "proxies", "--space", "nb201", "--set", "space.C=16", "--set", "space.N=5", "--proxies",
-               ",".join(names), "--batch", "64", "--seed", str(seed), "--threads", str(threads)]
+               ",".join(lack), "--batch", "64", "--seed", str(seed), "--threads", str(threads)]
         if jobs:
             cmd += ["--jobs", str(jobs)]
         t0 = time.time()
         with open(results, "a") as out:
             p = subprocess.Popen(cmd + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            p.stdin.write("".join(a + "\n" for a in todo))
+            p.stdin.write("".join(x + "\n" for x in todo))
             p.stdin.close()
             for k, line in enumerate(p.stdout):
                 out.write(line)
                 out.flush()
                 r = json.loads(line)
-                done[r["arch"]] = r
+                done.setdefault(r["arch"], {}).update({n: r[n] for n in lack})
                 if (k + 1) % 50 == 0:
                     print(f"  {k + 1}/{len(todo)} in {time.time() - t0:.0f} s", flush=True)
             if p.wait() != 0:
                 print(f"sieve proxies exited with {p.returncode}; the lines it printed are kept", flush=True)
-    return done
+    return {x: r for x, r in done.items() if all(n in r for n in names)}
 
 
 def main():
@@ -168,8 +175,10 @@ def main():
     ap.add_argument("--proxies", default=",".join(PROXIES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--jobs", type=int, default=0, help="sieve proxies --jobs (default: its own)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="sieve proxies --jobs: architectures at once, threads/jobs threads each (default 2)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N architectures (a quick look)")
+    ap.add_argument("--rescore", default="", help="proxies whose cached scores are ignored (after a change to them)")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     names = a.proxies.split(",")
@@ -180,7 +189,8 @@ def main():
     archs = [r["arch"] for r in peer_rows]
     acc = [r["cifar10_test_acc"] for r in peer_rows]
     results = a.results or os.path.join(a.build, "proxies-nb201.jsonl")
-    ours = run_sieve(os.path.join(a.build, "src", "sieve"), archs, names, results, a.seed, a.threads, a.jobs)
+    ours = run_sieve(os.path.join(a.build, "src", "sieve"), archs, names, results, a.seed, a.threads, a.jobs,
+                     [n for n in a.rescore.split(",") if n])
     missing = [x for x in archs if x not in ours]
     if missing:
         print(f"{len(missing)} architectures have no scores from sieve (see its messages); they are left out")

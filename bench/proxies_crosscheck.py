@@ -10,10 +10,10 @@ scores the same weights on the same batch, and every score must agree:
     |sieve - peer| <= tol * |peer|   tol = 1e-6 for synflow (both in double), 0 for params and
                                      flops, 1e-3 for the others (float32 on both sides)
 
-zen is left out: the peer draws its weights and inputs from torch's generator.  --known PROXY
-prints a disagreement already reported without failing on it, so that a new error elsewhere still
-fails the test: the meson test does so for grasp, whose finite-difference Hessian-vector product
-crosses ReLU kinks that autograd's exact product does not see (README, "Zero-cost proxies").  The synflow that
+zen is left out: the peer draws its weights and inputs from torch's generator.  --tol PROXY=TOL
+loosens one proxy's bound and says so: the meson test holds grasp to 5e-3, because sieve's
+Hessian-vector product is a float32 central difference (with the ReLUs frozen) where the peer's is
+autograd's exact double backward; they differ by 1e-4 to 2e-3.  The synflow that
 proxy-dump prints (src/proxy-synflow.c on the same runtime) is checked too, so the weights'
 names are verified even where `sieve proxies` is not built.
 
@@ -84,10 +84,13 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--peer", default=None, help="torch_nb201.py (default ../shared/peers/ or $SIEVE_TORCH_PEER)")
-    ap.add_argument("--known", action="append", default=[], metavar="PROXY",
-                    help="a disagreement already reported: print PROXY's comparison but do not fail on it")
+    ap.add_argument("--tol", action="append", default=[], metavar="PROXY=TOL",
+                    help="hold PROXY to relative tolerance TOL instead (said in the output)")
     a = ap.parse_args()
-    known = set(a.known)
+    loosened = {}
+    for t in a.tol:
+        name, value = t.split("=")
+        loosened[name] = TOL[name] = float(value)
     if a.full:
         a.C, a.N, a.batch = 16, 5, 64
     try:
@@ -109,8 +112,8 @@ def main():
         print("note: this sieve has no `proxies --batch-file`: only synflow (from proxy-dump) is compared")
     elif len(names) < len(PROXIES):
         print(f"note: `sieve proxies` does not know {', '.join(n for n in PROXIES if n not in available)} yet")
-    for n in sorted(known):
-        print(f"note: {n} is a known disagreement: compared and printed, not enforced")
+    for n, tol in loosened.items():
+        print(f"note: {n} is held to {tol:g} relative here (the issue asks {DEFAULT_TOL:g})")
     net = ["--C", str(a.C), "--N", str(a.N)]
     failures = 0
     print(f"C={a.C} N={a.N} batch={a.batch} seed={a.seed}; tolerance {DEFAULT_TOL:g} relative "
@@ -134,11 +137,8 @@ def main():
                 key = n.split(" ")[0]
                 p = theirs[key]
                 ok, rel = agree(key, float(s), float(p))
-                if key in known:
-                    verdict = "ok" if ok else "KNOWN DISAGREEMENT"
-                else:
-                    failures += not ok
-                    verdict = "ok" if ok else "DISAGREE"
+                failures += not ok
+                verdict = "DISAGREE" if not ok else "ok" if rel <= DEFAULT_TOL else f"ok (within {TOL[key]:g})"
                 print(f"  {n:22s} sieve {float(s):>24.12g}  peer {float(p):>24.12g}  rel {rel:9.2e}  {verdict}")
     if failures:
         print(f"{failures} scores disagree")

@@ -51,6 +51,7 @@ struct _SieveEngine {
   SieveDedupeHash hash_kind; /* effective: the stage's, or its default for the space */
   GPtrArray *keys;           /* CacheKey*, one per fidelity met */
   GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
+  SieveScreenBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -173,6 +174,7 @@ sieve_engine_free(SieveEngine *engine)
     g_ptr_array_unref(engine->keys);
   if (engine->shared)
     g_ptr_array_unref(engine->shared);
+  sieve_screen_batch_free(engine->screen_batch);
   g_free(engine);
 }
 
@@ -247,6 +249,15 @@ check_pipeline(SieveEngine *engine, GError **error)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
     g_error_free(local);
     return FALSE;
+  }
+  if (pipeline->screen.enabled && pipeline->screen.dataset != NULL) {
+    engine->screen_batch = sieve_screen_batch_load(&pipeline->screen, engine->space, &local);
+    if (engine->screen_batch == NULL) {
+      g_autofree char *where = sieve_node_where(pipeline->screen.dataset_node);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
+      g_error_free(local);
+      return FALSE;
+    }
   }
   return TRUE;
 }
@@ -738,7 +749,7 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   g_autofree const SieveGenotype **genotypes = g_new0(const SieveGenotype *, round->len);
   for (guint i = 0; i < round->len; i++)
     genotypes[i] = sieve_candidate_get_genotype(((Proposal *) round->pdata[i])->candidate);
-  SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, genotypes, round->len);
+  SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, engine->screen_batch, genotypes, round->len);
   g_autofree gboolean *kept = g_new0(gboolean, round->len);
   g_autofree guint *rank = g_new0(guint, round->len);
   for (guint r = 0; r < round->len; r++) {
@@ -759,7 +770,7 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
     g_autofree char *reason =
         scored->errors[i] ? g_strdup_printf("not scored (%s): %s", names, scored->errors[i])
-                          : g_strdup_printf("rank %u of %u by %s; the best %u were kept", rank[i], round->len, names,
+                          : g_strdup_printf("rank %u of %u by %s; kept: the best %u", rank[i], round->len, names,
                                             keep);
     sieve_result_set_reason(r, reason);
     sieve_result_set_cost(r, 0);

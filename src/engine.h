@@ -37,7 +37,7 @@ SIEVE_INTERNAL_API void sieve_engine_free(SieveEngine *engine);
 SIEVE_INTERNAL_API gboolean sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress,
                                              GError **error);
 
-/* "dedupe (functional hash) -> screen (synflow, best 4 of 16) -> tabular",
+/* "dedupe (functional hash) -> screen (naswot, best 4 of 16) -> tabular",
  * or NULL when the experiment has no pipeline stages. (transfer full) */
 SIEVE_INTERNAL_API char *sieve_engine_describe_pipeline(const SieveEngine *engine);
 

@@ -318,6 +318,7 @@ open_host(lua_State *L)
   lua_setfield(L, sieve_idx, "version");
   sieve__lua_open_space(L, sieve_idx);
   sieve__lua_open_graph(L, sieve_idx);
+  sieve__lua_open_proxy(L, sieve_idx);
   sieve__lua_open_rng(L, sieve_idx);
   sieve__lua_open_result(L, sieve_idx);
   sieve__lua_open_optimizer(L, sieve_idx);

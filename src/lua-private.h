@@ -124,6 +124,9 @@ SieveHashKind sieve__lua_check_hash_kind(lua_State *L, int arg);
 /* Pushes a hash as its 32 hex digits. */
 void sieve__lua_push_hash(lua_State *L, const SieveHash *hash);
 
+/* lua-proxy.c: sieve.proxies, sieve.proxy_list, sieve.rank_aggregate. */
+void sieve__lua_open_proxy(lua_State *L, int sieve_idx);
+
 /* lua-rng.c */
 void sieve__lua_open_rng(lua_State *L, int sieve_idx);
 SieveRng *sieve__lua_push_rng(lua_State *L, const SieveRng *init);

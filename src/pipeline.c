@@ -42,6 +42,12 @@ static const SieveOptionSpec screen_spec[] = {
     {"seed", SIEVE_OPTION_TYPE_INT, NULL, 0, 9007199254740992.0, NULL,
      "seed of the proxies' initial weights and batch (default: the experiment's seed)",
      SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+    {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
+     "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "
+     "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",
+     0, {NULL}},
+    {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "where the dataset's files are (default: its usual place)",
+     0, {NULL}},
     SIEVE_OPTION_END,
 };
 
@@ -94,6 +100,8 @@ sieve_pipeline_clear(SievePipeline *pipeline)
     return;
   g_strfreev(pipeline->dedupe.cache_from);
   g_strfreev(pipeline->screen.proxies);
+  g_free(pipeline->screen.dataset);
+  g_free(pipeline->screen.data_dir);
   g_free(pipeline->screen.weights);
   memset(pipeline, 0, sizeof *pipeline);
 }
@@ -164,7 +172,7 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
 {
   if (options_node == NULL) {
     sieve_node_set_error(error, stage,
-                         "stage 'screen' needs its options, e.g. - screen: {proxies: [synflow], keep_top: 4}");
+                         "stage 'screen' needs its options, e.g. - screen: {proxies: [naswot], keep_top: 4}");
     return FALSE;
   }
   g_autoptr(SieveOptions) o = sieve_options_new(screen_spec, options_node, NULL, NULL, "stage 'screen'", error);
@@ -217,6 +225,9 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
     }
   }
   out->proxy_batch = sieve_options_get_int(o, "batch_size");
+  out->dataset = g_strdup(sieve_options_get_string(o, "dataset"));
+  out->data_dir = g_strdup(sieve_options_get_string(o, "data_dir"));
+  out->dataset_node = sieve_options_node(o, "dataset");
   out->seed = sieve_options_is_set(o, "seed") ? (guint64) sieve_options_get_int(o, "seed") : seed;
   return TRUE;
 }
@@ -235,7 +246,7 @@ split_item(const SieveNode *item, const char **name, const SieveNode **options, 
   if (sieve_node_kind(item) != SIEVE_NODE_MAP || sieve_node_size(item) != 1) {
     sieve_node_set_error(error, item,
                          "a pipeline stage is a name (- dedupe) or a map of its name to its options "
-                         "(- screen: {proxies: [synflow], keep_top: 4})");
+                         "(- screen: {proxies: [naswot], keep_top: 4})");
     return FALSE;
   }
   *name_node = sieve_node_nth_key(item, 0);
@@ -245,7 +256,7 @@ split_item(const SieveNode *item, const char **name, const SieveNode **options, 
     *options = NULL; /* `- dedupe:` with nothing after it */
   else if (sieve_node_kind(*options) != SIEVE_NODE_MAP) {
     sieve_node_set_error(error, *options, "the options of stage '%s' must be a map, e.g. {%s}", *name,
-                         strcmp(*name, "screen") == 0 ? "proxies: [synflow], keep_top: 4" : "hash: structural");
+                         strcmp(*name, "screen") == 0 ? "proxies: [naswot], keep_top: 4" : "hash: structural");
     return FALSE;
   }
   return TRUE;
@@ -260,7 +271,7 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, con
     return TRUE;
   if (sieve_node_kind(node) != SIEVE_NODE_LIST) {
     sieve_node_set_error(error, node, "'pipeline' must be a list of stages, e.g. [dedupe] or "
-                                      "[dedupe, {screen: {proxies: [synflow], keep_top: 4}}]");
+                                      "[dedupe, {screen: {proxies: [naswot], keep_top: 4}}]");
     return FALSE;
   }
   const SieveNode *seen[G_N_ELEMENTS(stage_names)] = {NULL};

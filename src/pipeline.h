@@ -3,7 +3,7 @@
  *
  *   pipeline:
  *     - dedupe                          # or: - dedupe: {hash: structural}
- *     - screen: {proxies: [synflow, naswot], keep_top: 4, batch: 16}
+ *     - screen: {proxies: [naswot, snip], keep_top: 4, batch: 16}
  *
  * dedupe answers a proposal whose hash is already in the store's cache (or
  * is being evaluated right now, or is in the cache of one of the stores
@@ -57,6 +57,9 @@ typedef struct {
   gint64 batch;             /* proposals asked per screening round */
   gint64 proxy_batch;       /* examples of the proxies' batch */
   guint64 seed;             /* the proxies' weights and batch */
+  char *dataset;            /* the batch's examples from this dataset (owned, nullable: N(0,1)) */
+  char *data_dir;           /* (owned, nullable) */
+  const SieveNode *dataset_node;
 } SieveScreenStage;
 
 typedef struct {

@@ -6,7 +6,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <sieve/data.h>
 #include <sieve/proxy.h>
+#include <sieve/rng.h>
 
 #include "screen.h"
 
@@ -27,15 +29,96 @@ sieve_screen_round_free(SieveScreenRound *round)
   g_free(round);
 }
 
+void
+sieve_screen_batch_free(SieveScreenBatch *batch)
+{
+  if (batch == NULL)
+    return;
+  g_free(batch->x);
+  g_free(batch->y);
+  g_free(batch);
+}
+
+/* A network of the space, to compare its input and output with the data. */
+static gboolean
+check_shapes(const SieveScreenStage *stage, const SieveSpace *space, const SieveScreenBatch *batch, GError **error)
+{
+  SieveRng rng;
+  sieve_rng_seed(&rng, stage->seed);
+  g_autoptr(SieveGenotype) g = sieve_space_sample(space, &rng);
+  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, error);
+  if (graph == NULL)
+    return FALSE;
+  SieveShape in = sieve_graph_node(graph, sieve_graph_input_node(graph))->shape;
+  SieveShape out = sieve_graph_node(graph, sieve_graph_output(graph))->shape;
+  guint outputs = out.c * out.h * out.w;
+  if (in.c != batch->shape.c || in.h != batch->shape.h || in.w != batch->shape.w || outputs < batch->classes) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "dataset %s has %ux%ux%u examples in %u classes, but space %s builds networks for %ux%ux%u inputs "
+                "with %u outputs: set the space's options to match (nb201: in_channels, size, classes)",
+                stage->dataset, batch->shape.c, batch->shape.h, batch->shape.w, batch->classes,
+                sieve_space_get_name(space), in.c, in.h, in.w, outputs);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+SieveScreenBatch *
+sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space, GError **error)
+{
+  g_return_val_if_fail(stage != NULL && space != NULL, NULL);
+  if (stage->dataset == NULL)
+    return NULL;
+  g_autoptr(SieveDataset) ds = sieve_dataset_open(stage->dataset, stage->data_dir, "train", error);
+  if (ds == NULL)
+    return NULL;
+  guint n = (guint) stage->proxy_batch;
+  if (ds->n < n) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "batch_size %u: dataset %s has only %u examples", n, ds->name,
+                ds->n);
+    return NULL;
+  }
+  g_autofree float *mean = g_new(float, ds->channels);
+  g_autofree float *std = g_new(float, ds->channels);
+  sieve_dataset_channel_stats(ds, mean, std);
+  SieveRng rng;
+  sieve_rng_seed(&rng, stage->seed);
+  g_autofree guint *perm = g_new(guint, ds->n);
+  for (guint i = 0; i < ds->n; i++)
+    perm[i] = i;
+  for (guint i = 0; i < n; i++) {
+    guint j = i + (guint) sieve_rng_below(&rng, ds->n - i);
+    guint t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  g_autoptr(SieveDataset) sub = sieve_dataset_subset(ds, perm, n);
+  sieve_dataset_normalize(sub, mean, std);
+  SieveScreenBatch *batch = g_new0(SieveScreenBatch, 1);
+  batch->n = n;
+  batch->classes = sub->n_classes;
+  batch->shape = (SieveShape){sub->channels, sub->height, sub->width};
+  batch->x = g_memdup2(sub->x, (gsize) n * sieve_dataset_example_size(sub) * sizeof(float));
+  batch->y = g_memdup2(sub->y, (gsize) n * sizeof(gint32));
+  if (!check_shapes(stage, space, batch, error)) {
+    sieve_screen_batch_free(batch);
+    return NULL;
+  }
+  return batch;
+}
+
 /* One candidate's scores into row (n_proxies values); NaN and a reason
  * when its network cannot be built or scored. */
 static void
-score_one(const SieveScreenStage *stage, const SieveSpace *space, const SieveGenotype *genotype, double *row,
-          char **error_text)
+score_one(const SieveScreenStage *stage, const SieveSpace *space, const SieveScreenBatch *batch,
+          const SieveGenotype *genotype, double *row, char **error_text)
 {
   GError *error = NULL;
   g_autoptr(SieveGraph) graph = sieve_space_build(space, genotype, &error);
-  SieveProxyOptions options = {.batch = (guint) stage->proxy_batch, .seed = stage->seed};
+  SieveProxyOptions options = {.batch = (guint) stage->proxy_batch,
+                               .seed = stage->seed,
+                               .inputs = batch ? batch->x : NULL,
+                               .labels = batch ? batch->y : NULL};
   if (graph == NULL ||
       !sieve_proxy_compute(graph, (const char *const *) stage->proxies, stage->n_proxies, &options, row, NULL,
                            &error)) {
@@ -65,8 +148,8 @@ compare_best_first(gconstpointer a, gconstpointer b, gpointer user_data)
 }
 
 SieveScreenRound *
-sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space, const SieveGenotype *const *genotypes,
-                       guint n)
+sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space, const SieveScreenBatch *batch,
+                       const SieveGenotype *const *genotypes, guint n)
 {
   g_return_val_if_fail(stage != NULL && space != NULL && (genotypes != NULL || n == 0), NULL);
   SieveScreenRound *round = g_new0(SieveScreenRound, 1);
@@ -78,7 +161,7 @@ sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space, c
   round->order = g_new0(guint, n);
   g_autofree double *matrix = g_new0(double, (gsize) n * p);
   for (guint i = 0; i < n; i++)
-    score_one(stage, space, genotypes[i], matrix + (gsize) i * p, &round->errors[i]);
+    score_one(stage, space, batch, genotypes[i], matrix + (gsize) i * p, &round->errors[i]);
   sieve_proxy_rank_aggregate(matrix, n, p, stage->weights, round->aggregate);
   for (guint i = 0; i < n; i++) {
     SieveResult *r = sieve_result_new();

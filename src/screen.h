@@ -10,7 +10,8 @@
  *   sieve_screen_round_free(round);
  *
  * Each network is built at the space's own scale (what the evaluator
- * trains) and scored by every proxy of the stage on one seeded batch: the
+ * trains) and scored by every proxy of the stage on one seeded batch (random
+ * normal, or examples of the stage's dataset): the
  * same weights seed and batch for every candidate of every round, so that
  * scores compare across candidates and a resumed study scores a round
  * exactly as before.  Several proxies are ranked together: each candidate's
@@ -35,12 +36,33 @@ typedef struct {
   guint *order;         /* n: candidate indexes, best first (ties: the earlier first) */
 } SieveScreenRound;
 
+/* The proxies' batch taken from the stage's dataset. */
+typedef struct {
+  guint n, classes;
+  SieveShape shape; /* per example */
+  float *x;         /* n x shape, NCHW (owned) */
+  gint32 *y;        /* n (owned) */
+} SieveScreenBatch;
+
+/* The stage's batch of real examples: batch_size distinct examples of the
+ * dataset's training split drawn with the stage's seed (a partial
+ * Fisher-Yates shuffle), normalised per channel with the whole split's
+ * statistics, exactly as `sieve proxies --dataset --seed --batch` takes
+ * them.  Checked against the networks of space (their input shape, their
+ * number of outputs).  NULL and no error when the stage names no dataset.
+ * (transfer full) */
+SIEVE_INTERNAL_API SieveScreenBatch *sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space,
+                                                             GError **error);
+SIEVE_INTERNAL_API void sieve_screen_batch_free(SieveScreenBatch *batch);
+
 /* Name of the aggregate metric every scored candidate carries. */
 #define SIEVE_SCREEN_SCORE "screen_score"
 
-/* Scores genotypes[0..n) of space with the stage's proxies.  Errors of one
- * candidate are kept in the round, not returned. (transfer full) */
+/* Scores genotypes[0..n) of space with the stage's proxies, on batch
+ * (nullable: a seeded N(0,1) batch).  Errors of one candidate are kept in
+ * the round, not returned. (transfer full) */
 SIEVE_INTERNAL_API SieveScreenRound *sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space,
+                                                            const SieveScreenBatch *batch,
                                                             const SieveGenotype *const *genotypes, guint n);
 SIEVE_INTERNAL_API void sieve_screen_round_free(SieveScreenRound *round);
 

@@ -147,16 +147,14 @@ written_options(const SieveComponent *component, const SieveOptions *options)
 /* The space's own values of the options its probe_options replace, as
  * text: the functional hash runs at the probe scale, and mixes these in so
  * that the same cell in a wider or deeper space is another candidate. */
-static char *
-scale_text(const SieveComponent *component, const SieveOptions *options)
+char *
+sieve__space_scale_text(const char *const *probe_options, const SieveOptionSpec *spec, const SieveOptions *options)
 {
-  const SieveSpaceClass *klass = sieve_component_get_info(component)->klass;
-  const SieveOptionSpec *spec = sieve_component_get_info(component)->options;
-  if (klass->probe_options == NULL || options == NULL || spec == NULL)
+  if (probe_options == NULL || options == NULL || spec == NULL)
     return NULL;
   GString *out = g_string_new(NULL);
-  for (guint i = 0; klass->probe_options[i] != NULL; i++) {
-    g_autofree char *key = g_strndup(klass->probe_options[i], strcspn(klass->probe_options[i], "=."));
+  for (guint i = 0; probe_options[i] != NULL; i++) {
+    g_autofree char *key = g_strndup(probe_options[i], strcspn(probe_options[i], "=."));
     for (guint k = 0; spec[k].name != NULL; k++) {
       if (strcmp(spec[k].name, key) != 0)
         continue;
@@ -191,6 +189,14 @@ scale_text(const SieveComponent *component, const SieveOptions *options)
     }
   }
   return g_string_free(out, FALSE);
+}
+
+static char *
+scale_text(const SieveComponent *component, const SieveOptions *options)
+{
+  const SieveSpaceClass *klass = sieve_component_get_info(component)->klass;
+  return sieve__space_scale_text(klass->probe_options,
+                                 sieve_component_get_info(component)->options, options);
 }
 
 /* The probe copy: the component again, with the class's probe_options
@@ -380,11 +386,13 @@ sieve_space_size(const SieveSpace *space)
 }
 
 void
-sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
+sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass, char *scale)
 {
   g_return_if_fail(klass != NULL && space->klass != NULL && klass->create == space->klass->create &&
                    klass->destroy == space->klass->destroy);
   space->klass = klass;
+  g_free(space->scale);
+  space->scale = scale;
 }
 
 gboolean

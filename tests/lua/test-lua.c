@@ -322,6 +322,11 @@ test_lua_space_build_nb201(void)
   g_autoptr(SieveSpace) builtin = open_space(registry, "lua", yaml);
   g_assert_true(sieve_space_can_build(named));
   g_assert_true(sieve_space_can_build(builtin));
+  /* The same probe scale as the C plugin's, or the functional hashes part. */
+  const SieveSpaceClass *c_class = sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201"))->klass;
+  const SieveSpaceClass *l_class =
+    sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "lua_nb201"))->klass;
+  g_assert_true(g_strv_equal((const char *const *) c_class->probe_options, (const char *const *) l_class->probe_options));
 
   SieveSpace *lua_spaces[] = {named, builtin};
   for (guint arch = 0; arch < 15625; arch++) {

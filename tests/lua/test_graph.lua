@@ -343,11 +343,15 @@ T.test("graph:hash and space:hash: the C library's hashes, as text", function()
   T.eq(nb:hash(text), h, "a candidate's structural hash is its network's")
   T.eq(net:copy():hash(), h)
   -- The functional hash of a space's candidate runs at its probe scale
-  -- (C=4, N=1, 8x8 for nb201); graph:hash runs the graph it is given.
-  local probe = sieve.space("nb201", {C = 4, N = 1, size = 8})
-  T.eq(nb:hash(text, "functional"), probe:build(text):hash("functional"))
-  T.eq(probe:build(text):hash("functional", {threads = 2}), probe:build(text):hash("functional"),
-       "threads never change it")
+  -- (C=4, N=1, 16x16 for nb201) and mixes in the space's own C, N and size:
+  -- the same cell in a wider network is another candidate.
+  T.truthy(sieve.space("nb201", {C = 8}):hash(text, "functional") ~= nb:hash(text, "functional"))
+  T.eq(sieve.space("nb201", {classes = 10}):hash(text, "functional"), nb:hash(text, "functional"))
+  -- graph:hash runs the graph it is given.
+  local probe = sieve.space("nb201", {C = 4, N = 1, size = 16})
+  local f = probe:build(text):hash("functional")
+  T.truthy(f ~= h and f ~= nb:hash(text, "functional"))
+  T.eq(probe:build(text):hash("functional", {threads = 2}), f, "threads never change it")
   -- A cell whose output ignores the input: every such network is one class.
   local zero = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
   T.eq(nb:hash(zero, "functional"), sieve.graph.degenerate_hash)
@@ -396,17 +400,72 @@ T.test("nb201.lua hashes equal to the C plugin's: structural for every cell, fun
   end
   T.eq(n_l, n_c, "the same classes")
   T.truthy(n_c < 15625, "the structural hash merges equal cells (" .. n_c .. " classes)")
-  -- Both at their probe scale (C=4, N=1, 8x8) whatever their own C, N and
-  -- size (the input channels and classes stay theirs).
+  -- Functional hashes: both run at the probe scale (C=4, N=1, 16x16) and mix
+  -- in their own C, N and size, for the Lua space whether it is opened by
+  -- the builtin `lua` space (as here) or by its registered name.
   local big_c, big_l = both({C = 16, N = 5, in_channels = 1, size = 32})
   local rng = sieve.rng(21)
   for _ = 1, 150 do
     local text = c:sample(rng):format()
     local f = c:hash(text, "functional")
     T.eq(l:hash(text, "functional"), f, text)
-    T.eq(big_l:hash(text, "functional"), f, "the probe scale, not the space's: " .. text)
-    T.eq(big_c:hash(text, "functional"), f)
+    local F = big_c:hash(text, "functional")
+    T.eq(big_l:hash(text, "functional"), F, text)
+    T.truthy(F ~= f or F == sieve.graph.degenerate_hash, "another scale, another candidate: " .. text)
   end
+end)
+
+T.test("sieve.proxies: scores of an untrained network, by name", function()
+  local list = sieve.proxy_list()
+  local known = {}
+  for _, p in ipairs(list) do
+    T.truthy(type(p.help) == "string" and #p.help > 0, p.name .. " has a help line")
+    T.eq(type(p.needs_data), "boolean")
+    known[p.name] = p
+  end
+  for _, name in ipairs({"naswot", "zen", "snip", "params", "flops"}) do T.truthy(known[name], name .. " is listed") end
+  local nb = sieve.space("nb201", {C = 4, N = 1, in_channels = 1, size = 16})
+  local net = nb:build("|nor_conv_3x3~0|+|skip_connect~0|nor_conv_1x1~1|+|avg_pool_3x3~0|none~1|nor_conv_3x3~2|")
+  local names = {"naswot", "snip", "params", "flops"}
+  local scores, ms = sieve.proxies(net, names, {batch = 8, seed = 3, threads = 1})
+  for _, name in ipairs(names) do
+    T.eq(math.type(scores[name]), "float", name)
+    T.truthy(scores[name] == scores[name], name .. " is a number")
+    T.truthy(ms[name] >= 0, name .. " has a time")
+  end
+  T.eq(scores.params, net.params, "the params proxy is the graph's count")
+  T.eq(scores.flops, net.flops, "the flops proxy is the graph's MACs")
+  local again = sieve.proxies(net, names, {batch = 8, seed = 3, threads = 1})
+  for _, name in ipairs(names) do T.eq(again[name], scores[name], name .. " for the same seed") end
+  T.truthy(sieve.proxies(net, "snip", {batch = 8, seed = 4, threads = 1}).snip ~= scores.snip,
+           "another seed, another batch and initialisation")
+  T.eq(sieve.proxies(net, "naswot", {batch = 8, seed = 3, threads = 1}).naswot, scores.naswot,
+       "a proxy alone scores as in company")
+  T.raises('unknown proxy "synflo', function() sieve.proxies(net, {"synflo"}) end)
+  T.raises("proxies: unknown option 'bach' (did you mean 'batch'?)", function() sieve.proxies(net, "params", {bach = 2}) end)
+  T.raises("proxies: option 'batch' expects an integer", function() sieve.proxies(net, "params", {batch = "x"}) end)
+  T.raises("proxy 2 of the list is a number, not a name", function() sieve.proxies(net, {"params", 3}) end)
+  T.raises("no proxy named", function() sieve.proxies(net, {}) end)
+  T.raises("is not finished", function()
+    local u = sieve.graph.new("u")
+    u:input(1, 2, 2)
+    sieve.proxies(u, "params")
+  end)
+end)
+
+T.test("sieve.rank_aggregate: mean ranks, 0 the worst, NaN lowest", function()
+  local r = sieve.rank_aggregate({{1, 5}, {2, 6}, {3, 4}})
+  T.eq(#r, 3)
+  T.near(r[1], 0.5) T.near(r[2], 1.5) T.near(r[3], 1.0)
+  r = sieve.rank_aggregate({{1, 5}, {2, 6}, {3, 4}}, {3, 1})
+  T.near(r[1], 0.25) T.near(r[2], 1.25) T.near(r[3], 1.5)
+  r = sieve.rank_aggregate({{0 / 0}, {-1}, {}})
+  T.near(r[2], 2, 0, "a number beats NaN and a missing score")
+  T.near(r[1], 0.5) T.near(r[3], 0.5)
+  T.eq(#sieve.rank_aggregate({}), 0)
+  T.raises("row 2 has 3 scores, row 1 has 2", function() sieve.rank_aggregate({{1, 2}, {1, 2, 3}}) end)
+  T.raises("2 weights for 1 scores per row", function() sieve.rank_aggregate({{1}, {2}}, {1, 2}) end)
+  T.raises("score 1 of row 1 is a string", function() sieve.rank_aggregate({{"a"}}) end)
 end)
 
 T.test("graphs dropped in a loop are collected as they go", function()

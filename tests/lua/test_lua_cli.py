@@ -254,14 +254,67 @@ class TestExamples(Workdir):
         the same seed proposes the same cells, built with the same
         parameter and MAC counts, and trained to the same accuracies."""
         yaml = os.path.join(EXAMPLES, "nb201-lua-train.yaml")
-        sieve("run", yaml, "--store", self.path("lua.sieve"), "-q", check=0)
-        sieve("run", yaml, "--store", self.path("c.sieve"), "--set", "space.plugin=nb201", "-q", check=0)
+        # One thread: every core on a machine shared with other tests is slower.
+        one = ("--set", "evaluator.threads=1")
+        sieve("run", yaml, "--store", self.path("lua.sieve"), *one, "-q", check=0)
+        sieve("run", yaml, "--store", self.path("c.sieve"), "--set", "space.plugin=nb201", *one, "-q", check=0)
         keep = ("status", "genotype", "params", "macs", "val_acc", "train_loss")
         lua = [{k: r[k] for k in keep} for r in export_rows(self.path("lua.sieve"))]
         c = [{k: r[k] for k in keep} for r in export_rows(self.path("c.sieve"))]
         self.assertEqual(len(lua), 4)
         self.assertEqual({r["status"] for r in lua}, {"ok"})
         self.assertEqual(lua, c)
+
+    def test_lua_space_dedupes_like_c(self):
+        """The dedupe stage hashes the Lua NB201 space's candidates as the C
+        plugin's: the same trials are answered from the cache."""
+        rows = {}
+        for plugin in ("lua_nb201", "nb201"):
+            yaml = self.write(plugin + ".yaml", f"""name: dd
+seed: 3
+lua: {{load: [{ROOT}/search_spaces/nb201.lua]}}
+space: {{plugin: {plugin}}}
+optimizer: {{plugin: random}}
+pipeline: [dedupe]
+evaluator: {{plugin: tabular, table: {ROOT}/data/nb201/nb201.csv, metrics: [cifar10_valid_acc]}}
+objective: {{metric: cifar10_valid_acc}}
+budget: {{proposals: 200}}
+""")
+            sieve("run", yaml, "--store", self.path(plugin + ".sieve"), "-q", check=0)
+            rows[plugin] = [(r["status"], r["genotype"], r["cached_from"], r["cifar10_valid_acc"])
+                            for r in export_rows(self.path(plugin + ".sieve"))]
+        self.assertEqual(len(rows["nb201"]), 200)
+        self.assertGreater(sum(r[0] == "cached" for r in rows["nb201"]), 0)
+        self.assertEqual(rows["lua_nb201"], rows["nb201"])
+
+    def test_proxy_then_train(self):
+        """Screen 40 cells with proxies, train the top 2 briefly, the best
+        longer: each sieve passes on what it says, and the long training
+        learns (chance is 0.1)."""
+        p = sieve("lua", os.path.join(EXAMPLES, "proxy-then-train.lua"), "40", "2", "naswot,zen", "1", check=0,
+                  timeout=300)
+        lines = p.stdout.splitlines()
+        m = re.match(r"sampled 40 cells: (\d+) distinct functions \((\d+) duplicates dropped\)", lines[0])
+        self.assertIsNotNone(m, p.stdout)
+        distinct = int(m.group(1))
+        self.assertLessEqual(distinct + int(m.group(2)), 40)
+        self.assertRegex(lines[1], r"^screened %d cells with naswot\+zen in [\d.]+ s; the top 2 go on$" % distinct)
+        shorts = [l for l in lines if l.startswith("short ")]
+        self.assertEqual(len(shorts), 2, p.stdout)
+        accs = {}
+        for line in shorts:
+            f = line.split()
+            acc = float(f[2].split("=")[1])
+            self.assertTrue(0 <= acc <= 1, line)
+            self.assertIn("naswot=", line)
+            accs[f[-1]] = acc
+        best = lines[-1].split()
+        self.assertEqual(best[0], "best")
+        self.assertEqual(best[-1], max(accs, key=accs.get), "the longer training takes the best short one")
+        val, test = float(best[1].split("=")[1]), float(best[2].split("=")[1])
+        self.assertGreater(val, 0.5, p.stdout)
+        self.assertGreater(test, 0.5, p.stdout)
+        self.assertEqual(best[4], "epochs=2")
 
     def test_run_from_lua_script(self):
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)

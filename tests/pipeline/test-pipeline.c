@@ -123,7 +123,7 @@ test_config_errors(void)
   /* The base text has five lines: `pipeline:` is on line 6. */
   static const BadCase cases[] = {
       {"pipeline: dedupe\n",
-       "test.yaml:6:11: 'pipeline' must be a list of stages, e.g. [dedupe] or [dedupe, {screen: {proxies: [synflow], "
+       "test.yaml:6:11: 'pipeline' must be a list of stages, e.g. [dedupe] or [dedupe, {screen: {proxies: [naswot], "
        "keep_top: 4}}]"},
       {"pipeline: [dedup]\n",
        "test.yaml:6:12: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); known stages: dedupe, screen"},
@@ -145,9 +145,9 @@ test_config_errors(void)
       {"pipeline: [{dedupe: 3}]\n", "test.yaml:6:21: the options of stage 'dedupe' must be a map, e.g. {hash: structural}"},
       {"pipeline: [{dedupe: {}, screen: {}}]\n",
        "test.yaml:6:12: a pipeline stage is a name (- dedupe) or a map of its name to its options (- screen: "
-       "{proxies: [synflow], keep_top: 4})"},
+       "{proxies: [naswot], keep_top: 4})"},
       {"pipeline: [screen]\n",
-       "test.yaml:6:12: stage 'screen' needs its options, e.g. - screen: {proxies: [synflow], keep_top: 4}"},
+       "test.yaml:6:12: stage 'screen' needs its options, e.g. - screen: {proxies: [naswot], keep_top: 4}"},
       {"pipeline: [{screen: {keep_top: 2}}]\n",
        "test.yaml:6:21: missing required option 'proxies' for stage 'screen'"},
       {"pipeline: [{screen: {proxies: [synflow]}}]\n",
@@ -774,7 +774,8 @@ test_screen_round(void)
   g_assert_cmpuint(params[0], <, params[2]);
   g_assert_cmpuint(params[2], <, params[3]);
   g_assert_cmpuint(params[3], <, params[1]);
-  SieveScreenRound *round = sieve_screen_round_new(&small->pipeline.screen, space, genotypes, G_N_ELEMENTS(archs));
+  SieveScreenRound *round =
+      sieve_screen_round_new(&small->pipeline.screen, space, NULL, genotypes, G_N_ELEMENTS(archs));
   /* Ranked by params alone (flops weighs 0): 1, 3, 2, 0. */
   static const guint best_first[] = {1, 3, 2, 0};
   for (guint r = 0; r < G_N_ELEMENTS(archs); r++) {

@@ -5,6 +5,7 @@ evaluated twice" is checked from outside), a Lua optimizer that writes down
 every tell, and kills with SIGKILL at many points."""
 import csv
 import io
+import json
 import os
 import random
 import re
@@ -394,6 +395,39 @@ class TestScreen(Workdir):
             if r["status"] == "ok":
                 self.assertNotEqual(r["screen_score"], "")
                 self.assertEqual(float(told[int(r["number"])][1]), float(r["cifar10_valid_acc"]))
+
+    def test_screen_on_real_examples(self):
+        # dataset: the proxies' batch is real examples, drawn as `sieve proxies --dataset` draws them.
+        if not os.path.isdir("/usr/share/datasets/fashion-mnist") and not os.environ.get("SIEVE_DATA_DIR"):
+            self.skipTest("Fashion-MNIST is not installed (Debian's dataset-fashion-mnist)")
+        cfg = self.write("fm.yaml", f"""name: fm
+seed: 3
+space: {{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: tabular, table: {table_path()}, metrics: [cifar10_valid_acc]}}
+objective: {{metric: cifar10_valid_acc}}
+pipeline:
+  - screen: {{proxies: [naswot, snip], keep_top: 1, batch: 3, batch_size: 16, dataset: fashion-mnist}}
+budget: {{evaluations: 1}}
+""")
+        store = self.path("fm.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows].count("screened"), 2)
+        for r in rows:
+            if r["status"] == "screened":
+                self.assertRegex(r["reason"], r"^rank [23] of 3 by naswot\+snip; kept: the best 1$")
+        out = sieve("proxies", "--dataset", "fashion-mnist", "--seed", "3", "--batch", "16", "--set", "space.C=4",
+                    "--set", "space.N=1", "--proxies", "naswot,snip", *(r["genotype"] for r in rows), check=0).stdout
+        for r, line in zip(rows, out.splitlines()):
+            scores = json.loads(line)
+            self.assertEqual(float(r["naswot"]), scores["naswot"])
+            self.assertEqual(float(r["snip"]), scores["snip"])
+        # The default input shape does not fit: said before anything runs.
+        p = sieve("run", cfg, "--store", self.path("bad.sieve"), "--set", "space.size=32", check=2)
+        self.assertIn(f"{cfg}:8:87: stage 'screen': dataset fashion-mnist has 1x28x28 examples in 10 classes, but "
+                      "space nb201 builds networks for 1x32x32 inputs with 10 outputs", p.stderr)
+        self.assertFalse(os.path.exists(self.path("bad.sieve")))
 
     def test_kill_resume_with_screen(self):
         optimizer = "optimizer: {plugin: evolution, population: 5, sample_size: 2}"
