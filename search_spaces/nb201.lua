@@ -227,8 +227,8 @@ sieve.register_space{
     classes = {type = "int", default = 10, min = 2, max = 1000000, help = "outputs of the final linear layer"},
   },
   -- The scale the functional hash runs at, the C plugin's: the cell once
-  -- per stage, 4 channels, 8x8 inputs (stages at 8, 4 and 2 pixels).
-  probe = {C = 4, N = 1, size = 8},
+  -- per stage, 4 channels, 16x16 inputs (stages at 16, 8 and 4 pixels).
+  probe = {C = 4, N = 1, size = 16},
   create = function(self, b)
     -- Each reduction block adds a stride-2 conv (which rounds up) to a 2x2
     -- pooling (which rounds down): they agree only on even extents.

@@ -28,9 +28,6 @@ void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
  * over the options the user wrote), made on first use and kept; the space
  * itself when it declares none.  Thread-safe.  (transfer none) */
 SIEVE_INTERNAL_API const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
-/* The space's own values of the options its probe_options replace
- * ("C=16;N=5;size=32;"), NULL when it has none.  (transfer none) */
-const char *sieve__space_scale(const SieveSpace *space);
 /* A memo of functional hashes by the structural hash of the probe network
  * (the functional hash is a function of the canonical form, so this is
  * exact).  Thread-safe; bounded (later entries are not kept). */

@@ -343,8 +343,8 @@ T.test("graph:hash and space:hash: the C library's hashes, as text", function()
   T.eq(nb:hash(text), h, "a candidate's structural hash is its network's")
   T.eq(net:copy():hash(), h)
   -- The functional hash of a space's candidate runs at its probe scale
-  -- (C=4, N=1, 8x8 for nb201); graph:hash runs the graph it is given.
-  local probe = sieve.space("nb201", {C = 4, N = 1, size = 8})
+  -- (C=4, N=1, 16x16 for nb201); graph:hash runs the graph it is given.
+  local probe = sieve.space("nb201", {C = 4, N = 1, size = 16})
   T.eq(nb:hash(text, "functional"), probe:build(text):hash("functional"))
   T.eq(probe:build(text):hash("functional", {threads = 2}), probe:build(text):hash("functional"),
        "threads never change it")
@@ -396,7 +396,7 @@ T.test("nb201.lua hashes equal to the C plugin's: structural for every cell, fun
   end
   T.eq(n_l, n_c, "the same classes")
   T.truthy(n_c < 15625, "the structural hash merges equal cells (" .. n_c .. " classes)")
-  -- Both at their probe scale (C=4, N=1, 8x8) whatever their own C, N and
+  -- Both at their probe scale (C=4, N=1, 16x16) whatever their own C, N and
   -- size (the input channels and classes stay theirs).
   local big_c, big_l = both({C = 16, N = 5, in_channels = 1, size = 32})
   local rng = sieve.rng(21)
