@@ -215,6 +215,15 @@ class TestInput(unittest.TestCase):
             self.assertNotEqual(a[2], c[2])
 
 
+    def test_lua_space(self):
+        # A Lua space runs on its script's thread: hashed on the main thread,
+        # to the same hashes as the C plugin's networks.
+        script = "space.script=" + os.path.join(ROOT, "search_spaces", "nb201.lua")
+        lua = sieve("hash", "--space", "lua", "--set", script, *self.good[:6], check=0).stdout
+        c = sieve("hash", *self.good[:6], check=0).stdout
+        self.assertEqual(lua, c)
+
+
 class TestStability(unittest.TestCase):
     def test_threads_and_processes(self):
         sample = "\n".join(arch_str(ops) for ops in itertools.islice(itertools.product(OPS, repeat=6), 0, None, 37))
