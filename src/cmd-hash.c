@@ -8,7 +8,9 @@
  * hashes as 32 hex digits (sieve/hash.h), "-" in the column of a kind not
  * asked for, so the columns never move.  The genotype is the space's
  * canonical text.  Candidates are hashed on --threads worker threads (every
- * core by default), each running its probe networks on one thread.  A
+ * core by default), each running its probe networks on one thread; a
+ * space written in Lua runs on its script's thread, so its candidates are
+ * hashed on the main thread, one at a time.  A
  * candidate that does not parse is reported on stderr with the argument or
  * line that held it; the others are still hashed, and the exit status is 1
  * at the end. */
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "lua-host.h"
 
 #define ALL_MAX 2000000.0 /* --all refuses larger spaces: one line (and one genotype in memory) each */
 
@@ -266,14 +269,21 @@ sieve_cmd_hash(int argc, char **argv)
   g_cond_init(&job.cond);
   guint n_threads = threads > 0 ? (guint)threads : g_get_num_processors();
   n_threads = MAX(1, MIN(n_threads, items->len));
+  /* Lua components refuse calls from other threads than their script's. */
+  gboolean inline_only = sieve_lua_component_is_builtin(sieve_registry_lookup(registry, SIEVE_KIND_SPACE,
+                                                                              space_name ? space_name : "nb201"));
   g_autoptr(GPtrArray) pool = g_ptr_array_new();
-  for (guint t = 0; t < n_threads && items->len > 0; t++)
+  for (guint t = 0; t < n_threads && items->len > 0 && !inline_only; t++)
     g_ptr_array_add(pool, g_thread_new("hash", worker, &job));
 
   /* Lines go out in input order as soon as each is ready. */
   guint failed = 0;
   for (guint i = 0; i < items->len; i++) {
     Item *it = &job.items[i];
+    if (inline_only) {
+      hash_item(&job, it);
+      it->done = TRUE;
+    }
     g_mutex_lock(&job.lock);
     while (!it->done)
       g_cond_wait(&job.cond, &job.lock);

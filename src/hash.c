@@ -6,8 +6,6 @@
 #include "hash-private.h"
 #include "space-private.h"
 
-#define SCALE_SEED G_GUINT64_CONSTANT(0x73696576652d7a31) /* "sieve-z1" */
-
 const char *
 sieve_hash_kind_name(SieveHashKind kind)
 {
@@ -110,25 +108,10 @@ sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHa
   g_autoptr(SieveCanon) canon = sieve__canon_new(g, error);
   if (canon == NULL)
     return FALSE;
-  SieveHash h;
-  if (!sieve__space_memo_get(space, &canon->hash, &h)) {
-    if (!sieve__canon_hash_functional(canon, NULL, &h, error))
-      return FALSE;
-    sieve__space_memo_put(space, &canon->hash, &h);
-  }
-  /* The probe runs the cell small; the space's own scale (what the probe
-   * options replaced) tells a wide network from a narrow one with that cell.
-   * Degenerate stays degenerate. */
-  const char *scale = sieve__space_scale(space);
-  if (scale != NULL && !sieve_hash_equal(&h, sieve_hash_degenerate())) {
-    g_autoptr(GByteArray) buf = g_byte_array_new();
-    for (int k = 0; k < 8; k++)
-      g_byte_array_append(buf, (guint8[]){(guint8)(h.hi >> (8 * k))}, 1);
-    for (int k = 0; k < 8; k++)
-      g_byte_array_append(buf, (guint8[]){(guint8)(h.lo >> (8 * k))}, 1);
-    g_byte_array_append(buf, (const guint8 *)scale, strlen(scale));
-    h = sieve__hash_bytes(buf->data, buf->len, SCALE_SEED);
-  }
-  *out = h;
+  if (sieve__space_memo_get(space, &canon->hash, out))
+    return TRUE;
+  if (!sieve__canon_hash_functional(canon, NULL, out, error))
+    return FALSE;
+  sieve__space_memo_put(space, &canon->hash, out);
   return TRUE;
 }

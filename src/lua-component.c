@@ -80,7 +80,6 @@ typedef struct {
   SieveLuaHost *own_host; /* the builtin `lua` component's private host */
   int self_ref;
   SieveSpace *space;      /* borrowed */
-  char *scale;            /* a builtin space's scale text, until space_create hands it to the space */
 } LuaInstance;
 
 /* Definitions live as long as the process, like a resident plugin's static
@@ -600,7 +599,6 @@ instance_free(LuaInstance *inst)
     luaL_unref(L, LUA_REGISTRYINDEX, inst->self_ref);
   }
   sieve_lua_host_free(inst->own_host);
-  g_free(inst->scale);
   g_free(inst);
 }
 
@@ -770,13 +768,7 @@ builtin_instance_new(SieveComponentKind kind, SieveSpace *space, const SieveOpti
     sieve_lua_host_free(host);
     return NULL;
   }
-  LuaInstance *inst = instance_new(def, host, space, own, study, error);
-  /* The functional hash tells spaces apart by the values the probe
-   * replaces: the script's own options, which the engine cannot see in the
-   * builtin's (script, options ...). */
-  if (inst != NULL && kind == SIEVE_KIND_SPACE)
-    inst->scale = sieve__space_scale_text((const char *const *) def->probe, def->spec, own);
-  return inst;
+  return instance_new(def, host, space, own, study, error);
 }
 
 static LuaInstance *
@@ -1108,7 +1100,7 @@ space_create(SieveSpace *space, const SieveOptions *options, GError **error)
   LuaInstance *inst = any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
   /* The builtin `lua` space is whatever its script defines. */
   if (inst != NULL && sieve_options_spec(options) == builtin_options)
-    sieve__space_set_class(space, &inst->def->builtin_klass, g_steal_pointer(&inst->scale));
+    sieve__space_set_class(space, &inst->def->builtin_klass);
   return inst;
 }
 

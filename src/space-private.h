@@ -21,22 +21,13 @@ SieveGenotype *sieve__space_generic_parse(const SieveSpace *space, const char *t
 
 /* Replaces the class of a space from inside its create(): the builtin `lua`
  * space is whatever the script it runs defines (format, build, probe scale).
- * klass must outlive the space and share its create and destroy; scale
- * (transfer full, nullable) replaces the space's scale text, which the
- * options the builtin was given cannot tell (see sieve__space_scale_text). */
-void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass, char *scale);
-/* "C=16;N=5;size=32;": the values options gives to the options that
- * probe_options replace (NULL when probe_options is).  (transfer full) */
-char *sieve__space_scale_text(const char *const *probe_options, const SieveOptionSpec *spec,
-                              const SieveOptions *options);
+ * klass must outlive the space and share its create and destroy. */
+void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
 
 /* The space at the probe scale its class declares (SieveSpaceClass.probe_options
  * over the options the user wrote), made on first use and kept; the space
  * itself when it declares none.  Thread-safe.  (transfer none) */
 SIEVE_INTERNAL_API const SieveSpace *sieve__space_probe(const SieveSpace *space, GError **error);
-/* The space's own values of the options its probe_options replace
- * ("C=16;N=5;size=32;"), NULL when it has none.  (transfer none) */
-const char *sieve__space_scale(const SieveSpace *space);
 /* A memo of functional hashes by the structural hash of the probe network
  * (the functional hash is a function of the canonical form, so this is
  * exact).  Thread-safe; bounded (later entries are not kept). */

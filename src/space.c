@@ -19,7 +19,6 @@ struct _SieveSpace {
   /* For the probe copy (sieve__space_probe): the options the user wrote, as
    * a map, and what hashing keeps between calls, under probe_lock. */
   SieveNode *written;
-  char *scale;        /* "C=16;N=5;size=32": the values probe_options replace, or NULL */
   GMutex probe_lock;
   SieveSpace *probe;  /* created on first use; the space itself when it has no probe_options */
   GError *probe_error;
@@ -144,61 +143,6 @@ written_options(const SieveComponent *component, const SieveOptions *options)
   return map;
 }
 
-/* The space's own values of the options its probe_options replace, as
- * text: the functional hash runs at the probe scale, and mixes these in so
- * that the same cell in a wider or deeper space is another candidate. */
-char *
-sieve__space_scale_text(const char *const *probe_options, const SieveOptionSpec *spec, const SieveOptions *options)
-{
-  if (probe_options == NULL || options == NULL || spec == NULL)
-    return NULL;
-  GString *out = g_string_new(NULL);
-  for (guint i = 0; probe_options[i] != NULL; i++) {
-    g_autofree char *key = g_strndup(probe_options[i], strcspn(probe_options[i], "=."));
-    for (guint k = 0; spec[k].name != NULL; k++) {
-      if (strcmp(spec[k].name, key) != 0)
-        continue;
-      g_string_append_printf(out, "%s=", key);
-      switch (spec[k].type) {
-      case SIEVE_OPTION_TYPE_INT:
-        g_string_append_printf(out, "%" G_GINT64_FORMAT, sieve_options_get_int(options, key));
-        break;
-      case SIEVE_OPTION_TYPE_FLOAT: {
-        g_autofree char *v = sieve__format_double(sieve_options_get_double(options, key));
-        g_string_append(out, v);
-        break;
-      }
-      case SIEVE_OPTION_TYPE_BOOL:
-        g_string_append(out, sieve_options_get_bool(options, key) ? "true" : "false");
-        break;
-      case SIEVE_OPTION_TYPE_STRING:
-      case SIEVE_OPTION_TYPE_CHOICE:
-      case SIEVE_OPTION_TYPE_PATH: {
-        const char *v = sieve_options_get_string(options, key);
-        g_string_append(out, v ? v : "");
-        break;
-      }
-      default: {
-        /* Lists and trees: as the user wrote them (or their absence). */
-        g_autofree char *v = sieve_options_is_set(options, key) ? sieve_node_to_yaml(sieve_options_node(options, key))
-                                                                 : g_strdup("");
-        g_string_append(out, v);
-      }
-      }
-      g_string_append_c(out, ';');
-    }
-  }
-  return g_string_free(out, FALSE);
-}
-
-static char *
-scale_text(const SieveComponent *component, const SieveOptions *options)
-{
-  const SieveSpaceClass *klass = sieve_component_get_info(component)->klass;
-  return sieve__space_scale_text(klass->probe_options,
-                                 sieve_component_get_info(component)->options, options);
-}
-
 /* The probe copy: the component again, with the class's probe_options
  * written over the user's options. */
 static SieveSpace *
@@ -252,13 +196,6 @@ sieve__space_probe(const SieveSpace *space, GError **error)
   return probe;
 }
 
-const char *
-sieve__space_scale(const SieveSpace *space)
-{
-  g_return_val_if_fail(space != NULL, NULL);
-  return space->scale;
-}
-
 static guint
 memo_hash(gconstpointer p)
 {
@@ -310,7 +247,6 @@ sieve_space_new(const SieveComponent *component, const SieveOptions *options, GE
   space->component = component;
   space->klass = sieve_component_get_info(component)->klass;
   space->written = written_options(component, options);
-  space->scale = scale_text(component, options);
   GError *local = NULL;
   space->instance = space->klass->create(space, options, &local);
   if (local != NULL) {
@@ -340,7 +276,6 @@ sieve_space_free(SieveSpace *space)
   g_clear_error(&space->probe_error);
   g_clear_pointer(&space->memo, g_hash_table_unref);
   g_clear_pointer(&space->written, sieve_node_unref);
-  g_free(space->scale);
   g_mutex_clear(&space->probe_lock);
   g_array_unref(space->decisions);
   g_ptr_array_unref(space->strings);
@@ -386,13 +321,11 @@ sieve_space_size(const SieveSpace *space)
 }
 
 void
-sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass, char *scale)
+sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
 {
   g_return_if_fail(klass != NULL && space->klass != NULL && klass->create == space->klass->create &&
                    klass->destroy == space->klass->destroy);
   space->klass = klass;
-  g_free(space->scale);
-  space->scale = scale;
 }
 
 gboolean

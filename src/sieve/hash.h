@@ -73,10 +73,11 @@ SIEVE_API const SieveHash *sieve_hash_degenerate(void);
 /* A candidate's hash: the space builds the genotype's network (for the
  * functional kind at the probe scale the space declares, see
  * SieveSpaceClass.probe_options) and it is hashed.  The functional kind
- * mixes in the space's own values of the options the probe replaces, so
- * the same cell in a wider space is another candidate.  An error when the
- * space builds no networks.  Thread-safe (the probe space and a memo of
- * functional hashes are kept with the space). */
+ * does not see the values the probe options replace (nb201: C, N, size):
+ * compare functional hashes within one configuration of a space.  An error
+ * when the space builds no networks.  Thread-safe (the probe space and a
+ * memo of functional hashes are kept with the space); the space's own
+ * build() runs on the calling thread. */
 SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,
                                     SieveHash *out, GError **error);
 

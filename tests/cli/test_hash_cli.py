@@ -200,16 +200,28 @@ class TestInput(unittest.TestCase):
         branin = "space.file=" + os.path.join(ROOT, "search_spaces", "branin.yaml")
         self.assertIn("builds no networks", sieve("hash", "--space", "hpo", "--set", branin, "--all", check=2).stderr)
 
-    def test_set_changes_the_network(self):
-        base = sieve("hash", *self.good[:5], check=0).stdout.splitlines()
-        wide = sieve("hash", "--set", "space.C=8", *self.good[:5], check=0).stdout.splitlines()
-        for a, b in zip(base, wide):
-            sa, sb = a.split("\t"), b.split("\t")
-            if sa[1] == ZERO_HASH:
-                self.assertEqual(sb[1:], [ZERO_HASH, ZERO_HASH])
+    def test_set_reaches_the_space(self):
+        # C changes the network (structural); the functional hash runs at
+        # the probe scale, which replaces C; classes reaches the probe.
+        base = [l.split("\t") for l in sieve("hash", *self.good[:5], check=0).stdout.splitlines()]
+        wide = [l.split("\t") for l in sieve("hash", "--set", "space.C=8", *self.good[:5], check=0).stdout.splitlines()]
+        more = [l.split("\t") for l in sieve("hash", "--set", "space.classes=7", *self.good[:5], check=0).stdout.splitlines()]
+        for a, b, c in zip(base, wide, more):
+            if a[1] == ZERO_HASH:
+                self.assertEqual(b[1:] + c[1:], [ZERO_HASH] * 4)
                 continue
-            self.assertNotEqual(sa[1], sb[1])
-            self.assertNotEqual(sa[2], sb[2])
+            self.assertNotEqual(a[1], b[1])
+            self.assertEqual(a[2], b[2])
+            self.assertNotEqual(a[2], c[2])
+
+
+    def test_lua_space(self):
+        # A Lua space runs on its script's thread: hashed on the main thread,
+        # to the same hashes as the C plugin's networks.
+        script = "space.script=" + os.path.join(ROOT, "search_spaces", "nb201.lua")
+        lua = sieve("hash", "--space", "lua", "--set", script, *self.good[:6], check=0).stdout
+        c = sieve("hash", *self.good[:6], check=0).stdout
+        self.assertEqual(lua, c)
 
 
 class TestStability(unittest.TestCase):
