@@ -27,7 +27,8 @@ sieve__proxy_jacob_cov(SieveProxyRun *run, double *score, GError **error)
   for (gsize i = 0; i < (gsize)n * run->n_classes; i++)
     ones[i] = 1.0f;
   g_autofree float *j = g_new(float, (gsize)n * d);
-  if (!sieve_runtime_backward(run->rt, ones, error) || !sieve_runtime_read_input_grad(run->rt, j, error))
+  /* Only the input's gradient: no weight-gradient kernels. */
+  if (!sieve_runtime_backward_input(run->rt, ones, error) || !sieve_runtime_read_input_grad(run->rt, j, error))
     return FALSE;
   /* Centred rows in double, then their Gram matrix. */
   g_autofree double *r = g_new(double, (gsize)n * d);

@@ -23,23 +23,6 @@
 
 #include "proxy-run.h"
 
-void
-sieve__naswot_pack(const float *x, guint n, gsize len, guint64 *codes)
-{
-  gsize words = (len + 63) / 64;
-  for (guint i = 0; i < n; i++) {
-    const float *row = x + (gsize)i * len;
-    guint64 *out = codes + (gsize)i * words;
-    for (gsize w = 0; w < words; w++) {
-      gsize lo = w * 64, hi = MIN(len, lo + 64);
-      guint64 word = 0;
-      for (gsize k = lo; k < hi; k++)
-        word |= (guint64)(row[k] > 0) << (k - lo);
-      out[w] = word;
-    }
-  }
-}
-
 /* The agreement count of two codes, with and without the POPCNT
  * instruction (the build targets generic x86-64; the CPU is asked once). */
 __attribute__((target("popcnt"))) static guint64
@@ -99,19 +82,18 @@ sieve__proxy_naswot(SieveProxyRun *run, double *score, GError **error)
     times[first[in]]++;
   }
   g_autofree gint64 *k = g_new0(gint64, (gsize)n * n);
-  g_autofree float *act = NULL;
   g_autofree guint64 *codes = NULL;
   for (guint v = 0; v < nodes; v++) {
     if (times[v] == 0)
       continue;
     SieveShape s = sieve_graph_node(g, v)->shape;
     gsize len = (gsize)s.c * s.h * s.w, words = (len + 63) / 64;
-    act = g_renew(float, act, (gsize)n * len);
     codes = g_renew(guint64, codes, (gsize)n * words);
-    /* ReLU(x) > 0 exactly where x > 0: the output gives the input's code. */
-    if (!sieve_runtime_read(run->rt, v, act, error))
+    /* ReLU(x) > 0 exactly where x > 0: the output gives the input's code.
+     * The runtime packs it in its own order of the units, the same for
+     * every example, which leaves Hamming distances as they are. */
+    if (!sieve_runtime_read_signs(run->rt, v, codes, error))
       return FALSE;
-    sieve__naswot_pack(act, n, len, codes);
     sieve__naswot_kernel_add(codes, n, words, len, times[v], run->threads, k);
   }
   g_autofree double *kd = g_new(double, (gsize)n * n);

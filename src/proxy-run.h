@@ -78,8 +78,6 @@ gboolean sieve__proxy_gradsign(SieveProxyRun *run, double *score, GError **error
  * zero), weight * (bits - Hamming distance) to k (n x n, both triangles). */
 SIEVE_INTERNAL_API void sieve__naswot_kernel_add(const guint64 *codes, guint n, gsize words, guint64 bits,
                                                  guint64 weight, guint threads, gint64 *k);
-/* Packs x > 0 of n rows of len floats into codes (n * ceil(len / 64) words). */
-SIEVE_INTERNAL_API void sieve__naswot_pack(const float *x, guint n, gsize len, guint64 *codes);
 
 /* Dense linear algebra in double, on n x n row-major matrices (destroyed). */
 /* log |det a| (-INFINITY when a is singular), by LU with partial pivoting. */

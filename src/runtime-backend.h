@@ -14,7 +14,8 @@ typedef struct {
   gboolean (*forward)(gpointer impl, const float *x, const gint32 *labels, SieveMode mode, GError **error);
   double (*loss)(gpointer impl);
   gboolean (*read)(gpointer impl, guint node, float *out, GError **error);
-  gboolean (*backward)(gpointer impl, const float *output_grad, GError **error);
+  /* input_only: skip what only parameter gradients need. */
+  gboolean (*backward)(gpointer impl, const float *output_grad, gboolean input_only, GError **error);
   gboolean (*read_input_grad)(gpointer impl, float *out, GError **error);
   guint (*n_params)(gpointer impl);
   const SieveParamInfo *(*param_info)(gpointer impl, guint i);
@@ -28,6 +29,7 @@ typedef struct {
   gboolean (*get_running)(gpointer impl, guint node, float *mean, float *var, GError **error);
   gboolean (*set_running)(gpointer impl, guint node, const float *mean, const float *var, GError **error);
   gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
+  gboolean (*read_signs)(gpointer impl, guint node, guint64 *codes, GError **error);
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;

@@ -19,6 +19,7 @@
  * primitive's arguments are bound to them then, so a training step is a
  * loop over prebuilt primitive calls.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -84,6 +85,7 @@ typedef struct {
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
+  gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
 } Step;
 
 typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
@@ -149,6 +151,7 @@ typedef struct {
   guint64 bytes;
   gboolean *keep;    /* per node: output and gradient stay readable (options' keep, mapped to roots) */
   gboolean frozen;   /* ReLUs follow their masks (sieve_runtime_freeze_activations) */
+  gboolean input_only; /* the backward running skips parameter gradients */
 } Cpu;
 
 #define TRY(call, ...)                                                                                           \
@@ -1145,6 +1148,8 @@ bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
     if (!contrib_end(c, v, u, &dsrc, dst, error))
       return FALSE;
   }
+  /* From here on, steps that only the weight gradient needs. */
+  guint first = c->bwd->len;
   dnnl_primitive_desc_t pd;
   if (!conv_bwd_desc(c, v, linear, TRUE, &pd, error))
     return FALSE;
@@ -1172,6 +1177,8 @@ bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
       return FALSE;
     slot_release(c, gslot);
   }
+  for (guint i = first; i < c->bwd->len; i++)
+    ((Step *)c->steps->pdata[g_array_index(c->bwd, guint, i)])->param_only = TRUE;
   return TRUE;
 }
 
@@ -1597,6 +1604,8 @@ run(Cpu *c, GArray *list, GError **error)
   omp_set_num_threads((int)c->threads);
   for (guint i = 0; i < list->len; i++) {
     Step *s = c->steps->pdata[g_array_index(list, guint, i)];
+    if (s->param_only && c->input_only)
+      continue;
     switch (s->kind) {
     case STEP_PRIM:
       if (s->relu && c->frozen) {
@@ -1658,9 +1667,10 @@ cpu_forward(gpointer impl, const float *x, const gint32 *labels, SieveMode mode,
 }
 
 static gboolean
-cpu_backward(gpointer impl, const float *output_grad, GError **error)
+cpu_backward(gpointer impl, const float *output_grad, gboolean input_only, GError **error)
 {
   Cpu *c = impl;
+  c->input_only = input_only;
   CNode *o = &c->nodes[root(c, c->output)];
   if (o->n->kind == SIEVE_OP_SOFTMAX_CE) {
     if (!c->has_labels) {
@@ -1735,6 +1745,110 @@ static gboolean
 cpu_read(gpointer impl, guint node, float *out, GError **error)
 {
   return read_node(impl, node, FALSE, out, error);
+}
+
+/* Bits of x > 0, 64 elements to a word: AVX2 compares 8 floats at once
+ * where the CPU has it (asked once), a plain loop elsewhere. */
+__attribute__((target("avx2"))) static void
+pack_signs_avx2(const float *x, gsize n, guint64 *out)
+{
+  gsize full = n / 64;
+  __m256 zero = _mm256_setzero_ps();
+  for (gsize w = 0; w < full; w++) {
+    guint64 word = 0;
+    for (int k = 0; k < 8; k++) {
+      __m256 v = _mm256_loadu_ps(x + w * 64 + k * 8);
+      word |= (guint64)(guint)_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ)) << (8 * k);
+    }
+    out[w] = word;
+  }
+  if (full * 64 < n) {
+    guint64 word = 0;
+    for (gsize k = full * 64; k < n; k++)
+      word |= (guint64)(x[k] > 0) << (k - full * 64);
+    out[full] = word;
+  }
+}
+
+static void
+pack_signs_generic(const float *x, gsize n, guint64 *out)
+{
+  for (gsize w = 0; w * 64 < n; w++) {
+    guint64 word = 0;
+    for (gsize k = w * 64; k < MIN(n, w * 64 + 64); k++)
+      word |= (guint64)(x[k] > 0) << (k - w * 64);
+    out[w] = word;
+  }
+}
+
+static void
+pack_signs(const float *x, gsize n, guint64 *out)
+{
+  static int avx2 = -1;
+  if (avx2 < 0) {
+    __builtin_cpu_init();
+    avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+  }
+  if (avx2)
+    pack_signs_avx2(x, n, out);
+  else
+    pack_signs_generic(x, n, out);
+}
+
+/* Whether a tensor stored as md holds each example's elements contiguously
+ * (in some order of their own, the same for every example) with no
+ * padding: then its signs pack straight from the buffer. */
+static gboolean
+examples_contiguous(const dnnl_memory_desc_t *md, gsize per_example)
+{
+  if (md->format_kind != dnnl_blocked || md->offset0 != 0 || md->format_desc.blocking.strides[0] != (dnnl_dim_t)per_example)
+    return FALSE;
+  for (int d = 0; d < md->ndims; d++)
+    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0)
+      return FALSE;
+  for (int k = 0; k < md->format_desc.blocking.inner_nblks; k++)
+    if (md->format_desc.blocking.inner_idxs[k] == 0)
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+cpu_read_signs(gpointer impl, guint node, guint64 *codes, GError **error)
+{
+  Cpu *c = impl;
+  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
+    return FALSE;
+  }
+  CNode *x = &c->nodes[root(c, node)];
+  SieveShape s = x->n->shape;
+  gsize per = (gsize)s.c * s.h * s.w, words = (per + 63) / 64, batch = c->options.batch;
+  if (x->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s is a loss: it has no elements per example",
+                node_desc(c, node));
+    return FALSE;
+  }
+  if (x->role == ROLE_ZERO) {
+    memset(codes, 0, batch * words * sizeof(guint64));
+    return TRUE;
+  }
+  if (x->out < 0 || x->released) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "%s was not kept after its last use (compile with keep_all, or name it in keep)", node_desc(c, node));
+    return FALSE;
+  }
+  if (examples_contiguous(&x->md, per)) {
+    const float *p = slot_ptr(c, x->out);
+    for (gsize b = 0; b < batch; b++)
+      pack_signs(p + b * per, per, codes + b * words);
+    return TRUE;
+  }
+  g_autofree float *plain = g_new(float, batch * per);
+  if (!read_node(c, node, FALSE, plain, error))
+    return FALSE;
+  for (gsize b = 0; b < batch; b++)
+    pack_signs(plain + b * per, per, codes + b * words);
+  return TRUE;
 }
 
 static gboolean
@@ -2047,4 +2161,5 @@ const SieveBackendClass sieve_backend_cpu = {
   .get_running = cpu_get_running,
   .set_running = cpu_set_running,
   .freeze = cpu_freeze,
+  .read_signs = cpu_read_signs,
 };

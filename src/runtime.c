@@ -12,6 +12,7 @@ struct _SieveRuntime {
   gboolean forward_done;  /* a forward ran since compile */
   gboolean backward_done; /* a backward ran after the last forward */
   gboolean last_train;
+  gboolean grads_done;    /* parameter gradients from the last backward (not an input-only one) */
 };
 
 static const SieveBackendClass *const backends[] = {&sieve_backend_cpu};
@@ -100,8 +101,8 @@ sieve_runtime_read(SieveRuntime *rt, guint node, float *out, GError **error)
   return rt->klass->read(rt->impl, node, out, error);
 }
 
-gboolean
-sieve_runtime_backward(SieveRuntime *rt, const float *output_grad, GError **error)
+static gboolean
+backward(SieveRuntime *rt, const float *output_grad, gboolean input_only, GError **error)
 {
   if (!rt->backward_compiled) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "this runtime was compiled without a backward pass");
@@ -111,10 +112,33 @@ sieve_runtime_backward(SieveRuntime *rt, const float *output_grad, GError **erro
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward needs a forward pass in train mode first");
     return FALSE;
   }
-  if (!rt->klass->backward(rt->impl, output_grad, error))
+  if (!rt->klass->backward(rt->impl, output_grad, input_only, error))
     return FALSE;
   rt->backward_done = TRUE;
+  rt->grads_done = !input_only;
   return TRUE;
+}
+
+gboolean
+sieve_runtime_backward(SieveRuntime *rt, const float *output_grad, GError **error)
+{
+  return backward(rt, output_grad, FALSE, error);
+}
+
+gboolean
+sieve_runtime_backward_input(SieveRuntime *rt, const float *output_grad, GError **error)
+{
+  return backward(rt, output_grad, TRUE, error);
+}
+
+gboolean
+sieve_runtime_read_signs(SieveRuntime *rt, guint node, guint64 *codes, GError **error)
+{
+  if (!rt->forward_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "read before any forward pass");
+    return FALSE;
+  }
+  return rt->klass->read_signs(rt->impl, node, codes, error);
 }
 
 gboolean
@@ -202,8 +226,10 @@ sieve_runtime_get_grad(SieveRuntime *rt, guint i, float *out, GError **error)
 {
   if (!check_param(rt, i, error))
     return FALSE;
-  if (!rt->backward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "gradients need a backward pass first");
+  if (!rt->backward_done || !rt->grads_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                rt->backward_done ? "the last backward computed no parameter gradients (sieve_runtime_backward_input)"
+                                  : "gradients need a backward pass first");
     return FALSE;
   }
   return rt->klass->get_grad(rt->impl, i, out, error);
@@ -212,8 +238,9 @@ sieve_runtime_get_grad(SieveRuntime *rt, guint i, float *out, GError **error)
 gboolean
 sieve_runtime_sgd_step(SieveRuntime *rt, const SieveSgd *sgd, GError **error)
 {
-  if (!rt->backward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "an SGD step needs a backward pass first");
+  if (!rt->backward_done || !rt->grads_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "an SGD step needs a backward pass first%s",
+                rt->backward_done ? " (the last one was input-only: no parameter gradients)" : "");
     return FALSE;
   }
   return rt->klass->sgd_step(rt->impl, sgd, error);

@@ -85,11 +85,24 @@ SIEVE_API double sieve_runtime_loss(const SieveRuntime *runtime);
  * and every node when keep_all was set; others give an error. */
 SIEVE_API gboolean sieve_runtime_read(SieveRuntime *runtime, guint node, float *out, GError **error);
 
+/* node's output of the last forward as one bit per element, 1 where it is
+ * > 0, packed per example: codes gets batch * ceil(c*h*w / 64) words, each
+ * example's bits in an order of its elements that the backend chooses but
+ * that is the same for every example (bits past c*h*w are 0).  What
+ * Hamming kernels over activation patterns need (naswot), without copying
+ * the floats out.  Readable as with sieve_runtime_read. */
+SIEVE_API gboolean sieve_runtime_read_signs(SieveRuntime *runtime, guint node, guint64 *codes, GError **error);
+
 /* Gradients of the last forward (which must have been in TRAIN mode for
  * batch norm to match).  output_grad: batch * output size floats, the
  * gradient of whatever scalar the caller differentiates with respect to the
  * output; NULL when the output is a loss (its gradient is 1). */
 SIEVE_API gboolean sieve_runtime_backward(SieveRuntime *runtime, const float *output_grad, GError **error);
+/* The same, computing only what the input's gradient and the kept nodes'
+ * gradients need: no parameter gradients (sieve_runtime_get_grad refuses
+ * until the next full backward).  Convolutions' weight-gradient kernels,
+ * about a third of a training step, are skipped. */
+SIEVE_API gboolean sieve_runtime_backward_input(SieveRuntime *runtime, const float *output_grad, GError **error);
 /* The input's gradient after backward (needs input_grad). */
 SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *out, GError **error);
 /* Copies the gradient, from the last backward, of whatever scalar it

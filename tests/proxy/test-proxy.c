@@ -291,7 +291,10 @@ test_naswot_kernel(void)
     for (gsize k = 0; k < n * len; k++)
       x[k] = (float)(sieve_rng_uniform(&rng) - 0.5);
     g_autofree guint64 *codes = g_new(guint64, n * words);
-    sieve__naswot_pack(x, n, len, codes);
+    memset(codes, 0, n * words * sizeof(guint64));
+    for (guint i = 0; i < n; i++)
+      for (gsize u = 0; u < len; u++)
+        codes[i * words + u / 64] |= (guint64)(x[i * len + u] > 0) << (u % 64);
     g_autofree gint64 *k = g_new0(gint64, n * n);
     sieve__naswot_kernel_add(codes, n, words, len, 3, 2, k);
     for (guint i = 0; i < n; i++)

@@ -289,6 +289,107 @@ test_freeze(void)
   case_check_forward(c, SIEVE_MODE_TRAIN, 1e-4, 1e-5);
 }
 
+/* Signs packed by the runtime against the plain read: the same count of
+ * set bits per example and the same Hamming distances between examples,
+ * for layouts read straight (16 channels, blocked) and through a reorder
+ * (5 channels, padded), a 2-D output and a folded zero. */
+static guint
+popcount(guint64 w)
+{
+  return (guint)__builtin_popcountll(w);
+}
+
+static void
+test_signs(void)
+{
+  SieveGraph *g = sieve_graph_new("signs");
+  guint x = sieve_graph_input(g, 3, 7, 9);
+  guint a = sieve_graph_relu(g, sieve_graph_conv2d(g, x, 16, 3, 1, 1, TRUE));
+  guint b = sieve_graph_relu(g, sieve_graph_conv2d(g, a, 5, 3, 1, 1, TRUE));
+  guint z = sieve_graph_zero(g, a);
+  guint h = sieve_graph_sum(g, (guint[]){sieve_graph_conv2d(g, b, 16, 1, 1, 0, TRUE), z}, 2);
+  guint out = sieve_graph_linear(g, sieve_graph_global_avg_pool(g, h), 70, TRUE);
+  GError *error = NULL;
+  sieve_graph_finish(g, out, &error);
+  g_assert_no_error(error);
+  g_autoptr(Case) c = case_new(g, 5, 41, FALSE);
+  case_randomise_params(c, 42);
+  sieve_runtime_forward(c->rt, c->x, NULL, SIEVE_MODE_TRAIN, &error);
+  g_assert_no_error(error);
+  guint nodes[] = {x, a, b, z, out};
+  for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+    SieveShape s = sieve_graph_node(c->graph, nodes[i])->shape;
+    gsize per = (gsize)s.c * s.h * s.w, words = (per + 63) / 64;
+    g_autofree float *plain = g_new(float, c->batch * per);
+    g_autofree guint64 *codes = g_new(guint64, c->batch * words);
+    sieve_runtime_read(c->rt, nodes[i], plain, &error);
+    g_assert_no_error(error);
+    sieve_runtime_read_signs(c->rt, nodes[i], codes, &error);
+    g_assert_no_error(error);
+    for (guint p = 0; p < c->batch; p++) {
+      guint set = 0, want = 0;
+      for (gsize w = 0; w < words; w++)
+        set += popcount(codes[p * words + w]);
+      for (gsize k = 0; k < per; k++)
+        want += plain[p * per + k] > 0;
+      g_assert_cmpuint(set, ==, want);
+      for (guint q = 0; q < c->batch; q++) {
+        guint d = 0, dw = 0;
+        for (gsize w = 0; w < words; w++)
+          d += popcount(codes[p * words + w] ^ codes[q * words + w]);
+        for (gsize k = 0; k < per; k++)
+          dw += (plain[p * per + k] > 0) != (plain[q * per + k] > 0);
+        g_assert_cmpuint(d, ==, dw);
+      }
+    }
+  }
+}
+
+/* An input-only backward: the input's and kept nodes' gradients of a full
+ * one, and no parameter gradients. */
+static void
+test_backward_input(void)
+{
+  g_autoptr(SieveGraph) g = sieve_graph_new("input-only");
+  guint x = sieve_graph_input(g, 3, 6, 6);
+  guint h = sieve_graph_relu(g, sieve_graph_batch_norm(g, sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE)));
+  guint k = sieve_graph_conv2d(g, h, 8, 3, 1, 1, TRUE);
+  guint out = sieve_graph_linear(g, sieve_graph_global_avg_pool(g, sieve_graph_relu(g, k)), 4, TRUE);
+  GError *error = NULL;
+  sieve_graph_finish(g, out, &error);
+  g_assert_no_error(error);
+  guint keep[] = {k};
+  SieveRuntimeOptions o = {.batch = 3, .threads = 2, .backward = TRUE, .input_grad = TRUE, .seed = 2, .keep = keep,
+                           .n_keep = 1};
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, &error);
+  g_assert_no_error(error);
+  float xs[3 * 108], dy[12], gx[2][3 * 108], gk[2][3 * 288];
+  for (guint i = 0; i < G_N_ELEMENTS(xs); i++)
+    xs[i] = (float)sin(0.37 * i);
+  for (guint i = 0; i < G_N_ELEMENTS(dy); i++)
+    dy[i] = (float)cos(1.3 * i);
+  for (int pass = 0; pass < 2; pass++) {
+    sieve_runtime_forward(rt, xs, NULL, SIEVE_MODE_TRAIN, &error);
+    g_assert_no_error(error);
+    if (pass == 0)
+      sieve_runtime_backward(rt, dy, &error);
+    else
+      sieve_runtime_backward_input(rt, dy, &error);
+    g_assert_no_error(error);
+    sieve_runtime_read_input_grad(rt, gx[pass], &error);
+    g_assert_no_error(error);
+    sieve_runtime_read_grad(rt, k, gk[pass], &error);
+    g_assert_no_error(error);
+  }
+  g_assert_cmpmem(gx[0], sizeof gx[0], gx[1], sizeof gx[1]);
+  g_assert_cmpmem(gk[0], sizeof gk[0], gk[1], sizeof gk[1]);
+  float w[8 * 27];
+  g_assert_false(sieve_runtime_get_grad(rt, 0, w, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME);
+  g_assert_nonnull(strstr(error->message, "no parameter gradients"));
+  g_clear_error(&error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -297,5 +398,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/read/keep-errors", test_keep_errors);
   g_test_add_func("/runtime/read/running-stats", test_running_stats);
   g_test_add_func("/runtime/read/freeze", test_freeze);
+  g_test_add_func("/runtime/read/signs", test_signs);
+  g_test_add_func("/runtime/read/backward-input", test_backward_input);
   return g_test_run();
 }
