@@ -52,11 +52,11 @@ sieve__proxy_ce_grad(const float *logits, const gint32 *labels, guint batch, gui
 }
 
 gboolean
-sieve__proxy_backward_ce(SieveProxyRun *run, GError **error)
+sieve__proxy_backward_ce(SieveProxyRun *run, gboolean input_only, GError **error)
 {
   g_autofree float *dz = g_new(float, (gsize)run->batch * run->n_classes);
   sieve__proxy_ce_grad(run->logits, run->labels, run->batch, run->n_classes, dz);
-  return sieve_runtime_backward(run->rt, dz, error);
+  return input_only ? sieve_runtime_backward_input(run->rt, dz, error) : sieve_runtime_backward(run->rt, dz, error);
 }
 
 /* grad_norm: the sum over layers of the Euclidean norm of each weight
@@ -123,6 +123,8 @@ sieve__proxy_fisher(SieveProxyRun *run, double *score, GError **error)
     da = g_renew(float, da, size);
     if (!sieve_runtime_read(run->rt, v, a, error) || !sieve_runtime_read_grad(run->rt, v, da, error))
       return FALSE;
+    double layer = 0;
+#pragma omp parallel for num_threads(run->threads) reduction(+ : layer) schedule(static)
     for (guint c = 0; c < n->shape.c; c++) {
       double sq = 0;
       for (guint b = 0; b < run->batch; b++) {
@@ -132,8 +134,9 @@ sieve__proxy_fisher(SieveProxyRun *run, double *score, GError **error)
           s += (double)pa[k] * pd[k];
         sq += s * s;
       }
-      total += 0.5 * sq / run->batch;
+      layer += 0.5 * sq / run->batch;
     }
+    total += layer;
   }
   *score = total;
   return TRUE;

@@ -61,7 +61,7 @@ sieve__proxy_hvp(SieveProxyRun *run, GArray *params, GPtrArray *v, double eps, G
         buf[j] = (float)(t[j] + sign * eps * d[j]);
       ok = sieve_runtime_set_param(rt, i, buf, error);
     }
-    ok = ok && sieve__proxy_forward(run, error) && sieve__proxy_backward_ce(run, error);
+    ok = ok && sieve__proxy_forward(run, error) && sieve__proxy_backward_ce(run, FALSE, error);
     for (guint k = 0; k < n && ok; k++) {
       guint i = g_array_index(params, guint, k);
       guint64 size = sieve_runtime_param_info(rt, i)->size;

@@ -39,7 +39,7 @@ SIEVE_INTERNAL_API gboolean sieve__proxy_forward(SieveProxyRun *run, GError **er
 SIEVE_INTERNAL_API void sieve__proxy_ce_grad(const float *logits, const gint32 *labels, guint batch,
                                              guint n_classes, float *dz);
 /* Backward of the mean cross-entropy of the last forward. */
-gboolean sieve__proxy_backward_ce(SieveProxyRun *run, GError **error);
+gboolean sieve__proxy_backward_ce(SieveProxyRun *run, gboolean input_only, GError **error);
 
 /* After backward_ce: grad_norm and snip from the weight gradients (each may
  * be NULL); grads (may be NULL) gets a copy of each weight's gradient, in

@@ -266,8 +266,11 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
   guint uses = uses_of(want);
   if (uses & USE_RUNTIME) {
     g_autoptr(GArray) keep = keep_list(run->graph, uses);
+    /* synflow alone reads only the initial weights (which do not depend
+     * on the batch size): a runtime for one example is enough. */
+    gboolean weights_only = !(uses & (USE_FORWARD | USE_BACKWARD | USE_INPUT_GRAD | KEEP_FEATURES));
     SieveRuntimeOptions o = {
-      .batch = run->batch,
+      .batch = weights_only ? 1 : run->batch,
       .threads = run->threads,
       .backward = (uses & (USE_BACKWARD | USE_INPUT_GRAD)) != 0,
       .input_grad = (uses & USE_INPUT_GRAD) != 0,
@@ -299,7 +302,10 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
   }
   g_autoptr(GPtrArray) grads = g_ptr_array_new_with_free_func(g_free);
   if (uses & USE_BACKWARD) {
-    if (!sieve__proxy_backward_ce(run, error))
+    /* fisher alone reads activations' gradients, not the weights': the
+     * weight-gradient kernels (a third of the backward) are skipped. */
+    gboolean weights = wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_GRASP);
+    if (!sieve__proxy_backward_ce(run, !weights, error))
       return FALSE;
     charge(clock, users(USE_BACKWARD));
     if (wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_GRASP)) {

@@ -19,10 +19,13 @@
  * primitive's arguments are bound to them then, so a training step is a
  * loop over prebuilt primitive calls.
  */
+#define _GNU_SOURCE /* mremap */
+#include <errno.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
@@ -149,6 +152,8 @@ typedef struct {
   int out_grad;      /* slot: gradient of a non-loss output */
   char *description;
   guint64 bytes;
+  void *arena;       /* every slot's memory, one mapping of arena_bytes */
+  size_t arena_bytes;
   gboolean *keep;    /* per node: output and gradient stay readable (options' keep, mapped to roots) */
   gboolean frozen;   /* ReLUs follow their masks (sieve_runtime_freeze_activations) */
   gboolean input_only; /* the backward running skips parameter gradients */
@@ -1412,13 +1417,128 @@ plan_backward(Cpu *c, GError **error)
 
 /* ---- binding and initialisation ----------------------------------------------- */
 
+/* Arenas of runtimes freed lately, kept for the next runtime of the
+ * process: scoring or training one network after another, each would
+ * otherwise fault in (and the kernel zero) a few hundred MiB of fresh pages,
+ * which on a virtual machine costs as much as the passes themselves.  At
+ * most ARENA_POOL arenas and ARENA_POOL_BYTES are kept. */
+#define ARENA_POOL 4
+#define ARENA_POOL_BYTES ((size_t)2 << 30)
+
+typedef struct {
+  void *ptr;
+  size_t bytes;
+} Arena;
+
+static GMutex arena_lock;
+static Arena arena_pool[ARENA_POOL + 1];
+static guint arena_count;
+
+/* An arena of at least bytes, all zero: a pooled one cleared, or a fresh
+ * mapping (zero from the kernel). */
+static gboolean
+arena_take(size_t bytes, void **ptr, size_t *mapped, GError **error)
+{
+  g_mutex_lock(&arena_lock);
+  gint best = -1;
+  for (guint i = 0; i < arena_count; i++)
+    if (arena_pool[i].bytes >= bytes && (best < 0 || arena_pool[i].bytes < arena_pool[best].bytes))
+      best = (gint)i;
+  /* None large enough: the largest grows, keeping the pages it has. */
+  gboolean grow = best < 0 && arena_count > 0;
+  if (grow) {
+    best = 0;
+    for (guint i = 1; i < arena_count; i++)
+      if (arena_pool[i].bytes > arena_pool[best].bytes)
+        best = (gint)i;
+  }
+  Arena a = {0};
+  if (best >= 0) {
+    a = arena_pool[best];
+    arena_pool[best] = arena_pool[--arena_count];
+  }
+  g_mutex_unlock(&arena_lock);
+  /* Whole huge pages, so that a later, slightly larger network fits. */
+  size_t size = (bytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+  if (a.ptr && grow) {
+    void *p = mremap(a.ptr, a.bytes, size, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) {
+      munmap(a.ptr, a.bytes);
+      a.ptr = NULL;
+    } else {
+#ifdef MADV_HUGEPAGE
+      madvise(p, size, MADV_HUGEPAGE);
+#endif
+      a = (Arena){p, size};
+    }
+  }
+  if (a.ptr) {
+    /* Planned buffers may count on zeros (padding of blocked layouts,
+     * optimizer state), as in a fresh mapping: both threads clear it. */
+    gsize chunk = 1 << 22, n = (bytes + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(2) schedule(static)
+    for (gsize k = 0; k < n; k++)
+      memset((char *)a.ptr + k * chunk, 0, MIN(chunk, bytes - k * chunk));
+    *ptr = a.ptr;
+    *mapped = a.bytes;
+    return TRUE;
+  }
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "cannot map %zu bytes for the network's tensors: %s",
+                size, g_strerror(errno));
+    return FALSE;
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(p, size, MADV_HUGEPAGE); /* advice only: without it, 4 KiB pages */
+#endif
+  *ptr = p;
+  *mapped = size;
+  return TRUE;
+}
+
+/* Returns an arena to the pool, unmapping the smallest when it is full. */
+static void
+arena_give(void *ptr, size_t bytes)
+{
+  g_mutex_lock(&arena_lock);
+  arena_pool[arena_count++] = (Arena){ptr, bytes};
+  size_t held = 0;
+  for (guint i = 0; i < arena_count; i++)
+    held += arena_pool[i].bytes;
+  while (arena_count > 0 && (arena_count > ARENA_POOL || held > ARENA_POOL_BYTES)) {
+    guint small = 0;
+    for (guint i = 1; i < arena_count; i++)
+      if (arena_pool[i].bytes < arena_pool[small].bytes)
+        small = i;
+    Arena out = arena_pool[small];
+    arena_pool[small] = arena_pool[--arena_count];
+    held -= out.bytes;
+    munmap(out.ptr, out.bytes);
+  }
+  g_mutex_unlock(&arena_lock);
+}
+
 static gboolean
 bind(Cpu *c, GError **error)
 {
+  /* One anonymous mapping for all slots rather than an allocation each:
+   * the kernel hands it over zeroed (no memset), and on a kernel that
+   * offers transparent huge pages in madvise mode it is faulted in 2 MiB at
+   * a time.  With a few hundred MiB of activations at batch 64, 4 KiB page
+   * faults and the memset were half of a proxy's time. */
+  size_t total = 0;
+  for (guint i = 0; i < c->slots->len; i++)
+    total += (MAX(g_array_index(c->slots, Slot, i).bytes, 64) + 63) & ~(size_t)63;
+  if (!arena_take(MAX(total, 64), &c->arena, &c->arena_bytes, error))
+    return FALSE;
+  void *arena = c->arena;
+  size_t offset = 0;
   for (guint i = 0; i < c->slots->len; i++) {
     Slot *s = &g_array_index(c->slots, Slot, i);
-    size_t bytes = MAX(s->bytes, 64);
-    s->ptr = g_aligned_alloc0(1, bytes, 64);
+    s->ptr = (float *)((char *)arena + offset);
+    size_t bytes = (MAX(s->bytes, 64) + 63) & ~(size_t)63;
+    offset += bytes;
     c->bytes += bytes;
   }
   for (guint i = 0; i < c->steps->len; i++) {
@@ -2060,9 +2180,8 @@ cpu_destroy(gpointer impl)
     g_aligned_free(c->nodes[v].mask);
   }
   g_free(c->nodes);
-  if (c->slots)
-    for (guint i = 0; i < c->slots->len; i++)
-      g_aligned_free(g_array_index(c->slots, Slot, i).ptr);
+  if (c->arena)
+    arena_give(c->arena, c->arena_bytes);
   g_clear_pointer(&c->slots, g_array_unref);
   g_clear_pointer(&c->free, g_array_unref);
   g_clear_pointer(&c->pending, g_array_unref);

@@ -390,6 +390,68 @@ test_backward_input(void)
   g_clear_error(&error);
 }
 
+/* Runtimes take their tensors' memory from arenas that earlier runtimes of
+ * the process gave back: one compiled after a larger network has dirtied
+ * that memory computes bit for bit what it computes on fresh pages. */
+static SieveGraph *
+arena_graph(guint channels, guint size)
+{
+  SieveGraph *g = sieve_graph_new("arena");
+  guint x = sieve_graph_input(g, 3, size, size);
+  guint h = sieve_graph_relu(g, sieve_graph_batch_norm(g, sieve_graph_conv2d(g, x, channels, 3, 1, 1, FALSE)));
+  h = sieve_graph_sum(g, (guint[]){h, sieve_graph_conv2d(g, h, channels, 1, 1, 0, TRUE)}, 2);
+  guint out = sieve_graph_linear(g, sieve_graph_global_avg_pool(g, h), 5, TRUE);
+  GError *error = NULL;
+  sieve_graph_finish(g, out, &error);
+  g_assert_no_error(error);
+  return g;
+}
+
+static void
+arena_run(SieveGraph *g, guint batch, float *out, float *grad)
+{
+  SieveRuntimeOptions o = {.batch = batch, .threads = 2, .backward = TRUE, .input_grad = TRUE, .seed = 9};
+  GError *error = NULL;
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, &error);
+  g_assert_no_error(error);
+  SieveShape in = sieve_graph_node(g, sieve_graph_input_node(g))->shape;
+  gsize n = (gsize)batch * in.c * in.h * in.w;
+  g_autofree float *x = g_new(float, n);
+  g_autofree float *dy = g_new(float, batch * 5);
+  for (gsize i = 0; i < n; i++)
+    x[i] = (float)sin(0.11 * i);
+  for (guint i = 0; i < batch * 5; i++)
+    dy[i] = (float)cos(0.7 * i);
+  sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_TRAIN, &error);
+  g_assert_no_error(error);
+  if (out) {
+    sieve_runtime_read(rt, sieve_graph_output(g), out, &error);
+    g_assert_no_error(error);
+    sieve_runtime_backward(rt, dy, &error);
+    g_assert_no_error(error);
+    sieve_runtime_read_input_grad(rt, grad, &error);
+    g_assert_no_error(error);
+    /* Eval mode reads the running statistics, which start from zero and one. */
+    sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_EVAL, &error);
+    g_assert_no_error(error);
+    sieve_runtime_read(rt, sieve_graph_output(g), out + batch * 5, &error);
+    g_assert_no_error(error);
+  }
+}
+
+static void
+test_arena_reuse(void)
+{
+  g_autoptr(SieveGraph) small = arena_graph(5, 6), large = arena_graph(40, 24);
+  float out[2][2 * 4 * 5], grad[2][4 * 3 * 36];
+  arena_run(small, 4, out[0], grad[0]);
+  for (int i = 0; i < 2; i++)
+    arena_run(large, 16, NULL, NULL); /* fills the memory with its own values */
+  arena_run(small, 4, out[1], grad[1]);
+  g_assert_cmpmem(out[0], sizeof out[0], out[1], sizeof out[1]);
+  g_assert_cmpmem(grad[0], sizeof grad[0], grad[1], sizeof grad[1]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -400,5 +462,6 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/read/freeze", test_freeze);
   g_test_add_func("/runtime/read/signs", test_signs);
   g_test_add_func("/runtime/read/backward-input", test_backward_input);
+  g_test_add_func("/runtime/read/arena-reuse", test_arena_reuse);
   return g_test_run();
 }
