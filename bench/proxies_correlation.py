@@ -10,7 +10,8 @@ For each proxy the script prints:
   - the peer's Spearman on the same architectures (from the file's scores);
   - the published value on CIFAR-10 data (the README's table);
   - the Spearman between sieve's and the peer's scores across the architectures (their agreement),
-    beside the issue's target for it.
+    beside the issue's target for it (params and flops: the peer's count_params and count_flops
+    of its own NB201 module, computed here when torch is there; the file holds neither).
 
 Correlations use the architectures where both numbers are finite (naswot's kernel is singular for a
 few networks whose every path is cut: -inf), and say how many those are.
@@ -167,6 +168,36 @@ def run_sieve(sieve, archs, names, results, seed, threads, jobs, rescore=()):
     return {x: r for x, r in done.items() if all(n in r for n in names)}
 
 
+def peer_counts(archs, cache):
+    """arch -> {params, flops} from the peer's own counters (count_params, count_flops on its NB201 at
+    C=16, N=5), cached; the data file holds no params or flops.  Empty without torch."""
+    done = {}
+    if os.path.exists(cache):
+        with open(cache) as f:
+            for line in f:
+                r = json.loads(line)
+                done[r["arch"]] = r
+    todo = [x for x in archs if x not in done]
+    if todo:
+        try:
+            import torch
+            sys.path.insert(0, HERE)
+            import peer_proxies
+        except ImportError as e:
+            print(f"no peer counts of params and flops ({e})")
+            return done
+        peer = peer_proxies.load_peer()
+        x = torch.zeros(1, 3, 32, 32)
+        print(f"the peer's params and flops of {len(todo)} architectures (cache: {cache})", flush=True)
+        with open(cache, "a") as out:
+            for arch in todo:
+                net = peer.NB201(arch, 16, 5, 10, 3)
+                r = {"arch": arch, "params": peer.count_params(net), "flops": peer.count_flops(net, x)}
+                out.write(json.dumps(r) + "\n")
+                done[arch] = r
+    return done
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -198,6 +229,11 @@ def main():
     table = {n: [number(ours[archs[i]][n]) for i in keep] for n in names}
     acc = [acc[i] for i in keep]
     peer = {n: [number(peer_rows[i][n]) for i in keep] for n in names if n in peer_rows[0]}
+    if "params" in names or "flops" in names:
+        counts = peer_counts([archs[i] for i in keep], os.path.join(a.build, "peer-counts-nb201.jsonl"))
+        for n in ("params", "flops"):
+            if n in names and all(archs[i] in counts for i in keep):
+                peer[n] = [float(counts[archs[i]][n]) for i in keep]
     pub = published_table(os.path.join(a.data, "README.md"))
 
     print(f"\n{len(keep)} NAS-Bench-201 architectures, C=16 N=5, batch 64 of N(0,1) 3x32x32, seed {a.seed}; "
