@@ -13,6 +13,14 @@ C=16, N=5, one batch of 64 random-normal 3x32x32 inputs, 2 threads.  For each pr
   - the peer: `/usr/bin/python3 torch_nb201.py time-proxies --archs 10 --threads 2` run in the same
     session, its median per proxy (it times each proxy call on a freshly built network).
 
+How close to the machine the gradient proxies get: a forward and backward pass of the cross-entropy
+does about 3 x 2 x MACs x batch floating-point operations (forward, data gradient and weight gradient of
+every conv/linear layer; MACs from `sieve proxies --proxies flops`).  The bench prints, for grad_norm's
+median-time architecture and in total over the ten, that count divided by sieve's grad_norm time, beside
+the machine's float32 ceiling measured in the same run by bench/machine-peak (the FMA peak of its vector
+units on the same threads, and oneDNN's rate on one large 3x3 convolution's forward and backward): the
+rate a compute-bound pass could reach.
+
 Prints the medians and the ratios peer/sieve (larger: sieve faster).  Runs are alternated sieve,
 peer, sieve, peer for --repeat rounds and the median of the rounds is reported, because the
 machines these run on vary by 2x from hour to hour.
@@ -53,6 +61,21 @@ def peer_times(peer_path, n_archs, names, threads, C, N, batch):
     return {n: res["proxies"][n]["median_ms"] for n in names}, res["torch"]
 
 
+def sieve_macs(sieve, archs, C, N):
+    cmd = [sieve, "proxies", "--space", "nb201", "--set", f"space.C={C}", "--set", f"space.N={N}",
+           "--proxies", "flops"] + archs
+    p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return [json.loads(line)["flops"] for line in p.stdout.splitlines() if line.strip()]
+
+
+def machine_peak(build, threads):
+    """{fma_gflops, conv_gflops}: bench/machine-peak.c's float32 FMA peak and oneDNN's rate on a large 3x3
+    convolution's forward and backward, on the same threads."""
+    p = subprocess.run([os.path.join(build, "bench", "machine-peak"), "--threads", str(threads)],
+                       capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -75,6 +98,8 @@ def main():
           f"C={a.C} N={a.N}, batch {a.batch} of 3x32x32, {a.threads} threads, {a.repeat} alternated rounds",
           flush=True)
 
+    macs = sieve_macs(sieve, archs, a.C, a.N)
+    per_arch = {n: [] for n in names}  # per round: sieve's time of each architecture, one proxy per call
     per = {n: [] for n in names}      # per round: median over archs of sieve's time, one proxy per call
     shared = {n: [] for n in names}   # per round: median of this proxy's share in the shared call
     shared_total, peer_ms = [], {n: [] for n in names}
@@ -83,6 +108,7 @@ def main():
         for n in names:
             ts = sieve_times(sieve, archs, [n], a.threads, a.C, a.N, a.batch)
             per[n].append(statistics.median(t[n] for t in ts))
+            per_arch[n].append([t[n] for t in ts])
         ts = sieve_times(sieve, archs, names, a.threads, a.C, a.N, a.batch)
         for n in names:
             shared[n].append(statistics.median(t[n] for t in ts))
@@ -106,11 +132,29 @@ def main():
     total_shared = med(shared_total)
     print(f"{'all':10s} {total_per:9.1f} {total_shared:9.1f} {total_peer:9.1f} {total_peer / total_per:6.1f}x "
           f"per proxy, {total_peer / total_shared:.1f}x shared pass")
+    peak = None
+    if "grad_norm" in names:
+        peak = machine_peak(a.build, a.threads)
+        # Each architecture's median time over the rounds, then the architecture at the median.
+        t = [med(r[k] for r in per_arch["grad_norm"]) for k in range(len(archs))]
+        order = sorted(range(len(archs)), key=lambda k: t[k])
+        mid = order[len(order) // 2]
+        rate = [6 * macs[k] * a.batch / (t[k] / 1e3) / 1e9 for k in range(len(archs))]
+        total = 6 * sum(macs) * a.batch / (sum(t) / 1e3) / 1e9
+        fma, conv = peak["fma_gflops"], peak["conv_gflops"]
+        print(f"\ngrad_norm's forward+backward against the machine ({a.threads} threads): FMA peak {fma:.0f} "
+              f"GFLOP/s ({peak['isa']}), oneDNN on one large 3x3 conv {conv:.0f} GFLOP/s")
+        big = max(range(len(archs)), key=lambda k: macs[k])
+        for label, k in (("median-time architecture", mid), ("largest architecture", big)):
+            print(f"  {label} ({macs[k] / 1e6:.1f} M MACs/example, {t[k]:.1f} ms): {rate[k]:.0f} GFLOP/s = "
+                  f"{rate[k] / fma:.0%} of the FMA peak, {rate[k] / conv:.0%} of the large conv")
+        print(f"  all ten together: {total:.0f} GFLOP/s = {total / fma:.0%} of the FMA peak, "
+              f"{total / conv:.0%} of the large conv")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"archs": archs, "threads": a.threads, "torch": torch_version, "proxies": rows,
-                       "all": {"sieve_ms": total_per, "sieve_shared_ms": total_shared, "peer_ms": total_peer}},
-                      f, indent=1)
+                       "all": {"sieve_ms": total_per, "sieve_shared_ms": total_shared, "peer_ms": total_peer},
+                       "machine": peak, "macs": macs}, f, indent=1)
     return 0
 
 
