@@ -133,7 +133,7 @@ load_dedupe(SieveDedupeStage *out, const SieveNode *stage, const SieveNode *opti
 
 /* weights: a list of numbers >= 0, one per proxy, not all zero. */
 static gboolean
-load_weights(SieveScreenStage *out, const SieveOptions *o, GError **error)
+load_weights(const SieveOptions *o, guint n_proxies, double **out, GError **error)
 {
   const SieveNode *node = sieve_options_get_node(o, "weights");
   if (node == NULL)
@@ -142,27 +142,54 @@ load_weights(SieveScreenStage *out, const SieveOptions *o, GError **error)
     sieve_node_set_error(error, node, "'weights' must be a list of numbers, one per proxy");
     return FALSE;
   }
-  if (sieve_node_size(node) != out->n_proxies) {
-    sieve_node_set_error(error, node, "'weights' has %u values for %u prox%s", sieve_node_size(node),
-                         out->n_proxies, out->n_proxies == 1 ? "y" : "ies");
+  if (sieve_node_size(node) != n_proxies) {
+    sieve_node_set_error(error, node, "'weights' has %u values for %u prox%s", sieve_node_size(node), n_proxies,
+                         n_proxies == 1 ? "y" : "ies");
     return FALSE;
   }
-  out->weights = g_new0(double, out->n_proxies);
+  g_autofree double *weights = g_new0(double, n_proxies);
   double sum = 0;
-  for (guint i = 0; i < out->n_proxies; i++) {
+  for (guint i = 0; i < n_proxies; i++) {
     const SieveNode *w = sieve_node_nth(node, i);
-    if (!sieve_node_get_double(w, &out->weights[i], error))
+    if (!sieve_node_get_double(w, &weights[i], error))
       return FALSE;
-    if (!isfinite(out->weights[i]) || out->weights[i] < 0) {
+    if (!isfinite(weights[i]) || weights[i] < 0) {
       sieve_node_set_error(error, w, "a weight must be a finite number >= 0, got %s", sieve_node_text(w));
       return FALSE;
     }
-    sum += out->weights[i];
+    sum += weights[i];
   }
   if (sum <= 0) {
     sieve_node_set_error(error, node, "'weights' are all zero: at least one proxy must count");
     return FALSE;
   }
+  *out = g_steal_pointer(&weights);
+  return TRUE;
+}
+
+gboolean
+sieve_pipeline_proxies_load(const SieveOptions *o, char ***names, guint *n_names, double **weights, GError **error)
+{
+  g_return_val_if_fail(o != NULL && names != NULL && n_names != NULL && weights != NULL, FALSE);
+  const char *const *proxies = sieve_options_get_strv(o, "proxies");
+  guint n = proxies ? g_strv_length((char **) proxies) : 0;
+  if (n == 0) {
+    sieve_options_set_error(o, "proxies", error, "'proxies' is empty: name at least one proxy");
+    return FALSE;
+  }
+  /* Each proxy's score is reported under its name: twice would be once. */
+  for (guint i = 0; i < n; i++)
+    for (guint j = 0; j < i; j++)
+      if (strcmp(proxies[i], proxies[j]) == 0) {
+        sieve_options_set_error(o, "proxies", error, "proxy '%s' is listed twice", proxies[i]);
+        return FALSE;
+      }
+  double *w = NULL;
+  if (!load_weights(o, n, &w, error))
+    return FALSE;
+  *names = g_strdupv((char **) proxies);
+  *n_names = n;
+  *weights = w;
   return TRUE;
 }
 
@@ -180,21 +207,8 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
     return FALSE;
   out->enabled = TRUE;
   out->node = stage;
-  const char *const *proxies = sieve_options_get_strv(o, "proxies");
   out->proxies_node = sieve_options_node(o, "proxies");
-  out->n_proxies = g_strv_length((char **) proxies);
-  if (out->n_proxies == 0) {
-    sieve_node_set_error(error, out->proxies_node, "'proxies' is empty: name at least one proxy");
-    return FALSE;
-  }
-  for (guint i = 0; i < out->n_proxies; i++)
-    for (guint j = 0; j < i; j++)
-      if (strcmp(proxies[i], proxies[j]) == 0) {
-        sieve_node_set_error(error, out->proxies_node, "proxy '%s' is listed twice", proxies[i]);
-        return FALSE;
-      }
-  out->proxies = g_strdupv((char **) proxies);
-  if (!load_weights(out, o, error))
+  if (!sieve_pipeline_proxies_load(o, &out->proxies, &out->n_proxies, &out->weights, error))
     return FALSE;
 
   gboolean has_fraction = sieve_options_is_set(o, "keep_fraction");

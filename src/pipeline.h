@@ -75,6 +75,17 @@ SIEVE_INTERNAL_API gboolean sieve_pipeline_load(SievePipeline *out, const SieveN
                                                 const char *base_dir, GError **error);
 SIEVE_INTERNAL_API void sieve_pipeline_clear(SievePipeline *pipeline);
 
+/* The `proxies` (a string list) and `weights` (a node) options of o, read
+ * as the screen stage and the proxy evaluator take them: at least one
+ * proxy, none listed twice; weights, where written, one finite number >= 0
+ * per proxy, not all zero.  On success *names (NULL-terminated, n_names
+ * long) and *weights (n_names values, NULL when not written: equal) are
+ * (transfer full); on failure they are untouched.  Errors point at the
+ * option as written.  Whether each name is a known proxy is
+ * sieve_proxy_check_names's to say. */
+SIEVE_INTERNAL_API gboolean sieve_pipeline_proxies_load(const SieveOptions *o, char ***names, guint *n_names,
+                                                        double **weights, GError **error);
+
 /* "functional", "structural", "genotype" (transfer none) */
 SIEVE_INTERNAL_API const char *sieve_dedupe_hash_name(SieveDedupeHash hash);
 

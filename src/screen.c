@@ -41,10 +41,11 @@ sieve_screen_batch_free(SieveScreenBatch *batch)
 
 /* A network of the space, to compare its input and output with the data. */
 static gboolean
-check_shapes(const SieveScreenStage *stage, const SieveSpace *space, const SieveScreenBatch *batch, GError **error)
+check_shapes(const char *dataset, guint64 seed, const SieveSpace *space, const SieveScreenBatch *batch,
+             GError **error)
 {
   SieveRng rng;
-  sieve_rng_seed(&rng, stage->seed);
+  sieve_rng_seed(&rng, seed);
   g_autoptr(SieveGenotype) g = sieve_space_sample(space, &rng);
   g_autoptr(SieveGraph) graph = sieve_space_build(space, g, error);
   if (graph == NULL)
@@ -56,7 +57,7 @@ check_shapes(const SieveScreenStage *stage, const SieveSpace *space, const Sieve
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "dataset %s has %ux%ux%u examples in %u classes, but space %s builds networks for %ux%ux%u inputs "
                 "with %u outputs: set the space's options to match (nb201: in_channels, size, classes)",
-                stage->dataset, batch->shape.c, batch->shape.h, batch->shape.w, batch->classes,
+                dataset, batch->shape.c, batch->shape.h, batch->shape.w, batch->classes,
                 sieve_space_get_name(space), in.c, in.h, in.w, outputs);
     return FALSE;
   }
@@ -69,10 +70,18 @@ sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space, 
   g_return_val_if_fail(stage != NULL && space != NULL, NULL);
   if (stage->dataset == NULL)
     return NULL;
-  g_autoptr(SieveDataset) ds = sieve_dataset_open(stage->dataset, stage->data_dir, "train", error);
+  return sieve_screen_batch_load_dataset(stage->dataset, stage->data_dir, (guint) stage->proxy_batch, stage->seed,
+                                         space, error);
+}
+
+SieveScreenBatch *
+sieve_screen_batch_load_dataset(const char *dataset, const char *data_dir, guint n, guint64 seed,
+                                const SieveSpace *space, GError **error)
+{
+  g_return_val_if_fail(dataset != NULL && space != NULL && n > 0, NULL);
+  g_autoptr(SieveDataset) ds = sieve_dataset_open(dataset, data_dir, "train", error);
   if (ds == NULL)
     return NULL;
-  guint n = (guint) stage->proxy_batch;
   if (ds->n < n) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "batch_size %u: dataset %s has only %u examples", n, ds->name,
                 ds->n);
@@ -82,7 +91,7 @@ sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space, 
   g_autofree float *std = g_new(float, ds->channels);
   sieve_dataset_channel_stats(ds, mean, std);
   SieveRng rng;
-  sieve_rng_seed(&rng, stage->seed);
+  sieve_rng_seed(&rng, seed);
   g_autofree guint *perm = g_new(guint, ds->n);
   for (guint i = 0; i < ds->n; i++)
     perm[i] = i;
@@ -100,7 +109,7 @@ sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space, 
   batch->shape = (SieveShape){sub->channels, sub->height, sub->width};
   batch->x = g_memdup2(sub->x, (gsize) n * sieve_dataset_example_size(sub) * sizeof(float));
   batch->y = g_memdup2(sub->y, (gsize) n * sizeof(gint32));
-  if (!check_shapes(stage, space, batch, error)) {
+  if (!check_shapes(dataset, seed, space, batch, error)) {
     sieve_screen_batch_free(batch);
     return NULL;
   }

@@ -53,6 +53,14 @@ typedef struct {
  * (transfer full) */
 SIEVE_INTERNAL_API SieveScreenBatch *sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space,
                                                              GError **error);
+/* The same batch from explicit settings: n examples of dataset (data_dir
+ * nullable: its usual place) drawn with seed, checked against space's
+ * networks.  The proxy evaluator takes its batch here, so that it scores a
+ * network exactly as the screen stage and `sieve proxies` do.
+ * (transfer full) */
+SIEVE_INTERNAL_API SieveScreenBatch *sieve_screen_batch_load_dataset(const char *dataset, const char *data_dir,
+                                                                     guint n, guint64 seed, const SieveSpace *space,
+                                                                     GError **error);
 SIEVE_INTERNAL_API void sieve_screen_batch_free(SieveScreenBatch *batch);
 
 /* Name of the aggregate metric every scored candidate carries. */

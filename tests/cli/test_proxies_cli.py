@@ -6,6 +6,7 @@ import json
 import math
 import os
 import subprocess
+import tempfile
 import unittest
 
 SIEVE = os.environ["SIEVE_EXE"]
@@ -104,6 +105,32 @@ class TestProxiesCli(unittest.TestCase):
         p = sieve("--list", check=0)
         for name in ALL.split(","):
             self.assertIn(name, p.stdout)
+
+    def test_proxy_evaluator_study(self):
+        # Training-free NAS: the study's stored scores are what `sieve proxies`
+        # gives the same architectures with the same batch, seed and threads.
+        cfg = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "configs", "nb201-proxy.yaml")
+        with tempfile.TemporaryDirectory() as d:
+            run = subprocess.run([SIEVE, "run", cfg, "--set", "evaluator.threads=2", "--set", "budget.evaluations=8"],
+                                 cwd=d, capture_output=True, text=True, timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            store = os.path.join(d, "nb201-proxy.sieve")
+            ex = subprocess.run([SIEVE, "export", store, "--format", "json"], capture_output=True, text=True,
+                                timeout=60, check=True)
+            trials = json.loads(ex.stdout)
+        self.assertEqual(len(trials), 8)
+        archs = [t["genotype"] for t in trials]
+        p = sieve("--set", "space.C=8", "--set", "space.N=1", "--batch", "32", "--seed", "0", "--threads", "2",
+                  "--proxies", "naswot,synflow", *archs, check=0)
+        for t, r in zip(trials, lines(p.stdout)):
+            self.assertEqual(t["status"], "ok")
+            for k in ("naswot", "synflow"):
+                self.assertAlmostEqual(t["metrics"][k], r[k], delta=1e-9 * abs(r[k]), msg=k)
+            self.assertTrue(math.isfinite(t["metrics"]["score"]))
+        # The objective orders the trials as its documented formula does.
+        best = max(trials, key=lambda t: t["metrics"]["score"])
+        self.assertGreaterEqual(best["metrics"]["naswot_z"] + best["metrics"]["synflow_z"],
+                                max(t["metrics"]["naswot_z"] + t["metrics"]["synflow_z"] for t in trials) - 1e-12)
 
     @unittest.skipUnless(os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
                          or os.environ.get("SIEVE_DATA_DIR"), "Fashion-MNIST is not installed")
