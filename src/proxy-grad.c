@@ -113,30 +113,19 @@ sieve__proxy_fisher(SieveProxyRun *run, double *score, GError **error)
 {
   const SieveGraph *g = run->graph;
   double total = 0;
-  g_autofree float *a = NULL, *da = NULL;
+  g_autofree double *dots = NULL;
   for (guint v = 0; v < sieve_graph_n_nodes(g); v++) {
     const SieveGraphNode *n = sieve_graph_node(g, v);
     if (n->kind != SIEVE_OP_CONV2D || !sieve_graph_node_live(g, v))
       continue;
-    gsize hw = (gsize)n->shape.h * n->shape.w, size = (gsize)run->batch * n->shape.c * hw;
-    a = g_renew(float, a, size);
-    da = g_renew(float, da, size);
-    if (!sieve_runtime_read(run->rt, v, a, error) || !sieve_runtime_read_grad(run->rt, v, da, error))
+    gsize m = (gsize)run->batch * n->shape.c;
+    dots = g_renew(double, dots, m);
+    if (!sieve_runtime_read_channel_dots(run->rt, v, dots, error))
       return FALSE;
-    double layer = 0;
-#pragma omp parallel for num_threads(run->threads) reduction(+ : layer) schedule(static)
-    for (guint c = 0; c < n->shape.c; c++) {
-      double sq = 0;
-      for (guint b = 0; b < run->batch; b++) {
-        const float *pa = a + ((gsize)b * n->shape.c + c) * hw, *pd = da + ((gsize)b * n->shape.c + c) * hw;
-        double s = 0;
-        for (gsize k = 0; k < hw; k++)
-          s += (double)pa[k] * pd[k];
-        sq += s * s;
-      }
-      layer += 0.5 * sq / run->batch;
-    }
-    total += layer;
+    double sq = 0;
+    for (gsize k = 0; k < m; k++)
+      sq += dots[k] * dots[k];
+    total += 0.5 * sq / run->batch;
   }
   *score = total;
   return TRUE;

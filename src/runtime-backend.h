@@ -30,6 +30,7 @@ typedef struct {
   gboolean (*set_running)(gpointer impl, guint node, const float *mean, const float *var, GError **error);
   gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
   gboolean (*read_signs)(gpointer impl, guint node, guint64 *codes, GError **error);
+  gboolean (*read_channel_dots)(gpointer impl, guint node, double *dots, GError **error);
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;

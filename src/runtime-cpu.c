@@ -2024,6 +2024,82 @@ cpu_read_grad(gpointer impl, guint node, float *out, GError **error)
   return read_node(c, node, TRUE, out, error);
 }
 
+/* How a 4-D tensor stored as md lays out (b, c, h, w): at
+ * b*st[0] + (c/blk)*st[1] + h*st[2] + w*st[3] + c%blk, plain (blk 1, any
+ * order of the dimensions) or blocked by channels (nChw8c, nChw16c: what
+ * oneDNN picks for convolutions).  FALSE for anything else (padding, other
+ * blockings): the caller then reads plain copies. */
+static gboolean
+channel_layout(const dnnl_memory_desc_t *md, dnnl_dim_t st[4], dnnl_dim_t *blk)
+{
+  if (md->ndims != 4 || md->format_kind != dnnl_blocked || md->offset0 != 0)
+    return FALSE;
+  for (int d = 0; d < 4; d++)
+    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0)
+      return FALSE;
+  const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+  if (bd->inner_nblks == 0)
+    *blk = 1;
+  else if (bd->inner_nblks == 1 && bd->inner_idxs[0] == 1 && bd->inner_blks[0] <= 64 &&
+           md->dims[1] % bd->inner_blks[0] == 0)
+    *blk = bd->inner_blks[0];
+  else
+    return FALSE;
+  for (int d = 0; d < 4; d++)
+    st[d] = bd->strides[d];
+  return TRUE;
+}
+
+static gboolean
+cpu_read_channel_dots(gpointer impl, guint node, double *dots, GError **error)
+{
+  Cpu *c = impl;
+  guint batch = c->options.batch;
+  dnnl_dim_t st[4], blk;
+  if (node < c->n_nodes && c->nodes[node].role != ROLE_DEAD) {
+    guint r = root(c, node);
+    CNode *x = &c->nodes[r];
+    if (x->role != ROLE_ZERO && x->role != ROLE_ZERO_BUF && x->n->kind != SIEVE_OP_SOFTMAX_CE && r != c->input &&
+        (kept(c, r) || r == root(c, c->output)) && x->out >= 0 && !x->released && x->diff >= 0 &&
+        channel_layout(&x->md, st, &blk)) {
+      /* Straight from the buffers, both stored as md: no copies. */
+      const float *a = slot_ptr(c, x->out), *g = slot_ptr(c, x->diff);
+      guint C = x->n->shape.c, H = x->n->shape.h, W = x->n->shape.w;
+#pragma omp parallel for num_threads(c->threads) schedule(static)
+      for (guint b = 0; b < batch; b++) {
+        double acc[64];
+        for (guint c0 = 0; c0 < C; c0 += (guint)blk) {
+          for (dnnl_dim_t k = 0; k < blk; k++)
+            acc[k] = 0;
+          gsize base = (gsize)b * st[0] + (gsize)(c0 / blk) * st[1];
+          for (guint h = 0; h < H; h++)
+            for (guint w = 0; w < W; w++) {
+              gsize off = base + (gsize)h * st[2] + (gsize)w * st[3];
+              for (dnnl_dim_t k = 0; k < blk; k++)
+                acc[k] += (double)a[off + k] * g[off + k];
+            }
+          for (dnnl_dim_t k = 0; k < blk; k++)
+            dots[(gsize)b * C + c0 + k] = acc[k];
+        }
+      }
+      return TRUE;
+    }
+  }
+  /* Everything else (and every error) as the plain reads give it. */
+  SieveShape s = node < c->n_nodes ? c->nodes[node].n->shape : (SieveShape){0, 0, 0};
+  gsize hw = (gsize)s.h * s.w, n = (gsize)batch * s.c * hw;
+  g_autofree float *a = g_new(float, MAX(n, 1)), *g = g_new(float, MAX(n, 1));
+  if (!cpu_read(c, node, a, error) || !cpu_read_grad(c, node, g, error))
+    return FALSE;
+  for (gsize bc = 0; bc < (gsize)batch * s.c; bc++) {
+    double acc = 0;
+    for (gsize k = 0; k < hw; k++)
+      acc += (double)a[bc * hw + k] * g[bc * hw + k];
+    dots[bc] = acc;
+  }
+  return TRUE;
+}
+
 static gboolean
 cpu_freeze(gpointer impl, gboolean freeze, GError **error)
 {
@@ -2281,4 +2357,5 @@ const SieveBackendClass sieve_backend_cpu = {
   .set_running = cpu_set_running,
   .freeze = cpu_freeze,
   .read_signs = cpu_read_signs,
+  .read_channel_dots = cpu_read_channel_dots,
 };

@@ -163,6 +163,16 @@ sieve_runtime_read_grad(SieveRuntime *rt, guint node, float *out, GError **error
 }
 
 gboolean
+sieve_runtime_read_channel_dots(SieveRuntime *rt, guint node, double *dots, GError **error)
+{
+  if (!rt->backward_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
+    return FALSE;
+  }
+  return rt->klass->read_channel_dots(rt->impl, node, dots, error);
+}
+
+gboolean
 sieve_runtime_get_running_stats(SieveRuntime *rt, guint node, float *mean, float *var, GError **error)
 {
   return rt->klass->get_running(rt->impl, node, mean, var, error);

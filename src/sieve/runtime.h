@@ -114,6 +114,12 @@ SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *o
  * a zero operation, which the runtime folds away, and the loss (whose
  * gradient is 1) give an error.  Valid until the next forward. */
 SIEVE_API gboolean sieve_runtime_read_grad(SieveRuntime *runtime, guint node, float *out, GError **error);
+/* Per example and channel, the sum over positions of node's output times
+ * its gradient: dots gets batch * c doubles, example-major.  The term of
+ * the Fisher information of a channel (fisher), computed in the tensors'
+ * own layout without copying them out.  Readable, and errors, as with
+ * sieve_runtime_read and sieve_runtime_read_grad together. */
+SIEVE_API gboolean sieve_runtime_read_channel_dots(SieveRuntime *runtime, guint node, double *dots, GError **error);
 
 /* Linearisation, for finite-difference Hessian products: while frozen,
  * every ReLU and leaky ReLU passes exactly the elements it passed in the

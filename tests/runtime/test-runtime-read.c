@@ -345,6 +345,65 @@ test_signs(void)
   }
 }
 
+/* Channel dots (fisher's per-channel term) against the plain reads: convs
+ * of 16 channels (oneDNN blocks them: read in place), of 5 (padded or
+ * plain), the input (read by copies), after a full and an input-only
+ * backward; and the errors of the reads for a folded zero. */
+static void
+test_channel_dots(void)
+{
+  SieveGraph *g = sieve_graph_new("dots");
+  guint x = sieve_graph_input(g, 3, 7, 9);
+  guint c1 = sieve_graph_conv2d(g, x, 16, 3, 1, 1, TRUE);
+  guint a = sieve_graph_relu(g, sieve_graph_batch_norm(g, c1));
+  guint c2 = sieve_graph_conv2d(g, a, 5, 3, 1, 1, TRUE);
+  guint c3 = sieve_graph_conv2d(g, sieve_graph_relu(g, c2), 16, 1, 1, 0, FALSE);
+  guint z = sieve_graph_zero(g, a);
+  guint h = sieve_graph_sum(g, (guint[]){c3, z, a}, 3);
+  guint out = sieve_graph_linear(g, sieve_graph_global_avg_pool(g, h), 7, TRUE);
+  guint loss = sieve_graph_softmax_ce(g, out, 0);
+  GError *error = NULL;
+  sieve_graph_finish(g, loss, &error);
+  g_assert_no_error(error);
+  g_autoptr(Case) c = case_new(g, 5, 43, TRUE);
+  case_randomise_params(c, 44);
+  for (int pass = 0; pass < 2; pass++) {
+    sieve_runtime_forward(c->rt, c->x, c->labels, SIEVE_MODE_TRAIN, &error);
+    g_assert_no_error(error);
+    if (pass == 0)
+      sieve_runtime_backward(c->rt, NULL, &error);
+    else
+      sieve_runtime_backward_input(c->rt, NULL, &error);
+    g_assert_no_error(error);
+    guint nodes[] = {x, c1, c2, c3, a};
+    for (guint i = 0; i < G_N_ELEMENTS(nodes); i++) {
+      SieveShape s = sieve_graph_node(c->graph, nodes[i])->shape;
+      gsize hw = (gsize)s.h * s.w, n = c->batch * s.c * hw;
+      g_autofree float *v = g_new(float, n), *dv = g_new(float, n);
+      g_autofree double *dots = g_new(double, c->batch * s.c);
+      sieve_runtime_read(c->rt, nodes[i], v, &error);
+      g_assert_no_error(error);
+      sieve_runtime_read_grad(c->rt, nodes[i], dv, &error);
+      g_assert_no_error(error);
+      sieve_runtime_read_channel_dots(c->rt, nodes[i], dots, &error);
+      g_assert_no_error(error);
+      for (gsize bc = 0; bc < c->batch * s.c; bc++) {
+        double want = 0, mag = 0;
+        for (gsize k = 0; k < hw; k++) {
+          want += (double)v[bc * hw + k] * dv[bc * hw + k];
+          mag += fabs((double)v[bc * hw + k] * dv[bc * hw + k]);
+        }
+        g_assert_cmpfloat(fabs(dots[bc] - want), <=, 1e-12 * mag + 1e-30);
+      }
+    }
+    double dots[5 * 16];
+    g_assert_false(sieve_runtime_read_channel_dots(c->rt, z, dots, &error));
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME);
+    g_assert_nonnull(strstr(error->message, "folds away"));
+    g_clear_error(&error);
+  }
+}
+
 /* An input-only backward: the input's and kept nodes' gradients of a full
  * one, and no parameter gradients. */
 static void
@@ -461,6 +520,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/read/running-stats", test_running_stats);
   g_test_add_func("/runtime/read/freeze", test_freeze);
   g_test_add_func("/runtime/read/signs", test_signs);
+  g_test_add_func("/runtime/read/channel-dots", test_channel_dots);
   g_test_add_func("/runtime/read/backward-input", test_backward_input);
   g_test_add_func("/runtime/read/arena-reuse", test_arena_reuse);
   return g_test_run();
