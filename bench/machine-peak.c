@@ -10,7 +10,7 @@
  *                the CPU has it, else AVX2+FMA), 2 FLOP each: the peak;
  *   conv_gflops  sieve's runtime (oneDNN) on a 3x3 convolution, 64 -> 64
  *                channels, 32x32, batch 64: forward, data gradient and
- *                weight gradient, 6 FLOP per MAC, best of 5 steps.
+ *                weight gradient, 6 FLOP per MAC, best of 10 steps.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -61,7 +61,7 @@ fma_gflops(int threads, const char **isa)
   int lanes = wide ? 16 : 8;
   volatile float sink = 0;
   double best = 0;
-  for (int attempt = 0; attempt < 3; attempt++) {
+  for (int attempt = 0; attempt < 20; attempt++) {
     gint64 t0 = g_get_monotonic_time();
 #pragma omp parallel num_threads(threads)
     {
@@ -97,7 +97,7 @@ conv_gflops(guint threads, GError **error)
   for (guint i = 0; i < batch * 10; i++)
     dy[i] = 1;
   double best = INFINITY;
-  for (int step = 0; step < 6; step++) {
+  for (int step = 0; step < 11; step++) {
     gint64 t0 = g_get_monotonic_time();
     if (!sieve_runtime_forward(rt, in, NULL, SIEVE_MODE_TRAIN, error) || !sieve_runtime_backward(rt, dy, error))
       return NAN;
