@@ -13,7 +13,7 @@
 
 #include <sieve/sieve.h>
 
-#include "sieve-config.h"
+#include "test-support.h"
 
 static SieveRegistry *registry;
 static const SieveComponent *command;
@@ -551,17 +551,9 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
 
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT") ? g_getenv("SIEVE_BUILD_ROOT") : SIEVE_BUILD_ROOT;
-  g_autofree char *plugins = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_dir(registry, plugins, TRUE, refused);
-  for (guint i = 0; i < refused->len; i++)
-    g_printerr("plugin refused: %s\n", ((GError *) refused->pdata[i])->message);
-  command = sieve_registry_lookup(registry, SIEVE_KIND_EVALUATOR, "command");
-  const SieveComponent *hpo = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "hpo");
-  if (command == NULL || hpo == NULL)
-    g_error("the command evaluator and the hpo space must be built under %s", plugins);
+  registry = test_registry_load();
+  command = test_component(registry, SIEVE_KIND_EVALUATOR, "command");
+  const SieveComponent *hpo = test_component(registry, SIEVE_KIND_SPACE, "hpo");
 
   GError *error = NULL;
   g_autoptr(SieveNode) space_map = sieve_node_parse_string(space_yaml, -1, "space.yaml", &error);

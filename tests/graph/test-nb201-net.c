@@ -9,37 +9,21 @@
 
 #include "sieve-config.h"
 
+#include "test-support.h"
+
 static SieveRegistry *registry;
 static const char *source_root;
 
 static SieveSpace *
 space_try(const char *yaml, GError **error)
 {
-  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201");
-  if (c == NULL)
-    g_error("space 'nb201' is not in the build tree's plugins");
-  g_autoptr(SieveNode) map = NULL;
-  if (yaml != NULL) {
-    GError *local = NULL;
-    map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
-    g_assert_no_error(local);
-  }
-  static const char *const reserved[] = {"plugin", NULL};
-  g_autoptr(SieveOptions) options =
-    sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "test", error);
-  if (options == NULL)
-    return NULL;
-  return sieve_space_new(c, options, error);
+  return test_space_try(registry, "nb201", yaml, NULL, error);
 }
 
 static SieveSpace *
 space_new(const char *yaml)
 {
-  GError *error = NULL;
-  SieveSpace *space = space_try(yaml, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(space);
-  return space;
+  return test_space_new(registry, "nb201", yaml, NULL);
 }
 
 static SieveGraph *
@@ -421,15 +405,7 @@ main(int argc, char **argv)
   source_root = g_getenv("SIEVE_SOURCE_ROOT");
   if (source_root == NULL)
     source_root = SIEVE_SOURCE_ROOT;
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+  registry = test_registry_load();
 
   g_test_add_func("/graph/nb201/structure", test_structure);
   g_test_add_func("/graph/nb201/build-errors", test_build_errors);

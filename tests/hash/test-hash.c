@@ -9,8 +9,9 @@
 
 #include <sieve/sieve.h>
 
-#include "sieve-config.h"
 #include "space-private.h"
+
+#include "test-support.h"
 
 static SieveRegistry *registry;
 
@@ -661,15 +662,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *)errors->pdata[i])->message);
+  registry = test_registry_load();
 
   g_test_add_func("/hash/text", test_text);
   g_test_add_func("/hash/equal/variants", test_equal_variants);

@@ -10,6 +10,8 @@
 
 #include "sieve-config.h"
 
+#include "test-support.h"
+
 static SieveRegistry *registry;
 static const char *source_root;
 
@@ -18,35 +20,13 @@ static const char *source_root;
 static const SieveComponent *
 component(SieveComponentKind kind, const char *name)
 {
-  const SieveComponent *c = sieve_registry_lookup(registry, kind, name);
-  if (c == NULL)
-    g_error("plugin component %s '%s' is not in the build tree", sieve_component_kind_to_string(kind), name);
-  return c;
-}
-
-static SieveOptions *
-options_from(const SieveComponent *c, const char *yaml, GError **error)
-{
-  g_autoptr(SieveNode) map = NULL;
-  if (yaml != NULL) {
-    GError *local = NULL;
-    map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
-    g_assert_no_error(local);
-  }
-  static const char *const reserved[] = {"plugin", NULL};
-  return sieve_options_new(sieve_component_get_info(c)->options, map, reserved, source_root, "test", error);
+  return test_component(registry, kind, name);
 }
 
 static SieveSpace *
 space_new(const char *name, const char *yaml)
 {
-  const SieveComponent *c = component(SIEVE_KIND_SPACE, name);
-  GError *error = NULL;
-  g_autoptr(SieveOptions) options = options_from(c, yaml, &error);
-  g_assert_no_error(error);
-  SieveSpace *space = sieve_space_new(c, options, &error);
-  g_assert_no_error(error);
-  return space;
+  return test_space_new(registry, name, yaml, source_root);
 }
 
 static const SieveFidelity budget_fidelity = {"budget", 1, 27, TRUE, {NULL}};
@@ -56,7 +36,7 @@ optimizer_try(const char *name, const SieveSpace *space, const char *yaml, guint
               const SieveFidelity *fidelity, GError **error)
 {
   const SieveComponent *c = component(SIEVE_KIND_OPTIMIZER, name);
-  g_autoptr(SieveOptions) options = options_from(c, yaml, error);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, source_root, error);
   if (options == NULL)
     return NULL;
   static const char *const names[] = {"a", "b", NULL};
@@ -437,8 +417,8 @@ run_on_function(const char *name, const char *yaml, guint trials)
   g_autoptr(SieveSpace) space = space_new("hpo", "{file: search_spaces/branin.yaml}");
   const SieveComponent *ec = component(SIEVE_KIND_EVALUATOR, "function");
   GError *error = NULL;
-  g_autoptr(SieveOptions) eopts = options_from(ec, "{function: branin, fidelity: {name: budget, min: 1, max: 27, "
-                                                   "integer: true}, fidelity_bias: 30}", &error);
+  g_autoptr(SieveOptions) eopts = test_options_from(ec, "{function: branin, fidelity: {name: budget, min: 1, max: 27, "
+                                                   "integer: true}, fidelity_bias: 30}", source_root, &error);
   g_assert_no_error(error);
   g_autoptr(SieveEvaluator) ev = sieve_evaluator_new(ec, space, eopts, &error);
   g_assert_no_error(error);
@@ -704,15 +684,7 @@ main(int argc, char **argv)
   source_root = g_getenv("SIEVE_SOURCE_ROOT");
   if (source_root == NULL)
     source_root = SIEVE_SOURCE_ROOT;
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+  registry = test_registry_load();
 
   g_test_add_data_func("/optimizers/determinism/nb201", "nb201", test_determinism);
   g_test_add_data_func("/optimizers/determinism/mlp", "mlp", test_determinism);

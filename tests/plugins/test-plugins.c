@@ -10,6 +10,8 @@
 
 #include "sieve-config.h"
 
+#include "test-support.h"
+
 static SieveRegistry *registry;
 static const char *source_root;
 
@@ -24,45 +26,19 @@ source_path(const char *relative)
 static const SieveComponent *
 component(SieveComponentKind kind, const char *name)
 {
-  const SieveComponent *c = sieve_registry_lookup(registry, kind, name);
-  if (c == NULL)
-    g_error("plugin component %s '%s' is not in the build tree", sieve_component_kind_to_string(kind), name);
-  return c;
-}
-
-/* Options of component from YAML text written in "test.yaml" (relative
- * paths resolve against base_dir). */
-static SieveOptions *
-options_from(const SieveComponent *c, const char *yaml, const char *base_dir, GError **error)
-{
-  g_autoptr(SieveNode) map = NULL;
-  if (yaml != NULL) {
-    GError *local = NULL;
-    map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
-    g_assert_no_error(local);
-  }
-  static const char *const reserved[] = {"plugin", NULL};
-  return sieve_options_new(sieve_component_get_info(c)->options, map, reserved, base_dir, "test", error);
+  return test_component(registry, kind, name);
 }
 
 static SieveSpace *
 space_try(const char *name, const char *yaml, GError **error)
 {
-  const SieveComponent *c = component(SIEVE_KIND_SPACE, name);
-  g_autoptr(SieveOptions) options = options_from(c, yaml, source_root, error);
-  if (options == NULL)
-    return NULL;
-  return sieve_space_new(c, options, error);
+  return test_space_try(registry, name, yaml, source_root, error);
 }
 
 static SieveSpace *
 space_new(const char *name, const char *yaml)
 {
-  GError *error = NULL;
-  SieveSpace *space = space_try(name, yaml, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(space);
-  return space;
+  return test_space_new(registry, name, yaml, source_root);
 }
 
 static SieveOptimizer *
@@ -70,7 +46,7 @@ optimizer_new(const SieveSpace *space, const char *yaml, guint64 seed)
 {
   const SieveComponent *c = component(SIEVE_KIND_OPTIMIZER, "random");
   GError *error = NULL;
-  g_autoptr(SieveOptions) options = options_from(c, yaml, NULL, &error);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, NULL, &error);
   g_assert_no_error(error);
   static const char *const names[] = {"value", NULL};
   SieveStudyInfo study = {.seed = seed, .n_objectives = 1, .objective_names = names};
@@ -83,7 +59,7 @@ static SieveEvaluator *
 evaluator_try(const char *name, const SieveSpace *space, const char *yaml, const char *base_dir, GError **error)
 {
   const SieveComponent *c = component(SIEVE_KIND_EVALUATOR, name);
-  g_autoptr(SieveOptions) options = options_from(c, yaml, base_dir, error);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, base_dir, error);
   if (options == NULL)
     return NULL;
   return sieve_evaluator_new(c, space, options, error);
@@ -491,7 +467,7 @@ test_hpo_errors(void)
   }
   /* Neither file nor parameters: no location to point at without a map. */
   const SieveComponent *hpo = component(SIEVE_KIND_SPACE, "hpo");
-  g_autoptr(SieveOptions) none = options_from(hpo, NULL, NULL, NULL);
+  g_autoptr(SieveOptions) none = test_options_from(hpo, NULL, NULL, NULL);
   GError *error = NULL;
   g_autoptr(SieveSpace) space = sieve_space_new(hpo, none, &error);
   g_assert_null(space);
@@ -999,15 +975,7 @@ main(int argc, char **argv)
   source_root = g_getenv("SIEVE_SOURCE_ROOT");
   if (source_root == NULL)
     source_root = SIEVE_SOURCE_ROOT;
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+  registry = test_registry_load();
 
   g_test_add_func("/plugins/nb201/decisions", test_nb201_decisions);
   g_test_add_func("/plugins/nb201/round-trip", test_nb201_round_trip);

@@ -11,7 +11,7 @@
 #include <sieve/proxy.h>
 #include <sieve/sieve.h>
 
-#include "sieve-config.h"
+#include "test-support.h"
 
 static SieveRegistry *registry;
 
@@ -23,39 +23,14 @@ static const char *const EMPTY = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2
 static const SieveComponent *
 component(SieveComponentKind kind, const char *name)
 {
-  const SieveComponent *c = sieve_registry_lookup(registry, kind, name);
-  if (c == NULL)
-    g_error("plugin component %s '%s' is not in the build tree", sieve_component_kind_to_string(kind), name);
-  return c;
-}
-
-static SieveOptions *
-options_from(const SieveComponent *c, const char *yaml, GError **error)
-{
-  GError *local = NULL;
-  g_autoptr(SieveNode) map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
-  g_assert_no_error(local);
-  static const char *const reserved[] = {"plugin", NULL};
-  return sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "test", error);
-}
-
-static SieveSpace *
-space_new(const char *name, const char *yaml)
-{
-  const SieveComponent *c = component(SIEVE_KIND_SPACE, name);
-  GError *error = NULL;
-  g_autoptr(SieveOptions) options = options_from(c, yaml, &error);
-  g_assert_no_error(error);
-  SieveSpace *space = sieve_space_new(c, options, &error);
-  g_assert_no_error(error);
-  return space;
+  return test_component(registry, kind, name);
 }
 
 static SieveEvaluator *
 evaluator_try(const SieveSpace *space, const char *yaml, GError **error)
 {
   const SieveComponent *c = component(SIEVE_KIND_EVALUATOR, "proxy");
-  g_autoptr(SieveOptions) options = options_from(c, yaml, error);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, NULL, error);
   if (options == NULL)
     return NULL;
   return sieve_evaluator_new(c, space, options, error);
@@ -138,7 +113,7 @@ assert_close(double got, double want)
 static void
 test_one_proxy(void)
 {
-  g_autoptr(SieveSpace) space = space_new("nb201", SPACE);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", SPACE, NULL);
   g_autoptr(SieveEvaluator) e = evaluator_new(space, "{proxies: [synflow], batch_size: 8, seed: 3, threads: 1}");
   const char *names[] = {"synflow"};
   SieveProxyOptions o = {.batch = 8, .seed = 3, .threads = 1};
@@ -168,7 +143,7 @@ test_one_proxy(void)
 static void
 test_ensemble(void)
 {
-  g_autoptr(SieveSpace) space = space_new("nb201", SPACE);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", SPACE, NULL);
   const char *names[] = {"naswot", "synflow", "snip"};
   const double w[] = {2, 1, 0.5};
   const guint k = 6;
@@ -242,7 +217,7 @@ test_ensemble(void)
 static void
 test_degenerate(void)
 {
-  g_autoptr(SieveSpace) space = space_new("nb201", SPACE);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", SPACE, NULL);
   g_autoptr(SieveEvaluator) e =
     evaluator_new(space, "{proxies: [naswot, synflow], reference: 4, batch_size: 8, seed: 1, threads: 1}");
   g_autoptr(SieveResult) r = evaluate(e, space, EMPTY);
@@ -272,7 +247,7 @@ expect_error(const SieveSpace *space, const char *yaml, const char *want)
 static void
 test_errors(void)
 {
-  g_autoptr(SieveSpace) space = space_new("nb201", SPACE);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", SPACE, NULL);
   /* The unknown name is pointed at where it is written, with the list. */
   GError *error = NULL;
   g_autoptr(SieveEvaluator) e = evaluator_try(space, "{proxies: [naswot, synflw]}", &error);
@@ -293,7 +268,8 @@ test_errors(void)
   expect_error(space, "{batch_size: 8}", "proxies");
   expect_error(space, "{proxies: [naswot], batch_size: 0}", "test.yaml:1:33:");
   /* A space without networks is refused at create, naming it. */
-  g_autoptr(SieveSpace) hpo = space_new("hpo", "parameters: {lr: {type: float, low: 0.001, high: 0.1}}");
+  g_autoptr(SieveSpace) hpo =
+    test_space_new(registry, "hpo", "parameters: {lr: {type: float, low: 0.001, high: 0.1}}", NULL);
   expect_error(hpo, "{proxies: [naswot]}", "the proxy evaluator scores networks, and space 'hpo' builds none");
   /* A dataset whose examples do not fit the networks (when it is installed). */
   if (g_file_test("/usr/share/datasets/fashion-mnist", G_FILE_TEST_IS_DIR) || g_getenv("SIEVE_DATA_DIR"))
@@ -307,15 +283,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+  registry = test_registry_load();
 
   g_test_add_func("/proxy-evaluator/one-proxy", test_one_proxy);
   g_test_add_func("/proxy-evaluator/ensemble", test_ensemble);

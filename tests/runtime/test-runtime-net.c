@@ -16,7 +16,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "sieve-config.h"
+
+#include "test-support.h"
 
 #define FWD_RTOL 5e-4
 #define FWD_ATOL 5e-5
@@ -111,15 +112,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  if (build_root == NULL)
-    build_root = SIEVE_BUILD_ROOT;
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
-  for (guint i = 0; i < errors->len; i++)
-    g_test_message("refused: %s", ((GError *)errors->pdata[i])->message);
+  registry = test_registry_load();
   for (guint i = 0; i < G_N_ELEMENTS(archs); i++) {
     g_autofree char *path = g_strdup_printf("/runtime/net/nb201/%u", i);
     g_test_add_data_func(path, GUINT_TO_POINTER(i), test_arch);

@@ -17,7 +17,8 @@
 #include "../runtime/reference.h"
 #include "conv-f64.h"
 #include "proxy-private.h"
-#include "sieve-config.h"
+
+#include "test-support.h"
 
 static SieveRegistry *registry;
 
@@ -536,11 +537,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  g_autofree char *plugin_dir = g_build_filename(build_root ? build_root : SIEVE_BUILD_ROOT, "plugins", NULL);
-  registry = sieve_registry_new();
-  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, errors);
+  registry = test_registry_load();
   g_test_add_func("/synflow/hand/chain", test_chain);
   g_test_add_func("/synflow/hand/chain-bias", test_chain_bias);
   g_test_add_func("/synflow/hand/skip", test_skip);

@@ -7,6 +7,8 @@
 #include <json-glib/json-glib.h>
 #include <sieve/sieve.h>
 
+#include "test-support.h"
+
 static SieveRegistry *registry;
 static SieveTrainData fmnist; /* 3,000 training, 1,000 validation examples, the test set */
 
@@ -191,11 +193,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
-  g_assert_nonnull(build_root);
-  g_autofree char *plugin_dir = g_build_filename(build_root, "plugins", NULL);
-  registry = sieve_registry_new();
-  sieve_registry_load_dir(registry, plugin_dir, TRUE, NULL);
+  registry = test_registry_load();
   g_autoptr(GError) error = NULL;
   if (!sieve_train_data_load("fashion-mnist", NULL, 1000, 3000, TRUE, TRUE, 7, &fmnist, &error))
     g_error("%s", error->message);

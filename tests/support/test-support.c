@@ -1,0 +1,58 @@
+#include "test-support.h"
+
+#include "sieve-config.h"
+
+SieveRegistry *
+test_registry_load(void)
+{
+  const char *build_root = g_getenv("SIEVE_BUILD_ROOT");
+  g_autofree char *plugin_dir = g_build_filename(build_root ? build_root : SIEVE_BUILD_ROOT, "plugins", NULL);
+  SieveRegistry *registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
+  sieve_registry_load_dir(registry, plugin_dir, TRUE, refused);
+  for (guint i = 0; i < refused->len; i++)
+    g_test_message("plugin refused: %s", ((GError *)refused->pdata[i])->message);
+  return registry;
+}
+
+const SieveComponent *
+test_component(SieveRegistry *registry, SieveComponentKind kind, const char *name)
+{
+  const SieveComponent *c = sieve_registry_lookup(registry, kind, name);
+  if (c == NULL)
+    g_error("plugin component %s '%s' is not in the build tree", sieve_component_kind_to_string(kind), name);
+  return c;
+}
+
+SieveOptions *
+test_options_from(const SieveComponent *c, const char *yaml, const char *base_dir, GError **error)
+{
+  g_autoptr(SieveNode) map = NULL;
+  if (yaml != NULL) {
+    GError *local = NULL;
+    map = sieve_node_parse_string(yaml, -1, "test.yaml", &local);
+    g_assert_no_error(local);
+  }
+  static const char *const reserved[] = {"plugin", NULL};
+  return sieve_options_new(sieve_component_get_info(c)->options, map, reserved, base_dir, "test", error);
+}
+
+SieveSpace *
+test_space_try(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir, GError **error)
+{
+  const SieveComponent *c = test_component(registry, SIEVE_KIND_SPACE, name);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, base_dir, error);
+  if (options == NULL)
+    return NULL;
+  return sieve_space_new(c, options, error);
+}
+
+SieveSpace *
+test_space_new(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir)
+{
+  GError *error = NULL;
+  SieveSpace *space = test_space_try(registry, name, yaml, base_dir, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(space);
+  return space;
+}

@@ -1,0 +1,29 @@
+/* What the C tests share to reach the plugins of the build tree, as sieve
+ * itself loads them. */
+#pragma once
+
+#include <sieve/sieve.h>
+
+/* A registry holding every plugin built under $SIEVE_BUILD_ROOT/plugins
+ * (the build root compiled in when the variable is unset); each plugin the
+ * loader refuses is logged as a test message.  (transfer full) */
+SieveRegistry *test_registry_load(void);
+
+/* registry's component of that kind and name; a missing one aborts the test
+ * program, naming it.  (transfer none) */
+const SieveComponent *test_component(SieveRegistry *registry, SieveComponentKind kind, const char *name);
+
+/* Options of c from YAML text (NULL: none written), parsed as file
+ * "test.yaml" so that errors read test.yaml:LINE:COL; the key "plugin" is
+ * reserved as in an experiment file; relative paths resolve against
+ * base_dir (nullable).  NULL with error set when they do not validate.
+ * (transfer full) */
+SieveOptions *test_options_from(const SieveComponent *c, const char *yaml, const char *base_dir, GError **error);
+
+/* A space of registry's plugin name with options from YAML text, as
+ * test_options_from reads them; NULL with error set when the options or
+ * the space refuse.  (transfer full) */
+SieveSpace *test_space_try(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir,
+                           GError **error);
+/* The same, where any error fails the test.  (transfer full) */
+SieveSpace *test_space_new(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir);
