@@ -19,7 +19,11 @@ every conv/linear layer; MACs from `sieve proxies --proxies flops`).  The bench 
 median-time architecture and in total over the ten, that count divided by sieve's grad_norm time, beside
 the machine's float32 ceiling measured in the same run by bench/machine-peak (the FMA peak of its vector
 units on the same threads, and oneDNN's rate on one large 3x3 convolution's forward and backward): the
-rate a compute-bound pass could reach.
+rate a compute-bound pass could reach.  Then where the time goes: the median-time architecture is scored
+three times in one process with oneDNN's verbose mode, which times every primitive it runs; the third run
+is split into convolutions (and their GFLOP/s), the other primitives by kind, and what lies outside any
+primitive (runtime compilation, weight initialisation, sieve's own additions and copies, reading the
+gradients).
 
 Prints the medians and the ratios peer/sieve (larger: sieve faster).  Runs are alternated sieve,
 peer, sieve, peer for --repeat rounds and the median of the rounds is reported, because the
@@ -27,7 +31,7 @@ machines these run on vary by 2x from hour to hour.
 
     make bench-proxies      # or: /usr/bin/python3 bench/proxies_speed.py --build build
 """
-import argparse, json, os, random, statistics, subprocess, sys
+import argparse, json, os, random, re, statistics, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -49,6 +53,38 @@ def sieve_times(sieve, archs, names, threads, C, N, batch):
         raise SystemExit(f"sieve proxies failed ({p.returncode}):\n{p.stderr}")
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
     return [r["time_ms"] for r in rows]
+
+
+CONV_DESC = re.compile(r"(?:g(\d+))?mb(\d+)_ic(\d+)oc(\d+)_.*?oh(\d+)kh(\d+).*?ow(\d+)kw(\d+)")
+
+
+def profile(sieve, arch, name, threads, C, N, batch):
+    """{wall_ms, conv_ms, conv_gflop, other: {kind: ms}} for the third of three runs of arch in one process,
+    from oneDNN's verbose timing of each primitive (ONEDNN_VERBOSE=1 prints them on stdout, in order with
+    sieve's JSON lines)."""
+    cmd = [sieve, "proxies", "--space", "nb201", "--set", f"space.C={C}", "--set", f"space.N={N}",
+           "--proxies", name, "--batch", str(batch), "--threads", str(threads), "--jobs", "1"] + [arch] * 3
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ONEDNN_VERBOSE="1"))
+    if p.returncode != 0:
+        raise SystemExit(f"sieve proxies failed ({p.returncode}):\n{p.stderr}")
+    runs, execs = [], []
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            runs.append((json.loads(line)["time_ms"][name], execs))
+            execs = []
+        elif line.startswith("onednn_verbose,exec,"):
+            execs.append(line.split(","))
+    wall, last = runs[-1]
+    out = {"wall_ms": wall, "conv_ms": 0.0, "conv_gflop": 0.0, "other": {}}
+    for f in last:
+        kind, ms = f[3], float(f[-1])
+        if kind == "convolution":
+            g, mb, ic, oc, oh, kh, ow, kw = (int(x) if x else 1 for x in CONV_DESC.search(f[-2]).groups())
+            out["conv_ms"] += ms
+            out["conv_gflop"] += 2 * mb * ic // g * oc * oh * ow * kh * kw / 1e9
+        else:
+            out["other"][kind] = out["other"].get(kind, 0.0) + ms
+    return out
 
 
 def peer_times(peer_path, n_archs, names, threads, C, N, batch):
@@ -136,7 +172,7 @@ def main():
     total_shared = med(shared_total)
     print(f"{'all':10s} {total_per:9.1f} {total_shared:9.1f} {total_peer:9.1f} {total_peer / total_per:6.1f}x "
           f"per proxy, {total_peer / total_shared:.1f}x shared pass")
-    grad_norm_ms = None
+    grad_norm_ms = profile_out = None
     if "grad_norm" in names:
         # Each architecture's median time over the rounds, then the architecture at the median.
         t = grad_norm_ms = [med(r[k] for r in per_arch["grad_norm"]) for k in range(len(archs))]
@@ -158,12 +194,24 @@ def main():
         warm = 6 * sum(macs[1:]) * a.batch / (sum(t[1:]) / 1e3) / 1e9
         print(f"  all but the first of the process (no kernel generation, no fresh pages): {warm:.0f} GFLOP/s = "
               f"{warm / fma:.0%} of the FMA peak, {warm / conv:.0%} of the large conv")
+        prof = profile(sieve, archs[mid], "grad_norm", a.threads, a.C, a.N, a.batch)
+        conv_rate = prof["conv_gflop"] / (prof["conv_ms"] / 1e3)
+        inside = prof["conv_ms"] + sum(prof["other"].values())
+        others = ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in
+                           sorted(prof["other"].items(), key=lambda kv: -kv[1]) if v >= 0.05)
+        print(f"  where the median-time architecture's {prof['wall_ms']:.1f} ms go (its third run in one process, "
+              f"oneDNN's verbose timing):\n"
+              f"    convolutions {prof['conv_ms']:.1f} ms at {conv_rate:.0f} GFLOP/s = {conv_rate / fma:.0%} of the "
+              f"FMA peak, {conv_rate / conv:.0%} of the large conv\n"
+              f"    other primitives (ms): {others}\n"
+              f"    outside any primitive: {prof['wall_ms'] - inside:.1f} ms")
+        profile_out = dict(prof, arch=archs[mid], conv_gflops=conv_rate)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"archs": archs, "threads": a.threads, "torch": torch_version, "proxies": rows,
                        "all": {"sieve_ms": total_per, "sieve_shared_ms": total_shared, "peer_ms": total_peer},
                        "machine": peak, "macs": macs,
-                       "grad_norm_arch_ms": grad_norm_ms}, f, indent=1)
+                       "grad_norm_arch_ms": grad_norm_ms, "grad_norm_profile": profile_out}, f, indent=1)
     return 0
 
 
