@@ -34,8 +34,8 @@ import argparse, json, math, os, random, re, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data", "nb201")
-PROXIES = ["grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen", "gradsign", "params",
-           "flops"]
+PROXIES = ["grad_norm", "snip", "plain", "l2_norm", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen",
+           "gradsign", "params", "flops"]
 # Spearman between sieve's and the peer's scores that issue 9 asks for.
 AGREEMENT = {"grad_norm": 0.97, "snip": 0.97, "synflow": 0.97, "naswot": 0.97, "zen": 0.97, "fisher": 0.95,
              "jacob_cov": 0.92, "grasp": 0.85, "params": 0.99, "flops": 0.99}

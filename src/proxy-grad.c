@@ -62,11 +62,14 @@ sieve__proxy_backward_ce(SieveProxyRun *run, gboolean input_only, GError **error
 /* grad_norm: the sum over layers of the Euclidean norm of each weight
  * tensor's gradient (per layer, then summed, as zero-cost-nas sums its
  * per-layer array).  snip (Lee et al., ICLR 2019, as a proxy): the sum of
- * |dL/dw * w| over every weight. */
+ * |dL/dw * w| over every weight.  plain (zero-cost-nas's baseline beside
+ * snip): the same sum without the absolute value, dL/dw . w, the first-order
+ * change of the loss when every weight is scaled by the same factor. */
 gboolean
-sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip, GPtrArray *grads, GError **error)
+sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip, double *plain, GPtrArray *grads,
+                            GError **error)
 {
-  double norm = 0, saliency = 0;
+  double norm = 0, saliency = 0, dot = 0;
   g_autofree float *w = NULL;
   for (guint k = 0; k < run->weights->len; k++) {
     guint i = g_array_index(run->weights, guint, k);
@@ -80,14 +83,17 @@ sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip,
     for (guint64 j = 0; j < size; j++)
       sq += (double)g[j] * g[j];
     norm += sqrt(sq);
-    if (snip) {
+    if (snip || plain) {
       w = g_renew(float, w, size);
       if (!sieve_runtime_get_param(run->rt, i, w, error)) {
         g_free(g);
         return FALSE;
       }
-      for (guint64 j = 0; j < size; j++)
-        saliency += fabs((double)g[j] * w[j]);
+      for (guint64 j = 0; j < size; j++) {
+        double gw = (double)g[j] * w[j];
+        saliency += fabs(gw);
+        dot += gw;
+      }
     }
     if (grads)
       g_ptr_array_add(grads, g);
@@ -98,6 +104,32 @@ sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip,
     *grad_norm = norm;
   if (snip)
     *snip = saliency;
+  if (plain)
+    *plain = dot;
+  return TRUE;
+}
+
+/* l2_norm (zero-cost-nas, NASLib): the sum over conv/linear layers of the
+ * Euclidean norm of each weight tensor as initialised.  It reads no data:
+ * with sieve's fan-in initialisation it measures how many layers, and how
+ * wide, the network has. */
+gboolean
+sieve__proxy_l2_norm(SieveProxyRun *run, double *score, GError **error)
+{
+  double total = 0;
+  g_autofree float *w = NULL;
+  for (guint k = 0; k < run->weights->len; k++) {
+    guint i = g_array_index(run->weights, guint, k);
+    guint64 size = sieve_runtime_param_info(run->rt, i)->size;
+    w = g_renew(float, w, size);
+    if (!sieve_runtime_get_param(run->rt, i, w, error))
+      return FALSE;
+    double sq = 0;
+    for (guint64 j = 0; j < size; j++)
+      sq += (double)w[j] * w[j];
+    total += sqrt(sq);
+  }
+  *score = total;
   return TRUE;
 }
 

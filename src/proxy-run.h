@@ -41,11 +41,13 @@ SIEVE_INTERNAL_API void sieve__proxy_ce_grad(const float *logits, const gint32 *
 /* Backward of the mean cross-entropy of the last forward. */
 gboolean sieve__proxy_backward_ce(SieveProxyRun *run, gboolean input_only, GError **error);
 
-/* After backward_ce: grad_norm and snip from the weight gradients (each may
- * be NULL); grads (may be NULL) gets a copy of each weight's gradient, in
- * run->weights' order, for grasp. */
-gboolean sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip, GPtrArray *grads,
-                                     GError **error);
+/* After backward_ce: grad_norm, snip and plain from the weight gradients
+ * (each may be NULL); grads (may be NULL) gets a copy of each weight's
+ * gradient, in run->weights' order, for grasp. */
+gboolean sieve__proxy_grad_norm_snip(SieveProxyRun *run, double *grad_norm, double *snip, double *plain,
+                                     GPtrArray *grads, GError **error);
+/* From the initial weights, before any pass moves them. */
+gboolean sieve__proxy_l2_norm(SieveProxyRun *run, double *score, GError **error);
 /* After backward_ce, with every conv node kept. */
 gboolean sieve__proxy_fisher(SieveProxyRun *run, double *score, GError **error);
 /* After the forward; runs its own backward (of the logits' sum) and needs

@@ -6,11 +6,12 @@
  *   compile (backward when a gradient proxy is named; the input's gradient
  *            for jacob_cov; convolutions, ReLUs or the features kept for
  *            fisher, naswot and zen)
+ *   l2_norm: the initial weights' norms
  *   synflow: its double-precision pass over the initial weights
- *   train forward of the batch ........ grad_norm snip grasp fisher jacob_cov naswot
+ *   train forward of the batch ........ grad_norm snip plain grasp fisher jacob_cov naswot
  *     naswot reads the ReLUs
- *   backward of the cross-entropy ..... grad_norm snip grasp fisher
- *     grad_norm, snip read the weight gradients; fisher the convolutions'
+ *   backward of the cross-entropy ..... grad_norm snip plain grasp fisher
+ *     grad_norm, snip, plain read the weight gradients; fisher the convolutions'
  *   backward of the logits' sum ....... jacob_cov
  *   two forward/backward passes ....... grasp (weights moved, then restored)
  *   zen: N(0,1) weights, two forwards   (changes the weights: last)
@@ -29,6 +30,8 @@
 typedef enum {
   P_GRAD_NORM,
   P_SNIP,
+  P_PLAIN,
+  P_L2_NORM,
   P_GRASP,
   P_FISHER,
   P_JACOB_COV,
@@ -63,6 +66,11 @@ static const struct {
                                  "(Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
   [P_SNIP] = {{"snip", "sum of |w * dL/dw| over conv/linear weights (Lee et al., ICLR 2019; as a proxy, "
                        "Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+  [P_PLAIN] = {{"plain", "sum of w * dL/dw over conv/linear weights: snip without the absolute value "
+                         "(zero-cost-nas's baseline, Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+  [P_L2_NORM] = {{"l2_norm", "sum over conv/linear layers of the norm of the initial weights (zero-cost-nas; "
+                             "NAS-Bench-Suite-Zero, Krishnakumar et al., NeurIPS 2022)", FALSE},
+                 USE_RUNTIME},
   [P_GRASP] = {{"grasp", "-sum of w * (H g) over conv/linear weights, H g by finite differences of gradients "
                          "(Wang et al., ICLR 2020; as a proxy, Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
   [P_FISHER] = {{"fisher", "sum over conv channels of 0.5 * batch mean of (sum of activation * its gradient)^2 "
@@ -285,6 +293,11 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
     charge(clock, users(USE_RUNTIME));
   }
   /* The weights as initialised: before any pass moves them. */
+  if (wants(want, P_L2_NORM)) {
+    if (!sieve__proxy_l2_norm(run, &value[P_L2_NORM], error))
+      return FALSE;
+    charge(clock, ONLY(P_L2_NORM));
+  }
   if (wants(want, P_SYNFLOW)) {
     if (!sieve_proxy_synflow(run->graph, run->rt, run->threads, &value[P_SYNFLOW], error))
       return FALSE;
@@ -304,15 +317,17 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
   if (uses & USE_BACKWARD) {
     /* fisher alone reads activations' gradients, not the weights': the
      * weight-gradient kernels (a third of the backward) are skipped. */
-    gboolean weights = wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_GRASP);
+    gboolean weights = wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_PLAIN) ||
+                       wants(want, P_GRASP);
     if (!sieve__proxy_backward_ce(run, !weights, error))
       return FALSE;
     charge(clock, users(USE_BACKWARD));
-    if (wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_GRASP)) {
+    if (weights) {
       if (!sieve__proxy_grad_norm_snip(run, &value[P_GRAD_NORM], wants(want, P_SNIP) ? &value[P_SNIP] : NULL,
+                                       wants(want, P_PLAIN) ? &value[P_PLAIN] : NULL,
                                        wants(want, P_GRASP) ? grads : NULL, error))
         return FALSE;
-      charge(clock, ONLY(P_GRAD_NORM) | ONLY(P_SNIP) | ONLY(P_GRASP));
+      charge(clock, ONLY(P_GRAD_NORM) | ONLY(P_SNIP) | ONLY(P_PLAIN) | ONLY(P_GRASP));
     }
     if (wants(want, P_FISHER)) {
       if (!sieve__proxy_fisher(run, &value[P_FISHER], error))

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 SIEVE = os.environ["SIEVE_EXE"]
-ALL = "grad_norm,snip,grasp,fisher,jacob_cov,naswot,synflow,zen,gradsign,params,flops"
+ALL = "grad_norm,snip,plain,l2_norm,grasp,fisher,jacob_cov,naswot,synflow,zen,gradsign,params,flops"
 # Small networks keep the test fast.
 SMALL = ["--set", "space.C=4", "--set", "space.N=1", "--input", "3x8x8", "--batch", "8", "--threads", "2"]
 A1 = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
@@ -68,8 +68,9 @@ class TestProxiesCli(unittest.TestCase):
         self.assertNotIn("nan", p.stdout)
         self.assertEqual(r["naswot"], "-inf")  # a singular kernel, as a JSON string
         self.assertAlmostEqual(r["jacob_cov"], -8 * (math.log(JACOB_K) + 1 / JACOB_K), delta=1e-6)
-        for n in ("grad_norm", "snip", "grasp", "fisher", "gradsign", "synflow"):
+        for n in ("grad_norm", "snip", "plain", "grasp", "fisher", "gradsign", "synflow"):
             self.assertEqual(r[n], 0, n)
+        self.assertGreater(r["l2_norm"], 0)  # the classifier's weights are there, whatever feeds them
         self.assertAlmostEqual(r["zen"], math.log(1e-9) + 0, delta=5)  # plus the batch norm term
 
     def test_jobs_agree(self):

@@ -87,8 +87,8 @@ sign(double v)
 static void
 test_table(void)
 {
-  const char *expected[] = {"grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "zen",
-                            "gradsign", "params", "flops"};
+  const char *expected[] = {"grad_norm", "snip", "plain", "l2_norm", "grasp", "fisher", "jacob_cov",
+                            "naswot", "synflow", "zen", "gradsign", "params", "flops"};
   g_assert_cmpuint(sieve_proxy_count(), >=, G_N_ELEMENTS(expected));
   for (guint i = 0; i < G_N_ELEMENTS(expected); i++) {
     const SieveProxyInfo *info = sieve_proxy_lookup(expected[i]);
@@ -101,6 +101,8 @@ test_table(void)
   g_assert_false(sieve_proxy_lookup("params")->needs_data);
   g_assert_false(sieve_proxy_lookup("zen")->needs_data);
   g_assert_false(sieve_proxy_lookup("synflow")->needs_data);
+  g_assert_false(sieve_proxy_lookup("l2_norm")->needs_data);
+  g_assert_true(sieve_proxy_lookup("plain")->needs_data);
   g_assert_true(sieve_proxy_lookup("naswot")->needs_data);
   g_assert_null(sieve_proxy_lookup("synflw"));
   g_assert_null(sieve_proxy_lookup(NULL));
@@ -151,13 +153,16 @@ test_linear(void)
       for (guint i = 0; i < 3; i++)
         h[k * 3 + i] += p[n][k] * (vx[k] - pv) * xs[n * 3 + i] / B;
   }
-  double norm = 0, snip = 0, grasp = 0;
+  double norm = 0, snip = 0, plain = 0, l2 = 0, grasp = 0;
   for (guint j = 0; j < 6; j++) {
     norm += grad[j] * grad[j];
     snip += fabs(grad[j] * w[j]);
+    plain += grad[j] * w[j];
+    l2 += w[j] * w[j];
     grasp -= w[j] * h[j];
   }
   norm = sqrt(norm);
+  l2 = sqrt(l2);
   /* gradsign: each example alone. */
   double votes[6] = {0};
   for (guint n = 0; n < B; n++)
@@ -184,6 +189,13 @@ test_linear(void)
   g_assert_cmpfloat(s[7], ==, 8);
   g_assert_cmpfloat(s[8], ==, 6);
   g_assert_true(isfinite(s[9]));
+  /* plain keeps the signs snip drops (they differ here), l2_norm reads the
+   * weights alone (the bias does not count). */
+  compute(g, "plain,l2_norm,snip", B, 7, xs, ys, s);
+  assert_close(s[0], plain, 1e-5, "plain");
+  g_assert_cmpfloat(fabs(plain), <, snip * (1 - 1e-3));
+  assert_close(s[1], l2, 1e-6, "l2_norm");
+  assert_close(s[2], snip, 1e-5, "snip (beside plain)");
 }
 
 /* ---- a convolution into a linear layer: fisher and the per-layer norms ------------------- */
@@ -220,22 +232,28 @@ test_conv_fisher(void)
       dw[k] += da * xs[n * 9 + k];
     fisher += 0.5 * (act * da) * (act * da) / B;
   }
-  double nw = 0, nl = 0, snip = 0;
+  double nw = 0, nl = 0, snip = 0, plain = 0, ww = 0, wl = 0;
   for (guint k = 0; k < 9; k++) {
     nw += dw[k] * dw[k];
     snip += fabs(dw[k] * w[k]);
+    plain += dw[k] * w[k];
+    ww += w[k] * w[k];
   }
   for (guint k = 0; k < 2; k++) {
     nl += dl[k] * dl[k];
     snip += fabs(dl[k] * l[k]);
+    plain += dl[k] * l[k];
+    wl += l[k] * l[k];
   }
-  double s[5];
-  compute(g, "grad_norm,snip,fisher,params,flops", B, 3, xs, ys, s);
+  double s[7];
+  compute(g, "grad_norm,snip,fisher,params,flops,plain,l2_norm", B, 3, xs, ys, s);
   assert_close(s[0], sqrt(nw) + sqrt(nl), 1e-5, "grad_norm (a sum of per-layer norms)");
   assert_close(s[1], snip, 1e-5, "snip");
   assert_close(s[2], fisher, 1e-4, "fisher");
   g_assert_cmpfloat(s[3], ==, 9 + 2 + 2);
   g_assert_cmpfloat(s[4], ==, 9 + 2);
+  assert_close(s[5], plain, 1e-5, "plain");
+  assert_close(s[6], sqrt(ww) + sqrt(wl), 1e-6, "l2_norm (a sum of per-layer norms)");
 }
 
 /* ---- naswot on chosen codes ------------------------------------------------------------ */
@@ -557,6 +575,11 @@ test_degenerate(void)
   g_assert_cmpfloat(s[8], ==, 4 * 27 + 3 * 4 + 3);
   g_assert_cmpfloat(s[9], ==, 4 * 27 * 36 + 12);
   g_assert_cmpfloat(s[10], ==, 0); /* synflow: R does not depend on the weights it scores */
+  /* plain: no gradient reaches the cut-off weights and the classifier's
+   * input is zero; l2_norm counts the weights whether they matter or not. */
+  compute(cut, "plain,l2_norm", B, 2, NULL, NULL, s);
+  g_assert_cmpfloat(s[0], ==, 0);
+  g_assert_cmpfloat(s[1], >, 0);
 
   /* zero -> relu -> conv -> BN -> pool -> linear: no ReLU sees the input. */
   gr = sieve_graph_new("blind");
