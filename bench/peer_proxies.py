@@ -12,6 +12,10 @@ with each score, and params/flops from the peer's counters.
 
 zen is refused: it redraws every weight and its two inputs from torch's global generator
 (nn.init.normal_, randn_like), so it cannot be computed on weights and inputs given from outside.
+
+The peer has no plain or l2_norm; EXTRA defines them here on its network and its `weighted` layers
+(conv and linear), as zero-cost-nas computes them: plain = sum of w * dL/dw, l2_norm = sum over
+layers of |w|.
 """
 import argparse, importlib.util, json, os, sys
 
@@ -27,6 +31,20 @@ def load_peer(path=None):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def p_plain(peer, net, x, y):
+    import torch.nn.functional as F
+    net.zero_grad()
+    F.cross_entropy(net(x), y).backward()
+    return sum((m.weight.grad * m.weight).sum().item() for m in peer.weighted(net) if m.weight.grad is not None)
+
+
+def p_l2_norm(peer, net, x, y):
+    return sum(m.weight.norm().item() for m in peer.weighted(net))
+
+
+EXTRA = {"plain": p_plain, "l2_norm": p_l2_norm}
 
 
 def load_net(peer, arch, weights, C=16, N=5, classes=10, in_ch=3):
@@ -54,6 +72,8 @@ def peer_scores(peer, arch, weights, inputs, labels, proxies, C=16, N=5, classes
             out[name] = peer.count_params(net)
         elif name == "flops":
             out[name] = peer.count_flops(net, x)
+        elif name in EXTRA:
+            out[name] = float(EXTRA[name](peer, net, x, y))
         else:
             out[name] = float(peer.PROXIES[name](net, x, y))
     return out

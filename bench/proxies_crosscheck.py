@@ -8,7 +8,8 @@ scores the network, the peer (../shared/peers/torch_nb201.py, through bench/peer
 scores the same weights on the same batch, and every score must agree:
 
     |sieve - peer| <= tol * |peer|   tol = 1e-6 for synflow (both in double), 0 for params and
-                                     flops, 1e-3 for the others (float32 on both sides)
+                                     flops, 1e-3 for the others (float32 on both sides);
+                                     plain against |peer's snip| (its terms cancel)
 
 zen is left out: the peer draws its weights and inputs from torch's generator.  --tol PROXY=TOL
 loosens one proxy's bound and says so: the meson test holds grasp to 5e-3, because sieve's
@@ -34,8 +35,12 @@ ARCHS = [
     "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|none~1|avg_pool_3x3~2|",
     "|skip_connect~0|+|none~0|nor_conv_3x3~1|+|nor_conv_1x1~0|skip_connect~1|none~2|",
 ]
-PROXIES = ["grad_norm", "snip", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "params", "flops"]
+PROXIES = ["grad_norm", "snip", "plain", "l2_norm", "grasp", "fisher", "jacob_cov", "naswot", "synflow", "params",
+           "flops"]
 TOL = {"synflow": 1e-6, "params": 0.0, "flops": 0.0}
+# plain's error is measured against snip (the same terms without their signs), so that cancellation
+# among its terms cannot fail a sum that is right term by term.
+SCALE = {"plain": "snip"}
 DEFAULT_TOL = 1e-3
 
 
@@ -64,13 +69,15 @@ def number(v):
     return float(v) if not isinstance(v, str) else float(v.replace("inf", "Infinity").replace("nan", "NaN"))
 
 
-def agree(name, s, p):
+def agree(name, s, p, scale=None):
+    """Whether s and p agree within name's tolerance, relative to |p| or, where given, to scale (plain is
+    a signed sum whose terms cancel: its error is relative to the sum of their magnitudes, snip)."""
     tol = TOL.get(name, DEFAULT_TOL)
     if math.isnan(s) or math.isnan(p):
         return False, float("nan")
     if s == p:
         return True, 0.0
-    rel = abs(s - p) / max(abs(p), 1e-300)
+    rel = abs(s - p) / max(abs(p) if scale is None else abs(scale), 1e-300)
     return rel <= tol, rel
 
 
@@ -136,7 +143,8 @@ def main():
             for n, s in ours.items():
                 key = n.split(" ")[0]
                 p = theirs[key]
-                ok, rel = agree(key, float(s), float(p))
+                scale = theirs.get(SCALE[key]) if key in SCALE else None
+                ok, rel = agree(key, float(s), float(p), scale)
                 failures += not ok
                 verdict = "DISAGREE" if not ok else "ok" if rel <= DEFAULT_TOL else f"ok (within {TOL[key]:g})"
                 print(f"  {n:22s} sieve {float(s):>24.12g}  peer {float(p):>24.12g}  rel {rel:9.2e}  {verdict}")
