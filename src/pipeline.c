@@ -42,12 +42,7 @@ static const SieveOptionSpec screen_spec[] = {
     {"seed", SIEVE_OPTION_TYPE_INT, NULL, 0, 9007199254740992.0, NULL,
      "seed of the proxies' initial weights and batch (default: the experiment's seed)",
      SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
-    {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
-     "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "
-     "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",
-     0, {NULL}},
-    {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "where the dataset's files are (default: its usual place)",
-     0, {NULL}},
+    SIEVE_SCREEN_DATA_OPTIONS,
     SIEVE_OPTION_END,
 };
 

@@ -86,6 +86,17 @@ SIEVE_INTERNAL_API void sieve_pipeline_clear(SievePipeline *pipeline);
 SIEVE_INTERNAL_API gboolean sieve_pipeline_proxies_load(const SieveOptions *o, char ***names, guint *n_names,
                                                         double **weights, GError **error);
 
+/* The option-table entries `dataset` and `data_dir` of the proxies' batch,
+ * read by the screen stage and the proxy evaluator alike (one text for
+ * both, in their docs and their errors). */
+#define SIEVE_SCREEN_DATA_OPTIONS                                                                                \
+  {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,                                                        \
+   "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "  \
+   "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",    \
+   0, {NULL}},                                                                                                   \
+  {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,                                                       \
+   "where the dataset's files are (default: its usual place)", 0, {NULL}}
+
 /* "functional", "structural", "genotype" (transfer none) */
 SIEVE_INTERNAL_API const char *sieve_dedupe_hash_name(SieveDedupeHash hash);
 

@@ -54,25 +54,28 @@ enum {
   KEEP_CONVS = 1 << 5,
   KEEP_RELUS = 1 << 6,
   KEEP_FEATURES = 1 << 7,
+  USE_WEIGHT_GRADS = 1 << 8, /* the backward's parameter gradients (else it runs input-only) */
 };
 
 #define GRAD (USE_RUNTIME | USE_FORWARD | USE_BACKWARD | USE_DATA)
+/* The proxies that read the weights' gradients. */
+#define WEIGHT_GRAD (GRAD | USE_WEIGHT_GRADS)
 
 static const struct {
   SieveProxyInfo info;
   guint uses;
 } proxies[P_N] = {
   [P_GRAD_NORM] = {{"grad_norm", "sum over conv/linear layers of the norm of the weights' gradient "
-                                 "(Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+                                 "(Abdelfattah et al., ICLR 2021)", TRUE}, WEIGHT_GRAD},
   [P_SNIP] = {{"snip", "sum of |w * dL/dw| over conv/linear weights (Lee et al., ICLR 2019; as a proxy, "
-                       "Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+                       "Abdelfattah et al., ICLR 2021)", TRUE}, WEIGHT_GRAD},
   [P_PLAIN] = {{"plain", "sum of w * dL/dw over conv/linear weights: snip without the absolute value "
-                         "(zero-cost-nas's baseline, Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+                         "(zero-cost-nas's baseline, Abdelfattah et al., ICLR 2021)", TRUE}, WEIGHT_GRAD},
   [P_L2_NORM] = {{"l2_norm", "sum over conv/linear layers of the norm of the initial weights (zero-cost-nas; "
                              "NAS-Bench-Suite-Zero, Krishnakumar et al., NeurIPS 2022)", FALSE},
                  USE_RUNTIME},
   [P_GRASP] = {{"grasp", "-sum of w * (H g) over conv/linear weights, H g by finite differences of gradients "
-                         "(Wang et al., ICLR 2020; as a proxy, Abdelfattah et al., ICLR 2021)", TRUE}, GRAD},
+                         "(Wang et al., ICLR 2020; as a proxy, Abdelfattah et al., ICLR 2021)", TRUE}, WEIGHT_GRAD},
   [P_FISHER] = {{"fisher", "sum over conv channels of 0.5 * batch mean of (sum of activation * its gradient)^2 "
                            "(Theis et al. 2018; as a proxy, Abdelfattah et al., ICLR 2021)", TRUE},
                 GRAD | KEEP_CONVS},
@@ -274,8 +277,9 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
   guint uses = uses_of(want);
   if (uses & USE_RUNTIME) {
     g_autoptr(GArray) keep = keep_list(run->graph, uses);
-    /* synflow alone reads only the initial weights (which do not depend
-     * on the batch size): a runtime for one example is enough. */
+    /* synflow and l2_norm read only the initial weights (which do not
+     * depend on the batch size): alone, a runtime for one example is
+     * enough. */
     gboolean weights_only = !(uses & (USE_FORWARD | USE_BACKWARD | USE_INPUT_GRAD | KEEP_FEATURES));
     SieveRuntimeOptions o = {
       .batch = weights_only ? 1 : run->batch,
@@ -317,8 +321,7 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
   if (uses & USE_BACKWARD) {
     /* fisher alone reads activations' gradients, not the weights': the
      * weight-gradient kernels (a third of the backward) are skipped. */
-    gboolean weights = wants(want, P_GRAD_NORM) || wants(want, P_SNIP) || wants(want, P_PLAIN) ||
-                       wants(want, P_GRASP);
+    gboolean weights = (uses & USE_WEIGHT_GRADS) != 0;
     if (!sieve__proxy_backward_ce(run, !weights, error))
       return FALSE;
     charge(clock, users(USE_BACKWARD));
@@ -327,7 +330,7 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
                                        wants(want, P_PLAIN) ? &value[P_PLAIN] : NULL,
                                        wants(want, P_GRASP) ? grads : NULL, error))
         return FALSE;
-      charge(clock, ONLY(P_GRAD_NORM) | ONLY(P_SNIP) | ONLY(P_PLAIN) | ONLY(P_GRASP));
+      charge(clock, users(USE_WEIGHT_GRADS));
     }
     if (wants(want, P_FISHER)) {
       if (!sieve__proxy_fisher(run, &value[P_FISHER], error))

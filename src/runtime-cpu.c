@@ -1920,17 +1920,28 @@ pack_signs(const float *x, gsize n, guint64 *out)
     pack_signs_generic(x, n, out);
 }
 
+/* Whether md is a blocked layout from the buffer's start without padding:
+ * every element stored once, nothing else stored, so that a loop over the
+ * buffer sees exactly the tensor. */
+static gboolean
+md_dense(const dnnl_memory_desc_t *md)
+{
+  if (md->format_kind != dnnl_blocked || md->offset0 != 0)
+    return FALSE;
+  for (int d = 0; d < md->ndims; d++)
+    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0)
+      return FALSE;
+  return TRUE;
+}
+
 /* Whether a tensor stored as md holds each example's elements contiguously
  * (in some order of their own, the same for every example) with no
  * padding: then its signs pack straight from the buffer. */
 static gboolean
 examples_contiguous(const dnnl_memory_desc_t *md, gsize per_example)
 {
-  if (md->format_kind != dnnl_blocked || md->offset0 != 0 || md->format_desc.blocking.strides[0] != (dnnl_dim_t)per_example)
+  if (!md_dense(md) || md->format_desc.blocking.strides[0] != (dnnl_dim_t)per_example)
     return FALSE;
-  for (int d = 0; d < md->ndims; d++)
-    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0)
-      return FALSE;
   for (int k = 0; k < md->format_desc.blocking.inner_nblks; k++)
     if (md->format_desc.blocking.inner_idxs[k] == 0)
       return FALSE;
@@ -2037,11 +2048,8 @@ cpu_read_grad(gpointer impl, guint node, float *out, GError **error)
 static gboolean
 channel_layout(const dnnl_memory_desc_t *md, dnnl_dim_t st[4], dnnl_dim_t *blk)
 {
-  if (md->ndims != 4 || md->format_kind != dnnl_blocked || md->offset0 != 0)
+  if (md->ndims != 4 || !md_dense(md))
     return FALSE;
-  for (int d = 0; d < 4; d++)
-    if (md->padded_dims[d] != md->dims[d] || md->padded_offsets[d] != 0)
-      return FALSE;
   const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
   if (bd->inner_nblks == 0)
     *blk = 1;

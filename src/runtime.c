@@ -91,14 +91,28 @@ sieve_runtime_loss(const SieveRuntime *rt)
   return rt->forward_done ? rt->klass->loss(rt->impl) : NAN;
 }
 
+/* The reads of node values need a forward, those of node gradients a
+ * backward after it. */
+static gboolean
+need_forward(const SieveRuntime *rt, GError **error)
+{
+  if (!rt->forward_done)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "read before any forward pass");
+  return rt->forward_done;
+}
+
+static gboolean
+need_backward(const SieveRuntime *rt, GError **error)
+{
+  if (!rt->backward_done)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
+  return rt->backward_done;
+}
+
 gboolean
 sieve_runtime_read(SieveRuntime *rt, guint node, float *out, GError **error)
 {
-  if (!rt->forward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "read before any forward pass");
-    return FALSE;
-  }
-  return rt->klass->read(rt->impl, node, out, error);
+  return need_forward(rt, error) && rt->klass->read(rt->impl, node, out, error);
 }
 
 static gboolean
@@ -134,11 +148,7 @@ sieve_runtime_backward_input(SieveRuntime *rt, const float *output_grad, GError 
 gboolean
 sieve_runtime_read_signs(SieveRuntime *rt, guint node, guint64 *codes, GError **error)
 {
-  if (!rt->forward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "read before any forward pass");
-    return FALSE;
-  }
-  return rt->klass->read_signs(rt->impl, node, codes, error);
+  return need_forward(rt, error) && rt->klass->read_signs(rt->impl, node, codes, error);
 }
 
 gboolean
@@ -155,21 +165,13 @@ sieve_runtime_read_input_grad(SieveRuntime *rt, float *out, GError **error)
 gboolean
 sieve_runtime_read_grad(SieveRuntime *rt, guint node, float *out, GError **error)
 {
-  if (!rt->backward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
-    return FALSE;
-  }
-  return rt->klass->read_grad(rt->impl, node, out, error);
+  return need_backward(rt, error) && rt->klass->read_grad(rt->impl, node, out, error);
 }
 
 gboolean
 sieve_runtime_read_channel_dots(SieveRuntime *rt, guint node, double *dots, GError **error)
 {
-  if (!rt->backward_done) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
-    return FALSE;
-  }
-  return rt->klass->read_channel_dots(rt->impl, node, dots, error);
+  return need_backward(rt, error) && rt->klass->read_channel_dots(rt->impl, node, dots, error);
 }
 
 gboolean

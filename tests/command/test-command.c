@@ -115,15 +115,6 @@ assert_failed(const SieveResult *r, const char *reason)
   g_assert_cmpstr(sieve_result_get_reason(r), ==, reason);
 }
 
-static double
-metric(const SieveResult *r, const char *name)
-{
-  double v = NAN;
-  if (!sieve_result_get_metric(r, name, &v))
-    g_error("metric '%s' missing", name);
-  return v;
-}
-
 /* Whether pid is gone: no such process, or a zombie waiting for init. */
 static gboolean
 process_gone(pid_t pid)
@@ -195,10 +186,10 @@ test_nonfinite(void)
   g_autoptr(SieveResult) r = evaluate(e, 0, NAN);
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
   g_assert_cmpuint(sieve_result_n_metrics(r), ==, 4);
-  g_assert_true(isnan(metric(r, "loss")));
-  g_assert_cmpfloat(metric(r, "best"), ==, INFINITY);
-  g_assert_cmpfloat(metric(r, "worst"), ==, -INFINITY);
-  g_assert_cmpfloat(metric(r, "acc"), ==, 0.5);
+  g_assert_true(isnan(test_metric(r, "loss")));
+  g_assert_cmpfloat(test_metric(r, "best"), ==, INFINITY);
+  g_assert_cmpfloat(test_metric(r, "worst"), ==, -INFINITY);
+  g_assert_cmpfloat(test_metric(r, "acc"), ==, 0.5);
 
   /* A word that only looks like one is still garbage. */
   g_autoptr(SieveEvaluator) bad = script_evaluator("nanx.sh", "echo '{\"loss\": NaNa}'", NULL);
@@ -224,7 +215,7 @@ test_placeholders(void)
   g_autoptr(SieveResult) r = sieve_evaluator_evaluate(e, c, &error);
   g_assert_no_error(error);
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
-  g_assert_cmpfloat(metric(r, "done"), ==, 1);
+  g_assert_cmpfloat(test_metric(r, "done"), ==, 1);
 
   /* The program ran in cwd's default, the experiment's folder (tmpdir here). */
   g_autofree char *args = read_tmp("args.txt");
@@ -298,7 +289,7 @@ test_stdin_json(void)
   for (guint i = 0; i < 20; i++) {
     g_autoptr(SieveResult) r3 = evaluate(deaf, i, NAN);
     g_assert_cmpint(sieve_result_get_status(r3), ==, SIEVE_STATUS_OK);
-    g_assert_cmpfloat(metric(r3, "v"), ==, 2);
+    g_assert_cmpfloat(test_metric(r3, "v"), ==, 2);
   }
 }
 
@@ -355,7 +346,7 @@ test_leftover_child(void)
   g_autoptr(SieveResult) r = evaluate(e, 0, NAN);
   double seconds = (double) (g_get_monotonic_time() - start) / G_USEC_PER_SEC;
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
-  g_assert_cmpfloat(metric(r, "v"), ==, 4);
+  g_assert_cmpfloat(test_metric(r, "v"), ==, 4);
   g_assert_cmpfloat(seconds, <, 5);
   assert_gone_soon(read_pid("background.pid"));
 }
@@ -418,7 +409,7 @@ test_not_found(void)
   g_autoptr(SieveEvaluator) via_path = evaluator_new("argv: [my-tool]\nenv: {PATH: 'bin:/usr/bin:/bin'}\n");
   g_autoptr(SieveResult) r4 = evaluate(via_path, 0, NAN);
   g_assert_cmpint(sieve_result_get_status(r4), ==, SIEVE_STATUS_OK);
-  g_assert_cmpfloat(metric(r4, "tool"), ==, 1);
+  g_assert_cmpfloat(test_metric(r4, "tool"), ==, 1);
 }
 
 static void
@@ -428,7 +419,7 @@ test_reported_failure(void)
       "reported.sh", "echo '{\"status\": \"failed\", \"reason\": \"loss became NaN at epoch 3\", \"epoch\": 3}'", NULL);
   g_autoptr(SieveResult) r = evaluate(e, 0, NAN);
   assert_failed(r, "loss became NaN at epoch 3");
-  g_assert_cmpfloat(metric(r, "epoch"), ==, 3);
+  g_assert_cmpfloat(test_metric(r, "epoch"), ==, 3);
 
   g_autoptr(SieveEvaluator) bare = script_evaluator("bare.sh", "echo '{\"status\": \"failed\"}'", NULL);
   g_autoptr(SieveResult) r2 = evaluate(bare, 0, NAN);
@@ -437,7 +428,7 @@ test_reported_failure(void)
   g_autoptr(SieveEvaluator) ok = script_evaluator("ok.sh", "echo '{\"status\": \"ok\", \"acc\": 2}'", NULL);
   g_autoptr(SieveResult) r3 = evaluate(ok, 0, NAN);
   g_assert_cmpint(sieve_result_get_status(r3), ==, SIEVE_STATUS_OK);
-  g_assert_cmpfloat(metric(r3, "acc"), ==, 2);
+  g_assert_cmpfloat(test_metric(r3, "acc"), ==, 2);
 
   g_autoptr(SieveEvaluator) odd = script_evaluator("odd.sh", "echo '{\"status\": \"crashed\", \"acc\": 2}'", NULL);
   g_autoptr(SieveResult) r4 = evaluate(odd, 0, NAN);
@@ -535,8 +526,8 @@ test_concurrent(void)
       assert_failed(jobs[i].result, "exited with status 1: trial 5 fails");
     } else {
       g_assert_cmpint(sieve_result_get_status(jobs[i].result), ==, SIEVE_STATUS_OK);
-      g_assert_cmpfloat(metric(jobs[i].result, "trial"), ==, i);
-      g_assert_cmpfloat(metric(jobs[i].result, "layers"), ==, i + 1);
+      g_assert_cmpfloat(test_metric(jobs[i].result, "trial"), ==, i);
+      g_assert_cmpfloat(test_metric(jobs[i].result, "layers"), ==, i + 1);
     }
     sieve_result_free(jobs[i].result);
     sieve_candidate_free(jobs[i].candidate);

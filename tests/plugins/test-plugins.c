@@ -58,21 +58,13 @@ optimizer_new(const SieveSpace *space, const char *yaml, guint64 seed)
 static SieveEvaluator *
 evaluator_try(const char *name, const SieveSpace *space, const char *yaml, const char *base_dir, GError **error)
 {
-  const SieveComponent *c = component(SIEVE_KIND_EVALUATOR, name);
-  g_autoptr(SieveOptions) options = test_options_from(c, yaml, base_dir, error);
-  if (options == NULL)
-    return NULL;
-  return sieve_evaluator_new(c, space, options, error);
+  return test_evaluator_try(registry, name, space, yaml, base_dir, error);
 }
 
 static SieveEvaluator *
 evaluator_new(const char *name, const SieveSpace *space, const char *yaml, const char *base_dir)
 {
-  GError *error = NULL;
-  SieveEvaluator *e = evaluator_try(name, space, yaml, base_dir, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(e);
-  return e;
+  return test_evaluator_new(registry, name, space, yaml, base_dir);
 }
 
 static SieveCandidate *
@@ -82,15 +74,6 @@ candidate_parse(const SieveSpace *space, const char *text)
   SieveGenotype *g = sieve_space_parse(space, text, &error);
   g_assert_no_error(error);
   return sieve_candidate_new(g, NAN);
-}
-
-static double
-metric(const SieveResult *result, const char *name)
-{
-  double v = NAN;
-  if (!sieve_result_get_metric(result, name, &v))
-    g_error("result lacks metric '%s'", name);
-  return v;
 }
 
 static char *
@@ -678,9 +661,9 @@ test_tabular_nb201(void)
     g_assert_no_error(error);
     g_assert_cmpuint(sieve_result_n_metrics(part), ==, 2);
     g_assert_cmpstr(sieve_result_metric_name(part, 0), ==, "cifar10_valid_acc");
-    g_assert_cmpfloat(metric(part, "cifar10_valid_acc"), ==,
+    g_assert_cmpfloat(test_metric(part, "cifar10_valid_acc"), ==,
                       g_ascii_strtod(row[column(t, "cifar10_valid_acc")], NULL));
-    g_assert_cmpfloat(metric(part, "params_m"), ==, g_ascii_strtod(row[column(t, "params_m")], NULL));
+    g_assert_cmpfloat(test_metric(part, "params_m"), ==, g_ascii_strtod(row[column(t, "params_m")], NULL));
     g_assert_cmpfloat(sieve_result_get_cost(part), ==, g_ascii_strtod(row[column(t, "lat_ms_pixel3")], NULL));
     n_checked++;
   }
@@ -688,8 +671,8 @@ test_tabular_nb201(void)
   /* The README's known fact: the best CIFAR-10 test accuracy is 94.3733. */
   g_autoptr(SieveCandidate) best = candidate_parse(space, ((char **) t->rows->pdata[6111])[arch]);
   g_autoptr(SieveResult) r = sieve_evaluator_evaluate(all, best, NULL);
-  g_assert_cmpfloat(metric(r, "cifar10_test_acc"), ==, 94.3733);
-  g_assert_cmpfloat(metric(r, "arch_index"), ==, 6111);
+  g_assert_cmpfloat(test_metric(r, "cifar10_test_acc"), ==, 94.3733);
+  g_assert_cmpfloat(test_metric(r, "arch_index"), ==, 6111);
   table_free(t);
 }
 
@@ -713,7 +696,7 @@ test_tabular_missing_genotype(void)
   g_assert_cmpuint(sieve_result_n_metrics(r), ==, 0);
   g_autoptr(SieveCandidate) hit = candidate_parse(space, present);
   g_autoptr(SieveResult) ok = sieve_evaluator_evaluate(e, hit, &error);
-  g_assert_cmpfloat(metric(ok, "acc"), ==, 1.5);
+  g_assert_cmpfloat(test_metric(ok, "acc"), ==, 1.5);
   remove_tree(dir);
 }
 
@@ -740,7 +723,7 @@ test_tabular_quotes(void)
     g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
     /* Default metrics: numeric columns (the notes are not). */
     g_assert_cmpuint(sieve_result_n_metrics(r), ==, 2);
-    g_assert_cmpfloat(metric(r, "loss"), ==, rows[k].loss);
+    g_assert_cmpfloat(test_metric(r, "loss"), ==, rows[k].loss);
     g_assert_cmpfloat(sieve_result_get_cost(r), ==, rows[k].seconds);
   }
   remove_tree(dir);
@@ -834,8 +817,8 @@ evaluate_at(SieveEvaluator *e, const SieveSpace *space, const double *x, guint n
   g_assert_no_error(error);
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
   if (regret)
-    *regret = metric(r, "regret");
-  return metric(r, "value");
+    *regret = test_metric(r, "regret");
+  return test_metric(r, "value");
 }
 
 static void

@@ -20,30 +20,16 @@ static const char *const A1 = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+
 static const char *const A2 = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|nor_conv_3x3~1|none~2|";
 static const char *const EMPTY = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|";
 
-static const SieveComponent *
-component(SieveComponentKind kind, const char *name)
-{
-  return test_component(registry, kind, name);
-}
-
 static SieveEvaluator *
 evaluator_try(const SieveSpace *space, const char *yaml, GError **error)
 {
-  const SieveComponent *c = component(SIEVE_KIND_EVALUATOR, "proxy");
-  g_autoptr(SieveOptions) options = test_options_from(c, yaml, NULL, error);
-  if (options == NULL)
-    return NULL;
-  return sieve_evaluator_new(c, space, options, error);
+  return test_evaluator_try(registry, "proxy", space, yaml, NULL, error);
 }
 
 static SieveEvaluator *
 evaluator_new(const SieveSpace *space, const char *yaml)
 {
-  GError *error = NULL;
-  SieveEvaluator *e = evaluator_try(space, yaml, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(e);
-  return e;
+  return test_evaluator_new(registry, "proxy", space, yaml, NULL);
 }
 
 static SieveResult *
@@ -57,15 +43,6 @@ evaluate(SieveEvaluator *e, const SieveSpace *space, const char *arch)
   g_assert_no_error(error);
   g_assert_nonnull(r);
   return r;
-}
-
-static double
-metric(const SieveResult *result, const char *name)
-{
-  double v = NAN;
-  if (!sieve_result_get_metric(result, name, &v))
-    g_error("result lacks metric '%s'", name);
-  return v;
 }
 
 /* What sieve_proxy_compute gives the genotype's network. */
@@ -123,18 +100,18 @@ test_one_proxy(void)
     double want;
     direct_arch(space, arch, names, 1, &o, &want);
     g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
-    g_assert_cmpfloat(metric(r, "synflow"), ==, want);
+    g_assert_cmpfloat(test_metric(r, "synflow"), ==, want);
     /* One proxy: the objective is its own value, not a transform of it. */
-    g_assert_cmpfloat(metric(r, "score"), ==, want);
-    g_assert_cmpfloat(metric(r, "synflow_ms"), >=, 0);
+    g_assert_cmpfloat(test_metric(r, "score"), ==, want);
+    g_assert_cmpfloat(test_metric(r, "synflow_ms"), >=, 0);
     g_assert_false(sieve_result_get_metric(r, "synflow_z", NULL));
     g_assert_cmpuint(sieve_result_n_metrics(r), ==, 3);
   }
   /* A single name written as a scalar is a list of one. */
   g_autoptr(SieveEvaluator) scalar = evaluator_new(space, "{proxies: params}");
   g_autoptr(SieveResult) r = evaluate(scalar, space, A1);
-  g_assert_cmpfloat(metric(r, "score"), ==, metric(r, "params"));
-  g_assert_cmpfloat(metric(r, "params"), >, 0);
+  g_assert_cmpfloat(test_metric(r, "score"), ==, test_metric(r, "params"));
+  g_assert_cmpfloat(test_metric(r, "params"), >, 0);
 }
 
 /* The ensemble: z_k = (L(s_k) - mean_k) / sd_k with mean and sd of L over
@@ -183,13 +160,13 @@ test_ensemble(void)
     direct_arch(space, arch, names, 3, &o, s);
     double sum = 0;
     for (guint i = 0; i < 3; i++) {
-      g_assert_cmpfloat(metric(r, names[i]), ==, s[i]);
+      g_assert_cmpfloat(test_metric(r, names[i]), ==, s[i]);
       g_autofree char *zn = g_strdup_printf("%s_z", names[i]);
       double z = (signed_log(s[i]) - mean[i]) / sd[i];
-      g_assert_cmpfloat_with_epsilon(metric(r, zn), z, 1e-9 * (1 + fabs(z)));
-      sum += w[i] * metric(r, zn);
+      g_assert_cmpfloat_with_epsilon(test_metric(r, zn), z, 1e-9 * (1 + fabs(z)));
+      sum += w[i] * test_metric(r, zn);
     }
-    assert_close(metric(r, "score"), sum / 3.5);
+    assert_close(test_metric(r, "score"), sum / 3.5);
   }
 
   /* reference: 0, equal weights: the plain mean of L. */
@@ -200,16 +177,16 @@ test_ensemble(void)
   direct_arch(space, A1, names, 3, &o, s);
   for (guint i = 0; i < 3; i++) {
     g_autofree char *zn = g_strdup_printf("%s_z", names[i]);
-    assert_close(metric(r, zn), signed_log(s[i]));
+    assert_close(test_metric(r, zn), signed_log(s[i]));
   }
-  assert_close(metric(r, "score"), (signed_log(s[0]) + signed_log(s[1]) + signed_log(s[2])) / 3);
+  assert_close(test_metric(r, "score"), (signed_log(s[0]) + signed_log(s[1]) + signed_log(s[2])) / 3);
 
   /* A zero weight takes the proxy out of the score, not out of the metrics. */
   g_autoptr(SieveEvaluator) zero = evaluator_new(
     space, "{proxies: [naswot, synflow], weights: [0, 1], reference: 0, batch_size: 8, seed: 3, threads: 1}");
   g_autoptr(SieveResult) rz = evaluate(zero, space, A1);
-  assert_close(metric(rz, "score"), signed_log(s[1]));
-  assert_close(metric(rz, "naswot"), s[0]);
+  assert_close(test_metric(rz, "score"), signed_log(s[1]));
+  assert_close(test_metric(rz, "naswot"), s[0]);
 }
 
 /* The network that computes nothing: naswot's kernel is singular (-inf),
@@ -222,14 +199,14 @@ test_degenerate(void)
     evaluator_new(space, "{proxies: [naswot, synflow], reference: 4, batch_size: 8, seed: 1, threads: 1}");
   g_autoptr(SieveResult) r = evaluate(e, space, EMPTY);
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
-  g_assert_cmpfloat(metric(r, "naswot"), ==, -INFINITY);
-  g_assert_cmpfloat(metric(r, "synflow"), ==, 0);
-  g_assert_cmpfloat(metric(r, "score"), ==, -INFINITY);
+  g_assert_cmpfloat(test_metric(r, "naswot"), ==, -INFINITY);
+  g_assert_cmpfloat(test_metric(r, "synflow"), ==, 0);
+  g_assert_cmpfloat(test_metric(r, "score"), ==, -INFINITY);
   /* Weighted out, the singular kernel does not count. */
   g_autoptr(SieveEvaluator) w = evaluator_new(
     space, "{proxies: [naswot, synflow], weights: [0, 1], reference: 0, batch_size: 8, seed: 1, threads: 1}");
   g_autoptr(SieveResult) rw = evaluate(w, space, EMPTY);
-  g_assert_cmpfloat(metric(rw, "score"), ==, 0);
+  g_assert_cmpfloat(test_metric(rw, "score"), ==, 0);
 }
 
 static void

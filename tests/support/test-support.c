@@ -1,3 +1,5 @@
+#include <math.h>
+
 #include "test-support.h"
 
 #include "sieve-config.h"
@@ -55,4 +57,35 @@ test_space_new(SieveRegistry *registry, const char *name, const char *yaml, cons
   g_assert_no_error(error);
   g_assert_nonnull(space);
   return space;
+}
+
+SieveEvaluator *
+test_evaluator_try(SieveRegistry *registry, const char *name, const SieveSpace *space, const char *yaml,
+                   const char *base_dir, GError **error)
+{
+  const SieveComponent *c = test_component(registry, SIEVE_KIND_EVALUATOR, name);
+  g_autoptr(SieveOptions) options = test_options_from(c, yaml, base_dir, error);
+  if (options == NULL)
+    return NULL;
+  return sieve_evaluator_new(c, space, options, error);
+}
+
+SieveEvaluator *
+test_evaluator_new(SieveRegistry *registry, const char *name, const SieveSpace *space, const char *yaml,
+                   const char *base_dir)
+{
+  GError *error = NULL;
+  SieveEvaluator *e = test_evaluator_try(registry, name, space, yaml, base_dir, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(e);
+  return e;
+}
+
+double
+test_metric(const SieveResult *result, const char *name)
+{
+  double v = NAN;
+  if (!sieve_result_get_metric(result, name, &v))
+    g_error("result lacks metric '%s'", name);
+  return v;
 }

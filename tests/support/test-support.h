@@ -27,3 +27,15 @@ SieveSpace *test_space_try(SieveRegistry *registry, const char *name, const char
                            GError **error);
 /* The same, where any error fails the test.  (transfer full) */
 SieveSpace *test_space_new(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir);
+
+/* An evaluator of registry's plugin name for space, options from YAML text
+ * as test_options_from reads them; NULL with error set when they or the
+ * plugin refuse.  (transfer full) */
+SieveEvaluator *test_evaluator_try(SieveRegistry *registry, const char *name, const SieveSpace *space,
+                                   const char *yaml, const char *base_dir, GError **error);
+/* The same, where any error fails the test.  (transfer full) */
+SieveEvaluator *test_evaluator_new(SieveRegistry *registry, const char *name, const SieveSpace *space,
+                                   const char *yaml, const char *base_dir);
+
+/* result's metric name; a missing one fails the test, naming it. */
+double test_metric(const SieveResult *result, const char *name);

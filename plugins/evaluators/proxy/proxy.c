@@ -75,12 +75,7 @@ static const SieveOptionSpec proxy_options[] = {
   SIEVE_OPTION_INT("seed", "0", 0, 9007199254740992.0,
                    "seed of the initial weights, of the batch (its N(0,1) inputs, or which examples) and of the "
                    "reference sample"),
-  {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
-   "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "
-   "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",
-   0, {NULL}},
-  {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "where the dataset's files are (default: its usual place)",
-   0, {NULL}},
+  SIEVE_SCREEN_DATA_OPTIONS,
   SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one trial's proxies (0: every core)"),
   SIEVE_OPTION_END,
 };
