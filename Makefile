@@ -1,7 +1,7 @@
 # The two commands of a fresh clone: `make run` and `make test`.
 BUILD ?= build
 MESON_SETUP_FLAGS ?=
-SIEVE = $(BUILD)/src/sieve
+SIEVE = $(BUILD)/src/cli/sieve
 
 .PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe
 
@@ -33,7 +33,7 @@ bench-optimizers: build
 # Per-trial cost of a Lua optimizer against the C random one (lua/README.md).
 bench-lua: build
 	bench/lua-overhead.sh $(BUILD)
-	$(BUILD)/src/sieve lua bench/lua/build.lua $(CURDIR)
+	$(SIEVE) lua bench/lua/build.lua $(CURDIR)
 
 clean:
 	rm -rf $(BUILD)

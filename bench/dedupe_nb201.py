@@ -58,7 +58,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--evaluations", type=int, default=300)
     args = ap.parse_args()
-    sieve = os.path.join(args.build, "src", "sieve")
+    sieve = os.path.join(args.build, "src", "cli", "sieve")
     print(f"NAS-Bench-201 table, {args.evaluations} evaluations, seeds 0..{args.seeds - 1}, "
           f"functional hash ({CONFIG})")
     print(f"{'optimizer':<10} {'proposals':>9} {'cached':>7} {'cache share':>18} {'distinct==evals':>15} "

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 n=${2:-20000}
 reps=${3:-3}
-sieve="$build/src/sieve"
+sieve="$build/src/cli/sieve"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -220,7 +220,7 @@ def main():
     archs = [r["arch"] for r in peer_rows]
     acc = [r["cifar10_test_acc"] for r in peer_rows]
     results = a.results or os.path.join(a.build, "proxies-nb201.jsonl")
-    ours = run_sieve(os.path.join(a.build, "src", "sieve"), archs, names, results, a.seed, a.threads, a.jobs,
+    ours = run_sieve(os.path.join(a.build, "src", "cli", "sieve"), archs, names, results, a.seed, a.threads, a.jobs,
                      [n for n in a.rescore.split(",") if n])
     missing = [x for x in archs if x not in ours]
     if missing:

@@ -111,7 +111,7 @@ def main():
         skip(f"the PyTorch peer {peer_path} is not there (set SIEVE_TORCH_PEER)")
     peer = peer_proxies.load_peer(peer_path)
 
-    sieve = os.path.join(a.build, "src", "sieve")
+    sieve = os.path.join(a.build, "src", "cli", "sieve")
     dump = os.path.join(a.build, "tests", "crosscheck", "proxy-dump")
     available = sieve_proxies(sieve)
     names = [n for n in PROXIES if n in available]

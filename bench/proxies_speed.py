@@ -128,7 +128,7 @@ def main():
     a = ap.parse_args()
     peer_path = a.peer or os.environ.get("SIEVE_TORCH_PEER") or peer_proxies.DEFAULT_PEER
     peer = peer_proxies.load_peer(peer_path)
-    sieve = os.path.join(a.build, "src", "sieve")
+    sieve = os.path.join(a.build, "src", "cli", "sieve")
     names = a.proxies.split(",")
     archs = peer_archs(peer, a.archs)
     print(f"{len(archs)} architectures of `torch_nb201.py time-proxies --archs {a.archs}` (random.Random(0)), "

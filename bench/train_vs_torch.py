@@ -8,7 +8,7 @@ scale where framework overhead dominates (C=8, N=1).  Prints images/s,
 the ratio sieve/PyTorch and each one's peak RSS.  Each configuration is run
 `--repeat` times alternating sieve and PyTorch; the median is reported.
 
-    make bench-train            # or: python3 bench/train_vs_torch.py --sieve build/src/sieve
+    make bench-train            # or: python3 bench/train_vs_torch.py --sieve build/src/cli/sieve
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -37,7 +37,7 @@ def torch_train(peer, C, N, iters, batch, threads):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sieve", default=os.path.join(here, "..", "build", "src", "sieve"))
+    ap.add_argument("--sieve", default=os.path.join(here, "..", "build", "src", "cli", "sieve"))
     ap.add_argument("--peer", default=os.path.join(here, "..", "..", "shared", "peers", "torch_nb201.py"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=128)

@@ -49,6 +49,16 @@ typedef struct {
   G_MODULE_EXPORT const SievePluginDescriptor sieve_plugin_descriptor = {                        \
       SIEVE_ABI_MAJOR, SIEVE_ABI_MINOR, (name_), (version_), (summary_), (license_), (init_), {NULL}}
 
+/* Registers a plugin compiled into the program instead of loaded from a
+ * file, as GStreamer's gst_plugin_register_static does: from then on
+ * sieve_registry_load_default() runs its init in every registry before it
+ * loads any file, so that no file can take its components' names.  This is
+ * how a host layer (the Lua host, an embedding program) adds components
+ * without the library calling up into it.  descriptor must live as long as
+ * the process (static data); registering it again does nothing.  FALSE with
+ * error when its ABI or fields are unusable. */
+SIEVE_API gboolean sieve_plugin_register_static(const SievePluginDescriptor *descriptor, GError **error);
+
 G_STATIC_ASSERT(sizeof(SievePluginDescriptor) == 8 + 5 * sizeof(gpointer) + 8 * sizeof(gpointer));
 
 G_END_DECLS

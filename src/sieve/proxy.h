@@ -17,6 +17,7 @@
 #include <glib.h>
 #include <sieve/abi.h>
 #include <sieve/graph.h>
+#include <sieve/options.h>
 
 G_BEGIN_DECLS
 
@@ -57,5 +58,67 @@ SIEVE_API gboolean sieve_proxy_compute(const SieveGraph *graph, const char *cons
  * NaN scores rank lowest. */
 SIEVE_API void sieve_proxy_rank_aggregate(const double *scores, guint n_candidates, guint n_proxies,
                                           const double *weights, double *out);
+
+/* ---- the batch ------------------------------------------------------------
+ *
+ * Proxies score every candidate on the same batch, so that scores compare:
+ * seeded N(0,1) inputs (SieveProxyOptions.inputs NULL), or one of these.
+ * The screen stage, the `proxy` evaluator and `sieve proxies` draw theirs
+ * with sieve_proxy_batch_draw, so one seed gives one batch everywhere. */
+
+typedef struct {
+  guint n;            /* examples */
+  guint classes;      /* classes of the dataset drawn from; 0 when unknown (a batch file) */
+  SieveShape shape;   /* of one example */
+  float *x;           /* n x shape, plain NCHW (owned) */
+  gint32 *y;          /* n class ids; NULL when a batch file came without labels (owned) */
+  char *source;       /* "dataset fashion-mnist", "X.npy": what messages name it by (owned) */
+  gpointer reserved[4];
+} SieveProxyBatch;
+
+/* n distinct examples of the training split of dataset (a name
+ * sieve_dataset_open takes; data_dir may be NULL), drawn with a generator
+ * seeded with seed (a partial Fisher-Yates shuffle of the indices) and
+ * normalised per channel with the whole split's mean and deviation.
+ * (transfer full) */
+SIEVE_API SieveProxyBatch *sieve_proxy_batch_draw(const char *dataset, const char *data_dir, guint n, guint64 seed,
+                                                  GError **error);
+/* A batch from .npy files (numpy.save): inputs float32 or float64 of shape
+ * (n, C, H, W); labels (may be NULL) integers >= 0 of shape (n,).
+ * (transfer full) */
+SIEVE_API SieveProxyBatch *sieve_proxy_batch_read(const char *inputs, const char *labels, GError **error);
+SIEVE_API void sieve_proxy_batch_free(SieveProxyBatch *batch);
+/* Whether graph (a network ending in its logits) takes the batch's
+ * examples and has an output for each of its classes; the error names the
+ * batch's source and what builds the network (builder, e.g. "space nb201"). */
+SIEVE_API gboolean sieve_proxy_batch_check(const SieveProxyBatch *batch, const SieveGraph *graph,
+                                           const char *builder, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProxyBatch, sieve_proxy_batch_free)
+
+/* ---- options ------------------------------------------------------------
+ *
+ * What every component that scores with proxies reads the same way. */
+
+/* Option-table rows for a batch drawn from a dataset: `dataset` and
+ * `data_dir`, both optional strings. */
+#define SIEVE_PROXY_DATA_OPTIONS                                                                                 \
+  {"dataset", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,                                                        \
+   "take the batch from this dataset's training split (fashion-mnist, mnist, cifar10, csv:FILE ...): a seeded "  \
+   "sample, normalised per channel, as `sieve proxies --dataset`; default: N(0,1) inputs and uniform labels",    \
+   0, {NULL}},                                                                                                   \
+  {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,                                                       \
+   "where the dataset's files are (default: its usual place)", 0, {NULL}}
+
+/* The `proxies` (a string list) and `weights` (a node) options of
+ * options, as the screen stage and the proxy evaluator read them: at least
+ * one proxy, none listed twice; weights, where written, one finite number
+ * >= 0 per proxy, not all zero.  On success *names (NULL-terminated,
+ * *n_names long) and *weights (*n_names values, NULL when not written:
+ * equal) are (transfer full); on failure they are untouched.  Errors point
+ * at the option as written.  Whether each name is a known proxy is
+ * sieve_proxy_check_names's to say. */
+SIEVE_API gboolean sieve_proxy_options_read(const SieveOptions *options, char ***names, guint *n_names,
+                                            double **weights, GError **error);
 
 G_END_DECLS

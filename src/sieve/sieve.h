@@ -19,4 +19,5 @@
 #include <sieve/runtime.h>
 #include <sieve/space.h>
 #include <sieve/store.h>
+#include <sieve/text.h>
 #include <sieve/train.h>

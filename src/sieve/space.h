@@ -137,6 +137,11 @@ SIEVE_API gboolean sieve_space_can_build(const SieveSpace *space);
 /* (transfer full) the genotype's network; a clear error when the space
  * builds none or the genotype does not belong to it. */
 SIEVE_API SieveGraph *sieve_space_build(const SieveSpace *space, const SieveGenotype *genotype, GError **error);
+/* (transfer full) the network of a genotype drawn by sieve_space_sample
+ * from a generator seeded with seed: what a component that needs the shape
+ * of the space's networks (its input, its outputs) before any candidate
+ * builds. */
+SIEVE_API SieveGraph *sieve_space_build_sample(const SieveSpace *space, guint64 seed, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveGenotype, sieve_genotype_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveSpace, sieve_space_free)

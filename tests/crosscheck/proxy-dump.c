@@ -22,8 +22,8 @@
 
 #include <sieve/sieve.h>
 
-#include "npy.h"
-#include "proxy-private.h"
+#include "data/data-private.h"
+#include "proxy/proxy-private.h"
 #include "sieve-config.h"
 
 typedef struct {

@@ -9,8 +9,8 @@
 #include <glib/gstdio.h>
 #include <sieve/abi.h>
 
-#include "npy.h"
-#include "proxy-io.h"
+#include "data/data-private.h"
+#include "proxy/proxy-private.h"
 #ifdef HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -245,15 +245,15 @@ test_proxy_batch(void)
   GError *error = NULL;
   g_autoptr(SieveProxyBatch) b = sieve_proxy_batch_read(xp, yp, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(b->batch, ==, 2);
+  g_assert_cmpuint(b->n, ==, 2);
   g_assert_cmpuint(b->shape.c, ==, 1);
   g_assert_cmpuint(b->shape.h, ==, 2);
   g_assert_cmpuint(b->shape.w, ==, 3);
-  g_assert_cmpfloat(b->inputs[11], ==, 2.75f);
-  g_assert_cmpint(b->labels[0], ==, 3);
+  g_assert_cmpfloat(b->x[11], ==, 2.75f);
+  g_assert_cmpint(b->y[0], ==, 3);
   g_autoptr(SieveProxyBatch) unlabelled = sieve_proxy_batch_read(xp, NULL, &error);
   g_assert_no_error(error);
-  g_assert_null(unlabelled->labels);
+  g_assert_null(unlabelled->y);
   expect_batch_error(flat, NULL, "shape (batch, channels, height, width)");
   expect_batch_error(xp, three, "one class id per example");
   expect_batch_error(xp, negp, "label 1 is -1");

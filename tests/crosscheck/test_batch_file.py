@@ -6,7 +6,7 @@ every misuse is refused with a message that names the file or the flags."""
 import json, os, subprocess, sys, tempfile, unittest
 
 BUILD = os.environ.get("SIEVE_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-SIEVE = os.environ.get("SIEVE_EXE", os.path.join(BUILD, "src", "sieve"))
+SIEVE = os.environ.get("SIEVE_EXE", os.path.join(BUILD, "src", "cli", "sieve"))
 DUMP = os.path.join(BUILD, "tests", "crosscheck", "proxy-dump")
 ARCH = "|nor_conv_3x3~0|+|nor_conv_1x1~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
 NET = ["--set", "space.C=4", "--set", "space.N=1"]

@@ -9,7 +9,7 @@
 
 #include <sieve/sieve.h>
 
-#include "space-private.h"
+#include "core/core-private.h"
 
 #include "test-support.h"
 

@@ -6,7 +6,7 @@
 
 #include <sieve/sieve.h>
 
-#include "lua-host.h"
+#include "lua/lua-private.h"
 
 static SieveLuaHost *
 new_host(const SieveLuaSettings *settings)

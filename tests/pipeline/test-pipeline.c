@@ -10,12 +10,8 @@
 #include <sieve/hash.h>
 #include <sieve/sieve.h>
 
-#include "config.h"
-#include "dedupe.h"
-#include "engine.h"
-#include "pipeline.h"
-#include "screen.h"
-#include "study.h"
+#include "core/core-private.h"
+#include "engine/engine-private.h"
 
 static SieveRegistry *registry;
 static char *table_path; /* the NAS-Bench-201 CSV */

@@ -9,7 +9,7 @@
 
 #include <sieve/sieve.h>
 
-#include "proxy-run.h"
+#include "proxy/proxy-private.h"
 #include "reference.h"
 
 #define JACOB_K 1e-5

@@ -15,8 +15,7 @@
 #include <sieve/sieve.h>
 
 #include "../runtime/reference.h"
-#include "conv-f64.h"
-#include "proxy-private.h"
+#include "proxy/proxy-private.h"
 
 #include "test-support.h"
 

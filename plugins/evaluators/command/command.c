@@ -206,12 +206,12 @@ stdin_payload(const Command *self, const SieveCandidate *candidate)
 {
   GString *out = g_string_new(NULL);
   g_string_append_printf(out, "{\"trial\": %" G_GINT64_FORMAT ", \"genotype\": ", sieve_candidate_get_trial(candidate));
-  command_json_append_string(out, sieve_candidate_get_text(candidate));
+  sieve_json_append_string(out, sieve_candidate_get_text(candidate));
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (isnan(fidelity)) {
     g_string_append(out, ", \"fidelity\": null");
   } else {
-    g_autofree char *text = command_format_double(fidelity);
+    g_autofree char *text = sieve_text_format_double(fidelity);
     /* JSON has no inf: an infinite fidelity goes as null too. */
     g_string_append_printf(out, ", \"fidelity\": %s", isinf(fidelity) ? "null" : text);
   }
@@ -365,7 +365,7 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
     sieve_result_set_failed(result, "%s", run->error_text);
     break;
   case COMMAND_TIMED_OUT: {
-    g_autofree char *limit = command_format_double(self->timeout);
+    g_autofree char *limit = sieve_text_format_double(self->timeout);
     sieve_result_set_failed(result, "timed out after %s s", limit);
     break;
   }

@@ -150,51 +150,6 @@ command_template_parse(const char *text, const SieveSpace *space, char **problem
 }
 
 char *
-command_format_double(double value)
-{
-  if (isnan(value))
-    return g_strdup("");
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  /* %.15g reads back exactly for most values and is far easier on the eye
-   * than %.17g; fall back to 17 digits when it does not. */
-  g_ascii_formatd(buf, sizeof buf, "%.15g", value);
-  if (g_ascii_strtod(buf, NULL) != value)
-    g_ascii_formatd(buf, sizeof buf, "%.17g", value);
-  return g_strdup(buf);
-}
-
-void
-command_json_append_string(GString *out, const char *s)
-{
-  g_string_append_c(out, '"');
-  for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-    switch (*p) {
-    case '"':
-      g_string_append(out, "\\\"");
-      break;
-    case '\\':
-      g_string_append(out, "\\\\");
-      break;
-    case '\n':
-      g_string_append(out, "\\n");
-      break;
-    case '\r':
-      g_string_append(out, "\\r");
-      break;
-    case '\t':
-      g_string_append(out, "\\t");
-      break;
-    default:
-      if (*p < 0x20)
-        g_string_append_printf(out, "\\u%04x", *p);
-      else
-        g_string_append_c(out, (char) *p);
-    }
-  }
-  g_string_append_c(out, '"');
-}
-
-char *
 command_template_expand(const CommandTemplate *tmpl, const SieveCandidate *candidate)
 {
   g_return_val_if_fail(tmpl != NULL && candidate != NULL, NULL);
@@ -213,8 +168,9 @@ command_template_expand(const CommandTemplate *tmpl, const SieveCandidate *candi
       g_string_append_printf(out, "%" G_GINT64_FORMAT, sieve_candidate_get_trial(candidate));
       break;
     case PART_FIDELITY: {
-      g_autofree char *text = command_format_double(sieve_candidate_get_fidelity(candidate));
-      g_string_append(out, text);
+      double fidelity = sieve_candidate_get_fidelity(candidate);
+      if (!isnan(fidelity)) /* none: an empty text */
+        sieve_text_append_double(out, fidelity);
       break;
     }
     case PART_JSON: {

@@ -23,9 +23,5 @@ void command_template_free(CommandTemplate *tmpl);
 /* (transfer full) */
 char *command_template_expand(const CommandTemplate *tmpl, const SieveCandidate *candidate);
 
-/* Shortest text that reads back as the same double, "" for NAN.  (transfer full) */
-char *command_format_double(double value);
-/* Appends s as a JSON string literal (quotes included). */
-void command_json_append_string(GString *out, const char *s);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CommandTemplate, command_template_free)

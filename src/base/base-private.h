@@ -1,0 +1,55 @@
+/* sieve: the base area: the node tree and YAML reader, option validation, results, rng, text helpers.
+ * Not installed: not part of the plugin ABI. */
+#pragma once
+
+#include <glib.h>
+#include <sieve/node.h>
+
+G_BEGIN_DECLS
+
+/* ==== exported internal API ==== */
+/* sieve: the engine's own interface between libsieve and the `sieve`
+ * command (and the tests).  These functions are exported from the shared
+ * library so that the command can call them, but they are declared only in
+ * headers that are not installed: they are not part of the plugin ABI and
+ * may change between any two versions. */
+
+#define SIEVE_INTERNAL_API __attribute__((visibility("default"))) extern
+
+/* ==== the inside of SieveNode ==== */
+/* sieve: the inside of SieveNode, shared by node.c (the tree), node-yaml.c
+ * (the parser) and options.c (validation).  Not installed. */
+
+struct _SieveNode {
+  gatomicrefcount ref_count;
+  SieveNodeKind kind;
+  char *origin; /* a GRefString: the many nodes of one file share it */
+  guint line, column;
+  char *text;      /* scalars */
+  gboolean quoted; /* scalars: written quoted or as a block scalar: always a string */
+  GPtrArray *keys;   /* maps: scalar nodes, parallel to values */
+  GPtrArray *values; /* maps and lists */
+};
+
+/* Like sieve_node_new_scalar, but origin is already a GRefString (acquired here). */
+G_GNUC_INTERNAL SieveNode *sieve__node_new(SieveNodeKind kind, const char *ref_origin, guint line,
+                                           guint column);
+
+/* Append key -> value without looking for an existing key (the parser has
+ * checked).  Takes ownership of both. */
+G_GNUC_INTERNAL void sieve__node_map_append(SieveNode *map, SieveNode *key, SieveNode *value);
+
+/* Typed reads shared by sieve_node_get_* and option validation: NULL when
+ * node reads as the type (and *out is set), else what was found instead, to
+ * follow "got ": "'ten'", "a map", "'1.5' (a float)".  (transfer full) */
+G_GNUC_INTERNAL char *sieve__node_read_bool(const SieveNode *node, gboolean *out);
+G_GNUC_INTERNAL char *sieve__node_read_int(const SieveNode *node, gint64 *out);
+G_GNUC_INTERNAL char *sieve__node_read_double(const SieveNode *node, double *out);
+/* Any scalar but a plain null (when allow_null is FALSE). */
+G_GNUC_INTERNAL char *sieve__node_read_string(const SieveNode *node, gboolean allow_null,
+                                              const char **out);
+
+/* "a map", "a list", "a scalar". (transfer none) */
+G_GNUC_INTERNAL const char *sieve__node_kind_noun(SieveNodeKind kind);
+
+G_END_DECLS

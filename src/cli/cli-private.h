@@ -1,0 +1,31 @@
+/* sieve: the command line: one function per command.
+ * Not installed: not part of the plugin ABI. */
+#pragma once
+
+#include <glib.h>
+#include <sieve/sieve.h>
+
+G_BEGIN_DECLS
+
+/* ==== commands ==== */
+/* sieve: the `sieve` command's subcommands (one file each). */
+
+/* Exit codes: 0 success, 1 a run-time failure, 2 a usage or config error,
+ * 130 interrupted. */
+enum { SIEVE_EXIT_OK = 0, SIEVE_EXIT_FAILURE = 1, SIEVE_EXIT_USAGE = 2, SIEVE_EXIT_INTERRUPTED = 130 };
+
+int sieve_cmd_run(int argc, char **argv);
+int sieve_cmd_plugins(int argc, char **argv);
+int sieve_cmd_export(int argc, char **argv);
+int sieve_cmd_train(int argc, char **argv);
+int sieve_cmd_lua(int argc, char **argv);
+int sieve_cmd_hash(int argc, char **argv);
+int sieve_cmd_proxies(int argc, char **argv);
+
+/* Print "sieve: message" to stderr and return the exit code that fits the
+ * error (2 for config errors, 1 otherwise). */
+int sieve_cli_fail(GError *error);
+/* Print each refused plugin as a warning. */
+void sieve_cli_warn_refused(GPtrArray *refused);
+
+G_END_DECLS

@@ -1,0 +1,61 @@
+/* sieve export STORE [--format csv|json] [--summary] */
+#include <gio/gunixoutputstream.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli-private.h"
+
+int
+sieve_cmd_export(int argc, char **argv)
+{
+  g_autofree char *format = NULL;
+  g_autofree char *output = NULL;
+  gboolean summary = FALSE;
+  GOptionEntry entries[] = {
+      {"summary", 0, 0, G_OPTION_ARG_NONE, &summary,
+       "print the counts of the trials' outcomes (evaluated, cached, screened, pending) instead", NULL},
+      {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "csv (default) or json", "FORMAT"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "write to FILE instead of standard output", "FILE"},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("STORE - print a study's trials");
+  g_option_context_set_description(context,
+                                   "Every trial with its genotype, status, fidelity, one column per metric, cost,\n"
+                                   "timings, worker, hash, the trial it reuses (cached_from) and reason; with\n"
+                                   "--summary, the counts of the outcomes instead.  The store may belong to a\n"
+                                   "study still running.");
+  g_option_context_add_main_entries(context, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2) {
+    fprintf(stderr, "sieve export: expected one STORE argument\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  SieveExportFormat fmt;
+  if (format == NULL || strcmp(format, "csv") == 0)
+    fmt = SIEVE_EXPORT_CSV;
+  else if (strcmp(format, "json") == 0)
+    fmt = SIEVE_EXPORT_JSON;
+  else {
+    fprintf(stderr, "sieve export: unknown format '%s' (expected csv or json)\n", format);
+    return SIEVE_EXIT_USAGE;
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
+  if (store == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(GOutputStream) out = NULL;
+  if (output != NULL) {
+    g_autoptr(GFile) file = g_file_new_for_commandline_arg(output);
+    out = G_OUTPUT_STREAM(g_file_replace(file, NULL, FALSE, G_FILE_CREATE_NONE, NULL, &error));
+    if (out == NULL)
+      return sieve_cli_fail(error);
+  } else {
+    out = g_unix_output_stream_new(1, FALSE);
+  }
+  gboolean ok = summary ? sieve_store_export_summary(store, fmt, out, &error)
+                        : sieve_store_export(store, fmt, out, &error);
+  if (!ok || !g_output_stream_close(out, NULL, &error))
+    return sieve_cli_fail(error);
+  return SIEVE_EXIT_OK;
+}

@@ -1,0 +1,124 @@
+/* sieve run CONFIG [--resume] [--store PATH] [--set KEY=VALUE]... */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli-private.h"
+#include "core/core-private.h"
+#include "engine/engine-private.h"
+#include "lua/lua-private.h"
+
+static volatile sig_atomic_t interrupts;
+
+static void
+on_signal(int sig)
+{
+  if (++interrupts > 1)
+    _exit(SIEVE_EXIT_INTERRUPTED); /* the store is consistent at every instant */
+  sieve_engine_request_stop();
+  static const char msg[] = "\nsieve: stopping after the trials in flight (interrupt again to quit now)\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void) ignored;
+}
+
+int
+sieve_cmd_run(int argc, char **argv)
+{
+  gboolean resume = FALSE, quiet = FALSE;
+  g_autofree char *store_path = NULL, *lua_allow = NULL;
+  g_auto(GStrv) overrides = NULL;
+  GOptionEntry entries[] = {
+      {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
+       "continue the study in the store (re-running trials a kill left unfinished)", NULL},
+      {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file (default: the config's 'store')",
+       "PATH"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
+       "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only the summary", NULL},
+      {"lua-allow", 0, 0, G_OPTION_ARG_STRING, &lua_allow,
+       "let the experiment's Lua scripts use io, os, debug or package (comma-separated; same as --set lua.allow=[...])",
+       "LIBS"},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("CONFIG - run a study");
+  g_option_context_set_description(
+      context, "Runs the experiment in CONFIG (YAML) until its budget is spent, storing every trial in an\n"
+               "SQLite store.  A study killed at any point continues with --resume; Ctrl-C stops after the\n"
+               "trials in flight.  Exit status: 0 done, 1 failure, 2 bad config or usage, 130 interrupted.");
+  g_option_context_add_main_entries(context, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2) {
+    fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (lua_allow != NULL) {
+    /* An override like any other: validated, located, and part of the
+     * study's identity (a resumed study needs the same permissions). */
+    guint n = overrides ? g_strv_length(overrides) : 0;
+    overrides = g_renew(char *, overrides, n + 2);
+    overrides[n] = g_strdup_printf("lua.allow=[%s]", lua_allow);
+    overrides[n + 1] = NULL;
+  }
+
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, refused);
+  g_autoptr(SieveExperiment) exp =
+      sieve_lua_experiment_load(argv[1], (const char *const *) overrides, registry, refused, &error);
+  sieve_cli_warn_refused(refused);
+  if (exp == NULL)
+    return sieve_cli_fail(error);
+
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  if (engine == NULL)
+    return sieve_cli_fail(error);
+  g_autofree char *path = store_path ? g_canonicalize_filename(store_path, NULL) : g_strdup(exp->store_path);
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  if (store == NULL || !sieve_study_open(store, exp, resume, &error))
+    return sieve_cli_fail(error);
+
+  gint64 total = sieve_store_count_trials(store, -1, NULL);
+  gint64 pending = sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+  gboolean interactive = !quiet && isatty(STDOUT_FILENO);
+  printf("study '%s': %s %s on %s, evaluated by %s; store %s\n", exp->name, resume && total > 0 ? "resuming" : "running",
+         sieve_component_get_name(exp->optimizer.component), sieve_component_get_name(exp->space.component),
+         sieve_component_get_name(exp->evaluator.component), path);
+  g_autofree char *stages = sieve_engine_describe_pipeline(engine);
+  if (stages != NULL)
+    printf("  pipeline: %s\n", stages);
+  if (resume && total > 0)
+    printf("  %" G_GINT64_FORMAT " trials stored, %" G_GINT64_FORMAT " of them unfinished and run again\n", total,
+           pending);
+  fflush(stdout);
+  g_autoptr(SieveProgress) progress = sieve_progress_new(stdout, interactive, exp->budget_evaluations,
+                                                         total - pending, exp->objectives[0].metric, exp->objectives[0].maximize);
+
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  gboolean ok = sieve_engine_run(engine, store, quiet ? NULL : progress, &error);
+  if (!ok) {
+    /* What finished is stored; say so, then report the failure. */
+    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n", path);
+    return sieve_cli_fail(error);
+  }
+  if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))
+    return sieve_cli_fail(error);
+  if (exp->n_objectives >= 2) {
+    gboolean maximize[exp->n_objectives];
+    for (guint k = 0; k < exp->n_objectives; k++)
+      maximize[k] = exp->objectives[k].maximize;
+    printf("\n");
+    if (!sieve_print_pareto(stdout, store, exp->objective_names, maximize, exp->n_objectives, &error))
+      return sieve_cli_fail(error);
+  }
+  printf("\nstore: %s  (sieve export %s --format csv)\n", path, path);
+  return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;
+}

@@ -1,0 +1,392 @@
+/* sieve: experiment files: parse, apply overrides, validate every section. */
+#include <string.h>
+
+#include "core/core-private.h"
+
+/* Optional values without a default have no SIEVE_OPTION_* shorthand (the
+ * macros make a NULL default required), hence the plain initialisers. */
+static const SieveOptionSpec experiment_spec[] = {
+    {"name", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "study name (default: the file's stem)", 0, {NULL}},
+    {"seed", SIEVE_OPTION_TYPE_INT, "0", 0, 9007199254740992.0, NULL,
+     "seed of every component that does not set its own", SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+    {"store", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
+     "SQLite file of the study, relative to the current folder (default: NAME.sieve)", 0, {NULL}},
+    {"plugin_path", SIEVE_OPTION_TYPE_STRING_LIST, NULL, 0, 0, NULL,
+     "extra plugin files or folders, relative to the experiment file", 0, {NULL}},
+    SIEVE_OPTION_NODE("space", "the search space: {plugin: NAME, ...its options}"),
+    SIEVE_OPTION_NODE("optimizer", "the search strategy: {plugin: NAME, seed: N, ...its options}"),
+    SIEVE_OPTION_NODE("evaluator", "how a candidate is scored: {plugin: NAME, ...its options}"),
+    SIEVE_OPTION_NODE("objective", "{metric: NAME, direction: maximize|minimize}, or a list of them"),
+    SIEVE_OPTION_NODE("pipeline", "stages before the evaluator, in order: [dedupe, {screen: {...}}]"),
+    SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
+    SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
+    SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
+    /* Read by the Lua layer between parse and resolve (lua/README.md). */
+    SIEVE_OPTION_NODE("lua", "Lua sandbox and scripts: {allow: [io, os], path: [...], instructions: N, seconds: S, "
+                             "memory_mb: M, load: [file.lua]}"),
+    SIEVE_OPTION_END,
+};
+
+static const char *const directions[] = {"maximize", "minimize", NULL};
+static const SieveOptionSpec objective_spec[] = {
+    SIEVE_OPTION_STRING("metric", NULL, "the metric to optimise, as the evaluator reports it"),
+    SIEVE_OPTION_CHOICE("direction", "maximize", directions, "maximize or minimize the metric"),
+    SIEVE_OPTION_END,
+};
+
+static const SieveOptionSpec budget_spec[] = {
+    SIEVE_OPTION_INT("evaluations", "0", 0, 1e15,
+                     "finished evaluations after which the study ends (0: no limit); proposals answered from the "
+                     "cache or screened out do not count"),
+    SIEVE_OPTION_INT("proposals", "0", 0, 1e15,
+                     "proposals (trials of any outcome) after which the study ends (0: no limit)"),
+    SIEVE_OPTION_FLOAT("seconds", "0", 0, 1e15, "wall-clock seconds, summed over runs, after which no new trial starts (0: no limit)"),
+    SIEVE_OPTION_END,
+};
+
+static const SieveOptionSpec report_spec[] = {
+    SIEVE_OPTION_INT("top", "10", 0, 100000, "how many of the best trials the summary lists"),
+    SIEVE_OPTION_END,
+};
+
+void
+sieve_experiment_free(SieveExperiment *experiment)
+{
+  if (experiment == NULL)
+    return;
+  SieveSection *sections[] = {&experiment->space, &experiment->optimizer, &experiment->evaluator};
+  for (guint i = 0; i < G_N_ELEMENTS(sections); i++)
+    sieve_options_free(sections[i]->options);
+  sieve_pipeline_clear(&experiment->pipeline);
+  /* After the sections' options, which may point into what a host layer
+   * attached (a script's option tables); the latest attached goes first. */
+  for (guint i = experiment->n_attachments; i-- > 0;)
+    if (experiment->attachments[i].destroy)
+      experiment->attachments[i].destroy(experiment->attachments[i].data);
+  g_free(experiment->attachments);
+  if (experiment->root)
+    sieve_node_unref(experiment->root);
+  g_free(experiment->path);
+  g_free(experiment->dir);
+  g_free(experiment->text);
+  g_free(experiment->name);
+  g_free(experiment->store_path);
+  g_strfreev(experiment->plugin_path);
+  for (guint i = 0; i < experiment->n_objectives; i++)
+    g_free(experiment->objectives[i].metric);
+  g_free(experiment->objectives);
+  g_free(experiment->objective_names);
+  g_free(experiment);
+}
+
+static gboolean
+apply_overrides(SieveNode *root, const char *const *overrides, GError **error)
+{
+  for (guint i = 0; overrides && overrides[i]; i++) {
+    const char *eq = strchr(overrides[i], '=');
+    if (eq == NULL || eq == overrides[i]) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "--set '%s': expected KEY=VALUE, e.g. --set optimizer.seed=3", overrides[i]);
+      return FALSE;
+    }
+    g_autofree char *key = g_strndup(overrides[i], eq - overrides[i]);
+    g_autofree char *origin = g_strdup_printf("--set %s", overrides[i]);
+    if (!sieve_node_set_path(root, key, eq + 1, origin, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* A plugin section: a map with `plugin:` (or just the plugin's name). */
+static gboolean
+load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind kind, const char *key,
+             SieveSection *section, GError **error)
+{
+  SieveNode *node = sieve_node_lookup(exp->root, key);
+  if (node == NULL) {
+    sieve_node_set_error(error, exp->root, "missing '%s' section (e.g. %s: {plugin: NAME})", key, key);
+    return FALSE;
+  }
+  if (sieve_node_kind(node) == SIEVE_NODE_SCALAR) {
+    SieveNode *map = sieve_node_new_map(sieve_node_origin(node), sieve_node_line(node), sieve_node_column(node));
+    sieve_node_map_set(map, "plugin", sieve_node_ref(node));
+    sieve_node_map_set(exp->root, key, map); /* drops the root's ref to node; map holds one */
+    node = map;
+  }
+  if (sieve_node_kind(node) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, node, "'%s' must be a map {plugin: NAME, ...} or a plugin name", key);
+    return FALSE;
+  }
+  section->node = node;
+  SieveNode *plugin = sieve_node_lookup(node, "plugin");
+  if (plugin == NULL) {
+    sieve_node_set_error(error, node, "'%s' needs a 'plugin' key naming a %s plugin", key,
+                         sieve_component_kind_to_string(kind));
+    return FALSE;
+  }
+  const char *name = sieve_node_get_string(plugin, error);
+  if (name == NULL)
+    return FALSE;
+  section->component = sieve_registry_require(registry, kind, name, plugin, error);
+  if (section->component == NULL)
+    return FALSE;
+  static const char *const reserved_plain[] = {"plugin", NULL};
+  static const char *const reserved_optimizer[] = {"plugin", "seed", NULL};
+  g_autofree char *context = g_strdup_printf("%s '%s'", key, name);
+  section->options = sieve_options_new(sieve_component_get_info(section->component)->options, node,
+                                       kind == SIEVE_KIND_OPTIMIZER ? reserved_optimizer : reserved_plain,
+                                       exp->dir, context, error);
+  return section->options != NULL;
+}
+
+static SieveOptions *
+load_small_section(SieveExperiment *exp, const char *key, const SieveOptionSpec *spec, gboolean required,
+                   GError **error)
+{
+  SieveNode *node = sieve_node_lookup(exp->root, key);
+  if (node == NULL && required) {
+    sieve_node_set_error(error, exp->root, "missing '%s' section", key);
+    return NULL;
+  }
+  if (node != NULL && sieve_node_kind(node) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, node, "'%s' must be a map", key);
+    return NULL;
+  }
+  return sieve_options_new(spec, node, NULL, exp->dir, key, error);
+}
+
+static gboolean
+load_objective(SieveExperiment *exp, const SieveNode *node, const char *context, SieveObjective *out,
+               GError **error)
+{
+  if (sieve_node_kind(node) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, node, "%s must be a map {metric: NAME, direction: maximize|minimize}", context);
+    return FALSE;
+  }
+  g_autoptr(SieveOptions) objective = sieve_options_new(objective_spec, node, NULL, exp->dir, context, error);
+  if (objective == NULL)
+    return FALSE;
+  out->metric = g_strdup(sieve_options_get_string(objective, "metric"));
+  out->maximize = g_strcmp0(sieve_options_get_string(objective, "direction"), "maximize") == 0;
+  out->node = sieve_options_node(objective, "metric"); /* kept alive by exp->root */
+  return TRUE;
+}
+
+/* `objective:` is one map, or a list of maps for several objectives. */
+static gboolean
+load_objectives(SieveExperiment *exp, GError **error)
+{
+  SieveNode *node = sieve_node_lookup(exp->root, "objective");
+  if (node == NULL) {
+    sieve_node_set_error(error, exp->root, "missing 'objective' section (e.g. objective: {metric: NAME})");
+    return FALSE;
+  }
+  gboolean list = sieve_node_kind(node) == SIEVE_NODE_LIST;
+  guint n = list ? sieve_node_size(node) : 1;
+  if (n == 0) {
+    sieve_node_set_error(error, node, "'objective' is an empty list: name at least one metric");
+    return FALSE;
+  }
+  exp->objectives = g_new0(SieveObjective, n);
+  exp->objective_names = g_new0(const char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *context = list ? g_strdup_printf("objective #%u", i + 1) : g_strdup("objective");
+    if (!load_objective(exp, list ? sieve_node_nth(node, i) : node, context, &exp->objectives[i], error))
+      return FALSE;
+    exp->n_objectives = i + 1;
+    exp->objective_names[i] = exp->objectives[i].metric;
+    for (guint j = 0; j < i; j++)
+      if (strcmp(exp->objectives[j].metric, exp->objectives[i].metric) == 0) {
+        sieve_node_set_error(error, exp->objectives[i].node, "metric '%s' is already objective #%u",
+                             exp->objectives[i].metric, j + 1);
+        return FALSE;
+      }
+  }
+  return TRUE;
+}
+
+/* The tree (overrides applied) and the top-level keys; the plugin_path
+ * loaded into registry (may be NULL). */
+static SieveExperiment *
+experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegistry *registry,
+                 GPtrArray *plugin_errors, GError **error)
+{
+  g_autoptr(SieveExperiment) owned = exp;
+  if (sieve_node_kind(exp->root) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, exp->root, "an experiment file must be a map of sections");
+    return NULL;
+  }
+  if (!apply_overrides(exp->root, overrides, error))
+    return NULL;
+
+  g_autoptr(SieveOptions) top = sieve_options_new(experiment_spec, exp->root, NULL, exp->dir, "the experiment", error);
+  if (top == NULL)
+    return NULL;
+  if (sieve_options_is_set(top, "name"))
+    exp->name = g_strdup(sieve_options_get_string(top, "name"));
+  else {
+    g_autofree char *base = g_path_get_basename(exp->path);
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base)
+      *dot = '\0';
+    exp->name = g_strdup(base);
+  }
+  exp->seed = (guint64) sieve_options_get_int(top, "seed");
+  exp->workers = (guint) sieve_options_get_int(top, "workers");
+  g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
+  exp->store_path = g_canonicalize_filename(
+      sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default, NULL);
+  const char *const *paths = sieve_options_get_strv(top, "plugin_path");
+  guint n_paths = paths ? g_strv_length((char **) paths) : 0;
+  exp->plugin_path = g_new0(char *, n_paths + 1);
+  for (guint i = 0; i < n_paths; i++)
+    exp->plugin_path[i] = g_canonicalize_filename(paths[i], exp->dir);
+
+  /* Plugins named by the file must be loaded before its sections are
+   * checked against their option tables. */
+  if (registry != NULL && n_paths > 0)
+    sieve_registry_load_default(registry, (const char *const *) exp->plugin_path, plugin_errors);
+
+  return g_steal_pointer(&owned);
+}
+
+gboolean
+sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError **error)
+{
+  g_return_val_if_fail(exp != NULL && registry != NULL && !exp->resolved, FALSE);
+  if (!load_section(exp, registry, SIEVE_KIND_SPACE, "space", &exp->space, error) ||
+      !load_section(exp, registry, SIEVE_KIND_OPTIMIZER, "optimizer", &exp->optimizer, error) ||
+      !load_section(exp, registry, SIEVE_KIND_EVALUATOR, "evaluator", &exp->evaluator, error))
+    return FALSE;
+  exp->optimizer_seed = exp->seed;
+  SieveNode *oseed = sieve_node_lookup(exp->optimizer.node, "seed");
+  if (oseed != NULL) {
+    gint64 v;
+    if (!sieve_node_get_int(oseed, &v, error))
+      return FALSE;
+    if (v < 0) {
+      sieve_node_set_error(error, oseed, "'seed' expects an integer >= 0, got %" G_GINT64_FORMAT, v);
+      return FALSE;
+    }
+    exp->optimizer_seed = (guint64) v;
+  }
+
+  if (!load_objectives(exp, error))
+    return FALSE;
+
+  if (!sieve_pipeline_load(&exp->pipeline, sieve_node_lookup(exp->root, "pipeline"), exp->seed, exp->dir,
+                           error))
+    return FALSE;
+
+  g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);
+  if (budget == NULL)
+    return FALSE;
+  exp->budget_evaluations = sieve_options_get_int(budget, "evaluations");
+  exp->budget_seconds = sieve_options_get_double(budget, "seconds");
+  exp->budget_proposals = sieve_options_get_int(budget, "proposals");
+  if (exp->budget_evaluations == 0 && exp->budget_seconds == 0 && exp->budget_proposals == 0) {
+    sieve_node_set_error(error, sieve_node_lookup(exp->root, "budget"),
+                         "the budget sets no limit: give 'evaluations', 'proposals' or 'seconds'");
+    return FALSE;
+  }
+
+  g_autoptr(SieveOptions) report = load_small_section(exp, "report", report_spec, FALSE, error);
+  if (report == NULL)
+    return FALSE;
+  exp->report_top = (guint) sieve_options_get_int(report, "top");
+
+  exp->text = sieve_node_to_yaml(exp->root);
+  exp->resolved = TRUE;
+  return TRUE;
+}
+
+
+SieveExperiment *
+sieve_experiment_parse(const char *path, const char *const *overrides, SieveRegistry *registry,
+                       GPtrArray *plugin_errors, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  SieveNode *root = sieve_node_parse_file(path, error);
+  if (root == NULL)
+    return NULL;
+  SieveExperiment *exp = g_new0(SieveExperiment, 1);
+  exp->root = root;
+  exp->path = g_strdup(path);
+  g_autofree char *dir = g_path_get_dirname(path);
+  exp->dir = g_canonicalize_filename(dir, NULL);
+  return experiment_parse(exp, overrides, registry, plugin_errors, error);
+}
+
+SieveExperiment *
+sieve_experiment_parse_string(const char *text, const char *origin, const char *base_dir,
+                              const char *const *overrides, SieveRegistry *registry, GPtrArray *plugin_errors,
+                              GError **error)
+{
+  g_return_val_if_fail(text != NULL && origin != NULL, NULL);
+  SieveNode *root = sieve_node_parse_string(text, -1, origin, error);
+  if (root == NULL)
+    return NULL;
+  SieveExperiment *exp = g_new0(SieveExperiment, 1);
+  exp->root = root;
+  exp->path = g_strdup(origin);
+  exp->dir = g_canonicalize_filename(base_dir ? base_dir : ".", NULL);
+  return experiment_parse(exp, overrides, registry, plugin_errors, error);
+}
+
+SieveExperiment *
+sieve_experiment_parse_tree(SieveNode *root, const char *origin, const char *base_dir, const char *const *overrides,
+                            SieveRegistry *registry, GPtrArray *plugin_errors, GError **error)
+{
+  g_return_val_if_fail(root != NULL && origin != NULL, NULL);
+  SieveExperiment *exp = g_new0(SieveExperiment, 1);
+  exp->root = sieve_node_ref(root);
+  exp->path = g_strdup(origin);
+  exp->dir = g_canonicalize_filename(base_dir ? base_dir : ".", NULL);
+  return experiment_parse(exp, overrides, registry, plugin_errors, error);
+}
+
+static SieveExperiment *
+resolved_or_null(SieveExperiment *exp, SieveRegistry *registry, GError **error)
+{
+  if (exp != NULL && !sieve_experiment_resolve(exp, registry, error))
+    g_clear_pointer(&exp, sieve_experiment_free);
+  return exp;
+}
+
+SieveExperiment *
+sieve_experiment_load(const char *path, const char *const *overrides, SieveRegistry *registry,
+                      GPtrArray *plugin_errors, GError **error)
+{
+  g_return_val_if_fail(path != NULL && registry != NULL, NULL);
+  return resolved_or_null(sieve_experiment_parse(path, overrides, registry, plugin_errors, error), registry, error);
+}
+
+SieveExperiment *
+sieve_experiment_load_string(const char *text, const char *origin, const char *base_dir,
+                             const char *const *overrides, SieveRegistry *registry, GPtrArray *plugin_errors,
+                             GError **error)
+{
+  g_return_val_if_fail(text != NULL && origin != NULL && registry != NULL, NULL);
+  return resolved_or_null(
+      sieve_experiment_parse_string(text, origin, base_dir, overrides, registry, plugin_errors, error), registry,
+      error);
+}
+
+void
+sieve_experiment_attach(SieveExperiment *experiment, gpointer data, GDestroyNotify destroy)
+{
+  g_return_if_fail(experiment != NULL);
+  experiment->attachments = g_renew(SieveAttachment, experiment->attachments, experiment->n_attachments + 1);
+  experiment->attachments[experiment->n_attachments++] = (SieveAttachment){data, destroy};
+}
+
+char *
+sieve_experiment_identity(const SieveExperiment *experiment)
+{
+  g_return_val_if_fail(experiment != NULL, NULL);
+  g_autoptr(SieveNode) copy = sieve_node_copy(experiment->root);
+  static const char *const volatile_keys[] = {"budget", "workers", "report", "store"};
+  for (guint i = 0; i < G_N_ELEMENTS(volatile_keys); i++)
+    sieve_node_map_remove(copy, volatile_keys[i]);
+  return sieve_node_to_yaml(copy);
+}

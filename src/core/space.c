@@ -1,0 +1,782 @@
+/* sieve: search spaces, decisions and genotypes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sieve/space.h>
+#include <sieve/text.h>
+#include "core/core-private.h"
+
+/* Entries the functional-hash memo keeps at most (32 bytes each). */
+#define MEMO_MAX (1u << 20)
+
+struct _SieveSpace {
+  const SieveComponent *component; /* NULL for a space built by hand (tests, Lua) */
+  const SieveSpaceClass *klass;    /* NULL: generic text form only */
+  gpointer instance;
+  GArray *decisions;  /* SieveDecision; names and choices point into strings */
+  GPtrArray *strings; /* owned copies of names and choice arrays */
+  /* For the probe copy (sieve__space_probe): the options the user wrote, as
+   * a map, and what hashing keeps between calls, under probe_lock. */
+  SieveNode *written;
+  GMutex probe_lock;
+  SieveSpace *probe;  /* created on first use; the space itself when it has no probe_options */
+  GError *probe_error;
+  GHashTable *memo;   /* SieveHash -> SieveHash, both in one 32-byte block */
+};
+
+struct _SieveGenotype {
+  const SieveSpace *space;
+  guint n;
+  double values[];
+};
+
+/* ---- builder ---------------------------------------------------------- */
+
+static SieveSpace *
+space_alloc(void)
+{
+  SieveSpace *space = g_new0(SieveSpace, 1);
+  space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
+  space->strings = g_ptr_array_new_with_free_func(g_free);
+  g_mutex_init(&space->probe_lock);
+  return space;
+}
+
+static const char *
+keep(SieveSpace *space, char *owned)
+{
+  g_ptr_array_add(space->strings, owned);
+  return owned;
+}
+
+static guint
+add_decision(SieveSpace *space, const char *name, SieveDecisionKind kind)
+{
+  g_return_val_if_fail(name != NULL && *name != '\0', 0);
+  if (sieve_space_find(space, name) >= 0)
+    g_critical("sieve_space_add: decision '%s' declared twice", name);
+  SieveDecision d = {0};
+  d.name = keep(space, g_strdup(name));
+  d.kind = kind;
+  d.parent = -1;
+  g_array_append_val(space->decisions, d);
+  return space->decisions->len - 1;
+}
+
+guint
+sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
+                            const char *const *choices)
+{
+  g_return_val_if_fail(space != NULL && n_choices > 0 && choices != NULL, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_CATEGORICAL);
+  const char **copy = g_new0(const char *, n_choices + 1);
+  for (guint k = 0; k < n_choices; k++)
+    copy[k] = keep(space, g_strdup(choices[k]));
+  keep(space, (char *) copy);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->n_choices = n_choices;
+  d->choices = copy;
+  d->low = 0;
+  d->high = n_choices - 1;
+  return i;
+}
+
+guint
+sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high, gboolean log)
+{
+  g_return_val_if_fail(space != NULL && low <= high, 0);
+  g_return_val_if_fail(!log || low >= 1, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_INT);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->low = (double) low;
+  d->high = (double) high;
+  d->log = log;
+  return i;
+}
+
+guint
+sieve_space_add_float(SieveSpace *space, const char *name, double low, double high, gboolean log)
+{
+  g_return_val_if_fail(space != NULL && isfinite(low) && isfinite(high) && low <= high, 0);
+  g_return_val_if_fail(!log || low > 0, 0);
+  guint i = add_decision(space, name, SIEVE_DECISION_FLOAT);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  d->low = low;
+  d->high = high;
+  d->log = log;
+  return i;
+}
+
+void
+sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 mask)
+{
+  g_return_if_fail(space != NULL && parent < child && child < space->decisions->len);
+  SieveDecision *p = &g_array_index(space->decisions, SieveDecision, parent);
+  g_return_if_fail(p->kind == SIEVE_DECISION_CATEGORICAL && p->n_choices <= 64);
+  SieveDecision *d = &g_array_index(space->decisions, SieveDecision, child);
+  d->parent = (gint) parent;
+  d->parent_mask = mask;
+}
+
+/* ---- instances -------------------------------------------------------- */
+
+/* The options the user wrote, as a map a probe copy can start from: values
+ * as written, paths already resolved (the probe has no config folder). */
+static SieveNode *
+written_options(const SieveComponent *component, const SieveOptions *options)
+{
+  SieveNode *map = sieve_node_new_map("the space's options", 0, 0);
+  const SieveOptionSpec *spec = sieve_component_get_info(component)->options;
+  for (guint i = 0; options != NULL && spec != NULL && spec[i].name != NULL; i++) {
+    if (!sieve_options_is_set(options, spec[i].name))
+      continue;
+    const SieveNode *value = sieve_options_node(options, spec[i].name);
+    if (spec[i].type == SIEVE_OPTION_TYPE_PATH)
+      sieve_node_map_set(map, spec[i].name,
+                         sieve_node_new_scalar(sieve_options_get_string(options, spec[i].name), TRUE,
+                                               sieve_node_origin(value), sieve_node_line(value),
+                                               sieve_node_column(value)));
+    else
+      sieve_node_map_set(map, spec[i].name, sieve_node_copy(value));
+  }
+  return map;
+}
+
+/* The probe copy: the component again, with the class's probe_options
+ * written over the user's options. */
+static SieveSpace *
+probe_new(const SieveSpace *space, GError **error)
+{
+  const char *name = sieve_space_get_name(space);
+  g_autoptr(SieveNode) map = sieve_node_copy(space->written);
+  g_autofree char *origin = g_strdup_printf("probe_options of space %s", name);
+  for (guint i = 0; space->klass->probe_options[i] != NULL; i++) {
+    const char *item = space->klass->probe_options[i];
+    const char *eq = strchr(item, '=');
+    if (eq == NULL || eq == item) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "space %s: probe option '%s' is not KEY=VALUE", name, item);
+      return NULL;
+    }
+    g_autofree char *key = g_strndup(item, eq - item);
+    if (!sieve_node_set_path(map, key, eq + 1, origin, error))
+      return NULL;
+  }
+  g_autofree char *context = g_strdup_printf("space '%s' at its probe scale", name);
+  g_autoptr(SieveOptions) options =
+      sieve_options_new(sieve_component_get_info(space->component)->options, map, NULL, NULL, context, error);
+  if (options == NULL)
+    return NULL;
+  SieveSpace *probe = sieve_space_new(space->component, options, error);
+  if (probe != NULL && probe->decisions->len != space->decisions->len) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN,
+                "space %s declares %u decisions at its probe scale but %u at its own: probe_options must "
+                "only change the size of the networks",
+                name, probe->decisions->len, space->decisions->len);
+    sieve_space_free(probe);
+    return NULL;
+  }
+  return probe;
+}
+
+const SieveSpace *
+sieve__space_probe(const SieveSpace *space, GError **error)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  if (space->klass == NULL || space->klass->probe_options == NULL || space->component == NULL)
+    return space;
+  SieveSpace *self = (SieveSpace *)space; /* the cache is not part of the space's value */
+  g_mutex_lock(&self->probe_lock);
+  if (self->probe == NULL && self->probe_error == NULL)
+    self->probe = probe_new(space, &self->probe_error);
+  const SieveSpace *probe = self->probe;
+  if (probe == NULL)
+    g_propagate_error(error, g_error_copy(self->probe_error));
+  g_mutex_unlock(&self->probe_lock);
+  return probe;
+}
+
+static guint
+memo_hash(gconstpointer p)
+{
+  return (guint)((const SieveHash *)p)->lo;
+}
+
+static gboolean
+memo_equal(gconstpointer a, gconstpointer b)
+{
+  const SieveHash *x = a, *y = b;
+  return x->hi == y->hi && x->lo == y->lo;
+}
+
+gboolean
+sieve__space_memo_get(const SieveSpace *space, const SieveHash *key, SieveHash *value)
+{
+  SieveSpace *self = (SieveSpace *)space;
+  g_mutex_lock(&self->probe_lock);
+  const SieveHash *found = self->memo ? g_hash_table_lookup(self->memo, key) : NULL;
+  if (found != NULL)
+    *value = found[1];
+  g_mutex_unlock(&self->probe_lock);
+  return found != NULL;
+}
+
+void
+sieve__space_memo_put(const SieveSpace *space, const SieveHash *key, const SieveHash *value)
+{
+  SieveSpace *self = (SieveSpace *)space;
+  g_mutex_lock(&self->probe_lock);
+  if (self->memo == NULL)
+    self->memo = g_hash_table_new_full(memo_hash, memo_equal, g_free, NULL);
+  if (g_hash_table_size(self->memo) < MEMO_MAX) {
+    SieveHash *pair = g_new(SieveHash, 2);
+    pair[0] = *key;
+    pair[1] = *value;
+    g_hash_table_replace(self->memo, pair, pair);
+  }
+  g_mutex_unlock(&self->probe_lock);
+}
+
+SieveSpace *
+sieve_space_new(const SieveComponent *component, const SieveOptions *options, GError **error)
+{
+  SieveSpace *space = space_alloc();
+  if (component == NULL)
+    return space;
+  g_return_val_if_fail(sieve_component_get_kind(component) == SIEVE_KIND_SPACE, NULL);
+  space->component = component;
+  space->klass = sieve_component_get_info(component)->klass;
+  space->written = written_options(component, options);
+  GError *local = NULL;
+  space->instance = space->klass->create(space, options, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    space->klass = NULL; /* create failed: nothing to destroy */
+    sieve_space_free(space);
+    return NULL;
+  }
+  if (space->decisions->len == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "space '%s' declares no decisions",
+                sieve_component_get_name(component));
+    sieve_space_free(space);
+    return NULL;
+  }
+  return space;
+}
+
+void
+sieve_space_free(SieveSpace *space)
+{
+  if (space == NULL)
+    return;
+  if (space->klass != NULL && space->klass->destroy != NULL && space->instance != NULL)
+    space->klass->destroy(space->instance);
+  if (space->probe != space)
+    sieve_space_free(space->probe);
+  g_clear_error(&space->probe_error);
+  g_clear_pointer(&space->memo, g_hash_table_unref);
+  g_clear_pointer(&space->written, sieve_node_unref);
+  g_mutex_clear(&space->probe_lock);
+  g_array_unref(space->decisions);
+  g_ptr_array_unref(space->strings);
+  g_free(space);
+}
+
+/* Number of distinct genotypes of the subtree rooted at decision d: the
+ * decisions conditioned on d are active for some of its values only. */
+static double
+subtree_size(const SieveSpace *space, guint d)
+{
+  const SieveDecision *dec = sieve_space_decision(space, d);
+  guint n = sieve_space_n_decisions(space);
+  switch (dec->kind) {
+  case SIEVE_DECISION_FLOAT:
+    return INFINITY;
+  case SIEVE_DECISION_INT:
+    return dec->high - dec->low + 1; /* only categoricals have children */
+  case SIEVE_DECISION_CATEGORICAL:
+    break;
+  }
+  double total = 0;
+  for (guint v = 0; v < dec->n_choices; v++) {
+    double product = 1;
+    for (guint c = d + 1; c < n; c++) {
+      const SieveDecision *child = sieve_space_decision(space, c);
+      if (child->parent == (gint) d && v < 64 && (child->parent_mask & (G_GUINT64_CONSTANT(1) << v)))
+        product *= subtree_size(space, c);
+    }
+    total += product;
+  }
+  return total;
+}
+
+double
+sieve_space_size(const SieveSpace *space)
+{
+  double product = 1;
+  for (guint d = 0; d < sieve_space_n_decisions(space); d++)
+    if (sieve_space_decision(space, d)->parent < 0)
+      product *= subtree_size(space, d);
+  return product;
+}
+
+void
+sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
+{
+  g_return_if_fail(klass != NULL && space->klass != NULL && klass->create == space->klass->create &&
+                   klass->destroy == space->klass->destroy);
+  space->klass = klass;
+}
+
+gboolean
+sieve_space_can_build(const SieveSpace *space)
+{
+  return space->klass != NULL && space->klass->build != NULL;
+}
+
+SieveGraph *
+sieve_space_build(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  if (!sieve_space_can_build(space)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s builds no networks (it is not an architecture space)",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  if (genotype->space != space) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "a genotype of another space was given to space %s",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  GError *local = NULL;
+  SieveGraph *graph = space->klass->build(space->instance, space, genotype, &local);
+  if (graph == NULL) {
+    if (local == NULL)
+      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s: build() failed without saying why",
+                          sieve_space_get_name(space));
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  if (sieve_graph_output(graph) == SIEVE_NODE_INVALID) {
+    sieve_graph_free(graph);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space %s: build() returned a graph without an output",
+                sieve_space_get_name(space));
+    return NULL;
+  }
+  return graph;
+}
+
+SieveGraph *
+sieve_space_build_sample(const SieveSpace *space, guint64 seed, GError **error)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  SieveRng rng;
+  sieve_rng_seed(&rng, seed);
+  g_autoptr(SieveGenotype) genotype = sieve_space_sample(space, &rng);
+  return sieve_space_build(space, genotype, error);
+}
+
+const char *
+sieve_space_get_name(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->component ? sieve_component_get_name(space->component) : "custom";
+}
+
+guint
+sieve_space_n_decisions(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, 0);
+  return space->decisions->len;
+}
+
+const SieveDecision *
+sieve_space_decision(const SieveSpace *space, guint i)
+{
+  g_return_val_if_fail(space != NULL && i < space->decisions->len, NULL);
+  return &g_array_index(space->decisions, SieveDecision, i);
+}
+
+gint
+sieve_space_find(const SieveSpace *space, const char *name)
+{
+  g_return_val_if_fail(space != NULL && name != NULL, -1);
+  for (guint i = 0; i < space->decisions->len; i++)
+    if (strcmp(g_array_index(space->decisions, SieveDecision, i).name, name) == 0)
+      return (gint) i;
+  return -1;
+}
+
+gpointer
+sieve_space_get_instance(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->instance;
+}
+
+/* ---- genotypes -------------------------------------------------------- */
+
+SieveGenotype *
+sieve_genotype_new(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  guint n = space->decisions->len;
+  SieveGenotype *g = g_malloc(sizeof(SieveGenotype) + n * sizeof(double));
+  g->space = space;
+  g->n = n;
+  for (guint i = 0; i < n; i++)
+    g->values[i] = NAN;
+  return g;
+}
+
+SieveGenotype *
+sieve_genotype_copy(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, NULL);
+  gsize size = sizeof(SieveGenotype) + genotype->n * sizeof(double);
+  return g_memdup2(genotype, size);
+}
+
+void
+sieve_genotype_free(SieveGenotype *genotype)
+{
+  g_free(genotype);
+}
+
+guint
+sieve_genotype_size(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, 0);
+  return genotype->n;
+}
+
+double
+sieve_genotype_get(const SieveGenotype *genotype, guint i)
+{
+  g_return_val_if_fail(genotype != NULL && i < genotype->n, NAN);
+  return genotype->values[i];
+}
+
+void
+sieve_genotype_set(SieveGenotype *genotype, guint i, double value)
+{
+  g_return_if_fail(genotype != NULL && i < genotype->n);
+  genotype->values[i] = value;
+}
+
+const SieveSpace *
+sieve_genotype_get_space(const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(genotype != NULL, NULL);
+  return genotype->space;
+}
+
+gboolean
+sieve_genotype_equal(const SieveGenotype *a, const SieveGenotype *b)
+{
+  g_return_val_if_fail(a != NULL && b != NULL, FALSE);
+  if (a->n != b->n)
+    return FALSE;
+  for (guint i = 0; i < a->n; i++) {
+    gboolean na = isnan(a->values[i]), nb = isnan(b->values[i]);
+    if (na != nb || (!na && a->values[i] != b->values[i]))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_space_is_active(const SieveSpace *space, const SieveGenotype *genotype, guint i)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL && i < genotype->n, FALSE);
+  const SieveDecision *d = sieve_space_decision(space, i);
+  while (d->parent >= 0) {
+    double pv = genotype->values[d->parent];
+    if (isnan(pv) || pv < 0 || pv >= 64 || !(d->parent_mask & (G_GUINT64_CONSTANT(1) << (guint) pv)))
+      return FALSE;
+    d = sieve_space_decision(space, (guint) d->parent);
+  }
+  return TRUE;
+}
+
+static double
+sample_decision(const SieveDecision *d, SieveRng *rng)
+{
+  double u;
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    return (double) sieve_rng_below(rng, d->n_choices);
+  case SIEVE_DECISION_INT:
+    if (d->log) {
+      /* Log-uniform over [low - 0.5, high + 0.5] then rounded, so that every
+       * integer gets the mass of its own interval (as Optuna does). */
+      double lo = log(d->low - 0.5), hi = log(d->high + 0.5);
+      double v = round(exp(lo + sieve_rng_uniform(rng) * (hi - lo)));
+      return CLAMP(v, d->low, d->high);
+    }
+    return d->low + (double) sieve_rng_below(rng, (guint64) (d->high - d->low) + 1);
+  case SIEVE_DECISION_FLOAT:
+    u = sieve_rng_uniform(rng);
+    if (d->log)
+      return CLAMP(exp(log(d->low) + u * (log(d->high) - log(d->low))), d->low, d->high);
+    return d->low + u * (d->high - d->low);
+  }
+  g_assert_not_reached();
+}
+
+void
+sieve_genotype_repair(SieveGenotype *genotype, SieveRng *rng)
+{
+  g_return_if_fail(genotype != NULL && rng != NULL);
+  const SieveSpace *space = genotype->space;
+  /* Parents come before children, so one pass in order sees final parents. */
+  for (guint i = 0; i < genotype->n; i++) {
+    if (!sieve_space_is_active(space, genotype, i))
+      genotype->values[i] = NAN;
+    else if (isnan(genotype->values[i]))
+      genotype->values[i] = sample_decision(sieve_space_decision(space, i), rng);
+  }
+}
+
+SieveGenotype *
+sieve_space_sample(const SieveSpace *space, SieveRng *rng)
+{
+  g_return_val_if_fail(space != NULL && rng != NULL, NULL);
+  SieveGenotype *g = sieve_genotype_new(space);
+  sieve_genotype_repair(g, rng);
+  return g;
+}
+
+gboolean
+sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, FALSE);
+  if (genotype->space != space && genotype->n != space->decisions->len) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "genotype has %u values, space '%s' has %u decisions",
+                genotype->n, sieve_space_get_name(space), space->decisions->len);
+    return FALSE;
+  }
+  for (guint i = 0; i < genotype->n; i++) {
+    const SieveDecision *d = sieve_space_decision(space, i);
+    double v = genotype->values[i];
+    gboolean active = sieve_space_is_active(space, genotype, i);
+    if (!active) {
+      if (!isnan(v)) {
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                    "'%s' is inactive (its condition on '%s' does not hold) but has a value", d->name,
+                    sieve_space_decision(space, (guint) d->parent)->name);
+        return FALSE;
+      }
+      continue;
+    }
+    if (isnan(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' is active but has no value", d->name);
+      return FALSE;
+    }
+    if (d->kind != SIEVE_DECISION_FLOAT && v != floor(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' must be an integer, got %g", d->name, v);
+      return FALSE;
+    }
+    if (!(v >= d->low && v <= d->high)) {
+      g_autofree char *lo = sieve_text_format_double(d->low), *hi = sieve_text_format_double(d->high);
+      g_autofree char *got = sieve_text_format_double(v);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' = %s is outside [%s, %s]", d->name, got, lo, hi);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+char *
+sieve_space_format_value(const SieveSpace *space, guint i, double value)
+{
+  const SieveDecision *d = sieve_space_decision(space, i);
+  g_return_val_if_fail(d != NULL, NULL);
+  if (isnan(value))
+    return g_strdup("");
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    g_return_val_if_fail(value >= 0 && value < d->n_choices, NULL);
+    return g_strdup(d->choices[(guint) value]);
+  case SIEVE_DECISION_INT:
+    return g_strdup_printf("%" G_GINT64_FORMAT, (gint64) value);
+  case SIEVE_DECISION_FLOAT:
+    return sieve_text_format_double(value);
+  }
+  g_assert_not_reached();
+}
+
+/* Generic text: "name=value,name=value" over active decisions in declaration
+ * order.  ',', '=' and '%' inside choice names are %-escaped so that any
+ * choice name round-trips. */
+static void
+append_escaped(GString *out, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == ',' || *s == '=' || *s == '%')
+      g_string_append_printf(out, "%%%02X", (unsigned char) *s);
+    else
+      g_string_append_c(out, *s);
+  }
+}
+
+static char *
+unescape(const char *s)
+{
+  GString *out = g_string_new(NULL);
+  for (; *s; s++) {
+    if (s[0] == '%' && g_ascii_isxdigit(s[1]) && g_ascii_isxdigit(s[2])) {
+      g_string_append_c(out, (char) (g_ascii_xdigit_value(s[1]) * 16 + g_ascii_xdigit_value(s[2])));
+      s += 2;
+    } else {
+      g_string_append_c(out, *s);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+char *
+sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < genotype->n; i++) {
+    if (isnan(genotype->values[i]))
+      continue;
+    if (out->len)
+      g_string_append_c(out, ',');
+    g_string_append(out, sieve_space_decision(space, i)->name);
+    g_string_append_c(out, '=');
+    g_autofree char *value = sieve_space_format_value(space, i, genotype->values[i]);
+    append_escaped(out, value);
+  }
+  return g_string_free(out, FALSE);
+}
+
+static gboolean
+parse_value(const SieveDecision *d, const char *text, double *out, GError **error)
+{
+  char *end = NULL;
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL: {
+    g_autofree char *name = unescape(text);
+    for (guint k = 0; k < d->n_choices; k++)
+      if (strcmp(d->choices[k], name) == 0) {
+        *out = k;
+        return TRUE;
+      }
+    g_autofree char *list = g_strjoinv(", ", (char **) d->choices);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' is not a choice of '%s' (one of: %s)", name,
+                d->name, list);
+    return FALSE;
+  }
+  case SIEVE_DECISION_INT: {
+    gint64 v = g_ascii_strtoll(text, &end, 10);
+    if (*text == '\0' || *end != '\0') {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects an integer, got '%s'", d->name, text);
+      return FALSE;
+    }
+    *out = (double) v;
+    return TRUE;
+  }
+  case SIEVE_DECISION_FLOAT: {
+    double v = g_ascii_strtod(text, &end);
+    if (*text == '\0' || *end != '\0' || !isfinite(v)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects a number, got '%s'", d->name, text);
+      return FALSE;
+    }
+    *out = v;
+    return TRUE;
+  }
+  }
+  g_assert_not_reached();
+}
+
+SieveGenotype *
+sieve__space_generic_parse(const SieveSpace *space, const char *text, GError **error)
+{
+  g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  guint n_decisions = space->decisions->len;
+  g_autofree const char **names = g_new0(const char *, n_decisions + 1);
+  for (guint i = 0; i < n_decisions; i++)
+    names[i] = sieve_space_decision(space, i)->name;
+  for (guint k = 0; parts[k] != NULL; k++) {
+    if (parts[k][0] == '\0' && parts[1] == NULL)
+      break; /* the empty text: no active decision */
+    char *eq = strchr(parts[k], '=');
+    if (eq == NULL) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "expected name=value, got '%s'", parts[k]);
+      return NULL;
+    }
+    *eq = '\0';
+    gint i = sieve_space_find(space, parts[k]);
+    if (i < 0) {
+      const char *guess = sieve_suggest(parts[k], names);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "unknown decision '%s'%s%s%s", parts[k],
+                  guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+      return NULL;
+    }
+    if (!isnan(g->values[i])) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' given twice", parts[k]);
+      return NULL;
+    }
+    if (!parse_value(sieve_space_decision(space, (guint) i), eq + 1, &g->values[i], error))
+      return NULL;
+  }
+  return g_steal_pointer(&g);
+}
+
+char *
+sieve_space_format(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, NULL);
+  if (space->klass != NULL && space->klass->format != NULL)
+    return space->klass->format(space->instance, space, genotype);
+  return sieve__space_generic_format(space, genotype);
+}
+
+SieveGenotype *
+sieve_space_parse(const SieveSpace *space, const char *text, GError **error)
+{
+  g_return_val_if_fail(space != NULL && text != NULL, NULL);
+  g_autoptr(SieveGenotype) g = NULL;
+  GError *local = NULL;
+  if (space->klass != NULL && space->klass->parse != NULL)
+    g = space->klass->parse(space->instance, space, text, &local);
+  else
+    g = sieve__space_generic_parse(space, text, &local);
+  if (g == NULL || !sieve_space_validate(space, g, &local)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "bad genotype '%s' for space '%s': %s", text,
+                sieve_space_get_name(space), local ? local->message : "unknown error");
+    g_clear_error(&local);
+    return NULL;
+  }
+  return g_steal_pointer(&g);
+}
+
+char *
+sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype)
+{
+  g_return_val_if_fail(space != NULL && genotype != NULL, NULL);
+  GString *out = g_string_new("{");
+  gboolean first = TRUE;
+  for (guint i = 0; i < genotype->n; i++) {
+    double v = genotype->values[i];
+    if (isnan(v))
+      continue;
+    const SieveDecision *d = sieve_space_decision(space, i);
+    if (!first)
+      g_string_append(out, ", ");
+    first = FALSE;
+    sieve_json_append_string(out, d->name);
+    g_string_append(out, ": ");
+    if (d->kind == SIEVE_DECISION_CATEGORICAL)
+      sieve_json_append_string(out, d->choices[(guint) v]);
+    else if (d->kind == SIEVE_DECISION_INT)
+      g_string_append_printf(out, "%" G_GINT64_FORMAT, (gint64) v);
+    else
+      sieve_json_append_double(out, v);
+  }
+  g_string_append_c(out, '}');
+  return g_string_free(out, FALSE);
+}

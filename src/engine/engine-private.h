@@ -1,0 +1,222 @@
+/* sieve: the engine area: the study loop, dedupe, screen, progress and summaries, opening a study.
+ * Not installed: not part of the plugin ABI. */
+#pragma once
+
+#include <stdio.h>
+#include <glib.h>
+#include <sieve/sieve.h>
+#include "base/base-private.h"
+#include "core/core-private.h"
+
+G_BEGIN_DECLS
+
+/* ==== progress (progress.c) ==== */
+/* sieve: what a running study prints.
+ *
+ * On a terminal, one status line redrawn in place (trials done / budget,
+ * best so far, rate, ETA); otherwise one plain line per finished trial, so
+ * that logs and CI output stay readable.  At the end, a summary table of the
+ * best trials read back from the store.
+ */
+
+typedef struct _SieveProgress SieveProgress;
+
+/* budget: evaluations to reach (0: none); already: finished before this run. (transfer full) */
+SIEVE_INTERNAL_API SieveProgress *sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already,
+                                  const char *objective, gboolean maximize);
+SIEVE_INTERNAL_API void sieve_progress_free(SieveProgress *progress);
+
+/* An evaluation finished. objective: its objective metric value (NAN if none). */
+SIEVE_INTERNAL_API void sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
+                          const char *genotype, double cost, const char *reason);
+/* A proposal answered by the dedupe stage with the result of trial
+ * original (objective: that result's; origin, nullable: where that trial
+ * is when not in this run, "run 1" or another store's name), or screened out by the screen stage
+ * (score: its aggregate proxy rank in its round).  Neither counts towards
+ * the evaluations shown against the budget. */
+SIEVE_INTERNAL_API void sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original,
+                                              const char *origin, double objective, const char *genotype);
+SIEVE_INTERNAL_API void sieve_progress_screened(SieveProgress *progress, gint64 number, double score,
+                                                const char *genotype);
+/* What earlier runs of the study did (resume): evaluations, cache hits, screened. */
+SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached,
+                                                  gint64 screened);
+/* What a running trial is doing ("epoch 1.5/2 step 700/936 loss 0.41"):
+ * on a terminal, shown at the end of the status line; otherwise printed at
+ * most every few seconds.  Safe to call from worker threads. */
+SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 trial, const char *text);
+/* The best so far, as known before this run (resume). */
+SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
+/* Print a message on its own line without garbling the status line. */
+SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* Ends the status line. */
+SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
+
+/* ==== the summary (summary.c) ==== */
+
+/* Summary table of the top trials of a store: rank, trial, objective, the
+ * other metrics (up to four), genotype; before it the counts (evaluated,
+ * answered from the cache, screened out, pending).  top = 0 prints counts only. */
+SIEVE_INTERNAL_API gboolean sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
+                             GError **error);
+
+/* The non-dominated trials over n objectives (metrics[k], maximize[k]),
+ * sorted by the first; for studies with two or more objectives. */
+SIEVE_INTERNAL_API gboolean sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics,
+                                               const gboolean *maximize, guint n, GError **error);
+
+/* ==== the search loop ==== */
+/* sieve: the search loop: ask -> store -> evaluate -> store + tell.
+ *
+ *   g_autoptr(SieveEngine) engine = sieve_engine_new(experiment, &error);
+ *   sieve_engine_run(engine, store, progress, &error);
+ *
+ * Durability: each batch of proposals is stored as pending trials in one
+ * transaction with the optimizer's state after the ask; each finished trial
+ * is stored in one transaction with the state after its tell.  So the store
+ * always holds a consistent point: a run killed at any moment resumes by
+ * loading the last state and evaluating the trials still pending, and with
+ * one worker and a deterministic evaluator it ends with exactly the trials
+ * an uninterrupted run would have.
+ */
+
+typedef struct _SieveEngine SieveEngine;
+
+/* Builds space, evaluator and optimizer (so that a component refusing its
+ * options is reported before any store is touched).  experiment must
+ * outlive it. (transfer full) */
+SIEVE_INTERNAL_API SieveEngine *sieve_engine_new(const SieveExperiment *experiment, GError **error);
+SIEVE_INTERNAL_API void sieve_engine_free(SieveEngine *engine);
+
+/* Restores the optimizer's state from store when it holds one, then runs
+ * until the budget is spent, the optimizer has nothing left, an interrupt
+ * (SIGINT/SIGTERM: finish the trials in flight, then stop) or a fatal
+ * error.  Once per engine; store must outlive the call.  progress may be NULL. */
+SIEVE_INTERNAL_API gboolean sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress,
+                                             GError **error);
+
+/* "dedupe (functional hash) -> screen (naswot, best 4 of 16) -> tabular",
+ * or NULL when the experiment has no pipeline stages. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_engine_describe_pipeline(const SieveEngine *engine);
+
+/* Ask the run in progress to stop after the trials in flight (signal safe). */
+SIEVE_INTERNAL_API void sieve_engine_request_stop(void);
+
+/* The primary objective's value of a result, as reported (NAN when not OK or missing). */
+SIEVE_INTERNAL_API double sieve_engine_objective(const SieveExperiment *experiment, const SieveResult *result);
+/* All the experiment's objectives of a result, larger is better (minimized
+ * metrics negated), NAN where missing: what optimizers are told.
+ * out: n_objectives values. */
+SIEVE_INTERNAL_API void sieve_engine_oriented_objectives(const SieveExperiment *experiment, const SieveResult *result,
+                                                         double *out);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEngine, sieve_engine_free)
+
+/* ==== dedupe ==== */
+/* sieve: what the dedupe stage needs besides the store: a proposal's hash
+ * and the cache key of the evaluator settings its result depends on.
+ *
+ *   char hash[SIEVE_DEDUPE_HASH_LEN];
+ *   if (!sieve_dedupe_hash(space, genotype, SIEVE_DEDUPE_FUNCTIONAL, hash, &error)) ...
+ *   g_autofree char *text = sieve_dedupe_key_text(experiment, fidelity);
+ *   g_autofree char *key = sieve_dedupe_key_digest(text);
+ *   gint64 original = sieve_store_cache_lookup(store, "functional", hash, key, &error);
+ *
+ * The key text names everything an evaluation's result depends on besides
+ * the candidate itself: the evaluator plugin and every one of its options
+ * (defaults included, paths resolved, so that two configs written
+ * differently but meaning the same share entries), the space plugin and its
+ * options (a network hash taken at the probe scale does not see the channel
+ * count the evaluator trains), and the fidelity.  Different settings never
+ * share an entry; settings that cannot change a result (a thread count) still
+ * separate entries: safe, if sometimes wasteful.  What a path points to is
+ * not part of it: a table file rewritten in place keeps its entries.
+ */
+
+/* 32 hex digits and the terminating NUL, as SIEVE_HASH_TEXT_LEN. */
+#define SIEVE_DEDUPE_HASH_LEN 33
+
+/* The hash of the kind asked for, in hex (32 digits).  genotype: the first
+ * 128 bits of SHA-256 over the canonical genotype text; structural and
+ * functional: sieve_space_hash (sieve/hash.h). */
+SIEVE_INTERNAL_API gboolean sieve_dedupe_hash(const SieveSpace *space, const SieveGenotype *genotype,
+                                              SieveDedupeHash kind, char *out, GError **error);
+
+/* The canonical text of the cache key for a result at fidelity (NAN: the
+ * evaluator's default), one "what: value" line each. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_dedupe_key_text(const SieveExperiment *experiment, double fidelity);
+/* SHA-256 of the text, in hex: the cache table's key column. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_dedupe_key_digest(const char *text);
+
+/* Every option of a validated set, defaults included, as one JSON object in
+ * the table's order (a canonical form). (transfer full) */
+SIEVE_INTERNAL_API char *sieve_options_to_canonical(const SieveOptions *options);
+
+/* ==== screen ==== */
+/* sieve: the screen stage's scoring of one round of proposals with
+ * zero-cost proxies (see pipeline.h, sieve/proxy.h).
+ *
+ *   SieveScreenRound *round = sieve_screen_round_new(stage, space, genotypes, n);
+ *   guint keep = sieve_screen_keep_count(stage, n, room);
+ *   for (guint r = 0; r < n; r++) {
+ *     guint i = round->order[r];            // best first
+ *     ... r < keep ? evaluate(i) : screen_out(i, round->scores[i]) ...
+ *   }
+ *   sieve_screen_round_free(round);
+ *
+ * Each network is built at the space's own scale (what the evaluator
+ * trains) and scored by every proxy of the stage on one seeded batch (random
+ * normal, or examples of the stage's dataset): the
+ * same weights seed and batch for every candidate of every round, so that
+ * scores compare across candidates and a resumed study scores a round
+ * exactly as before.  Several proxies are ranked together: each candidate's
+ * weighted mean rank among the round (sieve_proxy_rank_aggregate; 0 = the
+ * worst, larger is better).  A candidate whose network cannot be built or
+ * scored gets NaN scores, which rank lowest, and its reason.
+ */
+
+typedef struct {
+  guint n;
+  SieveResult **scores; /* n: each proxy's score by its name, and "screen_score" (owned) */
+  char **errors;        /* n: why candidate i has no scores, NULL when it has (owned) */
+  double *aggregate;    /* n: the rank aggregate, the value the round is sorted by */
+  guint *order;         /* n: candidate indexes, best first (ties: the earlier first) */
+} SieveScreenRound;
+
+/* The stage's batch of real examples (its dataset is set), drawn as
+ * sieve_proxy_batch_draw draws and checked against a network of the
+ * space. (transfer full) */
+SIEVE_INTERNAL_API SieveProxyBatch *sieve_screen_batch_load(const SieveScreenStage *stage, const SieveSpace *space,
+                                                            GError **error);
+
+/* Name of the aggregate metric every scored candidate carries. */
+#define SIEVE_SCREEN_SCORE "screen_score"
+
+/* Scores genotypes[0..n) of space with the stage's proxies, on batch
+ * (nullable: a seeded N(0,1) batch).  Errors of one candidate are kept in
+ * the round, not returned. (transfer full) */
+SIEVE_INTERNAL_API SieveScreenRound *sieve_screen_round_new(const SieveScreenStage *stage, const SieveSpace *space,
+                                                            const SieveProxyBatch *batch,
+                                                            const SieveGenotype *const *genotypes, guint n);
+SIEVE_INTERNAL_API void sieve_screen_round_free(SieveScreenRound *round);
+
+/* How many of a round of n pass: keep_top, or keep_fraction of n rounded
+ * up, at least 1, and at most room (what the evaluation budget allows). */
+SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, guint n, gint64 room);
+
+/* ==== opening a study ==== */
+/* sieve: a study's identity in its store (shared by `sieve run` and the
+ * Lua host's sieve.run).
+ *
+ *   if (!sieve_study_open(store, experiment, resume, &error)) ...
+ */
+
+/* Creates the study's metadata, or checks that the experiment is the one
+ * already stored (without resume, a store holding a study is refused).
+ * Nothing stored is changed when the check fails. */
+SIEVE_INTERNAL_API gboolean sieve_study_open(SieveStore *store, const SieveExperiment *experiment, gboolean resume,
+                                             GError **error);
+
+G_END_DECLS

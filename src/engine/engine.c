@@ -1,0 +1,1090 @@
+/* sieve: the search loop, and the pipeline stages a proposal passes on its
+ * way to the evaluator (see pipeline.h).
+ *
+ * A proposal's path: the optimizer's ask -> stored pending (with its hash)
+ * -> dedupe: answered from the store's cache, or attached to an identical
+ * proposal already on its way (in the same batch or being evaluated), or a
+ * miss -> screen (a round of proposals scored by zero-cost proxies; the
+ * best go on, the others are finished as screened) -> the evaluator ->
+ * stored with its result (and, when OK, put in the cache), told to the
+ * optimizer, and every proposal attached to it answered in the same
+ * transaction.
+ *
+ * Durability: every change of a trial's state is one transaction together
+ * with the optimizer's state after the tells it implies, so a kill at any
+ * instant leaves a consistent store.  On resume the pending trials run
+ * through the stages again in trial order: a cache hit stays a hit, a
+ * duplicate attaches to the same original, a round whose screening was not
+ * stored is screened again, and a trial stored as past the screen (stage
+ * 'evaluate') goes straight to the evaluator.  Evaluations happen in trial
+ * order, so one worker and a deterministic evaluator end with exactly the
+ * trials of an uninterrupted run.
+ *
+ * What the dedupe cache holds: only OK results.  A failed evaluation may be
+ * transient (a crash, a timeout, memory), so a later duplicate of it is
+ * evaluated again; one attached to it while it ran is evaluated after it.
+ */
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+
+#include <sieve/proxy.h>
+
+#include "engine/engine-private.h"
+
+/* One cache key: the evaluator settings at one fidelity. */
+typedef struct {
+  double fidelity;
+  char *digest;
+  char *text;
+} CacheKey;
+
+struct _SieveEngine {
+  const SieveExperiment *exp;
+  SieveStore *store;
+  SieveSpace *space;
+  SieveOptimizer *optimizer;
+  SieveEvaluator *evaluator;
+  gboolean dedupe;
+  SieveDedupeHash hash_kind; /* effective: the stage's, or its default for the space */
+  GPtrArray *keys;           /* CacheKey*, one per fidelity met */
+  GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
+  SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
+};
+
+/* A stored trial on its way through the pipeline. */
+typedef struct Proposal Proposal;
+struct Proposal {
+  SieveCandidate *candidate;
+  char hash[SIEVE_DEDUPE_HASH_LEN]; /* "" when not hashed */
+  const CacheKey *key;              /* with a hash */
+  char *slot;                       /* hash + key: the in-flight table's key (nullable) */
+  char *hash_error;                 /* why it has no hash (nullable) */
+  gboolean screened_in;             /* past the screen: goes to the evaluator */
+  SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
+  GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
+};
+
+/* One evaluation on its way back to the loop. */
+typedef struct {
+  Proposal *proposal;
+  SieveResult *result; /* NULL when the evaluator failed fatally */
+  GError *error;
+  double started, finished; /* unix seconds */
+  gint worker;
+} Job;
+
+static volatile sig_atomic_t stop_requested;
+
+void
+sieve_engine_request_stop(void)
+{
+  stop_requested = 1;
+}
+
+static void
+proposal_free(Proposal *p)
+{
+  if (p == NULL)
+    return;
+  sieve_candidate_free(p->candidate);
+  g_free(p->slot);
+  g_free(p->hash_error);
+  if (p->scores)
+    sieve_result_free(p->scores);
+  if (p->waiters)
+    g_ptr_array_unref(p->waiters);
+  g_free(p);
+}
+
+static Proposal *
+proposal_new(SieveCandidate *candidate)
+{
+  Proposal *p = g_new0(Proposal, 1);
+  p->candidate = candidate;
+  return p;
+}
+
+static gint64
+proposal_number(const Proposal *p)
+{
+  return sieve_candidate_get_trial(p->candidate);
+}
+
+static void
+job_free(Job *job)
+{
+  proposal_free(job->proposal);
+  if (job->result)
+    sieve_result_free(job->result);
+  g_clear_error(&job->error);
+  g_free(job);
+}
+
+static void
+cache_key_free(CacheKey *key)
+{
+  g_free(key->digest);
+  g_free(key->text);
+  g_free(key);
+}
+
+/* A result's value of the primary objective as reported, whatever its status. */
+static double
+metric_value(const SieveExperiment *experiment, const SieveResult *result)
+{
+  double v;
+  return sieve_result_get_metric(result, experiment->objectives[0].metric, &v) ? v : NAN;
+}
+
+double
+sieve_engine_objective(const SieveExperiment *experiment, const SieveResult *result)
+{
+  if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
+    return NAN;
+  return metric_value(experiment, result);
+}
+
+/* A cached result is an OK result reused: optimizers see its objectives. */
+void
+sieve_engine_oriented_objectives(const SieveExperiment *experiment, const SieveResult *result, double *out)
+{
+  SieveStatus status = sieve_result_get_status(result);
+  gboolean ok = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  for (guint i = 0; i < experiment->n_objectives; i++) {
+    double v;
+    if (!ok || !sieve_result_get_metric(result, experiment->objectives[i].metric, &v))
+      out[i] = NAN;
+    else
+      out[i] = experiment->objectives[i].maximize ? v : -v;
+  }
+}
+
+void
+sieve_engine_free(SieveEngine *engine)
+{
+  if (engine == NULL)
+    return;
+  sieve_evaluator_free(engine->evaluator);
+  sieve_optimizer_free(engine->optimizer);
+  sieve_space_free(engine->space);
+  if (engine->keys)
+    g_ptr_array_unref(engine->keys);
+  if (engine->shared)
+    g_ptr_array_unref(engine->shared);
+  sieve_proxy_batch_free(engine->screen_batch);
+  g_free(engine);
+}
+
+/* A plugin's create() that fails without saying where gets the place of
+ * its section, so that every config mistake points into the file. */
+static void
+locate_error(GError **error, const SieveSection *section)
+{
+  if (error == NULL || *error == NULL)
+    return;
+  const char *origin = sieve_node_origin(section->node);
+  if (origin != NULL && g_str_has_prefix((*error)->message, origin))
+    return;
+  g_autofree char *where = sieve_node_where(section->node);
+  g_prefix_error(error, "%s: %s '%s': ", where,
+                 sieve_component_kind_to_string(sieve_component_get_kind(section->component)),
+                 sieve_component_get_name(section->component));
+}
+
+/* The stores of dedupe.cache_from, opened read-only with the engine,
+ * so that a missing one is reported before the study's store is touched. */
+static gboolean
+open_shared(SieveEngine *engine, GError **error)
+{
+  const SieveDedupeStage *dedupe = &engine->exp->pipeline.dedupe;
+  for (guint i = 0; engine->dedupe && dedupe->cache_from[i]; i++) {
+    GError *local = NULL;
+    SieveStore *other = sieve_store_open(dedupe->cache_from[i], SIEVE_STORE_READ, &local);
+    if (other == NULL) {
+      g_autofree char *where = sieve_node_where(dedupe->cache_from_node);
+      g_propagate_prefixed_error(error, local, "%s: stage 'dedupe': cache_from: ", where);
+      return FALSE;
+    }
+    g_ptr_array_add(engine->shared, other);
+  }
+  return TRUE;
+}
+
+/* The stages' needs the config alone cannot check: what the space builds. */
+static gboolean
+check_pipeline(SieveEngine *engine, GError **error)
+{
+  const SievePipeline *pipeline = &engine->exp->pipeline;
+  gboolean networks = sieve_space_can_build(engine->space);
+  const char *space = sieve_component_get_name(engine->exp->space.component);
+  if (pipeline->dedupe.enabled) {
+    engine->dedupe = TRUE;
+    engine->hash_kind = pipeline->dedupe.hash;
+    if (!pipeline->dedupe.hash_set)
+      engine->hash_kind = networks ? SIEVE_DEDUPE_FUNCTIONAL : SIEVE_DEDUPE_GENOTYPE;
+    else if (!networks && engine->hash_kind != SIEVE_DEDUPE_GENOTYPE) {
+      sieve_node_set_error(error, pipeline->dedupe.node,
+                           "stage 'dedupe': space '%s' builds no networks, so it has no %s hash; use hash: genotype",
+                           space, sieve_dedupe_hash_name(engine->hash_kind));
+      return FALSE;
+    }
+    engine->keys = g_ptr_array_new_with_free_func((GDestroyNotify) cache_key_free);
+    engine->shared = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_store_close);
+    if (!open_shared(engine, error))
+      return FALSE;
+  }
+  if (pipeline->screen.enabled && !networks) {
+    sieve_node_set_error(error, pipeline->screen.node,
+                         "stage 'screen': space '%s' builds no networks, so there is nothing for the proxies to score",
+                         space);
+    return FALSE;
+  }
+  GError *local = NULL;
+  if (pipeline->screen.enabled &&
+      !sieve_proxy_check_names((const char *const *) pipeline->screen.proxies, pipeline->screen.n_proxies, &local)) {
+    g_autofree char *where = sieve_node_where(pipeline->screen.proxies_node);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  if (pipeline->screen.enabled && pipeline->screen.dataset != NULL) {
+    engine->screen_batch = sieve_screen_batch_load(&pipeline->screen, engine->space, &local);
+    if (engine->screen_batch == NULL) {
+      g_autofree char *where = sieve_node_where(pipeline->screen.dataset_node);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
+      g_error_free(local);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+SieveEngine *
+sieve_engine_new(const SieveExperiment *experiment, GError **error)
+{
+  g_return_val_if_fail(experiment != NULL, NULL);
+  g_autoptr(SieveEngine) engine = g_new0(SieveEngine, 1);
+  engine->exp = experiment;
+  engine->space = sieve_space_new(experiment->space.component, experiment->space.options, error);
+  if (engine->space == NULL) {
+    locate_error(error, &experiment->space);
+    return NULL;
+  }
+  if (!check_pipeline(engine, error))
+    return NULL;
+  /* The evaluator first: the optimizer may need the fidelity it offers. */
+  engine->evaluator = sieve_evaluator_new(experiment->evaluator.component, engine->space,
+                                          experiment->evaluator.options, error);
+  if (engine->evaluator == NULL) {
+    locate_error(error, &experiment->evaluator);
+    return NULL;
+  }
+  SieveStudyInfo study = {
+      .seed = experiment->optimizer_seed,
+      .n_objectives = experiment->n_objectives,
+      .objective_names = experiment->objective_names,
+      .fidelity = sieve_evaluator_get_fidelity(engine->evaluator),
+  };
+  engine->optimizer = sieve_optimizer_new(experiment->optimizer.component, engine->space,
+                                          experiment->optimizer.options, &study, error);
+  if (engine->optimizer == NULL) {
+    locate_error(error, &experiment->optimizer);
+    return NULL;
+  }
+  return g_steal_pointer(&engine);
+}
+
+char *
+sieve_engine_describe_pipeline(const SieveEngine *engine)
+{
+  g_return_val_if_fail(engine != NULL, NULL);
+  const SievePipeline *pipeline = &engine->exp->pipeline;
+  if (!pipeline->dedupe.enabled && !pipeline->screen.enabled)
+    return NULL;
+  GString *text = g_string_new(NULL);
+  if (pipeline->dedupe.enabled)
+    g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
+  if (pipeline->screen.enabled) {
+    g_autofree char *names = g_strjoinv("+", pipeline->screen.proxies);
+    if (pipeline->screen.keep_top > 0)
+      g_string_append_printf(text, "screen (%s, best %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT ") -> ", names,
+                             pipeline->screen.keep_top, pipeline->screen.batch);
+    else
+      g_string_append_printf(text, "screen (%s, best %g%% of %" G_GINT64_FORMAT ") -> ", names,
+                             100 * pipeline->screen.keep_fraction, pipeline->screen.batch);
+  }
+  g_string_append_printf(text, "%s", sieve_component_get_name(engine->exp->evaluator.component));
+  return g_string_free(text, FALSE);
+}
+
+/* A resumed study: the optimizer continues from its last saved state. */
+static gboolean
+restore_optimizer(SieveEngine *engine, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(GVariant) state = sieve_store_load_state(engine->store, "optimizer", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
+}
+
+/* ---- evaluation ------------------------------------------------------- */
+
+static GPrivate worker_id_key;
+static gint next_worker_id;
+
+static gint
+current_worker(void)
+{
+  gint id = GPOINTER_TO_INT(g_private_get(&worker_id_key));
+  if (id == 0) {
+    id = g_atomic_int_add(&next_worker_id, 1) + 1;
+    g_private_set(&worker_id_key, GINT_TO_POINTER(id));
+  }
+  return id - 1;
+}
+
+/* An evaluator's progress inside a trial (epochs, batches) to the display. */
+static void
+report_activity(gpointer user_data, const SieveCandidate *candidate, const char *text, double fraction_done)
+{
+  sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
+}
+
+static void
+run_job(Job *job, SieveEvaluator *evaluator)
+{
+  job->worker = current_worker();
+  job->started = g_get_real_time() / 1e6;
+  job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
+  job->finished = g_get_real_time() / 1e6;
+}
+
+typedef struct {
+  SieveEvaluator *evaluator;
+  GAsyncQueue *done;
+} PoolData;
+
+static void
+pool_func(gpointer data, gpointer user_data)
+{
+  PoolData *pd = user_data;
+  run_job(data, pd->evaluator);
+  g_async_queue_push(pd->done, data);
+}
+
+/* ---- the run's state -------------------------------------------------- */
+
+typedef struct {
+  SieveEngine *engine;
+  SieveProgress *progress;
+  gint64 evaluations; /* finished ok or failed, all runs */
+  gint64 proposals;   /* trials stored, all runs */
+  gint64 hits;        /* answered from the cache or an identical proposal, all runs */
+  gint64 screened;
+  gint64 consecutive_hits;
+  gint64 run;         /* this run's number in the store */
+  gboolean gave_up;   /* dedupe.max_consecutive_hits reached */
+  gint64 best_number;
+  double best;
+  double elapsed_before; /* seconds of earlier runs */
+  gint64 start;          /* monotonic us */
+  GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
+  guint running;         /* evaluations under way */
+  GQueue ready;          /* Proposal* waiting for a worker, in trial order */
+} RunState;
+
+static double
+elapsed(const RunState *rs)
+{
+  return rs->elapsed_before + (g_get_monotonic_time() - rs->start) / 1e6;
+}
+
+static void
+note_best(RunState *rs, gint64 number, double objective)
+{
+  if (isnan(objective))
+    return;
+  gboolean better = rs->best_number < 0 ||
+                    (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best);
+  if (better) {
+    rs->best = objective;
+    rs->best_number = number;
+  }
+}
+
+/* ---- dedupe: hashes and keys ----------------------------------------- */
+
+static const CacheKey *
+cache_key_for(SieveEngine *engine, double fidelity)
+{
+  for (guint i = 0; i < engine->keys->len; i++) {
+    const CacheKey *k = engine->keys->pdata[i];
+    if ((isnan(k->fidelity) && isnan(fidelity)) || k->fidelity == fidelity)
+      return k;
+  }
+  CacheKey *k = g_new0(CacheKey, 1);
+  k->fidelity = fidelity;
+  k->text = sieve_dedupe_key_text(engine->exp, fidelity);
+  k->digest = sieve_dedupe_key_digest(k->text);
+  g_ptr_array_add(engine->keys, k);
+  return k;
+}
+
+/* Sets p's key and slot for a hash already in p->hash. */
+static void
+set_slot(SieveEngine *engine, Proposal *p)
+{
+  p->key = cache_key_for(engine, sieve_candidate_get_fidelity(p->candidate));
+  g_free(p->slot);
+  p->slot = g_strconcat(p->hash, "/", p->key->digest, NULL);
+}
+
+/* A proposal that cannot be hashed (its network does not build, say) is
+ * evaluated without dedupe; the reason is reported once it has a number. */
+static void
+hash_proposal(SieveEngine *engine, Proposal *p)
+{
+  GError *local = NULL;
+  if (!sieve_dedupe_hash(engine->space, sieve_candidate_get_genotype(p->candidate), engine->hash_kind, p->hash,
+                         &local)) {
+    p->hash[0] = '\0';
+    p->hash_error = g_strdup(local->message);
+    g_error_free(local);
+    return;
+  }
+  set_slot(engine, p);
+}
+
+static void
+report_hash_error(RunState *rs, const Proposal *p)
+{
+  if (p->hash_error != NULL && rs->progress != NULL)
+    sieve_progress_message(rs->progress, "trial %" G_GINT64_FORMAT ": no %s hash, evaluated without dedupe: %s",
+                           proposal_number(p), sieve_dedupe_hash_name(rs->engine->hash_kind), p->hash_error);
+}
+
+/* Evaluations the budget still allows beyond those finished, running and in line. */
+static gint64
+evaluations_left(const RunState *rs)
+{
+  gint64 budget = rs->engine->exp->budget_evaluations;
+  return budget > 0 ? budget - rs->evaluations - rs->running - (gint64) rs->ready.length : G_MAXINT64;
+}
+
+/* A proposal leaves the pipeline without an evaluation: no longer the
+ * original its duplicates find. */
+static void
+forget(RunState *rs, Proposal *p)
+{
+  if (p->slot != NULL && g_hash_table_lookup(rs->inflight, p->slot) == p)
+    g_hash_table_remove(rs->inflight, p->slot);
+}
+
+/* ---- store transactions ---------------------------------------------- */
+
+static gboolean
+save_optimizer(SieveEngine *engine, GError **error)
+{
+  g_autoptr(GVariant) state = sieve_optimizer_save(engine->optimizer, error);
+  return state != NULL && sieve_store_save_state(engine->store, "optimizer", state, error);
+}
+
+/* Stores a finished trial and tells the optimizer, inside the caller's
+ * transaction. */
+static gboolean
+record(SieveEngine *engine, const Proposal *p, const SieveResult *result, double started, double finished,
+       gint worker, gint64 cached_from, GError **error)
+{
+  double told[engine->exp->n_objectives];
+  sieve_engine_oriented_objectives(engine->exp, result, told);
+  return sieve_store_finish_trial(engine->store, proposal_number(p), result, started, finished, worker,
+                                  cached_from, error) &&
+         sieve_optimizer_tell(engine->optimizer, p->candidate, result, told, error);
+}
+
+/* The result a duplicate of trial original gets: its metrics, no cost. */
+static SieveResult *
+cached_copy(const SieveResult *original)
+{
+  SieveResult *r = sieve_result_copy(original);
+  sieve_result_set_status(r, SIEVE_STATUS_CACHED);
+  sieve_result_set_reason(r, NULL);
+  sieve_result_set_cost(r, 0);
+  return r;
+}
+
+/* Ask for up to n candidates, hash them, and store them with their hashes
+ * and the optimizer's state after the ask, in one transaction.  Appends
+ * the new proposals to out (in trial order). */
+static gboolean
+ask_and_store(RunState *rs, guint n, GPtrArray *out, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  g_autoptr(GPtrArray) asked = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  if (!sieve_optimizer_ask(engine->optimizer, n, asked, error))
+    return FALSE;
+  if (asked->len == 0)
+    return TRUE;
+  g_autoptr(GPtrArray) proposals = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  g_ptr_array_set_free_func(asked, NULL);
+  for (guint i = 0; i < asked->len; i++) {
+    Proposal *p = proposal_new(asked->pdata[i]);
+    g_ptr_array_add(proposals, p);
+    if (engine->dedupe)
+      hash_proposal(engine, p);
+  }
+  if (!sieve_store_begin(engine->store, error))
+    return FALSE;
+  for (guint i = 0; i < proposals->len; i++) {
+    Proposal *p = proposals->pdata[i];
+    SieveCandidate *c = p->candidate;
+    gint64 number = sieve_store_add_trial(engine->store, sieve_candidate_get_text(c),
+                                          sieve_candidate_get_fidelity(c), error);
+    if (number < 0)
+      goto fail;
+    sieve_candidate_set_trial(c, number);
+    if (p->hash[0] != '\0' &&
+        !sieve_store_set_trial_hash(engine->store, number, sieve_dedupe_hash_name(engine->hash_kind), p->hash, error))
+      goto fail;
+  }
+  if (!save_optimizer(engine, error) || !sieve_store_commit(engine->store, error))
+    goto fail;
+  rs->proposals += proposals->len;
+  for (guint i = 0; i < proposals->len; i++) {
+    report_hash_error(rs, proposals->pdata[i]);
+    g_ptr_array_add(out, proposals->pdata[i]);
+  }
+  g_ptr_array_set_free_func(proposals, NULL); /* out owns them now */
+  return TRUE;
+fail:
+  sieve_store_rollback(engine->store);
+  return FALSE;
+}
+
+/* Answers p with the result of trial original of source (the study's own
+ * store, or one of dedupe.cache_from), found in its cache.  *used is FALSE
+ * (and nothing stored) when that trial holds no OK result (a cache written
+ * by something else): p is then a miss.  A hit from another store is
+ * stored with that store's name and trial as its reason, and put in this
+ * store's cache, so that later duplicates find it here.  Frees p when used. */
+static gboolean
+answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original, gboolean *used, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  *used = FALSE;
+  g_autoptr(SieveTrial) trial = sieve_store_get_trial(source, original, error);
+  if (trial == NULL)
+    return error == NULL || *error == NULL;
+  /* cached: a hit this store itself imported from another store. */
+  if (trial->status != SIEVE_STATUS_OK && trial->status != SIEVE_STATUS_CACHED)
+    return TRUE;
+  gboolean own = source == engine->store;
+  g_autoptr(SieveResult) result = cached_copy(trial->result);
+  g_autofree char *reason = NULL;
+  if (!own) {
+    reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
+    sieve_result_set_reason(result, reason);
+  }
+  double now = g_get_real_time() / 1e6;
+  g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
+  if (!sieve_store_begin(engine->store, error))
+    return FALSE;
+  if (!record(engine, p, result, now, now, -1, own ? original : -1, error) ||
+      (!own && (!sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) ||
+                !sieve_store_cache_put(engine->store, sieve_dedupe_hash_name(engine->hash_kind), p->hash,
+                                       p->key->digest, proposal_number(p), error))) ||
+      !save_optimizer(engine, error) ||
+      !sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) ||
+      !sieve_store_commit(engine->store, error)) {
+    sieve_store_rollback(engine->store);
+    return FALSE;
+  }
+  *used = TRUE;
+  rs->hits++;
+  if (rs->progress) {
+    g_autofree char *origin = !own ? g_strdup(sieve_store_get_path(source))
+                              : trial->run != rs->run ? g_strdup_printf("run %" G_GINT64_FORMAT, trial->run)
+                                                      : NULL;
+    sieve_progress_cached(rs->progress, proposal_number(p), original, origin, metric_value(engine->exp, result),
+                          sieve_candidate_get_text(p->candidate));
+  }
+  proposal_free(p);
+  return TRUE;
+}
+
+/* An evaluation finished: its trial, its cache entry (OK only) and every
+ * duplicate attached to it, with the state after all their tells, in one
+ * transaction.  Takes the job's proposal; a failed one's first duplicate
+ * becomes the proposal to evaluate (the rest attached to it), put first in
+ * line. */
+static gboolean
+finish_evaluation(RunState *rs, Job *job, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  Proposal *p = job->proposal;
+  SieveResult *result = job->result;
+  /* The screen's scores stay with the trial, beside what the evaluator reported. */
+  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
+    if (!sieve_result_get_metric(result, sieve_result_metric_name(p->scores, i), NULL))
+      sieve_result_set_metric(result, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
+  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
+  gint64 number = proposal_number(p);
+  const char *kind = sieve_dedupe_hash_name(engine->hash_kind);
+  g_autoptr(SieveResult) copy = ok ? cached_copy(result) : NULL;
+  g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
+  double now = g_get_real_time() / 1e6;
+
+  if (!sieve_store_begin(engine->store, error))
+    return FALSE;
+  gboolean stored = record(engine, p, result, job->started, job->finished, job->worker, -1, error);
+  if (stored && ok && p->slot != NULL)
+    stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
+             sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
+  for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++)
+    stored = record(engine, p->waiters->pdata[i], copy, now, now, -1, number, error);
+  /* A failed original past the screen hands its place to its first
+   * duplicate: stored as past the screen too, so that a resumed run does
+   * not screen it again. */
+  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0)
+    stored = sieve_store_set_trial_stage(engine->store, proposal_number(p->waiters->pdata[0]), "evaluate",
+                                         p->scores, error);
+  stored = stored && save_optimizer(engine, error) &&
+           sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
+           sieve_store_commit(engine->store, error);
+  if (!stored) {
+    sieve_store_rollback(engine->store);
+    return FALSE;
+  }
+
+  rs->evaluations++;
+  double objective = sieve_engine_objective(engine->exp, result);
+  note_best(rs, number, objective);
+  if (rs->progress)
+    sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
+                         sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
+                         sieve_result_get_reason(result));
+  forget(rs, p);
+  if (p->waiters == NULL || p->waiters->len == 0)
+    return TRUE;
+  if (ok) {
+    rs->hits += p->waiters->len;
+    for (guint i = 0; rs->progress && i < p->waiters->len; i++) {
+      const Proposal *w = p->waiters->pdata[i];
+      sieve_progress_cached(rs->progress, proposal_number(w), number, NULL, objective,
+                            sieve_candidate_get_text(w->candidate));
+    }
+    return TRUE;
+  }
+  /* The first duplicate takes the failed one's place. */
+  g_ptr_array_set_free_func(p->waiters, NULL);
+  Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
+  next->screened_in = p->screened_in;
+  if (p->scores)
+    next->scores = sieve_result_copy(p->scores);
+  if (p->waiters->len > 0) {
+    next->waiters = p->waiters;
+    g_ptr_array_set_free_func(next->waiters, (GDestroyNotify) proposal_free);
+    p->waiters = NULL;
+  }
+  if (next->slot != NULL)
+    g_hash_table_insert(rs->inflight, next->slot, next);
+  g_queue_push_head(&rs->ready, next);
+  return TRUE;
+}
+
+/* An OK result without an objective metric means a typo in the experiment
+ * or the wrong evaluator: stop at once rather than spend the budget. */
+static gboolean
+check_objective(SieveEngine *engine, const SieveResult *result, GError **error)
+{
+  if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
+    return TRUE;
+  for (guint k = 0; k < engine->exp->n_objectives; k++) {
+    const SieveObjective *objective = &engine->exp->objectives[k];
+    if (sieve_result_get_metric(result, objective->metric, NULL))
+      continue;
+    guint n = sieve_result_n_metrics(result);
+    g_autofree const char **names = g_new0(const char *, n + 1);
+    for (guint i = 0; i < n; i++)
+      names[i] = sieve_result_metric_name(result, i);
+    const char *guess = sieve_suggest(objective->metric, names);
+    g_autofree char *all = n ? g_strjoinv(", ", (char **) names) : g_strdup("none");
+    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
+    sieve_node_set_error(error, objective->node,
+                         "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s",
+                         sieve_component_get_name(engine->exp->evaluator.component), objective->metric, hint, all);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- the stages ------------------------------------------------------- */
+
+/* The screen: scores the round's proposals (in trial order), stores the
+ * best as past the screen (with their scores) and finishes the others as
+ * screened, each duplicate attached to one of them with it, in one
+ * transaction with the optimizer's state after their tells.  The kept ones
+ * go in line for the evaluator.  Takes the proposals. */
+static gboolean
+screen_round(RunState *rs, GPtrArray *round, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  const SieveScreenStage *stage = &engine->exp->pipeline.screen;
+  g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  for (guint i = 0; i < round->len; i++)
+    g_ptr_array_add(owned, round->pdata[i]);
+  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  if (keep == 0) {
+    /* The budget is spent: the round stays pending for a later run. */
+    for (guint i = 0; i < owned->len; i++)
+      forget(rs, owned->pdata[i]);
+    return TRUE;
+  }
+  g_autofree const SieveGenotype **genotypes = g_new0(const SieveGenotype *, round->len);
+  for (guint i = 0; i < round->len; i++)
+    genotypes[i] = sieve_candidate_get_genotype(((Proposal *) round->pdata[i])->candidate);
+  SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, engine->screen_batch, genotypes, round->len);
+  g_autofree gboolean *kept = g_new0(gboolean, round->len);
+  g_autofree guint *rank = g_new0(guint, round->len);
+  for (guint r = 0; r < round->len; r++) {
+    rank[scored->order[r]] = r + 1;
+    kept[scored->order[r]] = r < keep;
+  }
+  g_autofree char *names = g_strjoinv("+", stage->proxies);
+  double now = g_get_real_time() / 1e6;
+
+  gboolean ok = sieve_store_begin(engine->store, error);
+  for (guint i = 0; ok && i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    if (kept[i]) {
+      ok = sieve_store_set_trial_stage(engine->store, proposal_number(p), "evaluate", scored->scores[i], error);
+      continue;
+    }
+    g_autoptr(SieveResult) r = sieve_result_copy(scored->scores[i]);
+    sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
+    g_autofree char *reason =
+        scored->errors[i] ? g_strdup_printf("not scored (%s): %s", names, scored->errors[i])
+                          : g_strdup_printf("rank %u of %u by %s; kept: the best %u", rank[i], round->len, names,
+                                            keep);
+    sieve_result_set_reason(r, reason);
+    sieve_result_set_cost(r, 0);
+    ok = record(engine, p, r, now, now, -1, -1, error);
+    for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
+      g_autofree char *same = g_strdup_printf("screened with trial %" G_GINT64_FORMAT ", the same network: %s",
+                                              proposal_number(p), reason);
+      sieve_result_set_reason(r, same);
+      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
+    }
+  }
+  ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);
+  if (!ok) {
+    sieve_store_rollback(engine->store);
+    sieve_screen_round_free(scored);
+    return FALSE;
+  }
+  g_ptr_array_set_free_func(owned, NULL);
+  for (guint i = 0; i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    if (kept[i]) {
+      p->screened_in = TRUE;
+      p->scores = g_steal_pointer(&scored->scores[i]);
+      sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+      g_queue_push_tail(&rs->ready, p);
+      continue;
+    }
+    guint n = 1 + (p->waiters ? p->waiters->len : 0);
+    rs->screened += n;
+    for (guint w = 0; w < n && rs->progress; w++) {
+      const Proposal *q = w == 0 ? p : p->waiters->pdata[w - 1];
+      sieve_progress_screened(rs->progress, proposal_number(q), scored->aggregate[i],
+                              sieve_candidate_get_text(q->candidate));
+    }
+    forget(rs, p);
+    proposal_free(p);
+  }
+  sieve_screen_round_free(scored);
+  return TRUE;
+}
+
+/* Runs stored pending proposals (in trial order) through dedupe and screen;
+ * those that need an evaluation end in rs->ready.  Takes the proposals. */
+static gboolean
+admit(RunState *rs, GPtrArray *proposals, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  g_ptr_array_set_free_func(proposals, NULL);
+  g_autoptr(GPtrArray) round = g_ptr_array_new(); /* for the screen */
+  for (guint i = 0; i < proposals->len; i++) {
+    Proposal *p = proposals->pdata[i];
+    proposals->pdata[i] = NULL;
+    if (p->slot != NULL && !p->screened_in) {
+      Proposal *original = g_hash_table_lookup(rs->inflight, p->slot);
+      if (original != NULL) {
+        if (original->waiters == NULL)
+          original->waiters = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+        g_ptr_array_add(original->waiters, p);
+        rs->consecutive_hits++;
+        continue;
+      }
+      GError *local = NULL;
+      gboolean used = FALSE;
+      /* This store first, then the others in the order given. */
+      for (guint s = 0; !used && local == NULL && s <= engine->shared->len; s++) {
+        SieveStore *source = s == 0 ? engine->store : engine->shared->pdata[s - 1];
+        gint64 cached = sieve_store_cache_lookup(source, kind, p->hash, p->key->digest, &local);
+        if (local == NULL && cached >= 0 && !answer_from_cache(rs, p, source, cached, &used, &local))
+          g_assert(local != NULL);
+      }
+      if (local != NULL) {
+        g_propagate_error(error, local);
+        for (guint j = i; j < proposals->len; j++)
+          proposal_free(proposals->pdata[j]);
+        if (!used)
+          proposal_free(p);
+        /* Those in the round are registered as originals: the loop ends. */
+        g_ptr_array_set_free_func(round, (GDestroyNotify) proposal_free);
+        return FALSE;
+      }
+      if (used) {
+        rs->consecutive_hits++;
+        continue;
+      }
+    }
+    if (p->slot != NULL)
+      g_hash_table_insert(rs->inflight, p->slot, p);
+    rs->consecutive_hits = 0;
+    if (engine->exp->pipeline.screen.enabled && !p->screened_in)
+      g_ptr_array_add(round, p);
+    else
+      g_queue_push_tail(&rs->ready, p);
+  }
+  if (round->len > 0 && !screen_round(rs, round, error))
+    return FALSE;
+  if (engine->dedupe && rs->consecutive_hits >= engine->exp->pipeline.dedupe.max_consecutive_hits && !rs->gave_up) {
+    rs->gave_up = TRUE;
+    if (rs->progress)
+      sieve_progress_message(rs->progress,
+                             "stopping: the last %" G_GINT64_FORMAT " proposals were all duplicates of candidates "
+                             "already evaluated (the optimizer seems to have exhausted the space; see the dedupe "
+                             "stage's max_consecutive_hits)",
+                             rs->consecutive_hits);
+  }
+  return TRUE;
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+/* What the store holds from earlier runs: counts, the best, and the pending
+ * trials, which go through the stages again before anything new is asked. */
+static gboolean
+resume_trials(RunState *rs, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(engine->store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  for (guint i = 0; i < trials->len; i++) {
+    SieveTrial *t = trials->pdata[i];
+    rs->proposals++;
+    switch (t->status) {
+    case SIEVE_STATUS_OK:
+    case SIEVE_STATUS_FAILED:
+      rs->evaluations++;
+      rs->consecutive_hits = 0;
+      note_best(rs, t->number, sieve_engine_objective(engine->exp, t->result));
+      continue;
+    case SIEVE_STATUS_CACHED:
+      rs->hits++;
+      rs->consecutive_hits++;
+      continue;
+    case SIEVE_STATUS_SCREENED:
+      rs->screened++;
+      continue;
+    case SIEVE_STATUS_PENDING:
+      break;
+    }
+    GError *local = NULL;
+    SieveGenotype *g = sieve_space_parse(engine->space, t->genotype, &local);
+    if (g == NULL) {
+      g_propagate_prefixed_error(error, local, "%s: pending trial %" G_GINT64_FORMAT ": ",
+                                 sieve_store_get_path(engine->store), t->number);
+      return FALSE;
+    }
+    SieveCandidate *c = sieve_candidate_new(g, t->fidelity);
+    sieve_candidate_set_trial(c, t->number);
+    Proposal *p = proposal_new(c);
+    g_ptr_array_add(pending, p);
+    p->screened_in = g_strcmp0(t->stage, "evaluate") == 0;
+    if (p->screened_in && sieve_result_n_metrics(t->result) > 0) {
+      p->scores = sieve_result_copy(t->result);
+      sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+    }
+    if (!engine->dedupe)
+      continue;
+    if (t->hash != NULL && g_strcmp0(t->hash_kind, kind) == 0 && strlen(t->hash) == SIEVE_DEDUPE_HASH_LEN - 1) {
+      memcpy(p->hash, t->hash, SIEVE_DEDUPE_HASH_LEN);
+      set_slot(engine, p);
+      continue;
+    }
+    /* Stored without one (hashing failed then): try again. */
+    hash_proposal(engine, p);
+    if (p->hash[0] != '\0' && !sieve_store_set_trial_hash(engine->store, t->number, kind, p->hash, error))
+      return FALSE;
+    report_hash_error(rs, p);
+  }
+  if (rs->progress != NULL) {
+    sieve_progress_set_counts(rs->progress, rs->evaluations, rs->hits, rs->screened);
+    if (rs->best_number >= 0)
+      sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+  }
+  return admit(rs, g_steal_pointer(&pending), error);
+}
+
+
+static gint64
+proposals_left(const RunState *rs)
+{
+  gint64 budget = rs->engine->exp->budget_proposals;
+  return budget > 0 ? budget - rs->proposals : G_MAXINT64;
+}
+
+gboolean
+sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress, GError **error)
+{
+  g_return_val_if_fail(engine != NULL && store != NULL, FALSE);
+  g_return_val_if_fail(engine->store == NULL, FALSE); /* one run per engine */
+  engine->store = store;
+  if (!restore_optimizer(engine, error))
+    return FALSE;
+  const SieveExperiment *exp = engine->exp;
+  RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN};
+  rs.inflight = g_hash_table_new(g_str_hash, g_str_equal);
+  g_queue_init(&rs.ready);
+  g_autoptr(GAsyncQueue) done = g_async_queue_new();
+  GError *fatal = NULL;
+  gboolean exhausted = FALSE;
+  stop_requested = 0;
+
+  g_autofree char *elapsed_text = sieve_store_get_meta(engine->store, "elapsed_s", NULL);
+  if (elapsed_text)
+    rs.elapsed_before = g_ascii_strtod(elapsed_text, NULL);
+  rs.start = g_get_monotonic_time();
+
+  rs.run = sieve_store_begin_run(engine->store, error);
+  if (rs.run < 0 || !resume_trials(&rs, error)) {
+    g_queue_clear_full(&rs.ready, (GDestroyNotify) proposal_free);
+    g_hash_table_unref(rs.inflight);
+    return FALSE;
+  }
+
+  guint workers = exp->workers;
+  if (workers > 1 && !sieve_evaluator_is_concurrent(engine->evaluator)) {
+    if (progress)
+      sieve_progress_message(progress, "evaluator '%s' cannot run concurrently: using 1 worker, not %u",
+                             sieve_component_get_name(exp->evaluator.component), workers);
+    workers = 1;
+  }
+  PoolData pool_data = {engine->evaluator, done};
+  GThreadPool *pool = NULL;
+  if (workers > 1)
+    pool = g_thread_pool_new(pool_func, &pool_data, (gint) workers, FALSE, NULL);
+
+  for (;;) {
+    /* Fill the free workers: proposals in line first, then new ones. */
+    while (!stop_requested && fatal == NULL && rs.running < workers) {
+      if (g_queue_is_empty(&rs.ready)) {
+        gint64 evaluations = evaluations_left(&rs), proposals = proposals_left(&rs);
+        if (evaluations <= 0 || proposals <= 0 || exhausted || rs.gave_up ||
+            (exp->budget_seconds > 0 && elapsed(&rs) >= exp->budget_seconds))
+          break;
+        /* A screening round is asked whole; otherwise one per free worker. */
+        gint64 n = exp->pipeline.screen.enabled ? exp->pipeline.screen.batch
+                                                : MIN((gint64) (workers - rs.running), evaluations);
+        guint want = (guint) MIN(n, proposals);
+        g_autoptr(GPtrArray) asked = g_ptr_array_new();
+        if (!ask_and_store(&rs, want, asked, &fatal))
+          break;
+        if (asked->len == 0) {
+          exhausted = TRUE;
+          if (progress)
+            sieve_progress_message(progress, "optimizer '%s' has no more candidates",
+                                   sieve_component_get_name(exp->optimizer.component));
+          break;
+        }
+        if (!admit(&rs, g_steal_pointer(&asked), &fatal))
+          break;
+        continue;
+      }
+      /* Only a duplicate that takes a failed original's place can be in
+       * line beyond the budget: it stays pending for a later run. */
+      if (exp->budget_evaluations > 0 && rs.evaluations + rs.running >= exp->budget_evaluations)
+        break;
+      Job *job = g_new0(Job, 1);
+      job->proposal = g_queue_pop_head(&rs.ready);
+      if (progress)
+        sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
+      rs.running++;
+      if (pool != NULL)
+        g_thread_pool_push(pool, job, NULL);
+      else {
+        run_job(job, engine->evaluator);
+        g_async_queue_push(done, job);
+      }
+    }
+    if (rs.running == 0)
+      break;
+
+    Job *job = g_async_queue_pop(done);
+    rs.running--;
+    if (job->result == NULL) {
+      if (fatal == NULL)
+        fatal = g_steal_pointer(&job->error);
+      job_free(job);
+      continue;
+    }
+    /* A trial that failed after an interrupt was most likely killed by it
+     * (the terminal sends SIGINT to the evaluator's processes too): leave it
+     * pending so --resume runs it again instead of recording a false failure. */
+    if (stop_requested && sieve_result_get_status(job->result) == SIEVE_STATUS_FAILED) {
+      job_free(job);
+      continue;
+    }
+    GError *local = NULL;
+    if (!finish_evaluation(&rs, job, &local)) {
+      if (fatal == NULL)
+        fatal = local;
+      else
+        g_error_free(local);
+      job_free(job);
+      continue;
+    }
+    if (fatal == NULL && !check_objective(engine, job->result, &local))
+      fatal = local;
+    job_free(job);
+  }
+
+  if (pool != NULL)
+    g_thread_pool_free(pool, FALSE, TRUE);
+  if (fatal == NULL && !stop_requested && rs.ready.length > 0 && progress)
+    sieve_progress_message(progress,
+                           "%u proposal%s stay%s pending: the evaluation budget is spent (a larger budget and "
+                           "--resume evaluate%s them)",
+                           rs.ready.length, rs.ready.length == 1 ? "" : "s", rs.ready.length == 1 ? "s" : "",
+                           rs.ready.length == 1 ? "s" : "");
+  g_queue_clear_full(&rs.ready, (GDestroyNotify) proposal_free);
+  g_hash_table_unref(rs.inflight);
+  if (progress)
+    sieve_progress_end(progress);
+  if (fatal != NULL) {
+    g_propagate_error(error, fatal);
+    return FALSE;
+  }
+  return TRUE;
+}

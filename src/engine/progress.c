@@ -1,0 +1,234 @@
+/* sieve: the progress display of a running study (one status line on a
+ * terminal, a line per trial and every few seconds in a log). */
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine-private.h"
+
+struct _SieveProgress {
+  FILE *out;
+  gboolean interactive;
+  gint64 budget;
+  gint64 done;     /* evaluations finished, all runs */
+  gint64 this_run; /* evaluations finished in this run */
+  gint64 n_ok, n_failed;
+  gint64 n_cached, n_screened; /* all runs */
+  char *objective;
+  gboolean maximize;
+  gint64 best_number;
+  double best;
+  gint64 start;     /* monotonic us */
+  gint64 last_draw; /* monotonic us */
+  gboolean line_open;
+  GMutex lock;      /* activity comes from worker threads */
+  char *activity;   /* shown after the status line, NULL when none */
+  gint64 last_activity_print;
+};
+
+SieveProgress *
+sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already, const char *objective,
+                   gboolean maximize)
+{
+  SieveProgress *p = g_new0(SieveProgress, 1);
+  p->out = out;
+  p->interactive = interactive;
+  p->budget = budget;
+  p->done = already;
+  p->objective = g_strdup(objective);
+  p->maximize = maximize;
+  p->best_number = -1;
+  p->best = NAN;
+  p->start = g_get_monotonic_time();
+  g_mutex_init(&p->lock);
+  return p;
+}
+
+void
+sieve_progress_free(SieveProgress *progress)
+{
+  if (progress == NULL)
+    return;
+  g_free(progress->objective);
+  g_free(progress->activity);
+  g_mutex_clear(&progress->lock);
+  g_free(progress);
+}
+
+void
+sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective)
+{
+  progress->best_number = number;
+  progress->best = objective;
+}
+
+static char *
+format_duration(double seconds)
+{
+  if (!isfinite(seconds) || seconds < 0)
+    return g_strdup("?");
+  guint64 s = (guint64) llround(seconds);
+  if (s >= 3600)
+    return g_strdup_printf("%" G_GUINT64_FORMAT ":%02u:%02u", s / 3600, (guint) (s / 60 % 60), (guint) (s % 60));
+  return g_strdup_printf("%u:%02u", (guint) (s / 60), (guint) (s % 60));
+}
+
+static void
+draw(SieveProgress *p)
+{
+  double elapsed = (g_get_monotonic_time() - p->start) / 1e6;
+  double rate = elapsed > 0 ? p->this_run / elapsed : 0;
+  g_autofree char *best = p->best_number >= 0
+                              ? g_strdup_printf("best %.6g (#%" G_GINT64_FORMAT ")", p->best, p->best_number)
+                              : g_strdup("best -");
+  g_autofree char *eta = NULL;
+  if (p->budget > 0 && rate > 0)
+    eta = format_duration((p->budget - p->done) / rate);
+  g_autofree char *took = format_duration(elapsed);
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, p->budget) : g_strdup("-");
+  g_autofree char *cached = p->n_cached > 0 ? g_strdup_printf(" cached %" G_GINT64_FORMAT, p->n_cached) : g_strdup("");
+  g_autofree char *screened =
+      p->n_screened > 0 ? g_strdup_printf(" screened %" G_GINT64_FORMAT, p->n_screened) : g_strdup("");
+  fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
+                  "%s%s | %.3g trials/s | %s elapsed%s%s%s%s",
+          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, rate, took, eta ? ", ETA " : "",
+          eta ? eta : "", p->activity ? " | " : "", p->activity ? p->activity : "");
+  fflush(p->out);
+  p->line_open = TRUE;
+  p->last_draw = g_get_monotonic_time();
+}
+
+void
+sieve_progress_activity(SieveProgress *p, gint64 trial, const char *text)
+{
+  g_mutex_lock(&p->lock);
+  g_free(p->activity);
+  p->activity = g_strdup_printf("#%" G_GINT64_FORMAT " %s", trial, text);
+  gint64 now = g_get_monotonic_time();
+  if (p->interactive) {
+    if (now - p->last_draw > 100000)
+      draw(p);
+  } else if (now - p->last_activity_print > 5000000) {
+    /* Logs get a line every few seconds, not one per batch. */
+    fprintf(p->out, "  trial %s\n", p->activity);
+    fflush(p->out);
+    p->last_activity_print = now;
+  }
+  g_mutex_unlock(&p->lock);
+}
+
+void
+sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status, double objective,
+                     const char *genotype, double cost, const char *reason)
+{
+  SieveProgress *p = progress;
+  g_mutex_lock(&p->lock);
+  g_clear_pointer(&p->activity, g_free);
+  p->last_activity_print = 0;
+  p->done++;
+  p->this_run++;
+  if (status == SIEVE_STATUS_FAILED)
+    p->n_failed++;
+  else
+    p->n_ok++;
+  if (!isnan(objective) &&
+      (p->best_number < 0 || (p->maximize ? objective > p->best : objective < p->best))) {
+    p->best = objective;
+    p->best_number = number;
+  }
+  if (p->interactive) {
+    /* Redraw at most ten times a second: fast evaluators finish thousands
+     * of trials a second and the terminal must not be the bottleneck. */
+    if (g_get_monotonic_time() - p->last_draw > 100000 || p->done == p->budget)
+      draw(p);
+    g_mutex_unlock(&p->lock);
+    return;
+  }
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
+  if (status == SIEVE_STATUS_FAILED)
+    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " failed (%.3g s): %s | %s\n", p->done, budget,
+            number, cost, reason ? reason : "no reason given", genotype);
+  else
+    fprintf(p->out,
+            "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT
+            ") | %s\n",
+            p->done, budget, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
+            p->best_number, genotype);
+  fflush(p->out);
+  g_mutex_unlock(&p->lock);
+}
+
+void
+sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached, gint64 screened)
+{
+  g_mutex_lock(&progress->lock);
+  progress->done = evaluations;
+  progress->n_cached = cached;
+  progress->n_screened = screened;
+  g_mutex_unlock(&progress->lock);
+}
+
+/* A proposal that needed no evaluation: counted, a line in logs, a redraw
+ * now and then on a terminal. */
+static void
+note_unevaluated(SieveProgress *p, const char *line)
+{
+  if (p->interactive) {
+    if (g_get_monotonic_time() - p->last_draw > 100000)
+      draw(p);
+    return;
+  }
+  g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
+  fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s\n", p->done, budget, line);
+  fflush(p->out);
+}
+
+void
+sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original, const char *origin,
+                      double objective, const char *genotype)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_cached++;
+  g_autofree char *run = origin ? g_strdup_printf(" (%s)", origin) : g_strdup("");
+  g_autofree char *line =
+      g_strdup_printf("trial %" G_GINT64_FORMAT " cached %s=%.6g from #%" G_GINT64_FORMAT "%s | %s", number,
+                      progress->objective, objective, original, run, genotype);
+  note_unevaluated(progress, line);
+  g_mutex_unlock(&progress->lock);
+}
+
+void
+sieve_progress_screened(SieveProgress *progress, gint64 number, double score, const char *genotype)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_screened++;
+  g_autofree char *line =
+      g_strdup_printf("trial %" G_GINT64_FORMAT " screened (score %.4g) | %s", number, score, genotype);
+  note_unevaluated(progress, line);
+  g_mutex_unlock(&progress->lock);
+}
+
+void
+sieve_progress_message(SieveProgress *progress, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *text = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  if (progress->interactive && progress->line_open)
+    fputs("\r\033[K", progress->out);
+  fprintf(progress->out, "%s\n", text);
+  if (progress->interactive && progress->line_open)
+    draw(progress);
+  fflush(progress->out);
+}
+
+void
+sieve_progress_end(SieveProgress *progress)
+{
+  if (progress->interactive && progress->this_run > 0) {
+    draw(progress);
+    fputc('\n', progress->out);
+    progress->line_open = FALSE;
+  }
+  fflush(progress->out);
+}

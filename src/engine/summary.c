@@ -1,0 +1,200 @@
+/* sieve: the summary printed at the end of a study: the outcome counts and
+ * the best trials by the objective, and for several objectives the Pareto
+ * front. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine-private.h"
+
+/* ---- one objective ---------------------------------------------------- */
+
+typedef struct {
+  const SieveTrial *trial;
+  double objective;
+} Ranked;
+
+static gint
+compare_max(gconstpointer a, gconstpointer b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->objective != y->objective)
+    return x->objective > y->objective ? -1 : 1;
+  return x->trial->number < y->trial->number ? -1 : 1;
+}
+
+static gint
+compare_min(gconstpointer a, gconstpointer b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->objective != y->objective)
+    return x->objective < y->objective ? -1 : 1;
+  return x->trial->number < y->trial->number ? -1 : 1;
+}
+
+gboolean
+sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
+                    GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
+  guint counts[5] = {0};
+  double cost = 0;
+  /* Distinct hashes among the evaluated trials: with dedupe, each evaluation
+   * should be a network not evaluated before. */
+  g_autoptr(GHashTable) hashes = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    counts[t->status]++;
+    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) && t->hash != NULL)
+      g_hash_table_add(hashes, t->hash);
+    cost += sieve_result_get_cost(t->result);
+    double v;
+    if (t->status == SIEVE_STATUS_OK && sieve_result_get_metric(t->result, objective, &v) && !isnan(v)) {
+      Ranked r = {t, v};
+      g_array_append_val(ranked, r);
+    }
+  }
+  g_array_sort(ranked, maximize ? compare_max : compare_min);
+  guint distinct = g_hash_table_size(hashes);
+
+  fprintf(out, "\n%u trials: %u ok, %u failed, %u pending; %.3g s of evaluation\n", trials->len,
+          counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED], counts[SIEVE_STATUS_PENDING], cost);
+  if (counts[SIEVE_STATUS_CACHED] > 0 || counts[SIEVE_STATUS_SCREENED] > 0 || distinct > 0) {
+    guint evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED];
+    guint finished = trials->len - counts[SIEVE_STATUS_PENDING];
+    fprintf(out,
+            "pipeline: %u evaluated (%u distinct hashes), %u answered from the cache (%.1f%% of %u finished "
+            "proposals), %u screened out\n",
+            evaluated, distinct, counts[SIEVE_STATUS_CACHED],
+            finished ? 100.0 * counts[SIEVE_STATUS_CACHED] / finished : 0.0, finished,
+            counts[SIEVE_STATUS_SCREENED]);
+  }
+  if (ranked->len == 0 || top == 0)
+    return TRUE;
+
+  /* Columns: the objective, then up to four other metrics of the best trial. */
+  const SieveResult *first = g_array_index(ranked, Ranked, 0).trial->result;
+  g_autoptr(GPtrArray) columns = g_ptr_array_new();
+  g_ptr_array_add(columns, (gpointer) objective);
+  for (guint i = 0; i < sieve_result_n_metrics(first) && columns->len < 5; i++)
+    if (strcmp(sieve_result_metric_name(first, i), objective) != 0)
+      g_ptr_array_add(columns, (gpointer) sieve_result_metric_name(first, i));
+
+  guint n = MIN(top, ranked->len);
+  fprintf(out, "top %u by %s (%s):\n", n, objective, maximize ? "maximize" : "minimize");
+  GString *line = g_string_new(NULL);
+  g_string_append_printf(line, "%4s %7s", "rank", "trial");
+  for (guint c = 0; c < columns->len; c++)
+    g_string_append_printf(line, " %*s", (int) MAX(12, strlen(columns->pdata[c])), (const char *) columns->pdata[c]);
+  g_string_append(line, "  genotype");
+  fprintf(out, "%s\n", line->str);
+  for (guint r = 0; r < n; r++) {
+    const SieveTrial *t = g_array_index(ranked, Ranked, r).trial;
+    g_string_printf(line, "%4u %7" G_GINT64_FORMAT, r + 1, t->number);
+    for (guint c = 0; c < columns->len; c++) {
+      double v;
+      int width = (int) MAX(12, strlen(columns->pdata[c]));
+      if (sieve_result_get_metric(t->result, columns->pdata[c], &v))
+        g_string_append_printf(line, " %*.6g", width, v);
+      else
+        g_string_append_printf(line, " %*s", width, "-");
+    }
+    g_string_append_printf(line, "  %s", t->genotype);
+    fprintf(out, "%s\n", line->str);
+  }
+  g_string_free(line, TRUE);
+  return TRUE;
+}
+
+/* ---- the Pareto front --------------------------------------------------- */
+
+/* Rows printed before the rest of a large front is only counted. */
+#define MAX_FRONT_ROWS 50
+
+typedef struct {
+  const SieveTrial *trial;
+  double *values; /* oriented: larger is better */
+} Point;
+
+static gboolean
+dominates(const Point *a, const Point *b, guint n)
+{
+  gboolean strictly = FALSE;
+  for (guint k = 0; k < n; k++) {
+    if (a->values[k] < b->values[k])
+      return FALSE;
+    if (a->values[k] > b->values[k])
+      strictly = TRUE;
+  }
+  return strictly;
+}
+
+static gint
+compare_first(gconstpointer a, gconstpointer b)
+{
+  const Point *x = a, *y = b;
+  if (x->values[0] != y->values[0])
+    return x->values[0] > y->values[0] ? -1 : 1;
+  return x->trial->number < y->trial->number ? -1 : 1;
+}
+
+gboolean
+sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, const gboolean *maximize, guint n,
+                   GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(Point));
+  g_autofree double *values = g_new(double, (gsize) trials->len * n + 1);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    if (t->status != SIEVE_STATUS_OK)
+      continue;
+    Point p = {t, values + (gsize) points->len * n};
+    gboolean complete = TRUE;
+    for (guint k = 0; k < n && complete; k++) {
+      double v;
+      complete = sieve_result_get_metric(t->result, metrics[k], &v) && !isnan(v);
+      p.values[k] = maximize[k] ? v : -v;
+    }
+    if (complete)
+      g_array_append_val(points, p);
+  }
+  /* O(n^2) over finished trials: fine for a summary printed once. */
+  g_autoptr(GArray) front = g_array_new(FALSE, FALSE, sizeof(Point));
+  for (guint i = 0; i < points->len; i++) {
+    const Point *p = &g_array_index(points, Point, i);
+    gboolean dominated = FALSE;
+    for (guint j = 0; j < points->len && !dominated; j++)
+      dominated = j != i && dominates(&g_array_index(points, Point, j), p, n);
+    if (!dominated)
+      g_array_append_val(front, *p);
+  }
+  g_array_sort(front, compare_first);
+  GString *line = g_string_new(NULL);
+  for (guint k = 0; k < n; k++)
+    g_string_append_printf(line, "%s%s (%s)", k ? ", " : "", metrics[k], maximize[k] ? "maximize" : "minimize");
+  fprintf(out, "Pareto front over %s: %u non-dominated trials\n", line->str, front->len);
+  if (front->len == 0) {
+    g_string_free(line, TRUE);
+    return TRUE;
+  }
+  g_string_printf(line, "%7s", "trial");
+  for (guint k = 0; k < n; k++)
+    g_string_append_printf(line, " %*s", (int) MAX(12, strlen(metrics[k])), metrics[k]);
+  fprintf(out, "%s  genotype\n", line->str);
+  for (guint r = 0; r < front->len && r < MAX_FRONT_ROWS; r++) {
+    const Point *p = &g_array_index(front, Point, r);
+    g_string_printf(line, "%7" G_GINT64_FORMAT, p->trial->number);
+    for (guint k = 0; k < n; k++)
+      g_string_append_printf(line, " %*.6g", (int) MAX(12, strlen(metrics[k])), maximize[k] ? p->values[k] : -p->values[k]);
+    fprintf(out, "%s  %s\n", line->str, p->trial->genotype);
+  }
+  if (front->len > MAX_FRONT_ROWS)
+    fprintf(out, "... and %u more (sieve export lists every trial)\n", front->len - MAX_FRONT_ROWS);
+  g_string_free(line, TRUE);
+  return TRUE;
+}

@@ -1,0 +1,138 @@
+/* sieve: evaluator components driven from Lua.
+ *
+ *   local ev = sieve.evaluator("tabular", space, {table = "nb201.csv", metrics = {"params_m"}})
+ *   local r = ev:evaluate(g)           -- a sieve.result; ev:evaluate(g, 12) at fidelity 12
+ *
+ * The evaluator userdata keeps its space alive (user value 1).
+ */
+#include <math.h>
+
+#include "lua/lua-private.h"
+
+typedef struct {
+  SieveEvaluator *evaluator;
+  SieveOptions *options; /* as long as the evaluator: the engine keeps a component's options for its life, and
+                          * plugins may borrow from them (train keeps its device name) */
+} EvaluatorBox;
+
+static EvaluatorBox *
+check_evaluator(lua_State *L, int idx)
+{
+  EvaluatorBox *box = luaL_checkudata(L, idx, SIEVE_LUA_EVALUATOR);
+  if (box->evaluator == NULL)
+    luaL_error(L, "this evaluator is closed");
+  lua_getiuservalue(L, idx, 1);
+  sieve__lua_check_space(L, -1);
+  lua_pop(L, 1);
+  return box;
+}
+
+/* sieve.evaluator(name, space, {options}) */
+static int
+evaluator_new(lua_State *L)
+{
+  const char *name = luaL_checkstring(L, 1);
+  SieveSpace *space = sieve__lua_check_space(L, 2);
+  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_EVALUATOR, name);
+  GError *error = NULL;
+  EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
+  box->evaluator = NULL;
+  box->options = NULL;
+  luaL_setmetatable(L, SIEVE_LUA_EVALUATOR);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, -2, 1);
+  char *context = g_strdup_printf("evaluator '%s'", name);
+  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
+  if (options == NULL)
+    return sieve__lua_error_gerror(L, error);
+  box->options = options; /* freed by __gc, even on a raise */
+  box->evaluator = sieve_evaluator_new(c, space, options, &error);
+  if (box->evaluator == NULL)
+    return sieve__lua_error_gerror(L, error);
+  return 1;
+}
+
+/* ev:evaluate(genotype | text | {decision = value}[, fidelity]) */
+static int
+evaluator_evaluate(lua_State *L)
+{
+  EvaluatorBox *box = check_evaluator(L, 1);
+  double fidelity = luaL_optnumber(L, 3, NAN);
+  lua_settop(L, 3);
+  lua_getiuservalue(L, 1, 1);
+  int space_idx = lua_gettop(L);
+  GError *error = NULL;
+  SieveGenotype *g = sieve__lua_to_genotype(L, 2, space_idx, &error);
+  if (g == NULL)
+    return sieve__lua_error_gerror(L, error);
+  SieveCandidate *candidate = sieve_candidate_new(g, fidelity);
+  SieveResult *result = sieve_evaluator_evaluate(box->evaluator, candidate, &error);
+  sieve_candidate_free(candidate); /* before any raise: it skips C cleanups */
+  if (result == NULL)
+    return sieve__lua_error_gerror(L, error);
+  sieve__lua_push_result(L, result);
+  return 1;
+}
+
+static int
+evaluator_fidelity(lua_State *L)
+{
+  EvaluatorBox *box = check_evaluator(L, 1);
+  const SieveFidelity *f = sieve_evaluator_get_fidelity(box->evaluator);
+  if (f == NULL) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_newtable(L);
+  lua_pushstring(L, f->name);
+  lua_setfield(L, -2, "name");
+  lua_pushnumber(L, f->min);
+  lua_setfield(L, -2, "min");
+  lua_pushnumber(L, f->max);
+  lua_setfield(L, -2, "max");
+  lua_pushboolean(L, f->integer);
+  lua_setfield(L, -2, "integer");
+  return 1;
+}
+
+static int
+evaluator_gc(lua_State *L)
+{
+  EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
+  g_clear_pointer(&box->evaluator, sieve_evaluator_free);
+  g_clear_pointer(&box->options, sieve_options_free);
+  return 0;
+}
+
+static int
+evaluator_tostring(lua_State *L)
+{
+  EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
+  if (box->evaluator == NULL)
+    lua_pushstring(L, "sieve.evaluator (closed)");
+  else
+    lua_pushfstring(L, "sieve.evaluator '%s'", sieve_component_get_name(sieve_evaluator_get_component(box->evaluator)));
+  return 1;
+}
+
+static const luaL_Reg evaluator_methods[] = {
+    {"evaluate", evaluator_evaluate}, {"fidelity", evaluator_fidelity}, {NULL, NULL},
+};
+
+void
+sieve__lua_open_evaluator(lua_State *L, int sieve_idx)
+{
+  luaL_newmetatable(L, SIEVE_LUA_EVALUATOR);
+  luaL_newlib(L, evaluator_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, evaluator_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, evaluator_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, evaluator_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, evaluator_new);
+  lua_setfield(L, sieve_idx, "evaluator");
+}

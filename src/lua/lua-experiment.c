@@ -1,0 +1,93 @@
+/* sieve: the Lua layer's step of loading an experiment (see
+ * sieve_lua_experiment_prepare in lua-private.h): the core parses and
+ * resolves, the Lua host acts between the two. */
+#include <string.h>
+
+#include "lua/lua-private.h"
+
+/* Runs the `load` scripts of the `lua:` section, each in a host of its own
+ * with the section's sandbox, and attaches the hosts to the experiment. */
+static gboolean
+load_scripts(SieveExperiment *exp, const SieveNode *lua, SieveRegistry *registry, GError **error)
+{
+  SieveLuaSettings defaults, settings;
+  sieve_lua_settings_init(&defaults);
+  defaults.seconds = SIEVE_LUA_COMPONENT_SECONDS;
+  gboolean ok = sieve_lua_settings_read(lua, exp->dir, &defaults, TRUE, &settings, error);
+  sieve_lua_settings_clear(&defaults);
+  if (!ok)
+    return FALSE;
+  g_autoptr(SieveOptions) options =
+      sieve_options_new(sieve_lua_settings_spec(TRUE), lua, NULL, exp->dir, "lua", NULL);
+  const char *const *load = options ? sieve_options_get_strv(options, "load") : NULL;
+  for (guint i = 0; load && load[i]; i++) {
+    g_autofree char *path = g_canonicalize_filename(load[i], exp->dir);
+    SieveLuaHost *host = sieve_lua_host_new(&settings, registry, error);
+    if (host == NULL || !sieve_lua_host_run_file(host, path, NULL, error)) {
+      sieve_lua_host_free(host);
+      g_autofree char *where = sieve_node_where(sieve_options_node(options, "load"));
+      g_prefix_error(error, "%s: lua.load: ", where);
+      sieve_lua_settings_clear(&settings);
+      return FALSE;
+    }
+    sieve_experiment_attach(exp, host, (GDestroyNotify) sieve_lua_host_free);
+  }
+  sieve_lua_settings_clear(&settings);
+  return TRUE;
+}
+
+gboolean
+sieve_lua_experiment_prepare(SieveExperiment *exp, SieveRegistry *registry, GError **error)
+{
+  g_return_val_if_fail(exp != NULL && registry != NULL, FALSE);
+  sieve_lua_register_static();
+  const SieveNode *lua = sieve_node_lookup(exp->root, "lua");
+  if (lua != NULL && !load_scripts(exp, lua, registry, error))
+    return FALSE;
+  if (lua == NULL || sieve_node_kind(lua) != SIEVE_NODE_MAP)
+    return TRUE;
+  static const char *const keys[] = {[SIEVE_KIND_SPACE] = "space", [SIEVE_KIND_OPTIMIZER] = "optimizer",
+                                     [SIEVE_KIND_EVALUATOR] = "evaluator"};
+  for (guint kind = 0; kind < G_N_ELEMENTS(keys); kind++) {
+    SieveNode *section = sieve_node_lookup(exp->root, keys[kind]);
+    SieveNode *plugin = section && sieve_node_kind(section) == SIEVE_NODE_MAP ? sieve_node_lookup(section, "plugin")
+                                                                               : NULL;
+    if (plugin == NULL || sieve_node_kind(plugin) != SIEVE_NODE_SCALAR || sieve_node_lookup(section, "lua") != NULL)
+      continue;
+    if (!sieve_lua_component_is_builtin(sieve_registry_lookup(registry, kind, sieve_node_text(plugin))))
+      continue;
+    SieveNode *copy = sieve_node_copy(lua);
+    sieve_node_map_remove(copy, "load");
+    sieve_node_map_set(section, "lua", copy);
+  }
+  return TRUE;
+}
+
+static SieveExperiment *
+prepared_and_resolved(SieveExperiment *exp, SieveRegistry *registry, GError **error)
+{
+  if (exp != NULL &&
+      (!sieve_lua_experiment_prepare(exp, registry, error) || !sieve_experiment_resolve(exp, registry, error)))
+    g_clear_pointer(&exp, sieve_experiment_free);
+  return exp;
+}
+
+SieveExperiment *
+sieve_lua_experiment_load(const char *path, const char *const *overrides, SieveRegistry *registry,
+                          GPtrArray *plugin_errors, GError **error)
+{
+  g_return_val_if_fail(path != NULL && registry != NULL, NULL);
+  return prepared_and_resolved(sieve_experiment_parse(path, overrides, registry, plugin_errors, error), registry,
+                               error);
+}
+
+SieveExperiment *
+sieve_lua_experiment_load_string(const char *text, const char *origin, const char *base_dir,
+                                 const char *const *overrides, SieveRegistry *registry, GPtrArray *plugin_errors,
+                                 GError **error)
+{
+  g_return_val_if_fail(text != NULL && origin != NULL && registry != NULL, NULL);
+  return prepared_and_resolved(
+      sieve_experiment_parse_string(text, origin, base_dir, overrides, registry, plugin_errors, error), registry,
+      error);
+}

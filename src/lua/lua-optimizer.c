@@ -1,0 +1,291 @@
+/* sieve: optimizer components (C plugins or registered Lua ones) driven
+ * from Lua, ask and tell by hand.
+ *
+ *   local opt = sieve.optimizer("random", space, {unique = true},
+ *                               {seed = 3, objective = {metric = "value", direction = "minimize"}})
+ *   local gs = opt:ask(4)                   -- genotypes (and their fidelities as 2nd result)
+ *   opt:tell(gs[1], evaluator:evaluate(gs[1]))
+ *
+ * The optimizer userdata keeps its space alive (user value 1).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "lua/lua-private.h"
+
+typedef struct {
+  SieveOptimizer *optimizer;
+  SieveLuaObjectives objectives;
+  SieveOptions *options; /* as long as the optimizer: the engine keeps a component's options for its life,
+                          * and plugins may borrow from them */
+} OptimizerBox;
+
+void
+sieve__lua_objectives_clear(SieveLuaObjectives *objectives)
+{
+  g_strfreev(objectives->metrics);
+  g_free(objectives->maximize);
+  memset(objectives, 0, sizeof *objectives);
+}
+
+/* Appends one objective; FALSE with *why set (static text) when it is not one. */
+static gboolean
+read_objective(lua_State *L, int idx, GPtrArray *metrics, GArray *maximize, const char **why)
+{
+  idx = lua_absindex(L, idx);
+  gboolean max = TRUE;
+  const char *metric = NULL;
+  if (lua_type(L, idx) == LUA_TSTRING)
+    metric = lua_tostring(L, idx);
+  else if (lua_type(L, idx) == LUA_TTABLE) {
+    lua_getfield(L, idx, "metric");
+    metric = lua_tostring(L, -1);
+    lua_pop(L, 1); /* the string stays alive in the table */
+    lua_getfield(L, idx, "direction");
+    const char *direction = lua_tostring(L, -1);
+    gboolean valid = direction == NULL || strcmp(direction, "minimize") == 0 || strcmp(direction, "maximize") == 0;
+    max = direction == NULL || strcmp(direction, "maximize") == 0;
+    lua_pop(L, 1);
+    if (!valid) {
+      *why = "objective direction must be 'maximize' or 'minimize'";
+      return FALSE;
+    }
+  }
+  if (metric == NULL) {
+    *why = "an objective is a metric name or {metric = NAME, direction = 'maximize'|'minimize'}";
+    return FALSE;
+  }
+  g_ptr_array_add(metrics, g_strdup(metric));
+  g_array_append_val(maximize, max);
+  return TRUE;
+}
+
+void
+sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
+{
+  memset(out, 0, sizeof *out);
+  GPtrArray *metrics = g_ptr_array_new_with_free_func(g_free);
+  GArray *maximize = g_array_new(FALSE, FALSE, sizeof(gboolean));
+  const char *why = NULL;
+  gboolean ok = TRUE;
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "objective");
+    int obj = lua_gettop(L);
+    if (lua_istable(L, obj) && lua_rawlen(L, obj) > 0) {
+      for (lua_Integer i = 1; ok && i <= (lua_Integer) lua_rawlen(L, obj); i++) {
+        lua_rawgeti(L, obj, i);
+        ok = read_objective(L, -1, metrics, maximize, &why);
+        lua_pop(L, 1);
+      }
+    } else if (!lua_isnil(L, obj))
+      ok = read_objective(L, obj, metrics, maximize, &why);
+    lua_pop(L, 1);
+  }
+  if (!ok) {
+    /* Raising skips C cleanups: free first. */
+    g_ptr_array_unref(metrics);
+    g_array_unref(maximize);
+    luaL_error(L, "%s", why);
+  }
+  if (metrics->len == 0) {
+    gboolean max = TRUE;
+    g_ptr_array_add(metrics, g_strdup("value"));
+    g_array_append_val(maximize, max);
+  }
+  out->n = metrics->len;
+  g_ptr_array_add(metrics, NULL);
+  out->metrics = (char **) g_ptr_array_free(metrics, FALSE);
+  out->maximize = (gboolean *) (void *) g_array_free(maximize, FALSE);
+}
+
+void
+sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out)
+{
+  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
+  for (guint i = 0; i < objectives->n; i++) {
+    double v;
+    if (!ok || !sieve_result_get_metric(result, objectives->metrics[i], &v))
+      out[i] = NAN;
+    else
+      out[i] = objectives->maximize[i] ? v : -v;
+  }
+}
+
+static OptimizerBox *
+check_optimizer(lua_State *L, int idx)
+{
+  OptimizerBox *box = luaL_checkudata(L, idx, SIEVE_LUA_OPTIMIZER);
+  if (box->optimizer == NULL)
+    luaL_error(L, "this optimizer is closed");
+  lua_getiuservalue(L, idx, 1);
+  sieve__lua_check_space(L, -1); /* its space must still be alive */
+  lua_pop(L, 1);
+  return box;
+}
+
+/* sieve.optimizer(name, space, {options}, {seed = N, objective = ...}) */
+static int
+optimizer_new(lua_State *L)
+{
+  const char *name = luaL_checkstring(L, 1);
+  SieveSpace *space = sieve__lua_check_space(L, 2);
+  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, name);
+  GError *error = NULL;
+  char *context = g_strdup_printf("optimizer '%s'", name);
+  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
+  if (options == NULL)
+    return sieve__lua_error_gerror(L, error);
+  lua_Integer seed = 0;
+  if (lua_istable(L, 4)) {
+    lua_getfield(L, 4, "seed");
+    seed = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    lua_pop(L, 1);
+  }
+  /* The box owns the options from here (its __gc frees them on a raise). */
+  OptimizerBox *box = lua_newuserdatauv(L, sizeof(OptimizerBox), 1);
+  memset(box, 0, sizeof *box);
+  box->options = options;
+  luaL_setmetatable(L, SIEVE_LUA_OPTIMIZER);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, -2, 1);
+  sieve__lua_check_objectives(L, 4, &box->objectives);
+  SieveStudyInfo study = {
+      .seed = (guint64) seed,
+      .n_objectives = box->objectives.n,
+      .objective_names = (const char *const *) box->objectives.metrics,
+  };
+  box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
+  if (box->optimizer == NULL)
+    return sieve__lua_error_gerror(L, error);
+  return 1;
+}
+
+static int
+optimizer_ask(lua_State *L)
+{
+  OptimizerBox *box = check_optimizer(L, 1);
+  lua_Integer n = luaL_optinteger(L, 2, 1);
+  luaL_argcheck(L, n >= 0 && n <= G_MAXINT32, 2, "expected a count >= 0");
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  GError *error = NULL;
+  if (!sieve_optimizer_ask(box->optimizer, (guint) n, out, &error)) {
+    g_clear_pointer(&out, g_ptr_array_unref); /* before raising: it skips C cleanups */
+    return sieve__lua_error_gerror(L, error);
+  }
+  lua_getiuservalue(L, 1, 1);
+  int space_idx = lua_gettop(L);
+  lua_createtable(L, (int) out->len, 0);
+  lua_createtable(L, (int) out->len, 0);
+  for (guint i = 0; i < out->len; i++) {
+    const SieveCandidate *c = out->pdata[i];
+    sieve__lua_push_genotype(L, space_idx, sieve_genotype_copy(sieve_candidate_get_genotype(c)));
+    lua_rawseti(L, -3, (lua_Integer) i + 1);
+    lua_pushnumber(L, sieve_candidate_get_fidelity(c));
+    lua_rawseti(L, -2, (lua_Integer) i + 1);
+  }
+  return 2;
+}
+
+/* opt:tell(genotype, result[, fidelity]) */
+static int
+optimizer_tell(lua_State *L)
+{
+  OptimizerBox *box = check_optimizer(L, 1);
+  double fidelity = luaL_optnumber(L, 4, NAN);
+  lua_settop(L, 4);
+  lua_getiuservalue(L, 1, 1);
+  int space_idx = lua_gettop(L);
+  GError *error = NULL;
+  SieveResult *result = sieve__lua_to_result(L, 3, &error);
+  if (result == NULL)
+    return sieve__lua_error_gerror(L, error);
+  SieveGenotype *g = sieve__lua_to_genotype(L, 2, space_idx, &error);
+  if (g == NULL) {
+    sieve_result_free(result);
+    return sieve__lua_error_gerror(L, error);
+  }
+  SieveCandidate *candidate = sieve_candidate_new(g, fidelity);
+  double told[box->objectives.n];
+  sieve__lua_orient(&box->objectives, result, told);
+  gboolean ok = sieve_optimizer_tell(box->optimizer, candidate, result, told, &error);
+  sieve_candidate_free(candidate); /* before any raise: it skips C cleanups */
+  sieve_result_free(result);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  return 0;
+}
+
+/* opt:save() -> text of the GVariant state; opt:load(text) */
+static int
+optimizer_save(lua_State *L)
+{
+  OptimizerBox *box = check_optimizer(L, 1);
+  GError *error = NULL;
+  GVariant *state = sieve_optimizer_save(box->optimizer, &error);
+  if (state == NULL)
+    return sieve__lua_error_gerror(L, error);
+  char *text = g_variant_print(state, TRUE);
+  g_variant_unref(state);
+  lua_pushstring(L, text);
+  g_free(text);
+  return 1;
+}
+
+static int
+optimizer_load(lua_State *L)
+{
+  OptimizerBox *box = check_optimizer(L, 1);
+  const char *text = luaL_checkstring(L, 2);
+  GError *error = NULL;
+  GVariant *state = g_variant_parse(NULL, text, NULL, NULL, &error);
+  if (state == NULL)
+    return sieve__lua_error_gerror(L, error);
+  gboolean ok = sieve_optimizer_load(box->optimizer, state, &error);
+  g_variant_unref(state);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  return 0;
+}
+
+static int
+optimizer_gc(lua_State *L)
+{
+  OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
+  g_clear_pointer(&box->optimizer, sieve_optimizer_free);
+  g_clear_pointer(&box->options, sieve_options_free);
+  sieve__lua_objectives_clear(&box->objectives);
+  return 0;
+}
+
+static int
+optimizer_tostring(lua_State *L)
+{
+  OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
+  if (box->optimizer == NULL)
+    lua_pushstring(L, "sieve.optimizer (closed)");
+  else
+    lua_pushfstring(L, "sieve.optimizer '%s'", sieve_component_get_name(sieve_optimizer_get_component(box->optimizer)));
+  return 1;
+}
+
+static const luaL_Reg optimizer_methods[] = {
+    {"ask", optimizer_ask}, {"tell", optimizer_tell}, {"save", optimizer_save}, {"load", optimizer_load}, {NULL, NULL},
+};
+
+void
+sieve__lua_open_optimizer(lua_State *L, int sieve_idx)
+{
+  luaL_newmetatable(L, SIEVE_LUA_OPTIMIZER);
+  luaL_newlib(L, optimizer_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, optimizer_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, optimizer_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, optimizer_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, optimizer_new);
+  lua_setfield(L, sieve_idx, "optimizer");
+}

@@ -1,0 +1,304 @@
+/* sieve: the Lua area: the host (states, sandbox) and the bindings.
+ * Not installed: not part of the plugin ABI. */
+#pragma once
+
+#include <glib.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <sieve/sieve.h>
+#include "base/base-private.h"
+#include "core/core-private.h"
+
+G_BEGIN_DECLS
+
+/* ==== the host ==== */
+/* sieve: the Lua 5.4 host: one sandboxed Lua state per script run, and the
+ * `sieve` module it exposes.
+ *
+ *   SieveLuaSettings settings;
+ *   sieve_lua_settings_init(&settings);            // sandboxed, 1 GiB, no time limit
+ *   g_autoptr(SieveLuaHost) host = sieve_lua_host_new(&settings, registry, &error);
+ *   if (!sieve_lua_host_run_file(host, "search.lua", argv, &error))
+ *     g_printerr("%s\n", error->message);          // "search.lua:12: boom\nstack traceback:\n..."
+ *
+ * As careful hosts do (lua.c's docall, Redis's script_lua.c, mpv's
+ * player/lua.c): every call into Lua runs under lua_pcall with a message
+ * handler that appends a traceback, and a Lua error becomes one GError
+ * whose message starts with the script's file:line.  The sandbox is an
+ * allow-list: base (without dofile/loadfile, and load() of text only),
+ * string, table, math, utf8, coroutine and a harmless part of os (clock,
+ * time, date, difftime); io, the rest of os, debug and package's C loaders
+ * only when allowed.  require finds Lua files only in the script's folder,
+ * the configured paths and the project's lua/ folder.  Two limits end a
+ * runaway script with an error, never a hang or a crash of the host: an
+ * instruction-count hook (instructions and wall seconds per call into Lua)
+ * and a lua_Alloc wrapper (a memory cap for the whole state).
+ *
+ * The same host runs `sieve lua SCRIPT`, the Lua components of experiments
+ * (plugin `lua`, and components a script registers by name) and the
+ * experiments a script runs.  None of this is part of the plugin ABI.
+ */
+
+typedef enum {
+  SIEVE_LUA_ALLOW_IO = 1 << 0,      /* the io library, loadfile and dofile */
+  SIEVE_LUA_ALLOW_OS = 1 << 1,      /* all of os (execute, remove, exit, getenv ...) */
+  SIEVE_LUA_ALLOW_DEBUG = 1 << 2,   /* the debug library */
+  SIEVE_LUA_ALLOW_PACKAGE = 1 << 3, /* package.loadlib, C modules on package.cpath, binary chunks */
+} SieveLuaAllow;
+
+typedef struct {
+  guint allow;          /* SieveLuaAllow bits */
+  char **paths;         /* extra folders require searches, absolute (owned, NULL-terminated, may be NULL) */
+  gint64 instructions;  /* per call into Lua; 0: no limit */
+  double seconds;       /* wall seconds per call into Lua; 0: no limit */
+  guint64 memory;       /* bytes for the whole state; 0: no limit */
+} SieveLuaSettings;
+
+/* Defaults: nothing allowed, no extra path, no instruction or time limit,
+ * memory 1 GiB. */
+SIEVE_INTERNAL_API void sieve_lua_settings_init(SieveLuaSettings *settings);
+SIEVE_INTERNAL_API void sieve_lua_settings_clear(SieveLuaSettings *settings);
+SIEVE_INTERNAL_API void sieve_lua_settings_copy(const SieveLuaSettings *src, SieveLuaSettings *dst);
+/* Parses "io,os" (names of SieveLuaAllow) into bits; errors name the word
+ * and the choices. */
+SIEVE_INTERNAL_API gboolean sieve_lua_allow_parse(const char *const *words, guint *out, GError **error);
+/* The option table of a `lua:` section (allow, path, instructions, seconds,
+ * memory_mb, and with scripts=TRUE also `load`). (transfer none) */
+SIEVE_INTERNAL_API const SieveOptionSpec *sieve_lua_settings_spec(gboolean scripts);
+/* Validates a `lua:` map (NULL: defaults) into settings; relative paths
+ * resolve against base_dir.  defaults: the settings before this section
+ * (may be NULL for sieve_lua_settings_init's). */
+SIEVE_INTERNAL_API gboolean sieve_lua_settings_read(const SieveNode *map, const char *base_dir,
+                                                    const SieveLuaSettings *defaults, gboolean scripts,
+                                                    SieveLuaSettings *out, GError **error);
+
+typedef struct _SieveLuaHost SieveLuaHost;
+
+/* A new state with the sandbox of settings (copied) and the `sieve` module
+ * (global `sieve`, also require("sieve")).  registry: where sieve.space()
+ * and friends find components, and where the script's registered components
+ * go (borrowed: must outlive the host); NULL makes a private one with the
+ * default plugins.  (transfer full) */
+SIEVE_INTERNAL_API SieveLuaHost *sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry,
+                                                    GError **error);
+SIEVE_INTERNAL_API void sieve_lua_host_free(SieveLuaHost *host);
+
+/* Runs a script file as the main chunk, with the global `arg` as lua.c
+ * makes it (arg[0] the script, arg[1..] args) and ... = args.  The
+ * script's folder joins the require path.  (args may be NULL.) */
+SIEVE_INTERNAL_API gboolean sieve_lua_host_run_file(SieveLuaHost *host, const char *path, const char *const *args,
+                                                    GError **error);
+/* Runs a chunk of text named chunkname ("=(test)" or "@file.lua"). */
+SIEVE_INTERNAL_API gboolean sieve_lua_host_run_string(SieveLuaHost *host, const char *code, const char *chunkname,
+                                                      GError **error);
+/* (transfer none) */
+SIEVE_INTERNAL_API SieveRegistry *sieve_lua_host_get_registry(SieveLuaHost *host);
+/* Bytes the state holds now, and the most it held. */
+SIEVE_INTERNAL_API guint64 sieve_lua_host_memory(SieveLuaHost *host, guint64 *peak);
+
+/* Default time limit per call into a component's script: an ask() that
+ * loops for a minute is a bug, and a study must not hang on it. */
+#define SIEVE_LUA_COMPONENT_SECONDS 60.0
+
+/* The Lua layer's share of loading an experiment, run between
+ * sieve_experiment_parse and sieve_experiment_resolve: each script of the
+ * `lua: {load: [...]}` section runs in a host of its own with the section's
+ * sandbox and registers its components in registry (the hosts are attached
+ * to the experiment: they outlive every instance of those components), and
+ * a section naming a builtin `lua` component without a `lua:` map of its
+ * own gets a copy of the experiment's (written into the tree, so it is part
+ * of the study's identity). */
+SIEVE_INTERNAL_API gboolean sieve_lua_experiment_prepare(SieveExperiment *experiment, SieveRegistry *registry,
+                                                         GError **error);
+/* parse, prepare and resolve: what `sieve run` and sieve.run() load.
+ * (transfer full) */
+SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load(const char *path, const char *const *overrides,
+                                                              SieveRegistry *registry, GPtrArray *plugin_errors,
+                                                              GError **error);
+SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load_string(const char *text, const char *origin,
+                                                                     const char *base_dir,
+                                                                     const char *const *overrides,
+                                                                     SieveRegistry *registry,
+                                                                     GPtrArray *plugin_errors, GError **error);
+
+/* Registers the Lua layer as a static plugin (sieve_plugin_register_static):
+ * the builtin `lua` space, optimizer and evaluator (script: a Lua file that
+ * registers one) then come with every registry sieve_registry_load_default
+ * fills.  Idempotent; sieve_lua_host_new calls it. */
+SIEVE_INTERNAL_API void sieve_lua_register_static(void);
+/* TRUE for the builtin `lua` components, whose section takes a `lua:`
+ * sandbox map that defaults to the experiment's. */
+SIEVE_INTERNAL_API gboolean sieve_lua_component_is_builtin(const SieveComponent *component);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLuaHost, sieve_lua_host_free)
+
+/* ==== inside the host ==== */
+/* sieve: what the Lua host's files share (not installed).
+ *
+ * Layout of the bindings: one file per C type, each registering one
+ * metatable named "sieve.<type>" and its constructors in the `sieve`
+ * table.  A binding pushes a userdata that either owns its C object (freed
+ * by __gc or __close) or borrows it from the engine (a component's space),
+ * in which case the engine invalidates the box before freeing the object
+ * and every later use is a Lua error, not a use after free.  Userdata that
+ * depend on another keep it alive through a user value (a genotype holds
+ * its space).  A graph (lua-graph.c) owns its SieveGraph and depends on
+ * nothing: space:build(g) hands over a graph of its own.
+ */
+
+#define SIEVE_LUA_SPACE "sieve.space"
+#define SIEVE_LUA_BUILDER "sieve.space_builder"
+#define SIEVE_LUA_GENOTYPE "sieve.genotype"
+#define SIEVE_LUA_RNG "sieve.rng"
+#define SIEVE_LUA_RESULT "sieve.result"
+#define SIEVE_LUA_OPTIMIZER "sieve.optimizer"
+#define SIEVE_LUA_EVALUATOR "sieve.evaluator"
+#define SIEVE_LUA_STUDY "sieve.study"
+#define SIEVE_LUA_GRAPH "sieve.graph"
+
+struct _SieveLuaHost {
+  lua_State *L;
+  SieveLuaSettings settings;
+  SieveRegistry *registry;     /* borrowed, or own_registry */
+  SieveRegistry *own_registry; /* (nullable) */
+  GPtrArray *require_dirs;     /* char* absolute, searched in order */
+  /* memory cap (lua_Alloc wrapper) */
+  guint64 mem_used, mem_peak;
+  gboolean mem_exceeded;
+  /* time limits (count hook), per outermost call */
+  guint depth;
+  gint64 used_instructions;
+  gint64 deadline; /* monotonic microseconds, 0: none */
+  const char *limit_hit; /* "instruction", "time" or NULL */
+  char *main_chunk;      /* the script run_file ran, for messages */
+  GThread *thread;       /* the thread that created it: the only one that may call in */
+};
+
+/* The host of a state (kept in its extra space). */
+static inline SieveLuaHost *
+sieve__lua_host(lua_State *L)
+{
+  return *(SieveLuaHost **) lua_getextraspace(L);
+}
+
+/* Calls the function below nargs arguments on the stack under lua_pcall
+ * with the traceback handler and the host's limits; on success leaves
+ * nresults values, on failure pops everything and sets error (a Lua
+ * message with file:line and traceback). */
+gboolean sieve__lua_call(SieveLuaHost *host, int nargs, int nresults, GError **error);
+/* The script's file:line at call level (1: the Lua caller of the running C
+ * function), "?" when unknown.  (transfer full) */
+char *sieve__lua_where(lua_State *L, int level, guint *line);
+/* Raises a Lua error with a GError's message (frees it). */
+int sieve__lua_error_gerror(lua_State *L, GError *error);
+
+/* lua-sandbox.c: opens the allowed libraries and the restricted require. */
+void sieve__lua_sandbox_open(SieveLuaHost *host);
+/* The project's lua/ folder (source tree when uninstalled). (transfer full) */
+char *sieve__lua_project_dir(void);
+
+/* lua-convert.c */
+/* A Lua value as a config tree, located at origin:line (tables: sequences
+ * become lists, others maps with string keys in sorted order). */
+SieveNode *sieve__lua_to_node(lua_State *L, int idx, const char *origin, guint line, GError **error);
+/* A config tree as a Lua value (scalars typed as YAML reads them). */
+void sieve__lua_push_node(lua_State *L, const SieveNode *node);
+/* A Lua value as YAML flow text, for --set style overrides. (transfer full) */
+char *sieve__lua_to_yaml_flow(lua_State *L, int idx, GError **error);
+/* Serialisable values <-> GVariant: nil, booleans, integers, floats,
+ * strings, tables of them (acyclic), genotypes of space_idx's space and
+ * rngs.  what names the value in errors ("state").  (transfer floating) */
+GVariant *sieve__lua_to_variant(lua_State *L, int idx, const char *what, GError **error);
+/* space_idx: a space userdata for genotypes, 0 when none is expected. */
+gboolean sieve__lua_push_variant(lua_State *L, GVariant *value, int space_idx, GError **error);
+/* sieve.serialize and sieve.deserialize. */
+void sieve__lua_open_convert(lua_State *L, int sieve_idx);
+/* Validated options as a Lua table {name = value}. */
+void sieve__lua_push_options(lua_State *L, const SieveOptions *options);
+
+/* lua-space.c */
+void sieve__lua_open_space(lua_State *L, int sieve_idx);
+/* owned: the box frees the space on __gc; else it is borrowed. */
+void sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned);
+/* (transfer none); raises a Lua error when idx is not a live space */
+SieveSpace *sieve__lua_check_space(lua_State *L, int idx);
+/* Drops a borrowed space box's pointer (its owner is about to free it). */
+void sieve__lua_invalidate_space(lua_State *L, int idx);
+/* Pushes a genotype userdata owning g, whose space is the space userdata at space_idx. */
+void sieve__lua_push_genotype(lua_State *L, int space_idx, SieveGenotype *g);
+/* (transfer none) */
+SieveGenotype *sieve__lua_check_genotype(lua_State *L, int idx);
+/* Pushes the space userdata a genotype userdata belongs to. */
+void sieve__lua_push_genotype_space(lua_State *L, int idx);
+/* A builder for a Lua space's create(); invalidate after the call. */
+void sieve__lua_push_builder(lua_State *L, SieveSpace *space);
+void sieve__lua_invalidate_builder(lua_State *L, int idx);
+
+/* lua-graph.c */
+void sieve__lua_open_graph(lua_State *L, int sieve_idx);
+/* Pushes a graph userdata owning graph (finished when it has an output). */
+void sieve__lua_push_graph(lua_State *L, SieveGraph *graph);
+/* (transfer none) the graph at idx; raises unless it is a live graph (and,
+ * with finished, a finished one). */
+const SieveGraph *sieve__lua_check_graph(lua_State *L, int idx, gboolean finished);
+/* (transfer none) (nullable) the same without raising, for C callers
+ * outside a protected call; *finished says whether it is finished. */
+const SieveGraph *sieve__lua_to_graph(lua_State *L, int idx, gboolean *finished);
+
+/* "structural" (the default) or "functional" at argument arg, else a Lua error. */
+SieveHashKind sieve__lua_check_hash_kind(lua_State *L, int arg);
+/* Pushes a hash as its 32 hex digits. */
+void sieve__lua_push_hash(lua_State *L, const SieveHash *hash);
+
+/* lua-proxy.c: sieve.proxies, sieve.proxy_list, sieve.rank_aggregate. */
+void sieve__lua_open_proxy(lua_State *L, int sieve_idx);
+
+/* lua-rng.c */
+void sieve__lua_open_rng(lua_State *L, int sieve_idx);
+SieveRng *sieve__lua_push_rng(lua_State *L, const SieveRng *init);
+SieveRng *sieve__lua_check_rng(lua_State *L, int idx);
+
+/* lua-result.c */
+void sieve__lua_open_result(lua_State *L, int sieve_idx);
+/* Takes ownership of result. */
+void sieve__lua_push_result(lua_State *L, SieveResult *result);
+/* A result userdata or a table {status=, metrics=, reason=, cost=}
+ * (transfer full); NULL + error when neither. */
+SieveResult *sieve__lua_to_result(lua_State *L, int idx, GError **error);
+
+/* lua-optimizer.c, lua-evaluator.c, lua-study.c, lua-component.c */
+void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
+void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+void sieve__lua_open_study(lua_State *L, int sieve_idx);
+void sieve__lua_open_component(lua_State *L, int sieve_idx);
+/* Components registered by the host's scripts lose their state when it
+ * closes: later instances fail with a clear error. */
+void sieve__lua_components_forget_host(SieveLuaHost *host);
+
+/* Checks that the value at idx is a table of options and turns it into
+ * validated options for spec (errors at the caller's file:line).
+ * (transfer full) */
+SieveOptions *sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec,
+                                       const char *context, GError **error);
+/* The component kind and name, or a Lua error naming the closest one. */
+const SieveComponent *sieve__lua_check_component(lua_State *L, SieveComponentKind kind, const char *name);
+/* A genotype from a genotype userdata, a text (parsed) or a table
+ * {name = value} for space at space_idx.  (transfer full) */
+SieveGenotype *sieve__lua_to_genotype(lua_State *L, int idx, int space_idx, GError **error);
+
+/* The objectives of a study written in Lua: `objective = "name"`,
+ * {metric = "name", direction = "minimize"} or a list of those. */
+typedef struct {
+  guint n;
+  char **metrics;      /* n + NULL (owned) */
+  gboolean *maximize;  /* n (owned) */
+} SieveLuaObjectives;
+/* Reads the objective field of the table at idx (default: "value",
+ * maximize); raises a Lua error on a bad one. */
+void sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out);
+void sieve__lua_objectives_clear(SieveLuaObjectives *objectives);
+/* Larger-is-better values of a result for the objectives (NAN where missing). */
+void sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out);
+
+G_END_DECLS

@@ -1,0 +1,163 @@
+/* sieve: the seeded random number generator in Lua.
+ *
+ *   local rng = sieve.rng(42)
+ *   rng:uniform()        -- [0, 1)
+ *   rng:int(1, 6)        -- 1..6
+ *   rng:choice(list)     -- one element
+ *
+ * Lua's own math.random is seeded from the clock at start-up; components
+ * get an rng seeded by the study instead, so that a seed reproduces a
+ * study and the rng's state is saved with theirs on every step.
+ */
+#include <string.h>
+
+#include "lua/lua-private.h"
+
+SieveRng *
+sieve__lua_push_rng(lua_State *L, const SieveRng *init)
+{
+  SieveRng *rng = lua_newuserdatauv(L, sizeof(SieveRng), 0);
+  *rng = *init;
+  luaL_setmetatable(L, SIEVE_LUA_RNG);
+  return rng;
+}
+
+SieveRng *
+sieve__lua_check_rng(lua_State *L, int idx)
+{
+  return luaL_checkudata(L, idx, SIEVE_LUA_RNG);
+}
+
+static int
+rng_new(lua_State *L)
+{
+  lua_Integer seed = luaL_checkinteger(L, 1);
+  SieveRng rng;
+  sieve_rng_seed(&rng, (guint64) seed);
+  sieve__lua_push_rng(L, &rng);
+  return 1;
+}
+
+static int
+rng_uniform(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  double u = sieve_rng_uniform(rng);
+  if (lua_gettop(L) >= 3) { /* rng:uniform(a, b) */
+    double a = luaL_checknumber(L, 2), b = luaL_checknumber(L, 3);
+    u = a + (b - a) * u;
+  }
+  lua_pushnumber(L, u);
+  return 1;
+}
+
+static int
+rng_below(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n > 0, 2, "expected n > 0");
+  lua_pushinteger(L, (lua_Integer) sieve_rng_below(rng, (guint64) n));
+  return 1;
+}
+
+static int
+rng_int(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  lua_Integer lo = luaL_checkinteger(L, 2), hi = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, lo <= hi, 3, "expected low <= high");
+  lua_pushinteger(L, lo + (lua_Integer) sieve_rng_below(rng, (guint64) (hi - lo) + 1));
+  return 1;
+}
+
+static int
+rng_normal(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  double mean = luaL_optnumber(L, 2, 0), sd = luaL_optnumber(L, 3, 1);
+  lua_pushnumber(L, mean + sd * sieve_rng_normal(rng));
+  return 1;
+}
+
+static int
+rng_choice(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = (lua_Integer) lua_rawlen(L, 2);
+  luaL_argcheck(L, n > 0, 2, "expected a non-empty list");
+  lua_rawgeti(L, 2, 1 + (lua_Integer) sieve_rng_below(rng, (guint64) n));
+  return 1;
+}
+
+/* Fisher-Yates, in place. */
+static int
+rng_shuffle(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  for (lua_Integer i = (lua_Integer) lua_rawlen(L, 2); i > 1; i--) {
+    lua_Integer j = 1 + (lua_Integer) sieve_rng_below(rng, (guint64) i);
+    lua_rawgeti(L, 2, i);
+    lua_rawgeti(L, 2, j);
+    lua_rawseti(L, 2, i);
+    lua_rawseti(L, 2, j);
+  }
+  lua_settop(L, 2);
+  return 1;
+}
+
+static int
+rng_split(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  SieveRng child;
+  sieve_rng_split(rng, &child);
+  sieve__lua_push_rng(L, &child);
+  return 1;
+}
+
+static int
+rng_copy(lua_State *L)
+{
+  sieve__lua_push_rng(L, sieve__lua_check_rng(L, 1));
+  return 1;
+}
+
+static int
+rng_eq(lua_State *L)
+{
+  SieveRng *a = luaL_testudata(L, 1, SIEVE_LUA_RNG), *b = luaL_testudata(L, 2, SIEVE_LUA_RNG);
+  lua_pushboolean(L, a && b && memcmp(a->s, b->s, sizeof a->s) == 0);
+  return 1;
+}
+
+static int
+rng_tostring(lua_State *L)
+{
+  SieveRng *rng = sieve__lua_check_rng(L, 1);
+  lua_pushfstring(L, "sieve.rng (%p)", (void *) rng);
+  return 1;
+}
+
+static const luaL_Reg rng_methods[] = {
+    {"uniform", rng_uniform}, {"below", rng_below}, {"int", rng_int},     {"normal", rng_normal},
+    {"choice", rng_choice},   {"shuffle", rng_shuffle}, {"split", rng_split}, {"copy", rng_copy},
+    {NULL, NULL},
+};
+
+void
+sieve__lua_open_rng(lua_State *L, int sieve_idx)
+{
+  luaL_newmetatable(L, SIEVE_LUA_RNG);
+  luaL_newlib(L, rng_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, rng_eq);
+  lua_setfield(L, -2, "__eq");
+  lua_pushcfunction(L, rng_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, rng_new);
+  lua_setfield(L, sieve_idx, "rng");
+}

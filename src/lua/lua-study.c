@@ -1,0 +1,668 @@
+/* sieve: studies from Lua: a live ask/tell loop over a store, and whole
+ * YAML experiments run with overrides.
+ *
+ *   local study = sieve.study{space = space, optimizer = {plugin = "random"},
+ *                             evaluator = ev, objective = {metric = "value", direction = "minimize"},
+ *                             seed = 1, store = "branin.sieve"}      -- store optional (a temporary one)
+ *   local t = study:ask()                    -- {number, genotype, text, fidelity}
+ *   study:tell(t, ev:evaluate(t.genotype))
+ *   study:run(50)                            -- ask, evaluate, tell, 50 times
+ *   print(study:best().metrics.value)
+ *   for t in study:trials() do ... end
+ *
+ *   local done = sieve.run("configs/nb201-random.yaml",
+ *                          {set = {["budget.evaluations"] = 50}, store = "x.sieve"})
+ *
+ * A live study keeps the durability rules of the engine: each ask is stored
+ * as a pending trial with the optimizer's state, each tell as the finished
+ * trial with the state after it, one transaction each; a study opened on a
+ * store that already holds trials continues from its saved optimizer state
+ * and hands out its pending trials first.  What sieve.run returns is the
+ * same userdata over the finished store, read-only (best, trials, count).
+ */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine-private.h"
+#include "lua/lua-private.h"
+
+typedef struct {
+  SieveStore *store;
+  char *tmp_dir;              /* a temporary store's folder, removed on close */
+  SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
+  SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
+  SieveLuaObjectives objectives;
+  GHashTable *in_flight;      /* trial number -> SieveCandidate* asked, not told */
+  GQueue pending;             /* SieveCandidate* stored pending before this session */
+} StudyBox;
+
+/* user values: 1 space, 2 evaluator (nil) */
+
+static void
+study_close(StudyBox *box)
+{
+  g_clear_pointer(&box->optimizer, sieve_optimizer_free);
+  g_clear_pointer(&box->options, sieve_options_free);
+  g_clear_pointer(&box->in_flight, g_hash_table_unref);
+  g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
+  if (box->store != NULL) {
+    g_autofree char *path = g_strdup(sieve_store_get_path(box->store));
+    g_clear_pointer(&box->store, sieve_store_close);
+    if (box->tmp_dir != NULL) {
+      static const char *const suffixes[] = {"", "-wal", "-shm", "-lock"};
+      for (guint i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree char *file = g_strconcat(path, suffixes[i], NULL);
+        g_unlink(file);
+      }
+    }
+  }
+  if (box->tmp_dir != NULL)
+    g_rmdir(box->tmp_dir);
+  g_clear_pointer(&box->tmp_dir, g_free);
+  sieve__lua_objectives_clear(&box->objectives);
+}
+
+static int
+study_gc(lua_State *L)
+{
+  study_close(luaL_checkudata(L, 1, SIEVE_LUA_STUDY));
+  return 0;
+}
+
+static StudyBox *
+check_study(lua_State *L, int idx, gboolean live)
+{
+  StudyBox *box = luaL_checkudata(L, idx, SIEVE_LUA_STUDY);
+  if (box->store == NULL)
+    luaL_error(L, "this study is closed");
+  if (live && box->optimizer == NULL)
+    luaL_error(L, "this study is finished (read-only): it can list its trials but not ask or tell");
+  if (live) {
+    lua_getiuservalue(L, idx, 1);
+    sieve__lua_check_space(L, -1);
+    lua_pop(L, 1);
+  }
+  return box;
+}
+
+static StudyBox *
+push_study(lua_State *L)
+{
+  StudyBox *box = lua_newuserdatauv(L, sizeof(StudyBox), 2);
+  memset(box, 0, sizeof *box);
+  g_queue_init(&box->pending);
+  luaL_setmetatable(L, SIEVE_LUA_STUDY);
+  return box;
+}
+
+/* ---- trials as Lua tables -------------------------------------------------- */
+
+/* {number, text, status, fidelity, reason, cost, metrics, objective, genotype
+ * (when a space is at space_idx and the text parses)} */
+static void
+push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
+{
+  lua_newtable(L);
+  lua_pushinteger(L, t->number);
+  lua_setfield(L, -2, "number");
+  lua_pushstring(L, t->genotype);
+  lua_setfield(L, -2, "text");
+  lua_pushstring(L, sieve_status_to_string(t->status));
+  lua_setfield(L, -2, "status");
+  if (!isnan(t->fidelity)) {
+    lua_pushnumber(L, t->fidelity);
+    lua_setfield(L, -2, "fidelity");
+  }
+  lua_pushstring(L, t->reason);
+  lua_setfield(L, -2, "reason");
+  lua_pushnumber(L, sieve_result_get_cost(t->result));
+  lua_setfield(L, -2, "cost");
+  lua_newtable(L);
+  for (guint i = 0; i < sieve_result_n_metrics(t->result); i++) {
+    lua_pushnumber(L, sieve_result_metric_value(t->result, i));
+    lua_setfield(L, -2, sieve_result_metric_name(t->result, i));
+  }
+  lua_setfield(L, -2, "metrics");
+  double v;
+  if (box->objectives.n > 0 && t->status == SIEVE_STATUS_OK &&
+      sieve_result_get_metric(t->result, box->objectives.metrics[0], &v)) {
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, "objective");
+  }
+  if (space_idx != 0) {
+    SieveGenotype *g = sieve_space_parse(sieve__lua_check_space(L, space_idx), t->genotype, NULL);
+    if (g != NULL) {
+      sieve__lua_push_genotype(L, space_idx, g);
+      lua_setfield(L, -2, "genotype");
+    }
+  }
+}
+
+static int
+study_best(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, FALSE);
+  lua_settop(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
+  GError *error = NULL;
+  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
+  if (trials == NULL)
+    return sieve__lua_error_gerror(L, error);
+  const SieveTrial *best = NULL;
+  double best_v = NAN;
+  gboolean maximize = box->objectives.maximize[0];
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    double v;
+    if (t->status != SIEVE_STATUS_OK || !sieve_result_get_metric(t->result, box->objectives.metrics[0], &v) || isnan(v))
+      continue;
+    if (best == NULL || (maximize ? v > best_v : v < best_v)) {
+      best = t;
+      best_v = v;
+    }
+  }
+  if (best == NULL)
+    lua_pushnil(L);
+  else
+    push_trial(L, box, best, space_idx);
+  g_ptr_array_unref(trials);
+  return 1;
+}
+
+static int
+study_count(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, FALSE);
+  SieveStatus status = SIEVE_STATUS_PENDING;
+  gint wanted = -1;
+  if (!lua_isnoneornil(L, 2)) {
+    if (!sieve_status_from_string(luaL_checkstring(L, 2), &status))
+      return luaL_error(L, "unknown status '%s' (pending, ok, failed, screened, cached)", lua_tostring(L, 2));
+    wanted = (gint) status;
+  }
+  GError *error = NULL;
+  gint64 n = sieve_store_count_trials(box->store, wanted, &error);
+  if (n < 0)
+    return sieve__lua_error_gerror(L, error);
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* for t in study:trials() do ... end: a snapshot of the stored trials. */
+static int
+trials_next(lua_State *L)
+{
+  lua_Integer i = lua_tointeger(L, lua_upvalueindex(2)) + 1;
+  lua_pushinteger(L, i);
+  lua_replace(L, lua_upvalueindex(2));
+  lua_rawgeti(L, lua_upvalueindex(1), i);
+  return 1;
+}
+
+static int
+study_trials(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, FALSE);
+  lua_settop(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
+  GError *error = NULL;
+  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
+  if (trials == NULL)
+    return sieve__lua_error_gerror(L, error);
+  lua_createtable(L, (int) trials->len, 0);
+  int list = lua_gettop(L);
+  for (guint i = 0; i < trials->len; i++) {
+    push_trial(L, box, trials->pdata[i], space_idx);
+    lua_rawseti(L, list, (lua_Integer) i + 1);
+  }
+  g_ptr_array_unref(trials);
+  lua_pushinteger(L, 0);
+  lua_pushcclosure(L, trials_next, 2);
+  return 1;
+}
+
+/* ---- the live loop ------------------------------------------------------------ */
+
+static gboolean
+save_optimizer(StudyBox *box, GError **error)
+{
+  g_autoptr(GVariant) state = sieve_optimizer_save(box->optimizer, error);
+  return state != NULL && sieve_store_save_state(box->store, "optimizer", state, error);
+}
+
+/* Asks for one candidate and stores it pending with the state; NULL and no
+ * error when the optimizer has nothing left. */
+static SieveCandidate *
+ask_one(StudyBox *box, GError **error)
+{
+  if (!g_queue_is_empty(&box->pending))
+    return g_queue_pop_head(&box->pending);
+  g_autoptr(GPtrArray) asked = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  if (!sieve_optimizer_ask(box->optimizer, 1, asked, error))
+    return NULL;
+  if (asked->len == 0)
+    return NULL;
+  SieveCandidate *c = asked->pdata[0];
+  if (!sieve_store_begin(box->store, error))
+    return NULL;
+  gint64 number = sieve_store_add_trial(box->store, sieve_candidate_get_text(c), sieve_candidate_get_fidelity(c), error);
+  if (number < 0 || !save_optimizer(box, error) || !sieve_store_commit(box->store, error)) {
+    sieve_store_rollback(box->store);
+    return NULL;
+  }
+  sieve_candidate_set_trial(c, number);
+  return g_ptr_array_steal_index(asked, 0);
+}
+
+static void
+push_asked(lua_State *L, const SieveCandidate *c, int space_idx)
+{
+  lua_newtable(L);
+  lua_pushinteger(L, sieve_candidate_get_trial(c));
+  lua_setfield(L, -2, "number");
+  lua_pushstring(L, sieve_candidate_get_text(c));
+  lua_setfield(L, -2, "text");
+  if (!isnan(sieve_candidate_get_fidelity(c))) {
+    lua_pushnumber(L, sieve_candidate_get_fidelity(c));
+    lua_setfield(L, -2, "fidelity");
+  }
+  sieve__lua_push_genotype(L, space_idx, sieve_genotype_copy(sieve_candidate_get_genotype(c)));
+  lua_setfield(L, -2, "genotype");
+}
+
+static int
+study_ask(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, TRUE);
+  GError *error = NULL;
+  SieveCandidate *c = ask_one(box, &error);
+  if (c == NULL) {
+    if (error != NULL)
+      return sieve__lua_error_gerror(L, error);
+    lua_pushnil(L); /* the optimizer has nothing left */
+    return 1;
+  }
+  g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
+  lua_getiuservalue(L, 1, 1);
+  push_asked(L, c, lua_gettop(L));
+  return 1;
+}
+
+static gboolean
+tell_one(StudyBox *box, SieveCandidate *c, const SieveResult *result, double started, GError **error)
+{
+  double told[box->objectives.n];
+  sieve__lua_orient(&box->objectives, result, told);
+  if (!sieve_store_begin(box->store, error))
+    return FALSE;
+  if (!sieve_store_finish_trial(box->store, sieve_candidate_get_trial(c), result, started, g_get_real_time() / 1e6, 0,
+                                -1, error) ||
+      !sieve_optimizer_tell(box->optimizer, c, result, told, error) || !save_optimizer(box, error) ||
+      !sieve_store_commit(box->store, error)) {
+    sieve_store_rollback(box->store);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* study:tell(trial or number, result) */
+static int
+study_tell(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, TRUE);
+  lua_Integer number;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "number");
+    number = luaL_checkinteger(L, -1);
+    lua_pop(L, 1);
+  } else
+    number = luaL_checkinteger(L, 2);
+  SieveCandidate *c = g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
+  if (c == NULL)
+    return luaL_error(L, "trial %I was not asked in this session, or is already told", number);
+  GError *error = NULL;
+  SieveResult *result = sieve__lua_to_result(L, 3, &error);
+  if (result == NULL)
+    return sieve__lua_error_gerror(L, error);
+  gboolean ok = tell_one(box, c, result, g_get_real_time() / 1e6, &error);
+  sieve_result_free(result);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  g_hash_table_remove(box->in_flight, GINT_TO_POINTER((gint) number));
+  return 0;
+}
+
+/* study:run(n): n rounds of ask, evaluate (the study's evaluator), tell.
+ * Returns how many trials finished (fewer when the optimizer ran out). */
+static int
+study_run(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, TRUE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  lua_getiuservalue(L, 1, 2);
+  if (!luaL_testudata(L, -1, SIEVE_LUA_EVALUATOR))
+    return luaL_error(L, "study:run needs the study's evaluator (sieve.study{evaluator = ...})");
+  int ev = lua_gettop(L);
+  lua_getfield(L, ev, "evaluate");
+  int evaluate = lua_gettop(L);
+  lua_Integer done = 0;
+  for (; done < n; done++) {
+    GError *error = NULL;
+    SieveCandidate *c = ask_one(box, &error);
+    if (c == NULL) {
+      if (error != NULL)
+        return sieve__lua_error_gerror(L, error);
+      break;
+    }
+    /* Through the evaluator's Lua method, so that evaluation errors carry
+     * the same messages as ev:evaluate(). */
+    g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
+    double started = g_get_real_time() / 1e6;
+    lua_pushvalue(L, evaluate);
+    lua_pushvalue(L, ev);
+    lua_getiuservalue(L, 1, 1);
+    sieve__lua_push_genotype(L, -1, sieve_genotype_copy(sieve_candidate_get_genotype(c)));
+    lua_remove(L, -2);
+    if (isnan(sieve_candidate_get_fidelity(c)))
+      lua_pushnil(L);
+    else
+      lua_pushnumber(L, sieve_candidate_get_fidelity(c));
+    lua_call(L, 3, 1);
+    SieveResult *result = sieve__lua_to_result(L, -1, &error);
+    lua_pop(L, 1);
+    if (result == NULL)
+      return sieve__lua_error_gerror(L, error);
+    gboolean ok = tell_one(box, c, result, started, &error);
+    sieve_result_free(result);
+    if (!ok)
+      return sieve__lua_error_gerror(L, error);
+    g_hash_table_remove(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)));
+  }
+  lua_pushinteger(L, done);
+  return 1;
+}
+
+static int
+study_close_method(lua_State *L)
+{
+  study_close(luaL_checkudata(L, 1, SIEVE_LUA_STUDY));
+  return 0;
+}
+
+static int
+study_path(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, FALSE);
+  lua_pushstring(L, box->tmp_dir ? NULL : sieve_store_get_path(box->store));
+  return 1;
+}
+
+/* ---- sieve.study{...} ------------------------------------------------------------- */
+
+/* Reopens what a store holds: the optimizer's state and the pending trials. */
+static gboolean
+study_resume(StudyBox *box, SieveSpace *space, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(GVariant) state = sieve_store_load_state(box->store, "optimizer", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (state != NULL && !sieve_optimizer_load(box->optimizer, state, error))
+    return FALSE;
+  g_autoptr(GPtrArray) pending = sieve_store_list_trials(box->store, TRUE, error);
+  if (pending == NULL)
+    return FALSE;
+  for (guint i = 0; i < pending->len; i++) {
+    SieveTrial *t = pending->pdata[i];
+    SieveGenotype *g = sieve_space_parse(space, t->genotype, error);
+    if (g == NULL)
+      return FALSE;
+    SieveCandidate *c = sieve_candidate_new(g, t->fidelity);
+    sieve_candidate_set_trial(c, t->number);
+    g_queue_push_tail(&box->pending, c);
+  }
+  return TRUE;
+}
+
+static gboolean
+study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *store_path, const char *name,
+            const char *opt_name, lua_Integer seed, const SieveOptions *options, GError **error)
+{
+  const SieveComponent *c = sieve_registry_require(host->registry, SIEVE_KIND_OPTIMIZER, opt_name, NULL, error);
+  if (c == NULL)
+    return FALSE;
+  SieveStudyInfo info = {
+      .seed = (guint64) seed,
+      .n_objectives = box->objectives.n,
+      .objective_names = (const char *const *) box->objectives.metrics,
+  };
+  box->optimizer = sieve_optimizer_new(c, space, options, &info, error);
+  if (box->optimizer == NULL)
+    return FALSE;
+  box->in_flight = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) sieve_candidate_free);
+  g_autofree char *path = NULL;
+  if (store_path == NULL) {
+    box->tmp_dir = g_dir_make_tmp("sieve-study-XXXXXX", error);
+    if (box->tmp_dir == NULL)
+      return FALSE;
+    path = g_build_filename(box->tmp_dir, "study.sieve", NULL);
+  } else
+    path = g_canonicalize_filename(store_path, NULL);
+  box->store = sieve_store_open(path, SIEVE_STORE_WRITE, error);
+  if (box->store == NULL)
+    return FALSE;
+  g_autofree char *stored_name = sieve_store_get_meta(box->store, "name", NULL);
+  if (stored_name == NULL) {
+    g_autofree char *seed_text = g_strdup_printf("%" G_GINT64_FORMAT, (gint64) seed);
+    if (!sieve_store_begin(box->store, error))
+      return FALSE;
+    if (!sieve_store_set_meta(box->store, "name", name, error) ||
+        !sieve_store_set_meta(box->store, "seed", seed_text, error) ||
+        !sieve_store_set_meta(box->store, "objective", box->objectives.metrics[0], error) ||
+        !sieve_store_set_meta(box->store, "direction", box->objectives.maximize[0] ? "maximize" : "minimize", error) ||
+        !sieve_store_commit(box->store, error)) {
+      sieve_store_rollback(box->store);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  return study_resume(box, space, error);
+}
+
+static int
+study_new(lua_State *L)
+{
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_getfield(L, 1, "space");
+  if (!luaL_testudata(L, 2, SIEVE_LUA_SPACE))
+    return luaL_error(L, "study needs space = a sieve.space, got a %s", luaL_typename(L, 2));
+  SieveSpace *space = sieve__lua_check_space(L, 2);
+  lua_getfield(L, 1, "evaluator");
+  if (!lua_isnil(L, 3) && !luaL_testudata(L, 3, SIEVE_LUA_EVALUATOR))
+    return luaL_error(L, "study 'evaluator' must be a sieve.evaluator, got a %s", luaL_typename(L, 3));
+  lua_getfield(L, 1, "store");
+  const char *store_path = luaL_optstring(L, 4, NULL);
+  lua_getfield(L, 1, "name");
+  const char *name = luaL_optstring(L, 5, "lua-study");
+  lua_getfield(L, 1, "seed");
+  lua_Integer seed = luaL_optinteger(L, 6, 0);
+  /* optimizer = "name" or {plugin = "name", ...options} */
+  lua_getfield(L, 1, "optimizer");
+  const char *opt_name = NULL;
+  if (lua_type(L, 7) == LUA_TSTRING) {
+    opt_name = lua_tostring(L, 7);
+    lua_newtable(L);
+  } else if (lua_istable(L, 7)) {
+    lua_getfield(L, 7, "plugin");
+    opt_name = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    lua_newtable(L); /* its options: the table without `plugin` */
+    lua_pushnil(L);
+    while (lua_next(L, 7) != 0) {
+      if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "plugin") == 0) {
+        lua_pop(L, 1);
+        continue;
+      }
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_settable(L, 8);
+    }
+  }
+  if (opt_name == NULL)
+    return luaL_error(L, "study needs optimizer = NAME or {plugin = NAME, ...options}");
+  StudyBox *box = push_study(L); /* from here the box's __gc frees what it holds */
+  int study = lua_gettop(L);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, study, 1);
+  lua_pushvalue(L, 3);
+  lua_setiuservalue(L, study, 2);
+  sieve__lua_check_objectives(L, 1, &box->objectives);
+  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, opt_name);
+  GError *error = NULL;
+  char *context = g_strdup_printf("optimizer '%s'", opt_name);
+  SieveOptions *options = sieve__lua_check_options(L, 8, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
+  if (options == NULL)
+    return sieve__lua_error_gerror(L, error);
+  box->options = options; /* freed with the study, even on a raise */
+  gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  lua_settop(L, study);
+  return 1;
+}
+
+static gint
+compare_strings(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* ---- sieve.run(file, {set = {...}, store = ..., resume = ..., progress = ...}) ---- */
+
+static gboolean
+run_experiment(SieveLuaHost *host, const char *path, const char *const *overrides, const char *store_override,
+               gboolean resume, gboolean progress, StudyBox *box, GError **error)
+{
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load(path, overrides, host->registry, refused, error);
+  if (exp == NULL)
+    return FALSE;
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, error);
+  if (engine == NULL)
+    return FALSE;
+  g_autofree char *store_path = store_override ? g_canonicalize_filename(store_override, NULL) : g_strdup(exp->store_path);
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(store_path, SIEVE_STORE_WRITE, error);
+    if (store == NULL || !sieve_study_open(store, exp, resume, error))
+      return FALSE;
+    gint64 done = sieve_store_count_trials(store, -1, NULL) - sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+    g_autoptr(SieveProgress) shown = progress ? sieve_progress_new(stdout, FALSE, exp->budget_evaluations, done,
+                                                                   exp->objectives[0].metric, exp->objectives[0].maximize)
+                                              : NULL;
+    if (!sieve_engine_run(engine, store, shown, error))
+      return FALSE;
+  }
+  /* The writer's lock goes; what is returned only reads. */
+  box->store = sieve_store_open(store_path, SIEVE_STORE_READ, error);
+  if (box->store == NULL)
+    return FALSE;
+  g_free(box->objectives.metrics);
+  box->objectives.n = exp->n_objectives;
+  box->objectives.metrics = g_new0(char *, exp->n_objectives + 1);
+  box->objectives.maximize = g_new0(gboolean, exp->n_objectives);
+  for (guint i = 0; i < exp->n_objectives; i++) {
+    box->objectives.metrics[i] = g_strdup(exp->objectives[i].metric);
+    box->objectives.maximize[i] = exp->objectives[i].maximize;
+  }
+  return TRUE;
+}
+
+static int
+run_new(lua_State *L)
+{
+  luaL_checkstring(L, 1);
+  lua_settop(L, 2);
+  /* Relative to the calling script's folder, as paths in a YAML file are
+   * relative to the file's (stores stay relative to the current folder). */
+  {
+    g_autofree char *origin = sieve__lua_where(L, 1, NULL);
+    g_autofree char *origin_dir = g_path_get_dirname(origin);
+    g_autofree char *base = g_canonicalize_filename(origin_dir, NULL);
+    g_autofree char *resolved = g_canonicalize_filename(lua_tostring(L, 1), base);
+    lua_pushstring(L, resolved); /* index 3; no C string outlives a possible raise */
+  }
+  const char *path = lua_tostring(L, 3);
+  const char *store = NULL;
+  gboolean resume = FALSE, progress = FALSE;
+  if (!lua_isnil(L, 2))
+    luaL_checktype(L, 2, LUA_TTABLE);
+  GPtrArray *overrides = g_ptr_array_new_with_free_func(g_free);
+  if (!lua_isnil(L, 2)) {
+    lua_getfield(L, 2, "store");
+    store = lua_tostring(L, -1); /* stays on the stack */
+    lua_getfield(L, 2, "resume");
+    resume = lua_toboolean(L, -1);
+    lua_getfield(L, 2, "progress");
+    progress = lua_toboolean(L, -1);
+    lua_pop(L, 2); /* store's string stays on the stack */
+    lua_getfield(L, 2, "set");
+    if (lua_istable(L, -1)) {
+      /* Sorted keys: the overrides apply in the same order every run. */
+      lua_pushnil(L);
+      while (lua_next(L, -2) != 0) {
+        GError *error = NULL;
+        char *value = lua_type(L, -2) == LUA_TSTRING ? sieve__lua_to_yaml_flow(L, -1, &error) : NULL;
+        if (value == NULL) {
+          g_ptr_array_unref(overrides);
+          if (error == NULL)
+            return luaL_error(L, "run: 'set' maps dotted keys (strings) to values");
+          return sieve__lua_error_gerror(L, error);
+        }
+        g_ptr_array_add(overrides, g_strdup_printf("%s=%s", lua_tostring(L, -2), value));
+        g_free(value);
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  g_ptr_array_sort(overrides, compare_strings);
+  g_ptr_array_add(overrides, NULL);
+  StudyBox *box = push_study(L);
+  GError *error = NULL;
+  gboolean ok = run_experiment(sieve__lua_host(L), path, (const char *const *) overrides->pdata, store, resume,
+                               progress, box, &error);
+  g_ptr_array_unref(overrides);
+  if (!ok)
+    return sieve__lua_error_gerror(L, error);
+  return 1;
+}
+
+static const luaL_Reg study_methods[] = {
+    {"ask", study_ask},     {"tell", study_tell},   {"run", study_run},   {"best", study_best},
+    {"trials", study_trials}, {"count", study_count}, {"path", study_path}, {"close", study_close_method},
+    {NULL, NULL},
+};
+
+void
+sieve__lua_open_study(lua_State *L, int sieve_idx)
+{
+  luaL_newmetatable(L, SIEVE_LUA_STUDY);
+  luaL_newlib(L, study_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, study_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, study_gc);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, study_new);
+  lua_setfield(L, sieve_idx, "study");
+  lua_pushcfunction(L, run_new);
+  lua_setfield(L, sieve_idx, "run");
+}

@@ -1,0 +1,38 @@
+#pragma once
+
+/* ---- from runtime-backend.h ---- */
+/* What a runtime backend implements (private to libsieve).  runtime.c checks
+ * arguments and dispatches; a backend sees only valid calls.  Backends:
+ * runtime-cpu.c (oneDNN).  Nothing device-specific leaves a backend's files. */
+
+#include <sieve/runtime.h>
+
+typedef struct {
+  const char *name;
+  /* (transfer full) backend state; NULL + error. */
+  gpointer (*compile)(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error);
+  void (*destroy)(gpointer impl);
+  const char *(*describe)(gpointer impl);
+  gboolean (*forward)(gpointer impl, const float *x, const gint32 *labels, SieveMode mode, GError **error);
+  double (*loss)(gpointer impl);
+  gboolean (*read)(gpointer impl, guint node, float *out, GError **error);
+  /* input_only: skip what only parameter gradients need. */
+  gboolean (*backward)(gpointer impl, const float *output_grad, gboolean input_only, GError **error);
+  gboolean (*read_input_grad)(gpointer impl, float *out, GError **error);
+  guint (*n_params)(gpointer impl);
+  const SieveParamInfo *(*param_info)(gpointer impl, guint i);
+  gboolean (*get_param)(gpointer impl, guint i, float *out, GError **error);
+  gboolean (*set_param)(gpointer impl, guint i, const float *values, GError **error);
+  gboolean (*get_grad)(gpointer impl, guint i, float *out, GError **error);
+  gboolean (*sgd_step)(gpointer impl, const SieveSgd *sgd, GError **error);
+  guint64 (*memory_bytes)(gpointer impl);
+  /* Added for the proxies: node gradients and batch norm running statistics. */
+  gboolean (*read_grad)(gpointer impl, guint node, float *out, GError **error);
+  gboolean (*get_running)(gpointer impl, guint node, float *mean, float *var, GError **error);
+  gboolean (*set_running)(gpointer impl, guint node, const float *mean, const float *var, GError **error);
+  gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
+  gboolean (*read_signs)(gpointer impl, guint node, guint64 *codes, GError **error);
+  gboolean (*read_channel_dots)(gpointer impl, guint node, double *dots, GError **error);
+} SieveBackendClass;
+
+extern const SieveBackendClass sieve_backend_cpu;

@@ -1,0 +1,265 @@
+/* The runtime's public face: argument checks, then the chosen backend. */
+#include <math.h>
+
+#include "runtime/runtime-private.h"
+
+struct _SieveRuntime {
+  const SieveBackendClass *klass;
+  gpointer impl;
+  guint batch;
+  gboolean backward_compiled;
+  gboolean input_grad;
+  gboolean forward_done;  /* a forward ran since compile */
+  gboolean backward_done; /* a backward ran after the last forward */
+  gboolean last_train;
+  gboolean grads_done;    /* parameter gradients from the last backward (not an input-only one) */
+};
+
+static const SieveBackendClass *const backends[] = {&sieve_backend_cpu};
+
+SieveRuntime *
+sieve_runtime_new(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error)
+{
+  g_return_val_if_fail(graph != NULL && options != NULL, NULL);
+  g_return_val_if_fail(options->n_keep == 0 || options->keep != NULL, NULL);
+  const char *device = options->device ? options->device : "cpu";
+  const SieveBackendClass *klass = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(backends); i++)
+    if (g_str_equal(backends[i]->name, device))
+      klass = backends[i];
+  if (klass == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "unknown device \"%s\" (this build has: cpu)", device);
+    return NULL;
+  }
+  if (options->batch == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "batch size must be at least 1");
+    return NULL;
+  }
+  if (sieve_graph_output(graph) == SIEVE_NODE_INVALID) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "graph %s is not finished (no output)",
+                sieve_graph_name(graph));
+    return NULL;
+  }
+  gpointer impl = klass->compile(graph, options, error);
+  if (impl == NULL)
+    return NULL;
+  SieveRuntime *rt = g_new0(SieveRuntime, 1);
+  rt->klass = klass;
+  rt->impl = impl;
+  rt->batch = options->batch;
+  rt->backward_compiled = options->backward;
+  rt->input_grad = options->input_grad;
+  return rt;
+}
+
+void
+sieve_runtime_free(SieveRuntime *rt)
+{
+  if (!rt)
+    return;
+  rt->klass->destroy(rt->impl);
+  g_free(rt);
+}
+
+const char *
+sieve_runtime_describe(const SieveRuntime *rt)
+{
+  return rt->klass->describe(rt->impl);
+}
+
+guint
+sieve_runtime_batch(const SieveRuntime *rt)
+{
+  return rt->batch;
+}
+
+gboolean
+sieve_runtime_forward(SieveRuntime *rt, const float *x, const gint32 *labels, SieveMode mode, GError **error)
+{
+  g_return_val_if_fail(x != NULL, FALSE);
+  if (!rt->klass->forward(rt->impl, x, labels, mode, error))
+    return FALSE;
+  rt->forward_done = TRUE;
+  rt->backward_done = FALSE;
+  rt->last_train = mode == SIEVE_MODE_TRAIN;
+  return TRUE;
+}
+
+double
+sieve_runtime_loss(const SieveRuntime *rt)
+{
+  return rt->forward_done ? rt->klass->loss(rt->impl) : NAN;
+}
+
+/* The reads of node values need a forward, those of node gradients a
+ * backward after it. */
+static gboolean
+need_forward(const SieveRuntime *rt, GError **error)
+{
+  if (!rt->forward_done)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "read before any forward pass");
+  return rt->forward_done;
+}
+
+static gboolean
+need_backward(const SieveRuntime *rt, GError **error)
+{
+  if (!rt->backward_done)
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node gradients need a backward pass first");
+  return rt->backward_done;
+}
+
+gboolean
+sieve_runtime_read(SieveRuntime *rt, guint node, float *out, GError **error)
+{
+  return need_forward(rt, error) && rt->klass->read(rt->impl, node, out, error);
+}
+
+static gboolean
+backward(SieveRuntime *rt, const float *output_grad, gboolean input_only, GError **error)
+{
+  if (!rt->backward_compiled) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "this runtime was compiled without a backward pass");
+    return FALSE;
+  }
+  if (!rt->forward_done || !rt->last_train) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward needs a forward pass in train mode first");
+    return FALSE;
+  }
+  if (!rt->klass->backward(rt->impl, output_grad, input_only, error))
+    return FALSE;
+  rt->backward_done = TRUE;
+  rt->grads_done = !input_only;
+  return TRUE;
+}
+
+gboolean
+sieve_runtime_backward(SieveRuntime *rt, const float *output_grad, GError **error)
+{
+  return backward(rt, output_grad, FALSE, error);
+}
+
+gboolean
+sieve_runtime_backward_input(SieveRuntime *rt, const float *output_grad, GError **error)
+{
+  return backward(rt, output_grad, TRUE, error);
+}
+
+gboolean
+sieve_runtime_read_signs(SieveRuntime *rt, guint node, guint64 *codes, GError **error)
+{
+  return need_forward(rt, error) && rt->klass->read_signs(rt->impl, node, codes, error);
+}
+
+gboolean
+sieve_runtime_read_input_grad(SieveRuntime *rt, float *out, GError **error)
+{
+  if (!rt->input_grad || !rt->backward_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "the input gradient needs input_grad at compile time and a backward pass");
+    return FALSE;
+  }
+  return rt->klass->read_input_grad(rt->impl, out, error);
+}
+
+gboolean
+sieve_runtime_read_grad(SieveRuntime *rt, guint node, float *out, GError **error)
+{
+  return need_backward(rt, error) && rt->klass->read_grad(rt->impl, node, out, error);
+}
+
+gboolean
+sieve_runtime_read_channel_dots(SieveRuntime *rt, guint node, double *dots, GError **error)
+{
+  return need_backward(rt, error) && rt->klass->read_channel_dots(rt->impl, node, dots, error);
+}
+
+gboolean
+sieve_runtime_get_running_stats(SieveRuntime *rt, guint node, float *mean, float *var, GError **error)
+{
+  return rt->klass->get_running(rt->impl, node, mean, var, error);
+}
+
+gboolean
+sieve_runtime_set_running_stats(SieveRuntime *rt, guint node, const float *mean, const float *var, GError **error)
+{
+  return rt->klass->set_running(rt->impl, node, mean, var, error);
+}
+
+gboolean
+sieve_runtime_freeze_activations(SieveRuntime *rt, gboolean freeze, GError **error)
+{
+  if (freeze && (!rt->forward_done || !rt->backward_compiled)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "freezing activations needs a runtime compiled with backward and a forward pass first");
+    return FALSE;
+  }
+  return rt->klass->freeze(rt->impl, freeze, error);
+}
+
+guint
+sieve_runtime_n_params(const SieveRuntime *rt)
+{
+  return rt->klass->n_params(rt->impl);
+}
+
+const SieveParamInfo *
+sieve_runtime_param_info(const SieveRuntime *rt, guint i)
+{
+  g_return_val_if_fail(i < sieve_runtime_n_params(rt), NULL);
+  return rt->klass->param_info(rt->impl, i);
+}
+
+static gboolean
+check_param(const SieveRuntime *rt, guint i, GError **error)
+{
+  if (i >= sieve_runtime_n_params(rt)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "parameter %u does not exist (the graph has %u)", i,
+                sieve_runtime_n_params(rt));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_runtime_get_param(SieveRuntime *rt, guint i, float *out, GError **error)
+{
+  return check_param(rt, i, error) && rt->klass->get_param(rt->impl, i, out, error);
+}
+
+gboolean
+sieve_runtime_set_param(SieveRuntime *rt, guint i, const float *values, GError **error)
+{
+  return check_param(rt, i, error) && rt->klass->set_param(rt->impl, i, values, error);
+}
+
+gboolean
+sieve_runtime_get_grad(SieveRuntime *rt, guint i, float *out, GError **error)
+{
+  if (!check_param(rt, i, error))
+    return FALSE;
+  if (!rt->backward_done || !rt->grads_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                rt->backward_done ? "the last backward computed no parameter gradients (sieve_runtime_backward_input)"
+                                  : "gradients need a backward pass first");
+    return FALSE;
+  }
+  return rt->klass->get_grad(rt->impl, i, out, error);
+}
+
+gboolean
+sieve_runtime_sgd_step(SieveRuntime *rt, const SieveSgd *sgd, GError **error)
+{
+  if (!rt->backward_done || !rt->grads_done) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "an SGD step needs a backward pass first%s",
+                rt->backward_done ? " (the last one was input-only: no parameter gradients)" : "");
+    return FALSE;
+  }
+  return rt->klass->sgd_step(rt->impl, sgd, error);
+}
+
+guint64
+sieve_runtime_memory_bytes(const SieveRuntime *rt)
+{
+  return rt->klass->memory_bytes(rt->impl);
+}

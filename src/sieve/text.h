@@ -1,0 +1,44 @@
+/* sieve: numbers and JSON as sieve writes them everywhere (stores, exports,
+ * genotype texts, proxy lines, command templates).
+ *
+ *   g_autofree char *text = sieve_text_format_double(0.1);    // "0.1"
+ *   GString *line = g_string_new("{");
+ *   sieve_json_append_string(line, "arch");                    // "arch"
+ *   g_string_append_c(line, ':');
+ *   sieve_json_append_double(line, score);                     // 812.4, or "-inf"
+ *
+ * One formatter, so that the same double reads the same in every file sieve
+ * writes, and reads back to the same double.  JSON is written by these
+ * helpers rather than json-glib's generator, which prints doubles with 17
+ * digits (0.1 as 0.10000000000000001).
+ */
+#pragma once
+
+#include <glib.h>
+#include <sieve/abi.h>
+
+G_BEGIN_DECLS
+
+/* Room for any text sieve_text_format_double_buf writes, with its NUL. */
+#define SIEVE_TEXT_DOUBLE_SIZE 32
+
+/* The shortest of %.15g, %.16g and %.17g that reads back to the same
+ * double, with '.' as the decimal point whatever the locale ("0.1",
+ * "100000", "1e+20", "0.30000000000000004"); "nan", "inf", "-inf" for the
+ * non-finite values.  Returns buf. */
+SIEVE_API char *sieve_text_format_double_buf(double value, char buf[SIEVE_TEXT_DOUBLE_SIZE]);
+/* The same. (transfer full) */
+SIEVE_API char *sieve_text_format_double(double value);
+/* Appends value as sieve_text_format_double writes it. */
+SIEVE_API void sieve_text_append_double(GString *out, double value);
+
+/* Appends text as a JSON string: quoted, with '"', '\', and control
+ * characters escaped; bytes that are not UTF-8 become U+FFFD (JSON text is
+ * UTF-8).  NULL appends null. */
+SIEVE_API void sieve_json_append_string(GString *out, const char *text);
+/* Appends a finite value as sieve_text_format_double writes it, and a
+ * non-finite one as the string "nan", "inf" or "-inf" (JSON has no
+ * infinities; sieve's readers take these strings back). */
+SIEVE_API void sieve_json_append_double(GString *out, double value);
+
+G_END_DECLS
