@@ -6,7 +6,7 @@
 
 The peer (../shared/peers/torch_nb201.py, or --peer / $SIEVE_TORCH_PEER) is imported unchanged:
 its NB201 module and its proxy functions.  Each proxy gets a fresh network loaded with the weights
-(load_state_dict strict: every name and shape must match what tests/crosscheck/proxy-dump wrote),
+(load_state_dict strict: every name and shape must match what tests/proxy/proxy-dump wrote),
 as the peer's own `proxies` command gives each proxy a fresh make_net().  Prints one JSON line
 with each score, and params/flops from the peer's counters.
 

@@ -2,7 +2,7 @@
 """sieve's zero-cost proxies against the PyTorch peer's on identical weights and batch.
 
 For a few NAS-Bench-201 architectures (with none, skip, pooling and both convolutions),
-tests/crosscheck/proxy-dump writes the network's initial weights (sieve's, from --seed) under
+tests/proxy/proxy-dump writes the network's initial weights (sieve's, from --seed) under
 the peer's names and a batch; `sieve proxies --seed S --batch-file X.npy --labels-file Y.npy`
 scores the network, the peer (../shared/peers/torch_nb201.py, through bench/peer_proxies.py)
 scores the same weights on the same batch, and every score must agree:

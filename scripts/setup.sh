@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   meson ninja-build pkg-config gcc make
   libglib2.0-dev libyaml-dev libsqlite3-dev libjson-glib-dev
-  libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev
+  libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   python3 sqlite3
 )

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <zlib.h>
 
 #include "data/data-private.h"
 #include <sieve/abi.h>
@@ -221,27 +222,6 @@ sieve__npy_to_i32(const SieveNpy *a, const char *name, GError **error)
 
 /* ---- .npz: a zip archive of stored members ------------------------------------------ */
 
-/* CRC-32 of zip (IEEE 802.3, reflected polynomial 0xEDB88320). */
-static guint32
-crc32_update(guint32 crc, const guint8 *p, gsize n)
-{
-  static guint32 table[256];
-  static gsize ready;
-  if (g_once_init_enter(&ready)) {
-    for (guint32 i = 0; i < 256; i++) {
-      guint32 c = i;
-      for (int k = 0; k < 8; k++)
-        c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    g_once_init_leave(&ready, 1);
-  }
-  crc = ~crc;
-  for (gsize i = 0; i < n; i++)
-    crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
-
 static void
 put16(GByteArray *b, guint v)
 {
@@ -271,7 +251,8 @@ sieve__npz_write(const char *path, const char *const *names, GBytes *const *arra
                   path, member);
       return FALSE;
     }
-    guint32 crc = crc32_update(0, data, size), offset = out->len;
+    /* zip members carry zlib's CRC-32 (IEEE 802.3). */
+    guint32 crc = (guint32) crc32(0, data, (uInt) size), offset = out->len;
     guint name_len = strlen(member);
     put32(out, 0x04034b50); /* local file header */
     put16(out, 20);         /* version needed: 2.0 */

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """`sieve proxies --batch-file X.npy [--labels-file Y.npy]` end to end, with files that
-tests/crosscheck/proxy-dump writes (no NumPy needed): the batch and labels are the ones scored,
+tests/proxy/proxy-dump writes (no NumPy needed): the batch and labels are the ones scored,
 the weights are the ones --seed gives (proxy-dump's synflow on the same seed is reproduced), and
 every misuse is refused with a message that names the file or the flags."""
 import json, os, subprocess, sys, tempfile, unittest
 
 BUILD = os.environ.get("SIEVE_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 SIEVE = os.environ.get("SIEVE_EXE", os.path.join(BUILD, "src", "cli", "sieve"))
-DUMP = os.path.join(BUILD, "tests", "crosscheck", "proxy-dump")
+DUMP = os.path.join(BUILD, "tests", "proxy", "proxy-dump")
 ARCH = "|nor_conv_3x3~0|+|nor_conv_1x1~0|avg_pool_3x3~1|+|skip_connect~0|none~1|nor_conv_3x3~2|"
 NET = ["--set", "space.C=4", "--set", "space.N=1"]
 

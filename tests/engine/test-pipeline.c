@@ -1,4 +1,4 @@
-/* tests/pipeline: the experiment's `pipeline:` (stages, options, located
+/* tests/engine: the experiment's `pipeline:` (stages, options, located
  * errors), the dedupe cache key, the store's schema upgrade, and the engine's
  * dedupe stage in process on real plugins and real SQLite files (the
  * NAS-Bench-201 table, the hpo space). */

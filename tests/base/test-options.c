@@ -32,7 +32,7 @@ fixture(const char *name)
 {
   const char *root = g_getenv("SIEVE_SOURCE_ROOT");
   if (root)
-    return g_build_filename(root, "tests", "core", "fixtures", name, NULL);
+    return g_build_filename(root, "tests", "base", "fixtures", name, NULL);
   return g_test_build_filename(G_TEST_DIST, "fixtures", name, NULL);
 }
 
