@@ -3,7 +3,15 @@
 #pragma once
 
 #include <glib.h>
-#include <sieve/sieve.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/node.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/registry.h>
+#include <sieve/space.h>
 #include "base/base-private.h"
 
 G_BEGIN_DECLS

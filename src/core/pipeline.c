@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <sieve/proxy.h>
+
 #include "core/core-private.h"
 
 /* Stages in the only order they may take; the evaluator follows. */

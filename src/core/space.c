@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sieve/graph.h>
 #include <sieve/space.h>
 #include <sieve/text.h>
 #include "core/core-private.h"

@@ -8,6 +8,7 @@
 #include <json-glib/json-glib.h>
 
 #include <sieve/hash.h>
+#include <sieve/text.h>
 
 #include "engine/engine-private.h"
 

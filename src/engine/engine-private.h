@@ -4,7 +4,9 @@
 
 #include <stdio.h>
 #include <glib.h>
-#include <sieve/sieve.h>
+#include <sieve/proxy.h>
+#include <sieve/result.h>
+#include <sieve/store.h>
 #include "base/base-private.h"
 #include "core/core-private.h"
 

@@ -69,6 +69,7 @@
 
 #include <xxhash.h>
 
+#include <sieve/rng.h>
 #include <sieve/runtime.h>
 
 #include "hash/hash-private.h"

@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <sieve/graph.h>
 #include <sieve/hash.h>
 
 G_BEGIN_DECLS

@@ -6,7 +6,16 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
-#include <sieve/sieve.h>
+#include <sieve/data.h>
+#include <sieve/graph.h>
+#include <sieve/hash.h>
+#include <sieve/proxy.h>
+#include <sieve/registry.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/runtime.h>
+#include <sieve/store.h>
+#include <sieve/text.h>
 #include "base/base-private.h"
 #include "core/core-private.h"
 

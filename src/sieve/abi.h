@@ -10,13 +10,27 @@
 
 G_BEGIN_DECLS
 
-#define SIEVE_ABI_MAJOR 1
+/* 2: the structs a plugin fills for the library (SieveSgd,
+ * SieveBatcherOptions, SieveTrainReport) gained reserved padding, and every
+ * struct a plugin can see has a size guard. */
+#define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 0
 
 #if defined(SIEVE_COMPILATION)
 #define SIEVE_API __attribute__((visibility("default"))) extern
 #else
 #define SIEVE_API extern
+#endif
+
+/* Guards the size of a struct a plugin can see, on the LP64 targets sieve is
+ * built for (x86-64, aarch64): a field added anywhere but in place of its
+ * reserved padding fails the build here, instead of corrupting a plugin
+ * compiled against the previous headers.  Change a size only together with
+ * SIEVE_ABI_MAJOR. */
+#if GLIB_SIZEOF_VOID_P == 8 && GLIB_SIZEOF_LONG == 8
+#define SIEVE_ABI_SIZE(type, bytes) G_STATIC_ASSERT(sizeof(type) == (bytes))
+#else
+#define SIEVE_ABI_SIZE(type, bytes) G_STATIC_ASSERT(sizeof(type) > 0)
 #endif
 
 /* Error domain for everything that can fail at run time. */

@@ -24,6 +24,7 @@ typedef struct {
   gboolean integer; /* only whole values make sense */
   gpointer reserved[2];
 } SieveFidelity;
+SIEVE_ABI_SIZE(SieveFidelity, 48);
 
 /* Reads a fidelity written in a config, {name: epochs, min: 1, max: 81,
  * integer: true}, validating it as options are (located errors).  On

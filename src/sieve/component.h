@@ -30,6 +30,7 @@ typedef struct {
   gconstpointer klass;            /* const SieveSpaceClass / SieveOptimizerClass / SieveEvaluatorClass * */
   gpointer reserved[4];
 } SieveComponentInfo;
+SIEVE_ABI_SIZE(SieveComponentInfo, 72);
 
 typedef struct _SieveRegistry SieveRegistry;
 typedef struct _SieveComponent SieveComponent;

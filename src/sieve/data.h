@@ -38,6 +38,7 @@ typedef struct {
    * owned; NULL when the classes are only numbers. */
   char **class_names;
 } SieveDataset;
+SIEVE_ABI_SIZE(SieveDataset, 56);
 
 /* Loaders (transfer full); NULL + GError naming the file and what is wrong
  * (missing, truncated, bad magic, count mismatch, label out of range...).
@@ -110,7 +111,9 @@ typedef struct {
   guint crop_pad;
   gboolean flip;
   guint64 seed;
+  gpointer reserved[4];
 } SieveBatcherOptions;
+SIEVE_ABI_SIZE(SieveBatcherOptions, 64);
 typedef struct _SieveBatcher SieveBatcher;
 SIEVE_API SieveBatcher *sieve_batcher_new(const SieveDataset *ds, const SieveBatcherOptions *options); /* (transfer full) */
 SIEVE_API void sieve_batcher_free(SieveBatcher *b);

@@ -35,6 +35,7 @@ typedef struct {
   const SieveFidelity *(*fidelity)(gpointer instance);
   gpointer reserved[10];
 } SieveEvaluatorClass;
+SIEVE_ABI_SIZE(SieveEvaluatorClass, 120);
 
 typedef struct _SieveEvaluator SieveEvaluator;
 /* The space must outlive it. (transfer full) */

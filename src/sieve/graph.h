@@ -64,6 +64,7 @@ typedef enum { SIEVE_POOL_AVG, SIEVE_POOL_MAX } SievePoolKind;
 typedef struct {
   guint c, h, w;
 } SieveShape;
+SIEVE_ABI_SIZE(SieveShape, 12);
 
 /* Attributes of a node; the fields an operation does not use stay zero, so
  * that equal operations have byte-for-byte equal attributes. */
@@ -83,6 +84,7 @@ typedef struct {
   SievePoolKind pool;  /* avg pooling never counts padding (count_include_pad off) */
   double label_smoothing; /* softmax_ce */
 } SieveOpAttrs;
+SIEVE_ABI_SIZE(SieveOpAttrs, 96);
 
 typedef struct {
   SieveOpKind kind;
@@ -92,6 +94,7 @@ typedef struct {
   SieveOpAttrs attrs;
   const char *label;   /* optional, for dumps and errors; NULL when none */
 } SieveGraphNode;
+SIEVE_ABI_SIZE(SieveGraphNode, 136);
 
 typedef struct _SieveGraph SieveGraph;
 

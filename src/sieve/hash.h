@@ -1,7 +1,7 @@
 /* sieve: structural and functional hashes of candidate networks.
  *
  *   SieveHash h;
- *   if (!sieve_space_hash(space, genotype, SIEVE_HASH_FUNCTIONAL, &h, error)) ...
+ *   if (!sieve_graph_hash_structural(graph, &h, error)) ...  // or sieve_space_hash (space.h)
  *   char text[SIEVE_HASH_TEXT_LEN];
  *   sieve_hash_format(&h, text);          // 32 lowercase hex digits
  *
@@ -23,8 +23,10 @@
 
 #include <glib.h>
 #include <sieve/abi.h>
-#include <sieve/graph.h>
-#include <sieve/space.h>
+
+/* The graph stays opaque here (sieve/graph.h has it), so that sieve/space.h
+ * can include this header without showing optimizers the graph API. */
+typedef struct _SieveGraph SieveGraph;
 
 G_BEGIN_DECLS
 
@@ -36,6 +38,7 @@ typedef enum {
 typedef struct {
   guint64 hi, lo;
 } SieveHash;
+SIEVE_ABI_SIZE(SieveHash, 16);
 
 /* 32 hex digits and the terminating NUL. */
 #define SIEVE_HASH_TEXT_LEN 33
@@ -59,6 +62,7 @@ typedef struct {
   guint threads;       /* 0 = 1 thread: the hash never depends on it */
   gpointer reserved[4];
 } SieveFunctionalHashOptions;
+SIEVE_ABI_SIZE(SieveFunctionalHashOptions, 40);
 
 /* The functional hash of a finished graph, run at the graph's own scale
  * (callers that want the probe scale build the graph at it: see
@@ -69,16 +73,5 @@ SIEVE_API gboolean sieve_graph_hash_functional(const SieveGraph *graph, const Si
 /* The hash every degenerate network (output independent of the input) gets:
  * all zeros, from both kinds. */
 SIEVE_API const SieveHash *sieve_hash_degenerate(void);
-
-/* A candidate's hash: the space builds the genotype's network (for the
- * functional kind at the probe scale the space declares, see
- * SieveSpaceClass.probe_options) and it is hashed.  The functional kind
- * does not see the values the probe options replace (nb201: C, N, size):
- * compare functional hashes within one configuration of a space.  An error
- * when the space builds no networks.  Thread-safe (the probe space and a
- * memo of functional hashes are kept with the space); the space's own
- * build() runs on the calling thread. */
-SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,
-                                    SieveHash *out, GError **error);
 
 G_END_DECLS

@@ -41,6 +41,7 @@ typedef struct {
   const SieveFidelity *fidelity;      /* the evaluator's, NULL when it offers none */
   gpointer reserved[8];
 } SieveStudyInfo;
+SIEVE_ABI_SIZE(SieveStudyInfo, 96);
 
 typedef struct {
   /* (transfer full) instance; NULL + error when options do not suit the
@@ -60,6 +61,7 @@ typedef struct {
   gboolean (*load)(gpointer instance, GVariant *state, GError **error);
   gpointer reserved[10];
 } SieveOptimizerClass;
+SIEVE_ABI_SIZE(SieveOptimizerClass, 128);
 
 /* An instance of an optimizer component, as the engine and Lua use it.
  * The space must outlive it; study is copied. (transfer full) */

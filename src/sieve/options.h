@@ -51,6 +51,7 @@ typedef struct {
   guint flags;
   gpointer reserved[2];
 } SieveOptionSpec;
+SIEVE_ABI_SIZE(SieveOptionSpec, 80);
 
 #define SIEVE_OPTION_BOOL(n, def, help) {(n), SIEVE_OPTION_TYPE_BOOL, (def), 0, 0, NULL, (help), 0, {NULL}}
 #define SIEVE_OPTION_INT(n, def, lo, hi, help)                                                      \

@@ -42,6 +42,7 @@ typedef struct {
   gboolean (*init)(SieveRegistry *registry, GError **error);
   gpointer reserved[8];
 } SievePluginDescriptor;
+SIEVE_ABI_SIZE(SievePluginDescriptor, 112);
 
 #define SIEVE_PLUGIN_SYMBOL "sieve_plugin_descriptor"
 
@@ -59,6 +60,5 @@ typedef struct {
  * error when its ABI or fields are unusable. */
 SIEVE_API gboolean sieve_plugin_register_static(const SievePluginDescriptor *descriptor, GError **error);
 
-G_STATIC_ASSERT(sizeof(SievePluginDescriptor) == 8 + 5 * sizeof(gpointer) + 8 * sizeof(gpointer));
 
 G_END_DECLS

@@ -26,6 +26,7 @@ typedef struct {
   const char *help; /* one line, with the paper */
   gboolean needs_data; /* uses the batch (FALSE: params, flops, synflow) */
 } SieveProxyInfo;
+SIEVE_ABI_SIZE(SieveProxyInfo, 24);
 
 typedef struct {
   guint batch;           /* examples; 0 = 64 */
@@ -35,6 +36,7 @@ typedef struct {
   const gint32 *labels;  /* batch class ids; NULL: seeded uniform over the classes */
   gpointer reserved[4];
 } SieveProxyOptions;
+SIEVE_ABI_SIZE(SieveProxyOptions, 64);
 
 SIEVE_API guint sieve_proxy_count(void);
 /* (transfer none) i < sieve_proxy_count() */
@@ -75,6 +77,7 @@ typedef struct {
   char *source;       /* "dataset fashion-mnist", "X.npy": what messages name it by (owned) */
   gpointer reserved[4];
 } SieveProxyBatch;
+SIEVE_ABI_SIZE(SieveProxyBatch, 80);
 
 /* n distinct examples of the training split of dataset (a name
  * sieve_dataset_open takes; data_dir may be NULL), drawn with a generator

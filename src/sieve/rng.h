@@ -19,6 +19,7 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 s[4];
 } SieveRng;
+SIEVE_ABI_SIZE(SieveRng, 32);
 
 SIEVE_API void sieve_rng_seed(SieveRng *rng, guint64 seed);
 SIEVE_API guint64 sieve_rng_next(SieveRng *rng);

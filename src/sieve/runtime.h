@@ -45,6 +45,7 @@ typedef struct {
   guint n_keep;
   gpointer reserved[2];
 } SieveRuntimeOptions;
+SIEVE_ABI_SIZE(SieveRuntimeOptions, 72);
 
 typedef struct {
   guint node;        /* the graph node the tensor belongs to */
@@ -53,13 +54,16 @@ typedef struct {
   guint64 dims[4];
   guint64 size;      /* elements */
 } SieveParamInfo;
+SIEVE_ABI_SIZE(SieveParamInfo, 64);
 
 typedef struct {
   double lr;
   double momentum;     /* 0 = plain SGD */
   double weight_decay; /* L2, added to the gradient as PyTorch's SGD does */
   gboolean nesterov;
+  gpointer reserved[4];
 } SieveSgd;
+SIEVE_ABI_SIZE(SieveSgd, 64);
 
 typedef struct _SieveRuntime SieveRuntime;
 

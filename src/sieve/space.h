@@ -20,7 +20,7 @@
 #include <glib.h>
 #include <sieve/abi.h>
 #include <sieve/component.h>
-#include <sieve/graph.h>
+#include <sieve/hash.h>
 #include <sieve/options.h>
 #include <sieve/rng.h>
 
@@ -43,9 +43,13 @@ typedef struct {
   guint64 parent_mask;        /* active when bit (parent's value) is set */
   gpointer reserved[2];
 } SieveDecision;
+SIEVE_ABI_SIZE(SieveDecision, 72);
 
 typedef struct _SieveSpace SieveSpace;
 typedef struct _SieveGenotype SieveGenotype;
+/* Opaque here: spaces that build networks include sieve/graph.h; optimizers
+ * need not. */
+typedef struct _SieveGraph SieveGraph;
 
 /* Builder calls, made by a space plugin's create().  Names must be unique;
  * they return the new decision's index. */
@@ -122,6 +126,7 @@ typedef struct {
   const char *const *probe_options;
   gpointer reserved[10];
 } SieveSpaceClass;
+SIEVE_ABI_SIZE(SieveSpaceClass, 128);
 
 /* An instance of a space component: runs its create() with the validated
  * options.  The space keeps a reference to nothing it was given. (transfer full) */
@@ -142,6 +147,16 @@ SIEVE_API SieveGraph *sieve_space_build(const SieveSpace *space, const SieveGeno
  * of the space's networks (its input, its outputs) before any candidate
  * builds. */
 SIEVE_API SieveGraph *sieve_space_build_sample(const SieveSpace *space, guint64 seed, GError **error);
+/* A candidate's hash: the space builds the genotype's network (for the
+ * functional kind at the probe scale the space declares, see
+ * SieveSpaceClass.probe_options) and it is hashed (sieve/hash.h).  The
+ * functional kind does not see the values the probe options replace (nb201:
+ * C, N, size): compare functional hashes within one configuration of a
+ * space.  An error when the space builds no networks.  Thread-safe (the
+ * probe space and a memo of functional hashes are kept with the space); the
+ * space's own build() runs on the calling thread. */
+SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,
+                                    SieveHash *out, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveGenotype, sieve_genotype_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveSpace, sieve_space_free)

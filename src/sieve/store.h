@@ -53,6 +53,7 @@ typedef struct {
   char *hash;          /* (nullable) that hash, in hex */
   char *stage;         /* (nullable) how far a pending trial got: "evaluate" once past the screen */
 } SieveTrial;
+SIEVE_ABI_SIZE(SieveTrial, 112);
 
 SIEVE_API void sieve_trial_free(SieveTrial *trial);
 

@@ -44,6 +44,7 @@ typedef struct {
   gpointer progress_data;
   gpointer reserved[4];
 } SieveTrainOptions;
+SIEVE_ABI_SIZE(SieveTrainOptions, 144);
 
 typedef struct {
   double train_loss;      /* mean loss over the last epoch's steps (or all, if less than one) */
@@ -58,7 +59,9 @@ typedef struct {
   guint64 params;
   guint64 peak_rss;       /* bytes: the process's peak resident set so far */
   guint64 runtime_bytes;  /* bytes the runtime holds */
+  gpointer reserved[8];
 } SieveTrainReport;
+SIEVE_ABI_SIZE(SieveTrainReport, 160);
 
 SIEVE_API void sieve_train_options_init(SieveTrainOptions *options);
 
@@ -68,6 +71,7 @@ SIEVE_API void sieve_train_options_init(SieveTrainOptions *options);
 typedef struct {
   SieveDataset *train, *val, *test; /* owned; val/test NULL when not asked for */
 } SieveTrainData;
+SIEVE_ABI_SIZE(SieveTrainData, 24);
 
 /* dataset, dir: as sieve_dataset_open (dir NULL = default location).
  * validation: examples held out of the training set (0 = none).

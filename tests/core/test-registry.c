@@ -53,13 +53,13 @@ test_good(void)
 static void
 test_abi_major(void)
 {
-  assert_refused("abi-major", SIEVE_ERROR_ABI, "was built for sieve ABI 2.0, this sieve provides ABI 1.0");
+  assert_refused("abi-major", SIEVE_ERROR_ABI, "was built for sieve ABI 3.0, this sieve provides ABI 2.0");
 }
 
 static void
 test_abi_minor(void)
 {
-  assert_refused("abi-minor", SIEVE_ERROR_ABI, "was built for sieve ABI 1.1, this sieve provides ABI 1.0");
+  assert_refused("abi-minor", SIEVE_ERROR_ABI, "was built for sieve ABI 2.1, this sieve provides ABI 2.0");
 }
 
 static void
