@@ -3,6 +3,9 @@
  * `sieve train` command's JSON summary. */
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include <json-glib/json-glib.h>
 #include <sieve/sieve.h>
@@ -189,6 +192,52 @@ test_command(void)
   g_assert_nonnull(strstr(err, "batch_size"));
 }
 
+/* Flags become nodes of the experiment, not YAML text: a folder named with
+ * any characters works, and a bad flag's value is named by its flag. */
+static void
+test_command_data_dir(void)
+{
+  const char *exe = g_getenv("SIEVE_EXE");
+  g_assert_nonnull(exe);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tmp = g_dir_make_tmp("sieve-train-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *dir = g_build_filename(tmp, "données \"é\" 数据\\x", NULL);
+  g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+  static const char *const files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                      "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from = g_build_filename("/usr/share/datasets/fashion-mnist", files[i], NULL);
+    g_autofree char *to = g_build_filename(dir, files[i], NULL);
+    g_assert_cmpint(symlink(from, to), ==, 0);
+  }
+  const char *argv[] = {exe, "train", "-q", "--arch", ARCH1, "--set", "space.C=4", "--set", "space.N=1",
+                        "--data-dir", dir, "--train-limit", "500", "--validation", "200", "--epochs", "1",
+                        "--batch", "50", "--set", "evaluator.test=false", NULL};
+  g_autofree char *out = NULL, *err = NULL;
+  int status;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
+  g_assert_no_error(error);
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("sieve train --data-dir '%s' failed: %s", dir, err);
+  g_autoptr(JsonParser) p = json_parser_new();
+  g_assert_true(json_parser_load_from_data(p, out, -1, &error));
+  g_assert_cmpstr(json_object_get_string_member(json_node_get_object(json_parser_get_root(p)), "status"), ==, "ok");
+
+  const char *bad[] = {exe, "train", "--arch", ARCH1, "--dataset", "no-such-set", "--data-dir", dir, NULL};
+  g_clear_pointer(&out, g_free);
+  g_clear_pointer(&err, g_free);
+  g_assert_true(g_spawn_sync(NULL, (char **)bad, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 2);
+  g_assert_nonnull(strstr(err, "--dataset no-such-set:1:1: "));
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *to = g_build_filename(dir, files[i], NULL);
+    g_unlink(to);
+  }
+  g_rmdir(dir);
+  g_rmdir(tmp);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -203,6 +252,7 @@ main(int argc, char **argv)
   g_test_add_func("/train/divergence", test_divergence);
   g_test_add_func("/train/mismatch", test_mismatch);
   g_test_add_func("/train/command", test_command);
+  g_test_add_func("/train/command-data-dir", test_command_data_dir);
   int status = g_test_run();
   sieve_train_data_clear(&fmnist);
   sieve_registry_free(registry);

@@ -27,6 +27,19 @@ pc=$(find "$tmp/root" -name sieve.pc -print -quit)
 header=$(find "$tmp/root" -path '*/include/sieve/sieve.h' -print -quit)
 [ -n "$header" ] || fail "the install has no include/sieve/sieve.h"
 
+# The installed command finds its library without LD_LIBRARY_PATH: its
+# run path is the library folder of the prefix it was configured for.
+exe=$(find "$tmp/root" -path '*/bin/sieve' -print -quit)
+[ -n "$exe" ] || fail "the install has no bin/sieve"
+lib=$(find "$tmp/root" -name 'libsieve.so.0' -print -quit)
+[ -n "$lib" ] || fail "the install has no libsieve.so.0"
+libdir=${lib#"$tmp/root"}
+libdir=${libdir%/libsieve.so.0}
+runpath=$(readelf -d "$exe" | sed -n 's/.*(RUNPATH).*\[\(.*\)\].*/\1/p; s/.*(RPATH).*\[\(.*\)\].*/\1/p')
+case ":$runpath:" in
+  *":$libdir:"*) ;;
+  *) fail "the installed sieve's run path ($runpath) does not name the library folder $libdir" ;;
+esac
 # sieve.pc names its absolute install prefix, which lives under the destdir
 # here.  PKG_CONFIG_SYSROOT_DIR would also prefix glib's own -I paths (they
 # are not in the destdir), so point a copy of sieve.pc at the destdir instead,
