@@ -1,5 +1,7 @@
 /* sieve: configuration trees (construction, access, typed reads, --set
  * overrides, canonical YAML).  Parsing lives in node-yaml.c. */
+#include <sieve/text.h>
+
 #include "base/base-private.h"
 
 #include <errno.h>
@@ -601,35 +603,12 @@ plain_is_safe(const char *t)
   return TRUE;
 }
 
+/* A JSON string is a YAML double-quoted scalar (YAML 1.2 is a superset of
+ * JSON), so the one JSON escaper serves here too. */
 static void
 emit_quoted(GString *out, const char *t)
 {
-  g_string_append_c(out, '"');
-  for (const guchar *p = (const guchar *)t; *p; p++) {
-    switch (*p) {
-    case '"':
-      g_string_append(out, "\\\"");
-      break;
-    case '\\':
-      g_string_append(out, "\\\\");
-      break;
-    case '\n':
-      g_string_append(out, "\\n");
-      break;
-    case '\t':
-      g_string_append(out, "\\t");
-      break;
-    case '\r':
-      g_string_append(out, "\\r");
-      break;
-    default:
-      if (*p < 0x20 || *p == 0x7f)
-        g_string_append_printf(out, "\\x%02x", *p);
-      else
-        g_string_append_c(out, (char)*p);
-    }
-  }
-  g_string_append_c(out, '"');
+  sieve_json_append_string(out, t);
 }
 
 static void
