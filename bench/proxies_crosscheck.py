@@ -15,7 +15,7 @@ zen is left out: the peer draws its weights and inputs from torch's generator.  
 loosens one proxy's bound and says so: the meson test holds grasp to 5e-3, because sieve's
 Hessian-vector product is a float32 central difference (with the ReLUs frozen) where the peer's is
 autograd's exact double backward; they differ by 1e-4 to 2e-3.  The synflow that
-proxy-dump prints (src/proxy-synflow.c on the same runtime) is checked too, so the weights'
+proxy-dump prints (src/proxy/proxy-synflow.c on the same runtime) is checked too, so the weights'
 names are verified even where `sieve proxies` is not built.
 
     python3 bench/proxies_crosscheck.py --build build            # small networks (meson test)

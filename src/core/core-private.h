@@ -146,7 +146,7 @@ void sieve__space_memo_put(const SieveSpace *space, const SieveHash *key, const 
  *   evaluator: {plugin: tabular, table: ../data/nb201/nb201.csv}
  *   objective: {metric: cifar10_valid_acc, direction: maximize}
  *                               # or a list of them (multi-objective)
- *   pipeline:  [dedupe]       # stages before the evaluator (see pipeline.h)
+ *   pipeline:  [dedupe]       # stages before the evaluator (pipeline.c)
  *   budget:    {evaluations: 300, seconds: 0, proposals: 0}
  *   workers: 1
  *   report:    {top: 10}

@@ -1,5 +1,5 @@
 /* sieve: the `pipeline:` list of an experiment: stage names, order and
- * options (see pipeline.h). */
+ * options (the pipeline section of core-private.h). */
 #include <math.h>
 #include <string.h>
 

@@ -158,7 +158,7 @@ SIEVE_INTERNAL_API char *sieve_options_to_canonical(const SieveOptions *options)
 
 /* ==== screen ==== */
 /* sieve: the screen stage's scoring of one round of proposals with
- * zero-cost proxies (see pipeline.h, sieve/proxy.h).
+ * zero-cost proxies (the pipeline section of core/core-private.h, sieve/proxy.h).
  *
  *   SieveScreenRound *round = sieve_screen_round_new(stage, space, genotypes, n);
  *   guint keep = sieve_screen_keep_count(stage, n, room);

@@ -1,5 +1,5 @@
 /* sieve: the search loop, and the pipeline stages a proposal passes on its
- * way to the evaluator (see pipeline.h).
+ * way to the evaluator (the pipeline section of core/core-private.h).
  *
  * A proposal's path: the optimizer's ask -> stored pending (with its hash)
  * -> dedupe: answered from the store's cache, or attached to an identical

@@ -1,4 +1,5 @@
-/* sieve: scoring a round of proposals for the screen stage (see screen.h).
+/* sieve: scoring a round of proposals for the screen stage (declared in
+ * the screen section of engine/engine-private.h).
  * Zero-cost proxies choose which candidates are worth training, as
  * Abdelfattah et al., "Zero-Cost Proxies for Lightweight NAS" (ICLR 2021)
  * use them to steer a search; several proxies are combined by their mean
