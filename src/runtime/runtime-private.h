@@ -3,7 +3,8 @@
 /* ---- from runtime-backend.h ---- */
 /* What a runtime backend implements (private to libsieve).  runtime.c checks
  * arguments and dispatches; a backend sees only valid calls.  Backends:
- * runtime-cpu.c (oneDNN).  Nothing device-specific leaves a backend's files. */
+ * cpu/ (oneDNN; cpu/cpu-private.h maps its files).  Nothing device-specific
+ * leaves a backend's files. */
 
 #include <sieve/runtime.h>
 

@@ -1,0 +1,474 @@
+/* Pass 2 of the CPU backend's compilation: the forward plan, one
+ * primitive per node in the layouts oneDNN picks (see cpu-private.h). */
+#include "runtime/cpu/cpu-private.h"
+
+/* ---- pass 2: forward plan -------------------------------------------------- */
+
+static gboolean
+make_prim(Cpu *c, Step *s, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+          const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *keep_pd, const char *what, GError **error)
+{
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_primitive_desc_create(&pd, desc, attr, c->engine, hint), "%s for %s", what,
+      sieve__cpu_node_desc(c, s->node));
+  dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
+  if (keep_pd)
+    *keep_pd = pd;
+  else
+    dnnl_primitive_desc_destroy(pd);
+  TRY(st, "%s primitive for %s", what, sieve__cpu_node_desc(c, s->node));
+  return TRUE;
+}
+
+static void
+md_any4(dnnl_memory_desc_t *md, guint batch, SieveShape s)
+{
+  dnnl_dims_t d = {batch, s.c, s.h, s.w};
+  dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_format_tag_any);
+}
+
+/* The output of u in layout want: the slot itself, or a reorder step into a
+ * new slot (kept for backward when keep is set). */
+static gboolean
+as_layout(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *want, gboolean keep, int *slot, GError **error)
+{
+  dnnl_memory_desc_t have;
+  if (!sieve__cpu_md_as4(c, u, &have, error))
+    return FALSE;
+  if (want->ndims == 2 && c->nodes[u].md.ndims == 2)
+    have = c->nodes[u].md;
+  if (sieve__cpu_md_equal(&have, want)) {
+    *slot = c->nodes[u].out;
+    return TRUE;
+  }
+  *slot = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(want), keep);
+  if (!sieve__cpu_push_reorder(c, v, c->fwd_train, c->fwd_eval, &have, c->nodes[u].out, want, *slot, FALSE, error))
+    return FALSE;
+  if (!keep)
+    g_array_append_val(c->pending, *slot); /* pooled once the consumer's steps are planned */
+  return TRUE;
+}
+
+static Param *
+param_add(Cpu *c, guint v, const char *name, const dnnl_memory_desc_t *md, const dnnl_memory_desc_t *plain)
+{
+  Param p = {0};
+  p.info.node = v;
+  p.info.name = name;
+  p.info.ndims = plain->ndims;
+  p.info.size = 1;
+  for (int d = 0; d < plain->ndims; d++) {
+    p.info.dims[d] = plain->dims[d];
+    p.info.size *= plain->dims[d];
+  }
+  p.md = *md;
+  p.plain = *plain;
+  p.value = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(md), TRUE);
+  p.grad = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(md), TRUE);
+  p.velocity = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(md), TRUE);
+  if (c->nodes[v].n_params == 0)
+    c->nodes[v].first_param = c->params->len;
+  c->nodes[v].n_params++;
+  g_array_append_val(c->params, p);
+  return &g_array_index(c->params, Param, c->params->len - 1);
+}
+
+/* The forward step of a convolution or inner product whose pd, src_want,
+ * src_slot, md and weight w are set: the bias parameter (when it has one),
+ * the output slot, and the primitive with its arguments. */
+static gboolean
+plan_weighted_step(Cpu *c, guint v, Param *w, const char *what, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  dnnl_memory_desc_t wstore = w->md, bias; /* w moves when the param table grows */
+  int wslot = w->value, bslot = -1;
+  sieve__cpu_md_1d(&bias, a->out_channels);
+  if (a->bias)
+    bslot = param_add(c, v, "bias", &bias, &bias)->value;
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!sieve__cpu_prim_from_pd(c, s, x->fwd_pd, what, error))
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->src_want, x->src_slot);
+  sieve__cpu_step_arg(s, DNNL_ARG_WEIGHTS, &wstore, wslot);
+  if (a->bias)
+    sieve__cpu_step_arg(s, DNNL_ARG_BIAS, &bias, bslot);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_conv(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint B = c->options.batch;
+  SieveShape is = c->nodes[x->in[0]].n->shape, os = x->n->shape;
+  dnnl_memory_desc_t src, wei, bias, dst;
+  md_any4(&src, B, is);
+  md_any4(&dst, B, os);
+  gboolean grouped = a->groups > 1;
+  dnnl_dims_t wd = {a->out_channels, is.c / a->groups, a->kernel[0], a->kernel[1]};
+  dnnl_dims_t gwd = {a->groups, a->out_channels / a->groups, is.c / a->groups, a->kernel[0], a->kernel[1]};
+  dnnl_memory_desc_t wplain, wgplain;
+  dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
+  if (grouped) {
+    dnnl_memory_desc_init_by_tag(&wei, 5, gwd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wgplain, 5, gwd, dnnl_f32, dnnl_goihw);
+  } else {
+    dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
+  }
+  sieve__cpu_md_1d(&bias, a->out_channels);
+  dnnl_dims_t strides = {a->stride[0], a->stride[1]}, dil = {a->dilation[0] - 1, a->dilation[1] - 1},
+              pad = {a->pad[0], a->pad[1]};
+  dnnl_convolution_desc_t d;
+  dnnl_prop_kind_t prop = c->options.backward ? dnnl_forward_training : dnnl_forward_inference;
+  /* The producer's layout first: a reorder of every activation costs more
+   * than a slightly slower kernel on these small networks. */
+  dnnl_memory_desc_t have, blocked = dst;
+  if (!sieve__cpu_md_as4(c, x->in[0], &have, error))
+    return FALSE;
+  /* Outputs in the channel block that fits them without padding (8 or 16
+   * floats): a network of 8-channel tensors padded to 16 would move twice
+   * the bytes through every later operation. */
+  dnnl_dims_t od = {c->options.batch, os.c, os.h, os.w};
+  if (os.c % 16 == 0)
+    dnnl_memory_desc_init_by_tag(&blocked, 4, od, dnnl_f32, dnnl_nChw16c);
+  else if (os.c % 8 == 0)
+    dnnl_memory_desc_init_by_tag(&blocked, 4, od, dnnl_f32, dnnl_nChw8c);
+  TRY(dnnl_dilated_convolution_forward_desc_init(&d, prop, dnnl_convolution_direct, &have, &wei,
+                                                 a->bias ? &bias : NULL, &blocked, strides, dil, pad, pad),
+      "convolution descriptor for %s", sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_try(c, &x->fwd_pd, &d, NULL)) {
+    TRY(dnnl_dilated_convolution_forward_desc_init(&d, prop, dnnl_convolution_direct, &src, &wei,
+                                                   a->bias ? &bias : NULL, &dst, strides, dil, pad, pad),
+        "convolution descriptor for %s", sieve__cpu_node_desc(c, v));
+    if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "convolution", error))
+      return FALSE;
+  }
+  x->src_want = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_src_md, 0);
+  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_weights_md, 0);
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
+    return FALSE;
+  Param *w = param_add(c, v, "weight", wmd, &wplain);
+  /* oneDNN wants grouped weights 5-D (goihw); the plain [out, in/groups,
+   * kh, kw] of graph.h is the same bytes, so exchange through the 5-D view
+   * and report the 4-D shape (param_add's info has room for 4 dims). */
+  if (grouped)
+    w->plain = wgplain;
+  return plan_weighted_step(c, v, w, "convolution", error);
+}
+
+static gboolean
+plan_linear(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint B = c->options.batch;
+  SieveShape is = c->nodes[x->in[0]].n->shape;
+  dnnl_memory_desc_t src, wei, bias, dst, wplain;
+  md_any4(&src, B, is);
+  dnnl_dims_t wd = {a->out_channels, is.c, is.h, is.w};
+  dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&wplain, 4, wd, dnnl_f32, dnnl_oihw);
+  dnnl_dims_t dd = {B, a->out_channels};
+  dnnl_memory_desc_init_by_tag(&dst, 2, dd, dnnl_f32, dnnl_nc);
+  sieve__cpu_md_1d(&bias, a->out_channels);
+  dnnl_inner_product_desc_t d;
+  TRY(dnnl_inner_product_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,
+                                           &src, &wei, a->bias ? &bias : NULL, &dst),
+      "inner product descriptor for %s", sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "inner product", error))
+    return FALSE;
+  x->src_want = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_src_md, 0);
+  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_weights_md, 0);
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  if (!as_layout(c, v, x->in[0], &x->src_want, c->options.backward, &x->src_slot, error))
+    return FALSE;
+  /* The plain weight is [out, c*h*w], the same bytes as oihw. */
+  dnnl_dims_t w2 = {a->out_channels, (dnnl_dim_t)is.c * is.h * is.w};
+  dnnl_memory_desc_t wplain2;
+  dnnl_memory_desc_init_by_tag(&wplain2, 2, w2, dnnl_f32, dnnl_nc);
+  Param *w = param_add(c, v, "weight", wmd, &wplain2);
+  w->plain = wplain; /* exchanged through the 4-D view, reported as 2-D */
+  return plan_weighted_step(c, v, w, "inner product", error);
+}
+
+static gboolean
+plan_bn(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint C = x->n->shape.c;
+  x->md = c->nodes[x->in[0]].md;
+  unsigned flags = a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0;
+  dnnl_memory_desc_t st;
+  sieve__cpu_md_1d(&st, C);
+  if (a->affine) {
+    param_add(c, v, "gamma", &st, &st);
+    param_add(c, v, "beta", &st, &st);
+  }
+  x->mean = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
+  x->var = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
+  x->rmean = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
+  x->rvar = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  int in = c->nodes[x->in[0]].out;
+  /* Training: batch statistics out, then the running update. */
+  dnnl_batch_normalization_desc_t d;
+  TRY(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, &x->md, (float)a->eps, flags),
+      "batch norm descriptor for %s", sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "batch norm", error))
+    return FALSE;
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, NULL);
+  if (!sieve__cpu_prim_from_pd(c, s, x->fwd_pd, "batch norm", error))
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, in);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  sieve__cpu_step_arg(s, DNNL_ARG_MEAN, &st, x->mean);
+  sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, x->var);
+  if (a->affine) {
+    sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
+    sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
+  }
+  sieve__cpu_step_push(c, STEP_BN_RUNNING, v, c->fwd_train, NULL);
+  /* Evaluation: running statistics in. */
+  dnnl_batch_normalization_desc_t e;
+  TRY(dnnl_batch_normalization_forward_desc_init(&e, dnnl_forward_inference, &x->md, (float)a->eps,
+                                                 flags | dnnl_use_global_stats),
+      "batch norm (inference) descriptor for %s", sieve__cpu_node_desc(c, v));
+  s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_eval, NULL);
+  if (!make_prim(c, s, &e, NULL, NULL, NULL, "batch norm (inference)", error))
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, in);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  sieve__cpu_step_arg(s, DNNL_ARG_MEAN, &st, x->rmean);
+  sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, x->rvar);
+  if (a->affine) {
+    sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
+    sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
+  }
+  return TRUE;
+}
+
+static gboolean
+plan_eltwise(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  x->md = c->nodes[x->in[0]].md;
+  float alpha, beta;
+  gboolean use_dst;
+  dnnl_alg_kind_t alg = sieve__cpu_eltwise_alg(&x->n->attrs, &alpha, &beta, &use_dst);
+  dnnl_eltwise_desc_t d;
+  TRY(dnnl_eltwise_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference, alg,
+                                     &x->md, alpha, beta),
+      "activation descriptor for %s", sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "activation", error))
+    return FALSE;
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!sieve__cpu_prim_from_pd(c, s, x->fwd_pd, "activation", error))
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, c->nodes[x->in[0]].out);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  s->relu = sieve__cpu_is_relu(x->n);
+  s->src = c->nodes[x->in[0]].out;
+  s->dst = x->out;
+  s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+  return TRUE;
+}
+
+/* Pooling and global average pooling (a pooling whose window is the image). */
+static gboolean
+plan_pool(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  gboolean global = x->n->kind == SIEVE_OP_GLOBAL_AVG_POOL;
+  SieveShape is = c->nodes[x->in[0]].n->shape;
+  dnnl_memory_desc_t src, dst;
+  if (!sieve__cpu_md_as4(c, x->in[0], &src, error))
+    return FALSE;
+  md_any4(&dst, c->options.batch, x->n->shape);
+  dnnl_dims_t k = {global ? is.h : a->kernel[0], global ? is.w : a->kernel[1]};
+  dnnl_dims_t s = {global ? 1 : a->stride[0], global ? 1 : a->stride[1]};
+  dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};
+  dnnl_dims_t dil = {0, 0};
+  gboolean max = !global && a->pool == SIEVE_POOL_MAX;
+  dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
+  dnnl_pooling_v2_desc_t d;
+  TRY(dnnl_pooling_v2_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,
+                                        alg, &src, &dst, s, k, dil, p, p),
+      "pooling descriptor for %s", sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "pooling", error))
+    return FALSE;
+  x->md = *dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_dst_md, 0);
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(x->fwd_pd, dnnl_query_workspace_md, 0);
+  Step *st = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!sieve__cpu_prim_from_pd(c, st, x->fwd_pd, "pooling", error))
+    return FALSE;
+  sieve__cpu_step_arg(st, DNNL_ARG_SRC, &src, c->nodes[x->in[0]].out);
+  sieve__cpu_step_arg(st, DNNL_ARG_DST, &x->md, x->out);
+  if (ws && ws->ndims > 0) {
+    x->ws_md = *ws;
+    x->ws = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(ws), TRUE);
+    sieve__cpu_step_arg(st, DNNL_ARG_WORKSPACE, ws, x->ws);
+  }
+  return TRUE;
+}
+
+static gboolean
+plan_sum(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  x->md = c->nodes[x->in[0]].md;
+  g_autofree dnnl_memory_desc_t *srcs = g_new(dnnl_memory_desc_t, x->n_in);
+  g_autofree float *scales = g_new(float, x->n_in);
+  for (guint k = 0; k < x->n_in; k++) {
+    srcs[k] = c->nodes[x->in[k]].md;
+    scales[k] = 1.0f;
+  }
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_sum_primitive_desc_create(&pd, &x->md, (int)x->n_in, scales, srcs, NULL, c->engine), "sum for %s",
+      sieve__cpu_node_desc(c, v));
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "sum", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  for (guint k = 0; k < x->n_in; k++)
+    sieve__cpu_step_arg(s, DNNL_ARG_MULTIPLE_SRC + (int)k, &srcs[k], c->nodes[x->in[k]].out);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_concat(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  g_autofree dnnl_memory_desc_t *srcs = g_new(dnnl_memory_desc_t, x->n_in);
+  for (guint k = 0; k < x->n_in; k++)
+    if (!sieve__cpu_md_as4(c, x->in[k], &srcs[k], error))
+      return FALSE;
+  /* A plain output keeps every input's channel range addressable for the
+   * backward slices, whatever the channel counts. */
+  sieve__cpu_md_plain(&x->md, c->options.batch, x->n->shape);
+  dnnl_primitive_desc_t pd;
+  TRY(dnnl_concat_primitive_desc_create(&pd, &x->md, (int)x->n_in, 1, srcs, NULL, c->engine), "concat for %s",
+      sieve__cpu_node_desc(c, v));
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "concat", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  for (guint k = 0; k < x->n_in; k++)
+    sieve__cpu_step_arg(s, DNNL_ARG_MULTIPLE_SRC + (int)k, &srcs[k], c->nodes[x->in[k]].out);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+static gboolean
+plan_loss(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint K = c->nodes[x->in[0]].n->shape.c;
+  c->n_classes = K;
+  dnnl_dims_t d = {c->options.batch, K};
+  dnnl_memory_desc_init_by_tag(&x->src_want, 2, d, dnnl_f32, dnnl_nc);
+  /* Logits straight from a 4-D producer (a global pool, the input): ask for
+   * plain nchw BxKx1x1, the same bytes as nc, since a reorder cannot change
+   * the number of dimensions. */
+  if (c->nodes[x->in[0]].md.ndims == 4) {
+    dnnl_dims_t d4 = {c->options.batch, K, 1, 1};
+    dnnl_memory_desc_init_by_tag(&x->src_want, 4, d4, dnnl_f32, dnnl_nchw);
+  }
+  if (!as_layout(c, v, x->in[0], &x->src_want, TRUE, &x->src_slot, error))
+    return FALSE;
+  x->prob = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->src_want), TRUE);
+  dnnl_dims_t one = {1, 1, 1, 1};
+  dnnl_memory_desc_init_by_tag(&x->md, 4, one, dnnl_f32, dnnl_nchw);
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), TRUE);
+  sieve__cpu_step_push(c, STEP_LOSS_FWD, v, c->fwd_train, c->fwd_eval);
+  return TRUE;
+}
+
+static gboolean
+keep_output(Cpu *c, guint u)
+{
+  if (sieve__cpu_kept(c, u) || u == sieve__cpu_root(c, c->output) || c->nodes[u].role == ROLE_ZERO_BUF)
+    return TRUE;
+  if (c->options.backward && c->nodes[u].needed_bwd)
+    return TRUE;
+  /* A loss's logits stay readable for accuracy. */
+  const SieveGraphNode *o = sieve_graph_node(c->graph, c->output);
+  return o->kind == SIEVE_OP_SOFTMAX_CE && u == sieve__cpu_root(c, o->inputs[0]);
+}
+
+gboolean
+sieve__cpu_plan_forward(Cpu *c, GError **error)
+{
+  for (guint v = 0; v < c->n_nodes; v++) {
+    CNode *x = &c->nodes[v];
+    gboolean ok = TRUE;
+    if (x->role == ROLE_ZERO_BUF) {
+      sieve__cpu_md_plain(&x->md, c->options.batch, x->n->shape);
+      x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), TRUE); /* zeroed at allocation, never written */
+      continue;
+    }
+    if (x->role != ROLE_REAL)
+      continue;
+    switch (x->n->kind) {
+    case SIEVE_OP_INPUT:
+      sieve__cpu_md_plain(&x->md, c->options.batch, x->n->shape);
+      x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), TRUE);
+      break;
+    case SIEVE_OP_CONV2D:
+      ok = plan_conv(c, v, error);
+      break;
+    case SIEVE_OP_LINEAR:
+      ok = plan_linear(c, v, error);
+      break;
+    case SIEVE_OP_BATCH_NORM:
+      ok = plan_bn(c, v, error);
+      break;
+    case SIEVE_OP_ACTIVATION:
+      ok = plan_eltwise(c, v, error);
+      break;
+    case SIEVE_OP_POOL:
+    case SIEVE_OP_GLOBAL_AVG_POOL:
+      ok = plan_pool(c, v, error);
+      break;
+    case SIEVE_OP_ADD:
+      ok = plan_sum(c, v, error);
+      break;
+    case SIEVE_OP_CONCAT:
+      ok = plan_concat(c, v, error);
+      break;
+    case SIEVE_OP_SOFTMAX_CE:
+      ok = plan_loss(c, v, error);
+      break;
+    default:
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the CPU backend cannot run %s", sieve__cpu_node_desc(c, v));
+      return FALSE;
+    }
+    if (!ok)
+      return FALSE;
+    for (guint k = 0; k < c->pending->len; k++)
+      sieve__cpu_slot_release(c, g_array_index(c->pending, int, k));
+    g_array_set_size(c->pending, 0);
+    /* Inputs whose last reader this was go back to the pool. */
+    for (guint k = 0; k < x->n_in; k++) {
+      CNode *u = &c->nodes[x->in[k]];
+      if (--u->uses == 0 && !keep_output(c, u->id) && !u->released) {
+        sieve__cpu_slot_release(c, u->out);
+        u->released = TRUE;
+      }
+    }
+  }
+  return TRUE;
+}
