@@ -1,10 +1,10 @@
-#pragma once
-
-/* ---- from runtime-backend.h ---- */
-/* What a runtime backend implements (private to libsieve).  runtime.c checks
+/* sieve: the runtime area's private header: what a backend implements.
+ * runtime.c checks arguments and dispatches; a backend sees only valid
+ * calls.  runtime.c checks
  * arguments and dispatches; a backend sees only valid calls.  Backends:
  * cpu/ (oneDNN; cpu/cpu-private.h maps its files).  Nothing device-specific
  * leaves a backend's files. */
+#pragma once
 
 #include <sieve/runtime.h>
 
