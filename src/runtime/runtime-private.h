@@ -1,7 +1,6 @@
 /* sieve: the runtime area's private header: what a backend implements.
  * runtime.c checks arguments and dispatches; a backend sees only valid
- * calls.  runtime.c checks
- * arguments and dispatches; a backend sees only valid calls.  Backends:
+ * calls.  Backends:
  * cpu/ (oneDNN; cpu/cpu-private.h maps its files).  Nothing device-specific
  * leaves a backend's files. */
 #pragma once
