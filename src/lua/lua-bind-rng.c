@@ -1,4 +1,5 @@
-/* sieve: the seeded random number generator in Lua.
+/* sieve: binding (scripts call C): sieve.rng, the seeded random number
+ * generator in Lua.
  *
  *   local rng = sieve.rng(42)
  *   rng:uniform()        -- [0, 1)

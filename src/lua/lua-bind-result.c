@@ -1,4 +1,4 @@
-/* sieve: evaluation results in Lua.
+/* sieve: binding (scripts call C): sieve.result, evaluation results in Lua.
  *
  *   local r = evaluator:evaluate(g)
  *   if r.status == "ok" then print(r.metrics.cifar10_valid_acc, r.cost) end

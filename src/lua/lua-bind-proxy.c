@@ -1,4 +1,4 @@
-/* sieve: zero-cost proxies from Lua.
+/* sieve: binding (scripts call C): sieve.proxies, zero-cost proxies from Lua.
  *
  *   local net = space:build(g)
  *   local scores, ms = sieve.proxies(net, {"synflow", "naswot"}, {batch = 32, seed = 1, threads = 1})

@@ -1,5 +1,6 @@
-/* sieve: studies from Lua: a live ask/tell loop over a store, and whole
- * YAML experiments run with overrides.
+/* sieve: binding (scripts call C): sieve.study and sieve.run, studies from
+ * Lua: a live ask/tell loop over a store, and whole YAML experiments run
+ * with overrides.
  *
  *   local study = sieve.study{space = space, optimizer = {plugin = "random"},
  *                             evaluator = ev, objective = {metric = "value", direction = "minimize"},

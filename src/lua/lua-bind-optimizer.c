@@ -1,5 +1,6 @@
-/* sieve: optimizer components (C plugins or registered Lua ones) driven
- * from Lua, ask and tell by hand.
+/* sieve: binding (scripts call C): sieve.optimizer, optimizer components
+ * (C plugins or registered Lua ones) driven from Lua, ask and tell by hand.
+ * Optimizers written in Lua are lua-impl-optimizer.c.
  *
  *   local opt = sieve.optimizer("random", space, {unique = true},
  *                               {seed = 3, objective = {metric = "value", direction = "minimize"}})
@@ -19,97 +20,6 @@ typedef struct {
   SieveOptions *options; /* as long as the optimizer: the engine keeps a component's options for its life,
                           * and plugins may borrow from them */
 } OptimizerBox;
-
-void
-sieve__lua_objectives_clear(SieveLuaObjectives *objectives)
-{
-  g_strfreev(objectives->metrics);
-  g_free(objectives->maximize);
-  memset(objectives, 0, sizeof *objectives);
-}
-
-/* Appends one objective; FALSE with *why set (static text) when it is not one. */
-static gboolean
-read_objective(lua_State *L, int idx, GPtrArray *metrics, GArray *maximize, const char **why)
-{
-  idx = lua_absindex(L, idx);
-  gboolean max = TRUE;
-  const char *metric = NULL;
-  if (lua_type(L, idx) == LUA_TSTRING)
-    metric = lua_tostring(L, idx);
-  else if (lua_type(L, idx) == LUA_TTABLE) {
-    lua_getfield(L, idx, "metric");
-    metric = lua_tostring(L, -1);
-    lua_pop(L, 1); /* the string stays alive in the table */
-    lua_getfield(L, idx, "direction");
-    const char *direction = lua_tostring(L, -1);
-    gboolean valid = direction == NULL || strcmp(direction, "minimize") == 0 || strcmp(direction, "maximize") == 0;
-    max = direction == NULL || strcmp(direction, "maximize") == 0;
-    lua_pop(L, 1);
-    if (!valid) {
-      *why = "objective direction must be 'maximize' or 'minimize'";
-      return FALSE;
-    }
-  }
-  if (metric == NULL) {
-    *why = "an objective is a metric name or {metric = NAME, direction = 'maximize'|'minimize'}";
-    return FALSE;
-  }
-  g_ptr_array_add(metrics, g_strdup(metric));
-  g_array_append_val(maximize, max);
-  return TRUE;
-}
-
-void
-sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
-{
-  memset(out, 0, sizeof *out);
-  GPtrArray *metrics = g_ptr_array_new_with_free_func(g_free);
-  GArray *maximize = g_array_new(FALSE, FALSE, sizeof(gboolean));
-  const char *why = NULL;
-  gboolean ok = TRUE;
-  if (lua_istable(L, idx)) {
-    lua_getfield(L, idx, "objective");
-    int obj = lua_gettop(L);
-    if (lua_istable(L, obj) && lua_rawlen(L, obj) > 0) {
-      for (lua_Integer i = 1; ok && i <= (lua_Integer) lua_rawlen(L, obj); i++) {
-        lua_rawgeti(L, obj, i);
-        ok = read_objective(L, -1, metrics, maximize, &why);
-        lua_pop(L, 1);
-      }
-    } else if (!lua_isnil(L, obj))
-      ok = read_objective(L, obj, metrics, maximize, &why);
-    lua_pop(L, 1);
-  }
-  if (!ok) {
-    /* Raising skips C cleanups: free first. */
-    g_ptr_array_unref(metrics);
-    g_array_unref(maximize);
-    luaL_error(L, "%s", why);
-  }
-  if (metrics->len == 0) {
-    gboolean max = TRUE;
-    g_ptr_array_add(metrics, g_strdup("value"));
-    g_array_append_val(maximize, max);
-  }
-  out->n = metrics->len;
-  g_ptr_array_add(metrics, NULL);
-  out->metrics = (char **) g_ptr_array_free(metrics, FALSE);
-  out->maximize = (gboolean *) (void *) g_array_free(maximize, FALSE);
-}
-
-void
-sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out)
-{
-  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
-  for (guint i = 0; i < objectives->n; i++) {
-    double v;
-    if (!ok || !sieve_result_get_metric(result, objectives->metrics[i], &v))
-      out[i] = NAN;
-    else
-      out[i] = objectives->maximize[i] ? v : -v;
-  }
-}
 
 static OptimizerBox *
 check_optimizer(lua_State *L, int idx)

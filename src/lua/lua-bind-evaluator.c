@@ -1,4 +1,5 @@
-/* sieve: evaluator components driven from Lua.
+/* sieve: binding (scripts call C): sieve.evaluator, evaluator components
+ * driven from Lua.
  *
  *   local ev = sieve.evaluator("tabular", space, {table = "nb201.csv", metrics = {"params_m"}})
  *   local r = ev:evaluate(g)           -- a sieve.result; ev:evaluate(g, 12) at fidelity 12

@@ -1,10 +1,11 @@
-/* sieve: spaces, genotypes and the space builder in Lua.
+/* sieve: binding (scripts call C): sieve.space, spaces, genotypes and the
+ * space builder in Lua.
  *
  *   local space = sieve.space("nb201")
  *   local g = space:sample(rng)
  *   print(g:format(), g:get("edge_1_0"))     -- "|none~0|+...", "none"
  *   local h = g:copy():set("edge_1_0", "skip_connect")
- *   local net = space:build(h)                -- a sieve.graph (lua-graph.c)
+ *   local net = space:build(h)                -- a sieve.graph (lua-bind-graph.c)
  *
  * A genotype userdata keeps its space userdata alive (user value 1); a
  * borrowed space (a component's) is invalidated when its owner frees it,
