@@ -39,13 +39,8 @@ optimizer_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, name);
-  GError *error = NULL;
-  char *context = g_strdup_printf("optimizer '%s'", name);
-  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
+  const SieveComponent *c;
+  SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, name, 3, &c);
   lua_Integer seed = 0;
   if (lua_istable(L, 4)) {
     lua_getfield(L, 4, "seed");
@@ -65,6 +60,7 @@ optimizer_new(lua_State *L)
       .n_objectives = box->objectives.n,
       .objective_names = (const char *const *) box->objectives.metrics,
   };
+  GError *error = NULL;
   box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
   if (box->optimizer == NULL)
     return sieve__lua_error_gerror(L, error);
@@ -183,19 +179,14 @@ static const luaL_Reg optimizer_methods[] = {
     {"ask", optimizer_ask}, {"tell", optimizer_tell}, {"save", optimizer_save}, {"load", optimizer_load}, {NULL, NULL},
 };
 
+static const luaL_Reg optimizer_metamethods[] = {
+    {"__gc", optimizer_gc}, {"__close", optimizer_gc}, {"__tostring", optimizer_tostring}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_optimizer(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_OPTIMIZER);
-  luaL_newlib(L, optimizer_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, optimizer_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, optimizer_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, optimizer_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  sieve__lua_new_class(L, SIEVE_LUA_OPTIMIZER, optimizer_methods, optimizer_metamethods);
   lua_pushcfunction(L, optimizer_new);
   lua_setfield(L, sieve_idx, "optimizer");
 }

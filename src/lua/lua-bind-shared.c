@@ -1,16 +1,46 @@
-/* sieve: what the bindings (lua-bind-*.c) share to read their arguments:
- * a component named by a script with the table of its options, and the
- * objectives of a study.
+/* sieve: what the bindings (lua-bind-*.c) share: how a class (a
+ * metatable) and the functions of the `sieve` table are made, a component
+ * named by a script with the table of its options, and the objectives of a
+ * study.
  */
 #include <math.h>
 #include <string.h>
 
 #include "lua/lua-private.h"
 
+/* ---- classes and functions ------------------------------------------------- */
+
+/* As liolib's createmeta: metamethods in the metatable, methods in its
+ * __index. */
+void
+sieve__lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *metamethods)
+{
+  luaL_newmetatable(L, name);
+  if (metamethods != NULL)
+    luaL_setfuncs(L, metamethods, 0);
+  if (methods != NULL) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+}
+
+void
+sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs)
+{
+  lua_pushvalue(L, sieve_idx);
+  luaL_setfuncs(L, funcs, 0);
+  lua_pop(L, 1);
+}
+
 /* ---- components and their options ------------------------------------------ */
 
-SieveOptions *
-sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec, const char *context, GError **error)
+/* Checks that the value at idx is a table of options and turns it into
+ * validated options for spec (errors at the caller's file:line).
+ * (transfer full) */
+static SieveOptions *
+check_options(lua_State *L, int idx, const SieveOptionSpec *spec, const char *context, GError **error)
 {
   if (lua_isnoneornil(L, idx))
     return sieve_options_new(spec, NULL, NULL, NULL, context, error);
@@ -34,14 +64,30 @@ sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec, con
   return sieve_options_new(spec, node, NULL, dir, context, error);
 }
 
-const SieveComponent *
-sieve__lua_check_component(lua_State *L, SieveComponentKind kind, const char *name)
+/* The component kind and name, or a Lua error naming the closest one. */
+static const SieveComponent *
+check_component(lua_State *L, SieveComponentKind kind, const char *name)
 {
   GError *error = NULL;
   const SieveComponent *c = sieve_registry_require(sieve__lua_host(L)->registry, kind, name, NULL, &error);
   if (c == NULL)
     sieve__lua_error_gerror(L, error);
   return c;
+}
+
+SieveOptions *
+sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const char *name, int idx,
+                                   const SieveComponent **component)
+{
+  const SieveComponent *c = check_component(L, kind, name);
+  GError *error = NULL;
+  char *context = g_strdup_printf("%s '%s'", sieve_component_kind_to_string(kind), name);
+  SieveOptions *options = check_options(L, idx, sieve_component_get_info(c)->options, context, &error);
+  g_free(context);
+  if (options == NULL)
+    sieve__lua_error_gerror(L, error);
+  *component = c;
+  return options;
 }
 
 /* ---- objectives ------------------------------------------------------------ */

@@ -119,11 +119,7 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
   lua_setfield(L, -2, "reason");
   lua_pushnumber(L, sieve_result_get_cost(t->result));
   lua_setfield(L, -2, "cost");
-  lua_newtable(L);
-  for (guint i = 0; i < sieve_result_n_metrics(t->result); i++) {
-    lua_pushnumber(L, sieve_result_metric_value(t->result, i));
-    lua_setfield(L, -2, sieve_result_metric_name(t->result, i));
-  }
+  sieve__lua_push_metrics(L, t->result);
   lua_setfield(L, -2, "metrics");
   double v;
   if (box->objectives.n > 0 && t->status == SIEVE_STATUS_OK &&
@@ -140,17 +136,28 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
   }
 }
 
+/* The stored trials of the study at 1 (transfer full), and its space at 2
+ * when it has one (*space_idx, else 0); raises on a store error. */
+static GPtrArray *
+check_trials(lua_State *L, StudyBox **box, int *space_idx)
+{
+  *box = check_study(L, 1, FALSE);
+  lua_settop(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  *space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
+  GError *error = NULL;
+  GPtrArray *trials = sieve_store_list_trials((*box)->store, FALSE, &error);
+  if (trials == NULL)
+    sieve__lua_error_gerror(L, error);
+  return trials;
+}
+
 static int
 study_best(lua_State *L)
 {
-  StudyBox *box = check_study(L, 1, FALSE);
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 1);
-  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
-  GError *error = NULL;
-  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
-  if (trials == NULL)
-    return sieve__lua_error_gerror(L, error);
+  StudyBox *box;
+  int space_idx;
+  GPtrArray *trials = check_trials(L, &box, &space_idx);
   const SieveTrial *best = NULL;
   double best_v = NAN;
   gboolean maximize = box->objectives.maximize[0];
@@ -205,14 +212,9 @@ trials_next(lua_State *L)
 static int
 study_trials(lua_State *L)
 {
-  StudyBox *box = check_study(L, 1, FALSE);
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 1);
-  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
-  GError *error = NULL;
-  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
-  if (trials == NULL)
-    return sieve__lua_error_gerror(L, error);
+  StudyBox *box;
+  int space_idx;
+  GPtrArray *trials = check_trials(L, &box, &space_idx);
   lua_createtable(L, (int) trials->len, 0);
   int list = lua_gettop(L);
   for (guint i = 0; i < trials->len; i++) {
@@ -258,9 +260,10 @@ ask_one(StudyBox *box, GError **error)
   return g_ptr_array_steal_index(asked, 0);
 }
 
-static void
-push_asked(lua_State *L, const SieveCandidate *c, int space_idx)
+void
+sieve__lua_push_candidate(lua_State *L, const SieveCandidate *c, int space_idx)
 {
+  space_idx = lua_absindex(L, space_idx);
   lua_newtable(L);
   lua_pushinteger(L, sieve_candidate_get_trial(c));
   lua_setfield(L, -2, "number");
@@ -288,7 +291,7 @@ study_ask(lua_State *L)
   }
   g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
   lua_getiuservalue(L, 1, 1);
-  push_asked(L, c, lua_gettop(L));
+  sieve__lua_push_candidate(L, c, lua_gettop(L));
   return 1;
 }
 
@@ -524,14 +527,10 @@ study_new(lua_State *L)
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, study, 2);
   sieve__lua_check_objectives(L, 1, &box->objectives);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, opt_name);
-  GError *error = NULL;
-  char *context = g_strdup_printf("optimizer '%s'", opt_name);
-  SieveOptions *options = sieve__lua_check_options(L, 8, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
+  const SieveComponent *c;
+  SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, opt_name, 8, &c);
   box->options = options; /* freed with the study, even on a raise */
+  GError *error = NULL;
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
@@ -651,19 +650,17 @@ static const luaL_Reg study_methods[] = {
     {NULL, NULL},
 };
 
+static const luaL_Reg study_metamethods[] = {
+    {"__gc", study_gc}, {"__close", study_gc}, {NULL, NULL},
+};
+
+static const luaL_Reg study_funcs[] = {
+    {"study", study_new}, {"run", run_new}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_study(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_STUDY);
-  luaL_newlib(L, study_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, study_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, study_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pop(L, 1);
-  lua_pushcfunction(L, study_new);
-  lua_setfield(L, sieve_idx, "study");
-  lua_pushcfunction(L, run_new);
-  lua_setfield(L, sieve_idx, "run");
+  sieve__lua_new_class(L, SIEVE_LUA_STUDY, study_methods, study_metamethods);
+  sieve__lua_set_funcs(L, sieve_idx, study_funcs);
 }

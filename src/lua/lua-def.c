@@ -258,13 +258,15 @@ register_evaluator(lua_State *L)
   return register_component(L, SIEVE_KIND_EVALUATOR);
 }
 
+static const luaL_Reg register_funcs[] = {
+    {"register_optimizer", register_optimizer},
+    {"register_space", register_space},
+    {"register_evaluator", register_evaluator},
+    {NULL, NULL},
+};
+
 void
 sieve__lua_open_register(lua_State *L, int sieve_idx)
 {
-  lua_pushcfunction(L, register_optimizer);
-  lua_setfield(L, sieve_idx, "register_optimizer");
-  lua_pushcfunction(L, register_space);
-  lua_setfield(L, sieve_idx, "register_space");
-  lua_pushcfunction(L, register_evaluator);
-  lua_setfield(L, sieve_idx, "register_evaluator");
+  sieve__lua_set_funcs(L, sieve_idx, register_funcs);
 }

@@ -2,8 +2,6 @@
  * calls the script's function (C calling Lua).  Evaluators driven from Lua
  * are lua-bind-evaluator.c.
  */
-#include <math.h>
-
 #include "lua/lua-private.h"
 
 static gpointer
@@ -21,21 +19,9 @@ evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
   sieve__lua_instance_push_method(inst, "evaluate");
-  lua_newtable(L);
-  int c = lua_gettop(L);
-  lua_getfield(L, c - 1, "space");
-  sieve__lua_push_genotype(L, -1, sieve_genotype_copy(sieve_candidate_get_genotype(candidate)));
-  lua_setfield(L, c, "genotype");
-  lua_pop(L, 1);
-  lua_pushstring(L, sieve_candidate_get_text(candidate));
-  lua_setfield(L, c, "text");
-  lua_pushinteger(L, sieve_candidate_get_trial(candidate));
-  lua_setfield(L, c, "number");
-  double fidelity = sieve_candidate_get_fidelity(candidate);
-  if (!isnan(fidelity)) {
-    lua_pushnumber(L, fidelity);
-    lua_setfield(L, c, "fidelity");
-  }
+  lua_getfield(L, -1, "space");
+  sieve__lua_push_candidate(L, candidate, -1);
+  lua_remove(L, -2); /* the space */
   if (!sieve__lua_instance_call(inst, "evaluate", 1, 1, error))
     return NULL;
   GError *local = NULL;

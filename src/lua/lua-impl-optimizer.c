@@ -97,32 +97,17 @@ optimizer_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
     return TRUE;
   lua_State *L = inst->host->L;
   sieve__lua_instance_push_method(inst, "tell");
-  lua_newtable(L);
+  lua_getfield(L, -1, "space");
+  sieve__lua_push_candidate(L, candidate, -1);
+  lua_remove(L, -2); /* the space */
   int trial = lua_gettop(L);
-  lua_pushinteger(L, sieve_candidate_get_trial(candidate));
-  lua_setfield(L, trial, "number");
-  lua_getfield(L, trial - 1, "space");
-  sieve__lua_push_genotype(L, -1, sieve_genotype_copy(sieve_candidate_get_genotype(candidate)));
-  lua_setfield(L, trial, "genotype");
-  lua_pop(L, 1);
-  lua_pushstring(L, sieve_candidate_get_text(candidate));
-  lua_setfield(L, trial, "text");
-  double fidelity = sieve_candidate_get_fidelity(candidate);
-  if (!isnan(fidelity)) {
-    lua_pushnumber(L, fidelity);
-    lua_setfield(L, trial, "fidelity");
-  }
   lua_pushstring(L, sieve_status_to_string(sieve_result_get_status(result)));
   lua_setfield(L, trial, "status");
   lua_pushstring(L, sieve_result_get_reason(result));
   lua_setfield(L, trial, "reason");
   lua_pushnumber(L, sieve_result_get_cost(result));
   lua_setfield(L, trial, "cost");
-  lua_newtable(L);
-  for (guint i = 0; i < sieve_result_n_metrics(result); i++) {
-    lua_pushnumber(L, sieve_result_metric_value(result, i));
-    lua_setfield(L, -2, sieve_result_metric_name(result, i));
-  }
+  sieve__lua_push_metrics(L, result);
   lua_setfield(L, trial, "metrics");
   /* objectives: larger is better; a missing one is nil (a hole) in the list */
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);

@@ -131,15 +131,7 @@ sieve__lua_instance_new(SieveLuaDef *def, SieveLuaHost *own_host, SieveSpace *sp
     }
     lua_setfield(L, -2, "objectives");
     if (study->fidelity != NULL) {
-      lua_newtable(L);
-      lua_pushstring(L, study->fidelity->name);
-      lua_setfield(L, -2, "name");
-      lua_pushnumber(L, study->fidelity->min);
-      lua_setfield(L, -2, "min");
-      lua_pushnumber(L, study->fidelity->max);
-      lua_setfield(L, -2, "max");
-      lua_pushboolean(L, study->fidelity->integer);
-      lua_setfield(L, -2, "integer");
+      sieve__lua_push_fidelity(L, study->fidelity);
       lua_setfield(L, -2, "fidelity");
     }
     lua_setfield(L, -2, "study");

@@ -296,20 +296,31 @@ void sieve__lua_push_result(lua_State *L, SieveResult *result);
 /* A result userdata or a table {status=, metrics=, reason=, cost=}
  * (transfer full); NULL + error when neither. */
 SieveResult *sieve__lua_to_result(lua_State *L, int idx, GError **error);
+/* A result's metrics as a fresh table {name = value}. */
+void sieve__lua_push_metrics(lua_State *L, const SieveResult *result);
 
-/* lua-bind-optimizer.c, lua-bind-evaluator.c, lua-bind-study.c */
+/* lua-bind-optimizer.c */
 void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
+
+/* lua-bind-evaluator.c */
 void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+/* A fidelity as a table {name, min, max, integer}. */
+void sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity);
+
+/* lua-bind-study.c */
 void sieve__lua_open_study(lua_State *L, int sieve_idx);
+/* A candidate as a table {number, text, fidelity (when it has one), genotype of the space at space_idx}. */
+void sieve__lua_push_candidate(lua_State *L, const SieveCandidate *c, int space_idx);
 
 /* lua-bind-shared.c */
-/* Checks that the value at idx is a table of options and turns it into
- * validated options for spec (errors at the caller's file:line).
- * (transfer full) */
-SieveOptions *sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec,
-                                       const char *context, GError **error);
-/* The component kind and name, or a Lua error naming the closest one. */
-const SieveComponent *sieve__lua_check_component(lua_State *L, SieveComponentKind kind, const char *name);
+/* Makes the metatable name: metamethods in it, methods as its __index (either may be NULL). */
+void sieve__lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *metamethods);
+/* Sets funcs in the `sieve` table at sieve_idx. */
+void sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs);
+/* The component kind and name, and the options table at idx validated against its option table (errors
+ * at the caller's file:line); raises a Lua error on either.  (transfer full) */
+SieveOptions *sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const char *name, int idx,
+                                                 const SieveComponent **component);
 
 /* The objectives of a study written in Lua: `objective = "name"`,
  * {metric = "name", direction = "minimize"} or a list of those. */
