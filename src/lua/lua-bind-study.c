@@ -460,7 +460,12 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
   box->store = sieve_store_open(path, SIEVE_STORE_WRITE, error);
   if (box->store == NULL)
     return FALSE;
-  g_autofree char *stored_name = sieve_store_get_meta(box->store, "name", NULL);
+  GError *local = NULL;
+  g_autofree char *stored_name = sieve_store_get_meta(box->store, "name", &local);
+  if (local != NULL) { /* not a new store that has no name yet, but one that could not be read */
+    g_propagate_error(error, local);
+    return FALSE;
+  }
   if (stored_name == NULL) {
     g_autofree char *seed_text = g_strdup_printf("%" G_GINT64_FORMAT, (gint64) seed);
     if (!sieve_store_begin(box->store, error))
@@ -552,6 +557,11 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
 {
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
   g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load(path, overrides, host->registry, refused, error);
+  /* As `sieve run` does: a plugin of the experiment's plugin_path that fails
+   * to load is warned about and skipped (a section naming one of its
+   * components then fails to resolve). */
+  for (guint i = 0; i < refused->len; i++)
+    g_warning("sieve.run: plugin refused: %s", ((GError *) refused->pdata[i])->message);
   if (exp == NULL)
     return FALSE;
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, error);
@@ -562,7 +572,11 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
     g_autoptr(SieveStore) store = sieve_store_open(store_path, SIEVE_STORE_WRITE, error);
     if (store == NULL || !sieve_study_open(store, exp, resume, error))
       return FALSE;
-    gint64 done = sieve_store_count_trials(store, -1, NULL) - sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+    gint64 all = sieve_store_count_trials(store, -1, error);
+    gint64 pending = all < 0 ? -1 : sieve_store_count_trials(store, SIEVE_STATUS_PENDING, error);
+    if (pending < 0)
+      return FALSE;
+    gint64 done = all - pending;
     g_autoptr(SieveProgress) shown = progress ? sieve_progress_new(stdout, FALSE, exp->budget_evaluations, done,
                                                                    exp->objectives[0].metric, exp->objectives[0].maximize)
                                               : NULL;

@@ -20,9 +20,11 @@ static const SieveOptionType option_type_values[] = {
     SIEVE_OPTION_TYPE_CHOICE, SIEVE_OPTION_TYPE_PATH, SIEVE_OPTION_TYPE_STRING_LIST, SIEVE_OPTION_TYPE_NODE,
 };
 
-/* The YAML text of a Lua default. (transfer full) */
+/* The YAML text of a Lua default (transfer full); raises, naming the option,
+ * when the value has none (a function, a table with mixed keys ...) rather
+ * than leave the option without its default. */
 static char *
-default_text(lua_State *L, int idx)
+default_text(lua_State *L, int idx, const SieveLuaDef *def, const char *name)
 {
   switch (lua_type(L, idx)) {
   case LUA_TBOOLEAN:
@@ -33,14 +35,16 @@ default_text(lua_State *L, int idx)
     return sieve_text_format_double(lua_tonumber(L, idx));
   case LUA_TSTRING:
     return g_strdup(lua_tostring(L, idx));
-  case LUA_TTABLE: {
+  default: {
+    /* Tables; anything else is refused there too, with the reason. */
     GError *error = NULL;
     char *text = sieve__lua_to_yaml_flow(L, idx, &error);
-    g_clear_error(&error);
+    if (text == NULL) {
+      g_prefix_error(&error, "option '%s' of '%s': default: ", name, def->name);
+      sieve__lua_error_gerror(L, error);
+    }
     return text;
   }
-  default:
-    return NULL;
   }
 }
 
@@ -67,7 +71,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
       luaL_error(L, "option '%s' of '%s': give a default value or a table {type = ..., default = ...}", name,
                  def->name);
     }
-    o->default_text = sieve__lua_def_keep(def, default_text(L, idx));
+    o->default_text = sieve__lua_def_keep(def, default_text(L, idx, def, name));
     return;
   }
   lua_getfield(L, idx, "type");
@@ -88,7 +92,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
                  name, def->name, type);
     o->type = option_type_values[k];
     if (!lua_isnil(L, dflt))
-      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt));
+      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, name));
     else if (o->type != SIEVE_OPTION_TYPE_NODE && o->type != SIEVE_OPTION_TYPE_STRING_LIST)
       o->flags |= SIEVE_OPTION_REQUIRED;
   }
@@ -206,7 +210,7 @@ sieve__lua_def_read_probe(lua_State *L, SieveLuaDef *def, int idx)
     if (t != LUA_TNUMBER && t != LUA_TSTRING && t != LUA_TBOOLEAN)
       luaL_error(L, "'probe' of '%s': option '%s' needs a number, string or boolean, got a %s", def->name, key,
                  luaL_typename(L, -1));
-    g_autofree char *value = default_text(L, -1);
+    g_autofree char *value = default_text(L, -1, def, key);
     def->probe[i++] = (char *) sieve__lua_def_keep(def, g_strdup_printf("%s=%s", key, value));
     lua_pop(L, 1);
   }
