@@ -1,4 +1,5 @@
-/* sieve: the Lua host: states, limits, protected calls and their errors.
+/* sieve: the Lua host: states, limits, protected calls and their errors,
+ * and the `sieve` module, to which each binding (lua-bind-*.c) adds its part.
  *
  * Calls follow lua.c's docall: the function runs under lua_pcall with a
  * message handler that turns the error into "file:line: message" plus a

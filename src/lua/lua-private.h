@@ -8,7 +8,7 @@
  *     lua-sandbox.c         the libraries a script may use, and a require confined to the host's folders
  *     lua-convert.c         Lua values <-> config trees, YAML flow text and GVariants; sieve.serialize
  *     lua-experiment.c      the Lua step of loading an experiment (the scripts of lua.load)
- *   bindings: scripts calling C objects, one metatable "sieve.<type>" each
+ *   bindings: scripts calling C objects
  *     lua-bind-space.c      sieve.space: spaces, genotypes, and the builder a Lua space's create() gets
  *     lua-bind-graph.c      sieve.graph: networks built op by op, their hashes
  *     lua-bind-optimizer.c  sieve.optimizer: optimizers (C or Lua) driven from a script
@@ -17,7 +17,7 @@
  *     lua-bind-result.c     sieve.result: evaluation results
  *     lua-bind-rng.c        sieve.rng: the seeded generator
  *     lua-bind-proxy.c      sieve.proxies, sieve.proxy_list, sieve.rank_aggregate
- *     lua-bind-shared.c     what the bindings share: a component with its options, objectives, classes
+ *     lua-bind-shared.c     what the bindings share: classes, the sieve table's functions, components, objectives
  *   components written in Lua: C calling scripts
  *     lua-def.c             definitions, and sieve.register_optimizer/space/evaluator that make them
  *     lua-def-options.c     the option table (and probe) a definition declares, read into a SieveOptionSpec
