@@ -588,11 +588,12 @@ lua_deserialize(lua_State *L)
   return 1;
 }
 
+static const luaL_Reg convert_funcs[] = {
+    {"serialize", lua_serialize}, {"deserialize", lua_deserialize}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_convert(lua_State *L, int sieve_idx)
 {
-  lua_pushcfunction(L, lua_serialize);
-  lua_setfield(L, sieve_idx, "serialize");
-  lua_pushcfunction(L, lua_deserialize);
-  lua_setfield(L, sieve_idx, "deserialize");
+  sieve__lua_set_funcs(L, sieve_idx, convert_funcs);
 }

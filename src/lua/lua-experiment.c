@@ -17,9 +17,12 @@ load_scripts(SieveExperiment *exp, const SieveNode *lua, SieveRegistry *registry
   sieve_lua_settings_clear(&defaults);
   if (!ok)
     return FALSE;
-  g_autoptr(SieveOptions) options =
-      sieve_options_new(sieve_lua_settings_spec(TRUE), lua, NULL, exp->dir, "lua", NULL);
-  const char *const *load = options ? sieve_options_get_strv(options, "load") : NULL;
+  g_autoptr(SieveOptions) options = sieve_options_new(sieve_lua_settings_spec(TRUE), lua, NULL, exp->dir, "lua", error);
+  if (options == NULL) {
+    sieve_lua_settings_clear(&settings);
+    return FALSE;
+  }
+  const char *const *load = sieve_options_get_strv(options, "load");
   for (guint i = 0; load && load[i]; i++) {
     g_autofree char *path = g_canonicalize_filename(load[i], exp->dir);
     SieveLuaHost *host = sieve_lua_host_new(&settings, registry, error);

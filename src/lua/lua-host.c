@@ -1,4 +1,5 @@
-/* sieve: the Lua host: states, limits, protected calls and their errors.
+/* sieve: the Lua host: states, limits, protected calls and their errors,
+ * and the `sieve` module, to which each binding (lua-bind-*.c) adds its part.
  *
  * Calls follow lua.c's docall: the function runs under lua_pcall with a
  * message handler that turns the error into "file:line: message" plus a
@@ -324,7 +325,7 @@ open_host(lua_State *L)
   sieve__lua_open_optimizer(L, sieve_idx);
   sieve__lua_open_evaluator(L, sieve_idx);
   sieve__lua_open_study(L, sieve_idx);
-  sieve__lua_open_component(L, sieve_idx);
+  sieve__lua_open_register(L, sieve_idx);
   sieve__lua_open_convert(L, sieve_idx);
   lua_pushvalue(L, sieve_idx);
   lua_setglobal(L, "sieve");
@@ -379,7 +380,7 @@ sieve_lua_host_free(SieveLuaHost *host)
 {
   if (host == NULL)
     return;
-  sieve__lua_components_forget_host(host);
+  sieve__lua_defs_forget_host(host);
   if (host->L)
     lua_close(host->L); /* runs every __gc and __close: the C objects go with it */
   if (host->require_dirs)

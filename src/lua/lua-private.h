@@ -1,5 +1,32 @@
-/* sieve: the Lua area: the host (states, sandbox) and the bindings.
- * Not installed: not part of the plugin ABI. */
+/* sieve: the Lua area: the host (states, sandbox), the bindings that let
+ * scripts call C objects, and the components written in Lua that C calls.
+ * Not installed: not part of the plugin ABI.
+ *
+ * The files:
+ *   the host
+ *     lua-host.c            states, limits, protected calls and their errors; the `sieve` module
+ *     lua-sandbox.c         the libraries a script may use, and a require confined to the host's folders
+ *     lua-convert.c         Lua values <-> config trees, YAML flow text and GVariants; sieve.serialize
+ *     lua-experiment.c      the Lua step of loading an experiment (the scripts of lua.load)
+ *   bindings: scripts calling C objects
+ *     lua-bind-space.c      sieve.space: spaces, genotypes, and the builder a Lua space's create() gets
+ *     lua-bind-graph.c      sieve.graph: networks built op by op, their hashes
+ *     lua-bind-optimizer.c  sieve.optimizer: optimizers (C or Lua) driven from a script
+ *     lua-bind-evaluator.c  sieve.evaluator: evaluators driven from a script
+ *     lua-bind-study.c      sieve.study and sieve.run: studies over a store
+ *     lua-bind-result.c     sieve.result: evaluation results
+ *     lua-bind-rng.c        sieve.rng: the seeded generator
+ *     lua-bind-proxy.c      sieve.proxies, sieve.proxy_list, sieve.rank_aggregate
+ *     lua-bind-shared.c     what the bindings share: classes, the sieve table's functions, components, objectives
+ *   components written in Lua: C calling scripts
+ *     lua-def.c             definitions, and sieve.register_optimizer/space/evaluator that make them
+ *     lua-def-options.c     the option table (and probe) a definition declares, read into a SieveOptionSpec
+ *     lua-instance.c        instances: self, the host-thread check, calls into their methods
+ *     lua-impl-optimizer.c  the SieveOptimizerClass of optimizers written in Lua
+ *     lua-impl-evaluator.c  the SieveEvaluatorClass of evaluators written in Lua
+ *     lua-impl-space.c      the SieveSpaceClass of spaces written in Lua
+ *     lua-builtin.c         the builtin `lua` components, a static plugin (sieve_lua_register_static)
+ */
 #pragma once
 
 #include <glib.h>
@@ -152,7 +179,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLuaHost, sieve_lua_host_free)
  * in which case the engine invalidates the box before freeing the object
  * and every later use is a Lua error, not a use after free.  Userdata that
  * depend on another keep it alive through a user value (a genotype holds
- * its space).  A graph (lua-graph.c) owns its SieveGraph and depends on
+ * its space).  A graph (lua-bind-graph.c) owns its SieveGraph and depends on
  * nothing: space:build(g) hands over a graph of its own.
  */
 
@@ -226,7 +253,7 @@ void sieve__lua_open_convert(lua_State *L, int sieve_idx);
 /* Validated options as a Lua table {name = value}. */
 void sieve__lua_push_options(lua_State *L, const SieveOptions *options);
 
-/* lua-space.c */
+/* lua-bind-space.c */
 void sieve__lua_open_space(lua_State *L, int sieve_idx);
 /* owned: the box frees the space on __gc; else it is borrowed. */
 void sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned);
@@ -240,11 +267,14 @@ void sieve__lua_push_genotype(lua_State *L, int space_idx, SieveGenotype *g);
 SieveGenotype *sieve__lua_check_genotype(lua_State *L, int idx);
 /* Pushes the space userdata a genotype userdata belongs to. */
 void sieve__lua_push_genotype_space(lua_State *L, int idx);
+/* A genotype from a genotype userdata, a text (parsed) or a table
+ * {name = value} for space at space_idx.  (transfer full) */
+SieveGenotype *sieve__lua_to_genotype(lua_State *L, int idx, int space_idx, GError **error);
 /* A builder for a Lua space's create(); invalidate after the call. */
 void sieve__lua_push_builder(lua_State *L, SieveSpace *space);
 void sieve__lua_invalidate_builder(lua_State *L, int idx);
 
-/* lua-graph.c */
+/* lua-bind-graph.c */
 void sieve__lua_open_graph(lua_State *L, int sieve_idx);
 /* Pushes a graph userdata owning graph (finished when it has an output). */
 void sieve__lua_push_graph(lua_State *L, SieveGraph *graph);
@@ -260,41 +290,46 @@ SieveHashKind sieve__lua_check_hash_kind(lua_State *L, int arg);
 /* Pushes a hash as its 32 hex digits. */
 void sieve__lua_push_hash(lua_State *L, const SieveHash *hash);
 
-/* lua-proxy.c: sieve.proxies, sieve.proxy_list, sieve.rank_aggregate. */
+/* lua-bind-proxy.c: sieve.proxies, sieve.proxy_list, sieve.rank_aggregate. */
 void sieve__lua_open_proxy(lua_State *L, int sieve_idx);
 
-/* lua-rng.c */
+/* lua-bind-rng.c */
 void sieve__lua_open_rng(lua_State *L, int sieve_idx);
 SieveRng *sieve__lua_push_rng(lua_State *L, const SieveRng *init);
 SieveRng *sieve__lua_check_rng(lua_State *L, int idx);
 
-/* lua-result.c */
+/* lua-bind-result.c */
 void sieve__lua_open_result(lua_State *L, int sieve_idx);
 /* Takes ownership of result. */
 void sieve__lua_push_result(lua_State *L, SieveResult *result);
 /* A result userdata or a table {status=, metrics=, reason=, cost=}
  * (transfer full); NULL + error when neither. */
 SieveResult *sieve__lua_to_result(lua_State *L, int idx, GError **error);
+/* A result's metrics as a fresh table {name = value}. */
+void sieve__lua_push_metrics(lua_State *L, const SieveResult *result);
 
-/* lua-optimizer.c, lua-evaluator.c, lua-study.c, lua-component.c */
+/* lua-bind-optimizer.c */
 void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
-void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
-void sieve__lua_open_study(lua_State *L, int sieve_idx);
-void sieve__lua_open_component(lua_State *L, int sieve_idx);
-/* Components registered by the host's scripts lose their state when it
- * closes: later instances fail with a clear error. */
-void sieve__lua_components_forget_host(SieveLuaHost *host);
 
-/* Checks that the value at idx is a table of options and turns it into
- * validated options for spec (errors at the caller's file:line).
- * (transfer full) */
-SieveOptions *sieve__lua_check_options(lua_State *L, int idx, const SieveOptionSpec *spec,
-                                       const char *context, GError **error);
-/* The component kind and name, or a Lua error naming the closest one. */
-const SieveComponent *sieve__lua_check_component(lua_State *L, SieveComponentKind kind, const char *name);
-/* A genotype from a genotype userdata, a text (parsed) or a table
- * {name = value} for space at space_idx.  (transfer full) */
-SieveGenotype *sieve__lua_to_genotype(lua_State *L, int idx, int space_idx, GError **error);
+/* lua-bind-evaluator.c */
+void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+/* A fidelity as a table {name, min, max, integer}. */
+void sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity);
+
+/* lua-bind-study.c */
+void sieve__lua_open_study(lua_State *L, int sieve_idx);
+/* A candidate as a table {number, text, fidelity (when it has one), genotype of the space at space_idx}. */
+void sieve__lua_push_candidate(lua_State *L, const SieveCandidate *c, int space_idx);
+
+/* lua-bind-shared.c */
+/* Makes the metatable name: metamethods in it, methods as its __index (either may be NULL). */
+void sieve__lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *metamethods);
+/* Sets funcs in the `sieve` table at sieve_idx. */
+void sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs);
+/* The component kind and name, and the options table at idx validated against its option table (errors
+ * at the caller's file:line); raises a Lua error on either.  (transfer full) */
+SieveOptions *sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const char *name, int idx,
+                                                 const SieveComponent **component);
 
 /* The objectives of a study written in Lua: `objective = "name"`,
  * {metric = "name", direction = "minimize"} or a list of those. */
@@ -309,5 +344,89 @@ void sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
 void sieve__lua_objectives_clear(SieveLuaObjectives *objectives);
 /* Larger-is-better values of a result for the objectives (NAN where missing). */
 void sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out);
+
+/* ==== components written in Lua ==== */
+/* A component a script registered (lua-def.c). */
+typedef struct {
+  SieveComponentKind kind;
+  char *name;
+  char *origin;           /* the script that registered it */
+  SieveComponentInfo info;
+  SieveOptionSpec *spec;  /* owned, with strings in `strings` */
+  GPtrArray *strings;
+  SieveFidelity fidelity; /* evaluators that declared one */
+  gboolean has_fidelity;
+  gboolean has_format;    /* spaces */
+  gboolean has_build;     /* spaces that build networks */
+  char **probe;           /* spaces: "option=value" of `probe`, NULL-terminated (in strings), or NULL */
+  char **builtin_probe;   /* the same as "options.option=value", for the builtin `lua` space */
+  SieveSpaceClass klass;  /* spaces: what the script defines (format, build, probe scale) */
+  SieveSpaceClass builtin_klass; /* the same for an instance of the builtin `lua` space */
+  SieveLuaHost *host;     /* the latest live binding's host, NULL when none is left */
+  int table_ref;          /* the definition table in host's registry */
+  GArray *bindings;       /* Binding: the same script run by several hosts, latest last */
+} SieveLuaDef;
+
+/* An instance of a definition: what the component classes' create() return (lua-instance.c). */
+typedef struct {
+  SieveLuaDef *def;
+  SieveLuaHost *host;
+  SieveLuaHost *own_host; /* the builtin `lua` component's private host */
+  int self_ref;
+  SieveSpace *space;      /* borrowed */
+} SieveLuaInstance;
+
+/* lua-def.c */
+/* sieve.register_optimizer, register_space and register_evaluator. */
+void sieve__lua_open_register(lua_State *L, int sieve_idx);
+/* Components registered by the host's scripts lose their state when it
+ * closes: later instances fail with a clear error. */
+void sieve__lua_defs_forget_host(SieveLuaHost *host);
+/* Hands owned to the definition (freed with it) and returns it. */
+const char *sieve__lua_def_keep(SieveLuaDef *def, char *owned);
+/* The definition whose option table options were validated against, or NULL. */
+SieveLuaDef *sieve__lua_def_for_options(const SieveOptions *options);
+/* host's definition of kind named wanted (NULL: its only one); *found counts them, names lists them. */
+SieveLuaDef *sieve__lua_def_find(SieveLuaHost *host, SieveComponentKind kind, const char *wanted, guint *found,
+                                 GString *names);
+
+/* lua-def-options.c: def->spec from the `options` field of the definition table at idx (raises on a bad one). */
+void sieve__lua_def_read_options(lua_State *L, SieveLuaDef *def, int idx);
+/* def->probe and def->builtin_probe from the `probe` field of a space's definition table at idx. */
+void sieve__lua_def_read_probe(lua_State *L, SieveLuaDef *def, int idx);
+
+/* lua-instance.c */
+/* A new instance of def, create(self) run; takes own_host (the builtin's private host, or NULL). */
+SieveLuaInstance *sieve__lua_instance_new(SieveLuaDef *def, SieveLuaHost *own_host, SieveSpace *space,
+                                          const SieveOptions *options, const SieveStudyInfo *study, GError **error);
+/* The same for options validated against a definition's table or the builtin `lua` component's. */
+SieveLuaInstance *sieve__lua_any_instance_new(SieveComponentKind kind, SieveSpace *space, const SieveOptions *options,
+                                              const SieveStudyInfo *study, GError **error);
+/* The classes' destroy. */
+void sieve__lua_instance_destroy(gpointer instance);
+/* Pushes the definition's function field (or nil) and self. */
+void sieve__lua_instance_push_method(SieveLuaInstance *inst, const char *field);
+/* Whether the definition has a function field. */
+gboolean sieve__lua_instance_has_method(SieveLuaInstance *inst, const char *field);
+/* Calls the method pushed below nargs arguments; errors name the component and the method. */
+gboolean sieve__lua_instance_call(SieveLuaInstance *inst, const char *field, int nargs, int nresults, GError **error);
+/* FALSE and an error when called from another thread than the host's. */
+gboolean sieve__lua_instance_on_host_thread(SieveLuaInstance *inst, const char *field, GError **error);
+
+/* lua-impl-optimizer.c, lua-impl-evaluator.c, lua-impl-space.c: the classes the engine calls. */
+extern const SieveOptimizerClass sieve__lua_impl_optimizer_class;
+extern const SieveEvaluatorClass sieve__lua_impl_evaluator_class;
+/* The builtin `lua` space's class until its script has run. */
+extern const SieveSpaceClass sieve__lua_impl_space_class;
+/* def->klass and def->builtin_klass from what a space's definition has. */
+void sieve__lua_impl_space_class_init(SieveLuaDef *def);
+
+/* lua-builtin.c */
+/* The option table of the builtin `lua` components (script, name, options, lua). */
+extern const SieveOptionSpec sieve__lua_builtin_options[];
+/* An instance of the component of kind that the builtin's script registers, in a host of its own. */
+SieveLuaInstance *sieve__lua_builtin_instance_new(SieveComponentKind kind, SieveSpace *space,
+                                                  const SieveOptions *options, const SieveStudyInfo *study,
+                                                  GError **error);
 
 G_END_DECLS

@@ -83,4 +83,15 @@ T.test("YAML names Lua components loaded by lua.load", function()
   T.eq(#sieve.space("ring"), 3)
 end)
 
+T.test("an option default YAML cannot hold is an error, not a missing default", function()
+  local function ask() return {} end
+  local err = T.raises("option 'shape' of 'bad-default': default: expected a list or a map with string keys", function()
+    sieve.register_optimizer{name = "bad-default", options = {shape = {type = "any", default = {1, 2, x = 3}}}, ask = ask}
+  end)
+  T.truthy(err:find("test_components.lua:%d+: option"), err)
+  T.raises("option 'f' of 'bad-default-2': default: a function cannot be a config value", function()
+    sieve.register_optimizer{name = "bad-default-2", options = {f = {type = "any", default = print}}, ask = ask}
+  end)
+end)
+
 T.done()

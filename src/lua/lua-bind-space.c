@@ -1,10 +1,11 @@
-/* sieve: spaces, genotypes and the space builder in Lua.
+/* sieve: binding (scripts call C): sieve.space, spaces, genotypes and the
+ * space builder in Lua.
  *
  *   local space = sieve.space("nb201")
  *   local g = space:sample(rng)
  *   print(g:format(), g:get("edge_1_0"))     -- "|none~0|+...", "none"
  *   local h = g:copy():set("edge_1_0", "skip_connect")
- *   local net = space:build(h)                -- a sieve.graph (lua-graph.c)
+ *   local net = space:build(h)                -- a sieve.graph (lua-bind-graph.c)
  *
  * A genotype userdata keeps its space userdata alive (user value 1); a
  * borrowed space (a component's) is invalidated when its owner frees it,
@@ -258,13 +259,9 @@ static int
 space_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_SPACE, name);
+  const SieveComponent *c;
+  SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_SPACE, name, 2, &c);
   GError *error = NULL;
-  char *context = g_strdup_printf("space '%s'", name);
-  SieveOptions *options = sieve__lua_check_options(L, 2, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
   SieveSpace *space = sieve_space_new(c, options, &error);
   sieve_options_free(options); /* before any raise: it skips C cleanups */
   if (space == NULL)
@@ -733,45 +730,21 @@ static const luaL_Reg builder_methods[] = {
     {"condition", builder_condition},     {NULL, NULL},
 };
 
-static void
-new_class(lua_State *L, const char *name, const luaL_Reg *methods)
-{
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushstring(L, name);
-  lua_setfield(L, -2, "__name");
-}
+static const luaL_Reg space_metamethods[] = {
+    {"__gc", space_gc}, {"__close", space_gc}, {"__tostring", space_tostring}, {"__len", space_len}, {NULL, NULL},
+};
+
+static const luaL_Reg genotype_metamethods[] = {
+    {"__gc", genotype_gc}, {"__tostring", genotype_format}, {"__eq", genotype_eq}, {"__len", genotype_len},
+    {NULL, NULL},
+};
 
 void
 sieve__lua_open_space(lua_State *L, int sieve_idx)
 {
-  new_class(L, SIEVE_LUA_SPACE, space_methods);
-  lua_pushcfunction(L, space_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, space_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, space_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, space_len);
-  lua_setfield(L, -2, "__len");
-  lua_pop(L, 1);
-
-  new_class(L, SIEVE_LUA_GENOTYPE, genotype_methods);
-  lua_pushcfunction(L, genotype_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, genotype_format);
-  lua_setfield(L, -2, "__tostring");
-  lua_pushcfunction(L, genotype_eq);
-  lua_setfield(L, -2, "__eq");
-  lua_pushcfunction(L, genotype_len);
-  lua_setfield(L, -2, "__len");
-  lua_pop(L, 1);
-
-  new_class(L, SIEVE_LUA_BUILDER, builder_methods);
-  lua_pop(L, 1);
-
+  sieve__lua_new_class(L, SIEVE_LUA_SPACE, space_methods, space_metamethods);
+  sieve__lua_new_class(L, SIEVE_LUA_GENOTYPE, genotype_methods, genotype_metamethods);
+  sieve__lua_new_class(L, SIEVE_LUA_BUILDER, builder_methods, NULL);
   lua_pushcfunction(L, space_new);
   lua_setfield(L, sieve_idx, "space");
 }

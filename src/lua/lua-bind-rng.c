@@ -1,4 +1,5 @@
-/* sieve: the seeded random number generator in Lua.
+/* sieve: binding (scripts call C): sieve.rng, the seeded random number
+ * generator in Lua.
  *
  *   local rng = sieve.rng(42)
  *   rng:uniform()        -- [0, 1)
@@ -147,17 +148,14 @@ static const luaL_Reg rng_methods[] = {
     {NULL, NULL},
 };
 
+static const luaL_Reg rng_metamethods[] = {
+    {"__eq", rng_eq}, {"__tostring", rng_tostring}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_rng(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_RNG);
-  luaL_newlib(L, rng_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, rng_eq);
-  lua_setfield(L, -2, "__eq");
-  lua_pushcfunction(L, rng_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  sieve__lua_new_class(L, SIEVE_LUA_RNG, rng_methods, rng_metamethods);
   lua_pushcfunction(L, rng_new);
   lua_setfield(L, sieve_idx, "rng");
 }

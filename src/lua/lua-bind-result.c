@@ -1,4 +1,4 @@
-/* sieve: evaluation results in Lua.
+/* sieve: binding (scripts call C): sieve.result, evaluation results in Lua.
  *
  *   local r = evaluator:evaluate(g)
  *   if r.status == "ok" then print(r.metrics.cifar10_valid_acc, r.cost) end
@@ -28,6 +28,16 @@ sieve__lua_push_result(lua_State *L, SieveResult *result)
   ResultBox *box = lua_newuserdatauv(L, sizeof(ResultBox), 0);
   box->result = result;
   luaL_setmetatable(L, SIEVE_LUA_RESULT);
+}
+
+void
+sieve__lua_push_metrics(lua_State *L, const SieveResult *result)
+{
+  lua_newtable(L);
+  for (guint i = 0; i < sieve_result_n_metrics(result); i++) {
+    lua_pushnumber(L, sieve_result_metric_value(result, i));
+    lua_setfield(L, -2, sieve_result_metric_name(result, i));
+  }
 }
 
 static SieveResult *
@@ -147,13 +157,9 @@ result_index(lua_State *L)
     lua_pushnumber(L, sieve_result_get_cost(r));
   else if (strcmp(key, "ok") == 0)
     lua_pushboolean(L, sieve_result_get_status(r) == SIEVE_STATUS_OK);
-  else if (strcmp(key, "metrics") == 0) {
-    lua_newtable(L);
-    for (guint i = 0; i < sieve_result_n_metrics(r); i++) {
-      lua_pushnumber(L, sieve_result_metric_value(r, i));
-      lua_setfield(L, -2, sieve_result_metric_name(r, i));
-    }
-  } else if (strcmp(key, "metric") == 0)
+  else if (strcmp(key, "metrics") == 0)
+    sieve__lua_push_metrics(L, r);
+  else if (strcmp(key, "metric") == 0)
     lua_pushcfunction(L, result_metric);
   else
     return luaL_error(L, "a result has no field '%s' (status, ok, reason, cost, metrics, metric)", key);
@@ -181,17 +187,15 @@ result_tostring(lua_State *L)
   return 1;
 }
 
+/* Fields are read by __index, a function: no methods table. */
+static const luaL_Reg result_metamethods[] = {
+    {"__index", result_index}, {"__gc", result_gc}, {"__tostring", result_tostring}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_result(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_RESULT);
-  lua_pushcfunction(L, result_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, result_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, result_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  sieve__lua_new_class(L, SIEVE_LUA_RESULT, NULL, result_metamethods);
   lua_pushcfunction(L, result_new);
   lua_setfield(L, sieve_idx, "result");
 }

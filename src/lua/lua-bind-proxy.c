@@ -1,4 +1,4 @@
-/* sieve: zero-cost proxies from Lua.
+/* sieve: binding (scripts call C): sieve.proxies, zero-cost proxies from Lua.
  *
  *   local net = space:build(g)
  *   local scores, ms = sieve.proxies(net, {"synflow", "naswot"}, {batch = 32, seed = 1, threads = 1})
@@ -194,13 +194,12 @@ rank_aggregate(lua_State *L)
   return 1;
 }
 
+static const luaL_Reg proxy_funcs[] = {
+    {"proxies", proxies}, {"proxy_list", proxy_list}, {"rank_aggregate", rank_aggregate}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_proxy(lua_State *L, int sieve_idx)
 {
-  lua_pushcfunction(L, proxies);
-  lua_setfield(L, sieve_idx, "proxies");
-  lua_pushcfunction(L, proxy_list);
-  lua_setfield(L, sieve_idx, "proxy_list");
-  lua_pushcfunction(L, rank_aggregate);
-  lua_setfield(L, sieve_idx, "rank_aggregate");
+  sieve__lua_set_funcs(L, sieve_idx, proxy_funcs);
 }

@@ -1,5 +1,6 @@
-/* sieve: studies from Lua: a live ask/tell loop over a store, and whole
- * YAML experiments run with overrides.
+/* sieve: binding (scripts call C): sieve.study and sieve.run, studies from
+ * Lua: a live ask/tell loop over a store, and whole YAML experiments run
+ * with overrides.
  *
  *   local study = sieve.study{space = space, optimizer = {plugin = "random"},
  *                             evaluator = ev, objective = {metric = "value", direction = "minimize"},
@@ -118,11 +119,7 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
   lua_setfield(L, -2, "reason");
   lua_pushnumber(L, sieve_result_get_cost(t->result));
   lua_setfield(L, -2, "cost");
-  lua_newtable(L);
-  for (guint i = 0; i < sieve_result_n_metrics(t->result); i++) {
-    lua_pushnumber(L, sieve_result_metric_value(t->result, i));
-    lua_setfield(L, -2, sieve_result_metric_name(t->result, i));
-  }
+  sieve__lua_push_metrics(L, t->result);
   lua_setfield(L, -2, "metrics");
   double v;
   if (box->objectives.n > 0 && t->status == SIEVE_STATUS_OK &&
@@ -139,17 +136,28 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
   }
 }
 
+/* The stored trials of the study at 1 (transfer full), and its space at 2
+ * when it has one (*space_idx, else 0); raises on a store error. */
+static GPtrArray *
+check_trials(lua_State *L, StudyBox **box, int *space_idx)
+{
+  *box = check_study(L, 1, FALSE);
+  lua_settop(L, 1);
+  lua_getiuservalue(L, 1, 1);
+  *space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
+  GError *error = NULL;
+  GPtrArray *trials = sieve_store_list_trials((*box)->store, FALSE, &error);
+  if (trials == NULL)
+    sieve__lua_error_gerror(L, error);
+  return trials;
+}
+
 static int
 study_best(lua_State *L)
 {
-  StudyBox *box = check_study(L, 1, FALSE);
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 1);
-  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
-  GError *error = NULL;
-  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
-  if (trials == NULL)
-    return sieve__lua_error_gerror(L, error);
+  StudyBox *box;
+  int space_idx;
+  GPtrArray *trials = check_trials(L, &box, &space_idx);
   const SieveTrial *best = NULL;
   double best_v = NAN;
   gboolean maximize = box->objectives.maximize[0];
@@ -204,14 +212,9 @@ trials_next(lua_State *L)
 static int
 study_trials(lua_State *L)
 {
-  StudyBox *box = check_study(L, 1, FALSE);
-  lua_settop(L, 1);
-  lua_getiuservalue(L, 1, 1);
-  int space_idx = luaL_testudata(L, 2, SIEVE_LUA_SPACE) ? 2 : 0;
-  GError *error = NULL;
-  GPtrArray *trials = sieve_store_list_trials(box->store, FALSE, &error);
-  if (trials == NULL)
-    return sieve__lua_error_gerror(L, error);
+  StudyBox *box;
+  int space_idx;
+  GPtrArray *trials = check_trials(L, &box, &space_idx);
   lua_createtable(L, (int) trials->len, 0);
   int list = lua_gettop(L);
   for (guint i = 0; i < trials->len; i++) {
@@ -257,9 +260,10 @@ ask_one(StudyBox *box, GError **error)
   return g_ptr_array_steal_index(asked, 0);
 }
 
-static void
-push_asked(lua_State *L, const SieveCandidate *c, int space_idx)
+void
+sieve__lua_push_candidate(lua_State *L, const SieveCandidate *c, int space_idx)
 {
+  space_idx = lua_absindex(L, space_idx);
   lua_newtable(L);
   lua_pushinteger(L, sieve_candidate_get_trial(c));
   lua_setfield(L, -2, "number");
@@ -287,7 +291,7 @@ study_ask(lua_State *L)
   }
   g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
   lua_getiuservalue(L, 1, 1);
-  push_asked(L, c, lua_gettop(L));
+  sieve__lua_push_candidate(L, c, lua_gettop(L));
   return 1;
 }
 
@@ -456,7 +460,12 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
   box->store = sieve_store_open(path, SIEVE_STORE_WRITE, error);
   if (box->store == NULL)
     return FALSE;
-  g_autofree char *stored_name = sieve_store_get_meta(box->store, "name", NULL);
+  GError *local = NULL;
+  g_autofree char *stored_name = sieve_store_get_meta(box->store, "name", &local);
+  if (local != NULL) { /* not a new store that has no name yet, but one that could not be read */
+    g_propagate_error(error, local);
+    return FALSE;
+  }
   if (stored_name == NULL) {
     g_autofree char *seed_text = g_strdup_printf("%" G_GINT64_FORMAT, (gint64) seed);
     if (!sieve_store_begin(box->store, error))
@@ -523,14 +532,10 @@ study_new(lua_State *L)
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, study, 2);
   sieve__lua_check_objectives(L, 1, &box->objectives);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, opt_name);
-  GError *error = NULL;
-  char *context = g_strdup_printf("optimizer '%s'", opt_name);
-  SieveOptions *options = sieve__lua_check_options(L, 8, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
+  const SieveComponent *c;
+  SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, opt_name, 8, &c);
   box->options = options; /* freed with the study, even on a raise */
+  GError *error = NULL;
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
@@ -552,6 +557,11 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
 {
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
   g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load(path, overrides, host->registry, refused, error);
+  /* As `sieve run` does: a plugin of the experiment's plugin_path that fails
+   * to load is warned about and skipped (a section naming one of its
+   * components then fails to resolve). */
+  for (guint i = 0; i < refused->len; i++)
+    g_warning("sieve.run: plugin refused: %s", ((GError *) refused->pdata[i])->message);
   if (exp == NULL)
     return FALSE;
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, error);
@@ -562,7 +572,11 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
     g_autoptr(SieveStore) store = sieve_store_open(store_path, SIEVE_STORE_WRITE, error);
     if (store == NULL || !sieve_study_open(store, exp, resume, error))
       return FALSE;
-    gint64 done = sieve_store_count_trials(store, -1, NULL) - sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+    gint64 all = sieve_store_count_trials(store, -1, error);
+    gint64 pending = all < 0 ? -1 : sieve_store_count_trials(store, SIEVE_STATUS_PENDING, error);
+    if (pending < 0)
+      return FALSE;
+    gint64 done = all - pending;
     g_autoptr(SieveProgress) shown = progress ? sieve_progress_new(stdout, FALSE, exp->budget_evaluations, done,
                                                                    exp->objectives[0].metric, exp->objectives[0].maximize)
                                               : NULL;
@@ -650,19 +664,17 @@ static const luaL_Reg study_methods[] = {
     {NULL, NULL},
 };
 
+static const luaL_Reg study_metamethods[] = {
+    {"__gc", study_gc}, {"__close", study_gc}, {NULL, NULL},
+};
+
+static const luaL_Reg study_funcs[] = {
+    {"study", study_new}, {"run", run_new}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_study(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_STUDY);
-  luaL_newlib(L, study_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, study_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, study_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pop(L, 1);
-  lua_pushcfunction(L, study_new);
-  lua_setfield(L, sieve_idx, "study");
-  lua_pushcfunction(L, run_new);
-  lua_setfield(L, sieve_idx, "run");
+  sieve__lua_new_class(L, SIEVE_LUA_STUDY, study_methods, study_metamethods);
+  sieve__lua_set_funcs(L, sieve_idx, study_funcs);
 }

@@ -1,5 +1,6 @@
-/* sieve: optimizer components (C plugins or registered Lua ones) driven
- * from Lua, ask and tell by hand.
+/* sieve: binding (scripts call C): sieve.optimizer, optimizer components
+ * (C plugins or registered Lua ones) driven from Lua, ask and tell by hand.
+ * Optimizers written in Lua are lua-impl-optimizer.c.
  *
  *   local opt = sieve.optimizer("random", space, {unique = true},
  *                               {seed = 3, objective = {metric = "value", direction = "minimize"}})
@@ -20,97 +21,6 @@ typedef struct {
                           * and plugins may borrow from them */
 } OptimizerBox;
 
-void
-sieve__lua_objectives_clear(SieveLuaObjectives *objectives)
-{
-  g_strfreev(objectives->metrics);
-  g_free(objectives->maximize);
-  memset(objectives, 0, sizeof *objectives);
-}
-
-/* Appends one objective; FALSE with *why set (static text) when it is not one. */
-static gboolean
-read_objective(lua_State *L, int idx, GPtrArray *metrics, GArray *maximize, const char **why)
-{
-  idx = lua_absindex(L, idx);
-  gboolean max = TRUE;
-  const char *metric = NULL;
-  if (lua_type(L, idx) == LUA_TSTRING)
-    metric = lua_tostring(L, idx);
-  else if (lua_type(L, idx) == LUA_TTABLE) {
-    lua_getfield(L, idx, "metric");
-    metric = lua_tostring(L, -1);
-    lua_pop(L, 1); /* the string stays alive in the table */
-    lua_getfield(L, idx, "direction");
-    const char *direction = lua_tostring(L, -1);
-    gboolean valid = direction == NULL || strcmp(direction, "minimize") == 0 || strcmp(direction, "maximize") == 0;
-    max = direction == NULL || strcmp(direction, "maximize") == 0;
-    lua_pop(L, 1);
-    if (!valid) {
-      *why = "objective direction must be 'maximize' or 'minimize'";
-      return FALSE;
-    }
-  }
-  if (metric == NULL) {
-    *why = "an objective is a metric name or {metric = NAME, direction = 'maximize'|'minimize'}";
-    return FALSE;
-  }
-  g_ptr_array_add(metrics, g_strdup(metric));
-  g_array_append_val(maximize, max);
-  return TRUE;
-}
-
-void
-sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
-{
-  memset(out, 0, sizeof *out);
-  GPtrArray *metrics = g_ptr_array_new_with_free_func(g_free);
-  GArray *maximize = g_array_new(FALSE, FALSE, sizeof(gboolean));
-  const char *why = NULL;
-  gboolean ok = TRUE;
-  if (lua_istable(L, idx)) {
-    lua_getfield(L, idx, "objective");
-    int obj = lua_gettop(L);
-    if (lua_istable(L, obj) && lua_rawlen(L, obj) > 0) {
-      for (lua_Integer i = 1; ok && i <= (lua_Integer) lua_rawlen(L, obj); i++) {
-        lua_rawgeti(L, obj, i);
-        ok = read_objective(L, -1, metrics, maximize, &why);
-        lua_pop(L, 1);
-      }
-    } else if (!lua_isnil(L, obj))
-      ok = read_objective(L, obj, metrics, maximize, &why);
-    lua_pop(L, 1);
-  }
-  if (!ok) {
-    /* Raising skips C cleanups: free first. */
-    g_ptr_array_unref(metrics);
-    g_array_unref(maximize);
-    luaL_error(L, "%s", why);
-  }
-  if (metrics->len == 0) {
-    gboolean max = TRUE;
-    g_ptr_array_add(metrics, g_strdup("value"));
-    g_array_append_val(maximize, max);
-  }
-  out->n = metrics->len;
-  g_ptr_array_add(metrics, NULL);
-  out->metrics = (char **) g_ptr_array_free(metrics, FALSE);
-  out->maximize = (gboolean *) (void *) g_array_free(maximize, FALSE);
-}
-
-void
-sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out)
-{
-  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
-  for (guint i = 0; i < objectives->n; i++) {
-    double v;
-    if (!ok || !sieve_result_get_metric(result, objectives->metrics[i], &v))
-      out[i] = NAN;
-    else
-      out[i] = objectives->maximize[i] ? v : -v;
-  }
-}
-
 static OptimizerBox *
 check_optimizer(lua_State *L, int idx)
 {
@@ -129,13 +39,8 @@ optimizer_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_OPTIMIZER, name);
-  GError *error = NULL;
-  char *context = g_strdup_printf("optimizer '%s'", name);
-  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
+  const SieveComponent *c;
+  SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, name, 3, &c);
   lua_Integer seed = 0;
   if (lua_istable(L, 4)) {
     lua_getfield(L, 4, "seed");
@@ -155,6 +60,7 @@ optimizer_new(lua_State *L)
       .n_objectives = box->objectives.n,
       .objective_names = (const char *const *) box->objectives.metrics,
   };
+  GError *error = NULL;
   box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
   if (box->optimizer == NULL)
     return sieve__lua_error_gerror(L, error);
@@ -273,19 +179,14 @@ static const luaL_Reg optimizer_methods[] = {
     {"ask", optimizer_ask}, {"tell", optimizer_tell}, {"save", optimizer_save}, {"load", optimizer_load}, {NULL, NULL},
 };
 
+static const luaL_Reg optimizer_metamethods[] = {
+    {"__gc", optimizer_gc}, {"__close", optimizer_gc}, {"__tostring", optimizer_tostring}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_optimizer(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_OPTIMIZER);
-  luaL_newlib(L, optimizer_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, optimizer_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, optimizer_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, optimizer_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  sieve__lua_new_class(L, SIEVE_LUA_OPTIMIZER, optimizer_methods, optimizer_metamethods);
   lua_pushcfunction(L, optimizer_new);
   lua_setfield(L, sieve_idx, "optimizer");
 }

@@ -1,4 +1,5 @@
-/* sieve: evaluator components driven from Lua.
+/* sieve: binding (scripts call C): sieve.evaluator, evaluator components
+ * driven from Lua.
  *
  *   local ev = sieve.evaluator("tabular", space, {table = "nb201.csv", metrics = {"params_m"}})
  *   local r = ev:evaluate(g)           -- a sieve.result; ev:evaluate(g, 12) at fidelity 12
@@ -33,24 +34,34 @@ evaluator_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
-  const SieveComponent *c = sieve__lua_check_component(L, SIEVE_KIND_EVALUATOR, name);
-  GError *error = NULL;
   EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
   box->evaluator = NULL;
   box->options = NULL;
   luaL_setmetatable(L, SIEVE_LUA_EVALUATOR);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
-  char *context = g_strdup_printf("evaluator '%s'", name);
-  SieveOptions *options = sieve__lua_check_options(L, 3, sieve_component_get_info(c)->options, context, &error);
-  g_free(context);
-  if (options == NULL)
-    return sieve__lua_error_gerror(L, error);
-  box->options = options; /* freed by __gc, even on a raise */
-  box->evaluator = sieve_evaluator_new(c, space, options, &error);
+  const SieveComponent *c;
+  /* Freed by __gc, even on a raise. */
+  box->options = sieve__lua_check_component_options(L, SIEVE_KIND_EVALUATOR, name, 3, &c);
+  GError *error = NULL;
+  box->evaluator = sieve_evaluator_new(c, space, box->options, &error);
   if (box->evaluator == NULL)
     return sieve__lua_error_gerror(L, error);
   return 1;
+}
+
+void
+sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity)
+{
+  lua_newtable(L);
+  lua_pushstring(L, fidelity->name);
+  lua_setfield(L, -2, "name");
+  lua_pushnumber(L, fidelity->min);
+  lua_setfield(L, -2, "min");
+  lua_pushnumber(L, fidelity->max);
+  lua_setfield(L, -2, "max");
+  lua_pushboolean(L, fidelity->integer);
+  lua_setfield(L, -2, "integer");
 }
 
 /* ev:evaluate(genotype | text | {decision = value}[, fidelity]) */
@@ -84,15 +95,7 @@ evaluator_fidelity(lua_State *L)
     lua_pushnil(L);
     return 1;
   }
-  lua_newtable(L);
-  lua_pushstring(L, f->name);
-  lua_setfield(L, -2, "name");
-  lua_pushnumber(L, f->min);
-  lua_setfield(L, -2, "min");
-  lua_pushnumber(L, f->max);
-  lua_setfield(L, -2, "max");
-  lua_pushboolean(L, f->integer);
-  lua_setfield(L, -2, "integer");
+  sieve__lua_push_fidelity(L, f);
   return 1;
 }
 
@@ -120,19 +123,14 @@ static const luaL_Reg evaluator_methods[] = {
     {"evaluate", evaluator_evaluate}, {"fidelity", evaluator_fidelity}, {NULL, NULL},
 };
 
+static const luaL_Reg evaluator_metamethods[] = {
+    {"__gc", evaluator_gc}, {"__close", evaluator_gc}, {"__tostring", evaluator_tostring}, {NULL, NULL},
+};
+
 void
 sieve__lua_open_evaluator(lua_State *L, int sieve_idx)
 {
-  luaL_newmetatable(L, SIEVE_LUA_EVALUATOR);
-  luaL_newlib(L, evaluator_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, evaluator_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, evaluator_gc);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, evaluator_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  sieve__lua_new_class(L, SIEVE_LUA_EVALUATOR, evaluator_methods, evaluator_metamethods);
   lua_pushcfunction(L, evaluator_new);
   lua_setfield(L, sieve_idx, "evaluator");
 }

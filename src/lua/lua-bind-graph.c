@@ -1,4 +1,5 @@
-/* sieve: networks in Lua, built op by op or by a space.
+/* sieve: binding (scripts call C): sieve.graph, networks in Lua, built op
+ * by op or by a space.
  *
  *   local g = sieve.graph.new("tiny")
  *   local x = g:input(1, 28, 28)

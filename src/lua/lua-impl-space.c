@@ -1,0 +1,136 @@
+/* sieve: spaces written in Lua: the SieveSpaceClass whose create, format,
+ * parse and build call the script's functions (C calling Lua).  Spaces
+ * used from Lua are lua-bind-space.c.
+ */
+#include "lua/lua-private.h"
+#include "core/core-private.h"
+
+static gpointer
+space_create(SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  SieveLuaInstance *inst = sieve__lua_any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
+  /* The builtin `lua` space is whatever its script defines. */
+  if (inst != NULL && sieve_options_spec(options) == sieve__lua_builtin_options)
+    sieve__space_set_class(space, &inst->def->builtin_klass);
+  return inst;
+}
+
+/* format cannot fail by its C signature; a Lua error is reported and the
+ * generic text stands in (and the round trip through parse will then fail
+ * loudly at the next resume rather than silently). */
+static char *
+space_format(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype)
+{
+  SieveLuaInstance *inst = instance;
+  if (inst == NULL || !inst->def->has_format)
+    return sieve__space_generic_format(space, genotype);
+  GError *thread_error = NULL;
+  if (!sieve__lua_instance_on_host_thread(inst, "format", &thread_error)) {
+    g_warning("%s", thread_error->message);
+    g_error_free(thread_error);
+    return sieve__space_generic_format(space, genotype);
+  }
+  lua_State *L = inst->host->L;
+  int top = lua_gettop(L);
+  sieve__lua_instance_push_method(inst, "format");
+  lua_getfield(L, -1, "space");
+  sieve__lua_push_genotype(L, -1, sieve_genotype_copy(genotype));
+  lua_remove(L, -2);
+  GError *error = NULL;
+  if (sieve__lua_instance_call(inst, "format", 1, 1, &error) && lua_type(L, -1) == LUA_TSTRING) {
+    char *text = g_strdup(lua_tostring(L, -1));
+    lua_settop(L, top);
+    return text;
+  }
+  g_warning("%s", error ? error->message : "space format() did not return a string");
+  g_clear_error(&error);
+  lua_settop(L, top);
+  return sieve__space_generic_format(space, genotype);
+}
+
+static SieveGenotype *
+space_parse(gpointer instance, const SieveSpace *space, const char *text, GError **error)
+{
+  SieveLuaInstance *inst = instance;
+  if (inst == NULL || !inst->def->has_format)
+    return sieve__space_generic_parse(space, text, error);
+  if (!sieve__lua_instance_on_host_thread(inst, "parse", error))
+    return NULL;
+  lua_State *L = inst->host->L;
+  int top = lua_gettop(L);
+  sieve__lua_instance_push_method(inst, "parse");
+  lua_pushstring(L, text);
+  if (!sieve__lua_instance_call(inst, "parse", 1, 2, error))
+    return NULL;
+  if (lua_isnil(L, -2)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s",
+                lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "parse() returned nil");
+    lua_settop(L, top);
+    return NULL;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
+  lua_getfield(L, -1, "space");
+  SieveGenotype *g = sieve__lua_to_genotype(L, top + 1, lua_gettop(L), error);
+  lua_settop(L, top);
+  return g;
+}
+
+/* build(self, genotype) must return a finished sieve.graph; the engine gets
+ * a copy, so the script may keep its own (a cache, say). */
+static SieveGraph *
+space_build(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  SieveLuaInstance *inst = instance;
+  if (!sieve__lua_instance_on_host_thread(inst, "build", error))
+    return NULL;
+  lua_State *L = inst->host->L;
+  int top = lua_gettop(L);
+  sieve__lua_instance_push_method(inst, "build");
+  lua_getfield(L, -1, "space");
+  sieve__lua_push_genotype(L, -1, sieve_genotype_copy(genotype));
+  lua_remove(L, -2);
+  if (!sieve__lua_instance_call(inst, "build", 1, 1, error))
+    return NULL;
+  gboolean finished = FALSE;
+  const SieveGraph *graph = sieve__lua_to_graph(L, -1, &finished);
+  if (graph == NULL || !finished) {
+    if (graph != NULL)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH,
+                  "space '%s', build(): returned graph '%s', which is not finished (end with g:finish(output))",
+                  inst->def->name, sieve_graph_name(graph));
+    else
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "space '%s', build(): must return a sieve.graph, got %s",
+                  inst->def->name, luaL_typename(L, -1));
+    lua_settop(L, top);
+    return NULL;
+  }
+  SieveGraph *copy = sieve_graph_copy(graph);
+  lua_settop(L, top);
+  return copy;
+}
+
+/* What the builtin `lua` space is until its script has run (create() then
+ * sets the class of the script's definition). */
+const SieveSpaceClass sieve__lua_impl_space_class = {
+    .create = space_create,
+    .destroy = sieve__lua_instance_destroy,
+};
+
+void
+sieve__lua_impl_space_class_init(SieveLuaDef *def)
+{
+  /* The class says what exists: sieve_space_can_build() and the generic
+   * text form follow from it. */
+  def->klass = (SieveSpaceClass){
+      .create = space_create,
+      .destroy = sieve__lua_instance_destroy,
+      .format = def->has_format ? space_format : NULL,
+      .parse = def->has_format ? space_parse : NULL,
+      .build = def->has_build ? space_build : NULL,
+      .probe_options = (const char *const *) def->probe,
+  };
+  /* Through the builtin `lua` space the script's options are the
+   * builtin's `options` map: the same overrides, one level down. */
+  def->builtin_klass = def->klass;
+  def->builtin_klass.probe_options = (const char *const *) def->builtin_probe;
+}
