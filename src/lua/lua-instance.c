@@ -81,9 +81,10 @@ sieve__lua_instance_destroy(gpointer instance)
   instance_free(instance);
 }
 
-/* A new instance of def: self = {name, space, options, state = {}} plus what
- * the kind adds (pushed by the caller's extra function), then create(self).
- * For spaces, create gets the builder too. */
+/* A new instance of def: self = {name, space, options, state = {}}, and for
+ * optimizers (study given) rng, seeded with the study's seed, and study =
+ * {seed, objectives, fidelity}; then create(self).  For spaces, create gets
+ * the builder too. */
 SieveLuaInstance *
 sieve__lua_instance_new(SieveLuaDef *def, SieveLuaHost *own_host, SieveSpace *space, const SieveOptions *options,
                         const SieveStudyInfo *study, GError **error)
