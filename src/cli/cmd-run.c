@@ -81,8 +81,10 @@ sieve_cmd_run(int argc, char **argv)
   if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
 
-  gint64 total = sieve_store_count_trials(store, -1, NULL);
-  gint64 pending = sieve_store_count_trials(store, SIEVE_STATUS_PENDING, NULL);
+  gint64 total = sieve_store_count_trials(store, -1, &error);
+  gint64 pending = total < 0 ? -1 : sieve_store_count_trials(store, SIEVE_STATUS_PENDING, &error);
+  if (pending < 0)
+    return sieve_cli_fail(error);
   gboolean interactive = !quiet && isatty(STDOUT_FILENO);
   printf("study '%s': %s %s on %s, evaluated by %s; store %s\n", exp->name, resume && total > 0 ? "resuming" : "running",
          sieve_component_get_name(exp->optimizer.component), sieve_component_get_name(exp->space.component),

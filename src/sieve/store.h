@@ -84,7 +84,8 @@ SIEVE_API SieveTrial *sieve_store_get_trial(SieveStore *store, gint64 number, GE
 /* All trials in number order; with only_pending, those still pending.
  * (transfer full) element-type SieveTrial, freed with the array */
 SIEVE_API GPtrArray *sieve_store_list_trials(SieveStore *store, gboolean only_pending, GError **error);
-/* Number of trials with the given status (-1 for any). */
+/* Number of trials with the given status (-1 for any); -1 and error when
+ * the store cannot be read. */
 SIEVE_API gint64 sieve_store_count_trials(SieveStore *store, gint status, GError **error);
 
 /* Named GVariant blobs ("optimizer", "engine").  load: (transfer full)
