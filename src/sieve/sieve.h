@@ -4,6 +4,7 @@
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
 #include <sieve/component.h>
+#include <sieve/csv.h>
 #include <sieve/data.h>
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>
