@@ -1,5 +1,5 @@
 /* sieve-halton: a third-party optimizer plugin, built out of tree against
- * the installed sieve (only <sieve/sieve.h> and pkg-config).
+ * the installed sieve (only its public headers and pkg-config).
  *
  * The Halton sequence (Halton 1960, "On the efficiency of certain
  * quasi-random sequences of points in evaluating multi-dimensional
@@ -27,7 +27,15 @@
 #include <math.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
 
 static const SieveOptionSpec halton_options[] = {
   SIEVE_OPTION_BOOL("scramble", "false", "permute each dimension's digits at random (seeded) to break correlations"),

@@ -58,8 +58,9 @@ SIEVE_API SieveDataset *sieve_dataset_load_cifar(const char *const *batch_paths,
  * labels may be integers or strings (mapped to class ids in order of first appearance). Errors give file:line:col.
  * Precisely: when every label is an integer in 0..65535 the integers are the class ids
  * (n_classes = largest + 1); otherwise each distinct label text gets the next id in order of
- * first appearance and class_names holds the texts.  Fields are separated by commas and may
- * be quoted ("a,b", "" for a quote); blank lines are skipped; the file may be gzipped. */
+ * first appearance and class_names holds the texts.  The file (gzipped or not) is read by
+ * sieve/csv.h's reader and follows its rules: RFC 4180 quoting, spaces around fields and
+ * blank lines ignored. */
 SIEVE_API SieveDataset *sieve_dataset_load_csv(const char *path, const char *label_column, GError **error);
 
 /* Named datasets: "fashion-mnist", "mnist" (dir default /usr/share/datasets/<name>/ or $SIEVE_DATA_DIR/<name>),

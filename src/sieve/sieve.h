@@ -1,9 +1,13 @@
-/* sieve: the whole public API.  Plugins and embedders include this. */
+/* sieve: the whole public API, for an embedder that wants all of it.  The
+ * bundled plugins include each header they use instead, so that a file says
+ * what it depends on and keeps compiling when one header stops including
+ * another. */
 #pragma once
 
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
 #include <sieve/component.h>
+#include <sieve/csv.h>
 #include <sieve/data.h>
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>

@@ -6,6 +6,7 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <sieve/csv.h>
 #include <sieve/data.h>
 
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -652,6 +653,176 @@ test_csv_errors(Fixture *f, gconstpointer data)
   g_clear_error(&error);
 }
 
+/* ---- the CSV reader (sieve/csv.h) ---------------------------------------- */
+
+/* Every record of text as "line|field|field..." lines, fields in [brackets]
+ * so that spaces and line breaks show; *error set when the reader stopped
+ * on one. (transfer full) */
+static char *
+csv_records(const char *text, gssize length, GError **error)
+{
+  g_autoptr(SieveCsvReader) csv = sieve_csv_reader_new_from_data("mem.csv", text, length);
+  GString *out = g_string_new(NULL);
+  while (sieve_csv_reader_next(csv, error)) {
+    g_string_append_printf(out, "%u", sieve_csv_reader_get_line(csv));
+    for (guint i = 0; i < sieve_csv_reader_n_fields(csv); i++) {
+      gsize n = 0;
+      const char *s = sieve_csv_reader_field(csv, i, &n);
+      g_assert_cmpuint(n, ==, strlen(s));
+      g_string_append_printf(out, "|[%s]", s);
+    }
+    g_string_append_c(out, '\n');
+  }
+  /* The end, or an error, is for good. */
+  g_assert_false(sieve_csv_reader_next(csv, NULL));
+  g_assert_cmpuint(sieve_csv_reader_n_fields(csv), ==, 0);
+  return g_string_free(out, FALSE);
+}
+
+static void
+check_csv_records(const char *text, const char *expected)
+{
+  GError *error = NULL;
+  g_autofree char *got = csv_records(text, -1, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(got, ==, expected);
+}
+
+static void
+test_csv_reader_records(void)
+{
+  /* Quoted fields hold commas, "" escapes and line breaks (LF or CRLF, kept
+   * as written); a record's line is where it starts. */
+  check_csv_records("key,note\n"
+                    "\"a,b\",\"say \"\"hi\"\"\"\n"
+                    "\"two\nlines\",\"crlf\r\ninside\"\r\n"
+                    "x,\"\"\n",
+                    "1|[key]|[note]\n"
+                    "2|[a,b]|[say \"hi\"]\n"
+                    "3|[two\nlines]|[crlf\r\ninside]\n"
+                    "6|[x]|[]\n");
+  /* CRLF line ends, and a last record with or without a line end. */
+  check_csv_records("a,b\r\n1,2\r\n3,4", "1|[a]|[b]\n2|[1]|[2]\n3|[3]|[4]\n");
+  check_csv_records("a,b\r\n1,2\r\n3,4\r\n", "1|[a]|[b]\n2|[1]|[2]\n3|[3]|[4]\n");
+  check_csv_records("a,b\n1,\"2\"", "1|[a]|[b]\n2|[1]|[2]\n");
+  check_csv_records("a,b\n1,", "1|[a]|[b]\n2|[1]|[]\n");
+  /* Spaces and tabs around a field are not part of it; inside quotes they
+   * are.  Lines of blanks are no records but count for line numbers. */
+  check_csv_records("\xEF\xBB\xBF a ,\tb\t\n\n  \r\n 1 ,\" 2 \" \n\t\n",
+                    "1|[a]|[b]\n4|[1]|[ 2 ]\n");
+  /* Empty fields, and a one-column file. */
+  check_csv_records("a,b,c\n,,\n", "1|[a]|[b]|[c]\n2|[]|[]|[]\n");
+  check_csv_records("only\nx\n\ny\n", "1|[only]\n2|[x]\n4|[y]\n");
+  /* Nothing at all is no record and no error. */
+  check_csv_records("", "");
+  check_csv_records("\n \r\n", "");
+  /* Text with a length: only that many bytes. */
+  GError *error = NULL;
+  g_autofree char *cut = csv_records("a\nb\nc", 3, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(cut, ==, "1|[a]\n2|[b]\n");
+
+  /* Positions for the caller's own errors: the field's first character, a
+   * quoted field's opening quote, on the line where the field starts. */
+  g_autoptr(SieveCsvReader) csv = sieve_csv_reader_new_from_data("pos.csv", "a,b,c\n 1, \"x\ny\",  z\n", -1);
+  g_assert_true(sieve_csv_reader_next(csv, &error));
+  g_assert_true(sieve_csv_reader_next(csv, &error));
+  g_assert_no_error(error);
+  static const char *const where[] = {"pos.csv:2:2: 0", "pos.csv:2:5: 1", "pos.csv:3:6: 2"};
+  for (guint i = 0; i < 3; i++) {
+    sieve_csv_reader_set_error(csv, i, &error, "%u", i);
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE);
+    g_assert_cmpstr(error->message, ==, where[i]);
+    g_clear_error(&error);
+  }
+  g_assert_false(sieve_csv_reader_next(csv, &error));
+  g_assert_no_error(error);
+}
+
+static void
+check_csv_reader_error(const char *text, const char *message, const char *records_before)
+{
+  GError *error = NULL;
+  g_autofree char *got = csv_records(text, -1, &error);
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE);
+  g_assert_cmpstr(error->message, ==, message);
+  g_assert_cmpstr(got, ==, records_before);
+  g_clear_error(&error);
+}
+
+static void
+test_csv_reader_errors(void)
+{
+  /* An unterminated quote names where it opened, however far the file goes on. */
+  check_csv_reader_error("a,b\n1,\"2,3\n4,5\n6\n",
+                         "mem.csv:2:3: unterminated quoted field: the quote opened here is not closed before the end "
+                         "of the file, expected a closing '\"' (a '\"' inside quotes is written \"\")",
+                         "1|[a]|[b]\n");
+  check_csv_reader_error("\"a", "mem.csv:1:1: unterminated quoted field: the quote opened here is not closed before "
+                         "the end of the file, expected a closing '\"' (a '\"' inside quotes is written \"\")", "");
+  /* Ragged rows: too few fields point where the next should be, too many at
+   * the first extra one; both name the header's count and line. */
+  check_csv_reader_error("\na,b,c\n1,2,3\n1,2\n",
+                         "mem.csv:4:4: expected 3 fields as in the header (line 2), found 2", "2|[a]|[b]|[c]\n3|[1]|[2]|[3]\n");
+  check_csv_reader_error("a,b\n1,2,3,4",
+                         "mem.csv:2:5: expected 2 fields as in the header (line 1), found 4", "1|[a]|[b]\n");
+  check_csv_reader_error("a,b\r\n1 \r\n",
+                         "mem.csv:2:4: expected 2 fields as in the header (line 1), found 1", "1|[a]|[b]\n");
+  /* A record over several lines: the error's line is where the fault is,
+   * and the record's first line is named. */
+  check_csv_reader_error("a,b,c\n1,\"x\ny\",3,4\n",
+                         "mem.csv:3:6: expected 3 fields as in the header (line 1), found 4 in the record that "
+                         "starts on line 2",
+                         "1|[a]|[b]|[c]\n");
+  /* Quotes out of place. */
+  check_csv_reader_error("a,b\n1,\"2\"x\n",
+                         "mem.csv:2:6: expected a comma after the closing quote or the end of the line, found 'x' "
+                         "(a '\"' inside quotes is written \"\")",
+                         "1|[a]|[b]\n");
+  check_csv_reader_error("a,b\n1,2\"5\n",
+                         "mem.csv:2:4: '\"' inside an unquoted field, expected the whole field in quotes with each "
+                         "'\"' in it written \"\" (\"a \"\"b\"\"\")",
+                         "1|[a]|[b]\n");
+}
+
+static void
+test_csv_reader_file(Fixture *f, gconstpointer data)
+{
+  /* From a file, gzipped or not: the same records; errors name the file. */
+  const char *text = "name,value\r\n\"x, y\",1\r\n";
+  g_autofree char *plain = write_text(f->dir, "t.csv", text);
+  g_autoptr(GBytes) gz = gzip_bytes(text, strlen(text));
+  g_autofree char *zipped = write_file(f->dir, "t.csv.gz", g_bytes_get_data(gz, NULL), g_bytes_get_size(gz));
+  const char *paths[] = {plain, zipped};
+  GError *error = NULL;
+  for (guint k = 0; k < 2; k++) {
+    g_autoptr(SieveCsvReader) csv = sieve_csv_reader_new(paths[k], &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(sieve_csv_reader_n_fields(csv), ==, 0);
+    g_assert_true(sieve_csv_reader_next(csv, &error));
+    g_assert_true(sieve_csv_reader_next(csv, &error));
+    g_assert_cmpstr(sieve_csv_reader_field(csv, 0, NULL), ==, "x, y");
+    g_assert_cmpstr(sieve_csv_reader_field(csv, 1, NULL), ==, "1");
+    sieve_csv_reader_set_error(csv, 1, &error, "not wanted");
+    g_autofree char *expected = g_strdup_printf("%s:2:8: not wanted", paths[k]);
+    g_assert_cmpstr(error->message, ==, expected);
+    g_clear_error(&error);
+    g_assert_false(sieve_csv_reader_next(csv, &error));
+    g_assert_no_error(error);
+  }
+  g_autofree char *missing = g_build_filename(f->dir, "missing.csv", NULL);
+  assert_error(sieve_csv_reader_new(missing, &error), &error, SIEVE_ERROR_NOT_FOUND, missing, NULL);
+  g_clear_error(&error);
+
+  /* The dataset loader reads by the same rules: a quoted label over two lines. */
+  g_autofree char *two = write_text(f->dir, "two.csv", "x,label\n1,\"first\nline\"\n2,b\n");
+  g_autoptr(SieveDataset) ds = sieve_dataset_load_csv(two, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ds->n, ==, 2);
+  g_assert_cmpstr(ds->class_names[0], ==, "first\nline");
+  check_csv_error(f, "a,b,y\n1,2,0\n3,\"4\n5\",1\n", NULL, ":3:3: ", "expected a number in column 'b', found '4\n5'");
+}
+
 static void
 test_open_errors(void)
 {
@@ -1099,6 +1270,9 @@ main(int argc, char **argv)
   TEST("/data/csv/strings", test_csv_strings);
   TEST("/data/csv/int-labels", test_csv_int_labels);
   TEST("/data/csv/errors", test_csv_errors);
+  g_test_add_func("/data/csv-reader/records", test_csv_reader_records);
+  g_test_add_func("/data/csv-reader/errors", test_csv_reader_errors);
+  TEST("/data/csv-reader/file", test_csv_reader_file);
   g_test_add_func("/data/open/errors", test_open_errors);
   g_test_add_func("/data/subset", test_subset);
   g_test_add_func("/data/split", test_split);

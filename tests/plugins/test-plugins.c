@@ -2,6 +2,7 @@
  * the build tree exactly as sieve loads them, and checked against data read
  * independently here (the NAS-Bench-201 CSV, hand-computed function values). */
 #include <errno.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
@@ -730,6 +731,46 @@ test_tabular_quotes(void)
 }
 
 static void
+test_tabular_csv_rules(void)
+{
+  /* The table is read by sieve/csv.h's rules, as datasets are: a byte-order
+   * mark, spaces around fields (a quoted key's too), blank lines, and a
+   * gzipped file. */
+  g_autofree char *dir = g_dir_make_tmp("sieve-tabular-XXXXXX", NULL);
+  g_autoptr(SieveSpace) space = space_new("hpo", "parameters: {a: [x, y], n: {type: int, low: 1, high: 2}}\n");
+  const char *text = "\xEF\xBB\xBF" "config , \"loss\"\r\n"
+                     "\r\n"
+                     "  \"a=x,n=1\" , 0.25 \r\n"
+                     "\"a=y,n=2\",\t-1e-3\r\n"
+                     "\n";
+  g_autofree char *plain = write_temp(dir, "plain.csv", text);
+  g_autoptr(GZlibCompressor) z = g_zlib_compressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP, 6);
+  g_autoptr(GOutputStream) mem = g_memory_output_stream_new_resizable();
+  g_autoptr(GOutputStream) out = g_converter_output_stream_new(mem, G_CONVERTER(z));
+  GError *error = NULL;
+  g_assert_true(g_output_stream_write_all(out, text, strlen(text), NULL, NULL, &error));
+  g_assert_true(g_output_stream_close(out, NULL, &error));
+  g_autoptr(GBytes) gz = g_memory_output_stream_steal_as_bytes(G_MEMORY_OUTPUT_STREAM(mem));
+  g_autofree char *zipped = g_build_filename(dir, "table.csv.gz", NULL);
+  g_file_set_contents(zipped, g_bytes_get_data(gz, NULL), (gssize) g_bytes_get_size(gz), &error);
+  g_assert_no_error(error);
+
+  const char *yamls[] = {"table: plain.csv\nkey: config\n", "table: table.csv.gz\nkey: config\n"};
+  for (guint k = 0; k < G_N_ELEMENTS(yamls); k++) {
+    g_autoptr(SieveEvaluator) e = evaluator_new("tabular", space, yamls[k], dir);
+    g_autoptr(SieveCandidate) first = candidate_parse(space, "a=x,n=1");
+    g_autoptr(SieveResult) r1 = sieve_evaluator_evaluate(e, first, NULL);
+    g_assert_cmpint(sieve_result_get_status(r1), ==, SIEVE_STATUS_OK);
+    g_assert_cmpuint(sieve_result_n_metrics(r1), ==, 1);
+    g_assert_cmpfloat(test_metric(r1, "loss"), ==, 0.25);
+    g_autoptr(SieveCandidate) second = candidate_parse(space, "a=y,n=2");
+    g_autoptr(SieveResult) r2 = sieve_evaluator_evaluate(e, second, NULL);
+    g_assert_cmpfloat(test_metric(r2, "loss"), ==, -1e-3);
+  }
+  remove_tree(dir);
+}
+
+static void
 test_tabular_bad_tables(void)
 {
   g_autofree char *dir = g_dir_make_tmp("sieve-tabular-XXXXXX", NULL);
@@ -764,7 +805,9 @@ test_tabular_bad_tables(void)
      g_strdup_printf("test.yaml:2:10: column 'param' is not in %s (did you mean 'params'?)", p_good)},
     {"table: good.csv\ncost: zzz_total\n", SIEVE_ERROR_CONFIG,
      g_strdup_printf("test.yaml:2:7: column 'zzz_total' is not in %s", p_good)},
-    {"table: ragged.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s:3: row has 2 fields, the header has 3", p_ragged)},
+    /* The reader's errors (sieve/csv.h) give line:col: the missing field's place, the quote's. */
+    {"table: ragged.csv\n", SIEVE_ERROR_PARSE,
+     g_strdup_printf("%s:3:%zu: expected 3 fields as in the header (line 1), found 2", p_ragged, strlen(b) + 3)},
     {"table: text.csv\nmetrics: [acc]\n", SIEVE_ERROR_PARSE,
      g_strdup_printf("%s:3: column 'acc' holds 'n/a', not a number", p_text)},
     {"table: dup.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s:4: key '%s' already appears on line 2", p_dup, a)},
@@ -774,7 +817,10 @@ test_tabular_bad_tables(void)
                      "arch string looks like |op~0|+|op~0|op~1|+|op~0|op~1|op~2|))", p_wrong)},
     {"table: empty.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s: the table is empty (it needs a header row)", p_empty)},
     {"table: header.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s: the table has a header but no rows", p_header)},
-    {"table: unclosed.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s:2: quoted field never closed", p_unclosed)},
+    {"table: unclosed.csv\n", SIEVE_ERROR_PARSE,
+     g_strdup_printf("%s:2:%zu: unterminated quoted field: the quote opened here is not closed before the end of "
+                     "the file, expected a closing '\"' (a '\"' inside quotes is written \"\")", p_unclosed,
+                     strlen(a) + 2)},
   };
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
     GError *error = NULL;
@@ -973,6 +1019,7 @@ main(int argc, char **argv)
   g_test_add_func("/plugins/tabular/nb201", test_tabular_nb201);
   g_test_add_func("/plugins/tabular/missing-genotype", test_tabular_missing_genotype);
   g_test_add_func("/plugins/tabular/quotes", test_tabular_quotes);
+  g_test_add_func("/plugins/tabular/csv-rules", test_tabular_csv_rules);
   g_test_add_func("/plugins/tabular/bad-tables", test_tabular_bad_tables);
   g_test_add_func("/plugins/function/optima", test_function_optima);
   g_test_add_func("/plugins/function/noise", test_function_noise);

@@ -15,7 +15,7 @@
  * sieve's synflow of the network (src/proxy-synflow.c), which needs no
  * batch: a check of the executor and of the weights' names at once.
  * The names are derived from the builder's node labels
- * (plugins/spaces/nb201/network.c); a label it does not know is an error,
+ * (plugins/spaces/nb201/nb201-network.c); a label it does not know is an error,
  * so a change to the builder cannot pass unnoticed. */
 #include <stdio.h>
 #include <string.h>

@@ -39,7 +39,15 @@
 #include <math.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/node.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
+#include <sieve/text.h>
 
 #include "process.h"
 #include "template.h"

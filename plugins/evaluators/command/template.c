@@ -4,6 +4,11 @@
 #include <math.h>
 #include <string.h>
 
+#include <sieve/candidate.h>
+#include <sieve/node.h>
+#include <sieve/space.h>
+#include <sieve/text.h>
+
 typedef enum {
   PART_TEXT,
   PART_GENOTYPE,

@@ -12,7 +12,8 @@
  */
 #pragma once
 
-#include <sieve/sieve.h>
+#include <sieve/candidate.h>
+#include <sieve/space.h>
 
 typedef struct _CommandTemplate CommandTemplate;
 

@@ -33,7 +33,15 @@
 #include <math.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/node.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
 
 typedef enum { FN_BRANIN, FN_HARTMANN6, FN_ROSENBROCK } FunctionKind;
 

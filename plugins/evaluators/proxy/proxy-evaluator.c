@@ -54,11 +54,16 @@
  */
 #include <math.h>
 
+#include <sieve/abi.h>
 #include <sieve/candidate.h>
+#include <sieve/component.h>
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>
+#include <sieve/node.h>
+#include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/proxy.h>
+#include <sieve/result.h>
 #include <sieve/rng.h>
 #include <sieve/space.h>
 

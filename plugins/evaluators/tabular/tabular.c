@@ -2,17 +2,25 @@
  * (NAS-Bench-201 and its kin: Ying et al. 2019, Dong & Yang 2020), which
  * makes a search strategy comparable with the literature in seconds.
  *
- * The table is a CSV file (RFC 4180: a header row, ',' separators, '"'
- * quotes with "" inside, CRLF or LF line ends) with one row per genotype,
- * keyed by the genotype's canonical text.  It is read once at create into a
- * hash table and is read-only afterwards, so evaluate() runs from any
- * number of threads.
+ * The table is a CSV file (gzipped or not, read by sieve/csv.h's reader:
+ * RFC 4180 with a header row, spaces around fields ignored) with one row
+ * per genotype, keyed by the genotype's canonical text.  It is read once at
+ * create into a hash table and is read-only afterwards, so evaluate() runs
+ * from any number of threads.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/csv.h>
+#include <sieve/evaluator.h>
+#include <sieve/node.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
 
 static const SieveOptionSpec tabular_options[] = {
   SIEVE_OPTION_PATH("table", NULL, "CSV file with a header row and one row per genotype"),
@@ -33,88 +41,6 @@ typedef struct {
   GStringChunk *keys;
   double *values;
 } Tabular;
-
-/* ---- CSV -------------------------------------------------------------- */
-
-typedef struct {
-  GPtrArray *fields; /* char* (owned by the reader's chunk) of the current row */
-  guint line;        /* line the current row starts on, 1-based */
-} CsvRow;
-
-typedef struct {
-  const char *p, *end;
-  guint line;
-  GString *field;
-  GStringChunk *chunk;
-  const char *path;
-} CsvReader;
-
-/* Reads one record into row.  Returns FALSE at the end of the text (row
- * untouched) or on a syntax error (error set). */
-static gboolean
-csv_next(CsvReader *r, CsvRow *row, GError **error)
-{
-  if (r->p >= r->end)
-    return FALSE;
-  g_ptr_array_set_size(row->fields, 0);
-  row->line = r->line;
-  for (;;) {
-    g_string_truncate(r->field, 0);
-    if (r->p < r->end && *r->p == '"') {
-      guint quote_line = r->line;
-      r->p++;
-      for (;;) {
-        if (r->p >= r->end) {
-          g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s:%u: quoted field never closed", r->path,
-                      quote_line);
-          return FALSE;
-        }
-        if (*r->p == '"') {
-          if (r->p + 1 < r->end && r->p[1] == '"') {
-            g_string_append_c(r->field, '"');
-            r->p += 2;
-            continue;
-          }
-          r->p++;
-          break;
-        }
-        if (*r->p == '\n')
-          r->line++;
-        g_string_append_c(r->field, *r->p++);
-      }
-      if (r->p < r->end && *r->p != ',' && *r->p != '\n' && *r->p != '\r') {
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s:%u: unexpected '%c' after a closing quote",
-                    r->path, r->line, *r->p);
-        return FALSE;
-      }
-    } else {
-      const char *start = r->p;
-      while (r->p < r->end && *r->p != ',' && *r->p != '\n' && *r->p != '\r') {
-        if (*r->p == '"') {
-          g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
-                      "%s:%u: '\"' inside an unquoted field (quote the whole field)", r->path, r->line);
-          return FALSE;
-        }
-        r->p++;
-      }
-      g_string_append_len(r->field, start, r->p - start);
-    }
-    g_ptr_array_add(row->fields, g_string_chunk_insert_len(r->chunk, r->field->str, r->field->len));
-    if (r->p >= r->end)
-      return TRUE;
-    if (*r->p == ',') {
-      r->p++;
-      continue;
-    }
-    /* End of the record: LF or CRLF (a lone CR counts as a line end too). */
-    if (*r->p == '\r')
-      r->p++;
-    if (r->p < r->end && *r->p == '\n')
-      r->p++;
-    r->line++;
-    return TRUE;
-  }
-}
 
 /* The whole text of a number cell, surrounding blanks allowed. */
 static gboolean
@@ -178,16 +104,16 @@ static gboolean
 load_table(Tabular *self, const SieveSpace *space, const SieveOptions *options, GError **error)
 {
   const char *path = self->path;
-  g_autofree char *text = NULL;
-  gsize length = 0;
   g_autoptr(GError) local = NULL;
-  if (!g_file_get_contents(path, &text, &length, &local)) {
+  g_autoptr(SieveCsvReader) csv = sieve_csv_reader_new(path, &local);
+  if (csv == NULL) {
     sieve_options_set_error(options, "table", error, "cannot read table: %s", local->message);
     return FALSE;
   }
 
-  CsvReader reader = {text, text + length, 1, g_string_new(NULL), g_string_chunk_new(1 << 16), path};
-  CsvRow row = {g_ptr_array_new(), 0};
+  /* The reader's fields live until its next record: the header and the
+   * cells are copied into one chunk, kept until the table is built. */
+  GStringChunk *chunk = g_string_chunk_new(1 << 16);
   g_autoptr(GPtrArray) header = g_ptr_array_new();
   /* Cells of every data row, row-major, and each row's line. */
   g_autoptr(GPtrArray) cells = g_ptr_array_new();
@@ -200,34 +126,33 @@ load_table(Tabular *self, const SieveSpace *space, const SieveOptions *options, 
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   g_autofree char *first_misfit = NULL;
 
-  if (!csv_next(&reader, &row, error)) {
-    if (error == NULL || *error == NULL)
+  if (!sieve_csv_reader_next(csv, &local)) {
+    if (local != NULL)
+      g_propagate_error(error, g_steal_pointer(&local));
+    else
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: the table is empty (it needs a header row)", path);
     goto out;
   }
-  for (guint c = 0; c < row.fields->len; c++)
-    g_ptr_array_add(header, row.fields->pdata[c]);
-  n_cols = header->len;
-  for (;;) {
-    if (!csv_next(&reader, &row, &local)) {
-      if (local) {
-        g_propagate_error(error, g_steal_pointer(&local));
-        goto out;
-      }
-      break;
+  n_cols = sieve_csv_reader_n_fields(csv);
+  for (guint c = 0; c < n_cols; c++) {
+    gsize length = 0;
+    const char *name = sieve_csv_reader_field(csv, c, &length);
+    g_ptr_array_add(header, g_string_chunk_insert_len(chunk, name, (gssize) length));
+  }
+  /* The reader checks that each row has n_cols fields. */
+  while (sieve_csv_reader_next(csv, &local)) {
+    for (guint c = 0; c < n_cols; c++) {
+      gsize length = 0;
+      const char *cell = sieve_csv_reader_field(csv, c, &length);
+      g_ptr_array_add(cells, g_string_chunk_insert_len(chunk, cell, (gssize) length));
     }
-    /* A blank line (the file's last line end included) is no record. */
-    if (row.fields->len == 1 && ((char *) row.fields->pdata[0])[0] == '\0')
-      continue;
-    if (row.fields->len != n_cols) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s:%u: row has %u fields, the header has %u", path,
-                  row.line, row.fields->len, n_cols);
-      goto out;
-    }
-    for (guint c = 0; c < n_cols; c++)
-      g_ptr_array_add(cells, row.fields->pdata[c]);
-    g_array_append_val(lines, row.line);
+    guint line = sieve_csv_reader_get_line(csv);
+    g_array_append_val(lines, line);
     n_rows++;
+  }
+  if (local != NULL) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    goto out;
   }
   if (n_rows == 0) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: the table has a header but no rows", path);
@@ -338,9 +263,7 @@ load_table(Tabular *self, const SieveSpace *space, const SieveOptions *options, 
   ok = TRUE;
 
 out:
-  g_string_free(reader.field, TRUE);
-  g_string_chunk_free(reader.chunk);
-  g_ptr_array_unref(row.fields);
+  g_string_chunk_free(chunk);
   return ok;
 }
 

@@ -3,6 +3,12 @@
  * with each new configuration drawn from a multivariate TPE model of the
  * results at the highest fidelity that has enough of them (a fraction
  * stays random).  Scheduler and model: ../common/bracketopt.c. */
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/space.h>
+
 #include "bracketopt.h"
 
 static const SieveOptionSpec bohb_options[] = {

@@ -1,4 +1,12 @@
 /* sieve optimizers: bracket-scheduled optimizers.  See bracketopt.h. */
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
 #include "bracketopt.h"
 
 #define MAX_RANDOM_TRIES 10000

@@ -12,8 +12,14 @@
  */
 #pragma once
 
+#include <sieve/candidate.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
+
 #include "brackets.h"
-#include "tpe.h"
+#include "tpe-model.h"
 
 G_BEGIN_DECLS
 

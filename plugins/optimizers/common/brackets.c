@@ -1,6 +1,12 @@
 /* sieve optimizers: successive-halving brackets.  See brackets.h. */
 #include <string.h>
 
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/space.h>
+
 #include "brackets.h"
 
 typedef enum { ENTRY_WAITING, ENTRY_PENDING, ENTRY_DONE } EntryState;

@@ -3,7 +3,7 @@
  * `bohb`.
  *
  *   OptBrackets b;
- *   if (!opt_brackets_init(&b, space, study->fidelity, &shape, options, error)) ...
+ *   if (!opt_brackets_init(&b, space, study, options, hyperband, "hyperband", error)) ...
  *   SieveCandidate *c = opt_brackets_next(&b, sample, self);   // NULL: nothing left to sample
  *   opt_brackets_tell(&b, candidate, fitness);
  *
@@ -24,6 +24,11 @@
  * exactly the sequential algorithm's.
  */
 #pragma once
+
+#include <sieve/candidate.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/space.h>
 
 #include "optcommon.h"
 

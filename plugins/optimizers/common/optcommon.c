@@ -2,6 +2,11 @@
  * neighbourhoods).  See optcommon.h. */
 #include <string.h>
 
+#include <sieve/abi.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+#include <sieve/text.h>
+
 #include "optcommon.h"
 
 /* ---- state helpers ----------------------------------------------------- */
@@ -172,14 +177,14 @@ opt_key(const char *text, double fidelity)
 {
   if (isnan(fidelity))
     return g_strdup(text);
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  return g_strconcat(g_ascii_dtostr(buf, sizeof buf, fidelity), "@", text, NULL);
+  char buf[SIEVE_TEXT_DOUBLE_SIZE];
+  return g_strconcat(sieve_text_format_double_buf(fidelity, buf), "@", text, NULL);
 }
 
 /* ---- the space --------------------------------------------------------- */
 
-static void
-unit_bounds(const SieveDecision *d, double *lo, double *hi)
+void
+opt_domain_bounds(const SieveDecision *d, double *lo, double *hi)
 {
   double low = d->low, high = d->high;
   if (d->kind == SIEVE_DECISION_INT) {
@@ -198,7 +203,7 @@ double
 opt_to_unit(const SieveDecision *d, double value)
 {
   double lo, hi;
-  unit_bounds(d, &lo, &hi);
+  opt_domain_bounds(d, &lo, &hi);
   if (hi <= lo)
     return 0.5;
   double x = d->log ? log(value) : value;
@@ -209,7 +214,7 @@ double
 opt_from_unit(const SieveDecision *d, double unit)
 {
   double lo, hi;
-  unit_bounds(d, &lo, &hi);
+  opt_domain_bounds(d, &lo, &hi);
   double x = lo + CLAMP(unit, 0.0, 1.0) * (hi - lo);
   if (d->log)
     x = exp(x);

@@ -2,11 +2,13 @@
  * (compiled into each as a static library, so no symbol leaves a plugin).
  *
  *   OptSeen seen;
- *   opt_seen_init(&seen);
+ *   opt_seen_init(&seen, space);
  *   g_autoptr(SieveGenotype) child = opt_mutate(space, parent, &rng);
+ *   g_autofree char *text = sieve_space_format(space, child);
  *   if (opt_seen_add(&seen, text))        // TRUE: never proposed before
  *     ...
  *   GVariant *v = opt_seen_save(&seen);   // "as", proposal order
+ *   opt_seen_clear(&seen);
  *
  * Everything here is deterministic given the SieveRng passed in, and every
  * piece of state has a GVariant form so that a plugin's save() is exact.
@@ -15,7 +17,8 @@
 
 #include <math.h>
 
-#include <sieve/sieve.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
 
 G_BEGIN_DECLS
 
@@ -67,10 +70,13 @@ char *opt_key(const char *text, double fidelity);
 
 /* ---- the space --------------------------------------------------------- */
 
+/* A numeric decision's domain as the models see it: log(low)..log(high)
+ * for a log decision; ints widened by half a unit each side, so that each
+ * integer has an equal share (as sieve_space_sample draws them). */
+void opt_domain_bounds(const SieveDecision *d, double *lo, double *hi);
 
-/* A decision's value <-> [0, 1]: linear, or logarithmic where the decision
- * says so; ints cover [low - 0.5, high + 0.5] so each integer has an equal
- * share (as sieve_space_sample draws them). */
+/* A decision's value <-> [0, 1]: linear over opt_domain_bounds (so
+ * logarithmic where the decision says so). */
 double opt_to_unit(const SieveDecision *d, double value);
 double opt_from_unit(const SieveDecision *d, double unit);
 

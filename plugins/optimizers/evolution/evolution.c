@@ -28,6 +28,16 @@
  */
 #include <string.h>
 
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
 #include "optcommon.h"
 
 static const char *const selection_names[] = {"aging", "nsga2", NULL};
@@ -136,15 +146,18 @@ dominates(const Member *a, const Member *b, guint m)
   return strictly;
 }
 
-static const double *crowd_values;
-
+/* Member indices by values[index], ties by index: a total order, so any
+ * sort gives the same front order.  values comes as the sort's user data,
+ * not a global, so that studies in several threads do not share it. */
 static gint
-compare_by_value(gconstpointer a, gconstpointer b)
+compare_by_value(gconstpointer a, gconstpointer b, gpointer user_data)
 {
-  double x = crowd_values[*(const guint *) a], y = crowd_values[*(const guint *) b];
+  const double *values = user_data;
+  guint i = *(const guint *) a, j = *(const guint *) b;
+  double x = values[i], y = values[j];
   if (x != y)
     return x < y ? -1 : 1;
-  return *(const guint *) a < *(const guint *) b ? -1 : 1;
+  return i < j ? -1 : i > j ? 1 : 0;
 }
 
 /* Non-dominated sorting (Deb et al. 2002, section III-A) and crowding
@@ -179,8 +192,7 @@ rank_members(Evolution *self)
     for (guint k = 0; k < m; k++) {
       for (guint f = 0; f < len; f++)
         values[front[f]] = opt_fitness(((Member *) ms->pdata[front[f]])->objectives[k]);
-      crowd_values = values;
-      qsort(front, len, sizeof(guint), (int (*)(const void *, const void *)) compare_by_value);
+      g_qsort_with_data(front, (gint) len, sizeof(guint), compare_by_value, values);
       double span = values[front[len - 1]] - values[front[0]];
       ((Member *) ms->pdata[front[0]])->crowding = INFINITY;
       ((Member *) ms->pdata[front[len - 1]])->crowding = INFINITY;

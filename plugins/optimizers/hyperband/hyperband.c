@@ -4,6 +4,12 @@
  * aggressive (many random configurations at the lowest fidelity) to plain
  * random search at full fidelity, in turn.  The scheduler is in
  * ../common/brackets.c. */
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/space.h>
+
 #include "bracketopt.h"
 
 static const SieveOptionSpec hyperband_options[] = {

@@ -18,6 +18,16 @@
  * genotype, kept as a starting point for the next restart, so ask() never
  * waits.  With one worker the method is exactly the sequential algorithm.
  */
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
 #include "optcommon.h"
 
 static const SieveOptionSpec local_search_options[] = {

@@ -11,7 +11,15 @@
 #include <math.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
 
 static const SieveOptionSpec random_options[] = {
   SIEVE_OPTION_BOOL("unique", "false", "never propose the same genotype (canonical text) twice"),

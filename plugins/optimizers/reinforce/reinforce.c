@@ -17,6 +17,16 @@
  */
 #include <string.h>
 
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
 #include "optcommon.h"
 
 static const SieveOptionSpec reinforce_options[] = {

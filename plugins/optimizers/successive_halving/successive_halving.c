@@ -5,6 +5,12 @@
  * fidelity, until one (or a few) reach the evaluator's full fidelity; then
  * the same again with new configurations.  The scheduler is in
  * ../common/brackets.c. */
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/space.h>
+
 #include "bracketopt.h"
 
 static const SieveOptionSpec successive_halving_options[] = {

@@ -3,7 +3,7 @@
  * 2011), univariate as in the paper or multivariate (Falkner, Klein &
  * Hutter, "BOHB: Robust and Efficient Hyperparameter Optimization at
  * Scale", ICML 2018, model joint densities).  The model lives in
- * ../common/tpe.c; this file holds the ask/tell/save cycle.
+ * ../common/tpe-model.c; this file holds the ask/tell/save cycle.
  *
  * The first n_startup proposals are random, and so is every proposal made
  * while fewer than n_startup trials have finished (asynchronous start).
@@ -14,7 +14,16 @@
  * trials are not modelled; several proposals from one ask() differ
  * because each is recorded as seen before the next is drawn.
  */
-#include "tpe.h"
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
+#include "tpe-model.h"
 
 static const SieveOptionSpec tpe_options[] = {
   SIEVE_OPTION_INT("n_startup", "10", 1, 1e6, "random proposals before the model is used"),

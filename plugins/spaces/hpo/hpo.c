@@ -15,7 +15,12 @@
 #include <math.h>
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/component.h>
+#include <sieve/node.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/space.h>
 
 static const SieveOptionSpec hpo_options[] = {
   {"file", SIEVE_OPTION_TYPE_PATH, NULL, 0, 0, NULL,
@@ -43,15 +48,6 @@ kind_noun(const SieveNode *node)
     return "a list";
   }
   return "?";
-}
-
-static gboolean
-in_strv(const char *word, const char *const *list)
-{
-  for (guint i = 0; list[i]; i++)
-    if (strcmp(word, list[i]) == 0)
-      return TRUE;
-  return FALSE;
 }
 
 /* Identifier: [A-Za-z_][A-Za-z0-9_.-]*, so names never need escaping. */
@@ -271,7 +267,7 @@ read_parameter(SieveSpace *space, const SieveNode *key, const SieveNode *spec, G
   const char *type = sieve_node_get_string(type_node, error);
   if (type == NULL)
     return FALSE;
-  if (!in_strv(type, type_names)) {
+  if (!g_strv_contains(type_names, type)) {
     const char *close = sieve_suggest(type, type_names);
     g_autofree char *hint = close ? g_strdup_printf(" (did you mean '%s'?)", close) : g_strdup("");
     sieve_node_set_error(error, type_node, "unknown type '%s' for '%s': expected categorical, int or float%s",
@@ -283,10 +279,10 @@ read_parameter(SieveSpace *space, const SieveNode *key, const SieveNode *spec, G
   for (guint k = 0; k < sieve_node_size(spec); k++) {
     const SieveNode *spec_key = sieve_node_nth_key(spec, k);
     const char *word = sieve_node_text(spec_key);
-    if (in_strv(word, valid))
+    if (g_strv_contains(valid, word))
       continue;
     g_autofree char *list = g_strjoinv(", ", (char **) valid);
-    if (in_strv(word, all_keys)) {
+    if (g_strv_contains(all_keys, word)) {
       sieve_node_set_error(error, spec_key, "'%s' does not apply to %s parameter '%s' (it takes %s)", word,
                            categorical ? "categorical" : strcmp(type, "int") == 0 ? "int" : "float", name, list);
     } else {
@@ -354,7 +350,7 @@ read_file(SieveSpace *space, const SieveOptions *options, const char *path, GErr
   }
   for (guint k = 0; k < sieve_node_size(root); k++) {
     const SieveNode *key = sieve_node_nth_key(root, k);
-    if (in_strv(sieve_node_text(key), file_keys))
+    if (g_strv_contains(file_keys, sieve_node_text(key)))
       continue;
     const char *close = sieve_suggest(sieve_node_text(key), file_keys);
     g_autofree char *hint = close ? g_strdup_printf(" (did you mean '%s'?)", close) : g_strdup("");

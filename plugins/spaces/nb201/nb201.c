@@ -16,9 +16,14 @@
  */
 #include <string.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/component.h>
+#include <sieve/graph.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/space.h>
 
-#include "network.h"
+#include "nb201-network.h"
 
 /* In the benchmark's order (NAS-Bench-201 `SearchCellOps`), which is what
  * the categorical indices mean. */

@@ -1,7 +1,7 @@
 /* The NAS-Bench-201 macro skeleton as a sieve graph (private to the plugin). */
 #pragma once
 
-#include <sieve/sieve.h>
+#include <sieve/graph.h>
 
 #define NB201_NODES 4 /* node 0 is the cell input */
 #define NB201_EDGES 6

@@ -10,7 +10,15 @@
  */
 #include <math.h>
 
-#include <sieve/sieve.h>
+#include <sieve/abi.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/graph.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
 #include <sieve/train.h>
 
 static const char *const devices[] = {"cpu", NULL};

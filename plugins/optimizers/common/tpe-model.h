@@ -31,6 +31,9 @@
  */
 #pragma once
 
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
 #include "optcommon.h"
 
 G_BEGIN_DECLS

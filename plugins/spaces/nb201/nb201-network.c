@@ -14,7 +14,9 @@
  * gets its own nodes, ReLU included, even where two edges read the same
  * node: the graph is what the benchmark wrote, and merging equal work is
  * the runtime's job (and a hashing concern), not the builder's. */
-#include "network.h"
+#include <sieve/graph.h>
+
+#include "nb201-network.h"
 
 typedef struct {
   SieveGraph *graph;

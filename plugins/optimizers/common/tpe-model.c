@@ -1,7 +1,11 @@
-/* sieve optimizers: the tree-structured Parzen estimator.  See tpe.h. */
+/* sieve optimizers: the tree-structured Parzen estimator.  See tpe-model.h. */
 #include <string.h>
 
-#include "tpe.h"
+#include <sieve/abi.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
+#include "tpe-model.h"
 
 /* ---- observations ------------------------------------------------------ */
 
@@ -77,20 +81,6 @@ static inline double
 std_cdf(double z)
 {
   return 0.5 * erfc(-z * G_SQRT2 / 2);
-}
-
-/* The decision's domain in the space kernels live in: log for log
- * decisions; ints widened by half a unit each side. */
-static void
-internal_bounds(const SieveDecision *d, double *lo, double *hi)
-{
-  double low = d->low, high = d->high;
-  if (d->kind == SIEVE_DECISION_INT) {
-    low -= 0.5;
-    high += 0.5;
-  }
-  *lo = d->log ? log(low) : low;
-  *hi = d->log ? log(high) : high;
 }
 
 static inline double
@@ -208,7 +198,7 @@ mix_build(Mix *m, const OptTpeData *data, const guint *idx, guint n_idx, guint d
     return;
   }
 
-  internal_bounds(dec, &m->lo, &m->hi);
+  opt_domain_bounds(dec, &m->lo, &m->hi); /* kernels live in the (log-)domain */
   double range = m->hi - m->lo;
   m->mu = g_new(double, n);
   m->sigma = g_new(double, n);
