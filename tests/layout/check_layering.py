@@ -32,7 +32,7 @@ PUBLIC = {
     "text.h": "base",
     "graph.h": "graph",
     "runtime.h": "runtime",
-    "data.h": "data",
+    "data.h": "data", "csv.h": "data",
     "train.h": "train",
     "hash.h": "hash",
     "proxy.h": "proxy",
