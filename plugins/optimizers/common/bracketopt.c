@@ -9,7 +9,6 @@
 
 #include "bracketopt.h"
 
-#define MAX_RANDOM_TRIES 10000
 
 typedef struct {
   const SieveSpace *space;
@@ -110,7 +109,7 @@ sample(gpointer user, OptBrackets *b, double fidelity)
   if (self->method == OPT_BRACKETS_BOHB && sieve_rng_uniform(&self->rng) >= self->random_fraction)
     g = model_sample(self, b);
   if (g == NULL)
-    g = opt_sample_unseen(self->space, &b->sampled, &self->rng, MAX_RANDOM_TRIES);
+    g = opt_sample_unseen(self->space, &b->sampled, &self->rng, OPT_RANDOM_TRIES);
   return g;
 }
 

@@ -354,6 +354,19 @@ opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeri
   return out;
 }
 
+SieveCandidate *
+opt_propose(GPtrArray *out, OptSeen *seen, const SieveSpace *space, SieveRng *rng, SieveGenotype *g)
+{
+  if (g == NULL)
+    g = opt_sample_unseen(space, seen, rng, OPT_RANDOM_TRIES);
+  if (g == NULL)
+    return NULL;
+  SieveCandidate *c = sieve_candidate_new(g, NAN);
+  opt_seen_add(seen, sieve_candidate_get_text(c));
+  g_ptr_array_add(out, c);
+  return c;
+}
+
 SieveGenotype *
 opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, guint max_tries)
 {

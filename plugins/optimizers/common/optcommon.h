@@ -17,6 +17,7 @@
 
 #include <math.h>
 
+#include <sieve/candidate.h>
 #include <sieve/rng.h>
 #include <sieve/space.h>
 
@@ -101,6 +102,15 @@ GPtrArray *opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint
 /* A random genotype whose text is not in seen, trying up to max_tries
  * draws; NULL when all of them were seen. (transfer full) (nullable) */
 SieveGenotype *opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, guint max_tries);
+
+/* Draws opt_propose makes before it takes a finite space as exhausted. */
+#define OPT_RANDOM_TRIES 10000
+
+/* The last step of every ask(): proposes g (taken), or when g is NULL a
+ * random genotype not in seen (OPT_RANDOM_TRIES draws); its candidate joins
+ * seen and out.  (transfer none) the candidate, or NULL when g was NULL and
+ * every draw had been proposed before (the space is exhausted). */
+SieveCandidate *opt_propose(GPtrArray *out, OptSeen *seen, const SieveSpace *space, SieveRng *rng, SieveGenotype *g);
 
 /* Fitness ordering with NAN (a failed or screened trial) below everything. */
 static inline double

@@ -55,7 +55,6 @@ static const SieveOptionSpec evolution_options[] = {
 
 /* Breeding attempts before a random unseen genotype is proposed instead. */
 #define MAX_BREED_TRIES 64
-#define MAX_RANDOM_TRIES 10000
 
 typedef struct {
   SieveGenotype *genotype;
@@ -263,13 +262,8 @@ evolution_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
           g_clear_pointer(&g, sieve_genotype_free);
       }
     }
-    if (g == NULL)
-      g = opt_sample_unseen(self->space, &self->seen, &self->rng, MAX_RANDOM_TRIES);
-    if (g == NULL)
+    if (opt_propose(out, &self->seen, self->space, &self->rng, g) == NULL)
       break;
-    SieveCandidate *c = sieve_candidate_new(g, NAN);
-    opt_seen_add(&self->seen, sieve_candidate_get_text(c));
-    g_ptr_array_add(out, c);
     self->proposed++;
   }
   return TRUE; /* fewer than n only when no unproposed genotype is left */

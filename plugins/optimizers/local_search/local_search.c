@@ -38,7 +38,6 @@ static const SieveOptionSpec local_search_options[] = {
   SIEVE_OPTION_END,
 };
 
-#define MAX_RANDOM_TRIES 10000
 
 typedef enum { PHASE_SAMPLING, PHASE_CLIMB } Phase;
 
@@ -238,18 +237,14 @@ local_search_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
         spare = TRUE;
       }
     }
-    if (g == NULL)
-      g = opt_sample_unseen(self->space, &self->seen, &self->rng, MAX_RANDOM_TRIES);
-    if (g == NULL)
+    SieveCandidate *c = opt_propose(out, &self->seen, self->space, &self->rng, g);
+    if (c == NULL)
       break;
-    SieveCandidate *c = sieve_candidate_new(g, NAN);
     const char *text = sieve_candidate_get_text(c);
-    opt_seen_add(&self->seen, text);
     if (self->phase == PHASE_SAMPLING)
       g_ptr_array_add(self->pool, g_strdup(text));
     else if (spare)
       g_ptr_array_add(self->spare, g_strdup(text));
-    g_ptr_array_add(out, c);
     added++;
   }
   return TRUE; /* fewer than n only when no unproposed genotype is left */

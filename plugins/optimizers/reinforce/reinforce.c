@@ -37,7 +37,6 @@ static const SieveOptionSpec reinforce_options[] = {
 };
 
 #define MAX_POLICY_TRIES 100
-#define MAX_RANDOM_TRIES 10000
 
 typedef struct {
   const SieveSpace *space;
@@ -170,13 +169,8 @@ reinforce_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
       if (opt_seen_has_genotype(&self->seen, g))
         g_clear_pointer(&g, sieve_genotype_free);
     }
-    if (g == NULL)
-      g = opt_sample_unseen(self->space, &self->seen, &self->rng, MAX_RANDOM_TRIES);
-    if (g == NULL)
+    if (opt_propose(out, &self->seen, self->space, &self->rng, g) == NULL)
       break;
-    SieveCandidate *c = sieve_candidate_new(g, NAN);
-    opt_seen_add(&self->seen, sieve_candidate_get_text(c));
-    g_ptr_array_add(out, c);
   }
   return TRUE; /* fewer than n only when no unproposed genotype is left */
 }

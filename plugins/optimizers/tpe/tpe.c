@@ -35,7 +35,6 @@ static const SieveOptionSpec tpe_options[] = {
   SIEVE_OPTION_END,
 };
 
-#define MAX_RANDOM_TRIES 10000
 
 typedef struct {
   const SieveSpace *space;
@@ -85,13 +84,8 @@ tpe_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     SieveGenotype *g = NULL;
     if (opt_tpe_data_size(&self->data) >= self->n_startup)
       g = opt_tpe_suggest(self->space, &self->data, &self->params, &self->rng, &self->seen);
-    if (g == NULL)
-      g = opt_sample_unseen(self->space, &self->seen, &self->rng, MAX_RANDOM_TRIES);
-    if (g == NULL)
+    if (opt_propose(out, &self->seen, self->space, &self->rng, g) == NULL)
       break;
-    SieveCandidate *c = sieve_candidate_new(g, NAN);
-    opt_seen_add(&self->seen, sieve_candidate_get_text(c));
-    g_ptr_array_add(out, c);
   }
   return TRUE; /* fewer than n only when no unproposed genotype is left */
 }
