@@ -112,7 +112,7 @@ def main():
     peer = peer_proxies.load_peer(peer_path)
 
     sieve = os.path.join(a.build, "src", "cli", "sieve")
-    dump = os.path.join(a.build, "tests", "crosscheck", "proxy-dump")
+    dump = os.path.join(a.build, "tests", "proxy", "proxy-dump")
     available = sieve_proxies(sieve)
     names = [n for n in PROXIES if n in available]
     if not available:
