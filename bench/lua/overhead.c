@@ -12,6 +12,8 @@
 
 #include <sieve/sieve.h>
 
+#include "lua/lua-private.h"
+
 static double
 trials(SieveOptimizer *opt, int n)
 {
@@ -46,6 +48,8 @@ make(SieveRegistry *registry, SieveSpace *space, const char *yaml)
     g_error("%s", error->message);
   const char *name = sieve_node_get_string(sieve_node_lookup(node, "plugin"), NULL);
   const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, name);
+  if (c == NULL)
+    g_error("no optimizer named '%s' in the registry", name);
   const char *reserved[] = {"plugin", NULL};
   g_autoptr(SieveOptions) options = sieve_options_new(sieve_component_get_info(c)->options, node, reserved, NULL, name, &error);
   if (options == NULL)
@@ -66,6 +70,9 @@ main(int argc, char **argv)
     return 2;
   }
   int n = argc > 2 ? atoi(argv[2]) : 20000, reps = argc > 3 ? atoi(argv[3]) : 3;
+  /* The builtin `lua` components belong to the Lua layer, which a host
+   * registers, as the sieve command does (src/cli/main.c). */
+  sieve_lua_register_static();
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
   sieve_registry_load_default(registry, NULL, NULL);
   GError *error = NULL;
