@@ -817,7 +817,9 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
 {
   SieveEngine *engine = rs->engine;
   const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  /* The proposals move one by one to where they go; the array is ours to free. */
   g_ptr_array_set_free_func(proposals, NULL);
+  g_autoptr(GPtrArray) owned = proposals;
   g_autoptr(GPtrArray) round = g_ptr_array_new(); /* for the screen */
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
