@@ -135,7 +135,8 @@ class Report(unittest.TestCase):
         args = ["run", config, "--store", store, "--quiet"]
         for s in sets:
             args += ["--set", s]
-        sieve(*args, cwd=self.dir)
+        # The whole quickstart (--docs) trains 8 networks: minutes on a busy machine.
+        sieve(*args, cwd=self.dir, timeout=1800 if DOCS else 300)
         page = os.path.join(self.dir, name + ".html")
         out = sieve("report", store, "-o", page).stdout
         self.assertIn(f"report: {page}", out)
