@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe
+.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
 
 all: build
 
@@ -55,3 +55,8 @@ bench-proxies: build
 # The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
 bench-dedupe: build
 	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
+
+# sieve report on 100,000 trials beside optuna.visualization (README).
+bench-report: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/report_speed.py --build $(BUILD)

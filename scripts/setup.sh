@@ -9,11 +9,12 @@ packages=(
   libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   python3 sqlite3
+  libsoup-3.0-dev chromium libxml2-utils
 )
 
 # `setup.sh bench`: also the peers the benchmarks run beside sieve.
 if [[ "${1:-}" == bench ]]; then
-  packages+=(python3-torch python3-optuna python3-numpy python3-scipy)
+  packages+=(python3-torch python3-optuna python3-numpy python3-scipy python3-plotly)
 fi
 
 missing=()

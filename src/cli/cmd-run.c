@@ -9,6 +9,7 @@
 #include "core/core-private.h"
 #include "engine/engine-private.h"
 #include "lua/lua-private.h"
+#include "report/report-private.h"
 
 static volatile sig_atomic_t interrupts;
 
@@ -23,13 +24,40 @@ on_signal(int sig)
   (void) ignored;
 }
 
+/* --report FILE --report-every N: the page rewritten as the study goes. */
+typedef struct {
+  SieveStore *store;
+  const SieveSpace *space;
+  const char *path;
+  gint every;
+  guint64 seen;
+} ReportEvery;
+
+static void
+on_trial(gpointer data)
+{
+  ReportEvery *r = data;
+  if (++r->seen % (guint64) r->every != 0)
+    return;
+  g_autoptr(GError) error = NULL;
+  /* A report that cannot be written must not stop the study: warn. */
+  if (!sieve_report_write(r->store, r->space, r->path, &error))
+    fprintf(stderr, "sieve: warning: cannot write the report: %s\n", error->message);
+}
+
 int
 sieve_cmd_run(int argc, char **argv)
 {
   gboolean resume = FALSE, quiet = FALSE;
   g_autofree char *store_path = NULL, *lua_allow = NULL;
   g_auto(GStrv) overrides = NULL;
+  g_autofree char *report_path = NULL;
+  gint report_every = 0;
   GOptionEntry entries[] = {
+      {"report", 0, 0, G_OPTION_ARG_FILENAME, &report_path,
+       "write the study's HTML report to FILE at the end (as `sieve report` does)", "FILE"},
+      {"report-every", 0, 0, G_OPTION_ARG_INT, &report_every,
+       "with --report, also rewrite it every N finished proposals", "N"},
       {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
        "continue the study in the store (re-running trials a kill left unfinished)", NULL},
       {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file (default: the config's 'store')",
@@ -53,6 +81,10 @@ sieve_cmd_run(int argc, char **argv)
     return sieve_cli_fail(error);
   if (argc != 2) {
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (report_every < 0 || (report_every > 0 && report_path == NULL)) {
+    fprintf(stderr, "sieve run: --report-every needs --report FILE and a positive N\n");
     return SIEVE_EXIT_USAGE;
   }
   if (lua_allow != NULL) {
@@ -99,13 +131,43 @@ sieve_cmd_run(int argc, char **argv)
   g_autoptr(SieveProgress) progress = sieve_progress_new(stdout, interactive, exp->budget_evaluations,
                                                          total - pending, exp->objectives[0].metric, exp->objectives[0].maximize);
 
+  /* The report's space is rebuilt from the stored config, as `sieve
+   * report` does, so that both pages are the same page. */
+  g_autoptr(SieveSpace) report_space = report_path ? sieve_report_space_new(store, registry, NULL) : NULL;
+  ReportEvery every = {store, report_space, report_path, report_every, 0};
+  /* With --quiet the engine gets no progress, except to call the hook:
+   * then one that prints to nowhere. */
+  FILE *devnull = NULL;
+  g_autoptr(SieveProgress) silent = NULL;
+  SieveProgress *shown = quiet ? NULL : progress;
+  if (report_every > 0) {
+    if (shown == NULL) {
+      devnull = fopen("/dev/null", "w");
+      silent = sieve_progress_new(devnull, FALSE, exp->budget_evaluations, total - pending,
+                                  exp->objectives[0].metric, exp->objectives[0].maximize);
+      shown = silent;
+    }
+    sieve_progress_set_hook(shown, on_trial, &every);
+  }
+
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  gboolean ok = sieve_engine_run(engine, store, quiet ? NULL : progress, &error);
+  gboolean ok = sieve_engine_run(engine, store, shown, &error);
+  g_clear_pointer(&silent, sieve_progress_free);
+  if (devnull != NULL)
+    fclose(devnull);
+  if (report_path != NULL) {
+    /* Also when the study stopped on an error: what finished is worth seeing. */
+    g_autoptr(GError) report_error = NULL;
+    if (sieve_report_write(store, report_space, report_path, &report_error))
+      printf("report: %s\n", report_path);
+    else
+      fprintf(stderr, "sieve: warning: cannot write the report: %s\n", report_error->message);
+  }
   if (!ok) {
     /* What finished is stored; say so, then report the failure. */
     fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n", path);

@@ -14,6 +14,8 @@ static const struct {
     {"run", sieve_cmd_run, "run or resume a study from an experiment file"},
     {"plugins", sieve_cmd_plugins, "list the plugins' components, or describe one's options"},
     {"export", sieve_cmd_export, "print a study's trials as CSV or JSON"},
+    {"report", sieve_cmd_report, "write a study's report: one HTML page with SVG plots"},
+    {"serve", sieve_cmd_serve, "serve a study's report live over HTTP while it runs"},
     {"train", sieve_cmd_train, "train one candidate network and print a JSON summary"},
     {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
     {"hash", sieve_cmd_hash, "print candidates' structural and functional hashes"},

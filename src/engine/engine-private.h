@@ -51,6 +51,11 @@ SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 
 SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
 /* Print a message on its own line without garbling the status line. */
 SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* Called (on the engine's thread, after the store's commit) each time a
+ * trial is stored finished, cached or screened: what `sieve run --report
+ * --report-every` hangs its rewrite on.  hook NULL removes it. */
+typedef void (*SieveProgressHook)(gpointer data);
+SIEVE_INTERNAL_API void sieve_progress_set_hook(SieveProgress *progress, SieveProgressHook hook, gpointer data);
 /* Ends the status line. */
 SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);
 

@@ -23,7 +23,24 @@ struct _SieveProgress {
   GMutex lock;      /* activity comes from worker threads */
   char *activity;   /* shown after the status line, NULL when none */
   gint64 last_activity_print;
+  SieveProgressHook hook; /* after each finished proposal (nullable) */
+  gpointer hook_data;
 };
+
+void
+sieve_progress_set_hook(SieveProgress *progress, SieveProgressHook hook, gpointer data)
+{
+  progress->hook = hook;
+  progress->hook_data = data;
+}
+
+/* Outside the lock: a hook may take its time (write a report). */
+static void
+call_hook(SieveProgress *progress)
+{
+  if (progress->hook != NULL)
+    progress->hook(progress->hook_data);
+}
 
 SieveProgress *
 sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already, const char *objective,
@@ -141,6 +158,7 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
     if (g_get_monotonic_time() - p->last_draw > 100000 || p->done == p->budget)
       draw(p);
     g_mutex_unlock(&p->lock);
+    call_hook(p);
     return;
   }
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
@@ -155,6 +173,7 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
             p->best_number, genotype);
   fflush(p->out);
   g_mutex_unlock(&p->lock);
+  call_hook(p);
 }
 
 void
@@ -194,6 +213,7 @@ sieve_progress_cached(SieveProgress *progress, gint64 number, gint64 original, c
                       progress->objective, objective, original, run, genotype);
   note_unevaluated(progress, line);
   g_mutex_unlock(&progress->lock);
+  call_hook(progress);
 }
 
 void
@@ -205,6 +225,7 @@ sieve_progress_screened(SieveProgress *progress, gint64 number, double score, co
       g_strdup_printf("trial %" G_GINT64_FORMAT " screened (score %.4g) | %s", number, score, genotype);
   note_unevaluated(progress, line);
   g_mutex_unlock(&progress->lock);
+  call_hook(progress);
 }
 
 void

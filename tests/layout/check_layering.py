@@ -24,7 +24,7 @@ import tempfile
 
 # Bottom to top.  The public headers (sieve/) are the floor everyone stands on,
 # but each is counted as the area that implements it.
-AREAS = ["base", "graph", "runtime", "data", "train", "hash", "proxy", "store", "core", "engine", "lua", "cli"]
+AREAS = ["base", "graph", "runtime", "data", "train", "hash", "proxy", "store", "core", "engine", "report", "lua", "cli"]
 RANK = {a: i for i, a in enumerate(AREAS)}
 
 PUBLIC = {

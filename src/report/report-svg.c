@@ -1,0 +1,199 @@
+/* sieve: the report's SVG marks: axes with nice ticks, points, lines, and
+ * the colours they are drawn in. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report/report-private.h"
+
+/* Okabe & Ito (2008), "Color Universal Design": distinguishable with every
+ * common colour-vision deficiency.  Black first, for the main series. */
+const char *const sieve__report_palette[8] = {"#000000", "#E69F00", "#56B4E9", "#009E73",
+                                              "#F0E442", "#0072B2", "#D55E00", "#CC79A7"};
+
+void
+sieve__report_ramp(double t, char out[8])
+{
+  /* Stops of cividis (Nuñez, Anderton & Renslow 2018), made to read alike
+   * with normal and deficient colour vision; linear between them. */
+  static const guint8 stops[5][3] = {{0, 34, 78}, {65, 77, 107}, {124, 123, 120}, {188, 175, 111}, {254, 232, 56}};
+  if (!isfinite(t))
+    t = 0;
+  t = CLAMP(t, 0.0, 1.0) * 4;
+  guint k = MIN((guint) t, 3u);
+  double f = t - k;
+  guint rgb[3];
+  for (guint c = 0; c < 3; c++)
+    rgb[c] = (guint) lround(stops[k][c] + f * (stops[k + 1][c] - stops[k][c]));
+  g_snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+void
+sieve__report_append_value(GString *out, double value)
+{
+  /* Four significant digits for a reader; the exact values are in the
+   * store (sieve export).  g_ascii_formatd: '.' whatever the locale. */
+  if (isnan(value)) {
+    g_string_append(out, "–");
+    return;
+  }
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.4g", value));
+}
+
+void
+sieve__report_append_escaped(GString *out, const char *text)
+{
+  g_autofree char *escaped = g_markup_escape_text(text ? text : "", -1);
+  g_string_append(out, escaped);
+}
+
+void
+sieve__svg_range(const double *values, gsize n, gsize stride, double *lo, double *hi)
+{
+  double a = INFINITY, b = -INFINITY;
+  for (gsize i = 0; i < n; i++) {
+    double v = values[i * stride];
+    if (isfinite(v)) {
+      a = MIN(a, v);
+      b = MAX(b, v);
+    }
+  }
+  if (!isfinite(a)) {
+    *lo = 0;
+    *hi = 1;
+    return;
+  }
+  if (a == b) {
+    double pad = a == 0 ? 1 : fabs(a) * 0.05;
+    a -= pad;
+    b += pad;
+  }
+  double pad = (b - a) * 0.04;
+  *lo = a - pad;
+  *hi = b + pad;
+}
+
+double
+sieve__svg_x(const SieveSvgPlot *plot, double x)
+{
+  double span = plot->width - plot->left - plot->right;
+  return plot->left + (x - plot->x0) / (plot->x1 - plot->x0) * span;
+}
+
+double
+sieve__svg_y(const SieveSvgPlot *plot, double y)
+{
+  double span = plot->height - plot->top - plot->bottom;
+  return plot->height - plot->bottom - (y - plot->y0) / (plot->y1 - plot->y0) * span;
+}
+
+/* A step of 1, 2 or 5 times a power of ten giving about five ticks. */
+static double
+nice_step(double span)
+{
+  double raw = span / 5;
+  double power = pow(10, floor(log10(raw)));
+  double f = raw / power;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * power;
+}
+
+static void
+append_number(GString *out, double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.1f", v));
+}
+
+void
+sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *title, const char *x_label,
+                 const char *y_label)
+{
+  if (plot->left == 0 && plot->bottom == 0) {
+    plot->left = 64;
+    plot->right = 16;
+    plot->top = 12;
+    plot->bottom = 44;
+  }
+  g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"%s\" width=\"%g\" "
+                          "height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\"><title>", id, plot->width, plot->height,
+                          plot->width, plot->height);
+  sieve__report_append_escaped(out, title);
+  g_string_append(out, "</title>\n");
+  double xa = plot->left, xb = plot->width - plot->right;
+  double ya = plot->top, yb = plot->height - plot->bottom;
+  g_string_append_printf(out, "<path class=\"axis\" d=\"M%g %gV%gH%g\"/>\n", xa, ya, yb, xb);
+  /* Ticks: nice values inside the range, labelled with 4 digits. */
+  double step = nice_step(plot->x1 - plot->x0);
+  for (double v = ceil(plot->x0 / step) * step; v <= plot->x1 + step * 1e-9; v += step) {
+    double px = sieve__svg_x(plot, v);
+    g_string_append(out, "<path class=\"tick\" d=\"M");
+    append_number(out, px);
+    g_string_append_printf(out, " %gv5\"/><text class=\"tl\" x=\"", yb);
+    append_number(out, px);
+    g_string_append_printf(out, "\" y=\"%g\" text-anchor=\"middle\">", yb + 17);
+    sieve__report_append_value(out, fabs(v) < step * 1e-9 ? 0 : v);
+    g_string_append(out, "</text>\n");
+  }
+  step = nice_step(plot->y1 - plot->y0);
+  for (double v = ceil(plot->y0 / step) * step; v <= plot->y1 + step * 1e-9; v += step) {
+    double py = sieve__svg_y(plot, v);
+    g_string_append_printf(out, "<path class=\"grid\" d=\"M%g ", xa);
+    append_number(out, py);
+    g_string_append_printf(out, "H%g\"/><text class=\"tl\" x=\"%g\" y=\"", xb, xa - 6);
+    append_number(out, py + 4);
+    g_string_append(out, "\" text-anchor=\"end\">");
+    sieve__report_append_value(out, fabs(v) < step * 1e-9 ? 0 : v);
+    g_string_append(out, "</text>\n");
+  }
+  g_string_append_printf(out, "<text class=\"al\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">", (xa + xb) / 2,
+                         plot->height - 6);
+  sieve__report_append_escaped(out, x_label);
+  g_string_append_printf(out, "</text>\n<text class=\"al\" transform=\"translate(14 %g) rotate(-90)\" "
+                              "text-anchor=\"middle\">", (ya + yb) / 2);
+  sieve__report_append_escaped(out, y_label);
+  g_string_append(out, "</text>\n");
+}
+
+void
+sieve__svg_end(GString *out)
+{
+  g_string_append(out, "</svg>\n");
+}
+
+void
+sieve__svg_point(GString *out, const SieveSvgPlot *plot, double x, double y, const char *cls, const char *tip)
+{
+  g_string_append(out, "<circle class=\"pt");
+  if (cls != NULL && cls[0])
+    g_string_append_printf(out, " %s", cls);
+  g_string_append(out, "\" cx=\"");
+  append_number(out, sieve__svg_x(plot, x));
+  g_string_append(out, "\" cy=\"");
+  append_number(out, sieve__svg_y(plot, y));
+  g_string_append(out, "\" r=\"3\">");
+  if (tip != NULL) {
+    g_string_append(out, "<title>");
+    sieve__report_append_escaped(out, tip);
+    g_string_append(out, "</title>");
+  }
+  g_string_append(out, "</circle>\n");
+}
+
+void
+sieve__svg_line(GString *out, const SieveSvgPlot *plot, const double *xs, const double *ys, guint n, const char *cls)
+{
+  g_string_append_printf(out, "<polyline class=\"%s\" points=\"", cls);
+  gboolean first = TRUE;
+  for (guint i = 0; i < n; i++) {
+    if (!isfinite(xs[i]) || !isfinite(ys[i]))
+      continue;
+    if (!first)
+      g_string_append_c(out, ' ');
+    append_number(out, sieve__svg_x(plot, xs[i]));
+    g_string_append_c(out, ',');
+    append_number(out, sieve__svg_y(plot, ys[i]));
+    first = FALSE;
+  }
+  g_string_append(out, "\"/>\n");
+}

@@ -1,0 +1,397 @@
+/* tests/report: the report's figures against the store they come from and
+ * against naive references computed here: rank correlations (O(n^2)
+ * Kendall tau-b, Spearman from ranks found by counting), the Pareto front
+ * (every pair compared), the counts and the best trial. */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "report/report-private.h"
+
+/* ---- naive references ---------------------------------------------------- */
+
+static double
+naive_kendall(const double *x, const double *y, guint n)
+{
+  double concordant = 0, discordant = 0, tx = 0, ty = 0;
+  for (guint i = 0; i < n; i++)
+    for (guint j = i + 1; j < n; j++) {
+      double a = x[i] - x[j], b = y[i] - y[j];
+      if (a == 0 && b == 0)
+        continue;
+      if (a == 0)
+        tx++;
+      else if (b == 0)
+        ty++;
+      else if ((a > 0) == (b > 0))
+        concordant++;
+      else
+        discordant++;
+    }
+  return (concordant - discordant) / sqrt((concordant + discordant + tx) * (concordant + discordant + ty));
+}
+
+static double
+naive_rank(const double *v, guint n, guint i)
+{
+  double below = 0, equal = 0;
+  for (guint j = 0; j < n; j++) {
+    below += v[j] < v[i];
+    equal += v[j] == v[i];
+  }
+  return below + (equal + 1) / 2;
+}
+
+static double
+naive_spearman(const double *x, const double *y, guint n)
+{
+  double rx[n], ry[n], mx = 0, my = 0;
+  for (guint i = 0; i < n; i++) {
+    rx[i] = naive_rank(x, n, i);
+    ry[i] = naive_rank(y, n, i);
+    mx += rx[i] / n;
+    my += ry[i] / n;
+  }
+  double sxy = 0, sxx = 0, syy = 0;
+  for (guint i = 0; i < n; i++) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxy / sqrt(sxx * syy);
+}
+
+static gboolean
+naive_dominated(const double *v, guint n, guint i)
+{
+  for (guint j = 0; j < n; j++)
+    if (j != i && v[2 * j] >= v[2 * i] && v[2 * j + 1] >= v[2 * i + 1] &&
+        (v[2 * j] > v[2 * i] || v[2 * j + 1] > v[2 * i + 1]))
+      return TRUE;
+  return FALSE;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+static void
+test_correlations(void)
+{
+  GRand *rand = g_rand_new_with_seed(7);
+  for (guint round = 0; round < 60; round++) {
+    guint n = 2 + g_rand_int_range(rand, 0, 200);
+    double x[n], y[n];
+    /* Few distinct values in some rounds: many ties on both sides. */
+    gint levels = round % 3 == 0 ? 4 : 1000000;
+    for (guint i = 0; i < n; i++) {
+      x[i] = g_rand_int_range(rand, 0, levels);
+      y[i] = round % 2 ? x[i] * 0.5 + g_rand_int_range(rand, 0, levels) : g_rand_int_range(rand, 0, levels);
+    }
+    double k = sieve_report_kendall(x, y, n), s = sieve_report_spearman(x, y, n);
+    double rk = naive_kendall(x, y, n), rs = naive_spearman(x, y, n);
+    if (isnan(rk)) {
+      g_assert_true(isnan(k));
+    } else {
+      g_assert_cmpfloat_with_epsilon(k, rk, 1e-12);
+      g_assert_cmpfloat_with_epsilon(s, rs, 1e-12);
+    }
+  }
+  /* Perfect agreement and its reverse; a constant side has no correlation. */
+  double a[] = {1, 2, 3, 4, 5}, b[] = {10, 20, 30, 40, 50}, c[] = {5, 4, 3, 2, 1}, d[] = {2, 2, 2, 2, 2};
+  g_assert_cmpfloat(sieve_report_kendall(a, b, 5), ==, 1);
+  g_assert_cmpfloat(sieve_report_spearman(a, c, 5), ==, -1);
+  g_assert_cmpfloat(sieve_report_kendall(a, c, 5), ==, -1);
+  g_assert_true(isnan(sieve_report_kendall(a, d, 5)));
+  g_assert_true(isnan(sieve_report_spearman(a, d, 5)));
+  g_assert_true(isnan(sieve_report_kendall(a, b, 1)));
+  g_rand_free(rand);
+}
+
+static void
+test_eta_squared(void)
+{
+  /* Two groups whose means are 1 and 3 around a total mean of 2: between
+   * 4 x 1 = 4, total 4 + within (0.5 x 4 = 2... computed): check by hand. */
+  double v[] = {0.5, 1.5, 2.5, 3.5};
+  guint g[] = {0, 0, 1, 1};
+  /* mean 2; total = 2.25+0.25+0.25+2.25 = 5; between = 2*(1^2) + 2*(1^2) = 4 */
+  g_assert_cmpfloat_with_epsilon(sieve_report_eta_squared(v, g, 4, 2), 0.8, 1e-12);
+  guint same[] = {0, 0, 0, 0};
+  g_assert_cmpfloat_with_epsilon(sieve_report_eta_squared(v, same, 4, 1), 0, 1e-12);
+  guint each[] = {0, 1, 2, 3};
+  g_assert_cmpfloat_with_epsilon(sieve_report_eta_squared(v, each, 4, 4), 1, 1e-12);
+  double flat[] = {1, 1, 1, 1};
+  g_assert_true(isnan(sieve_report_eta_squared(flat, g, 4, 2)));
+}
+
+static void
+test_pareto_brute_force(void)
+{
+  GRand *rand = g_rand_new_with_seed(11);
+  for (guint round = 0; round < 100; round++) {
+    guint n = 1 + g_rand_int_range(rand, 0, 150);
+    double v[2 * n];
+    gint levels = round % 2 ? 6 : 100000; /* ties and duplicates in half the rounds */
+    for (guint i = 0; i < 2 * n; i++)
+      v[i] = g_rand_int_range(rand, 0, levels);
+    gboolean front[n];
+    sieve_report_pareto_2d(v, n, front);
+    for (guint i = 0; i < n; i++)
+      g_assert_cmpint(front[i], ==, !naive_dominated(v, n, i));
+  }
+  g_rand_free(rand);
+}
+
+/* ---- a study in a store ------------------------------------------------------ */
+
+static const char config[] = "name: synthetic\n"
+                             "seed: 3\n"
+                             "space: {plugin: nb201}\n"
+                             "optimizer: {plugin: random}\n"
+                             "evaluator: {plugin: tabular, table: t.csv}\n"
+                             "objective: [{metric: acc, direction: maximize}, {metric: lat, direction: minimize}]\n"
+                             "pipeline: [dedupe, {screen: {proxies: [synflow]}}]\n"
+                             "budget: {evaluations: 50}\n"
+                             "report: {top: 7}\n";
+
+typedef struct {
+  char *dir;
+  char *path;
+} Fixture;
+
+static void
+fixture_set_up(Fixture *f, gconstpointer data)
+{
+  f->dir = g_dir_make_tmp("sieve-report-XXXXXX", NULL);
+  f->path = g_build_filename(f->dir, "s.sieve", NULL);
+}
+
+static void
+fixture_tear_down(Fixture *f, gconstpointer data)
+{
+  g_autofree char *wal = g_strconcat(f->path, "-wal", NULL), *shm = g_strconcat(f->path, "-shm", NULL);
+  g_autofree char *lock = g_strconcat(f->path, ".lock", NULL);
+  g_unlink(wal);
+  g_unlink(shm);
+  g_unlink(lock);
+  g_unlink(f->path);
+  g_rmdir(f->dir);
+  g_free(f->path);
+  g_free(f->dir);
+}
+
+/* Trials: ok ones with acc, lat and a synflow score; every 7th failed,
+ * every 5th answered from the cache (reusing trial 0), every 11th
+ * screened, the last two pending. */
+static guint
+write_study(const char *path, GArray *acc, GArray *lat, GArray *syn, guint *counts)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_store_begin(store, &error));
+  g_assert_true(sieve_store_set_meta(store, "config", config, &error));
+  g_assert_true(sieve_store_set_meta(store, "name", "synthetic", &error));
+  GRand *rand = g_rand_new_with_seed(5);
+  const guint n = 60;
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *genotype = g_strdup_printf("g%u", i);
+    gint64 number = sieve_store_add_trial(store, genotype, NAN, &error);
+    g_assert_no_error(error);
+    if (i >= n - 2) {
+      counts[SIEVE_STATUS_PENDING]++;
+      continue;
+    }
+    g_autoptr(SieveResult) r = sieve_result_new();
+    gint64 from = -1;
+    double a = g_rand_int_range(rand, 0, 40) / 2.0, l = g_rand_int_range(rand, 0, 30), s = a + g_rand_double(rand) * 8;
+    if (i > 0 && i % 7 == 0) {
+      sieve_result_set_failed(r, "diverged at step %u", i % 2);
+    } else if (i > 0 && i % 11 == 0) {
+      sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
+      sieve_result_set_metric(r, "synflow", s);
+    } else if (i > 0 && i % 5 == 0) {
+      sieve_result_set_status(r, SIEVE_STATUS_CACHED);
+      sieve_result_set_metric(r, "acc", g_array_index(acc, double, 0));
+      from = 0;
+    } else {
+      sieve_result_set_metric(r, "acc", a);
+      sieve_result_set_metric(r, "lat", l);
+      sieve_result_set_metric(r, "synflow", s);
+      sieve_result_set_cost(r, 2.0);
+      g_array_append_val(acc, a);
+      g_array_append_val(lat, l);
+      g_array_append_val(syn, s);
+    }
+    counts[sieve_result_get_status(r)]++;
+    g_assert_true(sieve_store_finish_trial(store, number, r, 1000.0 + i, 1000.5 + i, 0, from, &error));
+  }
+  g_assert_true(sieve_store_commit(store, &error));
+  g_rand_free(rand);
+  return n;
+}
+
+static void
+test_study(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GArray) acc = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) syn = g_array_new(FALSE, FALSE, sizeof(double));
+  guint counts[5] = {0};
+  guint n = write_study(f->path, acc, lat, syn, counts);
+
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+
+  /* The config, as stored. */
+  g_assert_cmpstr(report->name, ==, "synthetic");
+  g_assert_cmpstr(report->space_name, ==, "nb201");
+  g_assert_cmpstr(report->pipeline, ==, "dedupe -> screen -> tabular");
+  g_assert_cmpuint(report->n_objectives, ==, 2);
+  g_assert_false(report->objectives[1].maximize);
+  g_assert_cmpuint(report->top, ==, 7);
+  g_assert_cmpuint(report->budget_evaluations, ==, 50);
+
+  /* Counts, time and the best, against what was written. */
+  g_assert_cmpuint(report->trials->len, ==, n);
+  for (guint s = 0; s < 5; s++)
+    g_assert_cmpuint(report->counts[s], ==, counts[s]);
+  g_assert_cmpfloat_with_epsilon(report->evaluation_s, 2.0 * acc->len, 1e-9);
+  g_assert_cmpfloat_with_epsilon(report->saved_s, 2.0 * counts[SIEVE_STATUS_CACHED], 1e-9);
+  g_assert_cmpfloat_with_epsilon(report->elapsed_s, (1000.5 + n - 3) - 1000.0, 1e-9);
+  double best = -INFINITY;
+  for (guint i = 0; i < acc->len; i++)
+    best = MAX(best, g_array_index(acc, double, i));
+  g_assert_cmpint(report->best, >=, 0);
+  g_assert_cmpfloat(report->objective[report->best], ==, best);
+
+  /* The Pareto front, against every pair of the written values. */
+  guint m = acc->len;
+  double v[2 * m];
+  for (guint i = 0; i < m; i++) {
+    v[2 * i] = g_array_index(acc, double, i);
+    v[2 * i + 1] = -g_array_index(lat, double, i);
+  }
+  guint expected = 0;
+  for (guint i = 0; i < m; i++)
+    expected += !naive_dominated(v, m, i);
+  g_assert_cmpuint(report->pareto_points->len, ==, m);
+  g_assert_cmpuint(report->pareto_front->len, ==, expected);
+  for (guint p = 0; p < report->pareto_front->len; p++) {
+    guint i = g_array_index(report->pareto_front, guint, p);
+    double a = sieve__report_metric(report, i, "acc"), l = sieve__report_metric(report, i, "lat");
+    double point[2] = {a, -l};
+    /* Not dominated by any written point. */
+    for (guint j = 0; j < m; j++)
+      g_assert_false(v[2 * j] >= point[0] && v[2 * j + 1] >= point[1] && (v[2 * j] > point[0] || v[2 * j + 1] > point[1]));
+  }
+
+  /* The proxy: synflow against acc over the ok trials (the screened ones'
+   * scores have no acc to pair with). */
+  g_assert_cmpuint(report->proxies->len, ==, 1);
+  const SieveReportProxy *proxy = &g_array_index(report->proxies, SieveReportProxy, 0);
+  g_assert_cmpstr(proxy->name, ==, "synflow");
+  g_assert_cmpuint(proxy->n, ==, m);
+  g_assert_cmpfloat_with_epsilon(proxy->spearman, naive_spearman((double *) syn->data, (double *) acc->data, m), 1e-12);
+  g_assert_cmpfloat_with_epsilon(proxy->kendall, naive_kendall((double *) syn->data, (double *) acc->data, m), 1e-12);
+
+  /* The page carries them: sections, counts, the number of points. */
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  static const char *const sections[] = {"header", "funnel", "history", "pareto", "proxies", "top", "failures"};
+  for (guint s = 0; s < G_N_ELEMENTS(sections); s++) {
+    g_autofree char *tag = g_strdup_printf("<section id=\"%s\">", sections[s]);
+    g_assert_nonnull(strstr(html, tag));
+  }
+  g_assert_null(strstr(html, "<section id=\"fidelity\">")); /* no fidelities */
+  g_assert_null(strstr(html, "<section id=\"importance\">")); /* no space */
+  g_autofree char *failed = g_strdup_printf("<dd id=\"count-failed\">%u</dd>", counts[SIEVE_STATUS_FAILED]);
+  g_assert_nonnull(strstr(html, failed));
+  g_autofree char *front = g_strdup_printf("<p>%u non-dominated of %u evaluated", expected, m);
+  g_assert_nonnull(strstr(html, front));
+  /* History: ok + cached (with a value) + failed points, in each plot. */
+  const char *plot = strstr(html, "id=\"history-trial\"");
+  const char *end = strstr(plot, "</svg>");
+  guint points = 0;
+  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
+    points++;
+  g_assert_cmpuint(points, ==, counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_CACHED] + counts[SIEVE_STATUS_FAILED]);
+  /* Top table: report.top rows. */
+  const char *table = strstr(html, "id=\"top-table\"");
+  guint rows = 0;
+  for (const char *p = strstr(table, "<tbody>"); (p = strstr(p + 1, "<tr>")) && p < strstr(table, "</tbody>");)
+    rows++;
+  g_assert_cmpuint(rows, ==, 7);
+
+  /* The status a live viewer polls. */
+  g_autofree char *status = sieve_report_status_json(report);
+  g_autofree char *finished = g_strdup_printf("\"finished\":%u", n - 2);
+  g_assert_nonnull(strstr(status, finished));
+  g_assert_nonnull(strstr(status, "\"running\":[{\"trial\":58,\"genotype\":\"g58\",\"stage\":\"proposed\"}"));
+}
+
+static void
+test_thinning(Fixture *f, gconstpointer data)
+{
+  /* More ok trials than a plot draws: the plot says so and stays under the
+   * cap plus the improvements of the best. */
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "objective", "acc", &error));
+    g_assert_true(sieve_store_set_meta(store, "direction", "maximize", &error));
+    for (guint i = 0; i < 3 * SIEVE_REPORT_MAX_POINTS; i++) {
+      gint64 number = sieve_store_add_trial(store, "x", NAN, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "acc", (i * 7919) % 1000);
+      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  g_assert_nonnull(strstr(html, "class=\"note thinned\">Showing "));
+  const char *plot = strstr(html, "id=\"history-trial\"");
+  const char *end = strstr(plot, "</svg>");
+  guint points = 0;
+  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
+    points++;
+  g_assert_cmpuint(points, <=, SIEVE_REPORT_MAX_POINTS + 20);
+  g_assert_cmpuint(points, >=, SIEVE_REPORT_MAX_POINTS);
+}
+
+static void
+test_empty(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_no_error(error);
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->trials->len, ==, 0);
+  g_assert_cmpint(report->best, ==, -1);
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  g_assert_nonnull(strstr(html, "<section id=\"empty\">"));
+  g_assert_null(strstr(html, "<section id=\"history\">"));
+  g_assert_null(strstr(html, "<circle"));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/report/stats/correlations", test_correlations);
+  g_test_add_func("/report/stats/eta-squared", test_eta_squared);
+  g_test_add_func("/report/pareto/brute-force", test_pareto_brute_force);
+  g_test_add("/report/study/figures", Fixture, NULL, fixture_set_up, test_study, fixture_tear_down);
+  g_test_add("/report/study/thinning", Fixture, NULL, fixture_set_up, test_thinning, fixture_tear_down);
+  g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
+  return g_test_run();
+}
