@@ -101,6 +101,8 @@ typedef struct {
   char **name;      /* per graph node: its tensor's name, NULL while a zero nobody materialised */
   gboolean *zero;   /* per graph node: identically zero */
   guint counter;    /* for unique helper names */
+  SieveRuntime *constants; /* the graph on a zero input, for nodes that do not depend on it */
+  guint output;            /* the node the model ends in */
   GError **error;
 } Enc;
 
@@ -205,39 +207,53 @@ emit(Enc *e, const char *op, const char *const *inputs, guint n_inputs, const ch
   pb_msg(e->nodes, 1, n);
 }
 
-/* The name of node v's output as a real tensor: a zero nobody has read
- * yet becomes a ConstantOfShape of its shape. */
+/* The name of node v's output as a real tensor.  A node that does not
+ * depend on the input (downstream of zero operations only: a zero read by a
+ * convolution, a batch norm of it ...) is the same for every example: its
+ * value, computed by sieve's own runtime in eval mode, becomes an
+ * initializer.  That keeps multiplications by zero out of the graph and
+ * leaves consumers no constant-only subgraph to fold. */
 static const char *
 materialise(Enc *e, guint v)
 {
   if (e->name[v] != NULL)
     return e->name[v];
   const SieveGraphNode *n = sieve_graph_node(e->graph, v);
-  g_autofree char *prefix = sieve_weights_node_name(e->graph, v);
-  g_autofree char *shape_name = g_strdup_printf("%s.zero_shape", prefix);
-  gint64 chw[3] = {n->shape.c, n->shape.h, n->shape.w};
-  if (e->batch > 0) {
-    gint64 dims[4] = {e->batch, chw[0], chw[1], chw[2]};
-    add_initializer_i64(e, shape_name, 4, dims);
-  } else {
-    /* The batch is symbolic: take it from the input's shape. */
-    g_autofree char *chw_name = g_strdup_printf("%s.zero_chw", prefix);
-    g_autofree char *index_name = g_strdup_printf("%s.zero_index", prefix);
-    g_autofree char *shape_of = fresh(e, "input_shape");
-    g_autofree char *batch_of = fresh(e, "input_batch");
-    add_initializer_i64(e, chw_name, 3, chw);
-    add_initializer_i64(e, index_name, 1, (gint64[]){0});
-    const char *in_name = e->name[sieve_graph_input_node(e->graph)];
-    emit(e, "Shape", &in_name, 1, shape_of, NULL, 0);
-    emit(e, "Gather", (const char *[]){shape_of, index_name}, 2, batch_of, (Attr[]){{"axis", ATTR_INT, .i = 0}}, 1);
-    emit(e, "Concat", (const char *[]){batch_of, chw_name}, 2, shape_name, (Attr[]){{"axis", ATTR_INT, .i = 0}}, 1);
+  if (e->constants == NULL) {
+    SieveRuntimeOptions ro = {.batch = 1, .threads = 1, .keep_all = TRUE};
+    GError *local = NULL;
+    e->constants = sieve_runtime_new(e->graph, &ro, &local);
+    gsize in = 1;
+    const SieveGraphNode *input = sieve_graph_node(e->graph, sieve_graph_input_node(e->graph));
+    in = (gsize)input->shape.c * input->shape.h * input->shape.w;
+    g_autofree float *zeros = g_new0(float, in);
+    if (e->constants == NULL || !sieve_weights_to_runtime(e->weights, e->constants, e->graph, "weights", &local) ||
+        !sieve_runtime_forward(e->constants, zeros, NULL, SIEVE_MODE_EVAL, &local)) {
+      if (e->error && *e->error == NULL)
+        g_propagate_error(e->error, local);
+      else
+        g_clear_error(&local);
+      g_clear_pointer(&e->constants, sieve_runtime_free);
+    }
   }
-  Pb *value = g_byte_array_new();
-  float zero = 0;
-  tensor_proto(value, "value", 1, (guint64[]){1}, ONNX_FLOAT, &zero, 4);
-  e->name[v] = g_strdup_printf("%s.zeros", prefix);
-  const char *in = shape_name;
-  emit(e, "ConstantOfShape", &in, 1, e->name[v], (Attr[]){{"value", ATTR_TENSOR, .tensor = value}}, 1);
+  gsize size = (gsize)n->shape.c * n->shape.h * n->shape.w;
+  guint copies = MAX(e->batch, 1);
+  g_autofree float *value = g_new0(float, size * copies);
+  GError *local = NULL;
+  if (e->constants != NULL && !e->zero[v] && !sieve_runtime_read(e->constants, v, value, &local)) {
+    if (e->error && *e->error == NULL)
+      g_propagate_error(e->error, local);
+    else
+      g_clear_error(&local);
+  }
+  for (guint b = 1; b < copies; b++)
+    memcpy(value + b * size, value, size * sizeof(float));
+  g_autofree char *prefix = sieve_weights_node_name(e->graph, v);
+  e->name[v] = g_strdup_printf("%s.constant", prefix);
+  guint64 dims[4] = {copies, n->shape.c, n->shape.h, n->shape.w};
+  /* A classifier's logits keep Gemm's N x K, as the model's output says. */
+  gboolean flat = v == e->output && n->kind == SIEVE_OP_LINEAR;
+  add_initializer_f32(e, e->name[v], flat ? 2 : 4, dims, value);
   return e->name[v];
 }
 
@@ -422,9 +438,11 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
     g_autofree char *gemm = final_output ? g_strdup(out) : fresh(e, "gemm");
     emit(e, "Gemm", (const char *[]){flat, w, b}, a->bias ? 3 : 2, gemm, (Attr[]){{"transB", ATTR_INT, .i = 1}}, 1);
     if (!final_output) {
-      g_autofree char *axes = fresh(e, "unsqueeze_axes");
-      add_initializer_i64(e, axes, 2, (gint64[]){2, 3});
-      emit(e, "Unsqueeze", (const char *[]){gemm, axes}, 2, out, NULL, 0);
+      /* Reshape to (the same batch, K, 1, 1): 0 copies the batch, which
+       * may be symbolic.  (OpenCV 4.6 has no Unsqueeze of two axes.) */
+      g_autofree char *shape = fresh(e, "nchw_shape");
+      add_initializer_i64(e, shape, 4, (gint64[]){0, a->out_channels, 1, 1});
+      emit(e, "Reshape", (const char *[]){gemm, shape}, 2, out, NULL, 0);
     }
     return TRUE;
   }
@@ -483,6 +501,9 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
   e.initializers = g_byte_array_new();
   e.name = g_new0(char *, n_nodes);
   e.zero = g_new0(gboolean, n_nodes);
+  e.output = output;
+  /* constant[v]: v does not depend on the input (zeros and what only they feed). */
+  g_autofree gboolean *constant = g_new0(gboolean, n_nodes);
   gboolean ok = TRUE;
   for (guint v = 0; ok && v < n_nodes; v++) {
     const SieveGraphNode *n = sieve_graph_node(graph, v);
@@ -493,32 +514,35 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
       continue;
     }
     gboolean is_output = v == output;
-    if (n->kind == SIEVE_OP_ZERO) {
-      e.zero[v] = TRUE;
+    guint live = 0, last = 0;
+    gboolean all_constant = TRUE;
+    for (guint k = 0; k < n->n_inputs; k++)
+      if (!(n->kind == SIEVE_OP_ADD && e.zero[n->inputs[k]])) {
+        live++;
+        last = n->inputs[k];
+        all_constant &= constant[n->inputs[k]];
+      }
+    if (n->kind == SIEVE_OP_ZERO || (n->kind == SIEVE_OP_ADD && live == 0)) {
+      e.zero[v] = constant[v] = TRUE;
     } else if (n->kind == SIEVE_OP_IDENTITY && !is_output) {
-      e.zero[v] = e.zero[n->inputs[0]];
-      e.name[v] = g_strdup(e.name[n->inputs[0]]);
+      e.zero[v] = e.zero[last];
+      constant[v] = constant[last];
+      e.name[v] = g_strdup(e.name[last]);
       continue;
-    } else if (n->kind == SIEVE_OP_ADD) {
-      guint live = 0, last = 0;
-      for (guint k = 0; k < n->n_inputs; k++)
-        if (!e.zero[n->inputs[k]]) {
-          live++;
-          last = n->inputs[k];
-        }
-      if (live == 0) {
-        e.zero[v] = TRUE;
-      } else if (live == 1 && !is_output) {
+    } else if (all_constant) {
+      constant[v] = TRUE;
+    } else if (n->kind == SIEVE_OP_ADD && live == 1) {
+      if (!is_output) {
         e.name[v] = g_strdup(materialise(&e, last));
-        continue;
-      } else if (live == 1) {
+      } else {
         const char *x = materialise(&e, last);
         e.name[v] = g_strdup(OUTPUT_NAME);
         emit(&e, "Identity", &x, 1, OUTPUT_NAME, NULL, 0);
-        continue;
       }
+      continue;
     }
-    if (e.zero[v]) {
+    if (constant[v]) {
+      /* Computed only where something reads it (materialise). */
       if (is_output) {
         const char *z = materialise(&e, v);
         emit(&e, "Identity", &z, 1, OUTPUT_NAME, NULL, 0);
@@ -529,6 +553,8 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
     e.name[v] = is_output ? g_strdup(OUTPUT_NAME) : g_strdup(prefix);
     ok = emit_node(&e, v, e.name[v], is_output);
   }
+  ok = ok && (error == NULL || *error == NULL);
+  g_clear_pointer(&e.constants, sieve_runtime_free);
   Pb *model = NULL;
   if (ok) {
     const SieveGraphNode *in = sieve_graph_node(graph, sieve_graph_input_node(graph));
