@@ -94,6 +94,13 @@ sieve_cmd_final(int argc, char **argv)
   for (guint i = 0; sets && sets[i]; i++)
     g_ptr_array_add(overrides, sets[i]);
   g_ptr_array_add(overrides, (gpointer) "evaluator.keep_weights=all");
+  /* --epochs is the full budget of this training (the evaluator's fidelity
+   * range ends there), not a fidelity inside the search's range. */
+  char epochs_text[SIEVE_TEXT_DOUBLE_SIZE];
+  g_autofree char *epochs_set =
+      isnan(epochs) ? NULL : g_strdup_printf("evaluator.epochs=%s", sieve_text_format_double_buf(epochs, epochs_text));
+  if (epochs_set)
+    g_ptr_array_add(overrides, epochs_set);
   g_ptr_array_add(overrides, NULL);
   g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
   g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
@@ -195,7 +202,7 @@ sieve_cmd_final(int argc, char **argv)
     g_autoptr(SieveGenotype) g = sieve_space_parse(space, t->genotype, &error);
     if (g == NULL)
       return sieve_cli_fail(error);
-    g_autoptr(SieveCandidate) candidate = sieve_candidate_new(g_steal_pointer(&g), epochs);
+    g_autoptr(SieveCandidate) candidate = sieve_candidate_new(g_steal_pointer(&g), NAN);
     sieve_candidate_set_trial(candidate, number);
     if (!quiet)
       sieve_candidate_set_report_func(candidate, on_report, progress);

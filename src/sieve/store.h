@@ -175,6 +175,12 @@ SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat forma
 SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                               GError **error);
 
+/* The final trainings (sieve final), never mixed with the trials: final,
+ * trial, status, genotype, epochs, settings, each metric, cost, timings,
+ * reason. */
+SIEVE_API gboolean sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                             GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveStore, sieve_store_close)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveTrial, sieve_trial_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveFinal, sieve_final_free)
