@@ -9,7 +9,10 @@ packages=(
   libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   python3 sqlite3
+  # tests/report: the embedded server, a real browser, the SVG checker
   libsoup-3.0-dev chromium libxml2-utils
+  # tests/model: independent consumers of the ONNX files sieve writes
+  python3-onnx python3-opencv python3-numpy
 )
 
 # `setup.sh bench`: also the peers the benchmarks run beside sieve.

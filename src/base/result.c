@@ -8,6 +8,8 @@ struct _SieveResult {
   GPtrArray *names; /* char*, insertion order */
   GArray *values;   /* double */
   double cost;
+  GBytes *weights; /* nullable */
+  guint keep_top;
 };
 
 static const char *const status_names[] = {"pending", "ok", "failed", "screened", "cached"};
@@ -48,6 +50,7 @@ sieve_result_copy(const SieveResult *result)
   r->status = result->status;
   r->reason = g_strdup(result->reason);
   r->cost = result->cost;
+  sieve_result_set_weights(r, result->weights, result->keep_top);
   for (guint i = 0; i < result->names->len; i++)
     sieve_result_set_metric(r, result->names->pdata[i], g_array_index(result->values, double, i));
   return r;
@@ -61,6 +64,7 @@ sieve_result_free(SieveResult *result)
   g_free(result->reason);
   g_ptr_array_unref(result->names);
   g_array_unref(result->values);
+  g_clear_pointer(&result->weights, g_bytes_unref);
   g_free(result);
 }
 
@@ -172,4 +176,24 @@ sieve_result_set_cost(SieveResult *result, double seconds)
 {
   g_return_if_fail(result != NULL);
   result->cost = seconds;
+}
+
+void
+sieve_result_set_weights(SieveResult *result, GBytes *weights, guint keep_top)
+{
+  g_return_if_fail(result != NULL);
+  if (weights)
+    g_bytes_ref(weights);
+  g_clear_pointer(&result->weights, g_bytes_unref);
+  result->weights = weights;
+  result->keep_top = keep_top;
+}
+
+GBytes *
+sieve_result_get_weights(const SieveResult *result, guint *keep_top)
+{
+  g_return_val_if_fail(result != NULL, NULL);
+  if (keep_top)
+    *keep_top = result->keep_top;
+  return result->weights;
 }

@@ -23,6 +23,8 @@ int sieve_cmd_train(int argc, char **argv);
 int sieve_cmd_lua(int argc, char **argv);
 int sieve_cmd_hash(int argc, char **argv);
 int sieve_cmd_proxies(int argc, char **argv);
+int sieve_cmd_model(int argc, char **argv);
+int sieve_cmd_final(int argc, char **argv);
 
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */

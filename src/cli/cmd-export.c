@@ -10,8 +10,10 @@ sieve_cmd_export(int argc, char **argv)
 {
   g_autofree char *format = NULL;
   g_autofree char *output = NULL;
-  gboolean summary = FALSE;
+  gboolean summary = FALSE, finals = FALSE;
   GOptionEntry entries[] = {
+      {"finals", 0, 0, G_OPTION_ARG_NONE, &finals, "print the final trainings (sieve final) instead of the trials",
+       NULL},
       {"summary", 0, 0, G_OPTION_ARG_NONE, &summary,
        "print the counts of the trials' outcomes (evaluated, cached, screened, pending) instead", NULL},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "csv (default) or json", "FORMAT"},
@@ -53,8 +55,9 @@ sieve_cmd_export(int argc, char **argv)
   } else {
     out = g_unix_output_stream_new(1, FALSE);
   }
-  gboolean ok = summary ? sieve_store_export_summary(store, fmt, out, &error)
-                        : sieve_store_export(store, fmt, out, &error);
+  gboolean ok = finals    ? sieve_store_export_finals(store, fmt, out, &error)
+                : summary ? sieve_store_export_summary(store, fmt, out, &error)
+                          : sieve_store_export(store, fmt, out, &error);
   if (!ok || !g_output_stream_close(out, NULL, &error))
     return sieve_cli_fail(error);
   return SIEVE_EXIT_OK;

@@ -20,6 +20,8 @@ static const struct {
     {"lua", sieve_cmd_lua, "run a Lua script with the sieve API (sandboxed)"},
     {"hash", sieve_cmd_hash, "print candidates' structural and functional hashes"},
     {"proxies", sieve_cmd_proxies, "score architectures with zero-cost proxies (one JSON line each)"},
+    {"final", sieve_cmd_final, "train a study's best candidates again at full budget, keeping their weights"},
+    {"model", sieve_cmd_model, "export a kept network as ONNX, evaluate it, describe it"},
 };
 
 int

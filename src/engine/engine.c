@@ -514,6 +514,7 @@ cached_copy(const SieveResult *original)
   sieve_result_set_status(r, SIEVE_STATUS_CACHED);
   sieve_result_set_reason(r, NULL);
   sieve_result_set_cost(r, 0);
+  sieve_result_set_weights(r, NULL, 0); /* a duplicate uses its original's */
   return r;
 }
 
@@ -641,6 +642,14 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   if (!sieve_store_begin(engine->store, error))
     return FALSE;
   gboolean stored = record(engine, p, result, job->started, job->finished, job->worker, -1, error);
+  guint keep_top = 0;
+  GBytes *weights = ok ? sieve_result_get_weights(result, &keep_top) : NULL;
+  /* A trained network goes in with its result, and the ones that fell out
+   * of the best keep_top go in the same transaction. */
+  if (stored && weights)
+    stored = sieve_store_put_weights(engine->store, "trial", number, weights, error) &&
+             (keep_top == 0 || sieve_store_prune_weights(engine->store, engine->exp->objectives[0].metric,
+                                                         engine->exp->objectives[0].maximize, keep_top, error));
   if (stored && ok && p->slot != NULL)
     stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);

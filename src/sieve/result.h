@@ -54,6 +54,15 @@ SIEVE_API double sieve_result_metric_value(const SieveResult *result, guint i);
 SIEVE_API double sieve_result_get_cost(const SieveResult *result);
 SIEVE_API void sieve_result_set_cost(SieveResult *result, double seconds);
 
+/* A trained network to keep with the trial (the `train` evaluator's
+ * keep_weights): weights is its weights file's bytes (sieve/model.h), a
+ * reference is taken (NULL drops them); keep_top: the study keeps the
+ * weights of only its keep_top best trials by the objective (0: every
+ * trial's).  The engine stores them with the result; a copy shares them. */
+SIEVE_API void sieve_result_set_weights(SieveResult *result, GBytes *weights, guint keep_top);
+/* (transfer none) (nullable) */
+SIEVE_API GBytes *sieve_result_get_weights(const SieveResult *result, guint *keep_top);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveResult, sieve_result_free)
 
 G_END_DECLS

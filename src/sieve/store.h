@@ -17,7 +17,8 @@
  * Tables: meta(key, value), trials, metrics(trial, name, value),
  * state(name, type, data) for optimizer and engine state, and for the
  * pipeline's dedupe stage cache(kind, hash, key, trial) with
- * cache_keys(key, text).  A file written by an older sieve is upgraded when
+ * cache_keys(key, text); trained networks in weights(owner, number, data)
+ * and `sieve final`'s trainings in finals and final_metrics.  A file written by an older sieve is upgraded when
  * opened for writing (nothing in it is lost) and read as it is otherwise.
  */
 #pragma once
@@ -117,6 +118,48 @@ SIEVE_API gint64 sieve_store_cache_lookup(SieveStore *store, const char *kind, c
 SIEVE_API gboolean sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text,
                                              GError **error);
 
+/* Trained networks (schema version 3): the bytes of one network's weights
+ * file (sieve/model.h's safetensors encoding) per trial ("trial") or final
+ * training ("final"), replaced when put again.  Written inside the caller's
+ * transaction with the result they belong to.  get: (transfer full)
+ * (nullable: NULL + no error when none is kept). */
+SIEVE_API gboolean sieve_store_put_weights(SieveStore *store, const char *owner, gint64 number, GBytes *weights,
+                                           GError **error);
+SIEVE_API GBytes *sieve_store_get_weights(SieveStore *store, const char *owner, gint64 number, GError **error);
+/* Keeps the weights of the keep trials best by metric (ties: the earlier
+ * trial) and deletes the others' (keep_weights: top). */
+SIEVE_API gboolean sieve_store_prune_weights(SieveStore *store, const char *metric, gboolean maximize, guint keep,
+                                             GError **error);
+/* (transfer full) element-type gint64: the numbers of owner's kept weights, in order. */
+SIEVE_API GArray *sieve_store_list_weights(SieveStore *store, const char *owner, GError **error);
+
+/* A final training (`sieve final`): trial trained again at full budget,
+ * stored apart from the search's trials. */
+typedef struct {
+  gint64 number;       /* 0-based, in the order they were asked for */
+  gint64 trial;        /* the trial it trains again */
+  char *genotype;
+  SieveStatus status;  /* pending, ok or failed */
+  double epochs;       /* NAN: the evaluator's full budget */
+  char *settings;      /* the evaluator overrides it ran with, one "key=value" a line ("" for none) */
+  char *reason;        /* (nullable) */
+  SieveResult *result; /* never NULL */
+  double started, finished; /* NAN while pending */
+  gpointer reserved[4];
+} SieveFinal;
+SIEVE_ABI_SIZE(SieveFinal, 112);
+
+SIEVE_API void sieve_final_free(SieveFinal *final);
+/* Appends a pending final training; returns its number, -1 on error. */
+SIEVE_API gint64 sieve_store_add_final(SieveStore *store, gint64 trial, const char *genotype, double epochs,
+                                       const char *settings, GError **error);
+/* Its outcome (status OK or FAILED, reason, metrics, cost). */
+SIEVE_API gboolean sieve_store_finish_final(SieveStore *store, gint64 number, const SieveResult *result,
+                                            double started, double finished, GError **error);
+/* (transfer full) element-type SieveFinal, in number order (empty for a
+ * store older than version 3). */
+SIEVE_API GPtrArray *sieve_store_list_finals(SieveStore *store, GError **error);
+
 typedef enum {
   SIEVE_EXPORT_CSV,
   SIEVE_EXPORT_JSON,
@@ -132,7 +175,14 @@ SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat forma
 SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                               GError **error);
 
+/* The final trainings (sieve final), never mixed with the trials: final,
+ * trial, status, genotype, epochs, settings, each metric, cost, timings,
+ * reason. */
+SIEVE_API gboolean sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                             GError **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveStore, sieve_store_close)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveTrial, sieve_trial_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveFinal, sieve_final_free)
 
 G_END_DECLS

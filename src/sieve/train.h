@@ -17,6 +17,7 @@
 #include <sieve/abi.h>
 #include <sieve/data.h>
 #include <sieve/graph.h>
+#include <sieve/runtime.h>
 
 G_BEGIN_DECLS
 
@@ -24,6 +25,13 @@ G_BEGIN_DECLS
  * phase: "train", "val" or "test". */
 typedef void (*SieveTrainProgressFunc)(gpointer user_data, const char *phase, double epoch, double epochs,
                                        guint step, guint steps, double loss);
+/* Called once, after training and the evaluation passes, with the trained
+ * runtime (transfer none: valid during the call only) and the network it
+ * was compiled from (net with the loss appended): what an evaluator that
+ * keeps a trial's weights reads them from.  Returning FALSE (with error
+ * set) fails the training. */
+typedef gboolean (*SieveTrainDoneFunc)(gpointer user_data, SieveRuntime *runtime, const SieveGraph *graph,
+                                       GError **error);
 
 typedef struct {
   const char *device;     /* runtime device, NULL = "cpu" */
@@ -42,7 +50,10 @@ typedef struct {
   guint64 seed;           /* initialisation, shuffling and augmentation */
   SieveTrainProgressFunc progress;
   gpointer progress_data;
-  gpointer reserved[4];
+  /* Added in the reserved room (the struct keeps its size). */
+  SieveTrainDoneFunc done; /* may be NULL */
+  gpointer done_data;
+  gpointer reserved[2];
 } SieveTrainOptions;
 SIEVE_ABI_SIZE(SieveTrainOptions, 144);
 
@@ -81,6 +92,22 @@ SIEVE_API gboolean sieve_train_data_load(const char *dataset, const char *dir, g
                                          gboolean with_test, gboolean normalize, guint64 seed, SieveTrainData *out,
                                          GError **error);
 SIEVE_API void sieve_train_data_clear(SieveTrainData *data);
+/* Normalises every split of data per channel with the training split's
+ * mean and deviation, and gives them (mean, std: channels floats each, may
+ * be NULL): what a saved network needs to see its inputs as in training.
+ * sieve_train_data_load does this when asked to normalise. */
+SIEVE_API void sieve_train_data_normalize(SieveTrainData *data, float *mean, float *std);
+/* (transfer full) the runtime sieve_train trains net in (net with the
+ * softmax cross-entropy appended, options' batch size, threads and device,
+ * backward compiled): an evaluation in it gives the very numbers training
+ * reported.  *logits: the node holding the logits. */
+SIEVE_API SieveRuntime *sieve_train_compile(const SieveGraph *net, const SieveTrainOptions *options, guint *logits,
+                                            GError **error);
+/* Accuracy over every example of ds in eval mode (classes: the logits
+ * node's channels), batch by batch (the last
+ * batch padded with zeros), as sieve_train reports it. */
+SIEVE_API gboolean sieve_train_accuracy(SieveRuntime *runtime, guint logits, guint classes, const SieveDataset *ds,
+                                        double *out, GError **error);
 /* val and test may be NULL.  Fills report on success. */
 SIEVE_API gboolean sieve_train(const SieveGraph *net, const SieveDataset *train, const SieveDataset *val,
                                const SieveDataset *test, const SieveTrainOptions *options, SieveTrainReport *report,

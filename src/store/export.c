@@ -288,3 +288,91 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   }
   return flush(store, out, buf, error);
 }
+
+gboolean
+sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputStream *out, GError **error)
+{
+  g_return_val_if_fail(store != NULL && G_IS_OUTPUT_STREAM(out), FALSE);
+  g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
+  if (finals == NULL)
+    return FALSE;
+  /* The metrics' union, in first-seen order: one column each. */
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  for (guint i = 0; i < finals->len; i++) {
+    const SieveFinal *f = finals->pdata[i];
+    for (guint k = 0; k < sieve_result_n_metrics(f->result); k++) {
+      const char *name = sieve_result_metric_name(f->result, k);
+      if (!g_ptr_array_find_with_equal_func(names, name, g_str_equal, NULL))
+        g_ptr_array_add(names, (gpointer)name);
+    }
+  }
+  g_autoptr(GString) buf = g_string_new(NULL);
+  gboolean csv = format == SIEVE_EXPORT_CSV;
+  if (csv) {
+    g_string_append(buf, "final,trial,status,genotype,epochs,settings");
+    for (guint k = 0; k < names->len; k++) {
+      g_string_append_c(buf, ',');
+      csv_field(buf, names->pdata[k]);
+    }
+    g_string_append(buf, ",cost_s,started,finished,reason\n");
+  } else {
+    g_string_append_c(buf, '[');
+  }
+  for (guint i = 0; i < finals->len; i++) {
+    const SieveFinal *f = finals->pdata[i];
+    if (csv) {
+      g_string_append_printf(buf, "%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,", f->number, f->trial,
+                             sieve_status_to_string(f->status));
+      csv_field(buf, f->genotype);
+      g_string_append_c(buf, ',');
+      csv_real(buf, f->epochs);
+      g_string_append_c(buf, ',');
+      csv_field(buf, f->settings);
+      for (guint k = 0; k < names->len; k++) {
+        double v;
+        g_string_append_c(buf, ',');
+        if (sieve_result_get_metric(f->result, names->pdata[k], &v)) {
+          if (isfinite(v))
+            sieve_text_append_double(buf, v);
+          else
+            g_string_append(buf, non_finite_name(v));
+        }
+      }
+      g_string_append_c(buf, ',');
+      csv_real(buf, sieve_result_get_cost(f->result));
+      g_string_append_c(buf, ',');
+      csv_real(buf, f->started);
+      g_string_append_c(buf, ',');
+      csv_real(buf, f->finished);
+      g_string_append_c(buf, ',');
+      csv_field(buf, f->reason);
+      g_string_append_c(buf, '\n');
+    } else {
+      g_string_append_printf(buf, "%s{\"final\":%" G_GINT64_FORMAT ",\"trial\":%" G_GINT64_FORMAT ",\"status\":\"%s\","
+                             "\"genotype\":", i ? "," : "", f->number, f->trial, sieve_status_to_string(f->status));
+      sieve_json_append_string(buf, f->genotype);
+      g_string_append(buf, ",\"epochs\":");
+      json_real(buf, f->epochs);
+      g_string_append(buf, ",\"settings\":");
+      sieve_json_append_string(buf, f->settings);
+      g_string_append(buf, ",\"metrics\":{");
+      for (guint k = 0; k < sieve_result_n_metrics(f->result); k++) {
+        if (k)
+          g_string_append_c(buf, ',');
+        sieve_json_append_string(buf, sieve_result_metric_name(f->result, k));
+        g_string_append_c(buf, ':');
+        json_real(buf, sieve_result_metric_value(f->result, k));
+      }
+      g_string_append(buf, "},\"cost_s\":");
+      json_real(buf, sieve_result_get_cost(f->result));
+      g_string_append(buf, ",\"reason\":");
+      sieve_json_append_string(buf, f->reason);
+      g_string_append_c(buf, '}');
+    }
+    if (buf->len > FLUSH_AT && !flush(store, out, buf, error))
+      return FALSE;
+  }
+  if (!csv)
+    g_string_append(buf, "]\n");
+  return flush(store, out, buf, error);
+}

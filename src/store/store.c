@@ -34,15 +34,17 @@
 
 /* The version of the tables below; a store written by a newer sieve (higher
  * user_version) is refused rather than misread, an older one is brought up
- * to date when opened for writing (migrate_v1) and read as it is otherwise.
+ * to date when opened for writing (migrate) and read as it is otherwise.
  *   1: meta, trials, metrics, state, cache(hash, key, trial)
  *   2: trials gain run, hash_kind, hash and stage; cache becomes
- *      cache(kind, hash, key, trial); cache_keys holds each key's text */
-#define SCHEMA_VERSION 2
+ *      cache(kind, hash, key, trial); cache_keys holds each key's text
+ *   3: weights(owner, number, data) keeps trained networks; finals and
+ *      final_metrics hold `sieve final`'s trainings, apart from the trials */
+#define SCHEMA_VERSION 3
 /* PRAGMA application_id: 'SIEV', tells our files from other SQLite files. */
 #define APPLICATION_ID 0x53494556
 
-/* Added in version 2 (migrate_v1 adds them to older files, in this order).
+/* Added in version 2 (migrate adds them to older files, in this order).
  * run: the `sieve run` (1, 2, ... counted in meta 'runs') that proposed the
  * trial; hash_kind, hash: the dedupe stage's hash of it; stage: how far a
  * pending trial got ('evaluate': past the screen, waiting for the evaluator). */
@@ -63,6 +65,36 @@ static const char *const trial_v2_columns[][2] = {
   "CREATE TABLE IF NOT EXISTS cache_keys (\n"                                                               \
   "  key TEXT PRIMARY KEY,\n"                                                                               \
   "  text TEXT NOT NULL);\n"
+
+/* Added in version 3.  weights: one network's safetensors file (the bytes
+ * sieve_weights_encode writes), of a trial or of a final training; a blob
+ * in the store, so that it is written in the same transaction as the
+ * result it belongs to and a kill leaves both or neither.  finals: `sieve
+ * final`'s trainings of chosen trials at full budget, kept apart from the
+ * search's trials (no optimizer, export or summary mixes them). */
+#define V3_SQL                                                                                             \
+  "CREATE TABLE IF NOT EXISTS weights (\n"                                                                 \
+  "  owner TEXT NOT NULL CHECK (owner IN ('trial', 'final')),\n"                                           \
+  "  number INTEGER NOT NULL,\n"                                                                           \
+  "  data BLOB NOT NULL,\n"                                                                                \
+  "  PRIMARY KEY (owner, number));\n"                                                                      \
+  "CREATE TABLE IF NOT EXISTS finals (\n"                                                                  \
+  "  number INTEGER PRIMARY KEY,\n"                                                                        \
+  "  trial INTEGER NOT NULL REFERENCES trials(number),\n"                                                  \
+  "  genotype TEXT NOT NULL,\n"                                                                            \
+  "  status TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed')),\n"                                \
+  "  epochs REAL,\n"                                                                                       \
+  "  settings TEXT NOT NULL,\n"                                                                            \
+  "  reason TEXT,\n"                                                                                       \
+  "  cost REAL,\n"                                                                                         \
+  "  started REAL,\n"                                                                                      \
+  "  finished REAL);\n"                                                                                    \
+  "CREATE TABLE IF NOT EXISTS final_metrics (\n"                                                           \
+  "  final INTEGER NOT NULL REFERENCES finals(number),\n"                                                  \
+  "  idx INTEGER NOT NULL,\n"                                                                              \
+  "  name TEXT NOT NULL,\n"                                                                                \
+  "  value,\n"                                                                                             \
+  "  PRIMARY KEY (final, name));\n"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (\n"
@@ -93,7 +125,7 @@ static const char schema_sql[] =
     "  name TEXT PRIMARY KEY,\n"
     "  type TEXT NOT NULL,\n" /* GVariant type string */
     "  data BLOB NOT NULL);\n" /* serialised normal form */
-    CACHE_SQL;
+    CACHE_SQL V3_SQL;
 
 typedef enum {
   STMT_GET_META,
@@ -178,6 +210,7 @@ struct _SieveStore {
   sqlite3 *db;
   int lock_fd; /* -1 in READ mode */
   gboolean v1;  /* a version 1 file opened read-only: no version 2 columns */
+  gint64 version; /* the file's schema version (older files opened read-only stay as they are) */
   gint64 run;   /* recorded with new trials; 0: none (NULL) */
   sqlite3_stmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
 };
@@ -394,18 +427,18 @@ has_column(SieveStore *store, const char *table, const char *column, gboolean *o
   return TRUE;
 }
 
-/* Version 1 -> 2, in one transaction (a failure leaves the file as it was):
+/* Older versions -> the current one.  1 -> 2, in one transaction (a failure leaves the file as it was):
  * the trials' new columns are added (NULL in existing rows), and the old
  * cache table, keyed without the hash kind, is replaced.  No sieve ever
  * wrote to that table, so it is dropped when empty; a non-empty one (written
  * by another program) is kept as cache_v1 rather than lost. */
 static gboolean
-migrate_v1(SieveStore *store, GError **error)
+migrate(SieveStore *store, gint64 version, GError **error)
 {
   if (!exec(store, "BEGIN IMMEDIATE", "cannot begin the schema upgrade", error))
     return FALSE;
   gboolean ok = TRUE;
-  for (guint i = 0; ok && i < G_N_ELEMENTS(trial_v2_columns); i++) {
+  for (guint i = 0; ok && version < 2 && i < G_N_ELEMENTS(trial_v2_columns); i++) {
     gboolean present = FALSE;
     ok = has_column(store, "trials", trial_v2_columns[i][0], &present, error);
     if (ok && !present) {
@@ -414,8 +447,8 @@ migrate_v1(SieveStore *store, GError **error)
       ok = exec(store, sql, "cannot upgrade the trials table", error);
     }
   }
-  gboolean keyed_by_kind = FALSE;
-  if (ok)
+  gboolean keyed_by_kind = version >= 2;
+  if (ok && !keyed_by_kind)
     ok = has_column(store, "cache", "kind", &keyed_by_kind, error);
   if (ok && !keyed_by_kind) {
     gint64 rows = 0;
@@ -423,7 +456,8 @@ migrate_v1(SieveStore *store, GError **error)
          exec(store, rows == 0 ? "DROP TABLE cache" : "ALTER TABLE cache RENAME TO cache_v1",
               "cannot upgrade the cache table", error);
   }
-  g_autofree char *sql = g_strdup_printf(CACHE_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
+  /* Version 2 -> 3 only adds tables. */
+  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
   ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
        exec(store, "COMMIT", "cannot commit the schema upgrade", error);
   if (!ok)
@@ -459,6 +493,7 @@ check_schema(SieveStore *store, GError **error)
                 store->path, version, SCHEMA_VERSION);
     return FALSE;
   }
+  store->version = empty ? SCHEMA_VERSION : version;
   if (store->mode == SIEVE_STORE_READ) {
     store->v1 = version == 1;
     return TRUE;
@@ -483,7 +518,7 @@ check_schema(SieveStore *store, GError **error)
   if (!exec(store, "PRAGMA synchronous=NORMAL", "cannot set synchronous", error))
     return FALSE;
   if (!empty)
-    return version == SCHEMA_VERSION || migrate_v1(store, error);
+    return version == SCHEMA_VERSION || (migrate(store, version, error) && (store->version = SCHEMA_VERSION));
   g_autofree char *sql = g_strdup_printf("BEGIN IMMEDIATE;\n%s"
                                          "PRAGMA application_id = %d;\n"
                                          "PRAGMA user_version = %d;\n"
@@ -1070,4 +1105,265 @@ sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text, 
   sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_KEY, error);
   return stmt != NULL && bind_ok(store, bind_text(stmt, 1, key), error) &&
          bind_ok(store, bind_text(stmt, 2, text), error) && step_done(store, stmt, "cannot write the cache", error);
+}
+
+/* ---- weights and finals (schema version 3) ------------------------------ */
+
+/* A statement prepared for one use (these run a few times per trial). */
+static sqlite3_stmt *
+prepare(SieveStore *store, const char *sql, GError **error)
+{
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+    set_sqlite_error(store, error, "cannot prepare a statement");
+    sqlite3_finalize(stmt);
+    return NULL;
+  }
+  return stmt;
+}
+
+static gboolean
+run_once(SieveStore *store, sqlite3_stmt *stmt, const char *what, GError **error)
+{
+  gboolean ok = step_done(store, stmt, what, error);
+  sqlite3_finalize(stmt);
+  return ok;
+}
+
+static gboolean
+check_owner(const char *owner)
+{
+  return g_strcmp0(owner, "trial") == 0 || g_strcmp0(owner, "final") == 0;
+}
+
+gboolean
+sieve_store_put_weights(SieveStore *store, const char *owner, gint64 number, GBytes *weights, GError **error)
+{
+  g_return_val_if_fail(store != NULL && check_owner(owner) && weights != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = prepare(store, "INSERT OR REPLACE INTO weights (owner, number, data) VALUES (?1, ?2, ?3)", error);
+  gsize size = 0;
+  gconstpointer data = g_bytes_get_data(weights, &size);
+  if (stmt == NULL)
+    return FALSE;
+  if (!bind_ok(store, bind_text(stmt, 1, owner), error) || !bind_ok(store, sqlite3_bind_int64(stmt, 2, number), error) ||
+      !bind_ok(store, sqlite3_bind_blob64(stmt, 3, data ? data : "", size, SQLITE_STATIC), error)) {
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  return run_once(store, stmt, "cannot store weights", error);
+}
+
+GBytes *
+sieve_store_get_weights(SieveStore *store, const char *owner, gint64 number, GError **error)
+{
+  g_return_val_if_fail(store != NULL && check_owner(owner), NULL);
+  if (store->version < 3)
+    return NULL;
+  sqlite3_stmt *stmt = prepare(store, "SELECT data FROM weights WHERE owner = ?1 AND number = ?2", error);
+  if (stmt == NULL)
+    return NULL;
+  GBytes *out = NULL;
+  if (bind_ok(store, bind_text(stmt, 1, owner), error) && bind_ok(store, sqlite3_bind_int64(stmt, 2, number), error)) {
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW)
+      out = g_bytes_new(sqlite3_column_blob(stmt, 0), (gsize)sqlite3_column_bytes(stmt, 0));
+    else if (rc != SQLITE_DONE)
+      set_sqlite_error(store, error, "cannot read weights");
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+gboolean
+sieve_store_prune_weights(SieveStore *store, const char *metric, gboolean maximize, guint keep, GError **error)
+{
+  g_return_val_if_fail(store != NULL && metric != NULL && keep > 0, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  /* Ties go to the earlier trial; a trial without a finite value of the
+   * metric never ranks among the kept. */
+  g_autofree char *sql = g_strdup_printf(
+      "DELETE FROM weights WHERE owner = 'trial' AND number NOT IN ("
+      " SELECT w.number FROM weights w JOIN metrics m ON m.trial = w.number AND m.name = ?1"
+      " WHERE w.owner = 'trial' AND typeof(m.value) IN ('real', 'integer')"
+      " ORDER BY m.value %s, w.number LIMIT ?2)",
+      maximize ? "DESC" : "ASC");
+  sqlite3_stmt *stmt = prepare(store, sql, error);
+  if (stmt == NULL)
+    return FALSE;
+  if (!bind_ok(store, bind_text(stmt, 1, metric), error) || !bind_ok(store, sqlite3_bind_int64(stmt, 2, keep), error)) {
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  return run_once(store, stmt, "cannot prune weights", error);
+}
+
+GArray *
+sieve_store_list_weights(SieveStore *store, const char *owner, GError **error)
+{
+  g_return_val_if_fail(store != NULL && check_owner(owner), NULL);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(gint64));
+  if (store->version < 3)
+    return out;
+  sqlite3_stmt *stmt = prepare(store, "SELECT number FROM weights WHERE owner = ?1 ORDER BY number", error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, owner), error)) {
+    sqlite3_finalize(stmt);
+    g_array_unref(out);
+    return NULL;
+  }
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    gint64 n = sqlite3_column_int64(stmt, 0);
+    g_array_append_val(out, n);
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, "cannot list weights");
+    g_array_unref(out);
+    return NULL;
+  }
+  return out;
+}
+
+void
+sieve_final_free(SieveFinal *final)
+{
+  if (final == NULL)
+    return;
+  g_free(final->genotype);
+  g_free(final->settings);
+  g_free(final->reason);
+  sieve_result_free(final->result);
+  g_free(final);
+}
+
+gint64
+sieve_store_add_final(SieveStore *store, gint64 trial, const char *genotype, double epochs, const char *settings,
+                      GError **error)
+{
+  g_return_val_if_fail(store != NULL && genotype != NULL && settings != NULL, -1);
+  if (!check_writable(store, error))
+    return -1;
+  gint64 number = 0;
+  if (!query_int(store, "SELECT IFNULL(MAX(number) + 1, 0) FROM finals", &number, error))
+    return -1;
+  sqlite3_stmt *stmt = prepare(store,
+                               "INSERT INTO finals (number, trial, genotype, status, epochs, settings) "
+                               "VALUES (?1, ?2, ?3, 'pending', ?4, ?5)",
+                               error);
+  if (stmt == NULL)
+    return -1;
+  if (!bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) ||
+      !bind_ok(store, sqlite3_bind_int64(stmt, 2, trial), error) || !bind_ok(store, bind_text(stmt, 3, genotype), error) ||
+      !bind_ok(store, bind_real(stmt, 4, epochs), error) || !bind_ok(store, bind_text(stmt, 5, settings), error)) {
+    sqlite3_finalize(stmt);
+    return -1;
+  }
+  return run_once(store, stmt, "cannot add a final training", error) ? number : -1;
+}
+
+gboolean
+sieve_store_finish_final(SieveStore *store, gint64 number, const SieveResult *result, double started, double finished,
+                         GError **error)
+{
+  g_return_val_if_fail(store != NULL && result != NULL, FALSE);
+  SieveStatus status = sieve_result_get_status(result);
+  g_return_val_if_fail(status == SIEVE_STATUS_OK || status == SIEVE_STATUS_FAILED, FALSE);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = prepare(store,
+                               "UPDATE finals SET status = ?2, reason = ?3, cost = ?4, started = ?5, finished = ?6 "
+                               "WHERE number = ?1",
+                               error);
+  gboolean ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+                bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(status)), error) &&
+                bind_ok(store, bind_text(stmt, 3, sieve_result_get_reason(result)), error) &&
+                bind_ok(store, bind_real(stmt, 4, sieve_result_get_cost(result)), error) &&
+                bind_ok(store, bind_real(stmt, 5, started), error) &&
+                bind_ok(store, bind_real(stmt, 6, finished), error) &&
+                step_done(store, stmt, "cannot finish a final training", error);
+  if (ok && sqlite3_changes(store->db) != 1) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no final training %" G_GINT64_FORMAT, store->path,
+                number);
+    ok = FALSE;
+  }
+  sqlite3_finalize(stmt);
+  if (ok) {
+    stmt = prepare(store, "DELETE FROM final_metrics WHERE final = ?1", error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         step_done(store, stmt, "cannot replace metrics", error);
+    sqlite3_finalize(stmt);
+  }
+  for (guint i = 0; ok && i < sieve_result_n_metrics(result); i++) {
+    stmt = prepare(store, "INSERT INTO final_metrics (final, idx, name, value) VALUES (?1, ?2, ?3, ?4)", error);
+    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, sqlite3_bind_int(stmt, 2, (int)i), error) &&
+         bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(result, i)), error) &&
+         bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(result, i)), error) &&
+         step_done(store, stmt, "cannot store a metric", error);
+    sqlite3_finalize(stmt);
+  }
+  return release(store, ok, error);
+}
+
+GPtrArray *
+sieve_store_list_finals(SieveStore *store, GError **error)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  g_autoptr(GPtrArray) finals = g_ptr_array_new_with_free_func((GDestroyNotify)sieve_final_free);
+  if (store->version < 3)
+    return g_steal_pointer(&finals);
+  sqlite3_stmt *stmt = prepare(store,
+                               "SELECT f.number, f.trial, f.genotype, f.status, f.epochs, f.settings, f.reason, f.cost, "
+                               "f.started, f.finished, m.name, m.value FROM finals f LEFT JOIN final_metrics m "
+                               "ON m.final = f.number ORDER BY f.number, m.idx",
+                               error);
+  if (stmt == NULL)
+    return NULL;
+  /* One statement, one snapshot. */
+  SieveFinal *f = NULL;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    gint64 number = sqlite3_column_int64(stmt, 0);
+    if (f == NULL || f->number != number) {
+      f = g_new0(SieveFinal, 1);
+      g_ptr_array_add(finals, f);
+      f->number = number;
+      f->trial = sqlite3_column_int64(stmt, 1);
+      f->genotype = g_strdup((const char *)sqlite3_column_text(stmt, 2));
+      const char *status = (const char *)sqlite3_column_text(stmt, 3);
+      if (!sieve_status_from_string(status, &f->status)) {
+        set_corrupt_error(store, error, "final %" G_GINT64_FORMAT " has status '%s'", number, status ?: "(null)");
+        sqlite3_finalize(stmt);
+        return NULL;
+      }
+      f->epochs = column_real(stmt, 4);
+      f->settings = g_strdup((const char *)sqlite3_column_text(stmt, 5));
+      f->reason = g_strdup((const char *)sqlite3_column_text(stmt, 6));
+      f->started = column_real(stmt, 8);
+      f->finished = column_real(stmt, 9);
+      f->result = sieve_result_new();
+      sieve_result_set_status(f->result, f->status);
+      sieve_result_set_reason(f->result, f->reason);
+      sieve_result_set_cost(f->result, column_real(stmt, 7));
+    }
+    const char *name = (const char *)sqlite3_column_text(stmt, 10);
+    double value;
+    if (name != NULL) {
+      if (!column_metric(stmt, 11, &value)) {
+        set_corrupt_error(store, error, "final %" G_GINT64_FORMAT " metric '%s' is not a number", number, name);
+        sqlite3_finalize(stmt);
+        return NULL;
+      }
+      sieve_result_set_metric(f->result, name, value);
+    }
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    set_sqlite_error(store, error, "cannot list final trainings");
+    return NULL;
+  }
+  return g_steal_pointer(&finals);
 }

@@ -61,18 +61,28 @@ sieve_train_data_load(const char *dataset, const char *dir, guint validation, gu
     sieve_train_data_clear(out);
     return FALSE;
   }
-  if (normalize) {
-    guint C = out->train->channels;
-    g_autofree float *mean = g_new(float, C);
-    g_autofree float *std = g_new(float, C);
-    sieve_dataset_channel_stats(out->train, mean, std);
-    sieve_dataset_normalize(out->train, mean, std);
-    if (out->val)
-      sieve_dataset_normalize(out->val, mean, std);
-    if (out->test)
-      sieve_dataset_normalize(out->test, mean, std);
-  }
+  if (normalize)
+    sieve_train_data_normalize(out, NULL, NULL);
   return TRUE;
+}
+
+void
+sieve_train_data_normalize(SieveTrainData *d, float *mean_out, float *std_out)
+{
+  g_return_if_fail(d != NULL && d->train != NULL);
+  guint C = d->train->channels;
+  g_autofree float *mean = g_new(float, C);
+  g_autofree float *std = g_new(float, C);
+  sieve_dataset_channel_stats(d->train, mean, std);
+  sieve_dataset_normalize(d->train, mean, std);
+  if (d->val)
+    sieve_dataset_normalize(d->val, mean, std);
+  if (d->test)
+    sieve_dataset_normalize(d->test, mean, std);
+  if (mean_out)
+    memcpy(mean_out, mean, C * sizeof(float));
+  if (std_out)
+    memcpy(std_out, std, C * sizeof(float));
 }
 
 guint64
@@ -110,9 +120,8 @@ argmax(const float *row, guint k)
 
 /* Accuracy over a whole dataset in eval mode; the last partial batch is
  * padded with zeros (running statistics make examples independent). */
-static gboolean
-accuracy(SieveRuntime *rt, guint logits, guint k, const SieveDataset *ds, const SieveTrainOptions *o,
-         const char *phase, double *out, GError **error)
+gboolean
+sieve_train_accuracy(SieveRuntime *rt, guint logits, guint k, const SieveDataset *ds, double *out, GError **error)
 {
   guint B = sieve_runtime_batch(rt);
   gsize ex = (gsize)ds->channels * ds->height * ds->width;
@@ -130,6 +139,16 @@ accuracy(SieveRuntime *rt, guint logits, guint k, const SieveDataset *ds, const 
       correct += argmax(z + (gsize)b * k, k) == (guint)ds->y[start + b];
   }
   *out = ds->n ? (double)correct / ds->n : NAN;
+  return TRUE;
+}
+
+/* Accuracy as sieve_train reports it, with its progress report. */
+static gboolean
+accuracy(SieveRuntime *rt, guint logits, guint k, const SieveDataset *ds, const SieveTrainOptions *o,
+         const char *phase, double *out, GError **error)
+{
+  if (!sieve_train_accuracy(rt, logits, k, ds, out, error))
+    return FALSE;
   if (o->progress)
     o->progress(o->progress_data, phase, o->epochs, o->epochs, 0, 0, *out);
   return TRUE;
@@ -157,6 +176,26 @@ check_data(const SieveGraph *net, const SieveDataset *ds, const char *what, GErr
   return TRUE;
 }
 
+static SieveRuntime *
+compile(const SieveGraph *with_loss, const SieveTrainOptions *o, GError **error)
+{
+  SieveRuntimeOptions ro = {
+    .device = o->device, .batch = o->batch_size, .threads = o->threads, .backward = TRUE, .seed = o->seed};
+  return sieve_runtime_new(with_loss, &ro, error);
+}
+
+SieveRuntime *
+sieve_train_compile(const SieveGraph *net, const SieveTrainOptions *o, guint *logits, GError **error)
+{
+  g_return_val_if_fail(net != NULL && o != NULL, NULL);
+  g_autoptr(SieveGraph) g = sieve_graph_copy(net);
+  if (logits)
+    *logits = sieve_graph_output(g);
+  if (!sieve_graph_add_loss(g, o->label_smoothing, error))
+    return NULL;
+  return compile(g, o, error);
+}
+
 gboolean
 sieve_train(const SieveGraph *net, const SieveDataset *train, const SieveDataset *val, const SieveDataset *test,
             const SieveTrainOptions *o, SieveTrainReport *report, GError **error)
@@ -180,9 +219,7 @@ sieve_train(const SieveGraph *net, const SieveDataset *train, const SieveDataset
   guint k = sieve_graph_node(g, logits)->shape.c;
   if (!sieve_graph_add_loss(g, o->label_smoothing, error))
     return FALSE;
-  SieveRuntimeOptions ro = {
-    .device = o->device, .batch = o->batch_size, .threads = o->threads, .backward = TRUE, .seed = o->seed};
-  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &ro, error);
+  g_autoptr(SieveRuntime) rt = compile(g, o, error);
   if (rt == NULL)
     return FALSE;
   report->compile_s = (g_get_monotonic_time() - t0) / 1e6;
@@ -247,6 +284,8 @@ sieve_train(const SieveGraph *net, const SieveDataset *train, const SieveDataset
   if (val && !accuracy(rt, logits, k, val, o, "val", &report->val_acc, error))
     return FALSE;
   if (test && !accuracy(rt, logits, k, test, o, "test", &report->test_acc, error))
+    return FALSE;
+  if (o->done && !o->done(o->done_data, rt, g, error))
     return FALSE;
   report->wall_s = (g_get_monotonic_time() - t0) / 1e6;
   report->peak_rss = sieve_peak_rss();

@@ -432,10 +432,13 @@ test_schema_upgrade(void)
     g_autofree char *name = sieve_store_get_meta(store, "name", &error);
     g_assert_cmpstr(name, ==, "old");
   }
-  g_assert_cmpint(count_rows(path, "PRAGMA user_version"), ==, 2);
+  /* Through version 2 to 3: the tables for kept weights and final trainings. */
+  g_assert_cmpint(count_rows(path, "PRAGMA user_version"), ==, 3);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('weights', 'finals', "
+                                   "'final_metrics')"), ==, 3);
   g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'cache_v1'"), ==, 0);
   g_assert_cmpint(count_rows(path, "SELECT count(*) FROM cache_keys"), ==, 1);
-  /* Opened again: version 2 as it is. */
+  /* Opened again: as it is. */
   {
     g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_READ, &error);
     g_assert_no_error(error);

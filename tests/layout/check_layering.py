@@ -24,7 +24,7 @@ import tempfile
 
 # Bottom to top.  The public headers (sieve/) are the floor everyone stands on,
 # but each is counted as the area that implements it.
-AREAS = ["base", "graph", "runtime", "data", "train", "hash", "proxy", "store", "core", "engine", "report", "lua", "cli"]
+AREAS = ["base", "graph", "runtime", "data", "train", "hash", "proxy", "store", "model", "core", "engine", "report", "lua", "cli"]
 RANK = {a: i for i, a in enumerate(AREAS)}
 
 PUBLIC = {
@@ -37,6 +37,7 @@ PUBLIC = {
     "hash.h": "hash",
     "proxy.h": "proxy",
     "store.h": "store",
+    "model.h": "model",
     "component.h": "core", "registry.h": "core", "plugin.h": "core", "space.h": "core", "candidate.h": "core",
     "optimizer.h": "core", "evaluator.h": "core",
     # The umbrella: for embedders and the command line, the top of the ladder.

@@ -199,13 +199,68 @@ test_newer_schema(Fixture *f, gconstpointer data)
   raw_sql(f->path, "PRAGMA user_version = 99");
   GError *error = NULL;
   g_autofree char *want = g_strdup_printf(
-      "%s: the store has schema version 99, newer than this sieve understands (2); use a newer sieve", f->path);
+      "%s: the store has schema version 99, newer than this sieve understands (3); use a newer sieve", f->path);
   for (int mode = SIEVE_STORE_READ; mode <= SIEVE_STORE_WRITE; mode++) {
     g_assert_null(sieve_store_open(f->path, (SieveStoreMode) mode, &error));
     g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE);
     g_assert_cmpstr(error->message, ==, want);
     g_clear_error(&error);
   }
+}
+
+/* A version 2 store: read as it is (no weights, no finals), upgraded to 3
+ * when written, its trials kept; weights and finals then work, and a
+ * pruned trial loses its weights in favour of the better ones. */
+static void
+test_v2_to_v3(Fixture *f, gconstpointer data)
+{
+  GError *error = NULL;
+  {
+    g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_WRITE);
+    for (int i = 0; i < 3; i++) {
+      gint64 n = sieve_store_add_trial(s, "g", NAN, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "acc", 0.5 + 0.1 * i);
+      g_assert_true(sieve_store_finish_trial(s, n, r, 1, 2, 0, -1, &error));
+    }
+    g_assert_no_error(error);
+  }
+  raw_sql(f->path, "DROP TABLE weights; DROP TABLE final_metrics; DROP TABLE finals; PRAGMA user_version = 2");
+  {
+    g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_READ);
+    g_autoptr(GPtrArray) finals = sieve_store_list_finals(s, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(finals->len, ==, 0);
+    g_assert_null(sieve_store_get_weights(s, "trial", 0, &error));
+    g_assert_no_error(error);
+  }
+  g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_WRITE);
+  g_assert_cmpint(sieve_store_count_trials(s, -1, &error), ==, 3);
+  g_autoptr(GBytes) w = g_bytes_new_static("abc", 3);
+  for (gint64 n = 0; n < 3; n++)
+    g_assert_true(sieve_store_put_weights(s, "trial", n, w, &error));
+  g_assert_true(sieve_store_prune_weights(s, "acc", TRUE, 2, &error));
+  g_autoptr(GArray) kept = sieve_store_list_weights(s, "trial", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(kept->len, ==, 2);
+  g_assert_cmpint(g_array_index(kept, gint64, 0), ==, 1);
+  g_assert_cmpint(g_array_index(kept, gint64, 1), ==, 2);
+  gint64 fin = sieve_store_add_final(s, 2, "g", 3, "", &error);
+  g_assert_cmpint(fin, ==, 0);
+  g_autoptr(SieveResult) r = sieve_result_new();
+  sieve_result_set_metric(r, "acc", 0.9);
+  g_assert_true(sieve_store_finish_final(s, fin, r, 1, 2, &error));
+  g_autoptr(GPtrArray) finals = sieve_store_list_finals(s, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(finals->len, ==, 1);
+  const SieveFinal *final = finals->pdata[0];
+  g_assert_cmpint(final->trial, ==, 2);
+  g_assert_cmpint(final->status, ==, SIEVE_STATUS_OK);
+  g_assert_cmpfloat(final->epochs, ==, 3);
+  double acc = 0;
+  g_assert_true(sieve_result_get_metric(final->result, "acc", &acc));
+  g_assert_cmpfloat(acc, ==, 0.9);
+  g_assert_cmpint(sieve_store_count_trials(s, -1, &error), ==, 3); /* finals are not trials */
 }
 
 /* ---- trials ------------------------------------------------------------ */
@@ -823,6 +878,7 @@ main(int argc, char **argv)
   TEST("/store/missing", test_missing);
   TEST("/store/not-a-store", test_not_a_store);
   TEST("/store/newer-schema", test_newer_schema);
+  TEST("/store/schema/v2-to-v3", test_v2_to_v3);
   TEST("/store/trials", test_trials);
   TEST("/store/metrics-round-trip", test_metrics_round_trip);
   TEST("/store/read-only", test_read_only);

@@ -15,13 +15,16 @@
 #include <sieve/component.h>
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>
+#include <sieve/model.h>
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/result.h>
 #include <sieve/space.h>
+#include <sieve/text.h>
 #include <sieve/train.h>
 
 static const char *const devices[] = {"cpu", NULL};
+static const char *const keeps[] = {"none", "top", "all", NULL};
 
 static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_STRING("dataset", "fashion-mnist",
@@ -47,6 +50,9 @@ static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one training (0: every core)"),
   SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
   SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
+  SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
+                      "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
+  SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
   SIEVE_OPTION_END,
 };
 
@@ -55,7 +61,24 @@ typedef struct {
   SieveTrainData data;
   SieveTrainOptions train;
   SieveFidelity fidelity;
+  char *dataset;
+  char *mean, *std; /* the normalisation, as text for the weights' metadata; NULL when off */
+  gboolean keep;    /* keep_weights is not none */
+  guint keep_top;   /* 0: all */
 } Trainer;
+
+/* "0.2860,..." as sieve writes numbers. */
+static char *
+floats_text(const float *v, guint n)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < n; i++) {
+    if (i)
+      g_string_append_c(s, ',');
+    sieve_text_append_double(s, v[i]);
+  }
+  return g_string_free(s, FALSE);
+}
 
 static gpointer
 train_create(const SieveSpace *space, const SieveOptions *options, GError **error)
@@ -91,16 +114,29 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   t->seed = (guint64)sieve_options_get_int(options, "seed");
   t->device = sieve_options_get_string(options, "device");
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
+  const char *keep = sieve_options_get_string(options, "keep_weights");
+  self->keep = !g_str_equal(keep, "none");
+  self->keep_top = g_str_equal(keep, "top") ? (guint)sieve_options_get_int(options, "keep_top") : 0;
+  self->dataset = g_strdup(sieve_options_get_string(options, "dataset"));
   GError *local = NULL;
-  if (!sieve_train_data_load(sieve_options_get_string(options, "dataset"), sieve_options_get_string(options, "data_dir"),
+  if (!sieve_train_data_load(self->dataset, sieve_options_get_string(options, "data_dir"),
                              (guint)sieve_options_get_int(options, "validation"),
                              (guint)sieve_options_get_int(options, "train_limit"),
-                             sieve_options_get_bool(options, "test"), sieve_options_get_bool(options, "normalize"),
-                             t->seed, &self->data, &local)) {
+                             sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
+    g_free(self->dataset);
     g_free(self);
     return NULL;
+  }
+  if (sieve_options_get_bool(options, "normalize")) {
+    /* Kept, so that a saved network can be fed as it was in training. */
+    guint C = self->data.train->channels;
+    g_autofree float *mean = g_new(float, C);
+    g_autofree float *std = g_new(float, C);
+    sieve_train_data_normalize(&self->data, mean, std);
+    self->mean = floats_text(mean, C);
+    self->std = floats_text(std, C);
   }
   return self;
 }
@@ -110,13 +146,53 @@ train_destroy(gpointer instance)
 {
   Trainer *self = instance;
   sieve_train_data_clear(&self->data);
+  g_free(self->dataset);
+  g_free(self->mean);
+  g_free(self->std);
   g_free(self);
 }
 
 typedef struct {
   const SieveCandidate *candidate;
   gint64 last; /* monotonic us of the last report */
+  Trainer *trainer;
+  const SieveTrainOptions *options;
+  GBytes *weights; /* what on_done kept (owned) */
 } Reporter;
+
+/* The trained network's weights with what it takes to use them again:
+ * the genotype, the input and classes, the normalisation, the batch size
+ * of training's evaluation (which makes sieve model eval repeat it). */
+static gboolean
+on_done(gpointer user_data, SieveRuntime *runtime, const SieveGraph *graph, GError **error)
+{
+  Reporter *r = user_data;
+  Trainer *self = r->trainer;
+  g_autoptr(SieveWeights) w = sieve_weights_from_runtime(runtime, graph, error);
+  if (w == NULL)
+    return FALSE;
+  const SieveGraphNode *in = sieve_graph_node(graph, sieve_graph_input_node(graph));
+  const SieveGraphNode *out = sieve_graph_node(graph, sieve_graph_node(graph, sieve_graph_output(graph))->inputs[0]);
+  g_autofree char *input = g_strdup_printf("%ux%ux%u", in->shape.c, in->shape.h, in->shape.w);
+  g_autofree char *classes = g_strdup_printf("%u", out->shape.c);
+  g_autofree char *batch = g_strdup_printf("%u", r->options->batch_size);
+  g_autofree char *epochs = sieve_text_format_double(r->options->epochs);
+  g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, r->options->seed);
+  sieve_weights_set_meta(w, "format", "sieve-weights-1");
+  sieve_weights_set_meta(w, "sieve_version", sieve_version_string());
+  sieve_weights_set_meta(w, "space", sieve_space_get_name(self->space));
+  sieve_weights_set_meta(w, "genotype", sieve_candidate_get_text(r->candidate));
+  sieve_weights_set_meta(w, "input", input);
+  sieve_weights_set_meta(w, "classes", classes);
+  sieve_weights_set_meta(w, "dataset", self->dataset);
+  sieve_weights_set_meta(w, "normalize_mean", self->mean);
+  sieve_weights_set_meta(w, "normalize_std", self->std);
+  sieve_weights_set_meta(w, "batch_size", batch);
+  sieve_weights_set_meta(w, "epochs", epochs);
+  sieve_weights_set_meta(w, "seed", seed);
+  r->weights = sieve_weights_encode(w);
+  return TRUE;
+}
 
 static void
 on_progress(gpointer user_data, const char *phase, double epoch, double epochs, guint step, guint steps, double loss)
@@ -149,11 +225,17 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
-  Reporter reporter = {candidate, 0};
+  Reporter reporter = {candidate, 0, self, &o, NULL};
   o.progress = on_progress;
   o.progress_data = &reporter;
+  if (self->keep) {
+    o.done = on_done;
+    o.done_data = &reporter;
+  }
   SieveTrainReport r;
-  if (!sieve_train(net, self->data.train, self->data.val, self->data.test, &o, &r, &local)) {
+  gboolean trained = sieve_train(net, self->data.train, self->data.val, self->data.test, &o, &r, &local);
+  g_autoptr(GBytes) weights = g_steal_pointer(&reporter.weights);
+  if (!trained) {
     if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||
         g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_RUNTIME)) {
       /* This network's failure, not the study's. */
@@ -178,6 +260,8 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   sieve_result_set_metric(result, "train_s", r.train_s);
   sieve_result_set_metric(result, "peak_rss_mb", r.peak_rss / 1048576.0);
   sieve_result_set_cost(result, r.wall_s);
+  if (weights)
+    sieve_result_set_weights(result, weights, self->keep_top);
   return result;
 }
 

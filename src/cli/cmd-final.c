@@ -1,0 +1,248 @@
+/* sieve final STORE [--best K | --trial N] [--epochs E] [--set evaluator.KEY=V]...
+ *
+ * Trains chosen trials of a study again at full budget (the evaluator's
+ * own epochs, or --epochs) with the study's evaluator settings, keeps each
+ * one's weights, and stores each outcome as a final record linked to its
+ * trial, apart from the search's trials.
+ *
+ * Resume: the finals to run are stored as pending, all in one transaction,
+ * before the first training starts; each outcome is stored with its
+ * weights in one transaction.  Running the same command again after a
+ * kill trains what is still pending and nothing twice (a final counts as
+ * the same when it has the same trial, epochs and --set settings). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli-private.h"
+#include "core/core-private.h"
+#include "engine/engine-private.h"
+
+static void
+on_report(gpointer user_data, const SieveCandidate *candidate, const char *text, double fraction)
+{
+  sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
+}
+
+static gint
+compare_objective(gconstpointer a, gconstpointer b, gpointer user_data)
+{
+  const SieveExperiment *exp = user_data;
+  const SieveTrial *x = *(SieveTrial *const *)a, *y = *(SieveTrial *const *)b;
+  double vx = sieve_engine_objective(exp, x->result), vy = sieve_engine_objective(exp, y->result);
+  if (!exp->objectives[0].maximize) {
+    vx = -vx;
+    vy = -vy;
+  }
+  if (isnan(vx) != isnan(vy))
+    return isnan(vx) ? 1 : -1;
+  if (vx != vy)
+    return vx > vy ? -1 : 1;
+  return x->number < y->number ? -1 : 1;
+}
+
+int
+sieve_cmd_final(int argc, char **argv)
+{
+  gint best = 0;
+  gint64 trial = -1;
+  double epochs = NAN;
+  gboolean quiet = FALSE;
+  g_auto(GStrv) sets = NULL;
+  GOptionEntry entries[] = {
+      {"best", 'k', 0, G_OPTION_ARG_INT, &best, "train the K best trials by the objective (default 1)", "K"},
+      {"trial", 0, 0, G_OPTION_ARG_INT64, &trial, "train trial N", "N"},
+      {"epochs", 'e', 0, G_OPTION_ARG_DOUBLE, &epochs, "epochs (default: the evaluator's full budget)", "E"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "override an evaluator option, e.g. --set evaluator.lr=0.05",
+       "evaluator.KEY=VALUE"},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress on stderr", NULL},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new("STORE - train a study's best candidates at full budget");
+  g_option_context_add_main_entries(context, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2 || (best > 0 && trial >= 0) || best < 0 || (!isnan(epochs) && !(epochs > 0))) {
+    fprintf(stderr, "sieve final: expected STORE [--best K | --trial N] [--epochs E] (see 'sieve final --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  for (guint i = 0; sets && sets[i]; i++)
+    if (!g_str_has_prefix(sets[i], "evaluator.") || !strchr(sets[i], '=')) {
+      fprintf(stderr, "sieve final: --set %s: only evaluator.KEY=VALUE may change\n", sets[i]);
+      return SIEVE_EXIT_USAGE;
+    }
+  if (best == 0 && trial < 0)
+    best = 1;
+  const char *path = argv[1];
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no such store", path);
+    return sieve_cli_fail(error);
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  if (store == NULL)
+    return sieve_cli_fail(error);
+  g_autofree char *config = sieve_store_get_meta(store, "config", &error);
+  if (config == NULL) {
+    if (error == NULL)
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", path);
+    return sieve_cli_fail(error);
+  }
+  /* The study's evaluator, its options overridden, weights kept. */
+  g_autoptr(GPtrArray) overrides = g_ptr_array_new();
+  for (guint i = 0; sets && sets[i]; i++)
+    g_ptr_array_add(overrides, sets[i]);
+  g_ptr_array_add(overrides, (gpointer) "evaluator.keep_weights=all");
+  /* --epochs is the full budget of this training (the evaluator's fidelity
+   * range ends there), not a fidelity inside the search's range. */
+  char epochs_text[SIEVE_TEXT_DOUBLE_SIZE];
+  g_autofree char *epochs_set =
+      isnan(epochs) ? NULL : g_strdup_printf("evaluator.epochs=%s", sieve_text_format_double_buf(epochs, epochs_text));
+  if (epochs_set)
+    g_ptr_array_add(overrides, epochs_set);
+  g_ptr_array_add(overrides, NULL);
+  g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
+  g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
+  sieve_registry_load_default(registry, NULL, refused);
+  g_autoptr(SieveExperiment) exp = sieve_experiment_load_string(
+      config, path, dir, (const char *const *)overrides->pdata, registry, refused, &error);
+  sieve_cli_warn_refused(refused);
+  if (exp == NULL) {
+    if (g_strrstr(error->message, "keep_weights"))
+      g_prefix_error(&error, "sieve final needs an evaluator that keeps weights (train): ");
+    return sieve_cli_fail(error);
+  }
+
+  /* Which trials. */
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, &error);
+  if (trials == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(GPtrArray) chosen = g_ptr_array_new();
+  if (trial >= 0) {
+    if (trial >= (gint64)trials->len) {
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT " (it has %u)", path,
+                  trial, trials->len);
+      return sieve_cli_fail(error);
+    }
+    g_ptr_array_add(chosen, trials->pdata[trial]);
+  } else {
+    g_autoptr(GPtrArray) ok = g_ptr_array_new();
+    for (guint i = 0; i < trials->len; i++)
+      if (((SieveTrial *)trials->pdata[i])->status == SIEVE_STATUS_OK)
+        g_ptr_array_add(ok, trials->pdata[i]);
+    g_ptr_array_sort_with_data(ok, compare_objective, exp);
+    for (guint i = 0; i < ok->len && chosen->len < (guint)best; i++)
+      g_ptr_array_add(chosen, ok->pdata[i]);
+    if (chosen->len == 0) {
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no finished trial to train again", path);
+      return sieve_cli_fail(error);
+    }
+  }
+  g_autofree char *settings = sets ? g_strjoinv("\n", sets) : g_strdup("");
+
+  /* The finals to run: pending ones of this selection first (a killed
+   * run), new ones stored as pending before any training. */
+  g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, &error);
+  if (finals == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) todo_trial = g_array_new(FALSE, FALSE, sizeof(gint64));
+  gint64 already = 0;
+  if (!sieve_store_begin(store, &error))
+    return sieve_cli_fail(error);
+  for (guint i = 0; i < chosen->len; i++) {
+    const SieveTrial *t = chosen->pdata[i];
+    const SieveFinal *same = NULL;
+    for (guint j = 0; j < finals->len && !same; j++) {
+      const SieveFinal *f = finals->pdata[j];
+      if (f->trial == t->number && g_strcmp0(f->settings, settings) == 0 &&
+          (isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs))
+        same = f;
+    }
+    if (same && same->status != SIEVE_STATUS_PENDING) {
+      already++;
+      continue;
+    }
+    gint64 n = same ? same->number : sieve_store_add_final(store, t->number, t->genotype, epochs, settings, &error);
+    if (n < 0) {
+      sieve_store_rollback(store);
+      return sieve_cli_fail(error);
+    }
+    g_array_append_val(todo, n);
+    g_array_append_val(todo_trial, t->number);
+  }
+  if (!sieve_store_commit(store, &error)) {
+    sieve_store_rollback(store);
+    return sieve_cli_fail(error);
+  }
+
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  if (space == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(SieveEvaluator) evaluator =
+      todo->len ? sieve_evaluator_new(exp->evaluator.component, space, exp->evaluator.options, &error) : NULL;
+  if (todo->len && evaluator == NULL)
+    return sieve_cli_fail(error);
+  const SieveObjective *objective = &exp->objectives[0];
+  g_autoptr(SieveProgress) progress =
+      sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(todo->len + already), already,
+                         objective->metric, objective->maximize);
+  if (!quiet)
+    sieve_progress_message(progress, "final training of %u trial%s (%" G_GINT64_FORMAT " done before), epochs %s",
+                           todo->len, todo->len == 1 ? "" : "s", already,
+                           isnan(epochs) ? "as the evaluator's full budget" : sieve_text_format_double_buf(epochs,
+                                                                                          (char[SIEVE_TEXT_DOUBLE_SIZE]){0}));
+  int status = SIEVE_EXIT_OK;
+  for (guint i = 0; i < todo->len; i++) {
+    gint64 number = g_array_index(todo, gint64, i);
+    const SieveTrial *t = trials->pdata[g_array_index(todo_trial, gint64, i)];
+    g_autoptr(SieveGenotype) g = sieve_space_parse(space, t->genotype, &error);
+    if (g == NULL)
+      return sieve_cli_fail(error);
+    g_autoptr(SieveCandidate) candidate = sieve_candidate_new(g_steal_pointer(&g), NAN);
+    sieve_candidate_set_trial(candidate, number);
+    if (!quiet)
+      sieve_candidate_set_report_func(candidate, on_report, progress);
+    double started = g_get_real_time() / 1e6;
+    g_autoptr(SieveResult) result = sieve_evaluator_evaluate(evaluator, candidate, &error);
+    if (result == NULL)
+      return sieve_cli_fail(error);
+    double finished = g_get_real_time() / 1e6;
+    GBytes *weights = sieve_result_get_weights(result, NULL);
+    gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
+    if (!sieve_store_begin(store, &error) ||
+        !sieve_store_finish_final(store, number, result, started, finished, &error) ||
+        (ok && weights && !sieve_store_put_weights(store, "final", number, weights, &error)) ||
+        !sieve_store_commit(store, &error)) {
+      sieve_store_rollback(store);
+      return sieve_cli_fail(error);
+    }
+    if (!ok)
+      status = SIEVE_EXIT_FAILURE;
+    sieve_progress_trial(progress, number, sieve_result_get_status(result), sieve_engine_objective(exp, result),
+                         t->genotype, sieve_result_get_cost(result), sieve_result_get_reason(result));
+  }
+  sieve_progress_end(progress);
+
+  /* What the finals of this selection reached, beside the search's figure. */
+  g_autoptr(GPtrArray) now = sieve_store_list_finals(store, &error);
+  if (now == NULL)
+    return sieve_cli_fail(error);
+  printf("%-6s %-6s %12s %12s  %s\n", "final", "trial", "search", "final", objective->metric);
+  for (guint j = 0; j < now->len; j++) {
+    const SieveFinal *f = now->pdata[j];
+    gboolean mine = FALSE;
+    for (guint i = 0; i < chosen->len; i++)
+      mine |= ((SieveTrial *)chosen->pdata[i])->number == f->trial;
+    if (!mine || g_strcmp0(f->settings, settings) != 0 || !(isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs))
+      continue;
+    const SieveTrial *t = trials->pdata[f->trial];
+    printf("%-6" G_GINT64_FORMAT " %-6" G_GINT64_FORMAT " %12.6g %12.6g  %s\n", f->number, f->trial,
+           sieve_engine_objective(exp, t->result), sieve_engine_objective(exp, f->result),
+           f->status == SIEVE_STATUS_OK ? "ok" : sieve_status_to_string(f->status));
+  }
+  return status;
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""sieve model and sieve final end to end on real Fashion-MNIST (tiny
+networks, small subsets): kept weights, sieve model eval's accuracy equal to
+the trial's stored test accuracy, bad input refused with the file or trial
+named and the store unchanged, sieve final killed with SIGKILL and resumed,
+finals kept apart from the trials in export."""
+import csv
+import hashlib
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+DATA = os.environ.get("SIEVE_DATA_DIR", "/usr/share/datasets")
+if not os.path.isdir(os.path.join(DATA, "fashion-mnist")):
+    print("SKIP: Fashion-MNIST (Debian's dataset-fashion-mnist) is not installed", file=sys.stderr)
+    sys.exit(77)
+
+CONFIG = """name: tiny
+seed: 1
+space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}
+optimizer: {plugin: random}
+evaluator: {plugin: train, dataset: fashion-mnist, train_limit: 512, validation: 256, epochs: 0.25,
+            batch_size: 64, lr: 0.05, keep_weights: top, keep_top: 2, threads: 1}
+objective: {metric: val_acc, direction: maximize}
+budget: {evaluations: 3}
+"""
+
+
+def sieve(*args, check=None, timeout=300, cwd=None):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def digest(path):
+    """The store's content as SQLite reads it (the WAL included)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    h = hashlib.sha256()
+    for table in ("trials", "metrics", "weights", "finals", "final_metrics", "meta"):
+        for row in db.execute(f"SELECT * FROM {table} ORDER BY 1, 2"):
+            h.update(repr(row).encode())
+    db.close()
+    return h.hexdigest()
+
+
+class ModelCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="sieve-model-")
+        cls.dir = cls._tmp.name
+        with open(os.path.join(cls.dir, "tiny.yaml"), "w") as f:
+            f.write(CONFIG)
+        sieve("run", "tiny.yaml", "--quiet", check=0, cwd=cls.dir)
+        cls.store = os.path.join(cls.dir, "tiny.sieve")
+        rows = list(csv.DictReader(io.StringIO(sieve("export", cls.store, check=0).stdout)))
+        cls.rows = {int(r["number"]): r for r in rows}
+        db = sqlite3.connect(cls.store)
+        cls.kept = [n for (n,) in db.execute("SELECT number FROM weights WHERE owner = 'trial' ORDER BY number")]
+        db.close()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_keep_top(self):
+        # keep_top: 2 of 3 trials, the two best by val_acc.
+        self.assertEqual(len(self.kept), 2)
+        by_acc = sorted(self.rows, key=lambda n: (-float(self.rows[n]["val_acc"]), n))
+        self.assertEqual(sorted(self.kept), sorted(by_acc[:2]))
+
+    def test_eval_equals_stored_test_accuracy(self):
+        trial = self.kept[0]
+        for ext in ("safetensors", "onnx"):
+            out = self.path(f"t{trial}.{ext}")
+            sieve("model", "export", self.store, "--trial", str(trial), "-o", out, check=0)
+            line = json.loads(sieve("model", "eval", out, "--dataset", "fashion-mnist", "--threads", "1",
+                                    check=0).stdout)
+            self.assertEqual(line["test_acc"], float(self.rows[trial]["test_acc"]), ext)
+            self.assertEqual(line["examples"], 10000)
+            self.assertGreater(line["latency_ms"], 0)
+        info = sieve("model", "info", self.path(f"t{trial}.onnx"), check=0).stdout
+        self.assertIn(f"genotype: {self.rows[trial]['genotype']}", info)
+        self.assertIn(f"parameters: {int(float(self.rows[trial]['params']))}", info)
+        self.assertIn(f"macs: {int(float(self.rows[trial]['macs']))}", info)
+
+    def test_bad_input(self):
+        before = digest(self.store)
+        missing = [n for n in self.rows if n not in self.kept][0]
+        p = sieve("model", "export", self.store, "--trial", str(missing), "-o", self.path("x.onnx"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"trial {missing}", p.stderr)
+        self.assertIn("no weights kept", p.stderr)
+        p = sieve("model", "export", self.store, "--trial", "99", "-o", self.path("x.onnx"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no trial 99", p.stderr)
+        p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", "/nonexistent/dir/m.onnx")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("/nonexistent/dir/m.onnx", p.stderr)
+        self.assertFalse(os.path.exists(self.path("x.onnx")))
+        # Weights for another genotype, and for another space scale.
+        good = self.path("good.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", good, check=0)
+        other = self.rows[missing]["genotype"]
+        p = sieve("model", "export", "--space", "nb201", "--set", "space.C=4", "--set", "space.N=1",
+                  "--set", "space.in_channels=1", "--set", "space.size=28", "--arch", other, "--weights", good)
+        self.assertIn(p.returncode, (1, 2))
+        self.assertIn(good, p.stderr)
+        same = self.rows[self.kept[0]]["genotype"]
+        p = sieve("model", "export", "--space", "nb201", "--set", "space.C=8", "--set", "space.N=1",
+                  "--set", "space.in_channels=1", "--set", "space.size=28", "--arch", same, "--weights", good)
+        self.assertIn(p.returncode, (1, 2))
+        self.assertIn(good, p.stderr)
+        self.assertIn("shape", p.stderr)
+        # Truncated and corrupted files.
+        with open(good, "rb") as f:
+            blob = f.read()
+        for name, data in (("cut.safetensors", blob[: len(blob) // 2]),
+                           ("flip.safetensors", blob[:-9] + bytes([blob[-9] ^ 0x10]) + blob[-8:])):
+            with open(self.path(name), "wb") as f:
+                f.write(data)
+            for cmd in (["model", "info", self.path(name)],
+                        ["model", "eval", self.path(name), "--dataset", "fashion-mnist"]):
+                p = sieve(*cmd)
+                self.assertIn(p.returncode, (1, 2), cmd)
+                self.assertIn(self.path(name), p.stderr)
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", self.path("whole.onnx"), check=0)
+        with open(self.path("whole.onnx"), "rb") as f:
+            onnx = f.read()
+        with open(self.path("cut.onnx"), "wb") as f:
+            f.write(onnx[: len(onnx) - 100])
+        p = sieve("model", "info", self.path("cut.onnx"))
+        self.assertIn(p.returncode, (1, 2))
+        self.assertIn("cut.onnx", p.stderr)
+        self.assertEqual(digest(self.store), before)
+
+    def test_final_killed_and_resumed(self):
+        # A copy, so that the other tests see the search alone.
+        store = self.path("final.sieve")
+        src = sqlite3.connect(self.store)
+        dst = sqlite3.connect(store)
+        src.backup(dst)
+        src.close()
+        dst.close()
+        args = [SIEVE, "final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Killed once the finals are stored as pending and training started.
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+            n = db.execute("SELECT count(*) FROM finals").fetchone()[0]
+            db.close()
+            if n:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        db = sqlite3.connect(store)
+        pending = db.execute("SELECT count(*) FROM finals WHERE status = 'pending'").fetchone()[0]
+        db.close()
+        self.assertGreaterEqual(pending, 1, "the kill came after the finals finished; nothing to resume")
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
+        self.assertEqual(len(finals), 2)  # resumed, nothing trained twice
+        best = sorted(self.rows, key=lambda n: (-float(self.rows[n]["val_acc"]), n))[:2]
+        self.assertEqual(sorted(f["trial"] for f in finals), sorted(best))
+        for f in finals:
+            self.assertEqual(f["status"], "ok")
+            self.assertEqual(f["genotype"], self.rows[f["trial"]]["genotype"])
+            self.assertEqual(f["metrics"]["epochs"], 0.5)
+        # The trials export and the summary are the search's alone.
+        rows = list(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
+        self.assertEqual(len(rows), len(self.rows))
+        summary = sieve("export", store, "--summary", "--format", "json", check=0).stdout
+        self.assertEqual(json.loads(summary)["evaluated"], len(self.rows))
+        # Run again: nothing left to train.
+        p = sieve("final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false", check=0)
+        self.assertEqual(len(json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)), 2)
+        # The final network exports.
+        sieve("model", "export", store, "--final", "0", "-o", self.path("final0.onnx"), check=0)
+        p = sieve("model", "export", store, "--final", "7", "-o", self.path("final7.onnx"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no final training 7", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
