@@ -31,6 +31,9 @@ compare_min(gconstpointer a, gconstpointer b)
   return x->trial->number < y->trial->number ? -1 : 1;
 }
 
+static void print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top);
+static gboolean print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *objective, GError **error);
+
 gboolean
 sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolean maximize, guint top,
                     GError **error)
@@ -71,9 +74,48 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
             finished ? 100.0 * counts[SIEVE_STATUS_CACHED] / finished : 0.0, finished,
             counts[SIEVE_STATUS_SCREENED]);
   }
-  if (ranked->len == 0 || top == 0)
-    return TRUE;
+  if (ranked->len > 0 && top > 0)
+    print_top(out, ranked, objective, maximize, top);
+  return print_finals(out, store, trials, objective, error);
+}
 
+/* The final trainings (sieve final), apart from the search's ranking: each
+ * beside the trial it trained again, so a search figure and a full-budget
+ * figure are never read as one. */
+static gboolean
+print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *objective, GError **error)
+{
+  g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
+  if (finals == NULL)
+    return FALSE;
+  if (finals->len == 0)
+    return TRUE;
+  guint done = 0;
+  for (guint i = 0; i < finals->len; i++)
+    done += ((const SieveFinal *) finals->pdata[i])->status != SIEVE_STATUS_PENDING;
+  fprintf(out, "final trainings (sieve final; not ranked with the search): %u done, %u pending\n", done,
+          finals->len - done);
+  fprintf(out, "%5s %7s %12s %12s  %s\n", "final", "trial", "search", "final", "status");
+  for (guint i = 0; i < finals->len; i++) {
+    const SieveFinal *f = finals->pdata[i];
+    double searched = NAN, final = NAN;
+    for (guint k = 0; k < trials->len; k++) {
+      const SieveTrial *t = trials->pdata[k];
+      if (t->number == f->trial) {
+        sieve_result_get_metric(t->result, objective, &searched);
+        break;
+      }
+    }
+    sieve_result_get_metric(f->result, objective, &final);
+    fprintf(out, "%5" G_GINT64_FORMAT " %7" G_GINT64_FORMAT " %12.6g %12.6g  %s\n", f->number, f->trial, searched,
+            final, sieve_status_to_string(f->status));
+  }
+  return TRUE;
+}
+
+static void
+print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top)
+{
   /* Columns: the objective, then up to four other metrics of the best trial. */
   const SieveResult *first = g_array_index(ranked, Ranked, 0).trial->result;
   g_autoptr(GPtrArray) columns = g_ptr_array_new();
@@ -105,7 +147,6 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
     fprintf(out, "%s\n", line->str);
   }
   g_string_free(line, TRUE);
-  return TRUE;
 }
 
 /* ---- the Pareto front --------------------------------------------------- */

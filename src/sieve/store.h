@@ -171,7 +171,9 @@ SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat forma
                                       GError **error);
 /* The counts of the trials' outcomes (evaluated, cached, screened, pending,
  * distinct hashes among the evaluated, the fraction answered from the
- * cache) as a CSV header and row, or one JSON object. */
+ * cache), then the final trainings' (finals, finals_ok, finals_failed,
+ * finals_pending: counted apart, never as trials) as a CSV header and row,
+ * or one JSON object. */
 SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                               GError **error);
 

@@ -27,6 +27,8 @@
  * row under a header, or one JSON object, with the keys
  *   trials, evaluated, ok, failed, cached, screened, pending,
  *   distinct_evaluated (distinct hashes among the evaluated trials),
+ *   finals, finals_ok, finals_failed, finals_pending (sieve final's
+ *   trainings, counted apart from the trials),
  *   cache_fraction (cached / finished trials), hash_kind.
  *
  * Numbers are written in the shortest form that reads back to the same
@@ -261,11 +263,20 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   gint64 finished = (gint64) trials->len - counts[SIEVE_STATUS_PENDING];
   double fraction = finished > 0 ? (double) counts[SIEVE_STATUS_CACHED] / finished : 0;
   g_autoptr(GString) buf = g_string_new(NULL);
+  /* The final trainings are counted apart: they are not trials of the search. */
+  g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
+  if (finals == NULL)
+    return FALSE;
+  gint64 final_counts[SIEVE_STATUS_CACHED + 1] = {0};
+  for (guint i = 0; i < finals->len; i++)
+    final_counts[((const SieveFinal *) finals->pdata[i])->status]++;
   gint64 values[] = {trials->len, evaluated, counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED],
                      counts[SIEVE_STATUS_CACHED], counts[SIEVE_STATUS_SCREENED], counts[SIEVE_STATUS_PENDING],
-                     g_hash_table_size(distinct)};
+                     g_hash_table_size(distinct), finals->len, final_counts[SIEVE_STATUS_OK],
+                     final_counts[SIEVE_STATUS_FAILED], final_counts[SIEVE_STATUS_PENDING]};
   static const char *const names[] = {"trials", "evaluated", "ok", "failed", "cached", "screened", "pending",
-                                      "distinct_evaluated"};
+                                      "distinct_evaluated", "finals", "finals_ok", "finals_failed",
+                                      "finals_pending"};
   if (format == SIEVE_EXPORT_CSV) {
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
       g_string_append_printf(buf, "%s,", names[i]);

@@ -185,8 +185,17 @@ class ModelCli(unittest.TestCase):
         # The trials export and the summary are the search's alone.
         rows = list(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
         self.assertEqual(len(rows), len(self.rows))
-        summary = sieve("export", store, "--summary", "--format", "json", check=0).stdout
-        self.assertEqual(json.loads(summary)["evaluated"], len(self.rows))
+        summary = json.loads(sieve("export", store, "--summary", "--format", "json", check=0).stdout)
+        self.assertEqual(summary["evaluated"], len(self.rows))
+        self.assertEqual(summary["trials"], len(self.rows))
+        # The finals are counted apart, never as trials.
+        self.assertEqual((summary["finals"], summary["finals_ok"], summary["finals_pending"]), (2, 2, 0))
+        # The summary `sieve run` prints lists them below the search's ranking, each beside its trial.
+        p = sieve("run", os.path.join(self.dir, "tiny.yaml"), "--resume", "--store", store, check=0)
+        tail = p.stdout[p.stdout.index("final trainings"):]
+        self.assertIn("2 done, 0 pending", tail)
+        for f in finals:
+            self.assertRegex(tail, r"\n\s*%d\s+%d\s" % (f["final"], f["trial"]))
         # Run again: nothing left to train.
         p = sieve("final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false", check=0)
         self.assertEqual(len(json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)), 2)
