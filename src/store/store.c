@@ -676,7 +676,19 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
     register_reader(store);
 
   int flags = (mode == SIEVE_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
-  if (sqlite3_open_v2(path, &store->db, flags, NULL) != SQLITE_OK) {
+  /* A WAL store needs its -shm file, which SQLite makes even to read; in a
+   * folder this user cannot write, with no -wal left (so no writer can be
+   * at work: it could not have made one), the file is read as immutable,
+   * which needs neither.  A reader needs no write access. */
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+  g_autofree char *uri = NULL;
+  if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS)) {
+    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+    uri = g_strconcat("file:", escaped, "?immutable=1", NULL);
+    flags |= SQLITE_OPEN_URI;
+  }
+  if (sqlite3_open_v2(uri ? uri : path, &store->db, flags, NULL) != SQLITE_OK) {
     if (store->db == NULL)
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: out of memory", path);
     else
