@@ -68,6 +68,12 @@ class Bounds(Scratch):
         self.assertEqual(p.stdout.count("\n"), 3, p.stdout)
         self.assertEqual(sorted(os.listdir(folder)), ["s.sieve", "s.yaml", "space.yaml"])
 
+    def test_plugin_crashing_in_init_is_named(self):
+        plugin = os.environ["HOSTILE_CRASH_PLUGIN"]
+        p = sieve("plugins", "--plugin-path", plugin)
+        self.assertEqual(p.returncode, -11, p.stderr)  # still dies of the signal, but says of what
+        self.assertIn(f"sieve: plugin {plugin} crashed in its init", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
