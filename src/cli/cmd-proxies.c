@@ -19,6 +19,9 @@
 
 #include "cli/cli-private.h"
 
+/* The most examples --batch takes (see the check in the command). */
+#define SIEVE_PROXIES_MAX_BATCH 8192
+
 typedef struct {
   char *text;    /* the architecture as given */
   char *where;   /* "line 3" / "argument 2", for messages */
@@ -277,6 +280,14 @@ sieve_cmd_proxies(int argc, char **argv)
   }
   if (batch == 0 || batch < -1) {
     fprintf(stderr, "sieve proxies: --batch %d: a batch needs at least one example\n", batch);
+    return SIEVE_EXIT_USAGE;
+  }
+  /* Bounded before anything is allocated by it: a proxy's batch is tens to
+   * hundreds of examples, and a typo such as 100000000 would otherwise end
+   * in an abort inside the allocator. */
+  if (batch > SIEVE_PROXIES_MAX_BATCH) {
+    fprintf(stderr, "sieve proxies: --batch %d: at most %d examples (a proxy needs tens to hundreds)\n", batch,
+            SIEVE_PROXIES_MAX_BATCH);
     return SIEVE_EXIT_USAGE;
   }
   if (threads < 0 || jobs < 0) {

@@ -9,8 +9,10 @@
 #include "sieve-config.h"
 
 #include <gmodule.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sieve/plugin.h>
 #include <sieve/registry.h>
@@ -215,6 +217,43 @@ check_descriptor(const SievePluginDescriptor *desc, const char *path, GError **e
   return TRUE;
 }
 
+/* A plugin whose init crashes takes the process with it; what we can do is
+ * say which file did it.  While an init runs, the fatal signals print the
+ * plugin's path (with write(), async-signal-safe) and then take their
+ * default action, so the exit status still tells the signal.  Plugins are
+ * loaded at start-up, one at a time, so one static path is enough. */
+static const char *volatile init_crash_path;
+
+static void
+on_init_crash(int sig)
+{
+  static const char head[] = "sieve: plugin ";
+  static const char tail[] = " crashed in its init (a fatal signal); remove it from the plugin path\n";
+  const char *path = init_crash_path;
+  if (write(STDERR_FILENO, head, sizeof head - 1) < 0 || (path && write(STDERR_FILENO, path, strlen(path)) < 0) ||
+      write(STDERR_FILENO, tail, sizeof tail - 1) < 0) {
+    /* nothing more to do: the signal is raised again below */
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static gboolean
+call_init_guarded(SieveRegistry *registry, const SievePluginDescriptor *desc, const char *path, GError **error)
+{
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  struct sigaction crash = {.sa_handler = on_init_crash, .sa_flags = SA_NODEFER}, saved[G_N_ELEMENTS(fatal)];
+  sigemptyset(&crash.sa_mask);
+  init_crash_path = path;
+  for (guint i = 0; i < G_N_ELEMENTS(fatal); i++)
+    sigaction(fatal[i], &crash, &saved[i]);
+  gboolean ok = desc->init(registry, error);
+  for (guint i = 0; i < G_N_ELEMENTS(fatal); i++)
+    sigaction(fatal[i], &saved[i], NULL);
+  init_crash_path = NULL;
+  return ok;
+}
+
 /* Runs a plugin's init with its registrations staged: they enter the
  * registry only when the whole init succeeded.  where: what components
  * name as their file (the canonical path, or "<builtin>"); path: what
@@ -227,7 +266,7 @@ run_init(SieveRegistry *registry, const SievePluginDescriptor *desc, const char 
   registry->loading = desc;
   registry->staging = g_ptr_array_new();
   GError *local = NULL;
-  gboolean ok = desc->init(registry, &local);
+  gboolean ok = call_init_guarded(registry, desc, path, &local);
   GPtrArray *staged = registry->staging;
   registry->staging = NULL;
   registry->loading_path = NULL;

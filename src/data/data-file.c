@@ -87,6 +87,9 @@ read_raw(const char *path, gsize *out_len, GError **error)
   return buf;
 }
 
+/* 2 GiB: four times the largest dataset file sieve reads (CIFAR-100's). */
+#define SIEVE_DATA_MAX_INFLATED ((gsize) 2 << 30)
+
 /* Inflates a whole gzip file (RFC 1952), members one after another included
  * (what `cat a.gz b.gz` makes).  zlib checks each member's CRC-32 and length. */
 static GBytes *
@@ -98,7 +101,12 @@ inflate_gzip(const char *path, const guint8 *in, gsize in_len, GError **error)
   if (in_len >= 18)
     cap = (gsize) in[in_len - 4] | (gsize) in[in_len - 3] << 8 | (gsize) in[in_len - 2] << 16 |
           (gsize) in[in_len - 1] << 24;
+  /* Inflating stops at the size the trailer declares (or at
+   * SIEVE_DATA_MAX_INFLATED when the file has several members): a gzip bomb
+   * is refused after that many bytes, not after filling the memory. */
+  gsize declared = cap;
   cap = MAX(cap + 64, MAX(in_len, 4096)); /* slack: room for the end of stream */
+  gboolean one_member = TRUE;
   guint8 *out = g_malloc(cap);
   gsize out_len = 0, pos = 0;
   g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP);
@@ -127,10 +135,19 @@ inflate_gzip(const char *path, const guint8 *in, gsize in_len, GError **error)
     }
     pos += n_read;
     out_len += n_written;
+    gsize limit = one_member && declared > 0 ? MIN(declared, SIEVE_DATA_MAX_INFLATED) : SIEVE_DATA_MAX_INFLATED;
+    if (out_len > limit) {
+      sieve__data_error(error, SIEVE_ERROR_PARSE, path,
+                        "gzip data inflate to more than %" G_GSIZE_FORMAT " bytes, %s; stopped there", limit,
+                        limit == declared ? "the size its trailer declares" : "the most sieve reads from one file");
+      g_free(out);
+      return NULL;
+    }
     if (r == G_CONVERTER_FINISHED) {
       if (pos == in_len)
         break;
       if (in_len - pos >= 2 && in[pos] == 0x1f && in[pos + 1] == 0x8b) {
+        one_member = FALSE;
         g_converter_reset(G_CONVERTER(z));
         continue;
       }

@@ -135,7 +135,12 @@ sieve__npy_decode(const guint8 *bytes, gsize size, const char *name, GError **er
       return fail(error, name, "the shape is not a tuple of at most 8 sizes"), NULL;
     }
     a->dims[a->ndims++] = d;
-    a->count *= d;
+    /* Bounded before anything is sized by it: a crafted header's product
+     * may wrap around to the file's real size. */
+    if (!g_uint64_checked_mul(&a->count, a->count, d) || a->count > G_MAXSIZE / 16) {
+      sieve__npy_free(a);
+      return fail(error, name, "the shape claims more elements than any file can hold"), NULL;
+    }
     p = end;
   }
   gsize want = a->count * types[t].size;

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include <sieve/proxy.h>
+#include <sieve/text.h>
 
 #include "engine/engine-private.h"
 
@@ -395,6 +396,7 @@ typedef struct {
   GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
   guint running;         /* evaluations under way */
   GQueue ready;          /* Proposal* waiting for a worker, in trial order */
+  gboolean objective_seen; /* some trial of the study reported every objective (see check_objective) */
 } RunState;
 
 static double
@@ -705,17 +707,34 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   return TRUE;
 }
 
-/* An OK result without an objective metric means a typo in the experiment
- * or the wrong evaluator: stop at once rather than spend the budget. */
+/* An OK result must carry every objective as a finite number: whatever an
+ * evaluator reports (a program's null, a string, NaN, a missing member)
+ * is checked here, before the result is stored, and a result that fails
+ * the check is stored as a failed trial with the reason, so the study
+ * goes on.  One exception: while no trial of the study has reported the
+ * objective at all, a missing one means a typo in the experiment or the
+ * wrong evaluator, and the study stops at once (error set, FALSE) rather
+ * than spend the budget on trials that all fail the same way. */
 static gboolean
-check_objective(SieveEngine *engine, const SieveResult *result, GError **error)
+check_objective(RunState *rs, SieveResult *result, GError **error)
 {
+  SieveEngine *engine = rs->engine;
   if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
     return TRUE;
+  const char *evaluator = sieve_component_get_name(engine->exp->evaluator.component);
   for (guint k = 0; k < engine->exp->n_objectives; k++) {
     const SieveObjective *objective = &engine->exp->objectives[k];
-    if (sieve_result_get_metric(result, objective->metric, NULL))
+    double value;
+    if (sieve_result_get_metric(result, objective->metric, &value)) {
+      if (!isfinite(value)) {
+        g_autofree char *text = sieve_text_format_double(value);
+        sieve_result_set_failed(result, "the objective metric '%s' is %s, not a finite number", objective->metric,
+                                text);
+        rs->objective_seen = TRUE;
+        return TRUE;
+      }
       continue;
+    }
     guint n = sieve_result_n_metrics(result);
     g_autofree const char **names = g_new0(const char *, n + 1);
     for (guint i = 0; i < n; i++)
@@ -723,11 +742,16 @@ check_objective(SieveEngine *engine, const SieveResult *result, GError **error)
     const char *guess = sieve_suggest(objective->metric, names);
     g_autofree char *all = n ? g_strjoinv(", ", (char **) names) : g_strdup("none");
     g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
-    sieve_node_set_error(error, objective->node,
-                         "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s",
-                         sieve_component_get_name(engine->exp->evaluator.component), objective->metric, hint, all);
-    return FALSE;
+    if (!rs->objective_seen) {
+      sieve_node_set_error(error, objective->node,
+                           "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s", evaluator,
+                           objective->metric, hint, all);
+    }
+    sieve_result_set_failed(result, "no number for the objective metric '%s'%s (numeric metrics reported: %s)",
+                            objective->metric, hint, all);
+    return rs->objective_seen;
   }
+  rs->objective_seen = TRUE;
   return TRUE;
 }
 
@@ -906,6 +930,8 @@ resume_trials(RunState *rs, GError **error)
     rs->proposals++;
     switch (t->status) {
     case SIEVE_STATUS_OK:
+      rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
+      /* fall through */
     case SIEVE_STATUS_FAILED:
       rs->evaluations++;
       rs->consecutive_hits = 0;
@@ -1068,6 +1094,10 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       continue;
     }
     GError *local = NULL;
+    /* Checked before storing, so the trial is stored as it will be read. */
+    if (!check_objective(&rs, job->result, &local) && fatal == NULL)
+      fatal = g_steal_pointer(&local);
+    g_clear_error(&local);
     if (!finish_evaluation(&rs, job, &local)) {
       if (fatal == NULL)
         fatal = local;
@@ -1076,8 +1106,6 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       job_free(job);
       continue;
     }
-    if (fatal == NULL && !check_objective(engine, job->result, &local))
-      fatal = local;
     job_free(job);
   }
 

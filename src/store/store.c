@@ -10,23 +10,29 @@
  * WAL is synced before each checkpoint).  FULL would cost one fsync per
  * trial, which dominates studies whose evaluations take milliseconds.
  *
- * The writer lock is flock(LOCK_EX) on a sidecar file PATH-lock, not on the
- * database file itself: SQLite holds POSIX (fcntl) locks on the database,
- * and POSIX locks of a process are all dropped when ANY descriptor of that
- * file is closed (see sqlite.org/howtocorrupt.html, section 2.2), so an
- * extra descriptor on the database that we close (e.g. after losing the
- * race for the lock, in a process that already has the store open) would
- * silently strip SQLite's own locks.  The sidecar also holds the writer's
- * pid so that a refused writer can name it.  It is never unlinked: removing
- * it would let two writers lock two different inodes of the same name.
+ * The writer lock is an open-file-description lock (F_OFD_SETLK) on one
+ * byte of the database file itself, far past any byte SQLite locks: the
+ * lock belongs to the file (device and inode), so a symlink or a hard link
+ * to a store in use is refused like its own name, and the kernel drops it
+ * when the writer dies, leaving no lock file behind.  OFD locks, unlike
+ * POSIX ones, do not vanish when another descriptor of the file is closed.
+ * The reverse hazard remains: closing OUR descriptor drops every POSIX lock
+ * that SQLite holds on the file in this process (sqlite.org/howtocorrupt.html,
+ * section 2.2).  So the process keeps one table of the store files it has
+ * open (readers and writers), and a lock descriptor is only closed once no
+ * connection of this process has that file open; until then it is parked.
+ * The table also lets a second writer in the same process name the path
+ * the first one used.
  */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -208,7 +214,8 @@ struct _SieveStore {
   char *path;
   SieveStoreMode mode;
   sqlite3 *db;
-  int lock_fd; /* -1 in READ mode */
+  int lock_fd; /* the writer lock's descriptor, -1 in READ mode */
+  char *file_key; /* "dev:ino" of the file in the table of open files, or NULL */
   gboolean v1;  /* a version 1 file opened read-only: no version 2 columns */
   gint64 version; /* the file's schema version (older files opened read-only stay as they are) */
   gint64 run;   /* recorded with new trials; 0: none (NULL) */
@@ -358,49 +365,162 @@ query_int(SieveStore *store, const char *sql, gint64 *out, GError **error)
 
 /* ---- open and close ---------------------------------------------------- */
 
-/* Takes the writer lock on PATH-lock; on success writes our pid there. */
+/* The lock's byte: beyond any file SQLite writes and any byte it locks
+ * (its lock page sits at 1 GiB). */
+#define WRITER_LOCK_OFFSET ((off_t) 1 << 62)
+
+/* One store file open in this process, by device and inode. */
+typedef struct {
+  guint users;        /* connections (readers and writers) of this process */
+  char *writer;       /* path the writer opened it by, or NULL */
+  GArray *parked_fds; /* lock descriptors to close with the last user */
+} OpenFile;
+
+static GMutex open_files_mutex;
+static GHashTable *open_files; /* "dev:ino" -> OpenFile* */
+
+static void
+open_file_free(gpointer data)
+{
+  OpenFile *f = data;
+  for (guint i = 0; i < f->parked_fds->len; i++)
+    close(g_array_index(f->parked_fds, int, i));
+  g_array_unref(f->parked_fds);
+  g_free(f->writer);
+  g_free(f);
+}
+
+/* (mutex held) the entry of key, made on first use */
+static OpenFile *
+open_file_get(const char *key)
+{
+  if (open_files == NULL)
+    open_files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, open_file_free);
+  OpenFile *f = g_hash_table_lookup(open_files, key);
+  if (f == NULL) {
+    f = g_new0(OpenFile, 1);
+    f->parked_fds = g_array_new(FALSE, FALSE, sizeof(int));
+    g_hash_table_insert(open_files, g_strdup(key), f);
+  }
+  return f;
+}
+
+/* (mutex held) one user fewer; the entry goes with its last user. */
+static void
+open_file_release(const char *key)
+{
+  OpenFile *f = open_files ? g_hash_table_lookup(open_files, key) : NULL;
+  if (f != NULL && --f->users == 0)
+    g_hash_table_remove(open_files, key);
+}
+
+/* (mutex held) closes fd now if no connection of this process has the
+ * file open, otherwise later with the last one (see the top of the file). */
+static void
+park_or_close(OpenFile *f, int fd)
+{
+  if (f->users == 0)
+    close(fd);
+  else
+    g_array_append_val(f->parked_fds, fd);
+}
+
+static char *
+file_key(const struct stat *st)
+{
+  return g_strdup_printf("%ju:%ju", (uintmax_t) st->st_dev, (uintmax_t) st->st_ino);
+}
+
+/* Takes the writer lock on the database file (made empty if missing) and
+ * registers the file as open in this process; store->file_key set. */
 static gboolean
 take_writer_lock(SieveStore *store, GError **error)
 {
-  g_autofree char *lock_path = g_strconcat(store->path, "-lock", NULL);
-  int fd = g_open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int saved = errno;
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the lock file %s: %s", store->path,
-                lock_path, g_strerror(saved));
-    return FALSE;
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int saved = errno;
-    if (saved == EWOULDBLOCK) {
-      /* Best effort: the holder may not have written its pid yet. */
-      char buf[32] = {0};
-      ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-      gint64 pid = n > 0 ? g_ascii_strtoll(buf, NULL, 10) : 0;
-      if (pid > 0)
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY,
-                    "%s: store is in use by another sieve process (pid %" G_GINT64_FORMAT ")", store->path, pid);
-      else
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY, "%s: store is in use by another sieve process",
-                    store->path);
-    } else {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot lock %s: %s", store->path, lock_path,
-                  g_strerror(saved));
+  g_mutex_lock(&open_files_mutex);
+  /* The table is asked before a descriptor is opened, so that a refusal
+   * in this process closes nothing of SQLite's. */
+  struct stat st;
+  if (stat(store->path, &st) == 0) {
+    g_autofree char *key = file_key(&st);
+    OpenFile *f = open_files ? g_hash_table_lookup(open_files, key) : NULL;
+    if (f != NULL && f->writer != NULL) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY,
+                  "%s: store is in use by another writer in this process (pid %d), which opened it as %s",
+                  store->path, (int) getpid(), f->writer);
+      g_mutex_unlock(&open_files_mutex);
+      return FALSE;
     }
-    close(fd);
-    return FALSE;
   }
-  char pid_text[32];
-  int len = g_snprintf(pid_text, sizeof pid_text, "%d\n", (int) getpid());
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid_text, (size_t) len, 0) != len) {
+  int fd = g_open(store->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || fstat(fd, &st) != 0) {
     int saved = errno;
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot write %s: %s", store->path, lock_path,
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store for writing: %s", store->path,
                 g_strerror(saved));
-    close(fd);
+    if (fd >= 0)
+      close(fd);
+    g_mutex_unlock(&open_files_mutex);
     return FALSE;
   }
+  store->file_key = file_key(&st);
+  OpenFile *f = open_file_get(store->file_key);
+  struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = WRITER_LOCK_OFFSET, .l_len = 1};
+  if (fcntl(fd, F_OFD_SETLK, &lock) != 0) {
+    int saved = errno;
+    if (saved == EAGAIN || saved == EACCES)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY,
+                  "%s: store is in use by another sieve process (the lock is on the file, device:inode %s, "
+                  "whatever name it was opened by)",
+                  store->path, store->file_key);
+    else
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot lock the store: %s", store->path,
+                  g_strerror(saved));
+    park_or_close(f, fd);
+    if (f->users == 0)
+      g_hash_table_remove(open_files, store->file_key);
+    g_clear_pointer(&store->file_key, g_free);
+    g_mutex_unlock(&open_files_mutex);
+    return FALSE;
+  }
+  f->users++;
+  f->writer = g_strdup(store->path);
   store->lock_fd = fd;
+  g_mutex_unlock(&open_files_mutex);
   return TRUE;
+}
+
+/* A reader is registered too: its SQLite locks are what parking protects. */
+static void
+register_reader(SieveStore *store)
+{
+  struct stat st;
+  if (stat(store->path, &st) != 0)
+    return;
+  g_mutex_lock(&open_files_mutex);
+  store->file_key = file_key(&st);
+  open_file_get(store->file_key)->users++;
+  g_mutex_unlock(&open_files_mutex);
+}
+
+/* After sqlite3_close: gives up the lock and the registration. */
+static void
+release_file(SieveStore *store)
+{
+  if (store->file_key == NULL)
+    return;
+  g_mutex_lock(&open_files_mutex);
+  OpenFile *f = g_hash_table_lookup(open_files, store->file_key);
+  if (store->lock_fd >= 0) {
+    struct flock unlock = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = WRITER_LOCK_OFFSET, .l_len = 1};
+    fcntl(store->lock_fd, F_OFD_SETLK, &unlock);
+    g_clear_pointer(&f->writer, g_free);
+    f->users--;
+    park_or_close(f, store->lock_fd);
+    f->users++;
+    store->lock_fd = -1;
+  }
+  open_file_release(store->file_key);
+  g_mutex_unlock(&open_files_mutex);
+  g_clear_pointer(&store->file_key, g_free);
 }
 
 /* Whether table has column (PRAGMA table_info). */
@@ -552,9 +672,23 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   /* The lock comes first, so a refused writer touches nothing. */
   if (mode == SIEVE_STORE_WRITE && !take_writer_lock(store, error))
     return NULL;
+  if (mode == SIEVE_STORE_READ)
+    register_reader(store);
 
   int flags = (mode == SIEVE_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
-  if (sqlite3_open_v2(path, &store->db, flags, NULL) != SQLITE_OK) {
+  /* A WAL store needs its -shm file, which SQLite makes even to read; in a
+   * folder this user cannot write, with no -wal left (so no writer can be
+   * at work: it could not have made one), the file is read as immutable,
+   * which needs neither.  A reader needs no write access. */
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+  g_autofree char *uri = NULL;
+  if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS)) {
+    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+    uri = g_strconcat("file:", escaped, "?immutable=1", NULL);
+    flags |= SQLITE_OPEN_URI;
+  }
+  if (sqlite3_open_v2(uri ? uri : path, &store->db, flags, NULL) != SQLITE_OK) {
     if (store->db == NULL)
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: out of memory", path);
     else
@@ -585,8 +719,7 @@ sieve_store_close(SieveStore *store)
       g_warning("%s: closing the store: %s", store->path, sqlite3_errmsg(store->db));
   }
   /* After sqlite3_close, so that the lock outlives every write. */
-  if (store->lock_fd >= 0)
-    close(store->lock_fd);
+  release_file(store);
   g_free(store->path);
   g_free(store);
 }

@@ -566,7 +566,8 @@ test_busy(Fixture *f, gconstpointer data)
   g_assert_null(sieve_store_open(f->path, SIEVE_STORE_WRITE, &error));
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY);
   g_autofree char *want =
-      g_strdup_printf("%s: store is in use by another sieve process (pid %d)", f->path, (int) getpid());
+      g_strdup_printf("%s: store is in use by another writer in this process (pid %d), which opened it as %s",
+                      f->path, (int) getpid(), f->path);
   g_assert_cmpstr(error->message, ==, want);
   g_clear_error(&error);
 

@@ -71,6 +71,12 @@ static const SieveOptionSpec command_options[] = {
 
 /* How much of a bad line or of stderr a reason quotes. */
 #define QUOTE_CHARS 80
+/* Bounds on the protocol line, checked before json-glib sees it: its parser
+ * recurses once per level of nesting, so a line of 100,000 '[' would
+ * overflow the C stack, and a metrics object needs neither depth nor
+ * megabytes. */
+#define METRICS_MAX_DEPTH 32
+#define METRICS_MAX_BYTES (1u << 20)
 
 typedef struct {
   const SieveSpace *space;
@@ -307,6 +313,31 @@ nonfinite_value(const char *text, double *out)
   return TRUE;
 }
 
+/* The deepest nesting of arrays and objects in line, strings skipped; a
+ * loop, not a parser, so that no input can exhaust the stack. */
+static guint
+json_depth(const char *line)
+{
+  guint depth = 0, deepest = 0;
+  gboolean in_string = FALSE;
+  for (const char *p = line; *p; p++) {
+    if (in_string) {
+      if (*p == '\\' && p[1])
+        p++;
+      else if (*p == '"')
+        in_string = FALSE;
+    } else if (*p == '"') {
+      in_string = TRUE;
+    } else if (*p == '[' || *p == '{') {
+      depth++;
+      deepest = MAX(deepest, depth);
+    } else if ((*p == ']' || *p == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
 /* Reads the protocol line into result. */
 static void
 read_metrics(const CommandRun *run, SieveResult *result)
@@ -315,6 +346,20 @@ read_metrics(const CommandRun *run, SieveResult *result)
   if (line == NULL) {
     sieve_result_set_failed(result, "the program wrote nothing on stdout (its last line must be a JSON object "
                                     "of metrics)");
+    return;
+  }
+  gsize bytes = strlen(line);
+  if (bytes > METRICS_MAX_BYTES) {
+    g_autofree char *shown = shorten(line);
+    sieve_result_set_failed(result, "last stdout line is %" G_GSIZE_FORMAT " bytes, more than the %u a JSON "
+                            "object of metrics may have: '%s'", bytes, METRICS_MAX_BYTES, shown);
+    return;
+  }
+  guint depth = json_depth(line);
+  if (depth > METRICS_MAX_DEPTH) {
+    g_autofree char *shown = shorten(line);
+    sieve_result_set_failed(result, "last stdout line nests %u levels deep, more than the %d a JSON object of "
+                            "metrics may have: '%s'", depth, METRICS_MAX_DEPTH, shown);
     return;
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
