@@ -25,6 +25,7 @@ sieve_report_free(SieveReport *report)
   g_free(report->space_name);
   g_free(report->optimizer_name);
   g_free(report->evaluator_name);
+  g_clear_pointer(&report->screen_proxies, g_hash_table_unref);
   g_free(report->pipeline);
   g_free(report->budget);
   for (guint k = 0; k < report->n_objectives; k++)
@@ -55,10 +56,20 @@ sieve__report_metric(const SieveReport *report, guint i, const char *metric)
   return sieve_result_get_metric(t->result, metric, &v) ? v : NAN;
 }
 
+/* A proxy's score is the screen stage's, or a metric the proxy evaluator
+ * computed.  The same names from another evaluator are facts of the trained
+ * network (the train evaluator reports `params`), not predictions of it. */
 gboolean
-sieve__report_is_proxy(const char *metric)
+sieve__report_is_proxy(const SieveReport *report, const char *metric)
 {
-  return sieve_proxy_lookup(metric) != NULL || strcmp(metric, SIEVE_SCREEN_SCORE) == 0;
+  if (strcmp(metric, SIEVE_SCREEN_SCORE) == 0)
+    return TRUE;
+  if (sieve_proxy_lookup(metric) == NULL)
+    return FALSE;
+  if (g_strcmp0(report->evaluator_name, "proxy") == 0)
+    return TRUE;
+  return report->screen_proxies != NULL && (g_hash_table_size(report->screen_proxies) == 0 ||
+                                            g_hash_table_contains(report->screen_proxies, metric));
 }
 
 /* ---- the stored config -------------------------------------------------- */
@@ -73,9 +84,24 @@ section_plugin(const SieveNode *root, const char *key)
   return plugin && sieve_node_kind(plugin) == SIEVE_NODE_SCALAR ? g_strdup(sieve_node_text(plugin)) : NULL;
 }
 
-/* "dedupe -> screen -> tabular": the stages' names as written. */
+static void
+read_screen_proxies(SieveReport *report, const SieveNode *options)
+{
+  if (report->screen_proxies == NULL)
+    report->screen_proxies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  const SieveNode *list = options && sieve_node_kind(options) == SIEVE_NODE_MAP ? sieve_node_lookup(options, "proxies")
+                                                                                : NULL;
+  if (list == NULL || sieve_node_kind(list) != SIEVE_NODE_LIST)
+    return;
+  for (guint i = 0; i < sieve_node_size(list); i++)
+    if (sieve_node_kind(sieve_node_nth(list, i)) == SIEVE_NODE_SCALAR)
+      g_hash_table_add(report->screen_proxies, g_strdup(sieve_node_text(sieve_node_nth(list, i))));
+}
+
+/* "dedupe -> screen -> tabular": the stages' names as written; notes the
+ * screen stage's proxies on the way. */
 static char *
-describe_pipeline(const SieveNode *root, const char *evaluator)
+describe_pipeline(SieveReport *report, const SieveNode *root, const char *evaluator)
 {
   const SieveNode *list = sieve_node_lookup(root, "pipeline");
   if (list == NULL || sieve_node_kind(list) != SIEVE_NODE_LIST || sieve_node_size(list) == 0)
@@ -88,6 +114,8 @@ describe_pipeline(const SieveNode *root, const char *evaluator)
                            ? sieve_node_text(sieve_node_nth_key(stage, 0))
                            : "?";
     g_string_append_printf(text, "%s -> ", name);
+    if (strcmp(name, "screen") == 0)
+      read_screen_proxies(report, sieve_node_kind(stage) == SIEVE_NODE_MAP ? sieve_node_nth(stage, 0) : NULL);
   }
   g_string_append(text, evaluator ? evaluator : "evaluator");
   return g_string_free(text, FALSE);
@@ -111,7 +139,7 @@ read_config(SieveReport *report, const SieveNode *root)
   report->space_name = section_plugin(root, "space");
   report->optimizer_name = section_plugin(root, "optimizer");
   report->evaluator_name = section_plugin(root, "evaluator");
-  report->pipeline = describe_pipeline(root, report->evaluator_name);
+  report->pipeline = describe_pipeline(report, root, report->evaluator_name);
   const SieveNode *budget = sieve_node_lookup(root, "budget");
   if (budget && sieve_node_kind(budget) == SIEVE_NODE_MAP) {
     GString *text = g_string_new(NULL);
@@ -257,7 +285,7 @@ compute_proxies(SieveReport *report)
     const SieveTrial *t = report->trials->pdata[i];
     for (guint m = 0; m < sieve_result_n_metrics(t->result); m++) {
       const char *name = sieve_result_metric_name(t->result, m);
-      if (strcmp(name, objective) != 0 && sieve__report_is_proxy(name))
+      if (strcmp(name, objective) != 0 && sieve__report_is_proxy(report, name))
         g_hash_table_add(seen, (gpointer) name);
     }
   }

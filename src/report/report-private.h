@@ -65,6 +65,9 @@ struct _SieveReport {
   GPtrArray *trials; /* SieveTrial (owned), in number order */
   /* From the store's meta and stored config; NULL where absent. */
   char *name, *created, *seed, *space_name, *optimizer_name, *evaluator_name, *pipeline, *budget;
+  /* The proxies the screen stage names (NULL without a screen stage; empty
+   * when it names none and scores its defaults). */
+  GHashTable *screen_proxies;
   guint64 budget_evaluations; /* 0: none */
   guint top;                  /* rows of the top table (the config's report.top, else 20) */
   SieveReportObjective *objectives; /* n_objectives, the first primary */
@@ -115,7 +118,7 @@ SIEVE_INTERNAL_API SieveReport *sieve_report_load(SieveStore *store, SieveRegist
 /* The value of metric of trial i, NAN when it has none. */
 double sieve__report_metric(const SieveReport *report, guint i, const char *metric);
 /* Whether the metric is a zero-cost proxy's score. */
-gboolean sieve__report_is_proxy(const char *metric);
+gboolean sieve__report_is_proxy(const SieveReport *report, const char *metric);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveReport, sieve_report_free)
 
