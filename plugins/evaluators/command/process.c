@@ -74,9 +74,8 @@ find_program(const char *name, char **envp, const char *cwd, int *error_code)
 {
   if (strchr(name, '/') != NULL) {
     g_autofree char *full = g_path_is_absolute(name) ? g_strdup(name) : g_build_filename(cwd, name, NULL);
-    /* Checked here too, not only by exec: where posix_spawn cannot report
-     * exec's errno (e.g. under valgrind, which turns vfork into fork) the
-     * reason would otherwise be a bare "exited with status 127". */
+    /* Checked here too, not only by exec: before the fork, so that the
+     * common mistake costs no process. */
     if (access(full, X_OK) != 0) {
       *error_code = errno;
       return NULL;
