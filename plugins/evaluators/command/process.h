@@ -9,9 +9,11 @@
  * the timeout strikes, what is left of the group (background children,
  * grandchildren) is killed with SIGKILL, so no trial leaves processes
  * behind.  Its stdout and stderr are read as they come (no deadlock however
- * much it prints); their tails are kept (see COMMAND_KEEP_*).  Safe to call
- * from several threads at once: posix_spawn, per-thread signal mask, every
- * descriptor close-on-exec.
+ * much it prints); their tails are kept (see COMMAND_KEEP_*).  If sieve
+ * dies (kill -9 included), a watcher process that leads the group kills it
+ * (see process.c).  Safe to call from several threads at once: the forked
+ * side makes only async-signal-safe calls, signal masks are per thread,
+ * every descriptor is close-on-exec.
  */
 #pragma once
 
