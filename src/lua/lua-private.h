@@ -176,6 +176,15 @@ SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load_string(const char 
                                                                      SieveRegistry *registry,
                                                                      GPtrArray *plugin_errors, GError **error);
 
+/* What sieve.run loads: the same, for a config run by the script of host,
+ * which may not ask for more than that script was granted: plugin_path
+ * needs 'plugins', a `plugin: command` anywhere 'command', and each word of
+ * any `lua: allow` the grant of that name; the error names the grant and
+ * where the config asks for it. (transfer full) */
+SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load_granted(SieveLuaHost *host, const char *path,
+                                                                      const char *const *overrides,
+                                                                      GPtrArray *plugin_errors, GError **error);
+
 /* Registers the Lua layer as a static plugin (sieve_plugin_register_static):
  * the builtin `lua` space, optimizer and evaluator (script: a Lua file that
  * registers one) then come with every registry sieve_registry_load_default

@@ -193,7 +193,7 @@ open_gc_sentinels(lua_State *L)
 /* Refuses a call whose worst case exceeds what the call's limit leaves:
  * Lua's hook cannot stop a C function once it runs. */
 static void
-check_steps(lua_State *L, const char *fn, double steps)
+check_steps(lua_State *L, const char *fn, double steps, const char *advice)
 {
   SieveLuaHost *host = sieve__lua_host(L);
   sieve__lua_check_limit(L);
@@ -202,9 +202,8 @@ check_steps(lua_State *L, const char *fn, double steps)
     char msg[320]; /* luaL_error knows no %g */
     g_snprintf(msg, sizeof msg,
                "%s: this call could run for about %.3g steps in one C call, more than the %.3g its instruction or "
-               "time limit leaves, and the limit cannot stop a C call (use a smaller subject, or a pattern with "
-               "fewer repetition items)",
-               fn, steps, left);
+               "time limit leaves, and the limit cannot stop a C call (%s)",
+               fn, steps, left, advice);
     luaL_where(L, 1);
     lua_pushstring(L, msg);
     lua_concat(L, 2);
@@ -350,7 +349,8 @@ safe_pattern(lua_State *L)
   const char *p = luaL_checklstring(L, 2, &lp);
   const char *fn = lua_tostring(L, lua_upvalueindex(2));
   gboolean plain = strcmp(fn, "string.find") == 0 && lua_toboolean(L, 4);
-  check_steps(L, fn, pattern_steps(p, lp, subject, ls, plain));
+  check_steps(L, fn, pattern_steps(p, lp, subject, ls, plain),
+              "use a smaller subject, or a pattern with fewer repetition items");
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, finish_k);
@@ -369,7 +369,7 @@ safe_rep(lua_State *L)
     return 1;
   }
   if (n > 0)
-    check_steps(L, "string.rep", (double) n * (1 + (double) (l + lsep) / 64));
+    check_steps(L, "string.rep", (double) n * (1 + (double) (l + lsep) / 64), "build the string in smaller pieces");
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, 1);
