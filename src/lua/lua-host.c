@@ -612,6 +612,10 @@ gboolean
 sieve_lua_host_run_string(SieveLuaHost *host, const char *code, const char *chunkname, GError **error)
 {
   g_return_val_if_fail(host != NULL && code != NULL, FALSE);
+  if (chunkname != NULL && (chunkname[0] == '@' || chunkname[0] == '=')) { /* what the limits' messages name */
+    g_free(host->main_chunk);
+    host->main_chunk = g_strdup(chunkname + 1);
+  }
   int status = luaL_loadbufferx(host->L, code, strlen(code), chunkname ? chunkname : "=(string)", load_mode(host));
   if (status != LUA_OK)
     return load_error(host, status, chunkname ? chunkname : "(string)", error);

@@ -148,10 +148,15 @@ class TimeLimitEscapes(Case):
                               "into Lua (raise lua.seconds, or 0 for no limit)")
 
     def test_rep_in_one_c_call(self):
-        p = self.limited("time-rep.lua")
+        # The instruction limit gives an exact count of what is left.
+        p = self.limited("time-rep.lua", "--instructions", "1000000")
         self.assertRefused(p, f"{fixture('time-rep.lua')}:4: string.rep: this call could run for about 1.13e+12 "
-                              "steps in one C call, more than the 1e+08 its instruction or time limit leaves, and "
+                              "steps in one C call, more than the 1e+06 its instruction or time limit leaves, and "
                               "the limit cannot stop a C call (build the string in smaller pieces)")
+        p = self.limited("time-rep.lua")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertRegex(first_error(p), r"^sieve: .*time-rep.lua:4: string.rep: this call could run for about "
+                                         r"1.13e\+12 steps in one C call, more than the [0-9.e+]+ its")
 
     def test_backtracking_find_in_one_c_call(self):
         p = self.limited("time-find.lua", "--instructions", "1000000")
