@@ -273,18 +273,62 @@ longest_run(const char *p, size_t len, const char *subject, size_t ls)
   return (double) best + 1;
 }
 
+/* The subject whose runs are known: a loop that calls find at each
+ * position of one long text scans it once, not once per call.  The string
+ * is held in the registry while it is cached, so its address names it. */
+#define RUN_CACHE "sieve.run_cache" /* registry: {subject, {item = longest run}} */
+
+static double
+cached_run(lua_State *L, int subject_idx, const char *item, size_t len)
+{
+  size_t ls;
+  const char *subject = lua_tolstring(L, subject_idx, &ls);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, RUN_CACHE) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 2, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, RUN_CACHE);
+  }
+  int cache = lua_gettop(L);
+  lua_rawgeti(L, cache, 1);
+  if (!lua_rawequal(L, -1, subject_idx)) { /* another subject: start over */
+    lua_pushvalue(L, subject_idx);
+    lua_rawseti(L, cache, 1);
+    lua_newtable(L);
+    lua_rawseti(L, cache, 2);
+  }
+  lua_rawgeti(L, cache, 2);
+  lua_pushlstring(L, item, len);
+  lua_pushvalue(L, -1);
+  double run;
+  if (lua_rawget(L, -3) == LUA_TNUMBER) {
+    run = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  } else {
+    lua_pop(L, 1);
+    run = longest_run(item, len, subject, ls);
+    lua_pushnumber(L, run);
+    lua_rawset(L, -3);
+  }
+  lua_settop(L, cache - 1);
+  return run;
+}
+
 /* The most steps Lua's backtracking matcher can take for pattern p on the
  * subject: each start position, times the tries of every repetition item
  * (one more than the longest run of subject bytes it matches for *, + and
  * -, 2 for ?, the subject's length for %b and back-references, which scan
  * on every try), plus the scans.  A repetition with nothing after it does
- * not backtrack.  Costs O(subject x items), what the match itself costs
- * when it goes well. */
+ * not backtrack.  Costs O(subject x items) once per subject, what the
+ * match itself costs when it goes well. */
 static double
-pattern_steps(const char *p, size_t lp, const char *subject, size_t ls, gboolean plain)
+pattern_steps(lua_State *L, int subject_idx, const char *p, size_t lp, size_t ls, gboolean plain)
 {
   double n = (double) ls + 1;
-  if (plain || strpbrk(p, "^$*+?.([%-") == NULL || strlen(p) < lp)
+  gboolean special = FALSE;
+  for (size_t k = 0; k < lp && !special; k++) /* as lstrlib decides; the pattern may hold zeros */
+    special = strchr("^$*+?.([%-", p[k]) != NULL && p[k] != '\0';
+  if (plain || !special)
     return n * ((double) lp + 1); /* a plain search, memchr and memcmp */
   size_t i = 0;
   double starts = n;
@@ -333,8 +377,8 @@ pattern_steps(const char *p, size_t lp, const char *subject, size_t ls, gboolean
       gboolean last = rest == lp || (rest + 1 == lp && p[rest] == '$');
       if (q == '?')
         product *= 2;
-      else if (!last)
-        product *= longest_run(p + item, i - 1 - item, subject, ls);
+      else if (!last) /* without a subject: the cheap bound, its length (the runs are the whole subject's) */
+        product *= subject_idx != 0 ? cached_run(L, subject_idx, p + item, i - 1 - item) : n;
     }
   }
   return starts * product + n;
@@ -345,12 +389,24 @@ static int
 safe_pattern(lua_State *L)
 {
   size_t ls, lp;
-  const char *subject = luaL_checklstring(L, 1, &ls);
+  luaL_checklstring(L, 1, &ls);
   const char *p = luaL_checklstring(L, 2, &lp);
   const char *fn = lua_tostring(L, lua_upvalueindex(2));
   gboolean plain = strcmp(fn, "string.find") == 0 && lua_toboolean(L, 4);
-  check_steps(L, fn, pattern_steps(p, lp, subject, ls, plain),
-              "use a smaller subject, or a pattern with fewer repetition items");
+  /* find, match and gmatch start at init: what lies before is not searched
+   * (a tokenizer calls find at each position of a long text). */
+  if (strcmp(fn, "string.gsub") != 0 && lua_isinteger(L, 3)) {
+    lua_Integer init = lua_tointeger(L, 3);
+    size_t skip = init > 0 ? (size_t) MIN((lua_Unsigned) init - 1, ls)
+                           : init < 0 && (lua_Unsigned) -init < ls ? ls - (size_t) -init : 0;
+    ls -= skip;
+  }
+  double left = sieve__lua_steps_left(sieve__lua_host(L));
+  /* The bound by the subject's length first: it costs nothing, and only a
+   * call it cannot clear pays for the scan of the subject. */
+  if (left == 0 || (!isinf(left) && pattern_steps(L, 0, p, lp, ls, plain) > left))
+    check_steps(L, fn, pattern_steps(L, 1, p, lp, ls, plain),
+                "use a smaller subject, or a pattern with fewer repetition items");
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, finish_k);
