@@ -14,7 +14,9 @@ sieve_cmd_lua(int argc, char **argv)
   double seconds = 0;
   GOptionEntry entries[] = {
       {"allow", 'a', 0, G_OPTION_ARG_STRING, &allow,
-       "let the script use these libraries beyond the sandbox: io, os, debug, package (comma-separated)", "LIBS"},
+       "grant the script these rights beyond the sandbox: io, os, debug, package (libraries), command (the command "
+       "evaluator), plugins (plugin_path of configs it runs) (comma-separated)",
+       "GRANTS"},
       {"path", 'p', 0, G_OPTION_ARG_FILENAME_ARRAY, &paths, "also let require find modules in DIR", "DIR"},
       {"instructions", 0, 0, G_OPTION_ARG_INT64, &instructions, "stop the script after N Lua instructions (0: never)",
        "N"},
@@ -27,8 +29,8 @@ sieve_cmd_lua(int argc, char **argv)
   g_autoptr(GOptionContext) context = g_option_context_new("SCRIPT.lua [ARGS...] - run a Lua script with the sieve API");
   g_option_context_set_description(
       context, "Runs SCRIPT with the `sieve` module loaded (see lua/README.md), in a sandbox: base, string,\n"
-               "table, math, utf8, coroutine and os.clock/time/date/difftime; --allow adds io, os, debug or\n"
-               "package.  require finds modules in the script's folder, --path folders and sieve's lua/.\n"
+               "table, math, utf8, coroutine and os.clock/time/date/difftime; --allow adds io, os, debug,\n"
+               "package, command or plugins; what the script starts (sieve.run, sieve.evaluator) gets no more.  require finds modules in the script's folder, --path folders and sieve's lua/.\n"
                "The script sees its arguments in `arg` (arg[0] is the script) and in `...`.\n"
                "Exit status: 0 done, 1 a Lua error (printed with file:line and a traceback), 2 usage.");
   g_option_context_add_main_entries(context, entries, NULL);
@@ -65,6 +67,9 @@ sieve_cmd_lua(int argc, char **argv)
     for (guint i = 0; paths[i]; i++)
       settings.paths[i] = g_canonicalize_filename(paths[i], NULL);
   }
+  /* The script's grants are the most anything it starts may hold, in any
+   * thread: the components of the configs it runs included. */
+  sieve_lua_limit_process(settings.allow);
   settings.instructions = instructions;
   settings.seconds = seconds;
   if (memory_mb >= 0)

@@ -66,7 +66,7 @@ sieve_cmd_run(int argc, char **argv)
        "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only the summary", NULL},
       {"lua-allow", 0, 0, G_OPTION_ARG_STRING, &lua_allow,
-       "let the experiment's Lua scripts use io, os, debug or package (comma-separated; same as --set lua.allow=[...])",
+       "grant the experiment's Lua scripts io, os, debug, package, command or plugins (comma-separated; same as --set lua.allow=[...])",
        "LIBS"},
       {NULL},
   };

@@ -81,6 +81,11 @@ sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const 
 {
   const SieveComponent *c = check_component(L, kind, name);
   GError *error = NULL;
+  /* Running programs is a grant of its own: without it the sandbox would
+   * be one evaluator away from a shell. */
+  if (kind == SIEVE_KIND_EVALUATOR && strcmp(sieve_component_get_name(c), "command") == 0 &&
+      !sieve__lua_host_check_grant(sieve__lua_host(L), SIEVE_LUA_ALLOW_COMMAND, "the 'command' evaluator", &error))
+    sieve__lua_error_gerror(L, error);
   char *context = g_strdup_printf("%s '%s'", sieve_component_kind_to_string(kind), name);
   SieveOptions *options = check_options(L, idx, sieve_component_get_info(c)->options, context, &error);
   g_free(context);

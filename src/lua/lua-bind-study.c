@@ -556,14 +556,16 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
                gboolean resume, gboolean progress, StudyBox *box, GError **error)
 {
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load(path, overrides, host->registry, refused, error);
+  g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load_granted(host, path, overrides, refused, error);
   /* As `sieve run` does: a plugin of the experiment's plugin_path that fails
    * to load is warned about and skipped (a section naming one of its
    * components then fails to resolve). */
   for (guint i = 0; i < refused->len; i++)
     g_warning("sieve.run: plugin refused: %s", ((GError *) refused->pdata[i])->message);
-  if (exp == NULL)
+  if (exp == NULL) {
+    g_prefix_error(error, "sieve.run: ");
     return FALSE;
+  }
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, error);
   if (engine == NULL)
     return FALSE;

@@ -94,3 +94,74 @@ sieve_lua_experiment_load_string(const char *text, const char *origin, const cha
       sieve_experiment_parse_string(text, origin, base_dir, overrides, registry, plugin_errors, error), registry,
       error);
 }
+
+/* ---- a config run from Lua: no more than the script's grants ------------- */
+
+static gboolean
+refuse(SieveLuaHost *host, const SieveNode *node, const char *what, guint bit, GError **error)
+{
+  GError *local = NULL;
+  if (sieve__lua_host_check_grant(host, bit, what, &local))
+    return TRUE;
+  g_autofree char *where = sieve_node_where(node);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: %s", where, local->message);
+  g_error_free(local);
+  return FALSE;
+}
+
+/* Every `lua:` map (the experiment's and any component's) and every
+ * `plugin: command` anywhere in the tree: where a config could ask for a
+ * right, wherever a component reads it from. */
+static gboolean
+check_tree(SieveLuaHost *host, const SieveNode *node, GError **error)
+{
+  if (sieve_node_kind(node) == SIEVE_NODE_LIST) {
+    for (guint i = 0; i < sieve_node_size(node); i++)
+      if (!check_tree(host, sieve_node_nth(node, i), error))
+        return FALSE;
+    return TRUE;
+  }
+  if (sieve_node_kind(node) != SIEVE_NODE_MAP)
+    return TRUE;
+  const SieveNode *plugin = sieve_node_lookup(node, "plugin");
+  if (plugin != NULL && sieve_node_kind(plugin) == SIEVE_NODE_SCALAR && strcmp(sieve_node_text(plugin), "command") == 0 &&
+      !refuse(host, plugin, "the 'command' evaluator", SIEVE_LUA_ALLOW_COMMAND, error))
+    return FALSE;
+  const SieveNode *lua = sieve_node_lookup(node, "lua");
+  const SieveNode *allow = lua && sieve_node_kind(lua) == SIEVE_NODE_MAP ? sieve_node_lookup(lua, "allow") : NULL;
+  if (allow != NULL && sieve_node_kind(allow) == SIEVE_NODE_LIST)
+    for (guint i = 0; i < sieve_node_size(allow); i++) {
+      const SieveNode *word = sieve_node_nth(allow, i);
+      const char *text = sieve_node_kind(word) == SIEVE_NODE_SCALAR ? sieve_node_text(word) : NULL;
+      guint bit = 0;
+      if (text == NULL || !sieve_lua_allow_parse((const char *const[]) {text, NULL}, &bit, NULL))
+        continue; /* sieve_lua_settings_read names it */
+      g_autofree char *what = g_strdup_printf("lua: allow: [%s]", text);
+      if (!refuse(host, word, what, bit, error))
+        return FALSE;
+    }
+  for (guint i = 0; i < sieve_node_size(node); i++)
+    if (!check_tree(host, sieve_node_nth(node, i), error))
+      return FALSE;
+  return TRUE;
+}
+
+SieveExperiment *
+sieve_lua_experiment_load_granted(SieveLuaHost *host, const char *path, const char *const *overrides,
+                                  GPtrArray *plugin_errors, GError **error)
+{
+  g_return_val_if_fail(host != NULL && path != NULL, NULL);
+  /* Parsed without the registry, so that its plugin_path loads nothing
+   * before the grants are checked. */
+  g_autoptr(SieveExperiment) exp = sieve_experiment_parse(path, overrides, NULL, NULL, error);
+  if (exp == NULL)
+    return NULL;
+  if (exp->plugin_path != NULL && exp->plugin_path[0] != NULL &&
+      !refuse(host, sieve_node_lookup(exp->root, "plugin_path"), "plugin_path", SIEVE_LUA_ALLOW_PLUGINS, error))
+    return NULL;
+  if (!check_tree(host, exp->root, error))
+    return NULL;
+  if (exp->plugin_path != NULL && exp->plugin_path[0] != NULL)
+    sieve_registry_load_default(host->registry, (const char *const *) exp->plugin_path, plugin_errors);
+  return prepared_and_resolved(g_steal_pointer(&exp), host->registry, error);
+}

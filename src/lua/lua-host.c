@@ -10,6 +10,7 @@
  * the cap (Lua then collects and retries before it gives up with a memory
  * error, which unwinds the script cleanly).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,66 @@
 
 /* ---- settings ---------------------------------------------------------- */
 
-static const char *const allow_names[] = {"io", "os", "debug", "package", NULL};
+static const char *const allow_names[] = {"io", "os", "debug", "package", "command", "plugins", NULL};
+
+/* What a long C call may do per second of a time limit, in the steps
+ * sieve__lua_steps_left counts: a pattern-matching step or 64 bytes copied
+ * take a few nanoseconds; this leaves the estimate on the safe side. */
+#define STEPS_PER_SECOND 1e8
+
+/* The cap of every host this process makes (sieve_lua_limit_process). */
+static guint process_grants = SIEVE_LUA_ALLOW_ALL;
+/* The innermost host whose Lua code runs on this thread. */
+static _Thread_local SieveLuaHost *running_host;
+
+const char *
+sieve_lua_allow_name(guint bit)
+{
+  for (guint k = 0; allow_names[k]; k++)
+    if (bit == 1u << k)
+      return allow_names[k];
+  return "?";
+}
+
+void
+sieve_lua_limit_process(guint grants)
+{
+  g_atomic_int_and(&process_grants, grants);
+}
+
+SieveLuaHost *
+sieve__lua_running_host(void)
+{
+  return running_host;
+}
+
+guint
+sieve__lua_grant_ceiling(void)
+{
+  guint ceiling = (guint) g_atomic_int_get(&process_grants);
+  if (running_host != NULL)
+    ceiling &= running_host->settings.allow;
+  return ceiling;
+}
+
+static char *
+grant_hint(gboolean from_config, guint bit)
+{
+  const char *name = sieve_lua_allow_name(bit);
+  return from_config ? g_strdup_printf("lua: {allow: [%s]} in the config that starts the script", name)
+                     : g_strdup_printf("sieve lua --allow %s", name);
+}
+
+gboolean
+sieve__lua_host_check_grant(SieveLuaHost *host, guint bit, const char *what, GError **error)
+{
+  if ((host->settings.allow & bit) && (sieve__lua_grant_ceiling() & bit))
+    return TRUE;
+  g_autofree char *hint = grant_hint(host->settings.from_config, bit);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s needs the '%s' grant, which this script was not given (%s)",
+              what, sieve_lua_allow_name(bit), hint);
+  return FALSE;
+}
 
 void
 sieve_lua_settings_init(SieveLuaSettings *settings)
@@ -58,7 +118,7 @@ sieve_lua_allow_parse(const char *const *words, guint *out, GError **error)
       k++;
     if (allow_names[k] == NULL) {
       const char *guess = sieve_suggest(words[i], allow_names);
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "cannot allow '%s'%s%s%s: expected some of io, os, debug, package",
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "cannot allow '%s'%s%s%s: expected some of io, os, debug, package, command, plugins",
                   words[i], guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
       return FALSE;
     }
@@ -69,7 +129,7 @@ sieve_lua_allow_parse(const char *const *words, guint *out, GError **error)
 }
 
 static const SieveOptionSpec settings_spec_scripts[] = {
-    SIEVE_OPTION_STRING_LIST("allow", NULL, "libraries the sandbox lets scripts use: io, os, debug, package"),
+    SIEVE_OPTION_STRING_LIST("allow", NULL, "what scripts may do beyond the sandbox: io, os, debug, package (libraries), command (the command evaluator), plugins (plugin_path of a config a script runs)"),
     SIEVE_OPTION_STRING_LIST("path", NULL, "extra folders where require finds Lua modules (relative to the file)"),
     {"instructions", SIEVE_OPTION_TYPE_INT, NULL, 0, 1e18, NULL,
      "Lua instructions one call into a script may run (0: no limit)", SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
@@ -122,6 +182,7 @@ sieve_lua_settings_read(const SieveNode *map, const char *base_dir, const SieveL
     sieve_lua_settings_clear(&result);
     return FALSE;
   }
+  result.from_config = TRUE;
   if (sieve_options_is_set(options, "allow")) {
     GError *local = NULL;
     if (!sieve_lua_allow_parse(sieve_options_get_strv(options, "allow"), &result.allow, &local)) {
@@ -180,7 +241,9 @@ limit_hook(lua_State *L, lua_Debug *ar)
 {
   SieveLuaHost *host = sieve__lua_host(L);
   if (host->limit_hit == NULL) {
-    host->used_instructions += HOOK_EVERY;
+    /* The count this thread's hook runs at: a coroutine made while the
+     * hook ran every instruction still does. */
+    host->used_instructions += lua_gethookcount(L);
     if (host->settings.instructions > 0 && host->used_instructions > host->settings.instructions)
       host->limit_hit = "instruction";
     else if (host->deadline > 0 && g_get_monotonic_time() > host->deadline)
@@ -191,19 +254,88 @@ limit_hook(lua_State *L, lua_Debug *ar)
      * with pcall meets it again at its very next instruction outside. */
     lua_sethook(L, limit_hook, LUA_MASKCOUNT, 1);
   }
+  sieve__lua_check_limit(L);
+}
+
+/* The limit's message, "file:line: time limit exceeded: ..." (transfer full). */
+static char *
+limit_message(SieveLuaHost *host, lua_State *L)
+{
   /* Where the script was when it ran out: the function the hook interrupted. */
-  guint line;
-  g_autofree char *file = sieve__lua_where(L, 0, &line);
-  char where[256];
-  g_snprintf(where, sizeof where, "%s:%u", file, line);
-  g_clear_pointer(&file, g_free); /* luaL_error does not return */
+  guint line = 0;
+  g_autofree char *file = L != NULL ? sieve__lua_where(L, 0, &line) : g_strdup(host->main_chunk ? host->main_chunk : "lua");
+  g_autofree char *where = line > 0 ? g_strdup_printf("%s:%u", file, line) : g_strdup(file);
   if (strcmp(host->limit_hit, "instruction") == 0)
-    luaL_error(L, "%s: instruction limit exceeded: more than %I instructions in one call into Lua "
-                  "(raise lua.instructions, or 0 for no limit)",
-               where, (lua_Integer) host->settings.instructions);
-  luaL_error(L, "%s: time limit exceeded: more than %f seconds in one call into Lua (raise lua.seconds, or 0 for no "
-                "limit)",
-             where, host->settings.seconds);
+    return g_strdup_printf("%s: instruction limit exceeded: more than %" G_GINT64_FORMAT
+                           " instructions in one call into Lua (raise lua.instructions, or 0 for no limit)",
+                           where, host->settings.instructions);
+  return g_strdup_printf("%s: time limit exceeded: more than %.1f seconds in one call into Lua (raise lua.seconds, "
+                         "or 0 for no limit)",
+                         where, host->settings.seconds);
+}
+
+void
+sieve__lua_check_limit(lua_State *L)
+{
+  SieveLuaHost *host = sieve__lua_host(L);
+  if (host->limit_hit == NULL)
+    return;
+  char *msg = limit_message(host, L);
+  lua_pushstring(L, msg);
+  g_free(msg); /* lua_error does not return */
+  lua_error(L);
+}
+
+double
+sieve__lua_steps_left(SieveLuaHost *host)
+{
+  double left = INFINITY;
+  if (host->limit_hit != NULL)
+    return 0;
+  if (host->settings.instructions > 0)
+    left = MAX(0.0, (double) (host->settings.instructions - host->used_instructions));
+  if (host->deadline > 0)
+    left = MIN(left, MAX(0.0, (double) (host->deadline - g_get_monotonic_time()) / 1e6 * STEPS_PER_SECOND));
+  return left;
+}
+
+/* The limits count per outermost call: a nested call (a component of an
+ * experiment this script runs) spends the same allowance. */
+static void
+budget_begin(SieveLuaHost *host)
+{
+  host->used_instructions = 0;
+  if (host->limit_hit != NULL)
+    lua_sethook(host->L, limit_hook, LUA_MASKCOUNT, HOOK_EVERY);
+  host->limit_hit = NULL;
+  host->mem_exceeded = FALSE;
+  host->deadline = host->settings.seconds > 0 ? g_get_monotonic_time() + (gint64) (host->settings.seconds * 1e6) : 0;
+}
+
+void
+sieve__lua_call_hooked(lua_State *L, int nargs)
+{
+  SieveLuaHost *host = sieve__lua_host(L);
+  if (host->limit_hit != NULL) { /* spent: no more of the script's code runs, not even to clean up */
+    lua_pop(L, nargs + 1);
+    return;
+  }
+  if (host->depth == 0) /* the collector at rest or lua_close: a budget of its own */
+    budget_begin(host);
+  host->depth++;
+  /* A fresh thread: Lua turns hooks off on the thread that runs a
+   * finalizer, not on a thread the finalizer resumes. */
+  lua_State *co = lua_newthread(L);
+  lua_insert(L, -(nargs + 2));
+  lua_xmove(L, co, nargs + 1);
+  if (host->settings.instructions > 0 || host->settings.seconds > 0)
+    lua_sethook(co, limit_hook, LUA_MASKCOUNT, HOOK_EVERY);
+  int nres = 0;
+  int status = lua_resume(co, L, nargs, &nres);
+  if (status != LUA_OK && status != LUA_YIELD)
+    lua_resetthread(co); /* runs its pending __close, under the same hook */
+  lua_pop(L, 1);
+  host->depth--;
 }
 
 /* ---- calls -------------------------------------------------------------- */
@@ -215,7 +347,9 @@ message_handler(lua_State *L)
 {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+    /* Once the limit is spent no script code runs (this handler may run
+     * with hooks off): a __tostring could loop for ever. */
+    if (sieve__lua_host(L)->limit_hit == NULL && luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
       msg = lua_tostring(L, -1);
     else
       msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
@@ -281,18 +415,21 @@ sieve__lua_call(SieveLuaHost *host, int nargs, int nresults, GError **error)
   int base = lua_gettop(L) - nargs; /* the function's index */
   lua_pushcfunction(L, message_handler);
   lua_insert(L, base);
-  /* The limits count per outermost call: a nested call (a component of an
-   * experiment this script runs) spends the same allowance. */
-  if (host->depth++ == 0) {
-    host->used_instructions = 0;
-    if (host->limit_hit != NULL)
-      lua_sethook(L, limit_hook, LUA_MASKCOUNT, HOOK_EVERY);
-    host->limit_hit = NULL;
-    host->mem_exceeded = FALSE;
-    host->deadline = host->settings.seconds > 0 ? g_get_monotonic_time() + (gint64) (host->settings.seconds * 1e6) : 0;
-  }
+  if (host->depth++ == 0)
+    budget_begin(host);
+  SieveLuaHost *caller = running_host;
+  running_host = host;
   int status = lua_pcall(L, nargs, nresults, base);
+  running_host = caller;
   host->depth--;
+  if (status == LUA_OK && host->depth == 0 && host->limit_hit != NULL) {
+    /* The script caught the limit's error and returned: it still ran out. */
+    char *msg = limit_message(host, NULL);
+    lua_settop(L, base - 1);
+    g_set_error_literal(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, msg);
+    g_free(msg);
+    return FALSE;
+  }
   if (status != LUA_OK) {
     GError *local = status_error(host, status);
     lua_settop(L, base - 1);
@@ -356,6 +493,19 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
     g_ptr_array_add(host->require_dirs, g_strdup(host->settings.paths[i]));
   g_ptr_array_add(host->require_dirs, sieve__lua_project_dir());
 
+  guint ceiling = sieve__lua_grant_ceiling();
+  if (host->settings.allow & ~ceiling) {
+    guint missing = host->settings.allow & ~ceiling;
+    guint bit = missing & -missing;
+    /* The grants of whoever starts this host: the running script's, or
+     * the process's (sieve lua). */
+    g_autofree char *hint = grant_hint(running_host ? running_host->settings.from_config : FALSE, bit);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "a Lua sandbox that allows %s needs the '%s' grant, which this script was not given (%s)",
+                sieve_lua_allow_name(bit), sieve_lua_allow_name(bit), hint);
+    sieve_lua_host_free(host);
+    return NULL;
+  }
   host->L = lua_newstate(host_alloc, host);
   if (host->L == NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "cannot create a Lua state (out of memory)");
@@ -462,6 +612,10 @@ gboolean
 sieve_lua_host_run_string(SieveLuaHost *host, const char *code, const char *chunkname, GError **error)
 {
   g_return_val_if_fail(host != NULL && code != NULL, FALSE);
+  if (chunkname != NULL && (chunkname[0] == '@' || chunkname[0] == '=')) { /* what the limits' messages name */
+    g_free(host->main_chunk);
+    host->main_chunk = g_strdup(chunkname + 1);
+  }
   int status = luaL_loadbufferx(host->L, code, strlen(code), chunkname ? chunkname : "=(string)", load_mode(host));
   if (status != LUA_OK)
     return load_error(host, status, chunkname ? chunkname : "(string)", error);

@@ -81,7 +81,17 @@ typedef enum {
   SIEVE_LUA_ALLOW_OS = 1 << 1,      /* all of os (execute, remove, exit, getenv ...) */
   SIEVE_LUA_ALLOW_DEBUG = 1 << 2,   /* the debug library */
   SIEVE_LUA_ALLOW_PACKAGE = 1 << 3, /* package.loadlib, C modules on package.cpath, binary chunks */
+  SIEVE_LUA_ALLOW_COMMAND = 1 << 4, /* the `command` evaluator (runs programs), from Lua or a config it runs */
+  SIEVE_LUA_ALLOW_PLUGINS = 1 << 5, /* a config's plugin_path (native code) in a config run from Lua */
 } SieveLuaAllow;
+
+/* The grants: the bits above, each with the name `--allow` and `lua: allow`
+ * take.  A script's grants are fixed by whoever started it (the `sieve lua`
+ * flags, or the `lua:` section of the config that `sieve run` runs) and only
+ * shrink on the way down: a host made while another runs (a component of a
+ * config the script runs, an evaluator it makes) may not hold a grant the
+ * running one lacks, and a config run from Lua may not ask for more. */
+#define SIEVE_LUA_ALLOW_ALL 0x3fu
 
 typedef struct {
   guint allow;          /* SieveLuaAllow bits */
@@ -89,6 +99,7 @@ typedef struct {
   gint64 instructions;  /* per call into Lua; 0: no limit */
   double seconds;       /* wall seconds per call into Lua; 0: no limit */
   guint64 memory;       /* bytes for the whole state; 0: no limit */
+  gboolean from_config; /* the grants come from a config's `lua:` section, not `sieve lua --allow` (for hints) */
 } SieveLuaSettings;
 
 /* Defaults: nothing allowed, no extra path, no instruction or time limit,
@@ -99,6 +110,13 @@ SIEVE_INTERNAL_API void sieve_lua_settings_copy(const SieveLuaSettings *src, Sie
 /* Parses "io,os" (names of SieveLuaAllow) into bits; errors name the word
  * and the choices. */
 SIEVE_INTERNAL_API gboolean sieve_lua_allow_parse(const char *const *words, guint *out, GError **error);
+/* The name of one grant bit ("command"). (transfer none) */
+SIEVE_INTERNAL_API const char *sieve_lua_allow_name(guint bit);
+/* Caps every Lua host this process makes from now on at grants (the bits
+ * only ever go: a later call cannot give one back).  `sieve lua` calls it
+ * with the script's grants, so nothing the script starts, in any thread,
+ * can hold more. */
+SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants);
 /* The option table of a `lua:` section (allow, path, instructions, seconds,
  * memory_mb, and with scripts=TRUE also `load`). (transfer none) */
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve_lua_settings_spec(gboolean scripts);
@@ -158,6 +176,15 @@ SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load_string(const char 
                                                                      SieveRegistry *registry,
                                                                      GPtrArray *plugin_errors, GError **error);
 
+/* What sieve.run loads: the same, for a config run by the script of host,
+ * which may not ask for more than that script was granted: plugin_path
+ * needs 'plugins', a `plugin: command` anywhere 'command', and each word of
+ * any `lua: allow` the grant of that name; the error names the grant and
+ * where the config asks for it. (transfer full) */
+SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load_granted(SieveLuaHost *host, const char *path,
+                                                                      const char *const *overrides,
+                                                                      GPtrArray *plugin_errors, GError **error);
+
 /* Registers the Lua layer as a static plugin (sieve_plugin_register_static):
  * the builtin `lua` space, optimizer and evaluator (script: a Lua file that
  * registers one) then come with every registry sieve_registry_load_default
@@ -207,6 +234,7 @@ struct _SieveLuaHost {
   gint64 used_instructions;
   gint64 deadline; /* monotonic microseconds, 0: none */
   const char *limit_hit; /* "instruction", "time" or NULL */
+  SieveLuaHost *caller;  /* the host whose call was running on this thread when this one entered (nesting) */
   char *main_chunk;      /* the script run_file ran, for messages */
   GThread *thread;       /* the thread that created it: the only one that may call in */
 };
@@ -228,8 +256,29 @@ gboolean sieve__lua_call(SieveLuaHost *host, int nargs, int nresults, GError **e
 char *sieve__lua_where(lua_State *L, int level, guint *line);
 /* Raises a Lua error with a GError's message (frees it). */
 int sieve__lua_error_gerror(lua_State *L, GError *error);
+/* The host whose Lua code runs on this thread now (innermost), or NULL. */
+SieveLuaHost *sieve__lua_running_host(void);
+/* The grants a new host may hold here: the process's cap, less what the
+ * running host lacks. */
+guint sieve__lua_grant_ceiling(void);
+/* FALSE and an error "WHAT needs the 'NAME' grant, which this script was
+ * not given (HINT)" when the host lacks bit. */
+gboolean sieve__lua_host_check_grant(SieveLuaHost *host, guint bit, const char *what, GError **error);
+/* How many simple steps (pattern-matching steps, bytes copied) one C call
+ * may still take before the call's instruction or time limit (INFINITY
+ * without limits): what the string wrappers hold long C calls to. */
+double sieve__lua_steps_left(SieveLuaHost *host);
+/* Raises the limit error when the host's limit is spent (a flag a C
+ * function checks before it does long work). */
+void sieve__lua_check_limit(lua_State *L);
+/* Runs the function on top of L (one argument below it) in a thread of
+ * its own with the host's limit hook on, for code Lua would run with hooks
+ * off (finalizers); errors are dropped, as Lua drops a finalizer's. */
+void sieve__lua_call_hooked(lua_State *L, int nargs);
 
-/* lua-sandbox.c: opens the allowed libraries and the restricted require. */
+/* lua-sandbox.c: opens the allowed libraries and the restricted require,
+ * and puts the limits where Lua's own hook does not reach (xpcall's
+ * handler, __gc, the string functions that run long in one C call). */
 void sieve__lua_sandbox_open(SieveLuaHost *host);
 /* The project's lua/ folder (source tree when uninstalled). (transfer full) */
 char *sieve__lua_project_dir(void);

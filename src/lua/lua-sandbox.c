@@ -8,9 +8,23 @@
  * that refuses binary chunks), coroutine, table, string, math, utf8, and of
  * os only clock, time, date and difftime.  `allow` adds io (with dofile and
  * loadfile), the whole of os, debug, and package (loadlib and C modules).
+ *
+ * Lua's count hook does not reach everywhere, so the sandbox closes the
+ * gaps where a script could run on past its limit:
+ *   - xpcall's message handler: an error raised by the hook calls it with
+ *     hooks off, so once the limit is spent the handler is skipped and the
+ *     error goes on as it is;
+ *   - __gc: Lua runs finalizers with hooks off, so setmetatable keeps a
+ *     table's __gc from Lua's own collector and runs it from a C sentinel,
+ *     in a thread of its own under the limit (sieve__lua_call_hooked);
+ *   - string.rep, find, match, gmatch and gsub, which can run for hours in
+ *     one C call: each estimates its worst case (the bytes it would write,
+ *     the backtracking its pattern allows on that subject) and refuses
+ *     what the call's limit could not stop.
  */
 #include "sieve-config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "lua/lua-private.h"
@@ -44,6 +58,391 @@ safe_load(lua_State *L)
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
   return lua_gettop(L);
+}
+
+/* The k function of the wrappers below that call on with lua_callk: the
+ * results are what is on the stack. */
+static int
+finish_k(lua_State *L, int status, lua_KContext ctx)
+{
+  (void) status;
+  (void) ctx;
+  return lua_gettop(L);
+}
+
+/* ---- xpcall ---------------------------------------------------------------- */
+
+static int
+handler_trampoline(lua_State *L)
+{
+  /* When the limit is spent, the error came from the hook and this runs
+   * with hooks off: the script's handler could loop for ever. */
+  if (sieve__lua_host(L)->limit_hit != NULL)
+    return 1;
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, 1);
+  return 1;
+}
+
+static int
+safe_xpcall(lua_State *L)
+{
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, handler_trampoline, 1);
+  lua_replace(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1)); /* the real xpcall */
+  lua_insert(L, 1);
+  lua_callk(L, n, LUA_MULTRET, 0, finish_k);
+  return lua_gettop(L);
+}
+
+/* ---- __gc under the limit -------------------------------------------------- */
+
+#define GC_SENTINEL "sieve.gc_sentinel"
+#define GC_SENTINELS "sieve.gc_sentinels" /* registry: {table = sentinel}, weak keys */
+
+/* A sentinel lives as long as its table (an ephemeron: the table is its
+ * weak key), so Lua finalizes it when the table goes, with the table
+ * resurrected in its user value: the table's __gc, read now as Lua would,
+ * runs under the limit. */
+static int
+sentinel_gc(lua_State *L)
+{
+  lua_getiuservalue(L, 1, 1);
+  if (!lua_istable(L, -1) || !lua_getmetatable(L, -1))
+    return 0;
+  lua_pushliteral(L, "__gc");
+  lua_rawget(L, -2);
+  if (lua_isnil(L, -1))
+    return 0;
+  lua_pushvalue(L, -3); /* the table */
+  sieve__lua_call_hooked(L, 1);
+  return 0;
+}
+
+static int
+safe_setmetatable(lua_State *L)
+{
+  int t = lua_type(L, 2);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+  if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+    return luaL_error(L, "cannot change a protected metatable");
+  lua_settop(L, 2);
+  if (t == LUA_TNIL) {
+    lua_setmetatable(L, 1);
+    return 1;
+  }
+  lua_pushliteral(L, "__gc");
+  lua_rawget(L, 2);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_setmetatable(L, 1);
+    return 1;
+  }
+  /* Set the metatable with __gc hidden for a moment, so that Lua's own
+   * collector never marks the table; the sentinel stands in for it. */
+  int saved = lua_gettop(L);
+  lua_pushliteral(L, "__gc");
+  lua_pushnil(L);
+  lua_rawset(L, 2);
+  lua_pushvalue(L, 2);
+  lua_setmetatable(L, 1);
+  lua_pushliteral(L, "__gc");
+  lua_pushvalue(L, saved);
+  lua_rawset(L, 2);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, GC_SENTINELS);
+  int sentinels = lua_gettop(L);
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, sentinels) == LUA_TNIL) { /* once per table, as Lua marks it once */
+    lua_newuserdatauv(L, 0, 1);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    luaL_setmetatable(L, GC_SENTINEL);
+    lua_pushvalue(L, 1);
+    lua_insert(L, -2);
+    lua_rawset(L, sentinels);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+static void
+open_gc_sentinels(lua_State *L)
+{
+  luaL_newmetatable(L, GC_SENTINEL);
+  lua_pushcfunction(L, sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, GC_SENTINELS);
+  lua_newtable(L);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  lua_pushcfunction(L, safe_setmetatable);
+  lua_setglobal(L, "setmetatable");
+}
+
+/* ---- string functions with bounded work ------------------------------------ */
+
+/* Refuses a call whose worst case exceeds what the call's limit leaves:
+ * Lua's hook cannot stop a C function once it runs. */
+static void
+check_steps(lua_State *L, const char *fn, double steps, const char *advice)
+{
+  SieveLuaHost *host = sieve__lua_host(L);
+  sieve__lua_check_limit(L);
+  double left = sieve__lua_steps_left(host);
+  if (steps > left) {
+    char msg[320]; /* luaL_error knows no %g */
+    g_snprintf(msg, sizeof msg,
+               "%s: this call could run for about %.3g steps in one C call, more than the %.3g its instruction or "
+               "time limit leaves, and the limit cannot stop a C call (%s)",
+               fn, steps, left, advice);
+    luaL_where(L, 1);
+    lua_pushstring(L, msg);
+    lua_concat(L, 2);
+    lua_error(L);
+  }
+}
+
+/* Whether byte ch is in the class %cl (a letter of Lua's patterns) or is
+ * the escaped character cl itself. */
+static gboolean
+class_has(int cl, int ch)
+{
+  gboolean in;
+  switch (g_ascii_tolower(cl)) {
+  case 'a': in = g_ascii_isalpha(ch); break;
+  case 'c': in = g_ascii_iscntrl(ch); break;
+  case 'd': in = g_ascii_isdigit(ch); break;
+  case 'g': in = g_ascii_isgraph(ch); break;
+  case 'l': in = g_ascii_islower(ch); break;
+  case 'p': in = g_ascii_ispunct(ch); break;
+  case 's': in = g_ascii_isspace(ch); break;
+  case 'u': in = g_ascii_isupper(ch); break;
+  case 'w': in = g_ascii_isalnum(ch); break;
+  case 'x': in = g_ascii_isxdigit(ch); break;
+  default: return cl == ch;
+  }
+  return g_ascii_isupper(cl) ? !in : in;
+}
+
+/* Whether byte ch matches the single-character item p[0..len) (%x, [set],
+ * . or a literal), as Lua reads it. */
+static gboolean
+item_has(const char *p, size_t len, int ch)
+{
+  if (p[0] == '.')
+    return TRUE;
+  if (p[0] == '%')
+    return class_has((unsigned char) p[1], ch);
+  if (p[0] != '[')
+    return (unsigned char) p[0] == ch;
+  size_t i = 1, last = len - 1; /* p[last] is the closing ']' */
+  gboolean negate = p[i] == '^', found = FALSE;
+  if (negate)
+    i++;
+  for (; i < last; i++) {
+    if (p[i] == '%' && i + 1 < last) {
+      found |= class_has((unsigned char) p[++i], ch);
+    } else if (i + 2 < last && p[i + 1] == '-') {
+      found |= (unsigned char) p[i] <= ch && ch <= (unsigned char) p[i + 2];
+      i += 2;
+    } else
+      found |= (unsigned char) p[i] == ch;
+  }
+  return negate ? !found : found;
+}
+
+/* The longest run of subject bytes the item matches: as far as a
+ * repetition of it can reach, and so as many tries as it can backtrack. */
+static double
+longest_run(const char *p, size_t len, const char *subject, size_t ls)
+{
+  size_t best = 0, run = 0;
+  for (size_t k = 0; k < ls; k++) {
+    run = item_has(p, len, (unsigned char) subject[k]) ? run + 1 : 0;
+    best = MAX(best, run);
+  }
+  return (double) best + 1;
+}
+
+/* The subject whose runs are known: a loop that calls find at each
+ * position of one long text scans it once, not once per call.  The string
+ * is held in the registry while it is cached, so its address names it. */
+#define RUN_CACHE "sieve.run_cache" /* registry: {subject, {item = longest run}} */
+
+static double
+cached_run(lua_State *L, int subject_idx, const char *item, size_t len)
+{
+  size_t ls;
+  const char *subject = lua_tolstring(L, subject_idx, &ls);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, RUN_CACHE) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_createtable(L, 2, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, RUN_CACHE);
+  }
+  int cache = lua_gettop(L);
+  lua_rawgeti(L, cache, 1);
+  if (!lua_rawequal(L, -1, subject_idx)) { /* another subject: start over */
+    lua_pushvalue(L, subject_idx);
+    lua_rawseti(L, cache, 1);
+    lua_newtable(L);
+    lua_rawseti(L, cache, 2);
+  }
+  lua_rawgeti(L, cache, 2);
+  lua_pushlstring(L, item, len);
+  lua_pushvalue(L, -1);
+  double run;
+  if (lua_rawget(L, -3) == LUA_TNUMBER) {
+    run = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+  } else {
+    lua_pop(L, 1);
+    run = longest_run(item, len, subject, ls);
+    lua_pushnumber(L, run);
+    lua_rawset(L, -3);
+  }
+  lua_settop(L, cache - 1);
+  return run;
+}
+
+/* The most steps Lua's backtracking matcher can take for pattern p on the
+ * subject: each start position, times the tries of every repetition item
+ * (one more than the longest run of subject bytes it matches for *, + and
+ * -, 2 for ?, the subject's length for %b and back-references, which scan
+ * on every try), plus the scans.  A repetition with nothing after it does
+ * not backtrack.  Costs O(subject x items) once per subject, what the
+ * match itself costs when it goes well. */
+static double
+pattern_steps(lua_State *L, int subject_idx, const char *p, size_t lp, size_t ls, gboolean plain)
+{
+  double n = (double) ls + 1;
+  gboolean special = FALSE;
+  for (size_t k = 0; k < lp && !special; k++) /* as lstrlib decides; the pattern may hold zeros */
+    special = strchr("^$*+?.([%-", p[k]) != NULL && p[k] != '\0';
+  if (plain || !special)
+    return n * ((double) lp + 1); /* a plain search, memchr and memcmp */
+  size_t i = 0;
+  double starts = n;
+  if (p[0] == '^') {
+    starts = 1;
+    i = 1;
+  }
+  double product = 1;
+  while (i < lp && product < 1e300) {
+    char c = p[i];
+    if (c == '(' || c == ')') {
+      i++;
+      continue;
+    }
+    if (c == '$' && i + 1 == lp)
+      break;
+    if (c == '%' && i + 1 < lp && (p[i + 1] == 'b' || g_ascii_isdigit(p[i + 1]))) {
+      product *= n;
+      i += p[i + 1] == 'b' ? 4 : 2;
+      continue;
+    }
+    if (c == '%' && i + 1 < lp && p[i + 1] == 'f')
+      i += 2; /* then its set, read below as an item without a quantifier */
+    size_t item = i;
+    if (p[i] == '%')
+      i += 2;
+    else if (p[i] == '[') {
+      i++;
+      if (i < lp && p[i] == '^')
+        i++;
+      do { /* the first ']' is a member */
+        if (i < lp && p[i] == '%')
+          i++;
+        i++;
+      } while (i < lp && p[i] != ']');
+      i++;
+    } else
+      i++;
+    if (i > lp) /* malformed: Lua's matcher says so at once */
+      break;
+    if (i < lp && strchr("*+-?", p[i]) != NULL) {
+      char q = p[i++];
+      size_t rest = i;
+      while (rest < lp && p[rest] == ')')
+        rest++;
+      gboolean last = rest == lp || (rest + 1 == lp && p[rest] == '$');
+      if (q == '?')
+        product *= 2;
+      else if (!last) /* without a subject: the cheap bound, its length (the runs are the whole subject's) */
+        product *= subject_idx != 0 ? cached_run(L, subject_idx, p + item, i - 1 - item) : n;
+    }
+  }
+  return starts * product + n;
+}
+
+/* string.find, match, gmatch, gsub: the real one (upvalue 1), after the check. */
+static int
+safe_pattern(lua_State *L)
+{
+  size_t ls, lp;
+  luaL_checklstring(L, 1, &ls);
+  const char *p = luaL_checklstring(L, 2, &lp);
+  const char *fn = lua_tostring(L, lua_upvalueindex(2));
+  gboolean plain = strcmp(fn, "string.find") == 0 && lua_toboolean(L, 4);
+  /* find, match and gmatch start at init: what lies before is not searched
+   * (a tokenizer calls find at each position of a long text). */
+  if (strcmp(fn, "string.gsub") != 0 && lua_isinteger(L, 3)) {
+    lua_Integer init = lua_tointeger(L, 3);
+    size_t skip = init > 0 ? (size_t) MIN((lua_Unsigned) init - 1, ls)
+                           : init < 0 && (lua_Unsigned) -init < ls ? ls - (size_t) -init : 0;
+    ls -= skip;
+  }
+  double left = sieve__lua_steps_left(sieve__lua_host(L));
+  /* The bound by the subject's length first: it costs nothing, and only a
+   * call it cannot clear pays for the scan of the subject. */
+  if (left == 0 || (!isinf(left) && pattern_steps(L, 0, p, lp, ls, plain) > left))
+    check_steps(L, fn, pattern_steps(L, 1, p, lp, ls, plain),
+                "use a smaller subject, or a pattern with fewer repetition items");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, finish_k);
+  return lua_gettop(L);
+}
+
+static int
+safe_rep(lua_State *L)
+{
+  size_t l, lsep;
+  luaL_checklstring(L, 1, &l);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_optlstring(L, 3, "", &lsep);
+  if (n > 0 && l + lsep == 0) { /* Lua would copy nothing n times: up to 2^63 turns of a loop */
+    lua_pushliteral(L, "");
+    return 1;
+  }
+  if (n > 0)
+    check_steps(L, "string.rep", (double) n * (1 + (double) (l + lsep) / 64), "build the string in smaller pieces");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* Replaces string.NAME (also reached as ("x"):NAME through the string
+ * metatable's __index, which is the same table). */
+static void
+wrap_string(lua_State *L, const char *name, lua_CFunction wrapper)
+{
+  lua_getglobal(L, LUA_STRLIBNAME);
+  lua_getfield(L, -1, name);
+  lua_pushfstring(L, "string.%s", name);
+  lua_pushcclosure(L, wrapper, 2);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
 }
 
 /* package.searchers entry: Lua files under the host's folders only,
@@ -126,6 +525,16 @@ sieve__lua_sandbox_open(SieveLuaHost *host)
   lua_getglobal(L, "load");
   lua_pushcclosure(L, safe_load, 1);
   lua_setglobal(L, "load");
+  lua_getglobal(L, "xpcall");
+  lua_pushcclosure(L, safe_xpcall, 1);
+  lua_setglobal(L, "xpcall");
+  /* With debug a script can lift its own hook anyway: the wrappers only
+   * hold where the limits do. */
+  open_gc_sentinels(L);
+  static const char *const patterns[] = {"find", "match", "gmatch", "gsub", NULL};
+  for (guint i = 0; patterns[i]; i++)
+    wrap_string(L, patterns[i], safe_pattern);
+  wrap_string(L, "rep", safe_rep);
 
   if (!(allow & SIEVE_LUA_ALLOW_OS)) {
     /* Keep only what reads the clock and formats dates. */

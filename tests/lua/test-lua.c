@@ -129,7 +129,7 @@ test_sandbox_allowed(void)
   const char *const wrong[] = {"oss", NULL};
   guint bits;
   g_assert_false(sieve_lua_allow_parse(wrong, &bits, &error));
-  g_assert_cmpstr(error->message, ==, "cannot allow 'oss' (did you mean 'os'?): expected some of io, os, debug, package");
+  g_assert_cmpstr(error->message, ==, "cannot allow 'oss' (did you mean 'os'?): expected some of io, os, debug, package, command, plugins");
   g_clear_error(&error);
 }
 
@@ -150,6 +150,22 @@ test_instruction_limit(void)
   g_assert_false(sieve_lua_host_run_string(
       host, "while true do pcall(function() while true do end end) end", "@swallow.lua", &error));
   g_assert_nonnull(strstr(error->message, "instruction limit exceeded"));
+  g_clear_error(&error);
+  /* Nor loop in xpcall's handler, which the hook's error calls with hooks
+   * off, nor in a __gc, which Lua runs with hooks off, nor catch the error
+   * and return as if done. */
+  g_assert_false(sieve_lua_host_run_string(
+      host, "while true do xpcall(function() while true do end end, function() while true do end end) end",
+      "@handler.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "handler.lua:1: instruction limit exceeded"));
+  g_clear_error(&error);
+  g_assert_false(sieve_lua_host_run_string(
+      host, "setmetatable({}, {__gc = function() while true do end end}) collectgarbage()", "@gc.lua", &error));
+  g_assert_true(g_str_has_prefix(error->message, "gc.lua: instruction limit exceeded"));
+  g_clear_error(&error);
+  g_assert_false(sieve_lua_host_run_string(host, "pcall(function() while true do end end) return", "@caught.lua",
+                                           &error));
+  g_assert_true(g_str_has_prefix(error->message, "caught.lua:1: instruction limit exceeded"));
   g_clear_error(&error);
   g_assert_cmpint(g_get_monotonic_time() - t0, <, 10 * G_USEC_PER_SEC);
   /* The host works on, with a fresh allowance per call. */
