@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
 
 all: build
 
@@ -37,6 +37,20 @@ bench-lua: build
 
 clean:
 	rm -rf $(BUILD)
+
+# The mutation loop of tests/fuzz/fuzz.c, FUZZ_CASES cases for each input
+# format, on its own build with AddressSanitizer and UBSan (minutes; `make
+# test` runs a 300-case slice).  Any sanitizer report or broken promise
+# stops it, leaving the case in build-fuzz/fuzz-crash-FORMAT.bin.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CASES ?= 20000
+FUZZ_SEED ?= 20
+fuzz: deps
+	test -f $(FUZZ_BUILD)/build.ninja || meson setup $(FUZZ_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	meson compile -C $(FUZZ_BUILD)
+	cd $(FUZZ_BUILD) && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 G_SLICE=always-malloc \
+	  SIEVE_SOURCE_ROOT=$(CURDIR) SIEVE_BUILD_ROOT=$(CURDIR)/$(FUZZ_BUILD) \
+	  tests/fuzz/sieve-fuzz all $(FUZZ_CASES) $(FUZZ_SEED)
 
 # Benchmarks: not part of `make test`; they run the peers in the same run and print ratios.
 bench-train: build

@@ -51,7 +51,10 @@ sieve_dataset_load_cifar(const char *const *batch_paths, guint n_paths, guint n_
 
   g_autofree char *base = sieve__data_name_from_path(batch_paths[0]);
   g_autofree char *name = n_paths == 1 ? g_strdup(base) : g_strdup_printf("%s and %u more", base, n_paths - 1);
-  g_autoptr(SieveDataset) ds = sieve_dataset_new((guint) total, 3, CIFAR_SIDE, CIFAR_SIDE, n_classes, name);
+  g_autoptr(SieveDataset) ds =
+      sieve__data_dataset_new(batch_paths[0], (guint) total, 3, CIFAR_SIDE, CIFAR_SIDE, n_classes, name, error);
+  if (ds == NULL)
+    return NULL;
   const float *scale = sieve__data_byte_scale();
   guint i = 0;
   for (guint f = 0; f < n_paths; f++) {

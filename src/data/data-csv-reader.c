@@ -13,6 +13,11 @@
 
 #include "data/data-private.h"
 
+/* Fields in one record (sieve/csv.h): each costs a Field of 32 bytes for
+ * one byte of the file, so a line of commas would ask 32 times the file's
+ * size before any check on the header's count could refuse it. */
+#define CSV_MAX_FIELDS (1u << 20)
+
 typedef struct {
   const char *s; /* NUL-terminated, trimmed, unquoted */
   gsize n;
@@ -235,6 +240,9 @@ sieve_csv_reader_next(SieveCsvReader *reader, GError **error)
       *t = '\0'; /* over a blank, the separator, or the NUL after the end */
       p = e;
     }
+    if (r->fields->len == CSV_MAX_FIELDS)
+      return fail(r, field.line, field.col, error, "more than %u fields in the record that starts on line %u, the "
+                  "most sieve reads", CSV_MAX_FIELDS, r->record_line);
     g_array_append_val(r->fields, field);
     if (sep == ',') {
       p++;

@@ -180,3 +180,35 @@ sieve__data_read_file(const char *path, GError **error)
   }
   return g_bytes_new_take(raw, len);
 }
+
+SieveDataset *
+sieve__data_dataset_new(const char *path, guint n, guint channels, guint height, guint width, guint n_classes,
+                        const char *name, GError **error)
+{
+  guint64 values = 0;
+  if (!g_uint64_checked_mul(&values, (guint64) channels * height, width) ||
+      !g_uint64_checked_mul(&values, values, n) || values > G_MAXSIZE / sizeof(float)) {
+    sieve__data_error(error, SIEVE_ERROR_PARSE, path, "%u examples of %ux%ux%u values overflow a size", n, channels,
+                      height, width);
+    return NULL;
+  }
+  /* Tried first at the final size: a dataset larger than the memory is
+   * the user's error to read, not an abort inside g_new0. */
+  float *x = g_try_new0(float, MAX(values, 1));
+  gint32 *y = x != NULL ? g_try_new0(gint32, MAX(n, 1)) : NULL;
+  if (y == NULL) {
+    g_free(x);
+    g_autofree char *size = g_format_size_full(values * sizeof(float), G_FORMAT_SIZE_IEC_UNITS);
+    sieve__data_error(error, SIEVE_ERROR_PARSE, path,
+                      "%u examples of %ux%ux%u values need %s, more than can be allocated", n, channels, height,
+                      width, size);
+    return NULL;
+  }
+  SieveDataset *ds = sieve_dataset_new(0, channels, height, width, n_classes, name);
+  g_free(ds->x);
+  g_free(ds->y);
+  ds->n = n;
+  ds->x = x;
+  ds->y = y;
+  return ds;
+}

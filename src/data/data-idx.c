@@ -47,12 +47,18 @@ idx_values(const char *path, GBytes *bytes, guint n_dims, const char *what, guin
     return NULL;
   }
   guint64 total = 1;
+  gboolean overflow = FALSE;
   for (guint d = 0; d < n_dims; d++) {
     dims[d] = read_be32(data + 4 + 4 * d);
-    if (!g_uint64_checked_mul(&total, total, dims[d]) || total > G_MAXSIZE) {
-      sieve__data_error(error, SIEVE_ERROR_PARSE, path, "dimensions too large");
-      return NULL;
-    }
+    overflow = overflow || !g_uint64_checked_mul(&total, total, dims[d]) || total > G_MAXSIZE;
+  }
+  if (overflow) {
+    g_autoptr(GString) shape = g_string_new(NULL);
+    for (guint d = 0; d < n_dims; d++)
+      g_string_append_printf(shape, "%s%u", d ? " x " : "", dims[d]);
+    sieve__data_error(error, SIEVE_ERROR_PARSE, path, "the header's dimensions %s claim more values than any file "
+                      "can hold", shape->str);
+    return NULL;
   }
   gsize body = len - header;
   if (body < total) {
@@ -84,6 +90,14 @@ sieve_dataset_load_idx_classes(const char *images_path, const char *labels_path,
   const guint8 *pixels = idx_values(images_path, image_bytes, 3, "images", idims, error);
   if (pixels == NULL)
     return NULL;
+  /* No images: the check on the body passes whatever the rows and
+   * columns claim, and an empty dataset of 4-gigapixel images would only
+   * fail later, in the batcher's allocation. */
+  if (idims[0] == 0) {
+    sieve__data_error(error, SIEVE_ERROR_PARSE, images_path, "the header announces no images (of %ux%u pixels)",
+                      idims[1], idims[2]);
+    return NULL;
+  }
   if (idims[1] == 0 || idims[2] == 0) {
     sieve__data_error(error, SIEVE_ERROR_PARSE, images_path, "images of %ux%u pixels", idims[1], idims[2]);
     return NULL;
@@ -116,7 +130,9 @@ sieve_dataset_load_idx_classes(const char *images_path, const char *labels_path,
     n_classes = n > 0 ? max_label + 1 : 0;
 
   g_autofree char *name = sieve__data_name_from_path(images_path);
-  SieveDataset *ds = sieve_dataset_new(n, 1, idims[1], idims[2], n_classes, name);
+  SieveDataset *ds = sieve__data_dataset_new(images_path, n, 1, idims[1], idims[2], n_classes, name, error);
+  if (ds == NULL)
+    return NULL;
   const float *scale = sieve__data_byte_scale();
   gsize total = (gsize) n * idims[1] * idims[2];
   float *x = ds->x;

@@ -23,6 +23,13 @@ G_GNUC_INTERNAL void sieve__data_error(GError **error, SieveErrorCode code, cons
  * 47 million Fashion-MNIST pixels in the tens of milliseconds. */
 G_GNUC_INTERNAL const float *sieve__data_byte_scale(void);
 
+/* sieve_dataset_new for a loader: NULL + an error naming path, not an abort,
+ * when n examples of channels x height x width floats overflow a size or
+ * cannot be allocated (a file's header or size decides n and the shape). */
+G_GNUC_INTERNAL SieveDataset *sieve__data_dataset_new(const char *path, guint n, guint channels, guint height,
+                                                      guint width, guint n_classes, const char *name,
+                                                      GError **error);
+
 /* The name of a file for a dataset's name: its base name. (transfer full) */
 G_GNUC_INTERNAL char *sieve__data_name_from_path(const char *path);
 

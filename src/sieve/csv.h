@@ -28,6 +28,8 @@
  *  - Allowance 2: a line holding only spaces (or nothing) is no record; it
  *    still counts for line numbers.  Files often end with one.
  *  - A UTF-8 byte-order mark at the start is skipped.
+ *  - A record has at most 1,048,576 (2^20) fields; more is an error at the
+ *    first field over.
  *
  * Every error of the reader is a SIEVE_ERROR_PARSE whose message reads
  * `path:line:col: what was wrong, what was expected` (line and col counted

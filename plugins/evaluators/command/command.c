@@ -50,6 +50,7 @@
 #include <sieve/text.h>
 
 #include "process.h"
+#include "protocol.h"
 #include "template.h"
 
 static const char *const stdin_modes[] = {"none", "json", NULL};
@@ -68,15 +69,6 @@ static const SieveOptionSpec command_options[] = {
                                 "integer: true} (default: none)"),
   SIEVE_OPTION_END,
 };
-
-/* How much of a bad line or of stderr a reason quotes. */
-#define QUOTE_CHARS 80
-/* Bounds on the protocol line, checked before json-glib sees it: its parser
- * recurses once per level of nesting, so a line of 100,000 '[' would
- * overflow the C stack, and a metrics object needs neither depth nor
- * megabytes. */
-#define METRICS_MAX_DEPTH 32
-#define METRICS_MAX_BYTES (1u << 20)
 
 typedef struct {
   const SieveSpace *space;
@@ -234,110 +226,6 @@ stdin_payload(const Command *self, const SieveCandidate *candidate)
   return g_string_free(out, FALSE);
 }
 
-/* text cut to QUOTE_CHARS characters (on a UTF-8 boundary) with "...". */
-static char *
-shorten(const char *text)
-{
-  if (!g_utf8_validate(text, -1, NULL))
-    return g_strdup_printf("%.*s%s", QUOTE_CHARS, text, strlen(text) > QUOTE_CHARS ? "..." : "");
-  if (g_utf8_strlen(text, -1) <= QUOTE_CHARS)
-    return g_strdup(text);
-  g_autofree char *cut = g_utf8_substring(text, 0, QUOTE_CHARS);
-  return g_strdup_printf("%s...", cut);
-}
-
-/* Python's json module writes NaN, Infinity and -Infinity, which JSON does
- * not have; a diverged loss is common enough that such a line must not
- * read as garbage.  Outside strings, each becomes a string holding a
- * marker byte (\u0001 can only come from this rewrite in practice), which
- * read_metrics() turns back into the number.  (transfer full) (nullable)
- * NULL when there is nothing to rewrite. */
-#define NONFINITE_MARK '\001'
-
-static char *
-rewrite_nonfinite(const char *line)
-{
-  static const char *const words[] = {"-Infinity", "Infinity", "NaN"};
-  GString *out = g_string_new(NULL);
-  gboolean in_string = FALSE, changed = FALSE;
-  for (const char *p = line; *p;) {
-    if (in_string) {
-      if (*p == '\\' && p[1]) {
-        g_string_append_len(out, p, 2);
-        p += 2;
-        continue;
-      }
-      in_string = *p != '"';
-      g_string_append_c(out, *p++);
-      continue;
-    }
-    if (*p == '"') {
-      in_string = TRUE;
-      g_string_append_c(out, *p++);
-      continue;
-    }
-    gboolean replaced = FALSE;
-    gboolean boundary_before = p == line || !(g_ascii_isalnum(p[-1]) || p[-1] == '_');
-    for (guint w = 0; w < G_N_ELEMENTS(words) && boundary_before && !replaced; w++) {
-      gsize n = strlen(words[w]);
-      if (strncmp(p, words[w], n) == 0 && !(g_ascii_isalnum(p[n]) || p[n] == '_')) {
-        g_string_append_printf(out, "\"\\u0001%s\"", words[w]);
-        p += n;
-        replaced = changed = TRUE;
-      }
-    }
-    if (!replaced)
-      g_string_append_c(out, *p++);
-  }
-  if (!changed) {
-    g_string_free(out, TRUE);
-    return NULL;
-  }
-  return g_string_free(out, FALSE);
-}
-
-/* The number a marker string stands for; FALSE for any other string. */
-static gboolean
-nonfinite_value(const char *text, double *out)
-{
-  if (text[0] != NONFINITE_MARK)
-    return FALSE;
-  if (strcmp(text + 1, "NaN") == 0)
-    *out = NAN;
-  else if (strcmp(text + 1, "Infinity") == 0)
-    *out = INFINITY;
-  else if (strcmp(text + 1, "-Infinity") == 0)
-    *out = -INFINITY;
-  else
-    return FALSE;
-  return TRUE;
-}
-
-/* The deepest nesting of arrays and objects in line, strings skipped; a
- * loop, not a parser, so that no input can exhaust the stack. */
-static guint
-json_depth(const char *line)
-{
-  guint depth = 0, deepest = 0;
-  gboolean in_string = FALSE;
-  for (const char *p = line; *p; p++) {
-    if (in_string) {
-      if (*p == '\\' && p[1])
-        p++;
-      else if (*p == '"')
-        in_string = FALSE;
-    } else if (*p == '"') {
-      in_string = TRUE;
-    } else if (*p == '[' || *p == '{') {
-      depth++;
-      deepest = MAX(deepest, depth);
-    } else if ((*p == ']' || *p == '}') && depth > 0) {
-      depth--;
-    }
-  }
-  return deepest;
-}
-
 /* Reads the protocol line into result. */
 static void
 read_metrics(const CommandRun *run, SieveResult *result)
@@ -348,66 +236,7 @@ read_metrics(const CommandRun *run, SieveResult *result)
                                     "of metrics)");
     return;
   }
-  gsize bytes = strlen(line);
-  if (bytes > METRICS_MAX_BYTES) {
-    g_autofree char *shown = shorten(line);
-    sieve_result_set_failed(result, "last stdout line is %" G_GSIZE_FORMAT " bytes, more than the %u a JSON "
-                            "object of metrics may have: '%s'", bytes, METRICS_MAX_BYTES, shown);
-    return;
-  }
-  guint depth = json_depth(line);
-  if (depth > METRICS_MAX_DEPTH) {
-    g_autofree char *shown = shorten(line);
-    sieve_result_set_failed(result, "last stdout line nests %u levels deep, more than the %d a JSON object of "
-                            "metrics may have: '%s'", depth, METRICS_MAX_DEPTH, shown);
-    return;
-  }
-  g_autoptr(JsonParser) parser = json_parser_new_immutable();
-  JsonNode *root = NULL;
-  if (json_parser_load_from_data(parser, line, -1, NULL)) {
-    root = json_parser_get_root(parser);
-  } else {
-    g_autofree char *rewritten = rewrite_nonfinite(line);
-    if (rewritten != NULL && json_parser_load_from_data(parser, rewritten, -1, NULL))
-      root = json_parser_get_root(parser);
-  }
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT(root)) {
-    g_autofree char *shown = shorten(line);
-    sieve_result_set_failed(result, "last stdout line is not a JSON object: '%s'", shown);
-    return;
-  }
-
-  JsonObject *object = json_node_get_object(root);
-  const char *status = NULL, *reason = NULL;
-  JsonObjectIter iter;
-  const char *name;
-  JsonNode *value;
-  json_object_iter_init_ordered(&iter, object);
-  while (json_object_iter_next_ordered(&iter, &name, &value)) {
-    GType type = JSON_NODE_HOLDS_VALUE(value) ? json_node_get_value_type(value) : G_TYPE_INVALID;
-    double number;
-    if (name[0] == '\0')
-      continue; /* a metric needs a name */
-    if (type == G_TYPE_STRING && nonfinite_value(json_node_get_string(value), &number)) {
-      sieve_result_set_metric(result, name, number);
-    } else if (strcmp(name, "status") == 0 || strcmp(name, "reason") == 0) {
-      if (type != G_TYPE_STRING) {
-        sieve_result_set_failed(result, "member '%s' of the program's JSON line must be a string", name);
-        return;
-      }
-      *(strcmp(name, "status") == 0 ? &status : &reason) = json_node_get_string(value);
-    } else if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
-      sieve_result_set_metric(result, name, json_node_get_double(value));
-    } else if (type == G_TYPE_BOOLEAN) {
-      sieve_result_set_metric(result, name, json_node_get_boolean(value) ? 1 : 0);
-    }
-  }
-  if (status == NULL || strcmp(status, "ok") == 0)
-    return;
-  if (strcmp(status, "failed") == 0)
-    sieve_result_set_failed(result, "%s", reason != NULL && reason[0] ? reason : "the program reported a failure");
-  else
-    sieve_result_set_failed(result, "the program's \"status\" must be \"ok\" or \"failed\", got '%s'", status);
+  command_read_metrics_line(line, result);
 }
 
 static void
@@ -433,7 +262,7 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
     } else {
       g_autofree char *last = command_last_line(run->err);
       if (last != NULL) {
-        g_autofree char *shown = shorten(last);
+        g_autofree char *shown = command_quote(last);
         sieve_result_set_failed(result, "exited with status %d: %s", run->status, shown);
       } else {
         sieve_result_set_failed(result, "exited with status %d (nothing on stderr)", run->status);

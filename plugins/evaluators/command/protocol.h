@@ -1,0 +1,18 @@
+/* command evaluator: the protocol line, the last line a program writes on
+ * stdout, read into a result (the rules are in command.c's header).
+ *
+ *   command_read_metrics_line("{\"loss\": 0.5}", result);   // metric loss = 0.5
+ *
+ * A file of its own, with no process in it, so that tests/fuzz can build
+ * it into a driver and feed it any bytes: this is where a program's
+ * output meets sieve's memory, and nothing a program prints may crash it. */
+#pragma once
+
+#include <sieve/result.h>
+
+/* Sets result's metrics from line, or marks it failed with the reason (too
+ * long, too deep, not a JSON object, a bad "status"). */
+void command_read_metrics_line(const char *line, SieveResult *result);
+/* (transfer full) text cut to 80 characters (on a UTF-8 boundary) with "...",
+ * for quoting a program's output in a reason. */
+char *command_quote(const char *text);
