@@ -105,7 +105,12 @@ inflate_gzip(const char *path, const guint8 *in, gsize in_len, GError **error)
    * SIEVE_DATA_MAX_INFLATED when the file has several members): a gzip bomb
    * is refused after that many bytes, not after filling the memory. */
   gsize declared = cap;
-  cap = MAX(cap + 64, MAX(in_len, 4096)); /* slack: room for the end of stream */
+  /* The first allocation believes the trailer only as far as deflate can
+   * compress (at most about 1032:1, RFC 1951's 258-byte matches in two
+   * bits): a forged trailer on a small file costs no large buffer, and a
+   * true one is reached by doubling. */
+  gsize plausible = in_len <= G_MAXSIZE / 1032 ? in_len * 1032 : G_MAXSIZE;
+  cap = MAX(MIN(cap, plausible) + 64, MAX(in_len, 4096)); /* slack: room for the end of stream */
   gboolean one_member = TRUE;
   guint8 *out = g_malloc(cap);
   gsize out_len = 0, pos = 0;
