@@ -2,7 +2,11 @@
 -- experiment (nb201-evolution.yaml) under two seeds, then the best of each.
 --
 --   sieve lua examples/lua/run-yaml.lua [STORE_DIR]
-local dir = arg[1] or "."
+--
+-- The stores go to STORE_DIR, by default the build folder (`build/`, made by
+-- `meson setup build`, relative to where sieve runs) so that trying the
+-- example leaves nothing in the source tree or the current folder.
+local dir = arg[1] or "build"
 
 for _, seed in ipairs({1, 2}) do
   local study = sieve.run("nb201-evolution.yaml", {   -- relative to this script

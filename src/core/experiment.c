@@ -120,6 +120,19 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
   section->node = node;
   SieveNode *plugin = sieve_node_lookup(node, "plugin");
   if (plugin == NULL) {
+    /* The section's other keys are checked against the plugin's options,
+     * which are not known until the plugin is: a misspelt `plugn:` would
+     * otherwise only be reported as a missing 'plugin'.  A key close to
+     * 'plugin' is named at its own line and column with the suggestion. */
+    static const char *const plugin_word[] = {"plugin", NULL};
+    for (guint k = 0; k < sieve_node_size(node); k++) {
+      SieveNode *written = sieve_node_nth_key(node, k);
+      if (sieve_suggest(sieve_node_text(written), plugin_word) != NULL) {
+        sieve_node_set_error(error, written, "unknown key '%s' in '%s' (did you mean 'plugin'?)",
+                             sieve_node_text(written), key);
+        return FALSE;
+      }
+    }
     sieve_node_set_error(error, node, "'%s' needs a 'plugin' key naming a %s plugin", key,
                          sieve_component_kind_to_string(kind));
     return FALSE;

@@ -89,6 +89,21 @@ format_duration(double seconds)
   return g_strdup_printf("%u:%02u", (guint) (s / 60), (guint) (s % 60));
 }
 
+/* The rate as a person reads it: "12.5 trials/s" when trials are quick,
+ * but "42.1 s/trial" once a trial takes longer than a second, where a
+ * rate such as "0.0238 trials/s" would have to be inverted in the head.
+ * Before the first trial of this run finishes there is no rate to show. */
+static char *
+format_rate(gint64 trials, double elapsed)
+{
+  if (trials <= 0 || !(elapsed > 0))
+    return g_strdup("- s/trial");
+  double rate = trials / elapsed;
+  if (rate >= 1)
+    return g_strdup_printf("%.3g trials/s", rate);
+  return g_strdup_printf("%.3g s/trial", 1 / rate);
+}
+
 static void
 draw(SieveProgress *p)
 {
@@ -101,13 +116,14 @@ draw(SieveProgress *p)
   if (p->budget > 0 && rate > 0)
     eta = format_duration((p->budget - p->done) / rate);
   g_autofree char *took = format_duration(elapsed);
+  g_autofree char *shown_rate = format_rate(p->this_run, elapsed);
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("%" G_GINT64_FORMAT, p->budget) : g_strdup("-");
   g_autofree char *cached = p->n_cached > 0 ? g_strdup_printf(" cached %" G_GINT64_FORMAT, p->n_cached) : g_strdup("");
   g_autofree char *screened =
       p->n_screened > 0 ? g_strdup_printf(" screened %" G_GINT64_FORMAT, p->n_screened) : g_strdup("");
   fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
-                  "%s%s | %.3g trials/s | %s elapsed%s%s%s%s",
-          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, rate, took, eta ? ", ETA " : "",
+                  "%s%s | %s | %s elapsed%s%s%s%s",
+          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, shown_rate, took, eta ? ", ETA " : "",
           eta ? eta : "", p->activity ? " | " : "", p->activity ? p->activity : "");
   fflush(p->out);
   p->line_open = TRUE;

@@ -11,27 +11,41 @@
 typedef struct {
   const SieveTrial *trial;
   double objective;
+  double fidelity; /* -inf for the evaluator's default */
 } Ranked;
 
+/* Multi-fidelity optimizers (hyperband, BOHB) store one trial per rung: a
+ * score at 1 epoch is no rival for one at 27, so trials are ranked first
+ * by the fidelity they ran at, then by the objective. */
 static gint
-compare_max(gconstpointer a, gconstpointer b)
+compare_ranked(gconstpointer a, gconstpointer b, gpointer maximize)
 {
   const Ranked *x = a, *y = b;
+  if (x->fidelity != y->fidelity)
+    return x->fidelity > y->fidelity ? -1 : 1;
   if (x->objective != y->objective)
-    return x->objective > y->objective ? -1 : 1;
+    return (GPOINTER_TO_INT(maximize) ? x->objective > y->objective : x->objective < y->objective) ? -1 : 1;
   return x->trial->number < y->trial->number ? -1 : 1;
 }
 
-static gint
-compare_min(gconstpointer a, gconstpointer b)
+/* Keeps, of each configuration (genotype), only its trial at the highest
+ * fidelity it reached (the best one there); ranked must be sorted. */
+static void
+keep_highest_fidelity(GArray *ranked)
 {
-  const Ranked *x = a, *y = b;
-  if (x->objective != y->objective)
-    return x->objective < y->objective ? -1 : 1;
-  return x->trial->number < y->trial->number ? -1 : 1;
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  guint kept = 0;
+  for (guint i = 0; i < ranked->len; i++) {
+    Ranked r = g_array_index(ranked, Ranked, i);
+    if (r.trial->genotype != NULL && !g_hash_table_add(seen, r.trial->genotype))
+      continue;
+    g_array_index(ranked, Ranked, kept++) = r;
+  }
+  g_array_set_size(ranked, kept);
 }
 
-static void print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top);
+static void print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top,
+                      gboolean by_fidelity);
 static gboolean print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *objective, GError **error);
 
 gboolean
@@ -55,11 +69,17 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
     cost += sieve_result_get_cost(t->result);
     double v;
     if (t->status == SIEVE_STATUS_OK && sieve_result_get_metric(t->result, objective, &v) && !isnan(v)) {
-      Ranked r = {t, v};
+      Ranked r = {t, v, isnan(t->fidelity) ? -INFINITY : t->fidelity};
       g_array_append_val(ranked, r);
     }
   }
-  g_array_sort(ranked, maximize ? compare_max : compare_min);
+  gboolean by_fidelity = FALSE;
+  for (guint i = 1; i < ranked->len; i++)
+    if (g_array_index(ranked, Ranked, i).fidelity != g_array_index(ranked, Ranked, 0).fidelity)
+      by_fidelity = TRUE;
+  g_array_sort_with_data(ranked, compare_ranked, GINT_TO_POINTER(maximize));
+  if (by_fidelity)
+    keep_highest_fidelity(ranked);
   guint distinct = g_hash_table_size(hashes);
 
   fprintf(out, "\n%u trials: %u ok, %u failed, %u pending; %.3g s of evaluation\n", trials->len,
@@ -75,7 +95,7 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
             counts[SIEVE_STATUS_SCREENED]);
   }
   if (ranked->len > 0 && top > 0)
-    print_top(out, ranked, objective, maximize, top);
+    print_top(out, ranked, objective, maximize, top, by_fidelity);
   return print_finals(out, store, trials, objective, error);
 }
 
@@ -114,7 +134,7 @@ print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *object
 }
 
 static void
-print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top)
+print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top, gboolean by_fidelity)
 {
   /* Columns: the objective, then up to four other metrics of the best trial. */
   const SieveResult *first = g_array_index(ranked, Ranked, 0).trial->result;
@@ -125,9 +145,15 @@ print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, g
       g_ptr_array_add(columns, (gpointer) sieve_result_metric_name(first, i));
 
   guint n = MIN(top, ranked->len);
-  fprintf(out, "top %u by %s (%s):\n", n, objective, maximize ? "maximize" : "minimize");
+  if (by_fidelity)
+    fprintf(out, "top %u by %s (%s) at the highest fidelity each configuration reached (higher fidelity first):\n",
+            n, objective, maximize ? "maximize" : "minimize");
+  else
+    fprintf(out, "top %u by %s (%s):\n", n, objective, maximize ? "maximize" : "minimize");
   GString *line = g_string_new(NULL);
   g_string_append_printf(line, "%4s %7s", "rank", "trial");
+  if (by_fidelity)
+    g_string_append_printf(line, " %9s", "fidelity");
   for (guint c = 0; c < columns->len; c++)
     g_string_append_printf(line, " %*s", (int) MAX(12, strlen(columns->pdata[c])), (const char *) columns->pdata[c]);
   g_string_append(line, "  genotype");
@@ -135,6 +161,12 @@ print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, g
   for (guint r = 0; r < n; r++) {
     const SieveTrial *t = g_array_index(ranked, Ranked, r).trial;
     g_string_printf(line, "%4u %7" G_GINT64_FORMAT, r + 1, t->number);
+    if (by_fidelity) {
+      if (isnan(t->fidelity))
+        g_string_append_printf(line, " %9s", "default");
+      else
+        g_string_append_printf(line, " %9.4g", t->fidelity);
+    }
     for (guint c = 0; c < columns->len; c++) {
       double v;
       int width = (int) MAX(12, strlen(columns->pdata[c]));

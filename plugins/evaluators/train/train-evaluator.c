@@ -91,6 +91,14 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   }
   double epochs = sieve_options_get_double(options, "epochs");
   double min_epochs = sieve_options_get_double(options, "min_epochs");
+  /* min_epochs is the multi-fidelity optimizers' lowest rung; its default
+   * (0.1) must not refuse a short run (`sieve train --epochs 0.01`, a smoke
+   * test) that never asked for rungs, so unset it follows epochs down.
+   * Any epochs above zero runs: a fraction of an epoch is rounded up to
+   * one whole step in sieve_train. Only a min_epochs that the user wrote
+   * above epochs is a contradiction to refuse. */
+  if (!sieve_options_is_set(options, "min_epochs"))
+    min_epochs = MIN(min_epochs, epochs);
   if (min_epochs > epochs) {
     sieve_options_set_error(options, "min_epochs", error, "min_epochs %g is more than epochs %g", min_epochs, epochs);
     return NULL;
