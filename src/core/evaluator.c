@@ -94,6 +94,13 @@ sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator)
   return evaluator->klass->fidelity ? evaluator->klass->fidelity(evaluator->instance) : NULL;
 }
 
+const char *const *
+sieve_evaluator_get_metrics(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, NULL);
+  return evaluator->klass->metrics ? evaluator->klass->metrics(evaluator->instance) : NULL;
+}
+
 const SieveComponent *
 sieve_evaluator_get_component(const SieveEvaluator *evaluator)
 {

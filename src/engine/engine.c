@@ -261,6 +261,29 @@ check_pipeline(SieveEngine *engine, GError **error)
   return TRUE;
 }
 
+/* An objective the evaluator says it never reports is refused before the
+ * store is opened and before any evaluation (a misspelt metric would
+ * otherwise show only after a first, perhaps long, training). */
+static gboolean
+check_objectives_declared(SieveEngine *engine, GError **error)
+{
+  const char *const *metrics = sieve_evaluator_get_metrics(engine->evaluator);
+  if (metrics == NULL)
+    return TRUE;
+  for (guint k = 0; k < engine->exp->n_objectives; k++) {
+    const SieveObjective *objective = &engine->exp->objectives[k];
+    if (g_strv_contains(metrics, objective->metric))
+      continue;
+    const char *guess = sieve_suggest(objective->metric, metrics);
+    g_autofree char *all = metrics[0] ? g_strjoinv(", ", (char **) metrics) : g_strdup("none");
+    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
+    sieve_node_set_error(error, objective->node, "evaluator '%s' does not report the objective metric '%s'%s; it reports: %s",
+                         sieve_component_get_name(engine->exp->evaluator.component), objective->metric, hint, all);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 SieveEngine *
 sieve_engine_new(const SieveExperiment *experiment, GError **error)
 {
@@ -281,6 +304,8 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
     locate_error(error, &experiment->evaluator);
     return NULL;
   }
+  if (!check_objectives_declared(engine, error))
+    return NULL;
   SieveStudyInfo study = {
       .seed = experiment->optimizer_seed,
       .n_objectives = experiment->n_objectives,

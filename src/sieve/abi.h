@@ -12,9 +12,10 @@ G_BEGIN_DECLS
 
 /* 2: the structs a plugin fills for the library (SieveSgd,
  * SieveBatcherOptions, SieveTrainReport) gained reserved padding, and every
- * struct a plugin can see has a size guard. */
+ * struct a plugin can see has a size guard.
+ * 2.1: SieveEvaluatorClass.metrics, in what was reserved. */
 #define SIEVE_ABI_MAJOR 2
-#define SIEVE_ABI_MINOR 0
+#define SIEVE_ABI_MINOR 1
 
 #if defined(SIEVE_COMPILATION)
 #define SIEVE_API __attribute__((visibility("default"))) extern

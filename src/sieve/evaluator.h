@@ -33,7 +33,13 @@ typedef struct {
   /* The fidelity it offers, NULL for none; may be NULL itself.  (transfer none):
    * valid as long as the instance. */
   const SieveFidelity *(*fidelity)(gpointer instance);
-  gpointer reserved[10];
+  /* The names of the metrics evaluate() reports when it succeeds,
+   * NULL-terminated; NULL when it cannot tell before it runs (a program, a
+   * script).  The engine checks the objectives against it before the first
+   * trial, so a misspelt metric costs no evaluation.  (transfer none): valid
+   * as long as the instance.  May be NULL itself (ABI 2.1). */
+  const char *const *(*metrics)(gpointer instance);
+  gpointer reserved[9];
 } SieveEvaluatorClass;
 SIEVE_ABI_SIZE(SieveEvaluatorClass, 120);
 
@@ -49,6 +55,9 @@ SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const
 SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
 /* (transfer none) (nullable): the fidelity it offers */
 SIEVE_API const SieveFidelity *sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator);
+/* (transfer none) (nullable): the metrics it reports, NULL-terminated; NULL
+ * when the evaluator cannot tell before it runs. */
+SIEVE_API const char *const *sieve_evaluator_get_metrics(const SieveEvaluator *evaluator);
 SIEVE_API const SieveComponent *sieve_evaluator_get_component(const SieveEvaluator *evaluator);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEvaluator, sieve_evaluator_free)

@@ -45,6 +45,26 @@ class Papercuts(Scratch):
         self.expect(p, 2, f"{cfg}:7:10: unknown option 'evaluatons'", "(did you mean 'evaluations'?)")
         self.assertEqual(self.listing(), before)
 
+    # 2. A misspelt objective metric is refused before the first trial, by
+    # the metrics the evaluator declares; nothing is written.
+    def test_misspelt_objective_metric(self):
+        cfg = self.write("cut.yaml", branin().replace("{metric: value,", "{metric: valeu,"))
+        before = self.listing()
+        p = sieve("run", cfg, cwd=self.dir)
+        self.expect(p, 2, f"{cfg}:6:21: evaluator 'function' does not report the objective metric 'valeu' "
+                          "(did you mean 'value'?); it reports: value, regret")
+        self.assertEqual(self.listing(), before, "a refused config writes no store")
+        # The train evaluator declares val_acc only where a validation split exists.
+        cfg = self.write("train.yaml", "name: t\nspace: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}\n"
+                         "optimizer: {plugin: random}\nevaluator: {plugin: train, dataset: fashion-mnist, "
+                         "train_limit: 200, validation: 0, test: false}\n"
+                         "objective: {metric: val_acc, direction: maximize}\nbudget: {evaluations: 1}\n")
+        before = self.listing()
+        p = sieve("run", cfg, cwd=self.dir, timeout=120)
+        self.expect(p, 2, f"{cfg}:5:21: evaluator 'train' does not report the objective metric 'val_acc'")
+        self.assertNotIn("val_acc", p.stderr.split("it reports:")[1])
+        self.assertEqual(self.listing(), before)
+
     # 3. A fraction of an epoch runs (one step at least): the default
     # min_epochs, which the user did not set, no longer refuses it.
     def test_train_tiny_epochs(self):

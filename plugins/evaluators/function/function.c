@@ -266,12 +266,20 @@ function_fidelity(gpointer instance)
   return self->has_fidelity ? &self->fidelity : NULL;
 }
 
+static const char *const *
+function_metrics(gpointer instance)
+{
+  static const char *const names[] = {"value", "regret", NULL};
+  return names;
+}
+
 static const SieveEvaluatorClass function_class = {
   .create = function_create,
   .destroy = function_destroy,
   .evaluate = function_evaluate,
   .flags = SIEVE_EVALUATOR_CONCURRENT,
   .fidelity = function_fidelity,
+  .metrics = function_metrics,
 };
 
 static const SieveComponentInfo function_info = {

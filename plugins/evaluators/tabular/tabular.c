@@ -300,11 +300,20 @@ tabular_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
   return result;
 }
 
+/* The table's metric columns. */
+static const char *const *
+tabular_metrics(gpointer instance)
+{
+  Tabular *self = instance;
+  return (const char *const *) self->metric_names;
+}
+
 static const SieveEvaluatorClass tabular_class = {
   .create = tabular_create,
   .destroy = tabular_destroy,
   .evaluate = tabular_evaluate,
   .flags = SIEVE_EVALUATOR_CONCURRENT,
+  .metrics = tabular_metrics,
 };
 
 static const SieveComponentInfo tabular_info = {

@@ -65,6 +65,7 @@ typedef struct {
   char *mean, *std; /* the normalisation, as text for the weights' metadata; NULL when off */
   gboolean keep;    /* keep_weights is not none */
   guint keep_top;   /* 0: all */
+  GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
 } Trainer;
 
 /* "0.2860,..." as sieve writes numbers. */
@@ -126,6 +127,17 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   self->keep = !g_str_equal(keep, "none");
   self->keep_top = g_str_equal(keep, "top") ? (guint)sieve_options_get_int(options, "keep_top") : 0;
   self->dataset = g_strdup(sieve_options_get_string(options, "dataset"));
+  /* As train_evaluate sets them: the accuracies only where their split exists. */
+  self->metrics = g_ptr_array_new();
+  if (sieve_options_get_int(options, "validation") > 0)
+    g_ptr_array_add(self->metrics, "val_acc");
+  if (sieve_options_get_bool(options, "test"))
+    g_ptr_array_add(self->metrics, "test_acc");
+  static const char *const always[] = {"train_loss", "train_acc", "epochs", "params", "macs", "images_per_s",
+                                       "train_s", "peak_rss_mb"};
+  for (guint i = 0; i < G_N_ELEMENTS(always); i++)
+    g_ptr_array_add(self->metrics, (gpointer) always[i]);
+  g_ptr_array_add(self->metrics, NULL);
   GError *local = NULL;
   if (!sieve_train_data_load(self->dataset, sieve_options_get_string(options, "data_dir"),
                              (guint)sieve_options_get_int(options, "validation"),
@@ -133,6 +145,7 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
                              sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
+    g_ptr_array_unref(self->metrics);
     g_free(self->dataset);
     g_free(self);
     return NULL;
@@ -154,6 +167,7 @@ train_destroy(gpointer instance)
 {
   Trainer *self = instance;
   sieve_train_data_clear(&self->data);
+  g_ptr_array_unref(self->metrics);
   g_free(self->dataset);
   g_free(self->mean);
   g_free(self->std);
@@ -279,11 +293,19 @@ train_fidelity(gpointer instance)
   return &((Trainer *)instance)->fidelity;
 }
 
+static const char *const *
+train_metrics(gpointer instance)
+{
+  Trainer *self = instance;
+  return (const char *const *) self->metrics->pdata;
+}
+
 static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
   .evaluate = train_evaluate,
   .fidelity = train_fidelity,
+  .metrics = train_metrics,
 };
 
 static const SieveComponentInfo train_info = {
