@@ -975,9 +975,23 @@ resume_trials(RunState *rs, GError **error)
     GError *local = NULL;
     SieveGenotype *g = sieve_space_parse(engine->space, t->genotype, &local);
     if (g == NULL) {
-      g_propagate_prefixed_error(error, local, "%s: pending trial %" G_GINT64_FORMAT ": ",
-                                 sieve_store_get_path(engine->store), t->number);
-      return FALSE;
+      /* A record this space cannot read back (the store was edited, or the
+       * space's file changed): the trial fails with the reason, the rest of
+       * the study goes on.  The optimizer is not told: it has no candidate. */
+      g_autoptr(SieveResult) failed = sieve_result_new();
+      sieve_result_set_failed(failed, "its stored genotype cannot be read back: %s", local->message);
+      if (rs->progress != NULL)
+        sieve_progress_message(rs->progress, "%s: pending trial %" G_GINT64_FORMAT " skipped: %s",
+                               sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
+      else
+        g_printerr("sieve: %s: pending trial %" G_GINT64_FORMAT " skipped: %s\n",
+                   sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
+      g_error_free(local);
+      double now = (double) g_get_real_time() / G_USEC_PER_SEC;
+      if (!sieve_store_finish_trial(engine->store, t->number, failed, now, now, -1, -1, error))
+        return FALSE;
+      rs->evaluations++;
+      continue;
     }
     SieveCandidate *c = sieve_candidate_new(g, t->fidelity);
     sieve_candidate_set_trial(c, t->number);

@@ -508,9 +508,14 @@ mutate(GByteArray *b, const Format *f, GPtrArray *corpus)
   }
 }
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 static gboolean
 fuzz(const Format *f, guint cases, guint32 seed)
 {
+  G_GNUC_UNUSED gboolean leaks_each = g_getenv("FUZZ_LEAKS_EACH") != NULL;
   g_rand_set_seed(rng, seed);
   g_autoptr(GPtrArray) corpus = g_ptr_array_new_with_free_func((GDestroyNotify) g_byte_array_unref);
   f->seeds(corpus);
@@ -534,13 +539,21 @@ fuzz(const Format *f, guint cases, guint32 seed)
     /* The case, kept where a crash leaves it for rerunning by hand. */
     g_autofree char *crash = g_strdup_printf("fuzz-crash-%s.bin", f->name);
     write_file(crash, b->data, b->len);
-    g_autoptr(GError) error = NULL;
-    if (f->run(b->data, b->len, &error)) {
-      accepted++;
-      /* Accepted mutants become parents (a few): deeper cases without coverage feedback. */
-      if (corpus->len < n_seeds + 64)
-        g_ptr_array_add(corpus, g_byte_array_ref(b));
+    {
+      g_autoptr(GError) error = NULL;
+      if (f->run(b->data, b->len, &error)) {
+        accepted++;
+        /* Accepted mutants become parents (a few): deeper cases without coverage feedback. */
+        if (corpus->len < n_seeds + 64)
+          g_ptr_array_add(corpus, g_byte_array_ref(b));
+      }
     }
+#ifdef __SANITIZE_ADDRESS__
+    /* FUZZ_LEAKS_EACH=1: the leak check after every case (slow), so that a
+     * leak stops the run at the case that made it, kept in the crash file. */
+    if (leaks_each && __lsan_do_recoverable_leak_check() != 0)
+      g_error("fuzz %s: case %u leaked (kept in %s)", f->name, i, crash);
+#endif
     g_unlink(crash);
   }
   printf("fuzz %-12s %u cases, seed %u: no crash (%u accepted, %u refused with an error)\n", f->name, cases, seed,

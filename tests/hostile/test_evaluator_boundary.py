@@ -17,6 +17,8 @@ trial, mode = int(sys.argv[1]), sys.argv[2]
 out = sys.stdout
 if trial == 0:
     out.write('{"value": 1}\n')
+elif mode == "ok":
+    out.write('{"value": %d}\n' % trial)
 elif mode == "deep_array":
     out.write("[" * 100000 + "]" * 100000 + "\n")
 elif mode == "deep_object":
@@ -86,6 +88,48 @@ class EvaluatorBoundary(Scratch):
 
 for _mode in REASONS:
     setattr(EvaluatorBoundary, f"test_{_mode}", lambda self, m=_mode: self.check(m))
+
+
+GLUED = r'''
+import sys
+if int(sys.argv[1]) == 0:
+    print('{"value": 1}')
+else:
+    print('{"value": 2}{"value": 3}')  # two objects glued: not one object (json-glib 1.6 leaked on it)
+'''
+
+
+class Glued(Scratch):
+    def test_two_values_glued(self):
+        self.write("space.yaml", "parameters:\n  x: {type: int, low: 0, high: 1000}\n")
+        self.write("program.py", GLUED)
+        config = self.write("study.yaml", CONFIG % (sys.executable, "glued"))
+        self.expect(sieve("run", config, "--store", self.path("s.sieve"), "-q", timeout=60), 0)
+        rows = list(csv.DictReader(io.StringIO(sieve("export", self.path("s.sieve"), "--format", "csv").stdout)))
+        self.assertEqual([r["status"] for r in rows], ["ok", "failed", "failed", "failed"], rows)
+        self.assertIn("last stdout line is not a JSON object", rows[1]["reason"])
+
+
+class UnreadableRecord(Scratch):
+    def test_pending_trial_that_cannot_be_read_back(self):
+        # A stored pending trial whose genotype the space cannot read (an
+        # edited store, a changed space file): reported, failed with the
+        # reason, and the study goes on to its budget on --resume.
+        self.write("space.yaml", "parameters:\n  x: {type: int, low: 0, high: 1000}\n")
+        self.write("program.py", PROGRAM)
+        config = self.write("study.yaml", CONFIG % (sys.executable, "ok"))
+        store = self.path("s.sieve")
+        self.expect(sieve("run", config, "--store", store, "-q", "--set", "budget.evaluations=1", timeout=60), 0)
+        import sqlite3
+        db = sqlite3.connect(store)
+        db.execute("INSERT INTO trials (number, genotype, status) VALUES (1, 'x=banana', 'pending')")
+        db.commit()
+        db.close()
+        p = sieve("run", config, "--store", store, "--resume", "-q", timeout=60)
+        self.expect(p, 0, "pending trial 1 skipped: its stored genotype cannot be read back")
+        rows = list(csv.DictReader(io.StringIO(sieve("export", store, "--format", "csv").stdout)))
+        self.assertEqual([r["status"] for r in rows], ["ok", "failed", "ok", "ok"], rows)
+        self.assertIn("cannot be read back", rows[1]["reason"])
 
 
 class ObjectiveTypo(Scratch):

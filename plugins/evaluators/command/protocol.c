@@ -96,14 +96,23 @@ nonfinite_value(const char *text, double *out)
 }
 
 /* The deepest nesting of arrays and objects in line, strings skipped; a
- * loop, not a parser, so that no input can exhaust the stack. */
+ * loop, not a parser, so that no input can exhaust the stack.  *one_object:
+ * whether the line is one object and nothing after it but blanks (the
+ * brackets balanced, whatever is inside them). */
 static guint
-json_depth(const char *line)
+json_depth(const char *line, gboolean *one_object)
 {
   guint depth = 0, deepest = 0;
-  gboolean in_string = FALSE;
-  for (const char *p = line; *p; p++) {
-    if (in_string) {
+  gboolean in_string = FALSE, closed = FALSE;
+  const char *p = line;
+  while (g_ascii_isspace(*p))
+    p++;
+  *one_object = *p == '{';
+  for (; *p; p++) {
+    if (closed) {
+      if (!g_ascii_isspace(*p))
+        *one_object = FALSE;
+    } else if (in_string) {
       if (*p == '\\' && p[1])
         p++;
       else if (*p == '"')
@@ -114,7 +123,7 @@ json_depth(const char *line)
       depth++;
       deepest = MAX(deepest, depth);
     } else if ((*p == ']' || *p == '}') && depth > 0) {
-      depth--;
+      closed = --depth == 0;
     }
   }
   return deepest;
@@ -131,11 +140,20 @@ command_read_metrics_line(const char *line, SieveResult *result)
                             "object of metrics may have: '%s'", bytes, METRICS_MAX_BYTES, shown);
     return;
   }
-  guint depth = json_depth(line);
+  gboolean one_object;
+  guint depth = json_depth(line, &one_object);
   if (depth > METRICS_MAX_DEPTH) {
     g_autofree char *shown = command_quote(line);
     sieve_result_set_failed(result, "last stdout line nests %u levels deep, more than the %d a JSON object of "
                             "metrics may have: '%s'", depth, METRICS_MAX_DEPTH, shown);
+    return;
+  }
+  /* Refused before json-glib sees it: besides being wrong, a value glued
+   * to another (`{"a":1}{"b":2}`, `"s"{...}`) makes json-glib 1.6 leak the
+   * second one. */
+  if (!one_object) {
+    g_autofree char *shown = command_quote(line);
+    sieve_result_set_failed(result, "last stdout line is not a JSON object: '%s'", shown);
     return;
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
