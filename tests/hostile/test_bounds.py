@@ -67,6 +67,27 @@ class Bounds(Scratch):
         self.expect(p, 0)
         self.assertEqual(p.stdout.count("\n"), 3, p.stdout)
         self.assertEqual(sorted(os.listdir(folder)), ["s.sieve", "s.yaml", "space.yaml"])
+        # The report and another study's cache read it the same way, written
+        # where nobody may write.
+        rw = self.path("rw")
+        os.makedirs(rw)
+        os.chmod(rw, 0o777)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SIEVE]
+        p = subprocess.run(nobody + ["report", store, "-o", os.path.join(rw, "r.html")], capture_output=True,
+                           text=True, timeout=60)
+        self.expect(p, 0)
+        self.assertTrue(os.path.getsize(os.path.join(rw, "r.html")) > 0)
+        other = os.path.join(rw, "other.yaml")
+        with open(cfg) as f:
+            text = f.read()
+        with open(other, "w") as f:
+            f.write(text.replace("space.yaml", os.path.join(folder, "space.yaml"))
+                    + "pipeline:\n  - dedupe: {cache_from: [%s]}\n" % store)
+        os.chmod(other, 0o644)
+        p = subprocess.run(nobody + ["run", other, "--store", os.path.join(rw, "o.sieve"), "-q"], capture_output=True,
+                           text=True, timeout=60)
+        self.expect(p, 0)
+        self.assertEqual(sorted(os.listdir(folder)), ["s.sieve", "s.yaml", "space.yaml"])
 
     def test_plugin_crashing_in_init_is_named(self):
         plugin = os.environ["HOSTILE_CRASH_PLUGIN"]
