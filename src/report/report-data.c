@@ -224,8 +224,9 @@ compute_objective(SieveReport *report)
   }
 }
 
-static gint
-compare_front(gconstpointer a, gconstpointer b, gpointer data)
+/* Trial indices by the primary objective, best first, then by number. */
+gint
+sieve__report_compare_objective(gconstpointer a, gconstpointer b, gpointer data)
 {
   const SieveReport *report = data;
   guint i = *(const guint *) a, j = *(const guint *) b;
@@ -263,7 +264,7 @@ compute_pareto(SieveReport *report)
   for (guint p = 0; p < n; p++)
     if (on_front[p])
       g_array_append_val(report->pareto_front, g_array_index(report->pareto_points, guint, p));
-  g_array_sort_with_data(report->pareto_front, compare_front, report);
+  g_array_sort_with_data(report->pareto_front, sieve__report_compare_objective, report);
   g_array_unref(values);
 }
 

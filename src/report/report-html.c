@@ -684,17 +684,6 @@ section_importance(GString *out, const SieveReport *report)
 
 /* ---- the top trials ------------------------------------------------------ */
 
-static gint
-compare_objective(gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SieveReport *report = data;
-  guint i = *(const guint *) a, j = *(const guint *) b;
-  double x = report->objective[i], y = report->objective[j];
-  if (x != y)
-    return (report->objectives[0].maximize ? x > y : x < y) ? -1 : 1;
-  return i < j ? -1 : 1;
-}
-
 static void
 cell_value(GString *out, double v)
 {
@@ -717,7 +706,7 @@ section_top(GString *out, const SieveReport *report)
       g_array_append_val(ranked, i);
   if (ranked->len == 0)
     return;
-  g_array_sort_with_data(ranked, compare_objective, (gpointer) report);
+  g_array_sort_with_data(ranked, sieve__report_compare_objective, (gpointer) report);
   guint n = MIN(report->top, ranked->len);
   /* Columns: the objectives, then other metrics of the best trial (up to
    * six in all), as the summary `sieve run` prints. */

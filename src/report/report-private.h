@@ -117,6 +117,9 @@ SIEVE_INTERNAL_API SieveReport *sieve_report_load(SieveStore *store, SieveRegist
                                                   GError **error);
 /* The value of metric of trial i, NAN when it has none. */
 double sieve__report_metric(const SieveReport *report, guint i, const char *metric);
+/* For g_array_sort_with_data / g_qsort_with_data over trial indices (guint),
+ * data the report: by the primary objective, best first, then by number. */
+gint sieve__report_compare_objective(gconstpointer a, gconstpointer b, gpointer data);
 /* Whether the metric is a zero-cost proxy's score. */
 gboolean sieve__report_is_proxy(const SieveReport *report, const char *metric);
 
