@@ -64,6 +64,12 @@ class Papercuts(Scratch):
         self.expect(p, 2, f"{cfg}:5:21: evaluator 'train' does not report the objective metric 'val_acc'")
         self.assertNotIn("val_acc", p.stderr.split("it reports:")[1])
         self.assertEqual(self.listing(), before)
+        # The proxy evaluator declares each score, its time, the ensemble's z-scores and `score`.
+        p = sieve("run", os.path.join(ROOT, "configs", "nb201-proxy.yaml"), "--store", self.path("p.sieve"),
+                  "--set", "objective.metric=scor", cwd=self.dir, timeout=120)
+        self.expect(p, 2, "evaluator 'proxy' does not report the objective metric 'scor' (did you mean 'score'?); "
+                          "it reports: naswot, naswot_ms, naswot_z, synflow, synflow_ms, synflow_z, score")
+        self.assertEqual(self.listing(), before)
 
     # 3. A fraction of an epoch runs (one step at least): the default
     # min_epochs, which the user did not set, no longer refuses it.

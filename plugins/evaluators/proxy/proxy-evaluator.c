@@ -97,6 +97,7 @@ typedef struct {
   double *weights;   /* n, NULL: equal (owned) */
   char **time_names; /* "NAME_ms" (owned) */
   char **z_names;    /* "NAME_z" (owned) */
+  GPtrArray *metrics; /* what evaluate() reports, NULL-terminated (names borrowed) */
   double *mean, *sd; /* n: the reference's statistics of L (owned; 0 and 1 without one) */
   SieveProxyOptions proxy;
   SieveProxyBatch *batch; /* NULL: N(0,1) (owned) */
@@ -109,6 +110,8 @@ proxy_destroy(gpointer instance)
   g_strfreev(self->names);
   g_strfreev(self->time_names);
   g_strfreev(self->z_names);
+  if (self->metrics)
+    g_ptr_array_unref(self->metrics);
   g_free(self->weights);
   g_free(self->mean);
   g_free(self->sd);
@@ -224,6 +227,17 @@ proxy_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     self->time_names[i] = g_strdup_printf("%s_ms", self->names[i]);
     self->z_names[i] = g_strdup_printf("%s_z", self->names[i]);
   }
+  /* As proxy_evaluate sets them: each score and its time, the z-scores of
+   * an ensemble, and the objective. */
+  self->metrics = g_ptr_array_new();
+  for (guint i = 0; i < self->n; i++) {
+    g_ptr_array_add(self->metrics, self->names[i]);
+    g_ptr_array_add(self->metrics, self->time_names[i]);
+    if (self->n > 1)
+      g_ptr_array_add(self->metrics, self->z_names[i]);
+  }
+  g_ptr_array_add(self->metrics, SCORE);
+  g_ptr_array_add(self->metrics, NULL);
   self->proxy.batch = (guint) sieve_options_get_int(options, "batch_size");
   self->proxy.seed = (guint64) sieve_options_get_int(options, "seed");
   self->proxy.threads = (guint) sieve_options_get_int(options, "threads");
@@ -306,10 +320,18 @@ proxy_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   return result;
 }
 
+static const char *const *
+proxy_metrics(gpointer instance)
+{
+  Proxy *self = instance;
+  return (const char *const *) self->metrics->pdata;
+}
+
 static const SieveEvaluatorClass proxy_class = {
   .create = proxy_create,
   .destroy = proxy_destroy,
   .evaluate = proxy_evaluate,
+  .metrics = proxy_metrics,
 };
 
 static const SieveComponentInfo proxy_info = {
