@@ -25,6 +25,19 @@ on_report(gpointer user_data, const SieveCandidate *candidate, const char *text,
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
+/* A final training to run: its number among the finals, and its trial. */
+typedef struct {
+  gint64 final, trial;
+} FinalJob;
+
+/* Whether f ran (or is to run) with these evaluator overrides and epochs:
+ * the same request again resumes it rather than training anew. */
+static gboolean
+same_settings(const SieveFinal *f, const char *settings, double epochs)
+{
+  return g_strcmp0(f->settings, settings) == 0 && (isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs);
+}
+
 static gint
 compare_objective(gconstpointer a, gconstpointer b, gpointer user_data)
 {
@@ -148,8 +161,8 @@ sieve_cmd_final(int argc, char **argv)
   g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, &error);
   if (finals == NULL)
     return sieve_cli_fail(error);
-  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_autoptr(GArray) todo_trial = g_array_new(FALSE, FALSE, sizeof(gint64));
+  /* The finals still to train: new ones and those a kill left pending. */
+  g_autoptr(GArray) to_train = g_array_new(FALSE, FALSE, sizeof(FinalJob));
   gint64 already = 0;
   if (!sieve_store_begin(store, &error))
     return sieve_cli_fail(error);
@@ -158,8 +171,7 @@ sieve_cmd_final(int argc, char **argv)
     const SieveFinal *same = NULL;
     for (guint j = 0; j < finals->len && !same; j++) {
       const SieveFinal *f = finals->pdata[j];
-      if (f->trial == t->number && g_strcmp0(f->settings, settings) == 0 &&
-          (isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs))
+      if (f->trial == t->number && same_settings(f, settings, epochs))
         same = f;
     }
     if (same && same->status != SIEVE_STATUS_PENDING) {
@@ -171,8 +183,8 @@ sieve_cmd_final(int argc, char **argv)
       sieve_store_rollback(store);
       return sieve_cli_fail(error);
     }
-    g_array_append_val(todo, n);
-    g_array_append_val(todo_trial, t->number);
+    FinalJob job = {n, t->number};
+    g_array_append_val(to_train, job);
   }
   if (!sieve_store_commit(store, &error)) {
     sieve_store_rollback(store);
@@ -183,22 +195,22 @@ sieve_cmd_final(int argc, char **argv)
   if (space == NULL)
     return sieve_cli_fail(error);
   g_autoptr(SieveEvaluator) evaluator =
-      todo->len ? sieve_evaluator_new(exp->evaluator.component, space, exp->evaluator.options, &error) : NULL;
-  if (todo->len && evaluator == NULL)
+      to_train->len ? sieve_evaluator_new(exp->evaluator.component, space, exp->evaluator.options, &error) : NULL;
+  if (to_train->len && evaluator == NULL)
     return sieve_cli_fail(error);
   const SieveObjective *objective = &exp->objectives[0];
   g_autoptr(SieveProgress) progress =
-      sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(todo->len + already), already,
+      sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(to_train->len + already), already,
                          objective->metric, objective->maximize);
   if (!quiet)
     sieve_progress_message(progress, "final training of %u trial%s (%" G_GINT64_FORMAT " done before), epochs %s",
-                           todo->len, todo->len == 1 ? "" : "s", already,
+                           to_train->len, to_train->len == 1 ? "" : "s", already,
                            isnan(epochs) ? "as the evaluator's full budget" : sieve_text_format_double_buf(epochs,
                                                                                           (char[SIEVE_TEXT_DOUBLE_SIZE]){0}));
   int status = SIEVE_EXIT_OK;
-  for (guint i = 0; i < todo->len; i++) {
-    gint64 number = g_array_index(todo, gint64, i);
-    const SieveTrial *t = trials->pdata[g_array_index(todo_trial, gint64, i)];
+  for (guint i = 0; i < to_train->len; i++) {
+    gint64 number = g_array_index(to_train, FinalJob, i).final;
+    const SieveTrial *t = trials->pdata[g_array_index(to_train, FinalJob, i).trial];
     g_autoptr(SieveGenotype) g = sieve_space_parse(space, t->genotype, &error);
     if (g == NULL)
       return sieve_cli_fail(error);
@@ -237,7 +249,7 @@ sieve_cmd_final(int argc, char **argv)
     gboolean mine = FALSE;
     for (guint i = 0; i < chosen->len; i++)
       mine |= ((SieveTrial *)chosen->pdata[i])->number == f->trial;
-    if (!mine || g_strcmp0(f->settings, settings) != 0 || !(isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs))
+    if (!mine || !same_settings(f, settings, epochs))
       continue;
     const SieveTrial *t = trials->pdata[f->trial];
     printf("%-6" G_GINT64_FORMAT " %-6" G_GINT64_FORMAT " %12.6g %12.6g  %s\n", f->number, f->trial,

@@ -119,13 +119,9 @@ print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *object
   for (guint i = 0; i < finals->len; i++) {
     const SieveFinal *f = finals->pdata[i];
     double searched = NAN, final = NAN;
-    for (guint k = 0; k < trials->len; k++) {
-      const SieveTrial *t = trials->pdata[k];
-      if (t->number == f->trial) {
-        sieve_result_get_metric(t->result, objective, &searched);
-        break;
-      }
-    }
+    /* Trials are numbered from 0 in order: the number is the index. */
+    if (f->trial >= 0 && (guint64) f->trial < trials->len)
+      sieve_result_get_metric(((const SieveTrial *) trials->pdata[f->trial])->result, objective, &searched);
     sieve_result_get_metric(f->result, objective, &final);
     fprintf(out, "%5" G_GINT64_FORMAT " %7" G_GINT64_FORMAT " %12.6g %12.6g  %s\n", f->number, f->trial, searched,
             final, sieve_status_to_string(f->status));
