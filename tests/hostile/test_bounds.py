@@ -22,6 +22,9 @@ def proxies(*args, **kw):
                           capture_output=True, text=True, timeout=60, **kw)
 
 
+READ_ONLY_USER = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", SIEVE]
+
+
 class Bounds(Scratch):
     def test_huge_batch(self):
         p = proxies("--batch", "100000000")
@@ -48,9 +51,11 @@ class Bounds(Scratch):
         p = proxies("--dataset", "mnist", "--data-dir", self.path("mnist"))
         self.expect(p, 1, "-ubyte.gz", "gzip data inflate to more than 1000 bytes, the size its trailer declares")
 
-    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv to drop to nobody")
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"), "needs root and setpriv to drop the DAC capabilities")
     def test_read_only_store_exports(self):
-        # Made as root, then read as nobody from a folder nobody can write.
+        # Made as root, then read by root without the capabilities that
+        # override file permissions (DAC), from a folder its owner may not
+        # write: as an unprivileged owner would, wherever the checkout is.
         folder = self.path("ro")
         os.makedirs(folder)
         self.write(os.path.join("ro", "space.yaml"), "parameters:\n  x: {type: int, low: 0, high: 9}\n")
@@ -62,18 +67,17 @@ class Bounds(Scratch):
         os.chmod(store, 0o444)
         os.chmod(folder, 0o555)
         os.chmod(self.dir, 0o755)
-        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SIEVE, "export", store,
+        p = subprocess.run(READ_ONLY_USER + ["export", store,
                             "--format", "csv"], capture_output=True, text=True, timeout=60)
         self.expect(p, 0)
         self.assertEqual(p.stdout.count("\n"), 3, p.stdout)
         self.assertEqual(sorted(os.listdir(folder)), ["s.sieve", "s.yaml", "space.yaml"])
         # The report and another study's cache read it the same way, written
-        # where nobody may write.
+        # in a folder it may write.
         rw = self.path("rw")
         os.makedirs(rw)
         os.chmod(rw, 0o777)
-        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SIEVE]
-        p = subprocess.run(nobody + ["report", store, "-o", os.path.join(rw, "r.html")], capture_output=True,
+        p = subprocess.run(READ_ONLY_USER + ["report", store, "-o", os.path.join(rw, "r.html")], capture_output=True,
                            text=True, timeout=60)
         self.expect(p, 0)
         self.assertTrue(os.path.getsize(os.path.join(rw, "r.html")) > 0)
@@ -84,7 +88,7 @@ class Bounds(Scratch):
             f.write(text.replace("space.yaml", os.path.join(folder, "space.yaml"))
                     + "pipeline:\n  - dedupe: {cache_from: [%s]}\n" % store)
         os.chmod(other, 0o644)
-        p = subprocess.run(nobody + ["run", other, "--store", os.path.join(rw, "o.sieve"), "-q"], capture_output=True,
+        p = subprocess.run(READ_ONLY_USER + ["run", other, "--store", os.path.join(rw, "o.sieve"), "-q"], capture_output=True,
                            text=True, timeout=60)
         self.expect(p, 0)
         self.assertEqual(sorted(os.listdir(folder)), ["s.sieve", "s.yaml", "space.yaml"])
