@@ -9,6 +9,8 @@ packages=(
   libdnnl-dev liblua5.4-dev lua5.4 libxxhash-dev zlib1g-dev
   dataset-fashion-mnist
   python3 sqlite3
+  # stores on PostgreSQL (libpq) and the throwaway server of tests/store
+  postgresql libpq-dev
   # tests/report: the embedded server, a real browser, the SVG checker
   libsoup-3.0-dev chromium libxml2-utils
   # tests/model: independent consumers of the ONNX files sieve writes
@@ -17,7 +19,7 @@ packages=(
 
 # `setup.sh bench`: also the peers the benchmarks run beside sieve.
 if [[ "${1:-}" == bench ]]; then
-  packages+=(python3-torch python3-optuna python3-numpy python3-scipy python3-plotly)
+  packages+=(python3-torch python3-optuna python3-numpy python3-scipy python3-plotly python3-psycopg2)
 fi
 
 missing=()

@@ -89,7 +89,7 @@ sieve_cmd_final(int argc, char **argv)
   if (best == 0 && trial < 0)
     best = 1;
   const char *path = argv[1];
-  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+  if (!sieve_store_is_url(path) && !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no such store", path);
     return sieve_cli_fail(error);
   }

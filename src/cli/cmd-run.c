@@ -60,7 +60,7 @@ sieve_cmd_run(int argc, char **argv)
        "with --report, also rewrite it every N finished proposals", "N"},
       {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
        "continue the study in the store (re-running trials a kill left unfinished)", NULL},
-      {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file (default: the config's 'store')",
+      {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file or postgresql:// URL (default: the config's 'store')",
        "PATH"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
        "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
@@ -108,7 +108,7 @@ sieve_cmd_run(int argc, char **argv)
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
   if (engine == NULL)
     return sieve_cli_fail(error);
-  g_autofree char *path = store_path ? g_canonicalize_filename(store_path, NULL) : g_strdup(exp->store_path);
+  g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
@@ -120,7 +120,7 @@ sieve_cmd_run(int argc, char **argv)
   gboolean interactive = !quiet && isatty(STDOUT_FILENO);
   printf("study '%s': %s %s on %s, evaluated by %s; store %s\n", exp->name, resume && total > 0 ? "resuming" : "running",
          sieve_component_get_name(exp->optimizer.component), sieve_component_get_name(exp->space.component),
-         sieve_component_get_name(exp->evaluator.component), path);
+         sieve_component_get_name(exp->evaluator.component), sieve_store_get_path(store));
   g_autofree char *stages = sieve_engine_describe_pipeline(engine);
   if (stages != NULL)
     printf("  pipeline: %s\n", stages);
@@ -170,7 +170,8 @@ sieve_cmd_run(int argc, char **argv)
   }
   if (!ok) {
     /* What finished is stored; say so, then report the failure. */
-    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n", path);
+    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n",
+            sieve_store_get_path(store));
     return sieve_cli_fail(error);
   }
   if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))
@@ -183,6 +184,7 @@ sieve_cmd_run(int argc, char **argv)
     if (!sieve_print_pareto(stdout, store, exp->objective_names, maximize, exp->n_objectives, &error))
       return sieve_cli_fail(error);
   }
-  printf("\nstore: %s  (sieve export %s --format csv)\n", path, path);
+  /* The store's own name: a URL without its password. */
+  printf("\nstore: %s  (sieve export %s --format csv)\n", sieve_store_get_path(store), sieve_store_get_path(store));
   return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;
 }

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/core-private.h"
+#include <sieve/store.h>
 
 /* Optional values without a default have no SIEVE_OPTION_* shorthand (the
  * macros make a NULL default required), hence the plain initialisers. */
@@ -247,8 +248,8 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   exp->seed = (guint64) sieve_options_get_int(top, "seed");
   exp->workers = (guint) sieve_options_get_int(top, "workers");
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
-  exp->store_path = g_canonicalize_filename(
-      sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default, NULL);
+  exp->store_path = sieve_store_canonical_name(
+      sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default);
   const char *const *paths = sieve_options_get_strv(top, "plugin_path");
   guint n_paths = paths ? g_strv_length((char **) paths) : 0;
   exp->plugin_path = g_new0(char *, n_paths + 1);

@@ -456,7 +456,7 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
       return FALSE;
     path = g_build_filename(box->tmp_dir, "study.sieve", NULL);
   } else
-    path = g_canonicalize_filename(store_path, NULL);
+    path = sieve_store_canonical_name(store_path);
   box->store = sieve_store_open(path, SIEVE_STORE_WRITE, error);
   if (box->store == NULL)
     return FALSE;
@@ -569,7 +569,7 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, error);
   if (engine == NULL)
     return FALSE;
-  g_autofree char *store_path = store_override ? g_canonicalize_filename(store_override, NULL) : g_strdup(exp->store_path);
+  g_autofree char *store_path = store_override ? sieve_store_canonical_name(store_override) : g_strdup(exp->store_path);
   {
     g_autoptr(SieveStore) store = sieve_store_open(store_path, SIEVE_STORE_WRITE, error);
     if (store == NULL || !sieve_study_open(store, exp, resume, error))

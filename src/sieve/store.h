@@ -1,4 +1,6 @@
-/* sieve: the study store, one SQLite file per study (WAL mode).
+/* sieve: the study store, one SQLite file per study (WAL mode), or one
+ * study of a PostgreSQL database (a postgresql:// URL; its `study`
+ * parameter names the study, "sieve" by default).
  *
  *   g_autoptr(SieveStore) store = sieve_store_open("study.sieve", SIEVE_STORE_WRITE, &error);
  *   sieve_store_begin(store, &error);
@@ -61,7 +63,16 @@ SIEVE_API void sieve_trial_free(SieveTrial *trial);
 /* (transfer full) */
 SIEVE_API SieveStore *sieve_store_open(const char *path, SieveStoreMode mode, GError **error);
 SIEVE_API void sieve_store_close(SieveStore *store);
+/* The file name, or the URL without its password. (transfer none) */
 SIEVE_API const char *sieve_store_get_path(const SieveStore *store);
+/* A store name as given by a user: a postgresql:// or postgres:// URL
+ * unchanged, a file name made absolute. (transfer full) */
+SIEVE_API char *sieve_store_canonical_name(const char *name);
+/* Whether name is a PostgreSQL store's URL rather than a file name. */
+SIEVE_API gboolean sieve_store_is_url(const char *name);
+/* Copies every table of src, a study on either engine, into dst, opened
+ * for writing and holding no trial yet (a new store), in one transaction. */
+SIEVE_API gboolean sieve_store_copy(SieveStore *src, SieveStore *dst, GError **error);
 
 /* Transactions; nesting is a programming error. */
 SIEVE_API gboolean sieve_store_begin(SieveStore *store, GError **error);

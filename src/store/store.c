@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
@@ -36,7 +35,10 @@
 #include <unistd.h>
 
 #include <glib/gstdio.h>
+#include "sieve-config.h"
 #include <sieve/store.h>
+
+#include "store/store-private.h"
 
 /* The version of the tables below; a store written by a newer sieve (higher
  * user_version) is refused rather than misread, an older one is brought up
@@ -99,7 +101,7 @@ static const char *const trial_v2_columns[][2] = {
   "  final INTEGER NOT NULL REFERENCES finals(number),\n"                                                  \
   "  idx INTEGER NOT NULL,\n"                                                                              \
   "  name TEXT NOT NULL,\n"                                                                                \
-  "  value,\n"                                                                                             \
+  "  value " SIEVE_DB_ANY_DOUBLE ",\n"                                                                                             \
   "  PRIMARY KEY (final, name));\n"
 
 static const char schema_sql[] =
@@ -125,7 +127,7 @@ static const char schema_sql[] =
     "  trial INTEGER NOT NULL REFERENCES trials(number),\n"
     "  idx INTEGER NOT NULL,\n"
     "  name TEXT NOT NULL,\n"
-    "  value,\n"
+    "  value " SIEVE_DB_ANY_DOUBLE ",\n"
     "  PRIMARY KEY (trial, name));\n"
     "CREATE TABLE IF NOT EXISTS state (\n"
     "  name TEXT PRIMARY KEY,\n"
@@ -171,9 +173,9 @@ enum { COL_NUMBER, COL_GENOTYPE, COL_STATUS, COL_FIDELITY, COL_REASON, COL_COST,
 
 static const char *const stmt_sql[N_STMTS] = {
     [STMT_GET_META] = "SELECT value FROM meta WHERE key = ?1",
-    [STMT_SET_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+    [STMT_SET_META] = "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     [STMT_DELETE_META] = "DELETE FROM meta WHERE key = ?1",
-    [STMT_NEXT_NUMBER] = "SELECT IFNULL(MAX(number) + 1, 0) FROM trials",
+    [STMT_NEXT_NUMBER] = "SELECT COALESCE(MAX(number) + 1, 0) FROM trials",
     [STMT_ADD_TRIAL] = "INSERT INTO trials (number, genotype, status, fidelity, cost, run) "
                        "VALUES (?1, ?2, 'pending', ?3, 0.0, ?4)",
     [STMT_FINISH_TRIAL] = "UPDATE trials SET status = ?2, reason = ?3, cost = ?4, started = ?5, finished = ?6, "
@@ -185,11 +187,13 @@ static const char *const stmt_sql[N_STMTS] = {
     [STMT_LIST_PENDING] = TRIAL_COLUMNS "WHERE t.status = 'pending' ORDER BY t.number, m.idx",
     [STMT_COUNT_ALL] = "SELECT count(*) FROM trials",
     [STMT_COUNT_STATUS] = "SELECT count(*) FROM trials WHERE status = ?1",
-    [STMT_SAVE_STATE] = "INSERT OR REPLACE INTO state (name, type, data) VALUES (?1, ?2, ?3)",
+    [STMT_SAVE_STATE] = "INSERT INTO state (name, type, data) VALUES (?1, ?2, ?3) "
+                         "ON CONFLICT (name) DO UPDATE SET type = excluded.type, data = excluded.data",
     [STMT_LOAD_STATE] = "SELECT type, data FROM state WHERE name = ?1",
-    [STMT_CACHE_PUT] = "INSERT OR REPLACE INTO cache (kind, hash, key, trial) VALUES (?1, ?2, ?3, ?4)",
+    [STMT_CACHE_PUT] = "INSERT INTO cache (kind, hash, key, trial) VALUES (?1, ?2, ?3, ?4) "
+                         "ON CONFLICT (kind, hash, key) DO UPDATE SET trial = excluded.trial",
     [STMT_CACHE_LOOKUP] = "SELECT trial FROM cache WHERE kind = ?1 AND hash = ?2 AND key = ?3",
-    [STMT_CACHE_KEY] = "INSERT OR IGNORE INTO cache_keys (key, text) VALUES (?1, ?2)",
+    [STMT_CACHE_KEY] = "INSERT INTO cache_keys (key, text) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
     [STMT_SET_HASH] = "UPDATE trials SET hash_kind = ?2, hash = ?3 WHERE number = ?1",
     [STMT_SET_STAGE] = "UPDATE trials SET stage = ?2 WHERE number = ?1",
 };
@@ -213,27 +217,29 @@ stmt_sql_v1(StmtId id)
 struct _SieveStore {
   char *path;
   SieveStoreMode mode;
-  sqlite3 *db;
+  SieveDb *db;
+  gboolean pg; /* a PostgreSQL store; path is its URL without the password */
+  gboolean savepoint_began; /* savepoint() began a transaction that release() ends */
   int lock_fd; /* the writer lock's descriptor, -1 in READ mode */
   char *file_key; /* "dev:ino" of the file in the table of open files, or NULL */
   gboolean v1;  /* a version 1 file opened read-only: no version 2 columns */
   gint64 version; /* the file's schema version (older files opened read-only stay as they are) */
   gint64 run;   /* recorded with new trials; 0: none (NULL) */
-  sqlite3_stmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
+  SieveDbStmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
 };
 
 /* ---- errors ------------------------------------------------------------ */
 
-/* Every SQLite failure goes through here: the path, what we were doing, and
- * SQLite's own message. */
+/* Every database failure goes through here: the path, what we were doing, and
+ * the engine's own message. */
 static void
-set_sqlite_error(SieveStore *store, GError **error, const char *what)
+set_db_error(SieveStore *store, GError **error, const char *what)
 {
-  int code = sqlite3_errcode(store->db);
-  const char *msg = sqlite3_errmsg(store->db);
-  if (code == SQLITE_NOTADB)
+  SieveDbFailure failure = sieve__db_failure(store->db);
+  const char *msg = sieve__db_errmsg(store->db);
+  if (failure == SIEVE_DB_FAIL_NOT_A_DB)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: not a sieve store (%s)", store->path, msg);
-  else if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+  else if (failure == SIEVE_DB_FAIL_BUSY)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE_BUSY, "%s: %s: %s", store->path, what, msg);
   else
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: %s: %s", store->path, what, msg);
@@ -264,68 +270,66 @@ check_writable(SieveStore *store, GError **error)
 /* ---- statements -------------------------------------------------------- */
 
 /* The cached statement id, reset and unbound, ready for new bindings. */
-static sqlite3_stmt *
+static SieveDbStmt *
 get_stmt(SieveStore *store, StmtId id, GError **error)
 {
-  sqlite3_stmt *stmt = store->stmts[id];
+  SieveDbStmt *stmt = store->stmts[id];
   if (stmt == NULL) {
     const char *sql = store->v1 ? stmt_sql_v1(id) : stmt_sql[id];
-    if (sqlite3_prepare_v3(store->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) != SQLITE_OK) {
-      set_sqlite_error(store, error, "cannot prepare a statement");
+    if ((stmt = sieve__db_prepare(store->db, sql, TRUE)) == NULL) {
+      set_db_error(store, error, "cannot prepare a statement");
       return NULL;
     }
     store->stmts[id] = stmt;
   }
-  sqlite3_reset(stmt);
-  sqlite3_clear_bindings(stmt);
+  sieve__db_reset(stmt);
   return stmt;
 }
 
 /* Resets a statement after use so that it holds no read snapshot open. */
 static void
-done_stmt(sqlite3_stmt *stmt)
+done_stmt(SieveDbStmt *stmt)
 {
-  if (stmt != NULL)
-    sqlite3_reset(stmt);
+  sieve__db_reset(stmt);
 }
 
 static gboolean
-bind_ok(SieveStore *store, int rc, GError **error)
+bind_ok(SieveStore *store, gboolean ok, GError **error)
 {
-  if (rc == SQLITE_OK)
+  if (ok)
     return TRUE;
-  set_sqlite_error(store, error, "cannot bind a value");
+  set_db_error(store, error, "cannot bind a value");
   return FALSE;
 }
 
-static int
-bind_text(sqlite3_stmt *stmt, int i, const char *text)
+static gboolean
+bind_text(SieveDbStmt *stmt, int i, const char *text)
 {
-  return text ? sqlite3_bind_text(stmt, i, text, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(stmt, i);
+  return sieve__db_bind_text(stmt, i, text);
 }
 
 /* NAN is NULL: SQLite itself would turn a NaN into NULL, so say so. */
-static int
-bind_real(sqlite3_stmt *stmt, int i, double value)
+static gboolean
+bind_real(SieveDbStmt *stmt, int i, double value)
 {
-  return isnan(value) ? sqlite3_bind_null(stmt, i) : sqlite3_bind_double(stmt, i, value);
+  return isnan(value) ? sieve__db_bind_null(stmt, i) : sieve__db_bind_double(stmt, i, value);
 }
 
 static double
-column_real(sqlite3_stmt *stmt, int i)
+column_real(SieveDbStmt *stmt, int i)
 {
-  return sqlite3_column_type(stmt, i) == SQLITE_NULL ? NAN : sqlite3_column_double(stmt, i);
+  return sieve__db_column_type(stmt, i) == SIEVE_DB_NULL ? NAN : sieve__db_column_double(stmt, i);
 }
 
 /* Runs a statement that returns no rows (or whose rows we do not need). */
 static gboolean
-step_done(SieveStore *store, sqlite3_stmt *stmt, const char *what, GError **error)
+step_done(SieveStore *store, SieveDbStmt *stmt, const char *what, GError **error)
 {
-  int rc = sqlite3_step(stmt);
-  while (rc == SQLITE_ROW)
-    rc = sqlite3_step(stmt);
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, what);
+  SieveDbStep rc = sieve__db_step(stmt);
+  while (rc == SIEVE_DB_ROW)
+    rc = sieve__db_step(stmt);
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, what);
     done_stmt(stmt);
     return FALSE;
   }
@@ -336,9 +340,9 @@ step_done(SieveStore *store, sqlite3_stmt *stmt, const char *what, GError **erro
 static gboolean
 exec(SieveStore *store, const char *sql, const char *what, GError **error)
 {
-  if (sqlite3_exec(store->db, sql, NULL, NULL, NULL) == SQLITE_OK)
+  if (sieve__db_exec(store->db, sql))
     return TRUE;
-  set_sqlite_error(store, error, what);
+  set_db_error(store, error, what);
   return FALSE;
 }
 
@@ -346,21 +350,20 @@ exec(SieveStore *store, const char *sql, const char *what, GError **error)
 static gboolean
 query_int(SieveStore *store, const char *sql, gint64 *out, GError **error)
 {
-  sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-    set_sqlite_error(store, error, "cannot read the store");
-    sqlite3_finalize(stmt);
+  SieveDbStmt *stmt = sieve__db_prepare(store->db, sql, FALSE);
+  if (stmt == NULL) {
+    set_db_error(store, error, "cannot read the store");
     return FALSE;
   }
-  int rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW)
-    *out = sqlite3_column_int64(stmt, 0);
-  else if (rc == SQLITE_DONE)
+  SieveDbStep rc = sieve__db_step(stmt);
+  if (rc == SIEVE_DB_ROW)
+    *out = sieve__db_column_int64(stmt, 0);
+  else if (rc == SIEVE_DB_DONE)
     *out = 0;
   else
-    set_sqlite_error(store, error, "cannot read the store");
-  sqlite3_finalize(stmt);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE;
+    set_db_error(store, error, "cannot read the store");
+  sieve__db_finalize(stmt);
+  return rc == SIEVE_DB_ROW || rc == SIEVE_DB_DONE;
 }
 
 /* ---- open and close ---------------------------------------------------- */
@@ -501,7 +504,7 @@ register_reader(SieveStore *store)
   g_mutex_unlock(&open_files_mutex);
 }
 
-/* After sqlite3_close: gives up the lock and the registration. */
+/* After the connection is closed: gives up the lock and the registration. */
 static void
 release_file(SieveStore *store)
 {
@@ -528,20 +531,19 @@ static gboolean
 has_column(SieveStore *store, const char *table, const char *column, gboolean *out, GError **error)
 {
   g_autofree char *sql = g_strdup_printf("PRAGMA table_info(%s)", table);
-  sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-    set_sqlite_error(store, error, "cannot read the schema");
-    sqlite3_finalize(stmt);
+  SieveDbStmt *stmt = sieve__db_prepare(store->db, sql, FALSE);
+  if (stmt == NULL) {
+    set_db_error(store, error, "cannot read the schema");
     return FALSE;
   }
   *out = FALSE;
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
-    if (g_strcmp0((const char *) sqlite3_column_text(stmt, 1), column) == 0)
+  SieveDbStep rc;
+  while ((rc = sieve__db_step(stmt)) == SIEVE_DB_ROW)
+    if (g_strcmp0(sieve__db_column_text(stmt, 1), column) == 0)
       *out = TRUE;
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, "cannot read the schema");
+  sieve__db_finalize(stmt);
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot read the schema");
     return FALSE;
   }
   return TRUE;
@@ -581,7 +583,7 @@ migrate(SieveStore *store, gint64 version, GError **error)
   ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
        exec(store, "COMMIT", "cannot commit the schema upgrade", error);
   if (!ok)
-    sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+    sieve__db_exec(store->db, "ROLLBACK");
   return ok;
 }
 
@@ -591,7 +593,7 @@ check_schema(SieveStore *store, GError **error)
 {
   gint64 app_id = 0, version = 0, n_tables = 0;
   /* The first read of the file: a file that is not SQLite fails here with
-   * SQLITE_NOTADB, which set_sqlite_error words as "not a sieve store". */
+   * SIEVE_DB_FAIL_NOT_A_DB, which set_db_error words as "not a sieve store". */
   if (!query_int(store, "SELECT count(*) FROM sqlite_schema", &n_tables, error) ||
       !query_int(store, "PRAGMA application_id", &app_id, error) ||
       !query_int(store, "PRAGMA user_version", &version, error))
@@ -621,15 +623,14 @@ check_schema(SieveStore *store, GError **error)
 
   /* WAL must be chosen outside a transaction; it is persistent in the file,
    * so readers see it too. */
-  sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(store->db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL) != SQLITE_OK ||
-      sqlite3_step(stmt) != SQLITE_ROW) {
-    set_sqlite_error(store, error, "cannot set the WAL journal");
-    sqlite3_finalize(stmt);
+  SieveDbStmt *stmt = sieve__db_prepare(store->db, "PRAGMA journal_mode=WAL", FALSE);
+  if (stmt == NULL || sieve__db_step(stmt) != SIEVE_DB_ROW) {
+    set_db_error(store, error, "cannot set the WAL journal");
+    sieve__db_finalize(stmt);
     return FALSE;
   }
-  gboolean wal = g_ascii_strcasecmp((const char *) sqlite3_column_text(stmt, 0), "wal") == 0;
-  sqlite3_finalize(stmt);
+  gboolean wal = g_ascii_strcasecmp(sieve__db_column_text(stmt, 0), "wal") == 0;
+  sieve__db_finalize(stmt);
   if (!wal) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: cannot use a WAL journal here (a file system without shared memory?)", store->path);
@@ -645,10 +646,73 @@ check_schema(SieveStore *store, GError **error)
                                          "COMMIT;\n",
                                          schema_sql, APPLICATION_ID, SCHEMA_VERSION);
   if (!exec(store, sql, "cannot create the tables", error)) {
-    sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+    sieve__db_exec(store->db, "ROLLBACK");
     return FALSE;
   }
   return TRUE;
+}
+
+/* The schema of a study on PostgreSQL: the same tables, and the version in
+ * a table of its own (SQLite keeps it in the file header). */
+static gboolean
+check_schema_pg(SieveStore *store, GError **error)
+{
+  gint64 n_tables = 0, has_version = 0, version = 0;
+  if (!query_int(store,
+                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
+                 &n_tables, error) ||
+      !query_int(store,
+                 "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                 "AND table_name = 'sieve_schema'",
+                 &has_version, error) ||
+      (has_version > 0 && !query_int(store, "SELECT MAX(version) FROM sieve_schema", &version, error)))
+    return FALSE;
+  gboolean empty = n_tables == 0;
+  if (empty && store->mode == SIEVE_STORE_READ) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: not a sieve store (an empty study)", store->path);
+    return FALSE;
+  }
+  if (!empty && version <= 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: not a sieve store (the study's schema holds tables of another program)", store->path);
+    return FALSE;
+  }
+  if (version > SCHEMA_VERSION) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: the store has schema version %" G_GINT64_FORMAT
+                ", newer than this sieve understands (%d); use a newer sieve",
+                store->path, version, SCHEMA_VERSION);
+    return FALSE;
+  }
+  store->version = empty ? SCHEMA_VERSION : version;
+  if (!empty || store->mode == SIEVE_STORE_READ)
+    return TRUE; /* version 3 is the first on PostgreSQL: nothing to migrate yet */
+  g_autofree char *sql = g_strdup_printf("%s"
+                                         "CREATE TABLE sieve_schema (version INTEGER NOT NULL);\n"
+                                         "INSERT INTO sieve_schema (version) VALUES (%d);\n",
+                                         schema_sql, SCHEMA_VERSION);
+  if (!sieve__db_begin(store->db) || !sieve__db_exec(store->db, sql) || !sieve__db_exec(store->db, "COMMIT")) {
+    set_db_error(store, error, "cannot create the tables");
+    sieve__db_exec(store->db, "ROLLBACK");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+open_pg(SieveStore *store, GError **error)
+{
+#ifdef SIEVE_HAVE_POSTGRESQL
+  g_autofree char *url = g_steal_pointer(&store->path);
+  store->pg = TRUE;
+  store->db = sieve__db_pg_open(url, store->mode, &store->path, error);
+  return store->db != NULL && check_schema_pg(store, error);
+#else
+  g_autofree char *display = sieve__db_redact_url(store->path);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+              "%s: this sieve was built without PostgreSQL (install libpq-dev and build again)", display);
+  return FALSE;
+#endif
 }
 
 SieveStore *
@@ -660,6 +724,9 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   store->path = g_strdup(path);
   store->mode = mode;
   store->lock_fd = -1;
+
+  if (sieve__db_name_is_url(path))
+    return open_pg(store, error) ? g_steal_pointer(&store) : NULL;
 
   if (mode == SIEVE_STORE_READ && !g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no such store", path);
@@ -675,7 +742,6 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   if (mode == SIEVE_STORE_READ)
     register_reader(store);
 
-  int flags = (mode == SIEVE_STORE_WRITE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
   /* A WAL store needs its -shm file, which SQLite makes even to read; in a
    * folder this user cannot write, with no -wal left (so no writer can be
    * at work: it could not have made one), the file is read as immutable,
@@ -686,19 +752,12 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS)) {
     g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
     uri = g_strconcat("file:", escaped, "?immutable=1", NULL);
-    flags |= SQLITE_OPEN_URI;
   }
-  if (sqlite3_open_v2(uri ? uri : path, &store->db, flags, NULL) != SQLITE_OK) {
-    if (store->db == NULL)
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: out of memory", path);
-    else
-      set_sqlite_error(store, error, "cannot open the store");
+  g_autofree char *errmsg = NULL;
+  if ((store->db = sieve__db_sqlite_open(uri ? uri : path, mode == SIEVE_STORE_WRITE, uri != NULL, &errmsg)) == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: %s", path, errmsg);
     return NULL;
   }
-  sqlite3_extended_result_codes(store->db, 0);
-  /* A reader may meet a writer in the middle of a checkpoint or WAL
-   * recovery; waiting a little beats failing. */
-  sqlite3_busy_timeout(store->db, 5000);
   if (!exec(store, "PRAGMA foreign_keys=ON", "cannot enable foreign keys", error) || !check_schema(store, error))
     return NULL;
   return g_steal_pointer(&store);
@@ -711,14 +770,13 @@ sieve_store_close(SieveStore *store)
     return;
   if (store->db != NULL) {
     /* Uncommitted work is dropped, as a kill would drop it. */
-    if (!sqlite3_get_autocommit(store->db))
-      sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+    if (sieve__db_in_transaction(store->db))
+      sieve__db_exec(store->db, "ROLLBACK");
     for (guint i = 0; i < N_STMTS; i++)
-      sqlite3_finalize(store->stmts[i]);
-    if (sqlite3_close(store->db) != SQLITE_OK)
-      g_warning("%s: closing the store: %s", store->path, sqlite3_errmsg(store->db));
+      sieve__db_finalize(store->stmts[i]);
+    sieve__db_close(store->db);
   }
-  /* After sqlite3_close, so that the lock outlives every write. */
+  /* After closing the connection, so that the lock outlives every write. */
   release_file(store);
   g_free(store->path);
   g_free(store);
@@ -731,23 +789,49 @@ sieve_store_get_path(const SieveStore *store)
   return store->path;
 }
 
+char *
+sieve_store_canonical_name(const char *name)
+{
+  g_return_val_if_fail(name != NULL, NULL);
+  return sieve__db_name_is_url(name) ? g_strdup(name) : g_canonicalize_filename(name, NULL);
+}
+
+gboolean
+sieve_store_is_url(const char *name)
+{
+  return sieve__db_name_is_url(name);
+}
+
+SieveDb *
+sieve__store_get_db(SieveStore *store)
+{
+  return store->db;
+}
+
+/* Parents before children, so that foreign keys hold at each insert. */
+const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "state",         "cache_keys",
+                                           "cache",  "weights", "finals", "final_metrics", NULL};
+
 /* ---- transactions ------------------------------------------------------ */
 
 gboolean
 sieve_store_begin(SieveStore *store, GError **error)
 {
   g_return_val_if_fail(store != NULL, FALSE);
-  g_return_val_if_fail(sqlite3_get_autocommit(store->db), FALSE); /* no nesting */
+  g_return_val_if_fail(!sieve__db_in_transaction(store->db), FALSE); /* no nesting */
   if (!check_writable(store, error))
     return FALSE;
-  return exec(store, "BEGIN IMMEDIATE", "cannot begin a transaction", error);
+  if (sieve__db_begin(store->db))
+    return TRUE;
+  set_db_error(store, error, "cannot begin a transaction");
+  return FALSE;
 }
 
 gboolean
 sieve_store_commit(SieveStore *store, GError **error)
 {
   g_return_val_if_fail(store != NULL, FALSE);
-  g_return_val_if_fail(!sqlite3_get_autocommit(store->db), FALSE); /* begin first */
+  g_return_val_if_fail(sieve__db_in_transaction(store->db), FALSE); /* begin first */
   return exec(store, "COMMIT", "cannot commit", error);
 }
 
@@ -757,26 +841,43 @@ void
 sieve_store_rollback(SieveStore *store)
 {
   g_return_if_fail(store != NULL);
-  if (sqlite3_get_autocommit(store->db))
+  if (!sieve__db_in_transaction(store->db))
     return;
-  if (sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
-    g_warning("%s: rollback: %s", store->path, sqlite3_errmsg(store->db));
+  if (!sieve__db_exec(store->db, "ROLLBACK"))
+    g_warning("%s: rollback: %s", store->path, sieve__db_errmsg(store->db));
 }
 
-/* Several statements that must happen together run inside a savepoint,
- * which works both inside the caller's transaction and outside one. */
+/* Several statements that must happen together run inside a savepoint
+ * of the caller's transaction, or in a transaction of their own outside
+ * one (PostgreSQL has no savepoint outside a transaction; SQLite's would
+ * begin a deferred one). */
 static gboolean
 savepoint(SieveStore *store, GError **error)
 {
+  store->savepoint_began = !sieve__db_in_transaction(store->db);
+  if (store->savepoint_began) {
+    if (sieve__db_begin(store->db))
+      return TRUE;
+    set_db_error(store, error, "cannot begin a transaction");
+    return FALSE;
+  }
   return exec(store, "SAVEPOINT sieve_op", "cannot begin a savepoint", error);
 }
 
 static gboolean
 release(SieveStore *store, gboolean ok, GError **error)
 {
+  if (store->savepoint_began) {
+    store->savepoint_began = FALSE;
+    if (ok)
+      return exec(store, "COMMIT", "cannot commit", error);
+    sieve__db_exec(store->db, "ROLLBACK");
+    return FALSE;
+  }
   if (ok)
     return exec(store, "RELEASE sieve_op", "cannot commit", error);
-  sqlite3_exec(store->db, "ROLLBACK TO sieve_op; RELEASE sieve_op", NULL, NULL, NULL);
+  sieve__db_exec(store->db, "ROLLBACK TO SAVEPOINT sieve_op");
+  sieve__db_exec(store->db, "RELEASE SAVEPOINT sieve_op");
   return FALSE;
 }
 
@@ -786,15 +887,15 @@ char *
 sieve_store_get_meta(SieveStore *store, const char *key, GError **error)
 {
   g_return_val_if_fail(store != NULL && key != NULL, NULL);
-  sqlite3_stmt *stmt = get_stmt(store, STMT_GET_META, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_GET_META, error);
   if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, key), error))
     return NULL;
   char *value = NULL;
-  int rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW)
-    value = g_strdup((const char *) sqlite3_column_text(stmt, 0));
-  else if (rc != SQLITE_DONE)
-    set_sqlite_error(store, error, "cannot read meta");
+  SieveDbStep rc = sieve__db_step(stmt);
+  if (rc == SIEVE_DB_ROW)
+    value = g_strdup(sieve__db_column_text(stmt, 0));
+  else if (rc != SIEVE_DB_DONE)
+    set_db_error(store, error, "cannot read meta");
   done_stmt(stmt);
   return value;
 }
@@ -806,7 +907,7 @@ sieve_store_set_meta(SieveStore *store, const char *key, const char *value, GErr
   g_return_val_if_fail(store != NULL && key != NULL, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, value ? STMT_SET_META : STMT_DELETE_META, error);
+  SieveDbStmt *stmt = get_stmt(store, value ? STMT_SET_META : STMT_DELETE_META, error);
   if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, key), error) ||
       (value && !bind_ok(store, bind_text(stmt, 2, value), error)))
     return FALSE;
@@ -838,22 +939,22 @@ sieve_store_add_trial(SieveStore *store, const char *genotype, double fidelity, 
   /* Numbers are dense (trials are never deleted), so MAX + 1 is the count;
    * MAX on the primary key is a single b-tree lookup. */
   gint64 number = -1;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_NEXT_NUMBER, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_NEXT_NUMBER, error);
   gboolean ok = stmt != NULL;
   if (ok) {
-    if (sqlite3_step(stmt) == SQLITE_ROW)
-      number = sqlite3_column_int64(stmt, 0);
+    if (sieve__db_step(stmt) == SIEVE_DB_ROW)
+      number = sieve__db_column_int64(stmt, 0);
     else {
-      set_sqlite_error(store, error, "cannot count trials");
+      set_db_error(store, error, "cannot count trials");
       ok = FALSE;
     }
     done_stmt(stmt);
   }
   if (ok) {
     stmt = get_stmt(store, STMT_ADD_TRIAL, error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
          bind_ok(store, bind_text(stmt, 2, genotype), error) && bind_ok(store, bind_real(stmt, 3, fidelity), error) &&
-         bind_ok(store, store->run > 0 ? sqlite3_bind_int64(stmt, 4, store->run) : sqlite3_bind_null(stmt, 4),
+         bind_ok(store, store->run > 0 ? sieve__db_bind_int64(stmt, 4, store->run) : sieve__db_bind_null(stmt, 4),
                  error) &&
          step_done(store, stmt, "cannot add a trial", error);
   }
@@ -862,30 +963,31 @@ sieve_store_add_trial(SieveStore *store, const char *genotype, double fidelity, 
   return number;
 }
 
-/* Non-finite metric values are stored as TEXT (SQLite keeps no NaN). */
-static int
-bind_metric(sqlite3_stmt *stmt, int i, double value)
+/* Non-finite metric values are stored as TEXT (SQLite keeps no NaN);
+ * PostgreSQL's DOUBLE PRECISION reads the same text as the value. */
+static gboolean
+bind_metric(SieveDbStmt *stmt, int i, double value)
 {
   if (isnan(value))
-    return sqlite3_bind_text(stmt, i, "nan", -1, SQLITE_STATIC);
+    return sieve__db_bind_text(stmt, i, "nan");
   if (isinf(value))
-    return sqlite3_bind_text(stmt, i, value > 0 ? "inf" : "-inf", -1, SQLITE_STATIC);
-  return sqlite3_bind_double(stmt, i, value);
+    return sieve__db_bind_text(stmt, i, value > 0 ? "inf" : "-inf");
+  return sieve__db_bind_double(stmt, i, value);
 }
 
 static gboolean
-column_metric(sqlite3_stmt *stmt, int i, double *out)
+column_metric(SieveDbStmt *stmt, int i, double *out)
 {
-  switch (sqlite3_column_type(stmt, i)) {
-  case SQLITE_FLOAT:
-  case SQLITE_INTEGER:
-    *out = sqlite3_column_double(stmt, i);
+  switch (sieve__db_column_type(stmt, i)) {
+  case SIEVE_DB_FLOAT:
+  case SIEVE_DB_INTEGER:
+    *out = sieve__db_column_double(stmt, i);
     return TRUE;
-  case SQLITE_NULL: /* what another program writing a NaN leaves */
+  case SIEVE_DB_NULL: /* what another program writing a NaN leaves */
     *out = NAN;
     return TRUE;
-  case SQLITE_TEXT: {
-    const char *text = (const char *) sqlite3_column_text(stmt, i);
+  case SIEVE_DB_TEXT: {
+    const char *text = sieve__db_column_text(stmt, i);
     if (g_strcmp0(text, "nan") == 0)
       *out = NAN;
     else if (g_strcmp0(text, "inf") == 0)
@@ -908,30 +1010,30 @@ sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *re
   g_return_val_if_fail(store != NULL && result != NULL, FALSE);
   if (!check_writable(store, error) || !savepoint(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_FINISH_TRIAL, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_FINISH_TRIAL, error);
   gboolean ok =
-      stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+      stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
       bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(sieve_result_get_status(result))), error) &&
       bind_ok(store, bind_text(stmt, 3, sieve_result_get_reason(result)), error) &&
       bind_ok(store, bind_real(stmt, 4, sieve_result_get_cost(result)), error) &&
       bind_ok(store, bind_real(stmt, 5, started), error) && bind_ok(store, bind_real(stmt, 6, finished), error) &&
-      bind_ok(store, worker < 0 ? sqlite3_bind_null(stmt, 7) : sqlite3_bind_int(stmt, 7, worker), error) &&
-      bind_ok(store, cached_from < 0 ? sqlite3_bind_null(stmt, 8) : sqlite3_bind_int64(stmt, 8, cached_from),
+      bind_ok(store, worker < 0 ? sieve__db_bind_null(stmt, 7) : sieve__db_bind_int64(stmt, 7, worker), error) &&
+      bind_ok(store, cached_from < 0 ? sieve__db_bind_null(stmt, 8) : sieve__db_bind_int64(stmt, 8, cached_from),
               error) &&
       step_done(store, stmt, "cannot finish a trial", error);
-  if (ok && sqlite3_changes(store->db) != 1) {
+  if (ok && sieve__db_changes(store->db) != 1) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT, store->path, number);
     ok = FALSE;
   }
   if (ok) {
     stmt = get_stmt(store, STMT_DELETE_METRICS, error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
          step_done(store, stmt, "cannot replace metrics", error);
   }
   for (guint i = 0; ok && i < sieve_result_n_metrics(result); i++) {
     stmt = get_stmt(store, STMT_ADD_METRIC, error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
-         bind_ok(store, sqlite3_bind_int(stmt, 2, (int) i), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, sieve__db_bind_int64(stmt, 2, (int) i), error) &&
          bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(result, i)), error) &&
          bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(result, i)), error) &&
          step_done(store, stmt, "cannot store a metric", error);
@@ -943,36 +1045,36 @@ sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *re
  * columns) starting at the current row.  Returns the trial, and in *rc the
  * step code after its last row.  NULL with error on corrupt data. */
 static SieveTrial *
-read_trial(SieveStore *store, sqlite3_stmt *stmt, int *rc, GError **error)
+read_trial(SieveStore *store, SieveDbStmt *stmt, SieveDbStep *rc, GError **error)
 {
   g_autoptr(SieveTrial) t = g_new0(SieveTrial, 1);
-  t->number = sqlite3_column_int64(stmt, COL_NUMBER);
-  t->genotype = g_strdup((const char *) sqlite3_column_text(stmt, COL_GENOTYPE));
-  const char *status_text = (const char *) sqlite3_column_text(stmt, COL_STATUS);
+  t->number = sieve__db_column_int64(stmt, COL_NUMBER);
+  t->genotype = g_strdup(sieve__db_column_text(stmt, COL_GENOTYPE));
+  const char *status_text = sieve__db_column_text(stmt, COL_STATUS);
   if (t->genotype == NULL || !sieve_status_from_string(status_text, &t->status)) {
     set_corrupt_error(store, error, "trial %" G_GINT64_FORMAT " has status '%s'", t->number,
                       status_text ? status_text : "(null)");
     return NULL;
   }
   t->fidelity = column_real(stmt, COL_FIDELITY);
-  t->reason = g_strdup((const char *) sqlite3_column_text(stmt, COL_REASON));
+  t->reason = g_strdup(sieve__db_column_text(stmt, COL_REASON));
   t->started = column_real(stmt, COL_STARTED);
   t->finished = column_real(stmt, COL_FINISHED);
-  t->worker = sqlite3_column_type(stmt, COL_WORKER) == SQLITE_NULL ? -1 : sqlite3_column_int(stmt, COL_WORKER);
+  t->worker = sieve__db_column_type(stmt, COL_WORKER) == SIEVE_DB_NULL ? -1 : sieve__db_column_int64(stmt, COL_WORKER);
   t->cached_from =
-      sqlite3_column_type(stmt, COL_CACHED_FROM) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, COL_CACHED_FROM);
-  t->run = sqlite3_column_type(stmt, COL_RUN) == SQLITE_NULL ? 0 : sqlite3_column_int64(stmt, COL_RUN);
-  t->hash_kind = g_strdup((const char *) sqlite3_column_text(stmt, COL_HASH_KIND));
-  t->hash = g_strdup((const char *) sqlite3_column_text(stmt, COL_HASH));
-  t->stage = g_strdup((const char *) sqlite3_column_text(stmt, COL_STAGE));
+      sieve__db_column_type(stmt, COL_CACHED_FROM) == SIEVE_DB_NULL ? -1 : sieve__db_column_int64(stmt, COL_CACHED_FROM);
+  t->run = sieve__db_column_type(stmt, COL_RUN) == SIEVE_DB_NULL ? 0 : sieve__db_column_int64(stmt, COL_RUN);
+  t->hash_kind = g_strdup(sieve__db_column_text(stmt, COL_HASH_KIND));
+  t->hash = g_strdup(sieve__db_column_text(stmt, COL_HASH));
+  t->stage = g_strdup(sieve__db_column_text(stmt, COL_STAGE));
   t->result = sieve_result_new();
   sieve_result_set_status(t->result, t->status);
   sieve_result_set_reason(t->result, t->reason);
   sieve_result_set_cost(t->result, column_real(stmt, COL_COST));
   do {
-    if (sqlite3_column_int64(stmt, COL_NUMBER) != t->number)
+    if (sieve__db_column_int64(stmt, COL_NUMBER) != t->number)
       break;
-    const char *name = (const char *) sqlite3_column_text(stmt, COL_METRIC_NAME);
+    const char *name = sieve__db_column_text(stmt, COL_METRIC_NAME);
     if (name == NULL) /* LEFT JOIN: a trial without metrics */
       continue;
     double value;
@@ -981,7 +1083,7 @@ read_trial(SieveStore *store, sqlite3_stmt *stmt, int *rc, GError **error)
       return NULL;
     }
     sieve_result_set_metric(t->result, name, value);
-  } while ((*rc = sqlite3_step(stmt)) == SQLITE_ROW);
+  } while ((*rc = sieve__db_step(stmt)) == SIEVE_DB_ROW);
   return g_steal_pointer(&t);
 }
 
@@ -989,21 +1091,21 @@ SieveTrial *
 sieve_store_get_trial(SieveStore *store, gint64 number, GError **error)
 {
   g_return_val_if_fail(store != NULL, NULL);
-  sqlite3_stmt *stmt = get_stmt(store, STMT_GET_TRIAL, error);
-  if (stmt == NULL || !bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error))
+  SieveDbStmt *stmt = get_stmt(store, STMT_GET_TRIAL, error);
+  if (stmt == NULL || !bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error))
     return NULL;
-  int rc = sqlite3_step(stmt);
+  SieveDbStep rc = sieve__db_step(stmt);
   SieveTrial *trial = NULL;
-  if (rc == SQLITE_ROW) {
-    rc = SQLITE_DONE;
+  if (rc == SIEVE_DB_ROW) {
+    rc = SIEVE_DB_DONE;
     trial = read_trial(store, stmt, &rc, error);
     if (trial == NULL) {
       done_stmt(stmt);
       return NULL;
     }
   }
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, "cannot read a trial");
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot read a trial");
     g_clear_pointer(&trial, sieve_trial_free);
   }
   done_stmt(stmt);
@@ -1016,13 +1118,13 @@ sieve_store_list_trials(SieveStore *store, gboolean only_pending, GError **error
   g_return_val_if_fail(store != NULL, NULL);
   /* One statement, so one snapshot: a writer committing meanwhile cannot
    * give us a trial without its metrics. */
-  sqlite3_stmt *stmt = get_stmt(store, only_pending ? STMT_LIST_PENDING : STMT_LIST_TRIALS, error);
+  SieveDbStmt *stmt = get_stmt(store, only_pending ? STMT_LIST_PENDING : STMT_LIST_TRIALS, error);
   if (stmt == NULL)
     return NULL;
   g_autoptr(GPtrArray) trials = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_trial_free);
-  int rc = sqlite3_step(stmt);
-  while (rc == SQLITE_ROW) {
-    rc = SQLITE_DONE;
+  SieveDbStep rc = sieve__db_step(stmt);
+  while (rc == SIEVE_DB_ROW) {
+    rc = SIEVE_DB_DONE;
     SieveTrial *t = read_trial(store, stmt, &rc, error);
     if (t == NULL) {
       done_stmt(stmt);
@@ -1030,8 +1132,8 @@ sieve_store_list_trials(SieveStore *store, gboolean only_pending, GError **error
     }
     g_ptr_array_add(trials, t);
   }
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, "cannot list trials");
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot list trials");
     done_stmt(stmt);
     return NULL;
   }
@@ -1043,15 +1145,15 @@ gint64
 sieve_store_count_trials(SieveStore *store, gint status, GError **error)
 {
   g_return_val_if_fail(store != NULL, -1);
-  sqlite3_stmt *stmt = get_stmt(store, status < 0 ? STMT_COUNT_ALL : STMT_COUNT_STATUS, error);
+  SieveDbStmt *stmt = get_stmt(store, status < 0 ? STMT_COUNT_ALL : STMT_COUNT_STATUS, error);
   if (stmt == NULL ||
       (status >= 0 && !bind_ok(store, bind_text(stmt, 1, sieve_status_to_string((SieveStatus) status)), error)))
     return -1;
   gint64 n = -1;
-  if (sqlite3_step(stmt) == SQLITE_ROW)
-    n = sqlite3_column_int64(stmt, 0);
+  if (sieve__db_step(stmt) == SIEVE_DB_ROW)
+    n = sieve__db_column_int64(stmt, 0);
   else
-    set_sqlite_error(store, error, "cannot count trials");
+    set_db_error(store, error, "cannot count trials");
   done_stmt(stmt);
   return n;
 }
@@ -1069,13 +1171,12 @@ sieve_store_save_state(SieveStore *store, const char *name, GVariant *state, GEr
   g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes(normal);
   gsize size = 0;
   gconstpointer data = g_bytes_get_data(bytes, &size);
-  sqlite3_stmt *stmt = get_stmt(store, STMT_SAVE_STATE, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_SAVE_STATE, error);
   if (stmt == NULL)
     return FALSE;
   /* A NULL pointer would bind SQL NULL; an empty serialisation (e.g. an
    * empty array) is a zero-length blob. */
-  int rc = size == 0 || data == NULL ? sqlite3_bind_zeroblob(stmt, 3, 0)
-                                     : sqlite3_bind_blob64(stmt, 3, data, size, SQLITE_TRANSIENT);
+  gboolean rc = sieve__db_bind_blob(stmt, 3, data, size);
   return bind_ok(store, bind_text(stmt, 1, name), error) &&
          bind_ok(store, bind_text(stmt, 2, g_variant_get_type_string(normal)), error) &&
          bind_ok(store, rc, error) && step_done(store, stmt, "cannot save state", error);
@@ -1085,18 +1186,18 @@ GVariant *
 sieve_store_load_state(SieveStore *store, const char *name, GError **error)
 {
   g_return_val_if_fail(store != NULL && name != NULL, NULL);
-  sqlite3_stmt *stmt = get_stmt(store, STMT_LOAD_STATE, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_LOAD_STATE, error);
   if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, name), error))
     return NULL;
-  int rc = sqlite3_step(stmt);
-  if (rc != SQLITE_ROW) {
-    if (rc != SQLITE_DONE)
-      set_sqlite_error(store, error, "cannot load state");
+  SieveDbStep rc = sieve__db_step(stmt);
+  if (rc != SIEVE_DB_ROW) {
+    if (rc != SIEVE_DB_DONE)
+      set_db_error(store, error, "cannot load state");
     done_stmt(stmt);
     return NULL;
   }
   /* Copied (as g_bytes_new copies the blob): column memory goes with the reset below. */
-  g_autofree char *type = g_strdup((const char *) sqlite3_column_text(stmt, 0));
+  g_autofree char *type = g_strdup(sieve__db_column_text(stmt, 0));
   if (type == NULL || !g_variant_type_string_is_valid(type) ||
       !g_variant_type_is_definite(G_VARIANT_TYPE(type))) {
     set_corrupt_error(store, error, "state '%s' has an invalid type '%s'", name, type ? type : "(null)");
@@ -1104,8 +1205,8 @@ sieve_store_load_state(SieveStore *store, const char *name, GError **error)
     return NULL;
   }
   g_autoptr(GVariantType) vtype = g_variant_type_new(type);
-  const void *data = sqlite3_column_blob(stmt, 1);
-  gsize size = (gsize) sqlite3_column_bytes(stmt, 1);
+  gsize size = 0;
+  const void *data = sieve__db_column_blob(stmt, 1, &size);
   g_autoptr(GBytes) bytes = g_bytes_new(data, data ? size : 0);
   done_stmt(stmt);
   /* Untrusted: GVariant then checks every offset it reads, and a blob that
@@ -1143,11 +1244,11 @@ sieve_store_begin_run(SieveStore *store, GError **error)
 
 /* Runs a one-row UPDATE of trial number; no such trial is an error. */
 static gboolean
-update_trial(SieveStore *store, sqlite3_stmt *stmt, gint64 number, const char *what, GError **error)
+update_trial(SieveStore *store, SieveDbStmt *stmt, gint64 number, const char *what, GError **error)
 {
   if (!step_done(store, stmt, what, error))
     return FALSE;
-  if (sqlite3_changes(store->db) != 1) {
+  if (sieve__db_changes(store->db) != 1) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT, store->path, number);
     return FALSE;
   }
@@ -1160,8 +1261,8 @@ sieve_store_set_trial_hash(SieveStore *store, gint64 number, const char *kind, c
   g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_SET_HASH, error);
-  return stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+  SieveDbStmt *stmt = get_stmt(store, STMT_SET_HASH, error);
+  return stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
          bind_ok(store, bind_text(stmt, 2, kind), error) && bind_ok(store, bind_text(stmt, 3, hash), error) &&
          update_trial(store, stmt, number, "cannot store a hash", error);
 }
@@ -1173,18 +1274,18 @@ sieve_store_set_trial_stage(SieveStore *store, gint64 number, const char *stage,
   g_return_val_if_fail(store != NULL, FALSE);
   if (!check_writable(store, error) || !savepoint(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_SET_STAGE, error);
-  gboolean ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+  SieveDbStmt *stmt = get_stmt(store, STMT_SET_STAGE, error);
+  gboolean ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
                 bind_ok(store, bind_text(stmt, 2, stage), error) &&
                 update_trial(store, stmt, number, "cannot store a trial's stage", error);
   if (ok && scores != NULL) {
     stmt = get_stmt(store, STMT_DELETE_METRICS, error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
          step_done(store, stmt, "cannot replace metrics", error);
     for (guint i = 0; ok && i < sieve_result_n_metrics(scores); i++) {
       stmt = get_stmt(store, STMT_ADD_METRIC, error);
-      ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
-           bind_ok(store, sqlite3_bind_int(stmt, 2, (int) i), error) &&
+      ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
+           bind_ok(store, sieve__db_bind_int64(stmt, 2, (int) i), error) &&
            bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(scores, i)), error) &&
            bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(scores, i)), error) &&
            step_done(store, stmt, "cannot store a metric", error);
@@ -1202,10 +1303,10 @@ sieve_store_cache_put(SieveStore *store, const char *kind, const char *hash, con
   g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL && key != NULL && trial >= 0, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_PUT, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_CACHE_PUT, error);
   return stmt != NULL && bind_ok(store, bind_text(stmt, 1, kind), error) &&
          bind_ok(store, bind_text(stmt, 2, hash), error) && bind_ok(store, bind_text(stmt, 3, key), error) &&
-         bind_ok(store, sqlite3_bind_int64(stmt, 4, trial), error) &&
+         bind_ok(store, sieve__db_bind_int64(stmt, 4, trial), error) &&
          step_done(store, stmt, "cannot write the cache", error);
 }
 
@@ -1215,16 +1316,16 @@ sieve_store_cache_lookup(SieveStore *store, const char *kind, const char *hash, 
   g_return_val_if_fail(store != NULL && kind != NULL && hash != NULL && key != NULL, -1);
   if (store->v1)
     return -1; /* a version 1 file has no usable cache */
-  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_LOOKUP, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_CACHE_LOOKUP, error);
   if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, kind), error) ||
       !bind_ok(store, bind_text(stmt, 2, hash), error) || !bind_ok(store, bind_text(stmt, 3, key), error))
     return -1;
   gint64 trial = -1;
-  int rc = sqlite3_step(stmt);
-  if (rc == SQLITE_ROW)
-    trial = sqlite3_column_int64(stmt, 0);
-  else if (rc != SQLITE_DONE)
-    set_sqlite_error(store, error, "cannot read the cache");
+  SieveDbStep rc = sieve__db_step(stmt);
+  if (rc == SIEVE_DB_ROW)
+    trial = sieve__db_column_int64(stmt, 0);
+  else if (rc != SIEVE_DB_DONE)
+    set_db_error(store, error, "cannot read the cache");
   done_stmt(stmt);
   return trial;
 }
@@ -1235,7 +1336,7 @@ sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text, 
   g_return_val_if_fail(store != NULL && key != NULL && text != NULL, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = get_stmt(store, STMT_CACHE_KEY, error);
+  SieveDbStmt *stmt = get_stmt(store, STMT_CACHE_KEY, error);
   return stmt != NULL && bind_ok(store, bind_text(stmt, 1, key), error) &&
          bind_ok(store, bind_text(stmt, 2, text), error) && step_done(store, stmt, "cannot write the cache", error);
 }
@@ -1243,23 +1344,20 @@ sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text, 
 /* ---- weights and finals (schema version 3) ------------------------------ */
 
 /* A statement prepared for one use (these run a few times per trial). */
-static sqlite3_stmt *
+static SieveDbStmt *
 prepare(SieveStore *store, const char *sql, GError **error)
 {
-  sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-    set_sqlite_error(store, error, "cannot prepare a statement");
-    sqlite3_finalize(stmt);
-    return NULL;
-  }
+  SieveDbStmt *stmt = sieve__db_prepare(store->db, sql, FALSE);
+  if (stmt == NULL)
+    set_db_error(store, error, "cannot prepare a statement");
   return stmt;
 }
 
 static gboolean
-run_once(SieveStore *store, sqlite3_stmt *stmt, const char *what, GError **error)
+run_once(SieveStore *store, SieveDbStmt *stmt, const char *what, GError **error)
 {
   gboolean ok = step_done(store, stmt, what, error);
-  sqlite3_finalize(stmt);
+  sieve__db_finalize(stmt);
   return ok;
 }
 
@@ -1275,14 +1373,15 @@ sieve_store_put_weights(SieveStore *store, const char *owner, gint64 number, GBy
   g_return_val_if_fail(store != NULL && check_owner(owner) && weights != NULL, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = prepare(store, "INSERT OR REPLACE INTO weights (owner, number, data) VALUES (?1, ?2, ?3)", error);
+  SieveDbStmt *stmt = prepare(store, "INSERT INTO weights (owner, number, data) VALUES (?1, ?2, ?3) "
+                         "ON CONFLICT (owner, number) DO UPDATE SET data = excluded.data", error);
   gsize size = 0;
   gconstpointer data = g_bytes_get_data(weights, &size);
   if (stmt == NULL)
     return FALSE;
-  if (!bind_ok(store, bind_text(stmt, 1, owner), error) || !bind_ok(store, sqlite3_bind_int64(stmt, 2, number), error) ||
-      !bind_ok(store, sqlite3_bind_blob64(stmt, 3, data ? data : "", size, SQLITE_STATIC), error)) {
-    sqlite3_finalize(stmt);
+  if (!bind_ok(store, bind_text(stmt, 1, owner), error) || !bind_ok(store, sieve__db_bind_int64(stmt, 2, number), error) ||
+      !bind_ok(store, sieve__db_bind_blob(stmt, 3, data, size), error)) {
+    sieve__db_finalize(stmt);
     return FALSE;
   }
   return run_once(store, stmt, "cannot store weights", error);
@@ -1294,18 +1393,21 @@ sieve_store_get_weights(SieveStore *store, const char *owner, gint64 number, GEr
   g_return_val_if_fail(store != NULL && check_owner(owner), NULL);
   if (store->version < 3)
     return NULL;
-  sqlite3_stmt *stmt = prepare(store, "SELECT data FROM weights WHERE owner = ?1 AND number = ?2", error);
+  SieveDbStmt *stmt = prepare(store, "SELECT data FROM weights WHERE owner = ?1 AND number = ?2", error);
   if (stmt == NULL)
     return NULL;
   GBytes *out = NULL;
-  if (bind_ok(store, bind_text(stmt, 1, owner), error) && bind_ok(store, sqlite3_bind_int64(stmt, 2, number), error)) {
-    int rc = sqlite3_step(stmt);
-    if (rc == SQLITE_ROW)
-      out = g_bytes_new(sqlite3_column_blob(stmt, 0), (gsize)sqlite3_column_bytes(stmt, 0));
-    else if (rc != SQLITE_DONE)
-      set_sqlite_error(store, error, "cannot read weights");
+  if (bind_ok(store, bind_text(stmt, 1, owner), error) && bind_ok(store, sieve__db_bind_int64(stmt, 2, number), error)) {
+    SieveDbStep rc = sieve__db_step(stmt);
+    if (rc == SIEVE_DB_ROW) {
+      gsize n = 0;
+      const void *bytes = sieve__db_column_blob(stmt, 0, &n);
+      out = g_bytes_new(bytes, n);
+    }
+    else if (rc != SIEVE_DB_DONE)
+      set_db_error(store, error, "cannot read weights");
   }
-  sqlite3_finalize(stmt);
+  sieve__db_finalize(stmt);
   return out;
 }
 
@@ -1316,18 +1418,19 @@ sieve_store_prune_weights(SieveStore *store, const char *metric, gboolean maximi
   if (!check_writable(store, error))
     return FALSE;
   /* Ties go to the earlier trial; a trial without a finite value of the
-   * metric never ranks among the kept. */
+   * metric never ranks among the kept (in SQLite, a 'nan' or 'inf' is
+   * TEXT, above every number; in PostgreSQL NaN is above every number). */
   g_autofree char *sql = g_strdup_printf(
       "DELETE FROM weights WHERE owner = 'trial' AND number NOT IN ("
       " SELECT w.number FROM weights w JOIN metrics m ON m.trial = w.number AND m.name = ?1"
-      " WHERE w.owner = 'trial' AND typeof(m.value) IN ('real', 'integer')"
+      " WHERE w.owner = 'trial' AND m.value >= -1.7976931348623157e308 AND m.value <= 1.7976931348623157e308"
       " ORDER BY m.value %s, w.number LIMIT ?2)",
       maximize ? "DESC" : "ASC");
-  sqlite3_stmt *stmt = prepare(store, sql, error);
+  SieveDbStmt *stmt = prepare(store, sql, error);
   if (stmt == NULL)
     return FALSE;
-  if (!bind_ok(store, bind_text(stmt, 1, metric), error) || !bind_ok(store, sqlite3_bind_int64(stmt, 2, keep), error)) {
-    sqlite3_finalize(stmt);
+  if (!bind_ok(store, bind_text(stmt, 1, metric), error) || !bind_ok(store, sieve__db_bind_int64(stmt, 2, keep), error)) {
+    sieve__db_finalize(stmt);
     return FALSE;
   }
   return run_once(store, stmt, "cannot prune weights", error);
@@ -1340,20 +1443,20 @@ sieve_store_list_weights(SieveStore *store, const char *owner, GError **error)
   GArray *out = g_array_new(FALSE, FALSE, sizeof(gint64));
   if (store->version < 3)
     return out;
-  sqlite3_stmt *stmt = prepare(store, "SELECT number FROM weights WHERE owner = ?1 ORDER BY number", error);
+  SieveDbStmt *stmt = prepare(store, "SELECT number FROM weights WHERE owner = ?1 ORDER BY number", error);
   if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, owner), error)) {
-    sqlite3_finalize(stmt);
+    sieve__db_finalize(stmt);
     g_array_unref(out);
     return NULL;
   }
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    gint64 n = sqlite3_column_int64(stmt, 0);
+  SieveDbStep rc;
+  while ((rc = sieve__db_step(stmt)) == SIEVE_DB_ROW) {
+    gint64 n = sieve__db_column_int64(stmt, 0);
     g_array_append_val(out, n);
   }
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, "cannot list weights");
+  sieve__db_finalize(stmt);
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot list weights");
     g_array_unref(out);
     return NULL;
   }
@@ -1380,18 +1483,18 @@ sieve_store_add_final(SieveStore *store, gint64 trial, const char *genotype, dou
   if (!check_writable(store, error))
     return -1;
   gint64 number = 0;
-  if (!query_int(store, "SELECT IFNULL(MAX(number) + 1, 0) FROM finals", &number, error))
+  if (!query_int(store, "SELECT COALESCE(MAX(number) + 1, 0) FROM finals", &number, error))
     return -1;
-  sqlite3_stmt *stmt = prepare(store,
+  SieveDbStmt *stmt = prepare(store,
                                "INSERT INTO finals (number, trial, genotype, status, epochs, settings) "
                                "VALUES (?1, ?2, ?3, 'pending', ?4, ?5)",
                                error);
   if (stmt == NULL)
     return -1;
-  if (!bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) ||
-      !bind_ok(store, sqlite3_bind_int64(stmt, 2, trial), error) || !bind_ok(store, bind_text(stmt, 3, genotype), error) ||
+  if (!bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) ||
+      !bind_ok(store, sieve__db_bind_int64(stmt, 2, trial), error) || !bind_ok(store, bind_text(stmt, 3, genotype), error) ||
       !bind_ok(store, bind_real(stmt, 4, epochs), error) || !bind_ok(store, bind_text(stmt, 5, settings), error)) {
-    sqlite3_finalize(stmt);
+    sieve__db_finalize(stmt);
     return -1;
   }
   return run_once(store, stmt, "cannot add a final training", error) ? number : -1;
@@ -1406,37 +1509,37 @@ sieve_store_finish_final(SieveStore *store, gint64 number, const SieveResult *re
   g_return_val_if_fail(status == SIEVE_STATUS_OK || status == SIEVE_STATUS_FAILED, FALSE);
   if (!check_writable(store, error) || !savepoint(store, error))
     return FALSE;
-  sqlite3_stmt *stmt = prepare(store,
+  SieveDbStmt *stmt = prepare(store,
                                "UPDATE finals SET status = ?2, reason = ?3, cost = ?4, started = ?5, finished = ?6 "
                                "WHERE number = ?1",
                                error);
-  gboolean ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+  gboolean ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
                 bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(status)), error) &&
                 bind_ok(store, bind_text(stmt, 3, sieve_result_get_reason(result)), error) &&
                 bind_ok(store, bind_real(stmt, 4, sieve_result_get_cost(result)), error) &&
                 bind_ok(store, bind_real(stmt, 5, started), error) &&
                 bind_ok(store, bind_real(stmt, 6, finished), error) &&
                 step_done(store, stmt, "cannot finish a final training", error);
-  if (ok && sqlite3_changes(store->db) != 1) {
+  if (ok && sieve__db_changes(store->db) != 1) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no final training %" G_GINT64_FORMAT, store->path,
                 number);
     ok = FALSE;
   }
-  sqlite3_finalize(stmt);
+  sieve__db_finalize(stmt);
   if (ok) {
     stmt = prepare(store, "DELETE FROM final_metrics WHERE final = ?1", error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
          step_done(store, stmt, "cannot replace metrics", error);
-    sqlite3_finalize(stmt);
+    sieve__db_finalize(stmt);
   }
   for (guint i = 0; ok && i < sieve_result_n_metrics(result); i++) {
     stmt = prepare(store, "INSERT INTO final_metrics (final, idx, name, value) VALUES (?1, ?2, ?3, ?4)", error);
-    ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) &&
-         bind_ok(store, sqlite3_bind_int(stmt, 2, (int)i), error) &&
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, sieve__db_bind_int64(stmt, 2, (int)i), error) &&
          bind_ok(store, bind_text(stmt, 3, sieve_result_metric_name(result, i)), error) &&
          bind_ok(store, bind_metric(stmt, 4, sieve_result_metric_value(result, i)), error) &&
          step_done(store, stmt, "cannot store a metric", error);
-    sqlite3_finalize(stmt);
+    sieve__db_finalize(stmt);
   }
   return release(store, ok, error);
 }
@@ -1448,7 +1551,7 @@ sieve_store_list_finals(SieveStore *store, GError **error)
   g_autoptr(GPtrArray) finals = g_ptr_array_new_with_free_func((GDestroyNotify)sieve_final_free);
   if (store->version < 3)
     return g_steal_pointer(&finals);
-  sqlite3_stmt *stmt = prepare(store,
+  SieveDbStmt *stmt = prepare(store,
                                "SELECT f.number, f.trial, f.genotype, f.status, f.epochs, f.settings, f.reason, f.cost, "
                                "f.started, f.finished, m.name, m.value FROM finals f LEFT JOIN final_metrics m "
                                "ON m.final = f.number ORDER BY f.number, m.idx",
@@ -1457,24 +1560,24 @@ sieve_store_list_finals(SieveStore *store, GError **error)
     return NULL;
   /* One statement, one snapshot. */
   SieveFinal *f = NULL;
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    gint64 number = sqlite3_column_int64(stmt, 0);
+  SieveDbStep rc;
+  while ((rc = sieve__db_step(stmt)) == SIEVE_DB_ROW) {
+    gint64 number = sieve__db_column_int64(stmt, 0);
     if (f == NULL || f->number != number) {
       f = g_new0(SieveFinal, 1);
       g_ptr_array_add(finals, f);
       f->number = number;
-      f->trial = sqlite3_column_int64(stmt, 1);
-      f->genotype = g_strdup((const char *)sqlite3_column_text(stmt, 2));
-      const char *status = (const char *)sqlite3_column_text(stmt, 3);
+      f->trial = sieve__db_column_int64(stmt, 1);
+      f->genotype = g_strdup(sieve__db_column_text(stmt, 2));
+      const char *status = sieve__db_column_text(stmt, 3);
       if (!sieve_status_from_string(status, &f->status)) {
         set_corrupt_error(store, error, "final %" G_GINT64_FORMAT " has status '%s'", number, status ?: "(null)");
-        sqlite3_finalize(stmt);
+        sieve__db_finalize(stmt);
         return NULL;
       }
       f->epochs = column_real(stmt, 4);
-      f->settings = g_strdup((const char *)sqlite3_column_text(stmt, 5));
-      f->reason = g_strdup((const char *)sqlite3_column_text(stmt, 6));
+      f->settings = g_strdup(sieve__db_column_text(stmt, 5));
+      f->reason = g_strdup(sieve__db_column_text(stmt, 6));
       f->started = column_real(stmt, 8);
       f->finished = column_real(stmt, 9);
       f->result = sieve_result_new();
@@ -1482,20 +1585,20 @@ sieve_store_list_finals(SieveStore *store, GError **error)
       sieve_result_set_reason(f->result, f->reason);
       sieve_result_set_cost(f->result, column_real(stmt, 7));
     }
-    const char *name = (const char *)sqlite3_column_text(stmt, 10);
+    const char *name = sieve__db_column_text(stmt, 10);
     double value;
     if (name != NULL) {
       if (!column_metric(stmt, 11, &value)) {
         set_corrupt_error(store, error, "final %" G_GINT64_FORMAT " metric '%s' is not a number", number, name);
-        sqlite3_finalize(stmt);
+        sieve__db_finalize(stmt);
         return NULL;
       }
       sieve_result_set_metric(f->result, name, value);
     }
   }
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
-    set_sqlite_error(store, error, "cannot list final trainings");
+  sieve__db_finalize(stmt);
+  if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot list final trainings");
     return NULL;
   }
   return g_steal_pointer(&finals);
