@@ -17,6 +17,7 @@ enum { SIEVE_EXIT_OK = 0, SIEVE_EXIT_FAILURE = 1, SIEVE_EXIT_USAGE = 2, SIEVE_EX
 int sieve_cmd_run(int argc, char **argv);
 int sieve_cmd_plugins(int argc, char **argv);
 int sieve_cmd_export(int argc, char **argv);
+int sieve_cmd_store(int argc, char **argv);
 int sieve_cmd_report(int argc, char **argv);
 int sieve_cmd_serve(int argc, char **argv);
 int sieve_cmd_train(int argc, char **argv);

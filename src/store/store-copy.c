@@ -45,7 +45,10 @@ bind_column(SieveDbStmt *src, int col, SieveDbStmt *dst, int i)
 static gboolean
 copy_table(SieveStore *src, SieveStore *dst, const char *table, gint64 *n_rows, GError **error)
 {
-  g_autofree char *select = g_strdup_printf("SELECT * FROM %s", table);
+  /* In the order of the first column (a trial's number, or the trial a
+   * row belongs to): a server returns rows in no set order, and a trial's
+   * cached_from names an earlier trial, which must be there first. */
+  g_autofree char *select = g_strdup_printf("SELECT * FROM %s ORDER BY 1", table);
   SieveDbStmt *rows = sieve__db_prepare(sieve__store_get_db(src), select, FALSE);
   if (rows == NULL) {
     set_error(src, error, "cannot read the study");

@@ -69,14 +69,18 @@ class PgServer:
             f.write("local all sieve_pw scram-sha-256\nlocal all all trust\n")
         if os.getuid() == 0:
             os.chown(os.path.join(self.data, "pg_hba.conf"), pw.pw_uid, pw.pw_gid)
+        self.restart()
+        self.psql("CREATE DATABASE sieve")
+        self.psql(f"CREATE ROLE sieve_pw LOGIN PASSWORD '{PASSWORD}'; GRANT ALL ON DATABASE sieve TO sieve_pw")
+        return self
+
+    def restart(self):
+        """Starts the server (again, after stop())."""
         opts = f"-c listen_addresses='' -k {self.socket_dir} -c fsync=off -c max_connections=300"
         p = self._as_owner([find_bin("pg_ctl"), "-D", self.data, "-o", opts, "-l",
                             os.path.join(self.tmp, "log"), "-w", "start"])
         if p.returncode != 0:
             raise RuntimeError("pg_ctl start failed:\n" + p.stdout + p.stderr + self.log())
-        self.psql("CREATE DATABASE sieve")
-        self.psql(f"CREATE ROLE sieve_pw LOGIN PASSWORD '{PASSWORD}'; GRANT ALL ON DATABASE sieve TO sieve_pw")
-        return self
 
     def log(self):
         try:

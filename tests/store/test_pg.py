@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Studies on a real PostgreSQL server (tests/support/pg_server.py: initdb
+and pg_ctl in a temporary folder, Unix socket only) beside the same studies
+in SQLite files: the same trials and results, kill and resume, the single
+writer, copies both ways, a server that goes away, bad URLs and refused
+credentials.  Skipped, saying why, where PostgreSQL is not installed."""
+import csv
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from pg_server import PASSWORD, PgServer  # noqa: E402
+
+VOLATILE = {"cost_s", "started", "finished", "worker"}
+PROGRESS = re.compile(r"^\[(\d+)/")
+SKIP = PgServer.skip_reason()
+SERVER = None
+
+# The dedupe stage over NAS-Bench-201 looked up in the published table:
+# cached trials, hashes and the optimizer's state all go through the store.
+TABULAR = """name: tabular
+seed: 3
+space: {plugin: nb201}
+optimizer: {plugin: evolution, population: 10, sample_size: 3}
+evaluator:
+  plugin: tabular
+  table: %s
+  key: arch_str
+  metrics: [cifar10_valid_acc, params_m]
+objective: {metric: cifar10_valid_acc, direction: maximize}
+pipeline:
+  - dedupe: {hash: functional}
+budget: {evaluations: 60}
+"""
+
+SLOW = """name: slow
+seed: 7
+space: {plugin: hpo, file: %s}
+optimizer: {plugin: tpe}
+evaluator: {plugin: function, function: branin, delay: %s}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: %d}
+"""
+
+
+def setUpModule():
+    global SERVER
+    if SKIP is None:
+        SERVER = PgServer().start()
+
+
+def tearDownModule():
+    if SERVER is not None:
+        SERVER.cleanup()
+
+
+def sieve(*args, check=None, timeout=120):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def export_rows(store, stable=True):
+    out = sieve("export", store, "--format", "csv", check=0).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    if stable:
+        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
+    return rows
+
+
+@unittest.skipIf(SKIP is not None, f"PostgreSQL tests skipped: {SKIP}")
+class PgCase(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-pg-test-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
+    def tabular(self):
+        return self.write("tabular.yaml", TABULAR % os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+
+    def slow(self, delay=0.02, n=30):
+        return self.write("slow.yaml", SLOW % (os.path.join(ROOT, "search_spaces", "branin.yaml"), delay, n))
+
+
+class TestSameStudy(PgCase):
+    def test_sqlite_and_postgresql_agree(self):
+        cfg = self.tabular()
+        sieve("run", cfg, "--store", self.path("a.sieve"), "--quiet", check=0)
+        url = SERVER.url("same")
+        p = sieve("run", cfg, "--store", url, "--quiet", check=0)
+        self.assertIn(f"store: {url}", p.stdout)
+        ref = export_rows(self.path("a.sieve"))
+        self.assertGreater(len(ref), 60, "the dedupe stage should have answered some proposals from the cache")
+        self.assertEqual(export_rows(url), ref)
+        # JSON too: every double read back as it was written.
+        self.assertEqual(sieve("export", url, "--format", "json", "--summary", check=0).stdout,
+                         sieve("export", self.path("a.sieve"), "--format", "json", "--summary", check=0).stdout)
+        # The report reads the server's study.
+        sieve("report", url, "-o", self.path("r.html"), check=0)
+        self.assertGreater(os.path.getsize(self.path("r.html")), 1000)
+
+        # Copies both ways keep every row; a copy resumes like the original.
+        sieve("store", "copy", url, self.path("back.sieve"), check=0)
+        self.assertEqual(export_rows(self.path("back.sieve")), ref)
+        sieve("store", "copy", self.path("a.sieve"), SERVER.url("copied"), check=0)
+        self.assertEqual(export_rows(SERVER.url("copied")), ref)
+        p = sieve("store", "copy", self.path("a.sieve"), SERVER.url("copied"), check=1)
+        self.assertIn("already holds a study", p.stderr)
+        # The schema's version is where a newer sieve will look for it.
+        self.assertEqual(SERVER.psql("SELECT version FROM same.sieve_schema", db="sieve").strip(), "3")
+
+    def test_resume_after_copy(self):
+        cfg = self.slow(delay=0, n=30)
+        sieve("run", cfg, "--store", self.path("ref.sieve"), "--quiet", check=0)
+        ref = export_rows(self.path("ref.sieve"))
+        # Half a study in a file, the rest on the server.
+        half = self.slow(delay=0, n=15)
+        sieve("run", half, "--store", self.path("half.sieve"), "--quiet", check=0)
+        sieve("store", "copy", self.path("half.sieve"), SERVER.url("moved"), check=0)
+        cfg = self.slow(delay=0, n=30)
+        sieve("run", cfg, "--store", SERVER.url("moved"), "--resume", "--quiet", check=0)
+        self.assertEqual(export_rows(SERVER.url("moved")), ref)
+
+
+class TestKillResume(PgCase):
+    def run_until(self, cfg, store, resume, kill_at=None):
+        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kill_at is None:
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, err)
+            return
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= kill_at:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.communicate()
+        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+
+    def test_killed_coordinator_resumes(self):
+        cfg = self.slow()
+        self.run_until(cfg, self.path("ref.sieve"), resume=False)
+        ref = export_rows(self.path("ref.sieve"))
+        url = SERVER.url("killed")
+        resume = False
+        for k in (1, 7, 20):
+            self.run_until(cfg, url, resume, kill_at=k)
+            resume = True
+            done = [r for r in export_rows(url) if r["status"] != "pending"]
+            self.assertGreaterEqual(len(done), k, "a finished trial was lost")
+            self.assertEqual(done, ref[:len(done)])
+        self.run_until(cfg, url, resume=True)
+        self.assertEqual(export_rows(url), ref)
+
+    def test_second_writer_refused(self):
+        cfg = self.slow(delay=0.05, n=400)
+        url = SERVER.url("busy")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            for line in proc.stdout:
+                if PROGRESS.match(line):
+                    break
+            p = sieve("run", cfg, "--store", url, "--resume", check=1)
+            self.assertRegex(p.stderr, r"store is in use by another sieve process \(study 'busy' is locked by the "
+                                       r"session of server process \d+")
+            # Another study of the same database is not locked by it.
+            sieve("run", self.slow(delay=0, n=3), "--store", SERVER.url("other"), "--quiet", check=0)
+            self.assertGreaterEqual(len(export_rows(url, stable=False)), 1)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        # The lock went with the killed session.
+        sieve("run", self.slow(delay=0.05, n=2), "--store", url, "--resume", "--quiet", check=0)
+
+
+class TestBadStores(PgCase):
+    def test_bad_urls(self):
+        cfg = self.slow(delay=0, n=2)
+        p = sieve("run", cfg, "--store", "postgresql://[::1", check=1)
+        self.assertIn("not a valid PostgreSQL URL", p.stderr)
+        p = sieve("run", cfg, "--store", SERVER.url("bad-name"), check=1)
+        self.assertIn("the study name 'bad-name' is not valid", p.stderr)
+        p = sieve("run", cfg, "--store", f"postgresql:///sieve?host={self.dir}&user=sieve", check=1)
+        self.assertIn("cannot connect to the PostgreSQL server", p.stderr)
+        p = sieve("export", SERVER.url("never_made"), check=1)
+        self.assertIn("no such store (no study 'never_made' in this database)", p.stderr)
+        p = sieve("run", cfg, "--store", SERVER.url("x", extra="&nosuchoption=1"), check=1)
+        self.assertIn("nosuchoption", p.stderr)
+
+    def test_credentials_never_printed(self):
+        cfg = self.slow(delay=0, n=3)
+        wrong = "Wr0ng-secret-xyz"
+        # In the URL's authority and as a parameter: refused, and neither
+        # password appears in anything sieve prints.
+        socket = SERVER.socket_dir.replace("/", "%2F")
+        for url in (f"postgresql://sieve_pw:{wrong}@{socket}/sieve?study=pw",
+                    SERVER.url("pw", user="sieve_pw", extra=f"&password={wrong}")):
+            p = sieve("run", cfg, "--store", url, check=1)
+            self.assertIn("password authentication failed", p.stderr)
+            self.assertIn("***", p.stderr)
+            self.assertNotIn(wrong, p.stdout + p.stderr)
+        # The right password, given the way the README advises (a password
+        # file), works, and no password is stored in the study.
+        pgpass = self.write("pgpass", f"*:*:*:sieve_pw:{PASSWORD}\n")
+        os.chmod(pgpass, 0o600)
+        env = dict(os.environ, PGPASSFILE=pgpass)
+        url = SERVER.url("pw", user="sieve_pw")
+        p = subprocess.run([SIEVE, "run", cfg, "--store", url, "--quiet"], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # With the password in the URL: printed as ***, kept nowhere.
+        url = SERVER.url("pw2", user="sieve_pw", extra=f"&password={PASSWORD}")
+        p = sieve("run", cfg, "--store", url, "--quiet", check=0)
+        self.assertNotIn(PASSWORD, p.stdout + p.stderr)
+        self.assertIn("password=***", p.stdout)
+        dump = SERVER.psql("SELECT string_agg(key || value, ' ') FROM pw2.meta", db="sieve")
+        self.assertNotIn(PASSWORD, dump)
+
+    def test_server_goes_away(self):
+        """The server stopped mid-study: the run fails with a message that
+        names the server, every finished trial is kept, and once the server
+        is back --resume completes the study as an uninterrupted run."""
+        cfg = self.slow(delay=0.02, n=40)
+        sieve("run", cfg, "--store", self.path("ref.sieve"), "--quiet", check=0)
+        ref = export_rows(self.path("ref.sieve"))
+        url = SERVER.url("away")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            for line in proc.stdout:
+                m = PROGRESS.match(line)
+                if m and int(m.group(1)) >= 10:
+                    break
+            SERVER.stop("fast")
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            SERVER.restart()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("PostgreSQL server", err)
+        self.assertIn("finished trials are kept", err)
+        done = [r for r in export_rows(url) if r["status"] != "pending"]
+        self.assertGreaterEqual(len(done), 10)
+        self.assertEqual(done, ref[:len(done)])
+        sieve("run", cfg, "--store", url, "--resume", "--quiet", check=0)
+        self.assertEqual(export_rows(url), ref)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
