@@ -18,6 +18,7 @@ int sieve_cmd_run(int argc, char **argv);
 int sieve_cmd_plugins(int argc, char **argv);
 int sieve_cmd_export(int argc, char **argv);
 int sieve_cmd_store(int argc, char **argv);
+int sieve_cmd_worker(int argc, char **argv);
 int sieve_cmd_report(int argc, char **argv);
 int sieve_cmd_serve(int argc, char **argv);
 int sieve_cmd_train(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "cli/cli-private.h"
 #include "core/core-private.h"
@@ -45,6 +46,40 @@ on_trial(gpointer data)
     fprintf(stderr, "sieve: warning: cannot write the report: %s\n", error->message);
 }
 
+/* --local-workers: `sieve worker` processes of this executable, the URL in
+ * their environment (not on their command line, which `ps` shows), ended
+ * with this process if it dies. */
+static gboolean
+start_local_workers(const char *url, gint n, GArray *children, GError **error)
+{
+  g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "SIEVE_STORE_URL", url, TRUE);
+  for (gint i = 0; i < n; i++) {
+    char *argv[] = {(char *) "/proc/self/exe", (char *) "worker", (char *) "-", (char *) "--with-parent",
+                    (char *) "--quiet", NULL};
+    GPid pid;
+    if (!g_spawn_async(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, error)) {
+      g_prefix_error(error, "cannot start a local worker: ");
+      return FALSE;
+    }
+    g_array_append_val(children, pid);
+  }
+  return TRUE;
+}
+
+static void
+stop_local_workers(GArray *children, gboolean now)
+{
+  for (guint i = 0; i < children->len; i++) {
+    GPid pid = g_array_index(children, GPid, i);
+    if (now)
+      kill(pid, SIGTERM);
+    int status;
+    waitpid(pid, &status, 0);
+    g_spawn_close_pid(pid);
+  }
+  g_array_set_size(children, 0);
+}
+
 int
 sieve_cmd_run(int argc, char **argv)
 {
@@ -52,8 +87,14 @@ sieve_cmd_run(int argc, char **argv)
   g_autofree char *store_path = NULL, *lua_allow = NULL;
   g_auto(GStrv) overrides = NULL;
   g_autofree char *report_path = NULL;
-  gint report_every = 0;
+  gint report_every = 0, local_workers = 0, in_flight = 0;
   GOptionEntry entries[] = {
+      {"local-workers", 0, 0, G_OPTION_ARG_INT, &local_workers,
+       "with a postgresql:// store, start N `sieve worker` processes on this machine", "N"},
+      {"in-flight", 0, 0, G_OPTION_ARG_INT, &in_flight,
+       "with a postgresql:// store, evaluations queued or running at once (default: --local-workers, or "
+       "the experiment's workers)",
+       "N"},
       {"report", 0, 0, G_OPTION_ARG_FILENAME, &report_path,
        "write the study's HTML report to FILE at the end (as `sieve report` does)", "FILE"},
       {"report-every", 0, 0, G_OPTION_ARG_INT, &report_every,
@@ -81,6 +122,10 @@ sieve_cmd_run(int argc, char **argv)
     return sieve_cli_fail(error);
   if (argc != 2) {
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (local_workers < 0 || in_flight < 0) {
+    fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N\n");
     return SIEVE_EXIT_USAGE;
   }
   if (report_every < 0 || (report_every > 0 && report_path == NULL)) {
@@ -112,6 +157,19 @@ sieve_cmd_run(int argc, char **argv)
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
+
+  /* A study on a server: evaluations go to its queue, for workers. */
+  g_autoptr(GArray) children = g_array_new(FALSE, FALSE, sizeof(GPid));
+  gboolean queued = sieve_store_is_url(path);
+  if (!queued && (local_workers > 0 || in_flight > 0)) {
+    fprintf(stderr, "sieve run: --local-workers and --in-flight need a postgresql:// store\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (queued) {
+    sieve_engine_set_queue(engine, in_flight > 0 ? (guint) in_flight : MAX((guint) local_workers, MAX(exp->workers, 1)));
+    if (!start_local_workers(path, local_workers, children, &error))
+      return sieve_cli_fail(error);
+  }
 
   gint64 total = sieve_store_count_trials(store, -1, &error);
   gint64 pending = total < 0 ? -1 : sieve_store_count_trials(store, SIEVE_STATUS_PENDING, &error);
@@ -156,7 +214,13 @@ sieve_cmd_run(int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  if (queued && !quiet)
+    printf("  evaluations go to the store's queue: %d local worker%s; start more with `sieve worker URL`\n",
+           local_workers, local_workers == 1 ? "" : "s");
+  fflush(stdout);
   gboolean ok = sieve_engine_run(engine, store, shown, &error);
+  /* They exit once the study is finished; otherwise they are stopped. */
+  stop_local_workers(children, !ok || interrupts);
   g_clear_pointer(&silent, sieve_progress_free);
   if (devnull != NULL)
     fclose(devnull);

@@ -22,6 +22,7 @@ static const struct {
     {"proxies", sieve_cmd_proxies, "score architectures with zero-cost proxies (one JSON line each)"},
     {"final", sieve_cmd_final, "train a study's best candidates again at full budget, keeping their weights"},
     {"model", sieve_cmd_model, "export a kept network as ONNX, evaluate it, describe it"},
+    {"worker", sieve_cmd_worker, "evaluate a PostgreSQL study's queued candidates (any number, any machine)"},
     {"store", sieve_cmd_store, "copy a study between stores (SQLite files, PostgreSQL servers)"},
 };
 

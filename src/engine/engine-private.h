@@ -104,6 +104,15 @@ SIEVE_INTERNAL_API void sieve_engine_free(SieveEngine *engine);
 SIEVE_INTERNAL_API gboolean sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress,
                                              GError **error);
 
+/* Evaluations go to the store's queue (a PostgreSQL store), for `sieve
+ * worker` processes, with at most in_flight queued or running at once;
+ * the run takes their results as they arrive.  Call before sieve_engine_run. */
+SIEVE_INTERNAL_API void sieve_engine_set_queue(SieveEngine *engine, guint in_flight);
+/* A worker's evaluation: genotype (the space's text) of trial at fidelity
+ * (NAN: the evaluator's default) by the engine's evaluator. (transfer full) */
+SIEVE_INTERNAL_API SieveResult *sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genotype,
+                                                         double fidelity, GError **error);
+
 /* "dedupe (functional hash) -> screen (naswot, best 4 of 16) -> tabular",
  * or NULL when the experiment has no pipeline stages. (transfer full) */
 SIEVE_INTERNAL_API char *sieve_engine_describe_pipeline(const SieveEngine *engine);

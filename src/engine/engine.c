@@ -32,6 +32,12 @@
 #include <sieve/text.h>
 
 #include "engine/engine-private.h"
+#include "sieve-config.h"
+#include "store/store-private.h"
+
+/* How often a coordinator looks for results while it waits (bench/distributed.py
+ * measures what it costs). */
+#define QUEUE_POLL_US 5000
 
 /* One cache key: the evaluator settings at one fidelity. */
 typedef struct {
@@ -51,6 +57,7 @@ struct _SieveEngine {
   GPtrArray *keys;           /* CacheKey*, one per fidelity met */
   GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
   SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
+  guint queue_in_flight;         /* > 0: evaluations go to the store's queue (sieve_engine_set_queue) */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -378,6 +385,27 @@ static void
 report_activity(gpointer user_data, const SieveCandidate *candidate, const char *text, double fraction_done)
 {
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
+}
+
+void
+sieve_engine_set_queue(SieveEngine *engine, guint in_flight)
+{
+  g_return_if_fail(engine != NULL);
+  engine->queue_in_flight = in_flight;
+}
+
+SieveResult *
+sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genotype, double fidelity, GError **error)
+{
+  g_return_val_if_fail(engine != NULL && genotype != NULL, NULL);
+  SieveGenotype *g = sieve_space_parse(engine->space, genotype, error);
+  if (g == NULL)
+    return NULL;
+  SieveCandidate *c = sieve_candidate_new(g, fidelity);
+  sieve_candidate_set_trial(c, trial);
+  SieveResult *result = sieve_evaluator_evaluate(engine->evaluator, c, error);
+  sieve_candidate_free(c);
+  return result;
 }
 
 static void
@@ -1031,6 +1059,46 @@ proposals_left(const RunState *rs)
   return budget > 0 ? budget - rs->proposals : G_MAXINT64;
 }
 
+/* The next evaluation a worker finished, from the store's queue: polls
+ * until one of jobs (trial -> Job*) is done.  NULL on an interrupt, or
+ * with error set when the store fails. */
+static Job *
+wait_queue(RunState *rs, GHashTable *jobs, GQueue *done, GError **error)
+{
+  for (guint polls = 0; g_queue_is_empty(done); polls++) {
+    if (stop_requested)
+      return NULL;
+    if (polls > 0)
+      g_usleep(QUEUE_POLL_US);
+    g_autoptr(GPtrArray) items = sieve__queue_take_done(rs->engine->store, error);
+    if (items == NULL)
+      return NULL;
+    for (guint i = 0; i < items->len; i++) {
+      SieveQueueItem *item = items->pdata[i];
+      Job *job = g_hash_table_lookup(jobs, &item->trial);
+      if (job == NULL)
+        continue; /* not this run's: it stays for the run that queued it */
+      g_hash_table_steal(jobs, &item->trial);
+      job->result = g_steal_pointer(&item->result);
+      job->started = item->started;
+      job->finished = item->finished;
+      /* "host:pid:thread": the worker's process id stands for it. */
+      const char *pid = item->worker ? strchr(item->worker, ':') : NULL;
+      job->worker = pid ? (gint) g_ascii_strtoll(pid + 1, NULL, 10) : -1;
+      g_queue_push_tail(done, job);
+    }
+  }
+  return g_queue_pop_head(done);
+}
+
+static gint64 *
+trial_key(const Job *job)
+{
+  gint64 *key = g_new(gint64, 1);
+  *key = proposal_number(job->proposal);
+  return key;
+}
+
 gboolean
 sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress, GError **error)
 {
@@ -1060,8 +1128,19 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     return FALSE;
   }
 
-  guint workers = exp->workers;
-  if (workers > 1 && !sieve_evaluator_is_concurrent(engine->evaluator)) {
+  gboolean queued = engine->queue_in_flight > 0;
+  guint workers = queued ? engine->queue_in_flight : exp->workers;
+  g_autoptr(GHashTable) queue_jobs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify) job_free);
+  GQueue queue_done = G_QUEUE_INIT;
+  /* Workers check that they run what this sieve would (same version and
+   * ABI; the plugins and options by loading the stored experiment). */
+  if (queued && (!sieve__queue_setup(store, error) || !sieve_store_set_meta(store, "sieve_version", SIEVE_VERSION, error) ||
+                 !sieve_store_set_meta(store, "queue", "open", error))) {
+    g_queue_clear_full(&rs.ready, (GDestroyNotify) proposal_free);
+    g_hash_table_unref(rs.inflight);
+    return FALSE;
+  }
+  if (!queued && workers > 1 && !sieve_evaluator_is_concurrent(engine->evaluator)) {
     if (progress)
       sieve_progress_message(progress, "evaluator '%s' cannot run concurrently: using 1 worker, not %u",
                              sieve_component_get_name(exp->evaluator.component), workers);
@@ -1107,7 +1186,16 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
       rs.running++;
-      if (pool != NULL)
+      if (queued) {
+        SieveCandidate *c = job->proposal->candidate;
+        if (!sieve__queue_put(store, proposal_number(job->proposal), sieve_candidate_get_text(c),
+                              sieve_candidate_get_fidelity(c), &fatal)) {
+          rs.running--;
+          job_free(job);
+          break;
+        }
+        g_hash_table_insert(queue_jobs, trial_key(job), job);
+      } else if (pool != NULL)
         g_thread_pool_push(pool, job, NULL);
       else {
         run_job(job, engine->evaluator);
@@ -1117,7 +1205,9 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (rs.running == 0)
       break;
 
-    Job *job = g_async_queue_pop(done);
+    Job *job = queued ? wait_queue(&rs, queue_jobs, &queue_done, fatal ? NULL : &fatal) : g_async_queue_pop(done);
+    if (job == NULL)
+      break; /* interrupted, or the store failed: what is queued stays for --resume */
     rs.running--;
     if (job->result == NULL) {
       if (fatal == NULL)
@@ -1137,7 +1227,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (!check_objective(&rs, job->result, &local) && fatal == NULL)
       fatal = g_steal_pointer(&local);
     g_clear_error(&local);
-    if (!finish_evaluation(&rs, job, &local)) {
+    gint64 number = proposal_number(job->proposal);
+    if (!finish_evaluation(&rs, job, &local) || (queued && !sieve__queue_delete(store, number, &local))) {
       if (fatal == NULL)
         fatal = local;
       else
@@ -1150,6 +1241,10 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
 
   if (pool != NULL)
     g_thread_pool_free(pool, FALSE, TRUE);
+  g_queue_clear_full(&queue_done, (GDestroyNotify) job_free);
+  /* A study that ran to its end closes the queue: its workers exit. */
+  if (queued && fatal == NULL && !stop_requested && !sieve_store_set_meta(store, "queue", "closed", &fatal))
+    g_prefix_error(&fatal, "cannot close the evaluation queue: ");
   if (fatal == NULL && !stop_requested && rs.ready.length > 0 && progress)
     sieve_progress_message(progress,
                            "%u proposal%s stay%s pending: the evaluation budget is spent (a larger budget and "

@@ -26,6 +26,8 @@
 #include <glib.h>
 #include <sieve/store.h>
 
+#include "base/base-private.h"
+
 G_BEGIN_DECLS
 
 /* The type of a metric column: none on SQLite, DOUBLE PRECISION on PostgreSQL. */
@@ -138,3 +140,51 @@ SieveDb *sieve__store_get_db(SieveStore *store);
 extern const char *const sieve__store_tables[];
 
 G_END_DECLS
+
+/* ---- the evaluation queue of a study on PostgreSQL (store-queue.c) ------
+ *
+ * The coordinator (`sieve run` on a postgresql:// store) puts each
+ * evaluation in the table queue; `sieve worker` processes claim them with
+ * SELECT ... FOR UPDATE SKIP LOCKED under a lease that they renew while
+ * they run, and write the result back; the coordinator takes finished
+ * ones, records them as trials and deletes them.  A claim bumps the row's
+ * lease number, so a result written under an older lease (its worker was
+ * presumed dead and the evaluation given to another) matches no row and is
+ * discarded.  Times are the server's clock, so workers' clocks need not
+ * agree. */
+typedef struct {
+  gint64 trial;
+  char *genotype;
+  double fidelity;
+  gint64 lease;    /* the claim's number: complete and renew name it */
+  gint64 attempts; /* claims so far, this one included */
+  char *previous;  /* (nullable) the worker whose lease expired before this claim */
+  SieveResult *result; /* done items (sieve__queue_take_done) */
+  double started, finished;
+  char *worker;
+} SieveQueueItem;
+
+SIEVE_INTERNAL_API void sieve__queue_item_free(SieveQueueItem *item);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveQueueItem, sieve__queue_item_free)
+/* Creates the queue (IF NOT EXISTS) and drops the rows of trials that are
+ * no longer pending (a coordinator killed between recording a result and
+ * deleting its row). */
+SIEVE_INTERNAL_API gboolean sieve__queue_setup(SieveStore *store, GError **error);
+/* Queues trial, unless it is queued already (a resumed coordinator finds
+ * the evaluations its predecessor queued, running or done). */
+SIEVE_INTERNAL_API gboolean sieve__queue_put(SieveStore *store, gint64 trial, const char *genotype, double fidelity, GError **error);
+/* (transfer full) (nullable: NULL and no error when nothing is claimable) */
+SIEVE_INTERNAL_API SieveQueueItem *sieve__queue_claim(SieveStore *store, const char *worker, double lease_s, GError **error);
+/* Extends the lease; FALSE without error when it was lost. */
+SIEVE_INTERNAL_API gboolean sieve__queue_renew(SieveStore *store, gint64 trial, gint64 lease, double lease_s, gboolean *held,
+                            GError **error);
+/* Writes the result under the lease; *kept FALSE when the lease was lost
+ * (the result is then discarded). */
+SIEVE_INTERNAL_API gboolean sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const SieveResult *result,
+                               double started, double finished, gboolean *kept, GError **error);
+/* (transfer full) element-type SieveQueueItem: the finished evaluations, in
+ * trial order. */
+SIEVE_INTERNAL_API GPtrArray *sieve__queue_take_done(SieveStore *store, GError **error);
+SIEVE_INTERNAL_API gboolean sieve__queue_delete(SieveStore *store, gint64 trial, GError **error);
+/* Counts of queued and running rows (either may be NULL). */
+SIEVE_INTERNAL_API gboolean sieve__queue_counts(SieveStore *store, gint64 *queued, gint64 *running, GError **error);
