@@ -50,12 +50,14 @@ on_trial(gpointer data)
  * their environment (not on their command line, which `ps` shows), ended
  * with this process if it dies. */
 static gboolean
-start_local_workers(const char *url, gint n, GArray *children, GError **error)
+start_local_workers(const char *url, gint n, double lease_s, GArray *children, GError **error)
 {
   g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "SIEVE_STORE_URL", url, TRUE);
+  char lease[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_dtostr(lease, sizeof lease, lease_s);
   for (gint i = 0; i < n; i++) {
     char *argv[] = {(char *) "/proc/self/exe", (char *) "worker", (char *) "-", (char *) "--with-parent",
-                    (char *) "--quiet", NULL};
+                    (char *) "--quiet", (char *) "--lease", lease, NULL};
     GPid pid;
     if (!g_spawn_async(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, error)) {
       g_prefix_error(error, "cannot start a local worker: ");
@@ -88,9 +90,13 @@ sieve_cmd_run(int argc, char **argv)
   g_auto(GStrv) overrides = NULL;
   g_autofree char *report_path = NULL;
   gint report_every = 0, local_workers = 0, in_flight = 0;
+  double lease_s = 30;
   GOptionEntry entries[] = {
       {"local-workers", 0, 0, G_OPTION_ARG_INT, &local_workers,
        "with a postgresql:// store, start N `sieve worker` processes on this machine", "N"},
+      {"lease", 0, 0, G_OPTION_ARG_DOUBLE, &lease_s,
+       "the --local-workers' lease: a killed run's evaluations go to other workers after S seconds (default 30)",
+       "S"},
       {"in-flight", 0, 0, G_OPTION_ARG_INT, &in_flight,
        "with a postgresql:// store, evaluations queued or running at once (default: --local-workers, or "
        "the experiment's workers)",
@@ -124,8 +130,8 @@ sieve_cmd_run(int argc, char **argv)
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (local_workers < 0 || in_flight < 0) {
-    fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N\n");
+  if (local_workers < 0 || in_flight < 0 || lease_s < 1) {
+    fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s\n");
     return SIEVE_EXIT_USAGE;
   }
   if (report_every < 0 || (report_every > 0 && report_path == NULL)) {
@@ -167,7 +173,7 @@ sieve_cmd_run(int argc, char **argv)
   }
   if (queued) {
     sieve_engine_set_queue(engine, in_flight > 0 ? (guint) in_flight : MAX((guint) local_workers, MAX(exp->workers, 1)));
-    if (!start_local_workers(path, local_workers, children, &error))
+    if (!start_local_workers(path, local_workers, lease_s, children, &error))
       return sieve_cli_fail(error);
   }
 

@@ -129,6 +129,7 @@ claim_loop(gpointer data)
     g_mutex_lock(&w->lock);
     g_hash_table_insert(w->held, key, lease);
     g_mutex_unlock(&w->lock);
+    say(w, "trial %" G_GINT64_FORMAT ": evaluating", item->trial);
     double started = g_get_real_time() / 1e6;
     GError *eval_error = NULL;
     g_autoptr(SieveResult) result =
@@ -150,6 +151,8 @@ claim_loop(gpointer data)
     if (!kept)
       say(w, "trial %" G_GINT64_FORMAT ": result discarded: the lease expired and the evaluation went to another "
           "worker", item->trial);
+    else
+      say(w, "trial %" G_GINT64_FORMAT ": %s", item->trial, sieve_status_to_string(sieve_result_get_status(result)));
     idle_since = g_get_monotonic_time();
   }
 fail:
@@ -226,9 +229,26 @@ sieve_cmd_worker(int argc, char **argv)
     fprintf(stderr, "sieve worker: STORE must be a postgresql:// URL (an SQLite file has no workers)\n");
     return SIEVE_EXIT_USAGE;
   }
-  g_autoptr(SieveStore) store = sieve_store_open(url, SIEVE_STORE_READ, &error);
-  if (store == NULL)
-    return sieve_cli_fail(error);
+  /* A worker started before its study (a Slurm array beside the
+   * coordinator) waits for it, as long as it would wait for work. */
+  g_autoptr(SieveStore) store = NULL;
+  gint64 since = g_get_monotonic_time();
+  for (;;) {
+    store = sieve_store_open(url, SIEVE_STORE_READ, &error);
+    g_autofree char *config = store ? sieve_store_get_meta(store, "config", NULL) : NULL;
+    if (config != NULL)
+      break;
+    gboolean absent = store != NULL || g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND) ||
+                      (error && g_str_has_suffix(error->message, "not a sieve store (an empty study)"));
+    if (!absent || (idle_exit_s > 0 && (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s)) {
+      if (error == NULL)
+        g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", sieve_store_get_path(store));
+      return sieve_cli_fail(error);
+    }
+    g_clear_error(&error);
+    g_clear_pointer(&store, sieve_store_close);
+    g_usleep(200000);
+  }
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
   g_autoptr(SieveExperiment) exp = load_study(store, registry, &error);
   if (exp == NULL)

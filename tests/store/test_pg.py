@@ -64,6 +64,10 @@ def tearDownModule():
 
 
 def sieve(*args, check=None, timeout=120):
+    # A study on the server is evaluated by workers: one of this machine's
+    # unless the test starts its own.
+    if args and args[0] == "run" and any(a.startswith("postgresql:") for a in args) and "--in-flight" not in args:
+        args = (*args, "--local-workers", "1")
     p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
     if check is not None and p.returncode != check:
         raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
@@ -144,8 +148,9 @@ class TestSameStudy(PgCase):
 
 
 class TestKillResume(PgCase):
-    def run_until(self, cfg, store, resume, kill_at=None):
-        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
+    def run_until(self, cfg, store, resume, kill_at=None, extra=("--local-workers", "1", "--lease", "2")):
+        extra = extra if store.startswith("postgresql:") else ()
+        args = [SIEVE, "run", cfg, "--store", store, *extra] + (["--resume"] if resume else [])
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if kill_at is None:
             out, err = proc.communicate(timeout=120)
@@ -177,7 +182,7 @@ class TestKillResume(PgCase):
     def test_second_writer_refused(self):
         cfg = self.slow(delay=0.05, n=400)
         url = SERVER.url("busy")
-        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url, "--local-workers", "1"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
             for line in proc.stdout:
@@ -194,6 +199,104 @@ class TestKillResume(PgCase):
             proc.communicate()
         # The lock went with the killed session.
         sieve("run", self.slow(delay=0.05, n=2), "--store", url, "--resume", "--quiet", check=0)
+
+
+EVALUATED = re.compile(r"^sieve worker (\d+): trial (\d+): (ok|failed)$", re.M)
+
+
+class TestWorkers(PgCase):
+    def start_workers(self, n, *extra):
+        return [subprocess.Popen([SIEVE, "worker", self.url, "--idle-exit", "8", *extra], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(n)]
+
+    def finish(self, workers):
+        logs = []
+        for w in workers:
+            out, err = w.communicate(timeout=60)
+            logs.append(err)
+        return logs
+
+    def evaluated(self, logs):
+        return [int(m.group(2)) for log in logs for m in EVALUATED.finditer(log)]
+
+    def test_four_workers_each_candidate_once(self):
+        self.url = SERVER.url("four")
+        cfg = self.slow(delay=0.1, n=40)
+        coordinator = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "4", "--quiet"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = self.start_workers(4)
+        out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        logs = self.finish(workers)
+        self.assertTrue(all(w.returncode == 0 for w in workers), logs)
+        rows = export_rows(self.url, stable=False)
+        self.assertEqual(len(rows), 40)
+        self.assertTrue(all(r["status"] == "ok" for r in rows), rows)
+        done = self.evaluated(logs)
+        self.assertEqual(sorted(done), list(range(40)), "each candidate evaluated exactly once")
+        self.assertGreater(sum(1 for log in logs if EVALUATED.search(log)), 1, "the work was shared")
+        self.assertTrue(all("the study is finished; exiting" in log for log in logs))
+
+    def test_killed_worker_evaluation_runs_elsewhere(self):
+        self.url = SERVER.url("killw")
+        cfg = self.slow(delay=1.0, n=6)
+        coordinator = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "2", "--quiet"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        victim = subprocess.Popen([SIEVE, "worker", self.url, "--lease", "2"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        claimed = None
+        for line in victim.stderr:
+            m = re.search(r"trial (\d+): evaluating", line)
+            if m:
+                claimed = int(m.group(1))
+                break
+        victim.kill()
+        victim.communicate()
+        survivors = self.start_workers(1, "--lease", "2")
+        out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        logs = self.finish(survivors)
+        self.assertIn(f"trial {claimed}: the lease of", logs[0])
+        rows = export_rows(self.url, stable=False)
+        self.assertEqual(len(rows), 6)
+        self.assertTrue(all(r["status"] == "ok" for r in rows), rows)
+        self.assertEqual(sorted(self.evaluated(logs)), list(range(6)))
+
+    def test_coordinator_killed_workers_keep_going(self):
+        cfg = self.slow(delay=0.05, n=30)
+        sieve("run", cfg, "--store", self.path("ref.sieve"), "--quiet", check=0)
+        ref = export_rows(self.path("ref.sieve"))
+        self.url = SERVER.url("killc")
+        workers = self.start_workers(1)
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= 10:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.communicate()
+        self.assertEqual(proc.returncode, -signal.SIGKILL)
+        time.sleep(0.5)  # the worker finishes its claim meanwhile
+        self.assertIsNone(workers[0].poll(), "the worker outlives the coordinator")
+        sieve("run", cfg, "--store", self.url, "--resume", "--in-flight", "1", "--quiet", check=0)
+        logs = self.finish(workers)
+        self.assertEqual(export_rows(self.url), ref)
+        done = self.evaluated(logs)
+        self.assertEqual(sorted(done), list(range(30)), "no trial lost or evaluated twice")
+
+    def test_worker_refuses_what_it_cannot_run(self):
+        url = SERVER.url("refuse")
+        sieve("run", self.slow(delay=0, n=3), "--store", url, "--quiet", check=0)
+        SERVER.psql("UPDATE refuse.meta SET value = '0.0.1' WHERE key = 'sieve_version'", db="sieve")
+        p = sieve("worker", url, check=1)
+        self.assertIn("a worker must run the same version", p.stderr)
+        SERVER.psql("UPDATE refuse.meta SET value = replace(value, 'function: branin', 'function: nosuch') "
+                    "WHERE key = 'config'; DELETE FROM refuse.meta WHERE key = 'sieve_version'", db="sieve")
+        p = sieve("worker", url, check=2)
+        self.assertIn("this worker cannot run the study's evaluator as stored", p.stderr)
+        p = sieve("worker", self.path("x.sieve"), check=2)
+        self.assertIn("STORE must be a postgresql:// URL", p.stderr)
 
 
 class TestBadStores(PgCase):
@@ -228,7 +331,8 @@ class TestBadStores(PgCase):
         os.chmod(pgpass, 0o600)
         env = dict(os.environ, PGPASSFILE=pgpass)
         url = SERVER.url("pw", user="sieve_pw")
-        p = subprocess.run([SIEVE, "run", cfg, "--store", url, "--quiet"], capture_output=True, text=True, env=env)
+        p = subprocess.run([SIEVE, "run", cfg, "--store", url, "--quiet", "--local-workers", "1"], capture_output=True,
+                           text=True, env=env, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         # With the password in the URL: printed as ***, kept nowhere.
         url = SERVER.url("pw2", user="sieve_pw", extra=f"&password={PASSWORD}")
@@ -246,7 +350,7 @@ class TestBadStores(PgCase):
         sieve("run", cfg, "--store", self.path("ref.sieve"), "--quiet", check=0)
         ref = export_rows(self.path("ref.sieve"))
         url = SERVER.url("away")
-        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url, "--local-workers", "1"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         try:
             for line in proc.stdout:
