@@ -1,6 +1,14 @@
 #!/usr/bin/env python3
-"""The store's cost per trial on a PostgreSQL server beside an SQLite file,
-and Optuna's RDB storage on the same server, measured in the same run.
+"""Studies on a PostgreSQL server: `sieve worker` processes against the
+ideal, the store's cost per trial beside an SQLite file, and Optuna's RDB
+storage on the same server, measured in the same run.
+
+Workers: a function evaluator that sleeps --delay s per evaluation (a
+sleeping process costs no CPU, so a 2-core machine can stand for 64
+machines), N worker processes and a coordinator keeping N evaluations in
+flight, 3N evaluations; throughput is trials per second between the first
+evaluation's start and the last one's end (from the store), against the
+ideal N / delay.
 
 A zero-cost objective (branin, no delay) makes every trial pure store
 traffic: sieve's coordinator adds the pending trial with the optimizer's
@@ -13,6 +21,7 @@ tests (tests/support/pg_server.py: a temporary folder, Unix socket only,
 fsync off for both).  Figures are trials per second of wall time.
 
     /usr/bin/python3 bench/store_pg.py --build build [--trials 2000] [--optuna-procs 1,4,16]
+        [--workers 1,2,4,8,16,64] [--delay 1]
 """
 import argparse
 import math
@@ -31,7 +40,7 @@ CONFIG = """name: bench
 seed: 1
 space: {plugin: hpo, file: %s}
 optimizer: {plugin: random}
-evaluator: {plugin: function, function: branin}
+evaluator: {plugin: function, function: branin, delay: %s}
 objective: {metric: value, direction: minimize}
 budget: {evaluations: %d}
 """
@@ -71,10 +80,38 @@ def run_optuna(pg, procs, trials):
     return per * procs / dt
 
 
-def run_sieve(sieve, cfg, store):
+def run_sieve(sieve, cfg, store, *extra):
     t0 = time.perf_counter()
-    subprocess.run([sieve, "run", cfg, "--store", store, "--quiet"], check=True, capture_output=True)
+    subprocess.run([sieve, "run", cfg, "--store", store, "--quiet", *extra], check=True, capture_output=True)
     return time.perf_counter() - t0
+
+
+def span(sieve, store):
+    """Seconds from the first evaluation's start to the last one's end."""
+    import csv
+    import io
+    out = subprocess.run([sieve, "export", store, "--format", "csv"], check=True, capture_output=True,
+                         text=True).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    return len(rows), max(float(r["finished"]) for r in rows) - min(float(r["started"]) for r in rows)
+
+
+def run_workers(sieve, tmp, pg, n, delay, trials):
+    cfg = os.path.join(tmp, f"w{n}.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), delay, trials))
+    url = pg.url(f"workers{n}_{str(delay).replace('.', '_')}")
+    env = dict(os.environ, SIEVE_STORE_URL=url)
+    coordinator = subprocess.Popen([sieve, "run", cfg, "--store", url, "--quiet", "--in-flight", str(n)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    workers = [subprocess.Popen([sieve, "worker", "-", "--quiet"], env=env, stderr=subprocess.DEVNULL)
+               for _ in range(n)]
+    coordinator.wait()
+    for w in workers:
+        w.wait()
+    if coordinator.returncode != 0:
+        sys.exit(f"store_pg: the coordinator failed: {coordinator.stderr.read().decode()}")
+    return span(sieve, url)
 
 
 def main():
@@ -82,6 +119,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--optuna-procs", default="1,4,16")
+    ap.add_argument("--workers", default="1,2,4,8,16,64")
+    ap.add_argument("--delay", type=float, default=1.0)
     args = ap.parse_args()
     sieve = os.path.join(os.path.abspath(args.build), "src", "cli", "sieve")
     skip = PgServer.skip_reason()
@@ -90,15 +129,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, PgServer() as pg:
         cfg = os.path.join(tmp, "bench.yaml")
         with open(cfg, "w") as f:
-            f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), args.trials))
+            f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), 0, args.trials))
+        print(f"workers, evaluations of {args.delay:g} s, 3 per worker:")
+        for n in [int(x) for x in args.workers.split(",") if x]:
+            done, dt = run_workers(sieve, tmp, pg, n, args.delay, 3 * n)
+            rate = done / dt
+            ideal = n / args.delay
+            print(f"  {n:3d} workers: {rate:7.2f} trials/s, ideal {ideal:6.1f}: {100 * rate / ideal:5.1f}% of ideal")
+        done, dt = run_workers(sieve, tmp, pg, 4, 0, args.trials)
+        print(f"  4 workers, zero-cost evaluator: {done / dt:7.0f} trials/s "
+              f"(claim, evaluate, result, coordinator records: {1e3 * dt / done:.2f} ms/trial)")
         t_sqlite = run_sieve(sieve, cfg, os.path.join(tmp, "bench.sieve"))
-        t_pg = run_sieve(sieve, cfg, pg.url("bench"))
+        t_pg = run_sieve(sieve, cfg, pg.url("bench"), "--local-workers", "1")
         n = args.trials
         print(f"sieve, one coordinator, {n} zero-cost trials:")
         print(f"  SQLite file      {n / t_sqlite:8.0f} trials/s  ({1e3 * t_sqlite / n:.2f} ms/trial)")
-        print(f"  PostgreSQL       {n / t_pg:8.0f} trials/s  ({1e3 * t_pg / n:.2f} ms/trial)")
+        print(f"  PostgreSQL, 1 worker {n / t_pg:8.0f} trials/s  ({1e3 * t_pg / n:.2f} ms/trial)")
         for procs in [int(p) for p in args.optuna_procs.split(",")]:
-            rate = run_optuna(pg, procs, min(n, 200 * procs))
+            rate = run_optuna(pg, procs, min(n, 20 * procs))
             print(f"Optuna RDBStorage, {procs:2d} processes: {rate:8.1f} trials/s   "
                   f"sieve/PostgreSQL is {n / t_pg / rate:.1f}x")
 
