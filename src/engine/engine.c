@@ -404,7 +404,15 @@ sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genoty
     return NULL;
   SieveCandidate *c = sieve_candidate_new(g, fidelity);
   sieve_candidate_set_trial(c, trial);
+  /* A worker's threads share the evaluator: one at a time unless it says
+   * it may run concurrently (as the study loop's pool does). */
+  static GMutex serial;
+  gboolean one_at_a_time = !sieve_evaluator_is_concurrent(engine->evaluator);
+  if (one_at_a_time)
+    g_mutex_lock(&serial);
   SieveResult *result = sieve_evaluator_evaluate(engine->evaluator, c, error);
+  if (one_at_a_time)
+    g_mutex_unlock(&serial);
   sieve_candidate_free(c);
   return result;
 }

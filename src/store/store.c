@@ -587,6 +587,19 @@ migrate(SieveStore *store, gint64 version, GError **error)
   return ok;
 }
 
+/* A store written by a newer sieve is refused rather than misread. */
+static gboolean
+check_not_newer(SieveStore *store, gint64 version, GError **error)
+{
+  if (version <= SCHEMA_VERSION)
+    return TRUE;
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+              "%s: the store has schema version %" G_GINT64_FORMAT
+              ", newer than this sieve understands (%d); use a newer sieve",
+              store->path, version, SCHEMA_VERSION);
+  return FALSE;
+}
+
 /* Checks (READ) or creates (WRITE, new file) the schema. */
 static gboolean
 check_schema(SieveStore *store, GError **error)
@@ -608,13 +621,8 @@ check_schema(SieveStore *store, GError **error)
                 "%s: not a sieve store (an SQLite database written by another program)", store->path);
     return FALSE;
   }
-  if (version > SCHEMA_VERSION) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
-                "%s: the store has schema version %" G_GINT64_FORMAT
-                ", newer than this sieve understands (%d); use a newer sieve",
-                store->path, version, SCHEMA_VERSION);
+  if (!check_not_newer(store, version, error))
     return FALSE;
-  }
   store->version = empty ? SCHEMA_VERSION : version;
   if (store->mode == SIEVE_STORE_READ) {
     store->v1 = version == 1;
@@ -677,13 +685,8 @@ check_schema_pg(SieveStore *store, GError **error)
                 "%s: not a sieve store (the study's schema holds tables of another program)", store->path);
     return FALSE;
   }
-  if (version > SCHEMA_VERSION) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
-                "%s: the store has schema version %" G_GINT64_FORMAT
-                ", newer than this sieve understands (%d); use a newer sieve",
-                store->path, version, SCHEMA_VERSION);
+  if (!check_not_newer(store, version, error))
     return FALSE;
-  }
   store->version = empty ? SCHEMA_VERSION : version;
   if (!empty || store->mode == SIEVE_STORE_READ)
     return TRUE; /* version 3 is the first on PostgreSQL: nothing to migrate yet */
