@@ -96,16 +96,19 @@ def span(sieve, store):
     return len(rows), max(float(r["finished"]) for r in rows) - min(float(r["started"]) for r in rows)
 
 
-def run_workers(sieve, tmp, pg, n, delay, trials):
+def run_workers(sieve, tmp, pg, n, delay, trials, warmup=0.0):
     cfg = os.path.join(tmp, f"w{n}.yaml")
     with open(cfg, "w") as f:
         f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), delay, trials))
     url = pg.url(f"workers{n}_{str(delay).replace('.', '_')}")
     env = dict(os.environ, SIEVE_STORE_URL=url)
-    coordinator = subprocess.Popen([sieve, "run", cfg, "--store", url, "--quiet", "--in-flight", str(n)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Workers first, as on a cluster where they are up before the study:
+    # they wait for it, so their start-up (plugins, oneDNN) is not measured.
     workers = [subprocess.Popen([sieve, "worker", "-", "--quiet"], env=env, stderr=subprocess.DEVNULL)
                for _ in range(n)]
+    time.sleep(warmup)
+    coordinator = subprocess.Popen([sieve, "run", cfg, "--store", url, "--quiet", "--in-flight", str(n)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     coordinator.wait()
     for w in workers:
         w.wait()
@@ -121,6 +124,9 @@ def main():
     ap.add_argument("--optuna-procs", default="1,4,16")
     ap.add_argument("--workers", default="1,2,4,8,16,64")
     ap.add_argument("--delay", type=float, default=1.0)
+    ap.add_argument("--per-worker", type=int, default=3, help="evaluations per worker")
+    ap.add_argument("--warmup", type=float, default=0.0, help="seconds the workers get to start before the study")
+    ap.add_argument("--only-workers", action="store_true", help="skip the zero-cost and Optuna parts")
     args = ap.parse_args()
     sieve = os.path.join(os.path.abspath(args.build), "src", "cli", "sieve")
     skip = PgServer.skip_reason()
@@ -130,12 +136,14 @@ def main():
         cfg = os.path.join(tmp, "bench.yaml")
         with open(cfg, "w") as f:
             f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), 0, args.trials))
-        print(f"workers, evaluations of {args.delay:g} s, 3 per worker:")
+        print(f"workers, evaluations of {args.delay:g} s, {args.per_worker} per worker, {args.warmup:g} s to start:")
         for n in [int(x) for x in args.workers.split(",") if x]:
-            done, dt = run_workers(sieve, tmp, pg, n, args.delay, 3 * n)
+            done, dt = run_workers(sieve, tmp, pg, n, args.delay, args.per_worker * n, warmup=args.warmup)
             rate = done / dt
             ideal = n / args.delay
             print(f"  {n:3d} workers: {rate:7.2f} trials/s, ideal {ideal:6.1f}: {100 * rate / ideal:5.1f}% of ideal")
+        if args.only_workers:
+            return
         done, dt = run_workers(sieve, tmp, pg, 4, 0, args.trials)
         print(f"  4 workers, zero-cost evaluator: {done / dt:7.0f} trials/s "
               f"(claim, evaluate, result, coordinator records: {1e3 * dt / done:.2f} ms/trial)")
