@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-store-pg
 
 all: build
 
@@ -74,3 +74,9 @@ bench-dedupe: build
 bench-report: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/report_speed.py --build $(BUILD)
+
+# Studies on a throwaway PostgreSQL server: workers against the ideal, zero-cost
+# trials, Optuna's RDBStorage on the same server (README, "Many machines").
+bench-store-pg: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/store_pg.py --build $(BUILD)
