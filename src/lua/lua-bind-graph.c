@@ -533,6 +533,16 @@ graph_zero(lua_State *L)
   return add_plain(L, SIEVE_OP_ZERO);
 }
 
+/* g:mul(x, gate[, {label}]): x * gate, a Cx1x1 gate scaling x's channels (graph.h). */
+static int
+graph_mul(lua_State *L)
+{
+  GraphBox *box = check_open(L);
+  guint xs[2] = {check_node(L, box, 2), check_node(L, box, 3)};
+  check_keys(L, 4, "mul", label_keys);
+  return add_node(L, box, SIEVE_OP_MUL, xs, 2, NULL, 4);
+}
+
 /* g:label(node, text) -> node */
 static int
 graph_label(lua_State *L)
@@ -799,6 +809,7 @@ static const luaL_Reg graph_methods[] = {
     {"linear", graph_linear},
     {"identity", graph_identity},
     {"zero", graph_zero},
+    {"mul", graph_mul},
     {"label", graph_label},
     {"finish", graph_finish},
     {"shape", graph_shape},

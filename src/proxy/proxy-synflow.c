@@ -169,7 +169,7 @@ load_params(Exec *e, SieveRuntime *rt, GError **error)
 static gboolean
 zero_at_zero(SieveActivation act)
 {
-  return act != SIEVE_ACT_SIGMOID; /* every other activation maps 0 to 0 */
+  return act != SIEVE_ACT_SIGMOID && act != SIEVE_ACT_HARD_SIGMOID; /* every other activation maps 0 to 0 */
 }
 
 /* What proves a ReLU to be the identity on (f, g).  Every parameter is
@@ -191,6 +191,7 @@ keeps_nonneg(SieveOpKind kind)
   case SIEVE_OP_GLOBAL_AVG_POOL:
   case SIEVE_OP_ADD:
   case SIEVE_OP_CONCAT:
+  case SIEVE_OP_MUL: /* f = f0 f1, g = g0 f1 + f0 g1: 0 wherever f0 or f1 is */
     return TRUE;
   default:
     return FALSE;
@@ -296,6 +297,10 @@ resolve(Exec *e, guint final, GError **error)
       x->real = !x->zero;
       break;
     }
+    case SIEVE_OP_MUL:
+      x->zero = input(e, v, 0)->zero || input(e, v, 1)->zero;
+      x->real = !x->zero;
+      break;
     case SIEVE_OP_SOFTMAX_CE:
       if (v != sieve_graph_output(e->graph)) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
@@ -447,6 +452,14 @@ activation(SieveActivation act, double alpha, double x, double *y, double *dy)
     *dy = s + x * s * (1 - s);
     break;
   }
+  case SIEVE_ACT_HARD_SIGMOID: /* relu6(x + 3) / 6, PyTorch's derivative (0 at the kinks) */
+    *y = MIN(MAX(x + 3, 0), 6) / 6;
+    *dy = x > -3 && x < 3 ? 1.0 / 6 : 0;
+    break;
+  case SIEVE_ACT_HARD_SWISH: /* x relu6(x + 3) / 6, PyTorch's derivative */
+    *y = x * MIN(MAX(x + 3, 0), 6) / 6;
+    *dy = x < -3 ? 0 : x <= 3 ? x / 3 + 0.5 : 1;
+    break;
   default:
     g_assert_not_reached();
   }
@@ -657,6 +670,21 @@ run_node(Exec *e, guint v)
 #pragma omp simd
       for (gsize i = 0; i < 2 * size; i++)
         dst[i] += src[i];
+    }
+    break;
+  }
+  case SIEVE_OP_MUL: {
+    /* (f0, g0) * (f1, g1) = (f0 f1, g0 f1 + f0 g1), a Cx1x1 gate broadcast
+     * over each channel's plane. */
+    Val *a = input(e, v, 0), *b = input(e, v, 1);
+    SieveShape gs = in_shape(e, v, 1);
+    gsize hw = (gsize)n->shape.h * n->shape.w, gsize_ = numel(gs);
+    gboolean bcast = gs.h == 1 && gs.w == 1 && hw > 1;
+    for (gsize k = 0; k < size; k++) {
+      gsize j = bcast ? k / hw : k;
+      double f0 = a->v[k], g0 = a->v[size + k], f1 = b->v[j], g1 = b->v[gsize_ + j];
+      x->v[k] = f0 * f1;
+      x->v[size + k] = g0 * f1 + f0 * g1;
     }
     break;
   }

@@ -177,6 +177,81 @@ test_act(gconstpointer data)
   check_op(build_act, data, 51 + (const ActCase *)data - act_cases);
 }
 
+/* hard_sigmoid and hard_swish on 5x the input (values in (-5, 5)), so that
+ * both kinks (-3, 3) and the flat parts are crossed; after a convolution
+ * of 17 outputs the input comes in a padded channel block. */
+typedef struct {
+  SieveActivation act;
+  gboolean after_conv;
+} HardCase;
+
+static const HardCase hard_cases[] = {
+  {SIEVE_ACT_HARD_SIGMOID, FALSE},
+  {SIEVE_ACT_HARD_SIGMOID, TRUE},
+  {SIEVE_ACT_HARD_SWISH, FALSE},
+  {SIEVE_ACT_HARD_SWISH, TRUE},
+};
+
+static SieveGraph *
+build_hard(guint *out, gconstpointer data)
+{
+  const HardCase *k = data;
+  SieveGraph *g = sieve_graph_new(sieve_activation_name(k->act));
+  guint x = sieve_graph_input(g, 5, 3, 4);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, 17, 3, 1, 1, TRUE);
+  guint xs[] = {x, x, x, x, x};
+  *out = sieve_graph_activation(g, sieve_graph_sum(g, xs, 5), k->act, 0);
+  return g;
+}
+
+static void
+test_hard(gconstpointer data)
+{
+  check_op(build_hard, data, 141 + (const HardCase *)data - hard_cases);
+}
+
+/* ---- mul ---------------------------------------------------------------------------- */
+
+/* 0: squeeze-and-excitation (Hu et al. 2018) as MobileNetV3 writes it:
+ *    y = conv(x) * hard_sigmoid(conv1x1(tanh(conv1x1(gap(conv(x)))))),
+ *    17 channels (a padded block) or 16 (an exact one);
+ * 1: a plain input gated by its own pooled sigmoid (one tensor feeds both
+ *    operands, so both gradients add into it);
+ * 2: a gate of x's full shape. */
+typedef struct {
+  guint kind, channels;
+} MulCase;
+
+static const MulCase mul_cases[] = {{0, 17}, {0, 16}, {1, 3}, {2, 5}};
+
+static SieveGraph *
+build_mul(guint *out, gconstpointer data)
+{
+  const MulCase *k = data;
+  SieveGraph *g = sieve_graph_new("mul");
+  guint x = sieve_graph_input(g, k->kind == 0 ? 4 : k->channels, 5, 6);
+  guint gate;
+  if (k->kind == 0) {
+    x = sieve_graph_conv2d(g, x, k->channels, 3, 1, 1, FALSE);
+    guint s = sieve_graph_conv2d(g, sieve_graph_global_avg_pool(g, x), 4, 1, 1, 0, TRUE);
+    s = sieve_graph_activation(g, s, SIEVE_ACT_TANH, 0); /* MobileNetV3 has ReLU: all 4 can die on 2 examples */
+    gate = sieve_graph_activation(g, sieve_graph_conv2d(g, s, k->channels, 1, 1, 0, TRUE), SIEVE_ACT_HARD_SIGMOID, 0);
+  } else if (k->kind == 1) {
+    gate = sieve_graph_activation(g, sieve_graph_global_avg_pool(g, x), SIEVE_ACT_SIGMOID, 0);
+  } else {
+    gate = sieve_graph_activation(g, sieve_graph_conv2d(g, x, k->channels, 3, 1, 1, TRUE), SIEVE_ACT_TANH, 0);
+  }
+  *out = sieve_graph_mul(g, x, gate);
+  return g;
+}
+
+static void
+test_mul(gconstpointer data)
+{
+  check_op(build_mul, data, 151 + (const MulCase *)data - mul_cases);
+}
+
 /* ---- pooling ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -405,6 +480,8 @@ main(int argc, char **argv)
   add_cases("conv2d", conv_cases, sizeof *conv_cases, G_N_ELEMENTS(conv_cases), test_conv);
   add_cases("batch_norm", bn_cases, sizeof *bn_cases, G_N_ELEMENTS(bn_cases), test_bn);
   add_cases("activation", act_cases, sizeof *act_cases, G_N_ELEMENTS(act_cases), test_act);
+  add_cases("hard", hard_cases, sizeof *hard_cases, G_N_ELEMENTS(hard_cases), test_hard);
+  add_cases("mul", mul_cases, sizeof *mul_cases, G_N_ELEMENTS(mul_cases), test_mul);
   add_cases("pool", pool_cases, sizeof *pool_cases, G_N_ELEMENTS(pool_cases), test_pool);
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);

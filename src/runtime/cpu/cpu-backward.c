@@ -255,6 +255,15 @@ bwd_eltwise(Cpu *c, guint v, GError **error)
   guint u = x->in[0];
   if (!wants_grad(c, u))
     return TRUE;
+  if (x->n->attrs.activation == SIEVE_ACT_HARD_SIGMOID) { /* our own loop, as forward (cpu-forward.c) */
+    int dst = contrib_begin(c, u, &x->md);
+    Step *s = sieve__cpu_step_push(c, STEP_HSIG_BWD, v, c->bwd, NULL);
+    s->src = x->diff;
+    s->aux = x->src_slot;
+    s->dst = dst;
+    s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+    return contrib_end(c, v, u, &x->md, dst, error);
+  }
   float alpha, beta;
   gboolean use_dst;
   dnnl_alg_kind_t alg = sieve__cpu_eltwise_alg(&x->n->attrs, &alpha, &beta, &use_dst);
@@ -365,6 +374,69 @@ bwd_concat(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* A binary multiply step dst = a * b (b may broadcast) of node v. */
+static gboolean
+push_mul(Cpu *c, guint v, const dnnl_memory_desc_t *amd, int a, const dnnl_memory_desc_t *bmd, int b,
+         const dnnl_memory_desc_t *dmd, int dst, GError **error)
+{
+  dnnl_binary_desc_t d;
+  TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, amd, bmd, dmd), "multiply backward descriptor for %s",
+      sieve__cpu_node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!sieve__cpu_pd_create(c, v, &pd, &d, NULL, "multiply backward", error))
+    return FALSE;
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "multiply backward", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_0, amd, a);
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_1, bmd, b);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, dmd, dst);
+  return TRUE;
+}
+
+/* y = x * gate: dx = dy * gate; dgate = dy * x, summed over the height and
+ * width where the gate broadcast (oneDNN's reduction). */
+static gboolean
+bwd_mul(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u0 = x->in[0], u1 = x->in[1];
+  if (wants_grad(c, u0)) {
+    int dst = contrib_begin(c, u0, &x->md);
+    if (!push_mul(c, v, &x->md, x->diff, &x->gate_md, x->gate_slot, &x->md, dst, error) ||
+        !contrib_end(c, v, u0, &x->md, dst, error))
+      return FALSE;
+  }
+  if (!wants_grad(c, u1))
+    return TRUE;
+  if (sieve__cpu_md_equal(&x->gate_md, &x->md)) { /* a gate of x's full shape */
+    int dst = contrib_begin(c, u1, &x->md);
+    return push_mul(c, v, &x->md, x->diff, &x->src_want, x->src_slot, &x->md, dst, error) &&
+           contrib_end(c, v, u1, &x->md, dst, error);
+  }
+  int prod = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  if (!push_mul(c, v, &x->md, x->diff, &x->src_want, x->src_slot, &x->md, prod, error))
+    return FALSE;
+  dnnl_reduction_desc_t d;
+  TRY(dnnl_reduction_desc_init(&d, dnnl_reduction_sum, &x->md, &x->gate_md, 0, 0),
+      "multiply backward reduction descriptor for %s", sieve__cpu_node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!sieve__cpu_pd_create(c, v, &pd, &d, NULL, "multiply backward reduction", error))
+    return FALSE;
+  int dst = contrib_begin(c, u1, &x->gate_md);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "multiply backward reduction", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, prod);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->gate_md, dst);
+  sieve__cpu_slot_release(c, prod);
+  return contrib_end(c, v, u1, &x->gate_md, dst, error);
+}
+
 static gboolean
 bwd_loss(Cpu *c, guint v, GError **error)
 {
@@ -416,6 +488,9 @@ sieve__cpu_plan_backward(Cpu *c, GError **error)
       break;
     case SIEVE_OP_CONCAT:
       ok = bwd_concat(c, v, error);
+      break;
+    case SIEVE_OP_MUL:
+      ok = bwd_mul(c, v, error);
       break;
     case SIEVE_OP_SOFTMAX_CE:
       ok = bwd_loss(c, v, error);

@@ -63,6 +63,8 @@ typedef enum {
   STEP_LOSS_FWD,
   STEP_LOSS_BWD,
   STEP_BN_RUNNING,  /* running statistics update after a training forward */
+  STEP_HSIG_FWD,    /* dst = hard_sigmoid(src) over n floats (oneDNN 2.6 has no such eltwise) */
+  STEP_HSIG_BWD,    /* dst = src * hard_sigmoid'(aux) over n floats: src the output's gradient, aux the input */
 } StepKind;
 
 typedef struct {
@@ -74,6 +76,7 @@ typedef struct {
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
+  int aux;               /* HSIG_BWD: the forward's input */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
@@ -97,6 +100,8 @@ typedef struct {
   dnnl_primitive_desc_t fwd_pd; /* hint for backward descriptors, owned */
   dnnl_memory_desc_t src_want;  /* conv/linear/loss: the layout the primitive reads */
   int src_slot;                 /* where that layout lives (out of the input or a reorder) */
+  dnnl_memory_desc_t gate_md;   /* mul: the gate (input 1) as the primitive reads it */
+  int gate_slot;
   /* parameters: first index into the param table, count */
   guint first_param, n_params;
   /* batch norm */
