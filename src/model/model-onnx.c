@@ -438,8 +438,11 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
   case SIEVE_OP_GLOBAL_AVG_POOL:
     emit(e, "GlobalAveragePool", &x, 1, out, NULL, 0);
     return TRUE;
-  case SIEVE_OP_MUL: /* ONNX's Mul broadcasts an N x C x 1 x 1 gate as graph.h does */
-    emit(e, "Mul", (const char *[]){x, materialise(e, n->inputs[1])}, 2, out, NULL, 0);
+  case SIEVE_OP_MUL:
+    /* ONNX's Mul broadcasts an N x C x 1 x 1 gate as graph.h does, either
+     * side; the gate goes first because OpenCV 4.6's importer, given x
+     * first, returns a tensor of the gate's shape. */
+    emit(e, "Mul", (const char *[]){materialise(e, n->inputs[1]), x}, 2, out, NULL, 0);
     return TRUE;
   case SIEVE_OP_LINEAR: {
     guint64 fan_in = (guint64)in0->shape.c * in0->shape.h * in0->shape.w;
