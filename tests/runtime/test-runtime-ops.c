@@ -83,6 +83,11 @@ static const ConvCase conv_cases[] = {
   {17, 4, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, FALSE},   /* 1x1, 17 inputs */
   {3, 11, 10, 8, 5, 5, 3, 3, 0, 0, 1, 1, 1, TRUE},   /* 5x5, stride 3, no padding */
   {2, 9, 9, 4, 3, 2, 2, 1, 1, 0, 2, 1, 2, TRUE},     /* everything at once */
+  /* Depthwise 5x5 and 7x7 (MobileNet's), whose weight gradient is the
+   * runtime's own loop (cpu-kernels.c): 16-, 8-channel blocks and plain. */
+  {16, 7, 6, 16, 5, 5, 2, 2, 2, 2, 1, 1, 16, FALSE},
+  {24, 6, 7, 24, 7, 7, 1, 1, 3, 3, 1, 1, 24, FALSE},
+  {5, 7, 6, 5, 5, 3, 1, 2, 2, 1, 2, 1, 5, FALSE},
 };
 
 static SieveGraph *

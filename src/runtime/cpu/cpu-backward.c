@@ -137,6 +137,50 @@ conv_bwd_desc(Cpu *c, guint v, gboolean linear, gboolean weights, dnnl_primitive
   return sieve__cpu_pd_create(c, v, pd, &d, x->fwd_pd, weights ? "convolution weights" : "convolution backward", error);
 }
 
+/* A depthwise convolution without bias whose weight gradient oneDNN would
+ * not compute with its depthwise kernel (2.6 has one for 3x3 only). */
+static gboolean
+dw_wgrad_ours(Cpu *c, guint v, const_dnnl_primitive_desc_t pd)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint in_c = c->nodes[x->in[0]].n->shape.c;
+  if (a->bias || a->groups != in_c || a->out_channels != in_c || in_c == 1)
+    return FALSE;
+  const char *impl = NULL;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  return impl == NULL || !g_str_has_prefix(impl, "jit_dw");
+}
+
+/* Our depthwise weight gradient (cpu-kernels.c) in the block layout that
+ * fits the channels, into goihw and from there into the stored layout. */
+static gboolean
+plan_dw_wgrad(Cpu *c, guint v, Param *w, GArray *tmps, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_memory_desc_t want_src, want_dst;
+  guint block = sieve__cpu_pick_block(x->n->shape.c, &want_src, c->options.batch, c->nodes[x->in[0]].n->shape);
+  sieve__cpu_pick_block(x->n->shape.c, &want_dst, c->options.batch, x->n->shape);
+  int sslot, dslot;
+  if (!bwd_in(c, v, &x->src_want, x->src_slot, &want_src, &sslot, tmps, error) ||
+      !bwd_in(c, v, &x->md, x->diff, &want_dst, &dslot, tmps, error))
+    return FALSE;
+  gboolean direct = sieve__cpu_md_equal(&w->plain, &w->md);
+  int gslot = direct ? w->grad : sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&w->plain), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_DW_WGRAD, v, c->bwd, NULL);
+  s->src = dslot;
+  s->aux = sslot;
+  s->dst = gslot;
+  s->block = block;
+  release_all(c, tmps);
+  if (!direct) {
+    if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &w->plain, gslot, &w->md, w->grad, FALSE, error))
+      return FALSE;
+    sieve__cpu_slot_release(c, gslot);
+  }
+  return TRUE;
+}
+
 static gboolean
 bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
 {
@@ -175,6 +219,14 @@ bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
   dnnl_primitive_desc_t pd;
   if (!conv_bwd_desc(c, v, linear, TRUE, &pd, error))
     return FALSE;
+  if (!linear && dw_wgrad_ours(c, v, pd)) {
+    dnnl_primitive_desc_destroy(pd);
+    if (!plan_dw_wgrad(c, v, w, tmps, error))
+      return FALSE;
+    for (guint i = first; i < c->bwd->len; i++)
+      ((Step *)c->steps->pdata[g_array_index(c->bwd, guint, i)])->param_only = TRUE;
+    return TRUE;
+  }
   dnnl_memory_desc_t src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   dnnl_memory_desc_t dwei = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
   dnnl_memory_desc_t ddst = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
@@ -397,7 +449,7 @@ push_mul(Cpu *c, guint v, const dnnl_memory_desc_t *amd, int a, const dnnl_memor
 }
 
 /* y = x * gate: dx = dy * gate; dgate = dy * x, summed over the height and
- * width where the gate broadcast (oneDNN's reduction). */
+ * width where the gate broadcast. */
 static gboolean
 bwd_mul(Cpu *c, guint v, GError **error)
 {
@@ -416,25 +468,24 @@ bwd_mul(Cpu *c, guint v, GError **error)
     return push_mul(c, v, &x->md, x->diff, &x->src_want, x->src_slot, &x->md, dst, error) &&
            contrib_end(c, v, u1, &x->md, dst, error);
   }
-  int prod = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
-  if (!push_mul(c, v, &x->md, x->diff, &x->src_want, x->src_slot, &x->md, prod, error))
+  /* dgate = sum over the pixels of dy * x, by our loop (cpu-kernels.c) in a
+   * layout it reads, into plain [B, C]. */
+  g_autoptr(GArray) tmps = g_array_new(FALSE, FALSE, sizeof(int));
+  dnnl_memory_desc_t want, plain;
+  guint block = sieve__cpu_pick_block(x->n->shape.c, &want, c->options.batch, x->n->shape);
+  int dslot, xslot;
+  if (!bwd_in(c, v, &x->md, x->diff, &want, &dslot, tmps, error) ||
+      !bwd_in(c, v, &x->src_want, x->src_slot, &want, &xslot, tmps, error))
     return FALSE;
-  dnnl_reduction_desc_t d;
-  TRY(dnnl_reduction_desc_init(&d, dnnl_reduction_sum, &x->md, &x->gate_md, 0, 0),
-      "multiply backward reduction descriptor for %s", sieve__cpu_node_desc(c, v));
-  dnnl_primitive_desc_t pd;
-  if (!sieve__cpu_pd_create(c, v, &pd, &d, NULL, "multiply backward reduction", error))
-    return FALSE;
-  int dst = contrib_begin(c, u1, &x->gate_md);
-  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->bwd, NULL);
-  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "multiply backward reduction", error);
-  dnnl_primitive_desc_destroy(pd);
-  if (!ok)
-    return FALSE;
-  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, prod);
-  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->gate_md, dst);
-  sieve__cpu_slot_release(c, prod);
-  return contrib_end(c, v, u1, &x->gate_md, dst, error);
+  sieve__cpu_md_plain(&plain, c->options.batch, c->nodes[u1].n->shape);
+  int dst = contrib_begin(c, u1, &plain);
+  Step *s = sieve__cpu_step_push(c, STEP_GATE_GRAD, v, c->bwd, NULL);
+  s->src = dslot;
+  s->aux = xslot;
+  s->dst = dst;
+  s->block = block;
+  release_all(c, tmps);
+  return contrib_end(c, v, u1, &plain, dst, error);
 }
 
 static gboolean

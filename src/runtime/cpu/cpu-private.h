@@ -31,6 +31,7 @@
  *   cpu-read.c      what the proxies read: nodes, signs, gradients, channel
  *                   dots, frozen ReLUs, running statistics
  *   cpu-params.c    parameters and the SGD step
+ *   cpu-kernels.c   loops of our own where oneDNN has only slow ones
  */
 #pragma once
 
@@ -65,6 +66,8 @@ typedef enum {
   STEP_BN_RUNNING,  /* running statistics update after a training forward */
   STEP_HSIG_FWD,    /* dst = hard_sigmoid(src) over n floats (oneDNN 2.6 has no such eltwise) */
   STEP_HSIG_BWD,    /* dst = src * hard_sigmoid'(aux) over n floats: src the output's gradient, aux the input */
+  STEP_DW_WGRAD,    /* depthwise weight gradient (cpu-kernels.c): src diff_dst, aux the input, dst goihw */
+  STEP_GATE_GRAD,   /* a broadcast gate's gradient (cpu-kernels.c): src diff_dst, aux x, dst [B, C] */
 } StepKind;
 
 typedef struct {
@@ -76,7 +79,8 @@ typedef struct {
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
-  int aux;               /* HSIG_BWD: the forward's input */
+  int aux;               /* HSIG_BWD, DW_WGRAD, GATE_GRAD: the forward's input */
+  guint block;           /* DW_WGRAD, GATE_GRAD: channels per block of their tensors' layout (1: nchw) */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
@@ -228,6 +232,14 @@ gboolean sieve__cpu_transfer(Cpu *c, const dnnl_memory_desc_t *plain, float *pla
                              float *ptr, gboolean to_plain, GError **error);
 /* Initial parameters (PyTorch's defaults) and running variances of 1. */
 gboolean sieve__cpu_init_params(Cpu *c, GError **error);
+
+/* ---- cpu-kernels.c ---------------------------------------------------------- */
+
+/* The layout those kernels read a tensor of batch x s in: nChw16c, nChw8c
+ * or nchw, whichever blocks channels without padding; returns the block. */
+guint sieve__cpu_pick_block(guint channels, dnnl_memory_desc_t *md, guint batch, SieveShape s);
+void sieve__cpu_dw_wgrad(Cpu *c, const Step *s);
+void sieve__cpu_gate_grad(Cpu *c, const Step *s);
 
 /* ---- the SieveBackendClass methods, by file ------------------------------- */
 

@@ -143,6 +143,12 @@ run(Cpu *c, GArray *list, GError **error)
     case STEP_HSIG_BWD:
       hard_sigmoid(c, s);
       break;
+    case STEP_DW_WGRAD:
+      sieve__cpu_dw_wgrad(c, s);
+      break;
+    case STEP_GATE_GRAD:
+      sieve__cpu_gate_grad(c, s);
+      break;
     }
   }
   TRY(dnnl_stream_wait(c->stream), "waiting for the stream");
