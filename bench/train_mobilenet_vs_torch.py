@@ -57,8 +57,10 @@ def main():
     for _ in range(args.repeat):
         a, b, sp = sieve_train(args.sieve, args.iters, args.batch, args.threads)
         s_ips.append(a); s_rss.append(b)
+        print(f"  sieve   {a:8.1f} img/s  peak RSS {b:7.1f} MB", flush=True)
         a, b, tp = torch_train(args.peer, args.iters, args.batch, args.threads)
         t_ips.append(a); t_rss.append(b)
+        print(f"  pytorch {a:8.1f} img/s  peak RSS {b:7.1f} MB", flush=True)
         if sp != tp:
             sys.exit(f"parameter counts differ: sieve {sp}, pytorch {tp}")
     s, t = statistics.median(s_ips), statistics.median(t_ips)
