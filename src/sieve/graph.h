@@ -43,6 +43,7 @@ typedef enum {
   SIEVE_OP_IDENTITY,
   SIEVE_OP_ZERO,
   SIEVE_OP_SOFTMAX_CE, /* mean softmax cross-entropy over the batch; shape 1x1x1 */
+  SIEVE_OP_CROP,       /* a window of the input: y = x[:, top:top+h, left:left+w] (see SieveOpAttrs) */
   SIEVE_N_OPS
 } SieveOpKind;
 
@@ -70,9 +71,9 @@ SIEVE_ABI_SIZE(SieveShape, 12);
  * that equal operations have byte-for-byte equal attributes. */
 typedef struct {
   guint out_channels;  /* conv2d, linear */
-  guint kernel[2];     /* conv2d, pool: height, width */
+  guint kernel[2];     /* conv2d, pool: height, width; crop: the window's height, width */
   guint stride[2];     /* conv2d, pool */
-  guint pad[2];        /* conv2d, pool: both sides */
+  guint pad[2];        /* conv2d, pool: both sides; crop: the window's top, left offset */
   guint dilation[2];   /* conv2d: 1 = dense */
   guint groups;        /* conv2d */
   gboolean bias;       /* conv2d, linear */
@@ -125,6 +126,12 @@ SIEVE_API guint sieve_graph_linear(SieveGraph *graph, guint x, guint out_feature
 SIEVE_API guint sieve_graph_identity(SieveGraph *graph, guint x);
 SIEVE_API guint sieve_graph_zero(SieveGraph *graph, guint x);
 SIEVE_API guint sieve_graph_softmax_ce(SieveGraph *graph, guint logits, double label_smoothing);
+/* The height x width window of x whose top-left element is (top, left):
+ * x[:, top:top+height, left:left+width] (ONNX Slice on the spatial axes).
+ * The attributes reuse kernel (the window) and pad (its offset), since
+ * SieveOpAttrs's size is part of the ABI.  DARTS's factorized reduction
+ * reads x[:, 1:, 1:] this way. */
+SIEVE_API guint sieve_graph_crop(SieveGraph *graph, guint x, guint top, guint left, guint height, guint width);
 /* Give the last added node a label (copied), e.g. "cell2.edge1.conv". */
 SIEVE_API void sieve_graph_set_label(SieveGraph *graph, guint node, const char *label);
 
