@@ -236,6 +236,9 @@ test_bad_strings(void)
     {"Genotype(normal=" CELL ", normal_concat=[2, 3, 4], reduce=" CELL ", reduce_concat=[2, 3, 4, 5])",
      "at character 201: normal_concat is [2, 3, 4]; this space concatenates every intermediate node, [2, 3, 4, 5] "
      "or range(2, 6), as DARTS and NAS-Bench-301 do"},
+    {"Genotype(normal=" CELL ", normal_concat=range(-9223372036854775807, 6), reduce=" CELL ")",
+     "at character 201: normal_concat is range(-9223372036854775807, 6); this space concatenates every "
+     "intermediate node, [2, 3, 4, 5] or range(2, 6), as DARTS and NAS-Bench-301 do"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), reduce=" CELL ")",
      "at character 389: expected ',' between the fields, got ')'"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), normal=" CELL ")",
