@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts
 
 all: build
 
@@ -56,6 +56,10 @@ fuzz: deps
 bench-train: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality
+
+bench-darts: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/train_darts_vs_torch.py --sieve $(SIEVE)
 
 # Zero-cost proxies beside the PyTorch peer: speed (peer timed in the same run), agreement on
 # identical weights and batch, and the correlation table over 996 NAS-Bench-201 architectures

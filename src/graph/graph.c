@@ -21,7 +21,7 @@ struct _SieveGraph {
 
 static const char *const op_names[SIEVE_N_OPS] = {
   "input", "conv2d", "batch_norm", "activation", "pool", "add", "concat",
-  "global_avg_pool", "linear", "identity", "zero", "softmax_ce", "mul",
+  "global_avg_pool", "linear", "identity", "zero", "softmax_ce", "mul", "crop",
 };
 
 static const char *const activation_names[SIEVE_N_ACTIVATIONS] = {
@@ -279,6 +279,15 @@ infer(SieveGraph *g, SieveOpKind kind, const SieveShape *in, guint n, SieveOpAtt
       return fail(g, kind, "label smoothing must be in [0, 1)"), FALSE;
     *out = (SieveShape){1, 1, 1};
     return TRUE;
+  case SIEVE_OP_CROP:
+    if (a->kernel[0] == 0 || a->kernel[1] == 0)
+      return fail(g, kind, "window %ux%u has a zero extent", a->kernel[0], a->kernel[1]), FALSE;
+    if ((guint64)a->pad[0] + a->kernel[0] > in[0].h || (guint64)a->pad[1] + a->kernel[1] > in[0].w)
+      return fail(g, kind, "window %ux%u at offset %u,%u does not fit input %ux%u", a->kernel[0], a->kernel[1],
+                  a->pad[0], a->pad[1], in[0].h, in[0].w),
+             FALSE;
+    *out = (SieveShape){in[0].c, a->kernel[0], a->kernel[1]};
+    return TRUE;
   default:
     return fail(g, kind, "unknown operation"), FALSE;
   }
@@ -434,6 +443,13 @@ sieve_graph_mul(SieveGraph *g, guint x, guint gate)
 {
   guint xs[] = {x, gate};
   return any_invalid(xs, 2) ? SIEVE_NODE_INVALID : sieve_graph_add(g, SIEVE_OP_MUL, xs, 2, NULL);
+}
+
+guint
+sieve_graph_crop(SieveGraph *g, guint x, guint top, guint left, guint height, guint width)
+{
+  SieveOpAttrs a = {.kernel = {height, width}, .pad = {top, left}};
+  return x == SIEVE_NODE_INVALID ? SIEVE_NODE_INVALID : sieve_graph_add(g, SIEVE_OP_CROP, &x, 1, &a);
 }
 
 void
@@ -593,6 +609,9 @@ dump_attrs(GString *s, const SieveGraphNode *n)
     break;
   case SIEVE_OP_LINEAR:
     g_string_append_printf(s, " out=%u%s", a->out_channels, a->bias ? " bias" : "");
+    break;
+  case SIEVE_OP_CROP:
+    g_string_append_printf(s, " window=%ux%u at=%u,%u", a->kernel[0], a->kernel[1], a->pad[0], a->pad[1]);
     break;
   case SIEVE_OP_SOFTMAX_CE:
     if (a->label_smoothing > 0)

@@ -470,6 +470,17 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
   case SIEVE_OP_IDENTITY:
     emit(e, "Identity", &x, 1, out, NULL, 0);
     return TRUE;
+  case SIEVE_OP_CROP: {
+    /* Slice (opset >= 10: starts, ends, axes as inputs) on H and W. */
+    g_autofree char *starts = fresh(e, "crop_starts");
+    g_autofree char *ends = fresh(e, "crop_ends");
+    g_autofree char *axes = fresh(e, "crop_axes");
+    add_initializer_i64(e, starts, 2, (gint64[]){a->pad[0], a->pad[1]});
+    add_initializer_i64(e, ends, 2, (gint64[]){(gint64)a->pad[0] + a->kernel[0], (gint64)a->pad[1] + a->kernel[1]});
+    add_initializer_i64(e, axes, 2, (gint64[]){2, 3});
+    emit(e, "Slice", (const char *[]){x, starts, ends, axes}, 4, out, NULL, 0);
+    return TRUE;
+  }
   default:
     g_set_error(e->error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "node %u (%s) has no ONNX form", v,
                 sieve_op_kind_name(n->kind));

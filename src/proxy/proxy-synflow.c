@@ -192,6 +192,7 @@ keeps_nonneg(SieveOpKind kind)
   case SIEVE_OP_ADD:
   case SIEVE_OP_CONCAT:
   case SIEVE_OP_MUL: /* f = f0 f1, g = g0 f1 + f0 g1: 0 wherever f0 or f1 is */
+  case SIEVE_OP_CROP:
     return TRUE;
   default:
     return FALSE;
@@ -285,6 +286,7 @@ resolve(Exec *e, guint final, GError **error)
       break;
     case SIEVE_OP_POOL:
     case SIEVE_OP_GLOBAL_AVG_POOL:
+    case SIEVE_OP_CROP:
       if (input(e, v, 0)->zero)
         x->zero = TRUE;
       else
@@ -701,6 +703,19 @@ run_node(Exec *e, guint v)
       }
       off += part;
     }
+    break;
+  }
+  case SIEVE_OP_CROP: {
+    /* f and g alike: the window (pad[] offset, kernel[] extent) of each channel. */
+    Val *in = input(e, v, 0);
+    SieveShape is = in_shape(e, v, 0), os = n->shape;
+    gsize isize = numel(is);
+    for (guint s = 0; s < 2; s++)
+      for (guint c = 0; c < os.c; c++)
+        for (guint i = 0; i < os.h; i++)
+          memcpy(x->v + s * size + ((gsize)c * os.h + i) * os.w,
+                 in->v + s * isize + ((gsize)c * is.h + n->attrs.pad[0] + i) * is.w + n->attrs.pad[1],
+                 os.w * sizeof(double));
     break;
   }
   default:

@@ -49,6 +49,7 @@ typedef enum {
    * Hu et al. 2018).  The output has x's shape; the operands are not
    * interchangeable (the gate is input 1). */
   SIEVE_OP_MUL,
+  SIEVE_OP_CROP,       /* a window of the input: y = x[:, top:top+h, left:left+w] (see SieveOpAttrs) */
   SIEVE_N_OPS
 } SieveOpKind;
 
@@ -83,9 +84,9 @@ SIEVE_ABI_SIZE(SieveShape, 12);
  * that equal operations have byte-for-byte equal attributes. */
 typedef struct {
   guint out_channels;  /* conv2d, linear */
-  guint kernel[2];     /* conv2d, pool: height, width */
+  guint kernel[2];     /* conv2d, pool: height, width; crop: the window's height, width */
   guint stride[2];     /* conv2d, pool */
-  guint pad[2];        /* conv2d, pool: both sides */
+  guint pad[2];        /* conv2d, pool: both sides; crop: the window's top, left offset */
   guint dilation[2];   /* conv2d: 1 = dense */
   guint groups;        /* conv2d */
   gboolean bias;       /* conv2d, linear */
@@ -140,6 +141,12 @@ SIEVE_API guint sieve_graph_zero(SieveGraph *graph, guint x);
 SIEVE_API guint sieve_graph_softmax_ce(SieveGraph *graph, guint logits, double label_smoothing);
 /* x * gate (SIEVE_OP_MUL): gate [C,1,1] scales each channel of x [C,H,W]. */
 SIEVE_API guint sieve_graph_mul(SieveGraph *graph, guint x, guint gate);
+/* The height x width window of x whose top-left element is (top, left):
+ * x[:, top:top+height, left:left+width] (ONNX Slice on the spatial axes).
+ * The attributes reuse kernel (the window) and pad (its offset), since
+ * SieveOpAttrs's size is part of the ABI.  DARTS's factorized reduction
+ * reads x[:, 1:, 1:] this way. */
+SIEVE_API guint sieve_graph_crop(SieveGraph *graph, guint x, guint top, guint left, guint height, guint width);
 /* Give the last added node a label (copied), e.g. "cell2.edge1.conv". */
 SIEVE_API void sieve_graph_set_label(SieveGraph *graph, guint node, const char *label);
 

@@ -127,6 +127,16 @@ b_softmax_ce(SieveGraph *g, guint x)
   return sieve_graph_softmax_ce(g, h, 0); /* exported: its logits */
 }
 
+static guint
+b_crop(SieveGraph *g, guint x)
+{
+  /* DARTS's factorized reduction: 1x1 stride-2 convolutions of x and of
+   * x[:, 1:, 1:], concatenated. */
+  guint a = sieve_graph_conv2d(g, x, 2, 1, 2, 0, FALSE);
+  guint b = sieve_graph_conv2d(g, sieve_graph_crop(g, x, 1, 1, 7, 7), 2, 1, 2, 0, FALSE);
+  return sieve_graph_concat(g, (guint[]){a, b}, 2);
+}
+
 static const struct {
   const char *name;
   Build build;
@@ -152,6 +162,7 @@ static const struct {
     {"identity", b_identity},
     {"zero", b_zero},
     {"softmax_ce", b_softmax_ce},
+    {"crop", b_crop},
 };
 
 static gboolean
@@ -237,7 +248,7 @@ main(int argc, char **argv)
     return 2;
   }
   /* Every operation of the IR but the input has a graph here. */
-  G_STATIC_ASSERT(SIEVE_N_OPS == 13 && SIEVE_N_ACTIVATIONS == 9);
+  G_STATIC_ASSERT(SIEVE_N_OPS == 14 && SIEVE_N_ACTIVATIONS == 9);
   for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
     GError *error = NULL;
     if (!one(argv[1], i, &error)) {

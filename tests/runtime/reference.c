@@ -419,6 +419,14 @@ ref_net_forward_from(RefNet *r, guint from, const double *x, const gint32 *label
     case SIEVE_OP_ZERO:
       memset(y, 0, size * sizeof(double));
       break;
+    case SIEVE_OP_CROP: /* y[b, c, i, j] = x[b, c, top + i, left + j] */
+      for (guint b = 0; b < r->batch; b++)
+        for (guint ch = 0; ch < n->shape.c; ch++)
+          for (guint i = 0; i < n->shape.h; i++)
+            for (guint j = 0; j < n->shape.w; j++)
+              y[(((gsize)b * n->shape.c + ch) * n->shape.h + i) * n->shape.w + j] =
+                in0[(((gsize)b * is.c + ch) * is.h + n->attrs.pad[0] + i) * is.w + n->attrs.pad[1] + j];
+      break;
     case SIEVE_OP_SOFTMAX_CE: {
       double loss = labels ? softmax_ce(r, in0, is.c, labels, n->attrs.label_smoothing) : NAN;
       for (guint b = 0; b < r->batch; b++)

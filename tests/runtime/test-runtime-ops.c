@@ -370,6 +370,59 @@ test_identity_zero(void)
   check_graph(finish(g, sieve_graph_softmax_ce(g, sieve_graph_linear(g, out, 4, FALSE), 0.2)), 3, 96, FALSE);
 }
 
+/* ---- crop ---------------------------------------------------------------------------- */
+
+typedef struct {
+  guint c, h, w, top, left, wh, ww;
+  gboolean after_conv; /* a blocked input layout (17 channels: a padded block) */
+} CropCase;
+
+static const CropCase crop_cases[] = {
+  {3, 6, 6, 1, 1, 5, 5, FALSE},  /* DARTS's x[:, :, 1:, 1:] */
+  {17, 8, 6, 1, 1, 7, 5, TRUE},  /* the same on a blocked layout */
+  {16, 7, 9, 2, 0, 3, 9, TRUE},  /* full width, rows 2..4 */
+  {5, 5, 6, 0, 3, 5, 2, TRUE},   /* full height, columns 3..4 */
+};
+
+static SieveGraph *
+build_crop(guint *out, gconstpointer data)
+{
+  const CropCase *k = data;
+  SieveGraph *g = sieve_graph_new("crop");
+  guint x = sieve_graph_input(g, k->after_conv ? 4 : k->c, k->h, k->w);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, k->c, 3, 1, 1, TRUE);
+  *out = sieve_graph_crop(g, x, k->top, k->left, k->wh, k->ww);
+  return g;
+}
+
+static void
+test_crop(gconstpointer data)
+{
+  check_op(build_crop, data, 81 + (const CropCase *)data - crop_cases);
+}
+
+/* DARTS's factorized reduction: ReLU, then 1x1 stride-2 convolutions of x
+ * and of x[:, 1:, 1:], concatenated, BN; the ReLU's output gets its gradient
+ * from the crop and from a convolution, in both layouts (6 and 16 channels). */
+static void
+test_factorized_reduce(void)
+{
+  guint out;
+  for (guint seed = 0; seed < 2; seed++) {
+    SieveGraph *g = sieve_graph_new("factorized_reduce");
+    guint x = sieve_graph_input(g, 4, 8, 8);
+    x = sieve_graph_conv2d(g, x, seed ? 16 : 6, 3, 1, 1, FALSE);
+    x = sieve_graph_relu(g, x);
+    guint a = sieve_graph_conv2d(g, x, 5, 1, 2, 0, FALSE);
+    guint b = sieve_graph_conv2d(g, sieve_graph_crop(g, x, 1, 1, 7, 7), 3, 1, 2, 0, FALSE);
+    out = sieve_graph_batch_norm(g, sieve_graph_concat(g, (guint[]){a, b}, 2));
+    if (seed)
+      out = sieve_graph_softmax_ce(g, sieve_graph_linear(g, out, 4, TRUE), 0);
+    check_graph(finish(g, out), 2 + seed, 88 + seed, TRUE);
+  }
+}
+
 /* ---- global average pooling, linear, loss ------------------------------------------- */
 
 static SieveGraph *
@@ -488,6 +541,8 @@ main(int argc, char **argv)
   add_cases("hard", hard_cases, sizeof *hard_cases, G_N_ELEMENTS(hard_cases), test_hard);
   add_cases("mul", mul_cases, sizeof *mul_cases, G_N_ELEMENTS(mul_cases), test_mul);
   add_cases("pool", pool_cases, sizeof *pool_cases, G_N_ELEMENTS(pool_cases), test_pool);
+  add_cases("crop", crop_cases, sizeof *crop_cases, G_N_ELEMENTS(crop_cases), test_crop);
+  g_test_add_func("/runtime/ops/factorized-reduce", test_factorized_reduce);
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);
   g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);

@@ -489,6 +489,28 @@ bwd_mul(Cpu *c, guint v, GError **error)
 }
 
 static gboolean
+/* A crop's input gradient: zero, with the output's gradient written into
+ * the window. */
+static gboolean
+bwd_crop(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  if (!wants_grad(c, u))
+    return TRUE;
+  dnnl_memory_desc_t have, window;
+  if (!sieve__cpu_md_as4(c, u, &have, error) || !sieve__cpu_md_window(c, v, &have, &window, error))
+    return FALSE;
+  int dst = contrib_begin(c, u, &have);
+  Step *s = sieve__cpu_step_push(c, STEP_ZERO, v, c->bwd, NULL);
+  s->dst = dst;
+  s->n = sieve__cpu_md_bytes(&have) / sizeof(float);
+  if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &x->md, x->diff, &window, dst, FALSE, error))
+    return FALSE;
+  return contrib_end(c, v, u, &have, dst, error);
+}
+
+static gboolean
 bwd_loss(Cpu *c, guint v, GError **error)
 {
   CNode *x = &c->nodes[v];
@@ -545,6 +567,9 @@ sieve__cpu_plan_backward(Cpu *c, GError **error)
       break;
     case SIEVE_OP_SOFTMAX_CE:
       ok = bwd_loss(c, v, error);
+      break;
+    case SIEVE_OP_CROP:
+      ok = bwd_crop(c, v, error);
       break;
     default:
       ok = TRUE;

@@ -446,6 +446,39 @@ plan_mul(Cpu *c, guint v, GError **error)
 }
 
 static gboolean
+/* The layout of a crop's output: its input's own (plain or channel-blocked)
+ * at the window's extent, so that neither side needs a reorder. */
+static void
+crop_layout(const dnnl_memory_desc_t *src, dnnl_dims_t out_dims, dnnl_memory_desc_t *out)
+{
+  static const dnnl_format_tag_t tags[] = {dnnl_nChw16c, dnnl_nChw8c, dnnl_nhwc, dnnl_nchw};
+  for (guint i = 0; i < G_N_ELEMENTS(tags); i++) {
+    dnnl_memory_desc_t probe;
+    if (dnnl_memory_desc_init_by_tag(&probe, 4, src->dims, dnnl_f32, tags[i]) == dnnl_success &&
+        dnnl_memory_desc_equal(&probe, src)) {
+      dnnl_memory_desc_init_by_tag(out, 4, out_dims, dnnl_f32, tags[i]);
+      return;
+    }
+  }
+  dnnl_memory_desc_init_by_tag(out, 4, out_dims, dnnl_f32, dnnl_nchw);
+}
+
+/* A crop: a reorder out of a window (a sub-memory view) of its input. */
+static gboolean
+plan_crop(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_memory_desc_t src, window;
+  if (!sieve__cpu_md_as4(c, x->in[0], &src, error) || !sieve__cpu_md_window(c, v, &src, &window, error))
+    return FALSE;
+  dnnl_dims_t od = {c->options.batch, x->n->shape.c, x->n->shape.h, x->n->shape.w};
+  crop_layout(&src, od, &x->md);
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  return sieve__cpu_push_reorder(c, v, c->fwd_train, c->fwd_eval, &window, c->nodes[x->in[0]].out, &x->md, x->out,
+                                 FALSE, error);
+}
+
+static gboolean
 plan_loss(Cpu *c, guint v, GError **error)
 {
   CNode *x = &c->nodes[v];
@@ -527,6 +560,9 @@ sieve__cpu_plan_forward(Cpu *c, GError **error)
       break;
     case SIEVE_OP_SOFTMAX_CE:
       ok = plan_loss(c, v, error);
+      break;
+    case SIEVE_OP_CROP:
+      ok = plan_crop(c, v, error);
       break;
     default:
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the CPU backend cannot run %s", sieve__cpu_node_desc(c, v));

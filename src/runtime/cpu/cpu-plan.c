@@ -196,6 +196,16 @@ sieve__cpu_md_as4(Cpu *c, guint u, dnnl_memory_desc_t *out, GError **error)
   return TRUE;
 }
 
+gboolean
+sieve__cpu_md_window(Cpu *c, guint v, const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out, GError **error)
+{
+  const SieveGraphNode *n = c->nodes[v].n;
+  dnnl_dims_t dims = {c->options.batch, n->shape.c, n->attrs.kernel[0], n->attrs.kernel[1]};
+  dnnl_dims_t offs = {0, 0, n->attrs.pad[0], n->attrs.pad[1]};
+  TRY(dnnl_memory_desc_init_submemory(out, md, dims, offs), "window of %s", sieve__cpu_node_desc(c, v));
+  return TRUE;
+}
+
 /* ---- pass 1: resolve ------------------------------------------------------ */
 
 guint

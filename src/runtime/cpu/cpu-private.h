@@ -61,6 +61,7 @@ typedef enum {
   STEP_PRIM,        /* a oneDNN primitive */
   STEP_ADD,         /* dst += src over n floats (same layout) */
   STEP_COPY,        /* dst = src over n floats */
+  STEP_ZERO,        /* dst = 0 over n floats (a crop's gradient outside its window) */
   STEP_LOSS_FWD,
   STEP_LOSS_BWD,
   STEP_BN_RUNNING,  /* running statistics update after a training forward */
@@ -201,6 +202,9 @@ void sieve__cpu_md_plain(dnnl_memory_desc_t *md, guint batch, SieveShape s);
 void sieve__cpu_md_1d(dnnl_memory_desc_t *md, guint n);
 /* Node u's output as a 4-D descriptor (inner products produce 2-D ones). */
 gboolean sieve__cpu_md_as4(Cpu *c, guint u, dnnl_memory_desc_t *out, GError **error);
+/* The window (batch, all channels, pad[] offset, kernel[] extent) of a crop
+ * node v inside md, a descriptor of its input's full extent. */
+gboolean sieve__cpu_md_window(Cpu *c, guint v, const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out, GError **error);
 
 /* The node that holds u's output. */
 guint sieve__cpu_root(Cpu *c, guint u);

@@ -130,6 +130,9 @@ run(Cpu *c, GArray *list, GError **error)
     case STEP_COPY:
       memcpy(sieve__cpu_slot_ptr(c, s->dst), sieve__cpu_slot_ptr(c, s->src), s->n * sizeof(float));
       break;
+    case STEP_ZERO:
+      memset(sieve__cpu_slot_ptr(c, s->dst), 0, s->n * sizeof(float));
+      break;
     case STEP_LOSS_FWD:
       loss_forward(c, &c->nodes[s->node]);
       break;
