@@ -30,7 +30,6 @@
 
 typedef struct {
   SieveGraph *graph;
-  GString *label;
   double momentum;
 } Builder;
 
@@ -42,13 +41,13 @@ typedef struct {
   guint width[2];
 } Pieces;
 
+/* Names node "prefix.what" (for dumps and errors) and passes it on. */
 static guint
 labelled(Builder *b, guint node, const char *prefix, const char *what)
 {
-  if (node == SIEVE_NODE_INVALID)
-    return node;
-  g_string_printf(b->label, "%s.%s", prefix, what);
-  sieve_graph_set_label(b->graph, node, b->label->str);
+  g_autofree char *label = g_strconcat(prefix, ".", what, NULL);
+  if (node != SIEVE_NODE_INVALID)
+    sieve_graph_set_label(b->graph, node, label);
   return node;
 }
 
@@ -182,8 +181,7 @@ SieveGraph *
 nb101_network_build(const Nb101Skeleton *sk, const Nb101Cell *cell, const char *name, GError **error)
 {
   g_autoptr(SieveGraph) graph = sieve_graph_new(name);
-  g_autoptr(GString) label = g_string_new(NULL);
-  Builder b = {graph, label, sk->bn_momentum};
+  Builder b = {graph, sk->bn_momentum};
   g_autoptr(GString) prefix = g_string_new(NULL);
 
   guint x = labelled(&b, sieve_graph_input(graph, sk->in_channels, sk->size, sk->size), "stem", "input");

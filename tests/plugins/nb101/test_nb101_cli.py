@@ -3,6 +3,7 @@
 independent PyTorch build of the NAS-Bench-101 network (bench/torch_nb101.py,
 which truncates by slicing as the benchmark does), one candidate trained on
 Fashion-MNIST above chance, and the two configs run through every stage."""
+import hashlib
 import json
 import os
 import re
@@ -39,6 +40,34 @@ CELLS = [
 ]
 
 
+def nasbench_hash(text):
+    """graph_util.hash_module of the pruned cell with api._hash_spec's labels,
+    written here from the benchmark's definitions (not from sieve)."""
+    m = re.fullmatch(r"matrix=(\[.*\]),ops=\[(.*)\]", text)
+    matrix, ops = json.loads(m.group(1)), m.group(2).split(",")
+    n = len(matrix)
+    fwd, bwd = {0}, {n - 1}
+    for i in range(n):
+        if i in fwd:
+            fwd |= {j for j in range(n) if matrix[i][j]}
+    for i in reversed(range(n)):
+        if any(matrix[i][j] for j in bwd):
+            bwd.add(i)
+    keep = sorted(fwd & bwd)
+    matrix = [[matrix[i][j] for j in keep] for i in keep]
+    labels = [-1] + [["conv3x3-bn-relu", "conv1x1-bn-relu", "maxpool3x3"].index(ops[i]) for i in keep[1:-1]] + [-2]
+    n = len(keep)
+    md5 = lambda s: hashlib.md5(s.encode("utf-8")).hexdigest()
+    ins = [sum(matrix[i][j] for i in range(n)) for j in range(n)]
+    outs = [sum(row) for row in matrix]
+    hashes = [md5(str(h)) for h in zip(outs, ins, labels)]
+    for _ in range(n):
+        hashes = [md5("".join(sorted(hashes[w] for w in range(n) if matrix[w][v])) + "|" +
+                      "".join(sorted(hashes[w] for w in range(n) if matrix[v][w])) + "|" + hashes[v])
+                  for v in range(n)]
+    return md5(str(sorted(hashes)))
+
+
 def sieve(*args, check=0, timeout=300):
     p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
     if check is not None and p.returncode != check:
@@ -58,6 +87,12 @@ class Nb101(unittest.TestCase):
         # Isomorphic: one class under the benchmark's graph hash.
         self.assertEqual(rows[0][1], rows[1][1])
         self.assertEqual(rows[1][0], INCEPTION_README)
+        # Byte for byte the benchmark's own hash (the dataset's key), on the
+        # canonical texts of published, truncating and pruned cells.
+        p = sieve("hash", "--space", "nb101", "--kind", "structural", "--threads", "1", *CELLS)
+        for line in p.stdout.splitlines():
+            text, structural, _ = line.split("\t")
+            self.assertEqual(structural, nasbench_hash(text), text)
         bad = sieve("hash", "--space", "nb101", "matrix=[[0,0],[0,0]],ops=[input,output]", check=1)
         self.assertIn("disconnected", bad.stderr)
 
@@ -81,20 +116,44 @@ class Nb101(unittest.TestCase):
     def test_train_above_chance(self):
         p = sieve("train", "-q", "--space", "nb101", "--arch", INCEPTION_DATASET, "--set", "space.stem_channels=8",
                   "--set", "space.cells=1", "--set", "space.in_channels=1", "--set", "space.size=28",
-                  "--set", "space.bn_momentum=0.1", "--dataset", "fashion-mnist", "--train-limit", "3000",
-                  "--validation", "1000", "--epochs", "1", "--batch", "64", "--lr", "0.05", "--threads", "2",
+                  "--set", "space.bn_momentum=0.1", "--dataset", "fashion-mnist", "--train-limit", "1920",
+                  "--validation", "500", "--epochs", "1", "--batch", "64", "--lr", "0.05", "--threads", "2",
                   "--set", "evaluator.test=false")
         r = json.loads(p.stdout.strip().splitlines()[-1])
         self.assertGreater(r["val_acc"], 0.3, r)  # chance is 0.1
 
+    def test_every_optimizer(self):
+        """30 proposals each, scored by a cheap proxy: every trial builds, so
+        no optimizer proposed an invalid cell, and none twice."""
+        for name, options in (("random", ""), ("evolution", ", population: 8, sample_size: 3, crossover: 0.3"),
+                              ("local_search", ", initial: 4"), ("tpe", ", n_startup: 5"), ("reinforce", "")):
+            with self.subTest(optimizer=name), tempfile.TemporaryDirectory() as tmp:
+                cfg = os.path.join(tmp, "opt.yaml")
+                with open(cfg, "w") as f:
+                    f.write("name: opt\nseed: 5\nspace: {plugin: nb101, stem_channels: 8, cells: 1, size: 16}\n"
+                            f"optimizer: {{plugin: {name}{options}}}\n"
+                            "evaluator: {plugin: proxy, proxies: params}\n"
+                            "objective: {metric: score, direction: maximize}\nbudget: {evaluations: 30}\n")
+                p = sieve("run", cfg, "--store", os.path.join(tmp, "s.sieve"), "--quiet")
+                self.assertIn("30 trials: 30 ok, 0 failed, 0 pending", p.stdout)
+                texts = sieve("export", os.path.join(tmp, "s.sieve"), "--format", "csv").stdout
+                genotypes = [line for line in texts.splitlines() if "matrix=" in line]
+                self.assertEqual(len(genotypes), 30)
+
     def test_configs(self):
-        for name, budget in (("nb101-random.yaml", 3), ("nb101-evolution.yaml", 6)):
+        """The shipped configs, trained at a token scale (their own scale is minutes)."""
+        for name, budget in (("nb101-random.yaml", 2), ("nb101-evolution.yaml", 3)):
             with tempfile.TemporaryDirectory() as tmp:
-                store = os.path.join(tmp, "s.sieve")
-                sieve("run", os.path.join(ROOT, "configs", name), "--store", store,
-                      "--set", f"budget.evaluations={budget}", "--set", "evaluator.train_limit=1000",
-                      "--set", "evaluator.validation=500", timeout=600)
-                self.assertTrue(os.path.exists(store))
+                p = sieve("run", os.path.join(ROOT, "configs", name), "--store", os.path.join(tmp, "s.sieve"),
+                          "--quiet", "--set", f"budget.evaluations={budget}", "--set", "optimizer.population=2"
+                          if "evolution" in name else "seed=1", "--set", "optimizer.sample_size=1"
+                          if "evolution" in name else "seed=1", "--set", "evaluator.train_limit=128",
+                          "--set", "evaluator.validation=64", "--set", "evaluator.test=false", timeout=600)
+                # Every trial trained or answered by the dedupe's cache (an isomorphic cell).
+                m = re.search(r"(\d+) trials: (\d+) ok, 0 failed, 0 pending", p.stdout)
+                self.assertIsNotNone(m, p.stdout)
+                self.assertGreaterEqual(int(m.group(1)), budget)
+                self.assertGreater(int(m.group(2)), 0)
 
 
 if __name__ == "__main__":
