@@ -9,8 +9,12 @@
  *   Inception-like cell of the paper's figure 1 queried, 2,694,282) and the
  *   dataset's largest count, 49,979,274 (the maximum of
  *   `trainable_parameters` over the whole dataset, quoted as MAX_TP by code
- *   that reads it; the cell attaining it is found by the enumeration of
- *   bench/nb101_count.py and checked against the PyTorch peer).
+ *   that reads the dataset).  The cells attaining the largest and the
+ *   smallest count (227,274) were found by an exhaustive search over every
+ *   valid cell with an independent count written from model_builder.py (in
+ *   Python, outside this tree); the smallest figure could not be checked
+ *   against a published source here, so it stands on that search and on the
+ *   PyTorch peer (tests/plugins/nb101/test_nb101_cli.py), not on a paper.
  * - channel splits: the authors' nasbench/tests/model_builder_test.py
  *   (compute_vertex_channels), every case. */
 #include <string.h>
@@ -37,6 +41,12 @@ static SieveRegistry *registry;
   "matrix=[[0,1,0,0,1,1,1],[0,0,1,0,0,0,0],[0,0,0,1,0,0,0],[0,0,0,0,1,0,0],[0,0,0,0,0,1,0],[0,0,0,0,0,0,1]," \
   "[0,0,0,0,0,0,0]],ops=[input,conv3x3-bn-relu,conv3x3-bn-relu,conv3x3-bn-relu,conv3x3-bn-relu,"           \
   "conv3x3-bn-relu,output]"
+
+/* The smallest network: the input projected into one max pool that feeds
+ * three more, the four splitting the output. */
+#define SMALLEST                                                                                             \
+  "matrix=[[0,1,0,0,0,0],[0,0,1,1,1,1],[0,0,0,0,0,1],[0,0,0,0,0,1],[0,0,0,0,0,1],[0,0,0,0,0,0]],ops=[input," \
+  "maxpool3x3,maxpool3x3,maxpool3x3,maxpool3x3,output]"
 
 static SieveSpace *
 space_new(const char *yaml)
@@ -70,6 +80,7 @@ test_published_params(void)
   g_assert_cmpuint(params(space, INCEPTION_DATASET), ==, 2694282);
   g_assert_cmpuint(params(space, INCEPTION_README), ==, 2694282);
   g_assert_cmpuint(params(space, LARGEST), ==, 49979274);
+  g_assert_cmpuint(params(space, SMALLEST), ==, 227274);
 }
 
 /* Text in, canonical text out, and back. */

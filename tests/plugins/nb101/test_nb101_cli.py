@@ -24,7 +24,7 @@ INCEPTION_README = ("matrix=[[0,1,1,1,0,1,0],[0,0,0,0,0,0,1],[0,0,0,0,0,0,1],[0,
                     "conv3x3-bn-relu,maxpool3x3,output]")
 # Cells whose channel split makes the benchmark truncate (3 vertices feed the
 # output, so 128 = 43 + 43 + 42, and a 43-channel vertex feeds a 42-channel one),
-# the smallest cell (input to output), and the dataset's largest network.
+# the cell of input and output only, the smallest network and the largest.
 CELLS = [
     INCEPTION_DATASET,
     "matrix=[[0,1,1,0,0],[0,0,0,1,1],[0,0,0,0,1],[0,0,0,0,1],[0,0,0,0,0]],"
@@ -34,6 +34,8 @@ CELLS = [
     "matrix=[[0,1,0,0,1,0,0],[0,0,1,1,0,0,0],[0,0,0,0,0,1,1],[0,0,0,0,0,0,1],[0,0,0,0,0,1,0],[0,0,0,0,0,0,1],"
     "[0,0,0,0,0,0,0]],ops=[input,conv3x3-bn-relu,maxpool3x3,conv1x1-bn-relu,conv3x3-bn-relu,conv3x3-bn-relu,output]",
     "matrix=[[0,1],[0,0]],ops=[input,output]",
+    "matrix=[[0,1,0,0,0,0],[0,0,1,1,1,1],[0,0,0,0,0,1],[0,0,0,0,0,1],[0,0,0,0,0,1],[0,0,0,0,0,0]],"
+    "ops=[input,maxpool3x3,maxpool3x3,maxpool3x3,maxpool3x3,output]",
     "matrix=[[0,1,0,0,1,1,1],[0,0,1,0,0,0,0],[0,0,0,1,0,0,0],[0,0,0,0,1,0,0],[0,0,0,0,0,1,0],[0,0,0,0,0,0,1],"
     "[0,0,0,0,0,0,0]],ops=[input,conv3x3-bn-relu,conv3x3-bn-relu,conv3x3-bn-relu,conv3x3-bn-relu,"
     "conv3x3-bn-relu,output]",
@@ -96,6 +98,13 @@ class Nb101(unittest.TestCase):
         bad = sieve("hash", "--space", "nb101", "matrix=[[0,0],[0,0]],ops=[input,output]", check=1)
         self.assertIn("disconnected", bad.stderr)
 
+    def test_proxies(self):
+        p = sieve("proxies", "--space", "nb101", "--set", "space.stem_channels=8", "--set", "space.cells=1",
+                  "--set", "space.size=16", "--proxies", "synflow,naswot,params", "--threads", "1", INCEPTION_DATASET)
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        for name in ("synflow", "naswot", "params"):
+            self.assertGreater(r[name], 0, r)
+
     def test_params_against_pytorch(self):
         sys.path.insert(0, os.path.join(ROOT, "bench"))
         try:
@@ -111,6 +120,7 @@ class Nb101(unittest.TestCase):
         theirs = [sum(p.numel() for p in torch_nb101.NB101(s).parameters()) for s in CELLS]
         self.assertEqual(ours, theirs)
         self.assertEqual(ours[0], 2694282)   # the dataset's trainable_parameters (NASBench.ipynb)
+        self.assertEqual(ours[-2], 227274)    # the least count over every valid cell
         self.assertEqual(ours[-1], 49979274)  # the dataset's largest count
 
     def test_train_above_chance(self):
