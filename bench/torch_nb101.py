@@ -7,7 +7,7 @@ by slicing, concatenation at the output plus the projected input, BN eps 1e-5.  
 of sieve's construction (which replaces slicing by split convolutions).  Run with
 /usr/bin/python3 (Debian's python3-torch).
 
-  torch_nb101.py params SPEC [--stem 128 --stacks 3 --cells 3 --in-ch 3 --classes 10]
+  torch_nb101.py params SPEC... [--stem 128 --stacks 3 --cells 3 --in-ch 3 --classes 10] (one JSON line each)
   torch_nb101.py train --spec SPEC [--stem 16 --cells 1 --iters 50 --batch 128] (Fashion-MNIST)
 
 SPEC is sieve's nb101 text: matrix=[[...],...],ops=[input,...,output].
@@ -134,7 +134,7 @@ class NB101(nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["params", "train"])
-    ap.add_argument("spec", nargs="?")
+    ap.add_argument("specs", nargs="*")
     ap.add_argument("--spec", dest="spec_opt")
     ap.add_argument("--stem", type=int, default=128)
     ap.add_argument("--stacks", type=int, default=3)
@@ -148,11 +148,13 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    spec = args.spec_opt or args.spec
-    net = NB101(spec, args.stem, args.stacks, args.cells, args.in_ch, args.classes, args.momentum)
     if args.cmd == "params":
-        print(json.dumps({"spec": spec, "params": sum(p.numel() for p in net.parameters())}))
+        for spec in args.specs:
+            net = NB101(spec, args.stem, args.stacks, args.cells, args.in_ch, args.classes, args.momentum)
+            print(json.dumps({"spec": spec, "params": sum(p.numel() for p in net.parameters())}), flush=True)
         return
+    spec = args.spec_opt or args.specs[0]
+    net = NB101(spec, args.stem, args.stacks, args.cells, args.in_ch, args.classes, args.momentum)
     xs, ys = fashion()
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, args.iters)
