@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train
 
 all: build
 
@@ -73,6 +73,16 @@ bench-proxies: build
 # The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
 bench-dedupe: build
 	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
+
+# Every NAS-Bench-101 cell enumerated and hashed with the benchmark's graph
+# hash: fails unless it finds the published 423,624 classes (README).
+bench-nb101: build
+	time $(BUILD)/plugins/spaces/nb101/nb101-count --expect 423624
+
+# Training an nb101 candidate beside the PyTorch peer bench/torch_nb101.py.
+bench-nb101-train: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/train_nb101_vs_torch.py --sieve $(SIEVE)
 
 # sieve report on 100,000 trials beside optuna.visualization (README).
 bench-report: build

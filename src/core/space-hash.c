@@ -24,6 +24,12 @@ sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHa
                 sieve_space_get_name(space));
     return FALSE;
   }
+  const SieveSpaceClass *klass = sieve__space_get_class(space);
+  if (kind == SIEVE_HASH_STRUCTURAL && klass != NULL && klass->hash != NULL) {
+    if (!sieve_space_validate(space, genotype, error))
+      return FALSE;
+    return klass->hash(sieve_space_get_instance(space), space, genotype, out, error);
+  }
   if (kind == SIEVE_HASH_STRUCTURAL) {
     g_autoptr(SieveGraph) g = sieve_space_build(space, genotype, error);
     return g != NULL && sieve_graph_hash_structural(g, out, error);

@@ -330,6 +330,13 @@ sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
   space->klass = klass;
 }
 
+const SieveSpaceClass *
+sieve__space_get_class(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->klass;
+}
+
 gboolean
 sieve_space_can_build(const SieveSpace *space)
 {
@@ -539,12 +546,35 @@ sieve_genotype_repair(SieveGenotype *genotype, SieveRng *rng)
   }
 }
 
+/* Draws sieve_space_sample makes before it calls a space's check broken. */
+#define SAMPLE_TRIES 100000
+
+static gboolean
+is_member(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  if (space->klass == NULL || space->klass->check == NULL)
+    return TRUE;
+  return space->klass->check(space->instance, space, genotype, error);
+}
+
 SieveGenotype *
 sieve_space_sample(const SieveSpace *space, SieveRng *rng)
 {
   g_return_val_if_fail(space != NULL && rng != NULL, NULL);
   SieveGenotype *g = sieve_genotype_new(space);
   sieve_genotype_repair(g, rng);
+  /* Rejection keeps the draw uniform over the members, as NAS-Bench-101's
+   * own random_spec() does. */
+  for (guint t = 1; !is_member(space, g, NULL); t++) {
+    if (t == SAMPLE_TRIES) {
+      g_critical("space %s: no member in %u uniform draws; its check refuses (nearly) everything",
+                 sieve_space_get_name(space), SAMPLE_TRIES);
+      break;
+    }
+    for (guint i = 0; i < g->n; i++)
+      g->values[i] = NAN;
+    sieve_genotype_repair(g, rng);
+  }
   return g;
 }
 
@@ -585,7 +615,7 @@ sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype, GEr
       return FALSE;
     }
   }
-  return TRUE;
+  return is_member(space, genotype, error);
 }
 
 char *

@@ -15,7 +15,8 @@ G_BEGIN_DECLS
  * struct a plugin can see has a size guard.
  * 2.1: SieveEvaluatorClass.metrics, in what was reserved.
  * 2.2: SIEVE_OP_MUL, SIEVE_ACT_HARD_SIGMOID, SIEVE_ACT_HARD_SWISH and sieve_graph_mul;
- *      SIEVE_OP_CROP and sieve_graph_crop (a window of a tensor). */
+ *      SIEVE_OP_CROP and sieve_graph_crop (a window of a tensor);
+ *      SieveSpaceClass.check and .hash (membership, a space's own structural hash). */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 
