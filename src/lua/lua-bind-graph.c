@@ -543,7 +543,6 @@ graph_mul(lua_State *L)
   return add_node(L, box, SIEVE_OP_MUL, xs, 2, NULL, 4);
 }
 
-static int
 /* g:crop(x, {size = {h, w}, offset = {top, left} or 0, label}): the window
  * x[:, top:top+h, left:left+w] (DARTS's factorized reduction reads x[:, 1:, 1:]). */
 static int

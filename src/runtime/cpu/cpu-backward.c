@@ -488,7 +488,6 @@ bwd_mul(Cpu *c, guint v, GError **error)
   return contrib_end(c, v, u1, &plain, dst, error);
 }
 
-static gboolean
 /* A crop's input gradient: zero, with the output's gradient written into
  * the window. */
 static gboolean

@@ -445,7 +445,6 @@ plan_mul(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
-static gboolean
 /* The layout of a crop's output: its input's own (plain or channel-blocked)
  * at the window's extent, so that neither side needs a reorder. */
 static void
