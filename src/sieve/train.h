@@ -33,6 +33,16 @@ typedef void (*SieveTrainProgressFunc)(gpointer user_data, const char *phase, do
 typedef gboolean (*SieveTrainDoneFunc)(gpointer user_data, SieveRuntime *runtime, const SieveGraph *graph,
                                        GError **error);
 
+/* Called after every training step (ABI 2.2) with the runtime being trained
+ * (transfer none), its logits node and their count, the step just done (1-based), the
+ * steps in all and per epoch: an evaluator measures what it needs there
+ * (sieve_train_accuracy on its validation set) and reports it.  Setting
+ * *stop ends training after this step (the final evaluation passes still
+ * run); returning FALSE (with error set) fails the training. */
+typedef gboolean (*SieveTrainStepFunc)(gpointer user_data, SieveRuntime *runtime, guint logits, guint classes,
+                                       guint step, guint steps, guint steps_per_epoch, gboolean *stop,
+                                       GError **error);
+
 typedef struct {
   const char *device;     /* runtime device, NULL = "cpu" */
   guint threads;          /* 0 = every core */
@@ -53,7 +63,8 @@ typedef struct {
   /* Added in the reserved room (the struct keeps its size). */
   SieveTrainDoneFunc done; /* may be NULL */
   gpointer done_data;
-  gpointer reserved[2];
+  SieveTrainStepFunc step_check; /* may be NULL (ABI 2.2) */
+  gpointer step_data;
 } SieveTrainOptions;
 SIEVE_ABI_SIZE(SieveTrainOptions, 144);
 

@@ -275,10 +275,18 @@ sieve_train(const SieveGraph *net, const SieveDataset *train, const SieveDataset
     }
     if (o->progress)
       o->progress(o->progress_data, "train", (double)(t + 1) / per_epoch, o->epochs, t + 1, steps, loss);
+    gboolean stop = FALSE;
+    if (o->step_check && !o->step_check(o->step_data, rt, logits, k, t + 1, steps, per_epoch, &stop, error))
+      return FALSE;
+    if (stop) {
+      steps = t + 1; /* stopped early: the report says how far it went */
+      break;
+    }
   }
   report->steps = steps;
-  report->train_loss = loss_sum / loss_n;
-  report->train_acc = (double)correct / ((double)loss_n * o->batch_size);
+  /* NAN when stopped before the last epoch began. */
+  report->train_loss = loss_n ? loss_sum / loss_n : NAN;
+  report->train_acc = loss_n ? (double)correct / ((double)loss_n * o->batch_size) : NAN;
   report->train_s = train_us / 1e6;
   report->images_per_s = (double)steps * o->batch_size / report->train_s;
   if (val && !accuracy(rt, logits, k, val, o, "val", &report->val_acc, error))

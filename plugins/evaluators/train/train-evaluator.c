@@ -53,6 +53,8 @@ static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
                       "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
   SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
+  SIEVE_OPTION_INT("report_every", "0", 0, 1e9,
+                   "steps between intermediate validation accuracies for a pruner (0: at the end of each epoch)"),
   SIEVE_OPTION_END,
 };
 
@@ -65,6 +67,7 @@ typedef struct {
   char *mean, *std; /* the normalisation, as text for the weights' metadata; NULL when off */
   gboolean keep;    /* keep_weights is not none */
   guint keep_top;   /* 0: all */
+  guint report_every; /* steps between intermediate values, 0: each epoch */
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
 } Trainer;
 
@@ -126,6 +129,7 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
   self->keep_top = g_str_equal(keep, "top") ? (guint)sieve_options_get_int(options, "keep_top") : 0;
+  self->report_every = (guint)sieve_options_get_int(options, "report_every");
   self->dataset = g_strdup(sieve_options_get_string(options, "dataset"));
   /* As train_evaluate sets them: the accuracies only where their split exists. */
   self->metrics = g_ptr_array_new();
@@ -180,7 +184,29 @@ typedef struct {
   Trainer *trainer;
   const SieveTrainOptions *options;
   GBytes *weights; /* what on_done kept (owned) */
+  gboolean stopped; /* told to stop by the engine (pruned) */
 } Reporter;
+
+/* Intermediate values: the validation accuracy after every report_every
+ * steps (or epoch), reported as step = training steps done, fidelity =
+ * epochs done.  The last step is left to the final evaluation pass, which
+ * train_evaluate reports, so that it is measured once. */
+static gboolean
+on_step(gpointer user_data, SieveRuntime *runtime, guint logits, guint classes, guint step, guint steps,
+        guint per_epoch, gboolean *stop, GError **error)
+{
+  Reporter *r = user_data;
+  Trainer *self = r->trainer;
+  guint every = self->report_every ? self->report_every : per_epoch;
+  if (self->data.val == NULL || step == steps || step % every != 0)
+    return TRUE;
+  double acc;
+  if (!sieve_train_accuracy(runtime, logits, classes, self->data.val, &acc, error))
+    return FALSE;
+  if (!sieve_candidate_report_intermediate(r->candidate, step, (double) step / per_epoch, acc))
+    *stop = r->stopped = TRUE;
+  return TRUE;
+}
 
 /* The trained network's weights with what it takes to use them again:
  * the genotype, the input and classes, the normalisation, the batch size
@@ -247,9 +273,11 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
-  Reporter reporter = {candidate, 0, self, &o, NULL};
+  Reporter reporter = {candidate, 0, self, &o, NULL, FALSE};
   o.progress = on_progress;
   o.progress_data = &reporter;
+  o.step_check = on_step;
+  o.step_data = &reporter;
   if (self->keep) {
     o.done = on_done;
     o.done_data = &reporter;
@@ -269,8 +297,11 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     sieve_result_free(result);
     return NULL;
   }
-  if (!isnan(r.val_acc))
+  if (!isnan(r.val_acc)) {
     sieve_result_set_metric(result, "val_acc", r.val_acc);
+    if (!reporter.stopped)
+      sieve_candidate_report_intermediate(candidate, r.steps, o.epochs, r.val_acc);
+  }
   if (!isnan(r.test_acc))
     sieve_result_set_metric(result, "test_acc", r.test_acc);
   sieve_result_set_metric(result, "train_loss", r.train_loss);
@@ -305,6 +336,7 @@ static const SieveEvaluatorClass train_class = {
   .destroy = train_destroy,
   .evaluate = train_evaluate,
   .fidelity = train_fidelity,
+  .flags = SIEVE_EVALUATOR_INTERMEDIATE,
   .metrics = train_metrics,
 };
 
