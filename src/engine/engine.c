@@ -512,6 +512,7 @@ typedef struct {
   gboolean gave_up;   /* dedupe.max_consecutive_hits reached */
   gint64 best_number;
   double best;
+  double best_fidelity;
   double elapsed_before; /* seconds of earlier runs */
   gint64 start;          /* monotonic us */
   GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
@@ -526,16 +527,23 @@ elapsed(const RunState *rs)
   return rs->elapsed_before + (g_get_monotonic_time() - rs->start) / 1e6;
 }
 
+/* The incumbent: the best at the highest fidelity reached (a value at a
+ * rung below is no rival for one at full fidelity); NAN fidelity is the
+ * evaluator's default, its full one. */
 static void
-note_best(RunState *rs, gint64 number, double objective)
+note_best(RunState *rs, gint64 number, double fidelity, double objective)
 {
   if (isnan(objective))
     return;
-  gboolean better = rs->best_number < 0 ||
-                    (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best);
+  if (isnan(fidelity))
+    fidelity = INFINITY;
+  gboolean better = rs->best_number < 0 || fidelity > rs->best_fidelity ||
+                    (fidelity == rs->best_fidelity &&
+                     (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best));
   if (better) {
     rs->best = objective;
     rs->best_number = number;
+    rs->best_fidelity = fidelity;
   }
 }
 
@@ -806,7 +814,9 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
     sieve_pruner_add_completed(engine->pruner, (const SieveIntermediate *) job->intermediate->data,
                                job->intermediate->len);
   double objective = sieve_engine_objective(engine->exp, result);
-  note_best(rs, number, objective);
+  note_best(rs, number, sieve_candidate_get_fidelity(p->candidate), objective);
+  if (rs->progress && rs->best_number >= 0)
+    sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
   if (rs->progress)
     sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
                          sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
@@ -1069,7 +1079,7 @@ resume_trials(RunState *rs, GError **error)
     case SIEVE_STATUS_PRUNED:
       rs->evaluations++;
       rs->consecutive_hits = 0;
-      note_best(rs, t->number, sieve_engine_objective(engine->exp, t->result));
+      note_best(rs, t->number, t->fidelity, sieve_engine_objective(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_CACHED:
       rs->hits++;

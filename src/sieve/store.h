@@ -195,8 +195,12 @@ SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat forma
 /* The counts of the trials' outcomes (evaluated, cached, screened, pending,
  * distinct hashes among the evaluated, the fraction answered from the
  * cache), then the final trainings' (finals, finals_ok, finals_failed,
- * finals_pending: counted apart, never as trials) as a CSV header and row,
+ * finals_pending: counted apart, never as trials), then the pruned trials (counted as evaluated) as a CSV header and row,
  * or one JSON object. */
+/* The intermediate values, one row per trial and step (long format):
+ * trial, step, fidelity, value; a JSON array of such objects. (ABI 2.2) */
+SIEVE_API gboolean sieve_store_export_intermediate(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                                   GError **error);
 SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                               GError **error);
 
