@@ -26,12 +26,11 @@
 #include <sieve/rng.h>
 #include <sieve/space.h>
 
+#include "brackets.h"
 #include "optcommon.h"
 
 static const SieveOptionSpec asha_options[] = {
-  SIEVE_OPTION_FLOAT("eta", "3", 2, 1e3, "reduction factor: the best 1/eta of a rung go up, eta times the fidelity"),
-  {"min_fidelity", SIEVE_OPTION_TYPE_FLOAT, NULL, 0, INFINITY, NULL,
-   "the bottom rung's fidelity (default: the evaluator's min)", SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+  OPT_BRACKET_OPTIONS,
   SIEVE_OPTION_END,
 };
 
@@ -78,41 +77,26 @@ asha_destroy(gpointer instance)
 static gpointer
 asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
-  const SieveFidelity *f = study->fidelity;
-  if (f == NULL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                "asha needs an evaluator that offers a fidelity (e.g. epochs); this one offers none "
-                "(the function and command evaluators take a `fidelity: {name: budget, min: 1, max: 27}` option)");
+  /* The rungs as Hyperband's brackets validate and space them (eta,
+   * min_fidelity against the evaluator's fidelity). */
+  OptBrackets rungs;
+  if (!opt_brackets_init(&rungs, space, study, options, TRUE, "asha", error))
     return NULL;
-  }
-  double min = sieve_options_is_set(options, "min_fidelity") ? sieve_options_get_double(options, "min_fidelity")
-                                                             : f->min;
-  if (min < f->min || min > f->max) {
-    sieve_options_set_error(options, "min_fidelity", error,
-                            "min_fidelity %g is outside the evaluator's fidelity '%s' [%g, %g]", min, f->name, f->min,
-                            f->max);
-    return NULL;
-  }
-  double eta = sieve_options_get_double(options, "eta");
-  double levels = floor(log(f->max / min) / log(eta) + 1e-9);
-  if (levels < 1) {
-    sieve_options_set_error(options, "eta", error,
-                            "the fidelity range [%g, %g] of '%s' is narrower than one step of eta = %g: no rung "
-                            "could be promoted (lower eta or min_fidelity)",
-                            min, f->max, f->name, eta);
-    return NULL;
-  }
+  double eta = rungs.eta, min = rungs.min_fidelity, max = rungs.max_fidelity;
+  gboolean integer = rungs.integer;
+  guint levels = rungs.s_max;
+  opt_brackets_clear(&rungs);
   Asha *self = g_new0(Asha, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
   self->eta = eta;
-  self->top = (guint) levels;
+  self->top = levels;
   self->fidelity = g_new(double, self->top + 1);
   for (guint k = 0; k <= self->top; k++) {
-    double r = f->max * pow(eta, (double) k - (double) self->top);
-    if (f->integer)
+    double r = max * pow(eta, (double) k - (double) self->top);
+    if (integer)
       r = round(r);
-    self->fidelity[k] = k == self->top ? f->max : CLAMP(r, min, f->max);
+    self->fidelity[k] = k == self->top ? max : CLAMP(r, min, max);
   }
   self->entries = g_ptr_array_new_with_free_func((GDestroyNotify) entry_free);
   self->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
