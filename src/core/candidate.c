@@ -9,6 +9,8 @@ struct _SieveCandidate {
   char *text; /* canonical text, made on first use */
   SieveCandidateReportFunc report;
   gpointer report_data;
+  SieveCandidateIntermediateFunc intermediate;
+  gpointer intermediate_data;
 };
 
 void
@@ -23,6 +25,23 @@ sieve_candidate_report(const SieveCandidate *candidate, const char *text, double
 {
   if (candidate->report)
     candidate->report(candidate->report_data, candidate, text, fraction_done);
+}
+
+void
+sieve_candidate_set_intermediate_func(SieveCandidate *candidate, SieveCandidateIntermediateFunc func,
+                                      gpointer user_data)
+{
+  candidate->intermediate = func;
+  candidate->intermediate_data = user_data;
+}
+
+gboolean
+sieve_candidate_report_intermediate(const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  g_return_val_if_fail(candidate != NULL, TRUE);
+  if (candidate->intermediate == NULL)
+    return TRUE;
+  return candidate->intermediate(candidate->intermediate_data, candidate, step, fidelity, value);
 }
 
 SieveCandidate *

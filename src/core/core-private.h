@@ -12,6 +12,7 @@
 #include <sieve/plugin.h>
 #include <sieve/registry.h>
 #include <sieve/space.h>
+#include <sieve/store.h>
 #include "base/base-private.h"
 
 G_BEGIN_DECLS
@@ -199,6 +200,7 @@ typedef struct {
   double budget_seconds;     /* 0: no limit */
   guint workers;
   guint report_top;
+  const SieveNode *pruner;   /* the `pruner:` section (borrowed from root), NULL: none */
   /* What a host layer attached between parse and resolve (the Lua host's
    * states of `lua: {load: [...]}` scripts), freed last, latest first. */
   SieveAttachment *attachments;
@@ -259,5 +261,20 @@ SIEVE_INTERNAL_API void sieve_experiment_free(SieveExperiment *experiment);
 SIEVE_INTERNAL_API char *sieve_experiment_identity(const SieveExperiment *experiment);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveExperiment, sieve_experiment_free)
+
+/* Pruners (pruner.c): the experiment's `pruner:` section, judging a running
+ * evaluation on its intermediate values against the completed trials'. */
+typedef struct _SievePruner SievePruner;
+SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pruner_spec(void);
+/* node: the section; maximize: the objective's direction. (transfer full) */
+SIEVE_INTERNAL_API SievePruner *sieve_pruner_new(const SieveNode *node, const char *base_dir, gboolean maximize,
+                                                 GError **error);
+SIEVE_INTERNAL_API void sieve_pruner_free(SievePruner *pruner);
+/* A trial that finished OK, with its values (any order). Thread-safe. */
+SIEVE_INTERNAL_API void sieve_pruner_add_completed(SievePruner *pruner, const SieveIntermediate *values, guint n);
+/* Whether a running trial with these values (any order; the last step is
+ * the largest) should stop now. Thread-safe. */
+SIEVE_INTERNAL_API gboolean sieve_pruner_judge(SievePruner *pruner, const SieveIntermediate *values, guint n);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SievePruner, sieve_pruner_free)
 
 G_END_DECLS

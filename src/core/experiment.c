@@ -21,6 +21,8 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
+    SIEVE_OPTION_NODE("pruner", "stop evaluations early on their intermediate values: {kind: median|percentile|"
+                                "patience, warmup_steps: N, startup_trials: N, ...}"),
     /* Read by the Lua layer between parse and resolve (lua/README.md). */
     SIEVE_OPTION_NODE("lua", "Lua sandbox and scripts: {allow: [io, os], path: [...], instructions: N, seconds: S, "
                              "memory_mb: M, load: [file.lua]}"),
@@ -307,6 +309,15 @@ sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError *
   if (report == NULL)
     return FALSE;
   exp->report_top = (guint) sieve_options_get_int(report, "top");
+
+  /* Checked here so that a mistake in it costs no evaluation; the engine
+   * builds its own (it keeps the study's curves). */
+  exp->pruner = sieve_node_lookup(exp->root, "pruner");
+  if (exp->pruner != NULL) {
+    g_autoptr(SievePruner) pruner = sieve_pruner_new(exp->pruner, exp->dir, TRUE, error);
+    if (pruner == NULL)
+      return FALSE;
+  }
 
   exp->text = sieve_node_to_yaml(exp->root);
   exp->resolved = TRUE;

@@ -51,6 +51,7 @@ struct _SieveEngine {
   GPtrArray *keys;           /* CacheKey*, one per fidelity met */
   GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
   SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
+  SievePruner *pruner;           /* the experiment's pruner, NULL: none */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -73,6 +74,9 @@ typedef struct {
   GError *error;
   double started, finished; /* unix seconds */
   gint worker;
+  SievePruner *pruner;   /* (nullable) borrowed from the engine */
+  GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
+  gboolean pruned;       /* the pruner stopped it */
 } Job;
 
 static volatile sig_atomic_t stop_requested;
@@ -119,6 +123,8 @@ job_free(Job *job)
   if (job->result)
     sieve_result_free(job->result);
   g_clear_error(&job->error);
+  if (job->intermediate)
+    g_array_unref(job->intermediate);
   g_free(job);
 }
 
@@ -151,7 +157,8 @@ void
 sieve_engine_oriented_objectives(const SieveExperiment *experiment, const SieveResult *result, double *out)
 {
   SieveStatus status = sieve_result_get_status(result);
-  gboolean ok = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  /* A pruned trial is told with its last value, at the fidelity it reached. */
+  gboolean ok = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED || status == SIEVE_STATUS_PRUNED;
   for (guint i = 0; i < experiment->n_objectives; i++) {
     double v;
     if (!ok || !sieve_result_get_metric(result, experiment->objectives[i].metric, &v))
@@ -174,6 +181,7 @@ sieve_engine_free(SieveEngine *engine)
   if (engine->shared)
     g_ptr_array_unref(engine->shared);
   sieve_proxy_batch_free(engine->screen_batch);
+  sieve_pruner_free(engine->pruner);
   g_free(engine);
 }
 
@@ -306,6 +314,18 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
   }
   if (!check_objectives_declared(engine, error))
     return NULL;
+  if (experiment->pruner != NULL) {
+    if (!sieve_evaluator_reports_intermediate(engine->evaluator)) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner needs intermediate values, and evaluator '%s' reports none (train, command "
+                           "and lua evaluators do)",
+                           sieve_component_get_name(experiment->evaluator.component));
+      return NULL;
+    }
+    engine->pruner = sieve_pruner_new(experiment->pruner, experiment->dir, experiment->objectives[0].maximize, error);
+    if (engine->pruner == NULL)
+      return NULL;
+  }
   SieveStudyInfo study = {
       .seed = experiment->optimizer_seed,
       .n_objectives = experiment->n_objectives,
@@ -357,6 +377,30 @@ restore_optimizer(SieveEngine *engine, GError **error)
   return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
 }
 
+/* A resumed study: the pruner's reference curves are those of the trials
+ * that finished OK in earlier runs. */
+static gboolean
+restore_pruner(SieveEngine *engine, GError **error)
+{
+  if (engine->pruner == NULL)
+    return TRUE;
+  g_autoptr(GArray) values = sieve_store_list_intermediate(engine->store, -1, error);
+  if (values == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(engine->store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  for (guint i = 0, j = 0; i < values->len; i = j) {
+    gint64 trial = g_array_index(values, SieveIntermediate, i).trial;
+    for (j = i; j < values->len && g_array_index(values, SieveIntermediate, j).trial == trial; j++)
+      ;
+    const SieveTrial *t = trial >= 0 && trial < (gint64) trials->len ? trials->pdata[trial] : NULL;
+    if (t != NULL && t->number == trial && t->status == SIEVE_STATUS_OK)
+      sieve_pruner_add_completed(engine->pruner, &g_array_index(values, SieveIntermediate, i), j - i);
+  }
+  return TRUE;
+}
+
 /* ---- evaluation ------------------------------------------------------- */
 
 static GPrivate worker_id_key;
@@ -380,13 +424,65 @@ report_activity(gpointer user_data, const SieveCandidate *candidate, const char 
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
+/* An intermediate value from the evaluation (any thread): kept with the job
+ * (a step reported again replaces its value) and judged by the pruner. */
+static gboolean
+on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  Job *job = user_data;
+  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
+                         .value = value};
+  guint i = 0;
+  while (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step < step)
+    i++;
+  if (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step == step)
+    g_array_index(job->intermediate, SieveIntermediate, i) = v;
+  else
+    g_array_insert_val(job->intermediate, i, v);
+  if (job->pruned)
+    return FALSE;
+  if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,
+                                                job->intermediate->len))
+    job->pruned = TRUE;
+  return !job->pruned;
+}
+
 static void
 run_job(Job *job, SieveEvaluator *evaluator)
 {
+  job->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  sieve_candidate_set_intermediate_func(job->proposal->candidate, on_intermediate, job);
   job->worker = current_worker();
   job->started = g_get_real_time() / 1e6;
   job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
   job->finished = g_get_real_time() / 1e6;
+  sieve_candidate_set_intermediate_func(job->proposal->candidate, NULL, NULL);
+}
+
+/* The last intermediate value of a job (by step); NULL when none. */
+static const SieveIntermediate *
+last_intermediate(const Job *job)
+{
+  guint n = job->intermediate ? job->intermediate->len : 0;
+  return n ? &g_array_index(job->intermediate, SieveIntermediate, n - 1) : NULL;
+}
+
+/* A trial the pruner stopped: stored as pruned with its last value as the
+ * objective's metric and the step it reached, whatever the evaluator
+ * returned after it was told to stop (a program that was stopped may exit
+ * with an error). */
+static void
+mark_pruned(const SieveExperiment *exp, Job *job)
+{
+  const SieveIntermediate *last = last_intermediate(job);
+  SieveResult *result = job->result;
+  sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
+  sieve_result_set_metric(result, exp->objectives[0].metric, last->value);
+  sieve_result_set_metric(result, "step", (double) last->step);
+  g_autofree char *value = sieve_text_format_double(last->value);
+  g_autofree char *reason = g_strdup_printf("pruned at step %" G_GINT64_FORMAT " (%s %s)", last->step,
+                                            exp->objectives[0].metric, value);
+  sieve_result_set_reason(result, reason);
 }
 
 typedef struct {
@@ -416,6 +512,7 @@ typedef struct {
   gboolean gave_up;   /* dedupe.max_consecutive_hits reached */
   gint64 best_number;
   double best;
+  double best_fidelity;
   double elapsed_before; /* seconds of earlier runs */
   gint64 start;          /* monotonic us */
   GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
@@ -430,16 +527,23 @@ elapsed(const RunState *rs)
   return rs->elapsed_before + (g_get_monotonic_time() - rs->start) / 1e6;
 }
 
+/* The incumbent: the best at the highest fidelity reached (a value at a
+ * rung below is no rival for one at full fidelity); NAN fidelity is the
+ * evaluator's default, its full one. */
 static void
-note_best(RunState *rs, gint64 number, double objective)
+note_best(RunState *rs, gint64 number, double fidelity, double objective)
 {
   if (isnan(objective))
     return;
-  gboolean better = rs->best_number < 0 ||
-                    (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best);
+  if (isnan(fidelity))
+    fidelity = INFINITY;
+  gboolean better = rs->best_number < 0 || fidelity > rs->best_fidelity ||
+                    (fidelity == rs->best_fidelity &&
+                     (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best));
   if (better) {
     rs->best = objective;
     rs->best_number = number;
+    rs->best_fidelity = fidelity;
   }
 }
 
@@ -668,7 +772,16 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
 
   if (!sieve_store_begin(engine->store, error))
     return FALSE;
-  gboolean stored = record(engine, p, result, job->started, job->finished, job->worker, -1, error);
+  const SieveIntermediate *last = last_intermediate(job);
+  /* The curve goes in with the result; a pruned trial counts as an
+   * evaluation of the fidelity it reached. */
+  gboolean stored = job->intermediate == NULL || job->intermediate->len == 0 ||
+                    sieve_store_set_intermediate(engine->store, number,
+                                                 (const SieveIntermediate *) job->intermediate->data,
+                                                 job->intermediate->len, error);
+  if (stored && job->pruned && !isnan(last->fidelity))
+    stored = sieve_store_set_trial_fidelity(engine->store, number, last->fidelity, error);
+  stored = stored && record(engine, p, result, job->started, job->finished, job->worker, -1, error);
   guint keep_top = 0;
   GBytes *weights = ok ? sieve_result_get_weights(result, &keep_top) : NULL;
   /* A trained network goes in with its result, and the ones that fell out
@@ -697,8 +810,13 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   }
 
   rs->evaluations++;
+  if (ok && engine->pruner != NULL && job->intermediate != NULL)
+    sieve_pruner_add_completed(engine->pruner, (const SieveIntermediate *) job->intermediate->data,
+                               job->intermediate->len);
   double objective = sieve_engine_objective(engine->exp, result);
-  note_best(rs, number, objective);
+  note_best(rs, number, sieve_candidate_get_fidelity(p->candidate), objective);
+  if (rs->progress && rs->best_number >= 0)
+    sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
   if (rs->progress)
     sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
                          sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
@@ -958,9 +1076,10 @@ resume_trials(RunState *rs, GError **error)
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
       /* fall through */
     case SIEVE_STATUS_FAILED:
+    case SIEVE_STATUS_PRUNED:
       rs->evaluations++;
       rs->consecutive_hits = 0;
-      note_best(rs, t->number, sieve_engine_objective(engine->exp, t->result));
+      note_best(rs, t->number, t->fidelity, sieve_engine_objective(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_CACHED:
       rs->hits++;
@@ -1037,7 +1156,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   g_return_val_if_fail(engine != NULL && store != NULL, FALSE);
   g_return_val_if_fail(engine->store == NULL, FALSE); /* one run per engine */
   engine->store = store;
-  if (!restore_optimizer(engine, error))
+  if (!restore_optimizer(engine, error) || !restore_pruner(engine, error))
     return FALSE;
   const SieveExperiment *exp = engine->exp;
   RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN};
@@ -1104,6 +1223,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
         break;
       Job *job = g_new0(Job, 1);
       job->proposal = g_queue_pop_head(&rs.ready);
+      job->pruner = engine->pruner;
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
       rs.running++;
@@ -1132,6 +1252,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       job_free(job);
       continue;
     }
+    if (job->pruned && last_intermediate(job) != NULL)
+      mark_pruned(exp, job);
     GError *local = NULL;
     /* Checked before storing, so the trial is stored as it will be read. */
     if (!check_objective(&rs, job->result, &local) && fatal == NULL)

@@ -16,7 +16,8 @@ G_BEGIN_DECLS
  * 2.1: SieveEvaluatorClass.metrics, in what was reserved.
  * 2.2: SIEVE_OP_MUL, SIEVE_ACT_HARD_SIGMOID, SIEVE_ACT_HARD_SWISH and sieve_graph_mul;
  *      SIEVE_OP_CROP and sieve_graph_crop (a window of a tensor);
- *      SieveSpaceClass.check and .hash (membership, a space's own structural hash). */
+ *      SieveSpaceClass.check and .hash (membership, a space's own structural hash);
+ *      intermediate values (sieve_candidate_report_intermediate, SIEVE_EVALUATOR_INTERMEDIATE), status pruned. */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 

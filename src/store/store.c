@@ -45,8 +45,10 @@
  *   2: trials gain run, hash_kind, hash and stage; cache becomes
  *      cache(kind, hash, key, trial); cache_keys holds each key's text
  *   3: weights(owner, number, data) keeps trained networks; finals and
- *      final_metrics hold `sieve final`'s trainings, apart from the trials */
-#define SCHEMA_VERSION 3
+ *      final_metrics hold `sieve final`'s trainings, apart from the trials
+ *   4: intermediate(trial, step, fidelity, value) holds what evaluations
+ *      reported while they ran; a trial's status may be 'pruned' */
+#define SCHEMA_VERSION 4
 /* PRAGMA application_id: 'SIEV', tells our files from other SQLite files. */
 #define APPLICATION_ID 0x53494556
 
@@ -102,6 +104,20 @@ static const char *const trial_v2_columns[][2] = {
   "  value,\n"                                                                                             \
   "  PRIMARY KEY (final, name));\n"
 
+/* Added in version 4: the intermediate values of each trial (value untyped
+ * as in metrics, so that a NaN survives). */
+#define V4_SQL                                                                                             \
+  "CREATE TABLE IF NOT EXISTS intermediate (\n"                                                             \
+  "  trial INTEGER NOT NULL REFERENCES trials(number),\n"                                                  \
+  "  step INTEGER NOT NULL,\n"                                                                              \
+  "  fidelity REAL,\n"                                                                                      \
+  "  value,\n"                                                                                              \
+  "  PRIMARY KEY (trial, step));\n"
+
+/* The trials' status check, before and after version 4 added 'pruned'. */
+#define STATUS_CHECK_V3 "'pending', 'ok', 'failed', 'screened', 'cached')"
+#define STATUS_CHECK "'pending', 'ok', 'failed', 'screened', 'cached', 'pruned')"
+
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (\n"
     "  key TEXT PRIMARY KEY,\n"
@@ -109,7 +125,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS trials (\n"
     "  number INTEGER PRIMARY KEY,\n" /* 0-based, in ask order */
     "  genotype TEXT NOT NULL,\n"
-    "  status TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed', 'screened', 'cached')),\n"
+    "  status TEXT NOT NULL CHECK (status IN (" STATUS_CHECK "),\n"
     "  fidelity REAL,\n" /* NULL: NAN */
     "  reason TEXT,\n"
     "  cost REAL,\n"     /* NULL: NAN */
@@ -131,7 +147,7 @@ static const char schema_sql[] =
     "  name TEXT PRIMARY KEY,\n"
     "  type TEXT NOT NULL,\n" /* GVariant type string */
     "  data BLOB NOT NULL);\n" /* serialised normal form */
-    CACHE_SQL V3_SQL;
+    CACHE_SQL V3_SQL V4_SQL;
 
 typedef enum {
   STMT_GET_META,
@@ -576,8 +592,26 @@ migrate(SieveStore *store, gint64 version, GError **error)
          exec(store, rows == 0 ? "DROP TABLE cache" : "ALTER TABLE cache RENAME TO cache_v1",
               "cannot upgrade the cache table", error);
   }
-  /* Version 2 -> 3 only adds tables. */
-  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
+  /* Version 3 -> 4 widens the trials' status check to admit 'pruned'.  A
+   * CHECK constraint is not part of the stored rows, so SQLite's documented
+   * way to change one is to edit the table's text in sqlite_schema and bump
+   * the schema cookie (https://sqlite.org/lang_altertable.html, "making
+   * other kinds of table schema changes"): no row is copied or touched. */
+  gint64 cookie = 0;
+  if (ok && version < 4)
+    ok = query_int(store, "PRAGMA schema_version", &cookie, error);
+  if (ok && version < 4) {
+    char *edit = sqlite3_mprintf("PRAGMA writable_schema = ON;\n"
+                                 "UPDATE sqlite_schema SET sql = replace(sql, %Q, %Q)"
+                                 " WHERE type = 'table' AND name = 'trials';\n"
+                                 "PRAGMA schema_version = %lld;\n"
+                                 "PRAGMA writable_schema = OFF;",
+                                 STATUS_CHECK_V3, STATUS_CHECK, (long long) cookie + 1);
+    ok = edit != NULL && exec(store, edit, "cannot upgrade the trials' status check", error);
+    sqlite3_free(edit);
+  }
+  /* Versions 2 -> 3 and 3 -> 4 otherwise only add tables. */
+  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL V4_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
   ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
        exec(store, "COMMIT", "cannot commit the schema upgrade", error);
   if (!ok)
@@ -1499,4 +1533,90 @@ sieve_store_list_finals(SieveStore *store, GError **error)
     return NULL;
   }
   return g_steal_pointer(&finals);
+}
+
+/* ---- intermediate values (schema version 4) ---------------------------- */
+
+gboolean
+sieve_store_set_intermediate(SieveStore *store, gint64 trial, const SieveIntermediate *values, guint n,
+                             GError **error)
+{
+  g_return_val_if_fail(store != NULL && (values != NULL || n == 0), FALSE);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = prepare(store, "DELETE FROM intermediate WHERE trial = ?1", error);
+  gboolean ok = stmt != NULL && bind_ok(store, sqlite3_bind_int64(stmt, 1, trial), error) &&
+                run_once(store, stmt, "cannot replace intermediate values", error);
+  stmt = NULL;
+  if (ok && n > 0)
+    ok = (stmt = prepare(store,
+                         "INSERT INTO intermediate (trial, step, fidelity, value) VALUES (?1, ?2, ?3, ?4)"
+                         " ON CONFLICT (trial, step) DO UPDATE SET fidelity = excluded.fidelity,"
+                         " value = excluded.value",
+                         error)) != NULL;
+  for (guint i = 0; ok && i < n; i++) {
+    sqlite3_reset(stmt);
+    ok = bind_ok(store, sqlite3_bind_int64(stmt, 1, trial), error) &&
+         bind_ok(store, sqlite3_bind_int64(stmt, 2, values[i].step), error) &&
+         bind_ok(store, bind_real(stmt, 3, values[i].fidelity), error) &&
+         bind_ok(store, bind_metric(stmt, 4, values[i].value), error) &&
+         step_done(store, stmt, "cannot store an intermediate value", error);
+  }
+  sqlite3_finalize(stmt);
+  return release(store, ok, error);
+}
+
+GArray *
+sieve_store_list_intermediate(SieveStore *store, gint64 trial, GError **error)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  if (store->version < 4)
+    return out;
+  sqlite3_stmt *stmt = prepare(store,
+                               "SELECT trial, step, fidelity, value FROM intermediate"
+                               " WHERE ?1 < 0 OR trial = ?1 ORDER BY trial, step",
+                               error);
+  if (stmt == NULL || !bind_ok(store, sqlite3_bind_int64(stmt, 1, trial), error)) {
+    sqlite3_finalize(stmt);
+    g_array_unref(out);
+    return NULL;
+  }
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    SieveIntermediate v = {.trial = sqlite3_column_int64(stmt, 0),
+                           .step = sqlite3_column_int64(stmt, 1),
+                           .fidelity = column_real(stmt, 2)};
+    if (!column_metric(stmt, 3, &v.value)) {
+      set_corrupt_error(store, error, "trial %" G_GINT64_FORMAT " has a non-numeric intermediate value at step %"
+                        G_GINT64_FORMAT, v.trial, v.step);
+      rc = SQLITE_ERROR;
+      break;
+    }
+    g_array_append_val(out, v);
+  }
+  if (rc != SQLITE_DONE) {
+    if (error != NULL && *error == NULL)
+      set_sqlite_error(store, error, "cannot read intermediate values");
+    sqlite3_finalize(stmt);
+    g_array_unref(out);
+    return NULL;
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+gboolean
+sieve_store_set_trial_fidelity(SieveStore *store, gint64 number, double fidelity, GError **error)
+{
+  g_return_val_if_fail(store != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  sqlite3_stmt *stmt = prepare(store, "UPDATE trials SET fidelity = ?2 WHERE number = ?1", error);
+  if (stmt == NULL || !bind_ok(store, sqlite3_bind_int64(stmt, 1, number), error) ||
+      !bind_ok(store, bind_real(stmt, 2, fidelity), error)) {
+    sqlite3_finalize(stmt);
+    return FALSE;
+  }
+  return run_once(store, stmt, "cannot set a trial's fidelity", error);
 }

@@ -269,5 +269,7 @@ gboolean sieve__cpu_get_param(gpointer impl, guint i, float *out, GError **error
 gboolean sieve__cpu_set_param(gpointer impl, guint i, const float *values, GError **error);
 gboolean sieve__cpu_get_grad(gpointer impl, guint i, float *out, GError **error);
 gboolean sieve__cpu_sgd_step(gpointer impl, const SieveSgd *sgd, GError **error);
+gboolean sieve__cpu_get_velocity(gpointer impl, guint i, float *out, GError **error);
+gboolean sieve__cpu_set_velocity(gpointer impl, guint i, const float *values, GError **error);
 
 G_END_DECLS
