@@ -13,9 +13,11 @@ G_BEGIN_DECLS
 /* 2: the structs a plugin fills for the library (SieveSgd,
  * SieveBatcherOptions, SieveTrainReport) gained reserved padding, and every
  * struct a plugin can see has a size guard.
- * 2.1: SieveEvaluatorClass.metrics, in what was reserved. */
+ * 2.1: SieveEvaluatorClass.metrics, in what was reserved.
+ * 2.2: composite spaces: sieve_space_is_architecture, decisions' where;
+ * sieve_candidate_get_workers (the evaluations run at once). */
 #define SIEVE_ABI_MAJOR 2
-#define SIEVE_ABI_MINOR 1
+#define SIEVE_ABI_MINOR 2
 
 #if defined(SIEVE_COMPILATION)
 #define SIEVE_API __attribute__((visibility("default"))) extern
