@@ -30,7 +30,7 @@ tell_order: trial
 def sieve_study(exe, folder, k, steps, batch, workers):
     cfg = os.path.join(folder, f"w{workers}.yaml")
     with open(cfg, "w") as f:
-        f.write(STUDY % {"k": k, "limit": 512 + steps * batch, "batch": batch, "workers": workers,
+        f.write(STUDY % {"k": k, "limit": steps * batch, "batch": batch, "workers": workers,
                          "tpw": 1 if workers == 2 else 0})
     store = os.path.join(folder, f"w{workers}.sieve")
     t0 = time.monotonic()
