@@ -4,13 +4,14 @@ recipe (a compose space) trained on real Fashion-MNIST by the train
 evaluator with workers: 2 give the trials of workers: 1 bit for bit (the
 thread count per training fixed by threads_per_worker), and a SIGKILL in
 the middle of a two-worker study loses nothing: --resume ends with the same
-trials."""
+trials.  And tell_order: trial makes a model-based optimizer's study with
+four workers the same in every run, whatever finishes first."""
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from test_cli import ROOT, Workdir, export_rows  # noqa: E402
+from test_cli import ROOT, Workdir, export_rows, sieve  # noqa: E402
 import test_cli  # noqa: E402
 
 HAVE_DATA = any(os.path.exists(os.path.join("/usr/share/datasets/fashion-mnist", f))
@@ -75,6 +76,31 @@ class TestWorkers(Workdir):
         self.assertEqual(done, reference[:len(done)])
         self.run_until(two, killed, resume=True)
         self.assertEqual(computed(export_rows(killed)), reference)
+
+
+TPE = """name: ordered
+seed: 2
+space: {plugin: hpo, file: %(space)s}
+optimizer: {plugin: tpe, n_startup: 4}
+evaluator: {plugin: function, function: branin, delay: 0.01}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 40}
+workers: 4
+tell_order: trial
+"""
+
+
+class TestTellOrder(Workdir):
+    def test_same_study_every_run(self):
+        cfg = self.write_config("tpe.yaml", TPE % {"space": os.path.join(ROOT, "search_spaces", "branin.yaml")})
+        studies = []
+        for k in range(3):
+            store = self.path(f"tpe{k}.sieve")
+            sieve("run", cfg, "--store", store, "--quiet", check=0)
+            studies.append(export_rows(store))
+        self.assertEqual(len(studies[0]), 40)
+        self.assertEqual(studies[1], studies[0])
+        self.assertEqual(studies[2], studies[0])
 
 
 if __name__ == "__main__":
