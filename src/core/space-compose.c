@@ -70,9 +70,10 @@ static char *
 base_dir(const SieveNode *node)
 {
   const char *origin = sieve_node_origin(node);
-  if (origin != NULL && g_file_test(origin, G_FILE_TEST_IS_REGULAR))
-    return g_path_get_dirname(origin);
-  return NULL;
+  if (origin == NULL || !g_file_test(origin, G_FILE_TEST_IS_REGULAR))
+    return NULL;
+  g_autofree char *dir = g_path_get_dirname(origin);
+  return g_canonicalize_filename(dir, NULL); /* options resolve against an absolute folder */
 }
 
 /* Appends part k's decisions, their conditions and where they were

@@ -78,6 +78,28 @@ class TestWorkers(Workdir):
         self.assertEqual(computed(export_rows(killed)), reference)
 
 
+class TestRecipeErrors(Workdir):
+    def test_unknown_recipe_decision(self):
+        """Run from the config's folder with relative paths: the part's file
+        resolves against the config, and the decision the train evaluator
+        does not take is named at its line and column."""
+        self.write_config("recipe.yaml", "parameters:\n  lr: {type: float, low: 0.01, high: 0.4}\n"
+                                         "  lrate: {type: float, low: 0.01, high: 0.4}\n")
+        self.write_config("bad.yaml", """space:
+  plugin: compose
+  parts:
+    - {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}
+    - {plugin: hpo, file: recipe.yaml}
+optimizer: {plugin: random}
+evaluator: {plugin: train, train_limit: 256, validation: 0, test: false}
+objective: {metric: train_acc}
+budget: {evaluations: 1}
+""")
+        p = sieve("run", "bad.yaml", "--store", "bad.sieve", check=2, cwd=self.dir)
+        self.assertRegex(p.stderr, r"recipe\.yaml:3:3: recipe decision 'lrate' is not an option the train "
+                                   r"evaluator takes from a genotype \(did you mean 'lr'\?\)")
+
+
 TPE = """name: ordered
 seed: 2
 space: {plugin: hpo, file: %(space)s}
