@@ -101,6 +101,58 @@ test_bad_text(void)
   }
 }
 
+/* Every optimizer plugin searches the composite as it does any space:
+ * asked genotypes validate (sieve_optimizer_ask checks them), round-trip as
+ * text, and vary in both parts; told a synthetic objective of both parts. */
+static void
+test_optimizers(void)
+{
+  g_autoptr(SieveSpace) space = compose_new(RECIPE_ALL);
+  g_autoptr(GPtrArray) optimizers = sieve_registry_list(registry, SIEVE_KIND_OPTIMIZER);
+  static const char *const names[] = {"value", NULL};
+  SieveFidelity fidelity = {.name = "epochs", .min = 0.25, .max = 1};
+  SieveStudyInfo study = {.seed = 7, .n_objectives = 1, .objective_names = names, .fidelity = &fidelity};
+  g_assert_cmpuint(optimizers->len, >=, 8);
+  for (guint k = 0; k < optimizers->len; k++) {
+    const SieveComponent *c = optimizers->pdata[k];
+    GError *error = NULL;
+    g_autoptr(SieveOptions) options = test_options_from(c, NULL, NULL, &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveOptimizer) o = sieve_optimizer_new(c, space, options, &study, &error);
+    if (o == NULL)
+      g_error("%s on a compose space: %s", sieve_component_get_name(c), error->message);
+    g_autoptr(GHashTable) archs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GHashTable) lrs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint round = 0; round < 40; round++) {
+      g_autoptr(GPtrArray) asked = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+      if (!sieve_optimizer_ask(o, 1, asked, &error))
+        g_error("%s: %s", sieve_component_get_name(c), error->message);
+      for (guint i = 0; i < asked->len; i++) {
+        const SieveCandidate *cand = asked->pdata[i];
+        const SieveGenotype *g = sieve_candidate_get_genotype(cand);
+        const char *text = sieve_candidate_get_text(cand);
+        g_autoptr(SieveGenotype) back = sieve_space_parse(space, text, &error);
+        g_assert_no_error(error);
+        g_assert_true(sieve_genotype_equal(g, back));
+        g_hash_table_add(archs, g_strndup(text, strchr(text, ';') - text));
+        g_hash_table_add(lrs, g_strdup_printf("%.17g", sieve_genotype_get(g, 6)));
+        /* Better with a smaller lr and more 3x3 convolutions. */
+        double value = -log(sieve_genotype_get(g, 6));
+        for (guint e = 0; e < 6; e++)
+          value += sieve_genotype_get(g, e) == 3;
+        g_autoptr(SieveResult) r = sieve_result_new();
+        sieve_result_set_metric(r, "value", value);
+        if (!sieve_optimizer_tell(o, cand, r, &value, &error))
+          g_error("%s: %s", sieve_component_get_name(c), error->message);
+      }
+    }
+    g_test_message("%s: %u networks, %u learning rates", sieve_component_get_name(c), g_hash_table_size(archs),
+                   g_hash_table_size(lrs));
+    g_assert_cmpuint(g_hash_table_size(archs), >, 1);
+    g_assert_cmpuint(g_hash_table_size(lrs), >, 1);
+  }
+}
+
 static void
 expect_space_error(const char *yaml, const char *pattern)
 {
@@ -260,6 +312,7 @@ main(int argc, char **argv)
   g_test_add_func("/compose/bad-text", test_bad_text);
   g_test_add_func("/compose/bad-parts", test_bad_parts);
   g_test_add_func("/compose/hashes", test_hashes);
+  g_test_add_func("/compose/optimizers", test_optimizers);
   g_test_add_func("/compose/train-refuses", test_train_refuses);
   g_test_add_func("/compose/recipe-reaches-trainer", test_recipe_reaches_trainer);
   int status = g_test_run();
