@@ -23,7 +23,6 @@
  */
 #include <string.h>
 
-#include <sieve/text.h>
 
 #include "core/core-private.h"
 

@@ -4,8 +4,6 @@
  * domain must fit; this table gives the field.  FBNetV3 (Dai et al. 2021)
  * searches these together with the architecture. */
 #include <math.h>
-#include <stddef.h>
-#include <string.h>
 
 #include <sieve/abi.h>
 #include <sieve/node.h>
