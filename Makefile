@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel
 
 all: build
 
@@ -88,3 +88,7 @@ bench-nb101-train: build
 bench-report: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/report_speed.py --build $(BUILD)
+
+bench-parallel: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/parallel_train.py --sieve $(SIEVE)

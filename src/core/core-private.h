@@ -106,7 +106,23 @@ SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_stage_spec(const char *
 SIEVE_INTERNAL_API gboolean sieve__registry_add_from(SieveRegistry *registry, const SieveComponentInfo *info,
                                                      const char *origin, GError **error);
 
+/* The registry that holds component. (transfer none) */
+SIEVE_INTERNAL_API const SieveRegistry *sieve__component_get_registry(const SieveComponent *component);
+
 /* ==== spaces' internals ==== */
+
+/* The builtin `compose` space (space-compose.c), which every registry holds. */
+extern const SieveComponentInfo sieve__compose_info;
+/* The part of a composite space that builds its networks and the index of
+ * its first decision in the composite; NULL when space is not composite or
+ * has no such part. (transfer none) */
+SIEVE_INTERNAL_API const SieveSpace *sieve__space_arch_part(const SieveSpace *space, guint *first);
+/* (transfer none) (nullable): NULL for a space built by hand */
+const SieveSpaceClass *sieve__space_get_class(const SieveSpace *space);
+/* The registry of the space's component. (transfer none) (nullable) */
+const SieveRegistry *sieve__space_get_registry(const SieveSpace *space);
+/* sieve_space_set_decision_where with the text already made (nullable). */
+void sieve__space_set_where_text(SieveSpace *space, guint i, const char *where);
 
 /* The generic "name=value,..." text form, for spaces whose own format
  * defers to it (Lua spaces without a format function). (transfer full) */
@@ -199,6 +215,7 @@ typedef struct {
   gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */
   guint workers;
+  gboolean tell_in_order; /* tell_order: trial (with several workers) */
   guint report_top;
   const SieveNode *pruner;   /* the `pruner:` section (borrowed from root), NULL: none */
   /* What a host layer attached between parse and resolve (the Lua host's

@@ -5,6 +5,8 @@
 
 /* Optional values without a default have no SIEVE_OPTION_* shorthand (the
  * macros make a NULL default required), hence the plain initialisers. */
+static const char *const tell_orders[] = {"completion", "trial", NULL};
+
 static const SieveOptionSpec experiment_spec[] = {
     {"name", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "study name (default: the file's stem)", 0, {NULL}},
     {"seed", SIEVE_OPTION_TYPE_INT, "0", 0, 9007199254740992.0, NULL,
@@ -20,6 +22,9 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("pipeline", "stages before the evaluator, in order: [dedupe, {screen: {...}}]"),
     SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
+    SIEVE_OPTION_CHOICE("tell_order", "completion", tell_orders,
+                        "with workers > 1: completion tells each result as it finishes (no worker waits); trial "
+                        "tells them in trial order and asks at the same points in every run (a reproducible study)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
     SIEVE_OPTION_NODE("pruner", "stop evaluations early on their intermediate values: {kind: median|percentile|"
                                 "patience, warmup_steps: N, startup_trials: N, ...}"),
@@ -248,6 +253,7 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   }
   exp->seed = (guint64) sieve_options_get_int(top, "seed");
   exp->workers = (guint) sieve_options_get_int(top, "workers");
+  exp->tell_in_order = g_str_equal(sieve_options_get_string(top, "tell_order"), "trial");
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
   exp->store_path = g_canonicalize_filename(
       sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default, NULL);

@@ -149,7 +149,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEngine, sieve_engine_free)
 
 /* The hash of the kind asked for, in hex (32 digits).  genotype: the first
  * 128 bits of SHA-256 over the canonical genotype text; structural and
- * functional: sieve_space_hash (sieve/hash.h). */
+ * functional: sieve_space_hash (sieve/hash.h), and when the space has a
+ * recipe (decisions that do not shape the network, a composite space's)
+ * the first 128 bits of SHA-256 over that hash and the recipe's values:
+ * the same network trained two ways is two trials. */
 SIEVE_INTERNAL_API gboolean sieve_dedupe_hash(const SieveSpace *space, const SieveGenotype *genotype,
                                               SieveDedupeHash kind, char *out, GError **error);
 

@@ -77,6 +77,7 @@ typedef struct {
   SievePruner *pruner;   /* (nullable) borrowed from the engine */
   GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
   gboolean pruned;       /* the pruner stopped it */
+  gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
 } Job;
 
 static volatile sig_atomic_t stop_requested;
@@ -496,6 +497,24 @@ pool_func(gpointer data, gpointer user_data)
   PoolData *pd = user_data;
   run_job(data, pd->evaluator);
   g_async_queue_push(pd->done, data);
+}
+
+/* The next finished evaluation to handle: whichever finishes first, or
+ * (dispatched, tell_order: trial) the earliest dispatched, holding back the
+ * ones that finish before it.  Dispatch happens in a fixed order at fixed
+ * points, so in order the optimizer sees the same tells and asks at the
+ * same points in every run of the study, whatever the timing. */
+static Job *
+next_done(GAsyncQueue *done, GQueue *dispatched)
+{
+  if (dispatched == NULL)
+    return g_async_queue_pop(done);
+  Job *head = g_queue_peek_head(dispatched);
+  while (!head->arrived) {
+    Job *job = g_async_queue_pop(done);
+    job->arrived = TRUE;
+  }
+  return g_queue_pop_head(dispatched);
 }
 
 /* ---- the run's state -------------------------------------------------- */
@@ -1190,6 +1209,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   GThreadPool *pool = NULL;
   if (workers > 1)
     pool = g_thread_pool_new(pool_func, &pool_data, (gint) workers, FALSE, NULL);
+  GQueue dispatched = G_QUEUE_INIT; /* Job* under way, in dispatch order (tell_order: trial) */
+  gboolean in_order = pool != NULL && exp->tell_in_order;
 
   for (;;) {
     /* Fill the free workers: proposals in line first, then new ones. */
@@ -1226,6 +1247,9 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       job->pruner = engine->pruner;
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
+      sieve_candidate_set_workers(job->proposal->candidate, workers);
+      if (in_order)
+        g_queue_push_tail(&dispatched, job);
       rs.running++;
       if (pool != NULL)
         g_thread_pool_push(pool, job, NULL);
@@ -1237,7 +1261,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (rs.running == 0)
       break;
 
-    Job *job = g_async_queue_pop(done);
+    Job *job = next_done(done, in_order ? &dispatched : NULL);
     rs.running--;
     if (job->result == NULL) {
       if (fatal == NULL)

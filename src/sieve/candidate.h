@@ -46,6 +46,15 @@ SIEVE_API void sieve_candidate_set_trial(SieveCandidate *candidate, gint64 trial
 /* Canonical genotype text. (transfer none) */
 SIEVE_API const char *sieve_candidate_get_text(const SieveCandidate *candidate);
 
+/* How many evaluations the engine runs at once, this one included (the
+ * experiment's `workers` when its evaluator is concurrent, else 1): an
+ * evaluator that uses several threads gives each evaluation its share
+ * (the train evaluator: threads / workers, see its threads_per_worker).
+ * The same for every trial of a run, so a trial's thread count, and with it
+ * its result, does not depend on what runs beside it (ABI 2.2). */
+SIEVE_API guint sieve_candidate_get_workers(const SieveCandidate *candidate);
+SIEVE_API void sieve_candidate_set_workers(SieveCandidate *candidate, guint workers);
+
 /* Progress inside one evaluation (epochs and batches of a training):
  * evaluators call sieve_candidate_report(); whoever runs the evaluation
  * (the engine's progress display, `sieve train`) installs the function.

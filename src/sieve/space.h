@@ -95,6 +95,18 @@ SIEVE_API char *sieve_space_to_json(const SieveSpace *space, const SieveGenotype
 /* One value as text (choice name, integer, shortest round-trip float). (transfer full) */
 SIEVE_API char *sieve_space_format_value(const SieveSpace *space, guint i, double value);
 
+/* Where decision i was declared, for messages about it: a space read from
+ * YAML records the node (as "origin:line:col") after the builder call (ABI 2.2). */
+SIEVE_API void sieve_space_set_decision_where(SieveSpace *space, guint i, const SieveNode *node);
+/* "file:line:col", or NULL when the space did not say. (transfer none) (nullable) */
+SIEVE_API const char *sieve_space_decision_where(const SieveSpace *space, guint i);
+/* Whether decision i shapes the network build() makes: every decision of a
+ * space that builds networks, none of one that does not, and in a composite
+ * space (`compose`) those of its architecture part.  The others are the
+ * recipe: options of the evaluator (learning rate, epochs ...) that the
+ * train evaluator takes from the genotype (ABI 2.2). */
+SIEVE_API gboolean sieve_space_is_architecture(const SieveSpace *space, guint i);
+
 /* Genotypes: n doubles bound to a space. */
 SIEVE_API SieveGenotype *sieve_genotype_new(const SieveSpace *space); /* all NAN (transfer full) */
 SIEVE_API SieveGenotype *sieve_genotype_copy(const SieveGenotype *genotype);
@@ -167,7 +179,9 @@ SIEVE_API SieveGraph *sieve_space_build_sample(const SieveSpace *space, guint64 
  * SieveSpaceClass.probe_options) and it is hashed (sieve/hash.h).  The
  * functional kind does not see the values the probe options replace (nb201:
  * C, N, size): compare functional hashes within one configuration of a
- * space.  An error when the space builds no networks.  Thread-safe (the
+ * space.  A composite space hashes its architecture part's network: two
+ * genotypes that differ only in their recipe hash equal (the engine's dedupe
+ * adds the recipe to its key).  An error when the space builds no networks.  Thread-safe (the
  * probe space and a memo of functional hashes are kept with the space); the
  * space's own build() runs on the calling thread. */
 SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,

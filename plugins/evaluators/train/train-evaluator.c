@@ -5,8 +5,14 @@
  * ones allowed, so multi-fidelity optimizers (Hyperband, BOHB) can ask for
  * short trainings.
  *
- * The data are loaded once, at create, and shared by every trial.
- * Trainings use every core (option threads), so trials run one at a time.
+ * A space with a recipe (a `compose` space whose parts include, say, an
+ * `hpo` space of learning rates) sets the options named in train-recipe.c
+ * per candidate; any other recipe decision is refused at create.
+ *
+ * The data are loaded once, at create, and shared, read-only, by every
+ * trial.  With `workers: W` the engine runs W trainings at once, each with
+ * its share of the threads (threads_per_worker); a training's result
+ * depends only on its candidate, its options and its thread count.
  */
 #include <math.h>
 #include <string.h>
@@ -25,6 +31,8 @@
 #include <sieve/space.h>
 #include <sieve/text.h>
 #include <sieve/train.h>
+
+#include "train-recipe.h"
 
 static const char *const devices[] = {"cpu", NULL};
 static const char *const keeps[] = {"none", "top", "all", NULL};
@@ -50,7 +58,12 @@ static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_FLOAT("label_smoothing", "0", 0, 0.999, "label smoothing of the cross-entropy"),
   SIEVE_OPTION_INT("crop_pad", "0", 0, 64, "random-crop augmentation with this much zero padding (0: off)"),
   SIEVE_OPTION_BOOL("flip", "false", "random horizontal flips"),
-  SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one training (0: every core)"),
+  SIEVE_OPTION_INT("threads", "0", 0, 1024,
+                  "threads of all trainings together (0: every core); with workers W each training gets "
+                  "floor(threads / W), at least 1"),
+  SIEVE_OPTION_INT("threads_per_worker", "0", 0, 1024,
+                   "threads of each training, whatever the workers (0: the share above); fix it to compare "
+                   "studies run with different workers bit for bit"),
   SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
   SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
@@ -87,6 +100,7 @@ typedef struct {
   SieveTrainOptions train;
   SieveFidelity fidelity;
   char *dataset;
+  char *device;
   char *mean, *std; /* the normalisation, as text for the weights' metadata; NULL when off */
   gboolean keep;    /* keep_weights is not none */
   guint keep_top;   /* 0: all */
@@ -96,6 +110,8 @@ typedef struct {
   GMutex lock;        /* guards states and state_dir's files */
   GHashTable *states; /* genotype text -> State* at the highest fidelity below the full one */
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
+  TrainRecipe *recipe; /* the options the genotype sets */
+  guint threads_per_worker; /* 0: threads / workers */
 } Trainer;
 
 /* "0.2860,..." as sieve writes numbers. */
@@ -134,8 +150,16 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     sieve_options_set_error(options, "min_epochs", error, "min_epochs %g is more than epochs %g", min_epochs, epochs);
     return NULL;
   }
+  GError *local = NULL;
+  TrainRecipe *recipe = train_recipe_new(space, train_options, &local);
+  if (recipe == NULL) {
+    g_propagate_error(error, local);
+    return NULL;
+  }
   Trainer *self = g_new0(Trainer, 1);
   self->space = space;
+  self->recipe = recipe;
+  self->threads_per_worker = (guint)sieve_options_get_int(options, "threads_per_worker");
   SieveTrainOptions *t = &self->train;
   sieve_train_options_init(t);
   t->epochs = epochs;
@@ -151,7 +175,9 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   t->flip = sieve_options_get_bool(options, "flip");
   t->threads = (guint)sieve_options_get_int(options, "threads");
   t->seed = (guint64)sieve_options_get_int(options, "seed");
-  t->device = sieve_options_get_string(options, "device");
+  /* Kept: the options need not outlive the evaluator. */
+  self->device = g_strdup(sieve_options_get_string(options, "device"));
+  t->device = self->device;
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
@@ -174,7 +200,6 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   for (guint i = 0; i < G_N_ELEMENTS(always); i++)
     g_ptr_array_add(self->metrics, (gpointer) always[i]);
   g_ptr_array_add(self->metrics, NULL);
-  GError *local = NULL;
   if (!sieve_train_data_load(self->dataset, sieve_options_get_string(options, "data_dir"),
                              (guint)sieve_options_get_int(options, "validation"),
                              (guint)sieve_options_get_int(options, "train_limit"),
@@ -182,6 +207,8 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
     g_ptr_array_unref(self->metrics);
+    train_recipe_free(self->recipe);
+    g_free(self->device);
     g_free(self->dataset);
     g_free(self);
     return NULL;
@@ -204,6 +231,8 @@ train_destroy(gpointer instance)
   Trainer *self = instance;
   sieve_train_data_clear(&self->data);
   g_ptr_array_unref(self->metrics);
+  train_recipe_free(self->recipe);
+  g_free(self->device);
   g_free(self->dataset);
   g_hash_table_unref(self->states);
   g_free(self->state_dir);
@@ -376,6 +405,15 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     return result;
   }
   SieveTrainOptions o = self->train;
+  train_recipe_apply(self->recipe, sieve_candidate_get_genotype(candidate), &o);
+  /* The thread split: fixed for the whole run, so that a trial's thread
+   * count (and its result) does not depend on what trains beside it. */
+  guint workers = sieve_candidate_get_workers(candidate);
+  guint all = self->train.threads ? self->train.threads : (guint)g_get_num_processors();
+  if (self->threads_per_worker > 0)
+    o.threads = self->threads_per_worker;
+  else if (workers > 1)
+    o.threads = MAX(1, all / workers);
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
@@ -454,6 +492,7 @@ static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
   .evaluate = train_evaluate,
+  .flags = SIEVE_EVALUATOR_CONCURRENT, /* each training has its own runtime, batcher and threads */
   .fidelity = train_fidelity,
   .flags = SIEVE_EVALUATOR_INTERMEDIATE,
   .metrics = train_metrics,
