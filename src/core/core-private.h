@@ -134,7 +134,6 @@ SIEVE_INTERNAL_API SieveGenotype *sieve__space_generic_parse(const SieveSpace *s
  * klass must outlive the space and share its create and destroy. */
 SIEVE_INTERNAL_API void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
 /* (transfer none) (nullable) the class of a space (NULL for one built by hand). */
-const SieveSpaceClass *sieve__space_get_class(const SieveSpace *space);
 
 /* The space at the probe scale its class declares (SieveSpaceClass.probe_options
  * over the options the user wrote), made on first use and kept; the space

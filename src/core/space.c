@@ -380,13 +380,6 @@ sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass)
   space->klass = klass;
 }
 
-const SieveSpaceClass *
-sieve__space_get_class(const SieveSpace *space)
-{
-  g_return_val_if_fail(space != NULL, NULL);
-  return space->klass;
-}
-
 gboolean
 sieve_space_can_build(const SieveSpace *space)
 {
