@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-store-pg
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel bench-store-pg
 
 all: build
 
@@ -57,6 +57,10 @@ bench-train: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/train_vs_torch.py --sieve $(SIEVE) --quality
 
+bench-darts: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/train_darts_vs_torch.py --sieve $(SIEVE)
+
 # Zero-cost proxies beside the PyTorch peer: speed (peer timed in the same run), agreement on
 # identical weights and batch, and the correlation table over 996 NAS-Bench-201 architectures
 # (the last takes a while; its scores are cached in $(BUILD)/proxies-nb201.jsonl).
@@ -70,6 +74,16 @@ bench-proxies: build
 bench-dedupe: build
 	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
 
+# Every NAS-Bench-101 cell enumerated and hashed with the benchmark's graph
+# hash: fails unless it finds the published 423,624 classes (README).
+bench-nb101: build
+	time $(BUILD)/plugins/spaces/nb101/nb101-count --expect 423624
+
+# Training an nb101 candidate beside the PyTorch peer bench/torch_nb101.py.
+bench-nb101-train: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/train_nb101_vs_torch.py --sieve $(SIEVE)
+
 # sieve report on 100,000 trials beside optuna.visualization (README).
 bench-report: build
 	scripts/setup.sh bench
@@ -80,3 +94,7 @@ bench-report: build
 bench-store-pg: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/store_pg.py --build $(BUILD)
+
+bench-parallel: build
+	scripts/setup.sh bench
+	/usr/bin/python3 bench/parallel_train.py --sieve $(SIEVE)

@@ -1,4 +1,4 @@
-/* sieve export STORE [--format csv|json] [--summary] */
+/* sieve export STORE [--format csv|json] [--summary|--finals|--intermediate] */
 #include <gio/gunixoutputstream.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,10 +10,12 @@ sieve_cmd_export(int argc, char **argv)
 {
   g_autofree char *format = NULL;
   g_autofree char *output = NULL;
-  gboolean summary = FALSE, finals = FALSE;
+  gboolean summary = FALSE, finals = FALSE, intermediate = FALSE;
   GOptionEntry entries[] = {
       {"finals", 0, 0, G_OPTION_ARG_NONE, &finals, "print the final trainings (sieve final) instead of the trials",
        NULL},
+      {"intermediate", 0, 0, G_OPTION_ARG_NONE, &intermediate,
+       "print the intermediate values (trial, step, fidelity, value; one row each) instead of the trials", NULL},
       {"summary", 0, 0, G_OPTION_ARG_NONE, &summary,
        "print the counts of the trials' outcomes (evaluated, cached, screened, pending) instead", NULL},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "csv (default) or json", "FORMAT"},
@@ -55,7 +57,8 @@ sieve_cmd_export(int argc, char **argv)
   } else {
     out = g_unix_output_stream_new(1, FALSE);
   }
-  gboolean ok = finals    ? sieve_store_export_finals(store, fmt, out, &error)
+  gboolean ok = intermediate ? sieve_store_export_intermediate(store, fmt, out, &error)
+                : finals  ? sieve_store_export_finals(store, fmt, out, &error)
                 : summary ? sieve_store_export_summary(store, fmt, out, &error)
                           : sieve_store_export(store, fmt, out, &error);
   if (!ok || !g_output_stream_close(out, NULL, &error))

@@ -137,8 +137,9 @@ claim_loop(gpointer data)
     say(w, "trial %" G_GINT64_FORMAT ": evaluating", item->trial);
     double started = g_get_real_time() / 1e6;
     GError *eval_error = NULL;
-    g_autoptr(SieveResult) result =
-        sieve_engine_evaluate_text(w->engine, item->trial, item->genotype, item->fidelity, &eval_error);
+    g_autoptr(GArray) intermediate = NULL;
+    g_autoptr(SieveResult) result = sieve_engine_evaluate_text(w->engine, store, item->trial, item->genotype,
+                                                               item->fidelity, &intermediate, &eval_error);
     double finished = g_get_real_time() / 1e6;
     if (result == NULL) {
       /* The evaluator could not run at all here: recorded as this trial's
@@ -151,7 +152,9 @@ claim_loop(gpointer data)
     g_hash_table_remove(w->held, &item->trial);
     g_mutex_unlock(&w->lock);
     gboolean kept = FALSE;
-    if (!sieve__queue_complete(store, item->trial, item->lease, result, started, finished, &kept, &error))
+    if (!sieve__queue_complete(store, item->trial, item->lease, result,
+                               intermediate ? (const SieveIntermediate *) intermediate->data : NULL,
+                               intermediate ? intermediate->len : 0, started, finished, &kept, &error))
       goto fail;
     if (!kept)
       say(w, "trial %" G_GINT64_FORMAT ": result discarded: the lease expired and the evaluation went to another "

@@ -12,6 +12,7 @@
 #include <sieve/plugin.h>
 #include <sieve/registry.h>
 #include <sieve/space.h>
+#include <sieve/store.h>
 #include "base/base-private.h"
 
 G_BEGIN_DECLS
@@ -105,7 +106,23 @@ SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_stage_spec(const char *
 SIEVE_INTERNAL_API gboolean sieve__registry_add_from(SieveRegistry *registry, const SieveComponentInfo *info,
                                                      const char *origin, GError **error);
 
+/* The registry that holds component. (transfer none) */
+SIEVE_INTERNAL_API const SieveRegistry *sieve__component_get_registry(const SieveComponent *component);
+
 /* ==== spaces' internals ==== */
+
+/* The builtin `compose` space (space-compose.c), which every registry holds. */
+extern const SieveComponentInfo sieve__compose_info;
+/* The part of a composite space that builds its networks and the index of
+ * its first decision in the composite; NULL when space is not composite or
+ * has no such part. (transfer none) */
+SIEVE_INTERNAL_API const SieveSpace *sieve__space_arch_part(const SieveSpace *space, guint *first);
+/* (transfer none) (nullable): NULL for a space built by hand */
+const SieveSpaceClass *sieve__space_get_class(const SieveSpace *space);
+/* The registry of the space's component. (transfer none) (nullable) */
+const SieveRegistry *sieve__space_get_registry(const SieveSpace *space);
+/* sieve_space_set_decision_where with the text already made (nullable). */
+void sieve__space_set_where_text(SieveSpace *space, guint i, const char *where);
 
 /* The generic "name=value,..." text form, for spaces whose own format
  * defers to it (Lua spaces without a format function). (transfer full) */
@@ -116,6 +133,7 @@ SIEVE_INTERNAL_API SieveGenotype *sieve__space_generic_parse(const SieveSpace *s
  * space is whatever the script it runs defines (format, build, probe scale).
  * klass must outlive the space and share its create and destroy. */
 SIEVE_INTERNAL_API void sieve__space_set_class(SieveSpace *space, const SieveSpaceClass *klass);
+/* (transfer none) (nullable) the class of a space (NULL for one built by hand). */
 
 /* The space at the probe scale its class declares (SieveSpaceClass.probe_options
  * over the options the user wrote), made on first use and kept; the space
@@ -196,7 +214,9 @@ typedef struct {
   gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */
   guint workers;
+  gboolean tell_in_order; /* tell_order: trial (with several workers) */
   guint report_top;
+  const SieveNode *pruner;   /* the `pruner:` section (borrowed from root), NULL: none */
   /* What a host layer attached between parse and resolve (the Lua host's
    * states of `lua: {load: [...]}` scripts), freed last, latest first. */
   SieveAttachment *attachments;
@@ -257,5 +277,20 @@ SIEVE_INTERNAL_API void sieve_experiment_free(SieveExperiment *experiment);
 SIEVE_INTERNAL_API char *sieve_experiment_identity(const SieveExperiment *experiment);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveExperiment, sieve_experiment_free)
+
+/* Pruners (pruner.c): the experiment's `pruner:` section, judging a running
+ * evaluation on its intermediate values against the completed trials'. */
+typedef struct _SievePruner SievePruner;
+SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pruner_spec(void);
+/* node: the section; maximize: the objective's direction. (transfer full) */
+SIEVE_INTERNAL_API SievePruner *sieve_pruner_new(const SieveNode *node, const char *base_dir, gboolean maximize,
+                                                 GError **error);
+SIEVE_INTERNAL_API void sieve_pruner_free(SievePruner *pruner);
+/* A trial that finished OK, with its values (any order). Thread-safe. */
+SIEVE_INTERNAL_API void sieve_pruner_add_completed(SievePruner *pruner, const SieveIntermediate *values, guint n);
+/* Whether a running trial with these values (any order; the last step is
+ * the largest) should stop now. Thread-safe. */
+SIEVE_INTERNAL_API gboolean sieve_pruner_judge(SievePruner *pruner, const SieveIntermediate *values, guint n);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SievePruner, sieve_pruner_free)
 
 G_END_DECLS

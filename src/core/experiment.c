@@ -6,6 +6,8 @@
 
 /* Optional values without a default have no SIEVE_OPTION_* shorthand (the
  * macros make a NULL default required), hence the plain initialisers. */
+static const char *const tell_orders[] = {"completion", "trial", NULL};
+
 static const SieveOptionSpec experiment_spec[] = {
     {"name", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL, "study name (default: the file's stem)", 0, {NULL}},
     {"seed", SIEVE_OPTION_TYPE_INT, "0", 0, 9007199254740992.0, NULL,
@@ -21,7 +23,12 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("pipeline", "stages before the evaluator, in order: [dedupe, {screen: {...}}]"),
     SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
+    SIEVE_OPTION_CHOICE("tell_order", "completion", tell_orders,
+                        "with workers > 1: completion tells each result as it finishes (no worker waits); trial "
+                        "tells them in trial order and asks at the same points in every run (a reproducible study)"),
     SIEVE_OPTION_NODE("report", "{top: N}: the summary printed at the end"),
+    SIEVE_OPTION_NODE("pruner", "stop evaluations early on their intermediate values: {kind: median|percentile|"
+                                "patience, warmup_steps: N, startup_trials: N, ...}"),
     /* Read by the Lua layer between parse and resolve (lua/README.md). */
     SIEVE_OPTION_NODE("lua", "Lua sandbox and scripts: {allow: [io, os], path: [...], instructions: N, seconds: S, "
                              "memory_mb: M, load: [file.lua]}"),
@@ -247,6 +254,7 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   }
   exp->seed = (guint64) sieve_options_get_int(top, "seed");
   exp->workers = (guint) sieve_options_get_int(top, "workers");
+  exp->tell_in_order = g_str_equal(sieve_options_get_string(top, "tell_order"), "trial");
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
   exp->store_path = sieve_store_canonical_name(
       sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default);
@@ -308,6 +316,15 @@ sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError *
   if (report == NULL)
     return FALSE;
   exp->report_top = (guint) sieve_options_get_int(report, "top");
+
+  /* Checked here so that a mistake in it costs no evaluation; the engine
+   * builds its own (it keeps the study's curves). */
+  exp->pruner = sieve_node_lookup(exp->root, "pruner");
+  if (exp->pruner != NULL) {
+    g_autoptr(SievePruner) pruner = sieve_pruner_new(exp->pruner, exp->dir, TRUE, error);
+    if (pruner == NULL)
+      return FALSE;
+  }
 
   exp->text = sieve_node_to_yaml(exp->root);
   exp->resolved = TRUE;

@@ -26,6 +26,7 @@ struct _SieveComponent {
   SieveComponentInfo info;
   char *path; /* plugin file, or "<builtin>" */
   const SievePluginDescriptor *plugin;
+  SieveRegistry *registry; /* that holds it: a composite space finds its parts there */
 };
 
 struct _SieveRegistry {
@@ -63,6 +64,9 @@ sieve_registry_new(void)
     r->by_kind[k] = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify) component_free);
   r->files = g_ptr_array_new_with_free_func(g_free);
   r->seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  /* The core's own components: the composite space. */
+  gboolean ok = sieve_registry_add(r, &sieve__compose_info, NULL);
+  g_assert(ok);
   return r;
 }
 
@@ -166,11 +170,19 @@ sieve_registry_add(SieveRegistry *registry, const SieveComponentInfo *info, GErr
   c->info = *info;
   c->path = g_strdup(where);
   c->plugin = registry->loading;
+  c->registry = registry;
   if (registry->staging != NULL)
     g_ptr_array_add(registry->staging, c);
   else
     g_hash_table_insert(registry->by_kind[info->kind], (gpointer) c->info.name, c);
   return TRUE;
+}
+
+const SieveRegistry *
+sieve__component_get_registry(const SieveComponent *component)
+{
+  g_return_val_if_fail(component != NULL, NULL);
+  return component->registry;
 }
 
 /* For components registered by a script: the registry names origin as

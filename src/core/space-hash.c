@@ -24,6 +24,21 @@ sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHa
                 sieve_space_get_name(space));
     return FALSE;
   }
+  /* A composite space's network is its architecture part's. */
+  guint first = 0;
+  const SieveSpace *arch = sieve__space_arch_part(space, &first);
+  if (arch != NULL) {
+    g_autoptr(SieveGenotype) part = sieve_genotype_new(arch);
+    for (guint i = 0; i < sieve_genotype_size(part); i++)
+      sieve_genotype_set(part, i, sieve_genotype_get(genotype, first + i));
+    return sieve_space_hash(arch, part, kind, out, error);
+  }
+  const SieveSpaceClass *klass = sieve__space_get_class(space);
+  if (kind == SIEVE_HASH_STRUCTURAL && klass != NULL && klass->hash != NULL) {
+    if (!sieve_space_validate(space, genotype, error))
+      return FALSE;
+    return klass->hash(sieve_space_get_instance(space), space, genotype, out, error);
+  }
   if (kind == SIEVE_HASH_STRUCTURAL) {
     g_autoptr(SieveGraph) g = sieve_space_build(space, genotype, error);
     return g != NULL && sieve_graph_hash_structural(g, out, error);

@@ -18,6 +18,7 @@ struct _SieveSpace {
   gpointer instance;
   GArray *decisions;  /* SieveDecision; names and choices point into strings */
   GPtrArray *strings; /* owned copies of names and choice arrays */
+  GPtrArray *wheres;  /* char* (nullable), one per decision: where it was declared */
   /* For the probe copy (sieve__space_probe): the options the user wrote, as
    * a map, and what hashing keeps between calls, under probe_lock. */
   SieveNode *written;
@@ -41,6 +42,7 @@ space_alloc(void)
   SieveSpace *space = g_new0(SieveSpace, 1);
   space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
   space->strings = g_ptr_array_new_with_free_func(g_free);
+  space->wheres = g_ptr_array_new_with_free_func(g_free);
   g_mutex_init(&space->probe_lock);
   return space;
 }
@@ -63,6 +65,7 @@ add_decision(SieveSpace *space, const char *name, SieveDecisionKind kind)
   d.kind = kind;
   d.parent = -1;
   g_array_append_val(space->decisions, d);
+  g_ptr_array_add(space->wheres, NULL);
   return space->decisions->len - 1;
 }
 
@@ -119,6 +122,52 @@ sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, child);
   d->parent = (gint) parent;
   d->parent_mask = mask;
+}
+
+void
+sieve_space_set_decision_where(SieveSpace *space, guint i, const SieveNode *node)
+{
+  g_return_if_fail(space != NULL && i < space->wheres->len);
+  g_free(space->wheres->pdata[i]);
+  space->wheres->pdata[i] = node ? sieve_node_where(node) : NULL;
+}
+
+const char *
+sieve_space_decision_where(const SieveSpace *space, guint i)
+{
+  g_return_val_if_fail(space != NULL && i < space->wheres->len, NULL);
+  return space->wheres->pdata[i];
+}
+
+gboolean
+sieve_space_is_architecture(const SieveSpace *space, guint i)
+{
+  g_return_val_if_fail(space != NULL && i < space->decisions->len, FALSE);
+  guint first = 0;
+  const SieveSpace *arch = sieve__space_arch_part(space, &first);
+  if (arch != NULL)
+    return i >= first && i < first + arch->decisions->len;
+  return sieve_space_can_build(space);
+}
+
+const SieveSpaceClass *
+sieve__space_get_class(const SieveSpace *space)
+{
+  return space->klass;
+}
+
+const SieveRegistry *
+sieve__space_get_registry(const SieveSpace *space)
+{
+  return space->component ? sieve__component_get_registry(space->component) : NULL;
+}
+
+void
+sieve__space_set_where_text(SieveSpace *space, guint i, const char *where)
+{
+  g_return_if_fail(i < space->wheres->len);
+  g_free(space->wheres->pdata[i]);
+  space->wheres->pdata[i] = g_strdup(where);
 }
 
 /* ---- instances -------------------------------------------------------- */
@@ -281,6 +330,7 @@ sieve_space_free(SieveSpace *space)
   g_mutex_clear(&space->probe_lock);
   g_array_unref(space->decisions);
   g_ptr_array_unref(space->strings);
+  g_ptr_array_unref(space->wheres);
   g_free(space);
 }
 
@@ -539,12 +589,35 @@ sieve_genotype_repair(SieveGenotype *genotype, SieveRng *rng)
   }
 }
 
+/* Draws sieve_space_sample makes before it calls a space's check broken. */
+#define SAMPLE_TRIES 100000
+
+static gboolean
+is_member(const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  if (space->klass == NULL || space->klass->check == NULL)
+    return TRUE;
+  return space->klass->check(space->instance, space, genotype, error);
+}
+
 SieveGenotype *
 sieve_space_sample(const SieveSpace *space, SieveRng *rng)
 {
   g_return_val_if_fail(space != NULL && rng != NULL, NULL);
   SieveGenotype *g = sieve_genotype_new(space);
   sieve_genotype_repair(g, rng);
+  /* Rejection keeps the draw uniform over the members, as NAS-Bench-101's
+   * own random_spec() does. */
+  for (guint t = 1; !is_member(space, g, NULL); t++) {
+    if (t == SAMPLE_TRIES) {
+      g_critical("space %s: no member in %u uniform draws; its check refuses (nearly) everything",
+                 sieve_space_get_name(space), SAMPLE_TRIES);
+      break;
+    }
+    for (guint i = 0; i < g->n; i++)
+      g->values[i] = NAN;
+    sieve_genotype_repair(g, rng);
+  }
   return g;
 }
 
@@ -585,7 +658,7 @@ sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype, GEr
       return FALSE;
     }
   }
-  return TRUE;
+  return is_member(space, genotype, error);
 }
 
 char *

@@ -40,6 +40,20 @@ sieve_dedupe_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveD
     return FALSE;
   G_STATIC_ASSERT(SIEVE_DEDUPE_HASH_LEN == SIEVE_HASH_TEXT_LEN);
   sieve_hash_format(&h, out);
+  /* The recipe of a composite space (its decisions that do not shape the
+   * network) makes a different trial of the same network: it joins the key. */
+  g_autoptr(GString) keyed = NULL;
+  for (guint i = 0; i < sieve_genotype_size(genotype); i++) {
+    double v = sieve_genotype_get(genotype, i);
+    if (sieve_space_is_architecture(space, i) || isnan(v))
+      continue;
+    if (keyed == NULL)
+      keyed = g_string_new(out);
+    g_autofree char *value = sieve_space_format_value(space, i, v);
+    g_string_append_printf(keyed, "\n%s=%s", sieve_space_decision(space, i)->name, value);
+  }
+  if (keyed != NULL)
+    sha256_128(keyed->str, out);
   return TRUE;
 }
 

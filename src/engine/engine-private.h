@@ -48,6 +48,8 @@ SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint6
  * most every few seconds.  Safe to call from worker threads. */
 SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 trial, const char *text);
 /* The best so far, as known before this run (resume). */
+/* The incumbent, from now on told by the caller (the engine's: the best at
+ * the highest fidelity), not worked out from each trial's objective. */
 SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
 /* Print a message on its own line without garbling the status line. */
 SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
@@ -109,9 +111,14 @@ SIEVE_INTERNAL_API gboolean sieve_engine_run(SieveEngine *engine, SieveStore *st
  * the run takes their results as they arrive.  Call before sieve_engine_run. */
 SIEVE_INTERNAL_API void sieve_engine_set_queue(SieveEngine *engine, guint in_flight);
 /* A worker's evaluation: genotype (the space's text) of trial at fidelity
- * (NAN: the evaluator's default) by the engine's evaluator. (transfer full) */
-SIEVE_INTERNAL_API SieveResult *sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genotype,
-                                                         double fidelity, GError **error);
+ * (NAN: the evaluator's default) by the engine's evaluator. (transfer full)
+ * *intermediate (nullable; transfer full, element-type SieveIntermediate):
+ * the values it reported, by step.  With a pruner in the experiment, it
+ * judges them against the trials completed in store (transfer none) when
+ * the evaluation starts, and a pruned result comes back as such. */
+SIEVE_INTERNAL_API SieveResult *sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
+                                                         const char *genotype, double fidelity,
+                                                         GArray **intermediate, GError **error);
 
 /* "dedupe (functional hash) -> screen (naswot, best 4 of 16) -> tabular",
  * or NULL when the experiment has no pipeline stages. (transfer full) */
@@ -156,7 +163,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEngine, sieve_engine_free)
 
 /* The hash of the kind asked for, in hex (32 digits).  genotype: the first
  * 128 bits of SHA-256 over the canonical genotype text; structural and
- * functional: sieve_space_hash (sieve/hash.h). */
+ * functional: sieve_space_hash (sieve/hash.h), and when the space has a
+ * recipe (decisions that do not shape the network, a composite space's)
+ * the first 128 bits of SHA-256 over that hash and the recipe's values:
+ * the same network trained two ways is two trials. */
 SIEVE_INTERNAL_API gboolean sieve_dedupe_hash(const SieveSpace *space, const SieveGenotype *genotype,
                                               SieveDedupeHash kind, char *out, GError **error);
 

@@ -59,6 +59,7 @@ struct _SieveEngine {
   GPtrArray *shared;         /* SieveStore* of dedupe.cache_from, read-only, during a run */
   SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
   guint queue_in_flight;         /* > 0: evaluations go to the store's queue (sieve_engine_set_queue) */
+  SievePruner *pruner;           /* the experiment's pruner, NULL: none */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -81,6 +82,10 @@ typedef struct {
   GError *error;
   double started, finished; /* unix seconds */
   gint worker;
+  SievePruner *pruner;   /* (nullable) borrowed from the engine */
+  GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
+  gboolean pruned;       /* the pruner stopped it */
+  gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
 } Job;
 
 static volatile sig_atomic_t stop_requested;
@@ -127,6 +132,8 @@ job_free(Job *job)
   if (job->result)
     sieve_result_free(job->result);
   g_clear_error(&job->error);
+  if (job->intermediate)
+    g_array_unref(job->intermediate);
   g_free(job);
 }
 
@@ -159,7 +166,8 @@ void
 sieve_engine_oriented_objectives(const SieveExperiment *experiment, const SieveResult *result, double *out)
 {
   SieveStatus status = sieve_result_get_status(result);
-  gboolean ok = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  /* A pruned trial is told with its last value, at the fidelity it reached. */
+  gboolean ok = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED || status == SIEVE_STATUS_PRUNED;
   for (guint i = 0; i < experiment->n_objectives; i++) {
     double v;
     if (!ok || !sieve_result_get_metric(result, experiment->objectives[i].metric, &v))
@@ -182,6 +190,7 @@ sieve_engine_free(SieveEngine *engine)
   if (engine->shared)
     g_ptr_array_unref(engine->shared);
   sieve_proxy_batch_free(engine->screen_batch);
+  sieve_pruner_free(engine->pruner);
   g_free(engine);
 }
 
@@ -314,6 +323,18 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
   }
   if (!check_objectives_declared(engine, error))
     return NULL;
+  if (experiment->pruner != NULL) {
+    if (!sieve_evaluator_reports_intermediate(engine->evaluator)) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner needs intermediate values, and evaluator '%s' reports none (train, command "
+                           "and lua evaluators do)",
+                           sieve_component_get_name(experiment->evaluator.component));
+      return NULL;
+    }
+    engine->pruner = sieve_pruner_new(experiment->pruner, experiment->dir, experiment->objectives[0].maximize, error);
+    if (engine->pruner == NULL)
+      return NULL;
+  }
   SieveStudyInfo study = {
       .seed = experiment->optimizer_seed,
       .n_objectives = experiment->n_objectives,
@@ -365,6 +386,34 @@ restore_optimizer(SieveEngine *engine, GError **error)
   return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
 }
 
+/* A resumed study: the pruner's reference curves are those of the trials
+ * that finished OK in earlier runs. */
+static gboolean
+add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
+{
+  g_autoptr(GArray) values = sieve_store_list_intermediate(store, -1, error);
+  if (values == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  for (guint i = 0, j = 0; i < values->len; i = j) {
+    gint64 trial = g_array_index(values, SieveIntermediate, i).trial;
+    for (j = i; j < values->len && g_array_index(values, SieveIntermediate, j).trial == trial; j++)
+      ;
+    const SieveTrial *t = trial >= 0 && trial < (gint64) trials->len ? trials->pdata[trial] : NULL;
+    if (t != NULL && t->number == trial && t->status == SIEVE_STATUS_OK)
+      sieve_pruner_add_completed(pruner, &g_array_index(values, SieveIntermediate, i), j - i);
+  }
+  return TRUE;
+}
+
+static gboolean
+restore_pruner(SieveEngine *engine, GError **error)
+{
+  return engine->pruner == NULL || add_completed_curves(engine->pruner, engine->store, error);
+}
+
 /* ---- evaluation ------------------------------------------------------- */
 
 static GPrivate worker_id_key;
@@ -388,6 +437,55 @@ report_activity(gpointer user_data, const SieveCandidate *candidate, const char 
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
+/* An intermediate value from the evaluation (any thread): kept with the job
+ * (a step reported again replaces its value) and judged by the pruner. */
+static gboolean
+on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  Job *job = user_data;
+  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
+                         .value = value};
+  guint i = 0;
+  while (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step < step)
+    i++;
+  if (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step == step)
+    g_array_index(job->intermediate, SieveIntermediate, i) = v;
+  else
+    g_array_insert_val(job->intermediate, i, v);
+  if (job->pruned)
+    return FALSE;
+  if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,
+                                                job->intermediate->len))
+    job->pruned = TRUE;
+  return !job->pruned;
+}
+
+/* The last intermediate value of a job (by step); NULL when none. */
+static const SieveIntermediate *
+last_intermediate(const Job *job)
+{
+  guint n = job->intermediate ? job->intermediate->len : 0;
+  return n ? &g_array_index(job->intermediate, SieveIntermediate, n - 1) : NULL;
+}
+
+/* A trial the pruner stopped: stored as pruned with its last value as the
+ * objective's metric and the step it reached, whatever the evaluator
+ * returned after it was told to stop (a program that was stopped may exit
+ * with an error). */
+static void
+mark_pruned(const SieveExperiment *exp, Job *job)
+{
+  const SieveIntermediate *last = last_intermediate(job);
+  SieveResult *result = job->result;
+  sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
+  sieve_result_set_metric(result, exp->objectives[0].metric, last->value);
+  sieve_result_set_metric(result, "step", (double) last->step);
+  g_autofree char *value = sieve_text_format_double(last->value);
+  g_autofree char *reason = g_strdup_printf("pruned at step %" G_GINT64_FORMAT " (%s %s)", last->step,
+                                            exp->objectives[0].metric, value);
+  sieve_result_set_reason(result, reason);
+}
+
 void
 sieve_engine_set_queue(SieveEngine *engine, guint in_flight)
 {
@@ -396,14 +494,27 @@ sieve_engine_set_queue(SieveEngine *engine, guint in_flight)
 }
 
 SieveResult *
-sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genotype, double fidelity, GError **error)
+sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial, const char *genotype,
+                           double fidelity, GArray **intermediate, GError **error)
 {
-  g_return_val_if_fail(engine != NULL && genotype != NULL, NULL);
+  g_return_val_if_fail(engine != NULL && store != NULL && genotype != NULL, NULL);
+  /* The study's pruner, fresh for this evaluation, judges it against the
+   * trials completed so far (as the coordinator's would, and as Optuna's
+   * pruners read the shared storage); its curves and status go back with
+   * the result. */
+  g_autoptr(SievePruner) pruner = NULL;
+  if (engine->exp->pruner != NULL) {
+    pruner = sieve_pruner_new(engine->exp->pruner, engine->exp->dir, engine->exp->objectives[0].maximize, error);
+    if (pruner == NULL || !add_completed_curves(pruner, store, error))
+      return NULL;
+  }
   SieveGenotype *g = sieve_space_parse(engine->space, genotype, error);
   if (g == NULL)
     return NULL;
   SieveCandidate *c = sieve_candidate_new(g, fidelity);
   sieve_candidate_set_trial(c, trial);
+  Job job = {.intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate)), .pruner = pruner};
+  sieve_candidate_set_intermediate_func(c, on_intermediate, &job);
   /* A worker's threads share the evaluator: one at a time unless it says
    * it may run concurrently (as the study loop's pool does). */
   static GMutex serial;
@@ -414,16 +525,25 @@ sieve_engine_evaluate_text(SieveEngine *engine, gint64 trial, const char *genoty
   if (one_at_a_time)
     g_mutex_unlock(&serial);
   sieve_candidate_free(c);
+  job.result = result;
+  if (result != NULL && job.pruned && last_intermediate(&job) != NULL)
+    mark_pruned(engine->exp, &job);
+  if (intermediate != NULL && result != NULL)
+    *intermediate = g_steal_pointer(&job.intermediate);
+  g_clear_pointer(&job.intermediate, g_array_unref);
   return result;
 }
 
 static void
 run_job(Job *job, SieveEvaluator *evaluator)
 {
+  job->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  sieve_candidate_set_intermediate_func(job->proposal->candidate, on_intermediate, job);
   job->worker = current_worker();
   job->started = g_get_real_time() / 1e6;
   job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
   job->finished = g_get_real_time() / 1e6;
+  sieve_candidate_set_intermediate_func(job->proposal->candidate, NULL, NULL);
 }
 
 typedef struct {
@@ -437,6 +557,24 @@ pool_func(gpointer data, gpointer user_data)
   PoolData *pd = user_data;
   run_job(data, pd->evaluator);
   g_async_queue_push(pd->done, data);
+}
+
+/* The next finished evaluation to handle: whichever finishes first, or
+ * (dispatched, tell_order: trial) the earliest dispatched, holding back the
+ * ones that finish before it.  Dispatch happens in a fixed order at fixed
+ * points, so in order the optimizer sees the same tells and asks at the
+ * same points in every run of the study, whatever the timing. */
+static Job *
+next_done(GAsyncQueue *done, GQueue *dispatched)
+{
+  if (dispatched == NULL)
+    return g_async_queue_pop(done);
+  Job *head = g_queue_peek_head(dispatched);
+  while (!head->arrived) {
+    Job *job = g_async_queue_pop(done);
+    job->arrived = TRUE;
+  }
+  return g_queue_pop_head(dispatched);
 }
 
 /* ---- the run's state -------------------------------------------------- */
@@ -453,6 +591,7 @@ typedef struct {
   gboolean gave_up;   /* dedupe.max_consecutive_hits reached */
   gint64 best_number;
   double best;
+  double best_fidelity;
   double elapsed_before; /* seconds of earlier runs */
   gint64 start;          /* monotonic us */
   GHashTable *inflight;  /* slot -> Proposal* (borrowed): originals not finished */
@@ -467,16 +606,23 @@ elapsed(const RunState *rs)
   return rs->elapsed_before + (g_get_monotonic_time() - rs->start) / 1e6;
 }
 
+/* The incumbent: the best at the highest fidelity reached (a value at a
+ * rung below is no rival for one at full fidelity); NAN fidelity is the
+ * evaluator's default, its full one. */
 static void
-note_best(RunState *rs, gint64 number, double objective)
+note_best(RunState *rs, gint64 number, double fidelity, double objective)
 {
   if (isnan(objective))
     return;
-  gboolean better = rs->best_number < 0 ||
-                    (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best);
+  if (isnan(fidelity))
+    fidelity = INFINITY;
+  gboolean better = rs->best_number < 0 || fidelity > rs->best_fidelity ||
+                    (fidelity == rs->best_fidelity &&
+                     (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best));
   if (better) {
     rs->best = objective;
     rs->best_number = number;
+    rs->best_fidelity = fidelity;
   }
 }
 
@@ -705,7 +851,18 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
 
   if (!sieve_store_begin(engine->store, error))
     return FALSE;
-  gboolean stored = record(engine, p, result, job->started, job->finished, job->worker, -1, error);
+  const SieveIntermediate *last = last_intermediate(job);
+  /* The curve goes in with the result; a pruned trial counts as an
+   * evaluation of the fidelity it reached. */
+  gboolean stored = job->intermediate == NULL || job->intermediate->len == 0 ||
+                    sieve_store_set_intermediate(engine->store, number,
+                                                 (const SieveIntermediate *) job->intermediate->data,
+                                                 job->intermediate->len, error);
+  /* (a worker's pruned result arrives with its status: job->pruned is the
+   * local pruner's) */
+  if (stored && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && !isnan(last->fidelity))
+    stored = sieve_store_set_trial_fidelity(engine->store, number, last->fidelity, error);
+  stored = stored && record(engine, p, result, job->started, job->finished, job->worker, -1, error);
   guint keep_top = 0;
   GBytes *weights = ok ? sieve_result_get_weights(result, &keep_top) : NULL;
   /* A trained network goes in with its result, and the ones that fell out
@@ -734,8 +891,13 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   }
 
   rs->evaluations++;
+  if (ok && engine->pruner != NULL && job->intermediate != NULL)
+    sieve_pruner_add_completed(engine->pruner, (const SieveIntermediate *) job->intermediate->data,
+                               job->intermediate->len);
   double objective = sieve_engine_objective(engine->exp, result);
-  note_best(rs, number, objective);
+  note_best(rs, number, sieve_candidate_get_fidelity(p->candidate), objective);
+  if (rs->progress && rs->best_number >= 0)
+    sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
   if (rs->progress)
     sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
                          sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
@@ -995,9 +1157,10 @@ resume_trials(RunState *rs, GError **error)
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
       /* fall through */
     case SIEVE_STATUS_FAILED:
+    case SIEVE_STATUS_PRUNED:
       rs->evaluations++;
       rs->consecutive_hits = 0;
-      note_best(rs, t->number, sieve_engine_objective(engine->exp, t->result));
+      note_best(rs, t->number, t->fidelity, sieve_engine_objective(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_CACHED:
       rs->hits++;
@@ -1092,6 +1255,7 @@ wait_queue(RunState *rs, GHashTable *jobs, GQueue *done, GError **error)
         continue; /* not this run's: it stays for the run that queued it */
       g_hash_table_steal(jobs, &item->trial);
       job->result = g_steal_pointer(&item->result);
+      job->intermediate = g_steal_pointer(&item->intermediate);
       job->started = item->started;
       job->finished = item->finished;
       /* "host:pid:thread": the worker's process id stands for it. */
@@ -1101,6 +1265,24 @@ wait_queue(RunState *rs, GHashTable *jobs, GQueue *done, GError **error)
     }
   }
   return g_queue_pop_head(done);
+}
+
+/* wait_queue in dispatch order (dispatched, tell_order: trial), as
+ * next_done does for local workers.  A job that arrived before its turn
+ * stays only in dispatched: the caller frees those left there. */
+static Job *
+next_queued(RunState *rs, GHashTable *jobs, GQueue *done, GQueue *dispatched, GError **error)
+{
+  if (dispatched == NULL)
+    return wait_queue(rs, jobs, done, error);
+  Job *head = g_queue_peek_head(dispatched);
+  while (!head->arrived) {
+    Job *job = wait_queue(rs, jobs, done, error);
+    if (job == NULL)
+      return NULL;
+    job->arrived = TRUE;
+  }
+  return g_queue_pop_head(dispatched);
 }
 
 static gint64 *
@@ -1117,7 +1299,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   g_return_val_if_fail(engine != NULL && store != NULL, FALSE);
   g_return_val_if_fail(engine->store == NULL, FALSE); /* one run per engine */
   engine->store = store;
-  if (!restore_optimizer(engine, error))
+  if (!restore_optimizer(engine, error) || !restore_pruner(engine, error))
     return FALSE;
   const SieveExperiment *exp = engine->exp;
   RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN};
@@ -1162,6 +1344,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   GThreadPool *pool = NULL;
   if (workers > 1)
     pool = g_thread_pool_new(pool_func, &pool_data, (gint) workers, FALSE, NULL);
+  GQueue dispatched = G_QUEUE_INIT; /* Job* under way, in dispatch order (tell_order: trial) */
+  gboolean in_order = workers > 1 && exp->tell_in_order;
 
   for (;;) {
     /* Fill the free workers: proposals in line first, then new ones. */
@@ -1195,14 +1379,19 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
         break;
       Job *job = g_new0(Job, 1);
       job->proposal = g_queue_pop_head(&rs.ready);
+      job->pruner = engine->pruner;
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
+      sieve_candidate_set_workers(job->proposal->candidate, workers);
+      if (in_order)
+        g_queue_push_tail(&dispatched, job);
       rs.running++;
       if (queued) {
         SieveCandidate *c = job->proposal->candidate;
         if (!sieve__queue_put(store, proposal_number(job->proposal), sieve_candidate_get_text(c),
                               sieve_candidate_get_fidelity(c), &fatal)) {
           rs.running--;
+          g_queue_remove(&dispatched, job);
           job_free(job);
           break;
         }
@@ -1217,7 +1406,9 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (rs.running == 0)
       break;
 
-    Job *job = queued ? wait_queue(&rs, queue_jobs, &queue_done, fatal ? NULL : &fatal) : g_async_queue_pop(done);
+    Job *job = queued ? next_queued(&rs, queue_jobs, &queue_done, in_order ? &dispatched : NULL,
+                                    fatal ? NULL : &fatal)
+                      : next_done(done, in_order ? &dispatched : NULL);
     if (job == NULL)
       break; /* interrupted, or the store failed: what is queued stays for --resume */
     rs.running--;
@@ -1234,6 +1425,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       job_free(job);
       continue;
     }
+    if (job->pruned && last_intermediate(job) != NULL)
+      mark_pruned(exp, job);
     GError *local = NULL;
     /* Checked before storing, so the trial is stored as it will be read. */
     if (!check_objective(&rs, job->result, &local) && fatal == NULL)
@@ -1254,6 +1447,12 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   if (pool != NULL)
     g_thread_pool_free(pool, FALSE, TRUE);
   g_queue_clear_full(&queue_done, (GDestroyNotify) job_free);
+  /* Queued jobs that came back before their turn when the run stopped (the
+   * others are still in queue_jobs, which frees them). */
+  for (GList *l = dispatched.head; queued && l != NULL; l = l->next)
+    if (((Job *) l->data)->arrived)
+      job_free(l->data);
+  g_queue_clear(&dispatched);
   /* A study that ran to its end closes the queue: its workers exit. */
   if (queued && fatal == NULL && !stop_requested && !sieve_store_set_meta(store, "queue", "closed", &fatal))
     g_prefix_error(&fatal, "cannot close the evaluation queue: ");

@@ -17,6 +17,7 @@ struct _SieveProgress {
   gboolean maximize;
   gint64 best_number;
   double best;
+  gboolean told_best; /* the best comes from sieve_progress_set_best only */
   gint64 start;     /* monotonic us */
   gint64 last_draw; /* monotonic us */
   gboolean line_open;
@@ -74,8 +75,11 @@ sieve_progress_free(SieveProgress *progress)
 void
 sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective)
 {
+  g_mutex_lock(&progress->lock);
   progress->best_number = number;
   progress->best = objective;
+  progress->told_best = TRUE;
+  g_mutex_unlock(&progress->lock);
 }
 
 static char *
@@ -161,9 +165,9 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
   p->this_run++;
   if (status == SIEVE_STATUS_FAILED)
     p->n_failed++;
-  else
+  else if (status != SIEVE_STATUS_PRUNED)
     p->n_ok++;
-  if (!isnan(objective) &&
+  if (!p->told_best && !isnan(objective) &&
       (p->best_number < 0 || (p->maximize ? objective > p->best : objective < p->best))) {
     p->best = objective;
     p->best_number = number;
@@ -178,9 +182,9 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
     return;
   }
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
-  if (status == SIEVE_STATUS_FAILED)
-    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " failed (%.3g s): %s | %s\n", p->done, budget,
-            number, cost, reason ? reason : "no reason given", genotype);
+  if (status == SIEVE_STATUS_FAILED || status == SIEVE_STATUS_PRUNED)
+    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s (%.3g s): %s | %s\n", p->done, budget,
+            number, sieve_status_to_string(status), cost, reason ? reason : "no reason given", genotype);
   else
     fprintf(p->out,
             "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT

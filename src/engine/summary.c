@@ -56,7 +56,7 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
   if (trials == NULL)
     return FALSE;
   g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
-  guint counts[5] = {0};
+  guint counts[SIEVE_STATUS_PRUNED + 1] = {0};
   double cost = 0;
   /* Distinct hashes among the evaluated trials: with dedupe, each evaluation
    * should be a network not evaluated before. */
@@ -64,7 +64,8 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     counts[t->status]++;
-    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) && t->hash != NULL)
+    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED || t->status == SIEVE_STATUS_PRUNED) &&
+        t->hash != NULL)
       g_hash_table_add(hashes, t->hash);
     cost += sieve_result_get_cost(t->result);
     double v;
@@ -82,10 +83,13 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
     keep_highest_fidelity(ranked);
   guint distinct = g_hash_table_size(hashes);
 
-  fprintf(out, "\n%u trials: %u ok, %u failed, %u pending; %.3g s of evaluation\n", trials->len,
-          counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED], counts[SIEVE_STATUS_PENDING], cost);
+  fprintf(out, "\n%u trials: %u ok, %u failed, %u pending", trials->len, counts[SIEVE_STATUS_OK],
+          counts[SIEVE_STATUS_FAILED], counts[SIEVE_STATUS_PENDING]);
+  if (counts[SIEVE_STATUS_PRUNED] > 0)
+    fprintf(out, ", %u pruned", counts[SIEVE_STATUS_PRUNED]);
+  fprintf(out, "; %.3g s of evaluation\n", cost);
   if (counts[SIEVE_STATUS_CACHED] > 0 || counts[SIEVE_STATUS_SCREENED] > 0 || distinct > 0) {
-    guint evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED];
+    guint evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED] + counts[SIEVE_STATUS_PRUNED];
     guint finished = trials->len - counts[SIEVE_STATUS_PENDING];
     fprintf(out,
             "pipeline: %u evaluated (%u distinct hashes), %u answered from the cache (%.1f%% of %u finished "

@@ -21,11 +21,11 @@ struct _SieveGraph {
 
 static const char *const op_names[SIEVE_N_OPS] = {
   "input", "conv2d", "batch_norm", "activation", "pool", "add", "concat",
-  "global_avg_pool", "linear", "identity", "zero", "softmax_ce",
+  "global_avg_pool", "linear", "identity", "zero", "softmax_ce", "mul", "crop",
 };
 
 static const char *const activation_names[SIEVE_N_ACTIVATIONS] = {
-  "relu", "leaky_relu", "elu", "tanh", "sigmoid", "gelu", "swish",
+  "relu", "leaky_relu", "elu", "tanh", "sigmoid", "gelu", "swish", "hard_sigmoid", "hard_swish",
 };
 
 const char *
@@ -264,6 +264,13 @@ infer(SieveGraph *g, SieveOpKind kind, const SieveShape *in, guint n, SieveOpAtt
       return fail(g, kind, "needs at least one output feature"), FALSE;
     *out = (SieveShape){a->out_channels, 1, 1};
     return TRUE;
+  case SIEVE_OP_MUL:
+    if (in[1].c != in[0].c || !((in[1].h == in[0].h && in[1].w == in[0].w) || (in[1].h == 1 && in[1].w == 1)))
+      return fail(g, kind, "gate has shape %ux%ux%u, expected %ux%ux%u or %ux1x1 for x of shape %ux%ux%u", in[1].c,
+                  in[1].h, in[1].w, in[0].c, in[0].h, in[0].w, in[0].c, in[0].c, in[0].h, in[0].w),
+             FALSE;
+    *out = in[0];
+    return TRUE;
   case SIEVE_OP_SOFTMAX_CE:
     if (in[0].h != 1 || in[0].w != 1 || in[0].c < 2)
       return fail(g, kind, "needs logits of shape Kx1x1 with K >= 2, got %ux%ux%u", in[0].c, in[0].h, in[0].w),
@@ -271,6 +278,15 @@ infer(SieveGraph *g, SieveOpKind kind, const SieveShape *in, guint n, SieveOpAtt
     if (a->label_smoothing < 0 || a->label_smoothing >= 1)
       return fail(g, kind, "label smoothing must be in [0, 1)"), FALSE;
     *out = (SieveShape){1, 1, 1};
+    return TRUE;
+  case SIEVE_OP_CROP:
+    if (a->kernel[0] == 0 || a->kernel[1] == 0)
+      return fail(g, kind, "window %ux%u has a zero extent", a->kernel[0], a->kernel[1]), FALSE;
+    if ((guint64)a->pad[0] + a->kernel[0] > in[0].h || (guint64)a->pad[1] + a->kernel[1] > in[0].w)
+      return fail(g, kind, "window %ux%u at offset %u,%u does not fit input %ux%u", a->kernel[0], a->kernel[1],
+                  a->pad[0], a->pad[1], in[0].h, in[0].w),
+             FALSE;
+    *out = (SieveShape){in[0].c, a->kernel[0], a->kernel[1]};
     return TRUE;
   default:
     return fail(g, kind, "unknown operation"), FALSE;
@@ -280,7 +296,7 @@ infer(SieveGraph *g, SieveOpKind kind, const SieveShape *in, guint n, SieveOpAtt
 static guint
 arity_min(SieveOpKind kind)
 {
-  return kind == SIEVE_OP_INPUT ? 0 : 1;
+  return kind == SIEVE_OP_INPUT ? 0 : kind == SIEVE_OP_MUL ? 2 : 1;
 }
 
 static gboolean
@@ -420,6 +436,20 @@ sieve_graph_softmax_ce(SieveGraph *g, guint logits, double label_smoothing)
   SieveOpAttrs a = {.label_smoothing = label_smoothing};
   return logits == SIEVE_NODE_INVALID ? SIEVE_NODE_INVALID
                                       : sieve_graph_add(g, SIEVE_OP_SOFTMAX_CE, &logits, 1, &a);
+}
+
+guint
+sieve_graph_mul(SieveGraph *g, guint x, guint gate)
+{
+  guint xs[] = {x, gate};
+  return any_invalid(xs, 2) ? SIEVE_NODE_INVALID : sieve_graph_add(g, SIEVE_OP_MUL, xs, 2, NULL);
+}
+
+guint
+sieve_graph_crop(SieveGraph *g, guint x, guint top, guint left, guint height, guint width)
+{
+  SieveOpAttrs a = {.kernel = {height, width}, .pad = {top, left}};
+  return x == SIEVE_NODE_INVALID ? SIEVE_NODE_INVALID : sieve_graph_add(g, SIEVE_OP_CROP, &x, 1, &a);
 }
 
 void
@@ -579,6 +609,9 @@ dump_attrs(GString *s, const SieveGraphNode *n)
     break;
   case SIEVE_OP_LINEAR:
     g_string_append_printf(s, " out=%u%s", a->out_channels, a->bias ? " bias" : "");
+    break;
+  case SIEVE_OP_CROP:
+    g_string_append_printf(s, " window=%ux%u at=%u,%u", a->kernel[0], a->kernel[1], a->pad[0], a->pad[1]);
     break;
   case SIEVE_OP_SOFTMAX_CE:
     if (a->label_smoothing > 0)

@@ -318,6 +318,18 @@ sieve__canon_new(const SieveGraph *graph, GError **error)
     case SIEVE_OP_CONCAT:
       vals[v] = canon_concat(&b, graph, n, vals);
       break;
+    case SIEVE_OP_MUL: {
+      /* x * gate is zero when either is; it has x's shape, so x (or its
+       * witness) witnesses the zero. */
+      Value x = vals[n->inputs[0]], gate = vals[n->inputs[1]];
+      if (x.cid == SIEVE_CANON_NONE)
+        vals[v] = zero_value(x.witness);
+      else if (gate.cid == SIEVE_CANON_NONE)
+        vals[v] = zero_value(x.cid);
+      else
+        vals[v].cid = intern(&b, SIEVE_OP_MUL, &no_attrs, n->shape, (guint[]){x.cid, gate.cid}, 2, SIEVE_CANON_NONE);
+      break;
+    }
     default: {
       /* One input, not commutative: conv, batch norm, activation, pooling,
        * global pooling, linear, loss. */

@@ -533,6 +533,32 @@ graph_zero(lua_State *L)
   return add_plain(L, SIEVE_OP_ZERO);
 }
 
+/* g:mul(x, gate[, {label}]): x * gate, a Cx1x1 gate scaling x's channels (graph.h). */
+static int
+graph_mul(lua_State *L)
+{
+  GraphBox *box = check_open(L);
+  guint xs[2] = {check_node(L, box, 2), check_node(L, box, 3)};
+  check_keys(L, 4, "mul", label_keys);
+  return add_node(L, box, SIEVE_OP_MUL, xs, 2, NULL, 4);
+}
+
+/* g:crop(x, {size = {h, w}, offset = {top, left} or 0, label}): the window
+ * x[:, top:top+h, left:left+w] (DARTS's factorized reduction reads x[:, 1:, 1:]). */
+static int
+graph_crop(lua_State *L)
+{
+  static const char *const keys[] = {"size", "offset", "label", NULL};
+  GraphBox *box = check_open(L);
+  guint x = check_node(L, box, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  check_keys(L, 3, "crop", keys);
+  SieveOpAttrs a = {0};
+  get_pair(L, 3, "crop", "size", -1, 1, a.kernel);
+  get_pair(L, 3, "crop", "offset", 0, 0, a.pad);
+  return add_node(L, box, SIEVE_OP_CROP, &x, 1, &a, 3);
+}
+
 /* g:label(node, text) -> node */
 static int
 graph_label(lua_State *L)
@@ -705,6 +731,10 @@ graph_node(lua_State *L)
     lua_pushboolean(L, a->bias);
     lua_setfield(L, -2, "bias");
     break;
+  case SIEVE_OP_CROP:
+    set_pair(L, "size", a->kernel);
+    set_pair(L, "offset", a->pad);
+    break;
   default:
     break;
   }
@@ -799,6 +829,8 @@ static const luaL_Reg graph_methods[] = {
     {"linear", graph_linear},
     {"identity", graph_identity},
     {"zero", graph_zero},
+    {"mul", graph_mul},
+    {"crop", graph_crop},
     {"label", graph_label},
     {"finish", graph_finish},
     {"shape", graph_shape},

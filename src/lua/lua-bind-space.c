@@ -120,6 +120,9 @@ push_decision(lua_State *L, const SieveSpace *space, guint i)
   lua_setfield(L, -2, "name");
   lua_pushstring(L, kind_names[d->kind]);
   lua_setfield(L, -2, "kind");
+  /* A composite space's decisions: the network's, or the recipe's. */
+  lua_pushboolean(L, sieve_space_is_architecture(space, i));
+  lua_setfield(L, -2, "architecture");
   if (d->kind == SIEVE_DECISION_CATEGORICAL) {
     lua_createtable(L, (int) d->n_choices, 0);
     for (guint k = 0; k < d->n_choices; k++) {

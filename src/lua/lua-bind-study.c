@@ -159,16 +159,19 @@ study_best(lua_State *L)
   int space_idx;
   GPtrArray *trials = check_trials(L, &box, &space_idx);
   const SieveTrial *best = NULL;
-  double best_v = NAN;
+  double best_v = NAN, best_f = -INFINITY;
   gboolean maximize = box->objectives.maximize[0];
+  /* The best at the highest fidelity reached (NAN: the evaluator's own, full
+   * one): in a multi-fidelity study, the incumbent at full fidelity. */
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
-    double v;
+    double v, f = isnan(t->fidelity) ? INFINITY : t->fidelity;
     if (t->status != SIEVE_STATUS_OK || !sieve_result_get_metric(t->result, box->objectives.metrics[0], &v) || isnan(v))
       continue;
-    if (best == NULL || (maximize ? v > best_v : v < best_v)) {
+    if (best == NULL || f > best_f || (f == best_f && (maximize ? v > best_v : v < best_v))) {
       best = t;
       best_v = v;
+      best_f = f;
     }
   }
   if (best == NULL)
@@ -187,7 +190,7 @@ study_count(lua_State *L)
   gint wanted = -1;
   if (!lua_isnoneornil(L, 2)) {
     if (!sieve_status_from_string(luaL_checkstring(L, 2), &status))
-      return luaL_error(L, "unknown status '%s' (pending, ok, failed, screened, cached)", lua_tostring(L, 2));
+      return luaL_error(L, "unknown status '%s' (pending, ok, failed, screened, cached, pruned)", lua_tostring(L, 2));
     wanted = (gint) status;
   }
   GError *error = NULL;
@@ -195,6 +198,37 @@ study_count(lua_State *L)
   if (n < 0)
     return sieve__lua_error_gerror(L, error);
   lua_pushinteger(L, n);
+  return 1;
+}
+
+/* study:intermediate([number]): the intermediate values of one trial (or of
+ * every trial), {trial =, step =, fidelity = (nil: none), value =} by trial
+ * then step. */
+static int
+study_intermediate(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, FALSE);
+  lua_Integer number = luaL_optinteger(L, 2, -1);
+  GError *error = NULL;
+  g_autoptr(GArray) values = sieve_store_list_intermediate(box->store, number, &error);
+  if (values == NULL)
+    return sieve__lua_error_gerror(L, error);
+  lua_createtable(L, (int) values->len, 0);
+  for (guint i = 0; i < values->len; i++) {
+    const SieveIntermediate *v = &g_array_index(values, SieveIntermediate, i);
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, v->trial);
+    lua_setfield(L, -2, "trial");
+    lua_pushinteger(L, v->step);
+    lua_setfield(L, -2, "step");
+    if (!isnan(v->fidelity)) {
+      lua_pushnumber(L, v->fidelity);
+      lua_setfield(L, -2, "fidelity");
+    }
+    lua_pushnumber(L, v->value);
+    lua_setfield(L, -2, "value");
+    lua_rawseti(L, -2, (lua_Integer) i + 1);
+  }
   return 1;
 }
 
@@ -662,7 +696,8 @@ run_new(lua_State *L)
 
 static const luaL_Reg study_methods[] = {
     {"ask", study_ask},     {"tell", study_tell},   {"run", study_run},   {"best", study_best},
-    {"trials", study_trials}, {"count", study_count}, {"path", study_path}, {"close", study_close_method},
+    {"trials", study_trials}, {"count", study_count}, {"path", study_path},
+    {"intermediate", study_intermediate}, {"close", study_close_method},
     {NULL, NULL},
 };
 

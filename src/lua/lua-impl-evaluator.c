@@ -2,12 +2,36 @@
  * calls the script's function (C calling Lua).  Evaluators driven from Lua
  * are lua-bind-evaluator.c.
  */
+#include <math.h>
+
 #include "lua/lua-private.h"
 
 static gpointer
 evaluator_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
   return sieve__lua_any_instance_new(SIEVE_KIND_EVALUATOR, (SieveSpace *) space, options, NULL, error);
+}
+
+/* The candidate behind trial.report(), valid during evaluate() only. */
+typedef struct {
+  const SieveCandidate *candidate;
+} ReportBox;
+
+/* trial.report(step, value [, fidelity]) -> continue: an intermediate value
+ * (sieve_candidate_report_intermediate); false means stop now and return. */
+static int
+candidate_report(lua_State *L)
+{
+  ReportBox *box = lua_touserdata(L, lua_upvalueindex(1));
+  if (box->candidate == NULL)
+    return luaL_error(L, "trial.report() called after evaluate() returned");
+  lua_Integer step = luaL_checkinteger(L, 1);
+  lua_Number value = luaL_checknumber(L, 2);
+  lua_Number fidelity = luaL_optnumber(L, 3, NAN);
+  if (step < 0)
+    return luaL_argerror(L, 1, "a step is an integer >= 0");
+  lua_pushboolean(L, sieve_candidate_report_intermediate(box->candidate, step, fidelity, value));
+  return 1;
 }
 
 static SieveResult *
@@ -18,12 +42,22 @@ evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **
     return NULL;
   lua_State *L = inst->host->L;
   int top = lua_gettop(L);
+  /* Kept on the stack below the call, so that it outlives it and is cleared after. */
+  ReportBox *box = lua_newuserdatauv(L, sizeof(ReportBox), 0);
+  box->candidate = candidate;
   sieve__lua_instance_push_method(inst, "evaluate");
   lua_getfield(L, -1, "space");
   sieve__lua_push_candidate(L, candidate, -1);
   lua_remove(L, -2); /* the space */
-  if (!sieve__lua_instance_call(inst, "evaluate", 1, 1, error))
+  lua_pushvalue(L, top + 1);
+  lua_pushcclosure(L, candidate_report, 1);
+  lua_setfield(L, -2, "report");
+  gboolean called = sieve__lua_instance_call(inst, "evaluate", 1, 1, error);
+  box->candidate = NULL;
+  if (!called) {
+    lua_settop(L, top);
     return NULL;
+  }
   GError *local = NULL;
   SieveResult *result = sieve__lua_to_result(L, -1, &local);
   lua_settop(L, top);
@@ -43,6 +77,7 @@ const SieveEvaluatorClass sieve__lua_impl_evaluator_class = {
     .create = evaluator_create,
     .destroy = sieve__lua_instance_destroy,
     .evaluate = evaluator_evaluate,
-    .flags = 0, /* one Lua state: never from two threads at once */
+    /* one Lua state: never from two threads at once; trial.report() gives intermediate values */
+    .flags = SIEVE_EVALUATOR_INTERMEDIATE,
     .fidelity = evaluator_fidelity,
 };

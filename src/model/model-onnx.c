@@ -319,6 +319,21 @@ emit_activation(Enc *e, const SieveOpAttrs *a, const char *x, const char *out)
     emit(e, "Mul", (const char *[]){x, s}, 2, out, NULL, 0);
     return TRUE;
   }
+  case SIEVE_ACT_HARD_SIGMOID:
+    /* ONNX's HardSigmoid is max(0, min(1, alpha x + beta)): relu6(x + 3) / 6
+     * at alpha 1/6, beta 1/2 (its defaults are 0.2 and 0.5). */
+    emit(e, "HardSigmoid", &x, 1, out,
+         (Attr[]){{"alpha", ATTR_FLOAT, .f = 1.0f / 6}, {"beta", ATTR_FLOAT, .f = 0.5f}}, 2);
+    return TRUE;
+  case SIEVE_ACT_HARD_SWISH: {
+    /* HardSwish came in opset 14: x * HardSigmoid(x), as PyTorch exports
+     * it to opset 13. */
+    g_autofree char *s = fresh(e, "hard_swish_gate");
+    emit(e, "HardSigmoid", &x, 1, s, (Attr[]){{"alpha", ATTR_FLOAT, .f = 1.0f / 6}, {"beta", ATTR_FLOAT, .f = 0.5f}},
+         2);
+    emit(e, "Mul", (const char *[]){x, s}, 2, out, NULL, 0);
+    return TRUE;
+  }
   case SIEVE_ACT_GELU: {
     /* Opset 13 has no Gelu (it came in opset 20): the exact formula,
      * x * 0.5 * (1 + erf(x / sqrt 2)), as PyTorch exports it. */
@@ -423,6 +438,12 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
   case SIEVE_OP_GLOBAL_AVG_POOL:
     emit(e, "GlobalAveragePool", &x, 1, out, NULL, 0);
     return TRUE;
+  case SIEVE_OP_MUL:
+    /* ONNX's Mul broadcasts an N x C x 1 x 1 gate as graph.h does, either
+     * side; the gate goes first because OpenCV 4.6's importer, given x
+     * first, returns a tensor of the gate's shape. */
+    emit(e, "Mul", (const char *[]){materialise(e, n->inputs[1]), x}, 2, out, NULL, 0);
+    return TRUE;
   case SIEVE_OP_LINEAR: {
     guint64 fan_in = (guint64)in0->shape.c * in0->shape.h * in0->shape.w;
     guint64 wd[2] = {a->out_channels, fan_in};
@@ -449,6 +470,17 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
   case SIEVE_OP_IDENTITY:
     emit(e, "Identity", &x, 1, out, NULL, 0);
     return TRUE;
+  case SIEVE_OP_CROP: {
+    /* Slice (opset >= 10: starts, ends, axes as inputs) on H and W. */
+    g_autofree char *starts = fresh(e, "crop_starts");
+    g_autofree char *ends = fresh(e, "crop_ends");
+    g_autofree char *axes = fresh(e, "crop_axes");
+    add_initializer_i64(e, starts, 2, (gint64[]){a->pad[0], a->pad[1]});
+    add_initializer_i64(e, ends, 2, (gint64[]){(gint64)a->pad[0] + a->kernel[0], (gint64)a->pad[1] + a->kernel[1]});
+    add_initializer_i64(e, axes, 2, (gint64[]){2, 3});
+    emit(e, "Slice", (const char *[]){x, starts, ends, axes}, 4, out, NULL, 0);
+    return TRUE;
+  }
   default:
     g_set_error(e->error, SIEVE_ERROR, SIEVE_ERROR_GRAPH, "node %u (%s) has no ONNX form", v,
                 sieve_op_kind_name(n->kind));

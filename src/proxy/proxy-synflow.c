@@ -169,7 +169,7 @@ load_params(Exec *e, SieveRuntime *rt, GError **error)
 static gboolean
 zero_at_zero(SieveActivation act)
 {
-  return act != SIEVE_ACT_SIGMOID; /* every other activation maps 0 to 0 */
+  return act != SIEVE_ACT_SIGMOID && act != SIEVE_ACT_HARD_SIGMOID; /* every other activation maps 0 to 0 */
 }
 
 /* What proves a ReLU to be the identity on (f, g).  Every parameter is
@@ -191,6 +191,8 @@ keeps_nonneg(SieveOpKind kind)
   case SIEVE_OP_GLOBAL_AVG_POOL:
   case SIEVE_OP_ADD:
   case SIEVE_OP_CONCAT:
+  case SIEVE_OP_MUL: /* f = f0 f1, g = g0 f1 + f0 g1: 0 wherever f0 or f1 is */
+  case SIEVE_OP_CROP:
     return TRUE;
   default:
     return FALSE;
@@ -284,6 +286,7 @@ resolve(Exec *e, guint final, GError **error)
       break;
     case SIEVE_OP_POOL:
     case SIEVE_OP_GLOBAL_AVG_POOL:
+    case SIEVE_OP_CROP:
       if (input(e, v, 0)->zero)
         x->zero = TRUE;
       else
@@ -296,6 +299,10 @@ resolve(Exec *e, guint final, GError **error)
       x->real = !x->zero;
       break;
     }
+    case SIEVE_OP_MUL:
+      x->zero = input(e, v, 0)->zero || input(e, v, 1)->zero;
+      x->real = !x->zero;
+      break;
     case SIEVE_OP_SOFTMAX_CE:
       if (v != sieve_graph_output(e->graph)) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
@@ -447,6 +454,14 @@ activation(SieveActivation act, double alpha, double x, double *y, double *dy)
     *dy = s + x * s * (1 - s);
     break;
   }
+  case SIEVE_ACT_HARD_SIGMOID: /* relu6(x + 3) / 6, PyTorch's derivative (0 at the kinks) */
+    *y = MIN(MAX(x + 3, 0), 6) / 6;
+    *dy = x > -3 && x < 3 ? 1.0 / 6 : 0;
+    break;
+  case SIEVE_ACT_HARD_SWISH: /* x relu6(x + 3) / 6, PyTorch's derivative */
+    *y = x * MIN(MAX(x + 3, 0), 6) / 6;
+    *dy = x < -3 ? 0 : x <= 3 ? x / 3 + 0.5 : 1;
+    break;
   default:
     g_assert_not_reached();
   }
@@ -660,6 +675,21 @@ run_node(Exec *e, guint v)
     }
     break;
   }
+  case SIEVE_OP_MUL: {
+    /* (f0, g0) * (f1, g1) = (f0 f1, g0 f1 + f0 g1), a Cx1x1 gate broadcast
+     * over each channel's plane. */
+    Val *a = input(e, v, 0), *b = input(e, v, 1);
+    SieveShape gs = in_shape(e, v, 1);
+    gsize hw = (gsize)n->shape.h * n->shape.w, gsize_ = numel(gs);
+    gboolean bcast = gs.h == 1 && gs.w == 1 && hw > 1;
+    for (gsize k = 0; k < size; k++) {
+      gsize j = bcast ? k / hw : k;
+      double f0 = a->v[k], g0 = a->v[size + k], f1 = b->v[j], g1 = b->v[gsize_ + j];
+      x->v[k] = f0 * f1;
+      x->v[size + k] = g0 * f1 + f0 * g1;
+    }
+    break;
+  }
   case SIEVE_OP_CONCAT: {
     gsize off = 0;
     for (guint k = 0; k < n->n_inputs; k++) {
@@ -673,6 +703,19 @@ run_node(Exec *e, guint v)
       }
       off += part;
     }
+    break;
+  }
+  case SIEVE_OP_CROP: {
+    /* f and g alike: the window (pad[] offset, kernel[] extent) of each channel. */
+    Val *in = input(e, v, 0);
+    SieveShape is = in_shape(e, v, 0), os = n->shape;
+    gsize isize = numel(is);
+    for (guint s = 0; s < 2; s++)
+      for (guint c = 0; c < os.c; c++)
+        for (guint i = 0; i < os.h; i++)
+          memcpy(x->v + s * size + ((gsize)c * os.h + i) * os.w,
+                 in->v + s * isize + ((gsize)c * is.h + n->attrs.pad[0] + i) * is.w + n->attrs.pad[1],
+                 os.w * sizeof(double));
     break;
   }
   default:

@@ -98,7 +98,7 @@ section_header(GString *out, const SieveReport *report)
   sieve__report_append_value(out, report->evaluation_s);
   g_string_append(out, "</dd>");
   append_count(out, "trials", report->trials->len, " id=\"count-trials\"");
-  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached"};
+  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned"};
   for (guint s = 0; s < G_N_ELEMENTS(names); s++) {
     g_autofree char *attr = g_strdup_printf(" id=\"count-%s\"", names[s]);
     append_count(out, names[s], report->counts[s], attr);
@@ -841,7 +841,7 @@ sieve_report_progress_line(const SieveReport *report)
 char *
 sieve_report_status_json(const SieveReport *report)
 {
-  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached"};
+  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned"};
   GString *out = g_string_new("{\"trials\":");
   g_string_append_printf(out, "%u,\"finished\":%u,\"counts\":{", report->trials->len,
                          report->trials->len - report->counts[SIEVE_STATUS_PENDING]);

@@ -33,6 +33,9 @@ typedef struct {
   gboolean (*freeze)(gpointer impl, gboolean freeze, GError **error);
   gboolean (*read_signs)(gpointer impl, guint node, guint64 *codes, GError **error);
   gboolean (*read_channel_dots)(gpointer impl, guint node, double *dots, GError **error);
+  /* Added for continued trainings: the SGD momentum buffers. */
+  gboolean (*get_velocity)(gpointer impl, guint i, float *out, GError **error);
+  gboolean (*set_velocity)(gpointer impl, guint i, const float *values, GError **error);
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;

@@ -234,6 +234,18 @@ sieve_runtime_set_param(SieveRuntime *rt, guint i, const float *values, GError *
 }
 
 gboolean
+sieve_runtime_get_velocity(SieveRuntime *rt, guint i, float *out, GError **error)
+{
+  return check_param(rt, i, error) && rt->klass->get_velocity(rt->impl, i, out, error);
+}
+
+gboolean
+sieve_runtime_set_velocity(SieveRuntime *rt, guint i, const float *values, GError **error)
+{
+  return check_param(rt, i, error) && rt->klass->set_velocity(rt->impl, i, values, error);
+}
+
+gboolean
 sieve_runtime_get_grad(SieveRuntime *rt, guint i, float *out, GError **error)
 {
   if (!check_param(rt, i, error))

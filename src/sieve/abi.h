@@ -14,7 +14,13 @@ G_BEGIN_DECLS
  * SieveBatcherOptions, SieveTrainReport) gained reserved padding, and every
  * struct a plugin can see has a size guard.
  * 2.1: SieveEvaluatorClass.metrics, in what was reserved.
- * 2.2: stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy. */
+ * 2.2: SIEVE_OP_MUL, SIEVE_ACT_HARD_SIGMOID, SIEVE_ACT_HARD_SWISH and sieve_graph_mul;
+ *      SIEVE_OP_CROP and sieve_graph_crop (a window of a tensor);
+ *      SieveSpaceClass.check and .hash (membership, a space's own structural hash);
+ *      intermediate values (sieve_candidate_report_intermediate, SIEVE_EVALUATOR_INTERMEDIATE), status pruned;
+ *      composite spaces: sieve_space_is_architecture, decisions' where;
+ *      sieve_candidate_get_workers (the evaluations run at once);
+ *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy. */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 

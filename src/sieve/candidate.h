@@ -46,6 +46,15 @@ SIEVE_API void sieve_candidate_set_trial(SieveCandidate *candidate, gint64 trial
 /* Canonical genotype text. (transfer none) */
 SIEVE_API const char *sieve_candidate_get_text(const SieveCandidate *candidate);
 
+/* How many evaluations the engine runs at once, this one included (the
+ * experiment's `workers` when its evaluator is concurrent, else 1): an
+ * evaluator that uses several threads gives each evaluation its share
+ * (the train evaluator: threads / workers, see its threads_per_worker).
+ * The same for every trial of a run, so a trial's thread count, and with it
+ * its result, does not depend on what runs beside it (ABI 2.2). */
+SIEVE_API guint sieve_candidate_get_workers(const SieveCandidate *candidate);
+SIEVE_API void sieve_candidate_set_workers(SieveCandidate *candidate, guint workers);
+
 /* Progress inside one evaluation (epochs and batches of a training):
  * evaluators call sieve_candidate_report(); whoever runs the evaluation
  * (the engine's progress display, `sieve train`) installs the function.
@@ -55,6 +64,31 @@ typedef void (*SieveCandidateReportFunc)(gpointer user_data, const SieveCandidat
 SIEVE_API void sieve_candidate_set_report_func(SieveCandidate *candidate, SieveCandidateReportFunc func,
                                                gpointer user_data);
 SIEVE_API void sieve_candidate_report(const SieveCandidate *candidate, const char *text, double fraction_done);
+
+/* Intermediate values (ABI 2.2): an evaluator that trains in steps reports
+ * its objective after each step it measures (an epoch, N batches), as
+ * Optuna's trial.report() does:
+ *
+ *   for (epoch = 1; epoch <= epochs; epoch++) {
+ *     ... train one epoch, measure val_acc ...
+ *     if (!sieve_candidate_report_intermediate(candidate, epoch, epoch, val_acc))
+ *       return the result so far;   // the pruner stopped it: stop training
+ *   }
+ *
+ * step: a whole number that grows within one evaluation (the epoch, the
+ * batch count); fidelity: what the evaluation has reached in the
+ * evaluator's fidelity unit (NAN when it has none); value: the objective's
+ * metric at that step.  Returns FALSE when the evaluation should stop now
+ * (the experiment's pruner judged it, or the study is stopping): the
+ * evaluator returns whatever result it has and the engine stores the trial
+ * as pruned with its last value.  Without a handler (a bare evaluation,
+ * `sieve train`) it returns TRUE.  Thread-safe as the handler is. */
+typedef gboolean (*SieveCandidateIntermediateFunc)(gpointer user_data, const SieveCandidate *candidate,
+                                                   gint64 step, double fidelity, double value);
+SIEVE_API void sieve_candidate_set_intermediate_func(SieveCandidate *candidate, SieveCandidateIntermediateFunc func,
+                                                     gpointer user_data);
+SIEVE_API gboolean sieve_candidate_report_intermediate(const SieveCandidate *candidate, gint64 step, double fidelity,
+                                                       double value);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveCandidate, sieve_candidate_free)
 

@@ -22,6 +22,9 @@ G_BEGIN_DECLS
 
 typedef enum {
   SIEVE_EVALUATOR_CONCURRENT = 1 << 0, /* evaluate() is thread-safe */
+  /* evaluate() may report intermediate values (sieve_candidate_report_intermediate)
+   * and stops when told to: what a pruner needs (ABI 2.2). */
+  SIEVE_EVALUATOR_INTERMEDIATE = 1 << 1,
 } SieveEvaluatorFlags;
 
 typedef struct {
@@ -53,6 +56,8 @@ SIEVE_API void sieve_evaluator_free(SieveEvaluator *evaluator);
 SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate,
                                                 GError **error);
 SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
+/* Whether it reports intermediate values (SIEVE_EVALUATOR_INTERMEDIATE). */
+SIEVE_API gboolean sieve_evaluator_reports_intermediate(const SieveEvaluator *evaluator);
 /* (transfer none) (nullable): the fidelity it offers */
 SIEVE_API const SieveFidelity *sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator);
 /* (transfer none) (nullable): the metrics it reports, NULL-terminated; NULL

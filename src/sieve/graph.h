@@ -43,6 +43,13 @@ typedef enum {
   SIEVE_OP_IDENTITY,
   SIEVE_OP_ZERO,
   SIEVE_OP_SOFTMAX_CE, /* mean softmax cross-entropy over the batch; shape 1x1x1 */
+  /* x * gate, element-wise, 2 inputs: x [C,H,W] and a gate of the same
+   * channels that is either [C,H,W] or [C,1,1]; a [C,1,1] gate broadcasts
+   * over the height and width (squeeze-and-excitation's channel scaling,
+   * Hu et al. 2018).  The output has x's shape; the operands are not
+   * interchangeable (the gate is input 1). */
+  SIEVE_OP_MUL,
+  SIEVE_OP_CROP,       /* a window of the input: y = x[:, top:top+h, left:left+w] (see SieveOpAttrs) */
   SIEVE_N_OPS
 } SieveOpKind;
 
@@ -56,6 +63,13 @@ typedef enum {
   SIEVE_ACT_SIGMOID,
   SIEVE_ACT_GELU,       /* exact (erf) form, as PyTorch's default */
   SIEVE_ACT_SWISH,      /* x * sigmoid(x) */
+  /* MobileNetV3's piecewise-linear forms (Howard et al. 2019), as PyTorch
+   * defines them: hard_sigmoid(x) = relu6(x + 3) / 6 and hard_swish(x) =
+   * x relu6(x + 3) / 6, relu6(y) = min(max(y, 0), 6).  The derivative at
+   * the kinks x = -3 and 3 themselves (a set of measure zero) is whichever
+   * side the backend takes. */
+  SIEVE_ACT_HARD_SIGMOID,
+  SIEVE_ACT_HARD_SWISH,
   SIEVE_N_ACTIVATIONS
 } SieveActivation;
 
@@ -70,9 +84,9 @@ SIEVE_ABI_SIZE(SieveShape, 12);
  * that equal operations have byte-for-byte equal attributes. */
 typedef struct {
   guint out_channels;  /* conv2d, linear */
-  guint kernel[2];     /* conv2d, pool: height, width */
+  guint kernel[2];     /* conv2d, pool: height, width; crop: the window's height, width */
   guint stride[2];     /* conv2d, pool */
-  guint pad[2];        /* conv2d, pool: both sides */
+  guint pad[2];        /* conv2d, pool: both sides; crop: the window's top, left offset */
   guint dilation[2];   /* conv2d: 1 = dense */
   guint groups;        /* conv2d */
   gboolean bias;       /* conv2d, linear */
@@ -125,6 +139,14 @@ SIEVE_API guint sieve_graph_linear(SieveGraph *graph, guint x, guint out_feature
 SIEVE_API guint sieve_graph_identity(SieveGraph *graph, guint x);
 SIEVE_API guint sieve_graph_zero(SieveGraph *graph, guint x);
 SIEVE_API guint sieve_graph_softmax_ce(SieveGraph *graph, guint logits, double label_smoothing);
+/* x * gate (SIEVE_OP_MUL): gate [C,1,1] scales each channel of x [C,H,W]. */
+SIEVE_API guint sieve_graph_mul(SieveGraph *graph, guint x, guint gate);
+/* The height x width window of x whose top-left element is (top, left):
+ * x[:, top:top+height, left:left+width] (ONNX Slice on the spatial axes).
+ * The attributes reuse kernel (the window) and pad (its offset), since
+ * SieveOpAttrs's size is part of the ABI.  DARTS's factorized reduction
+ * reads x[:, 1:, 1:] this way. */
+SIEVE_API guint sieve_graph_crop(SieveGraph *graph, guint x, guint top, guint left, guint height, guint width);
 /* Give the last added node a label (copied), e.g. "cell2.edge1.conv". */
 SIEVE_API void sieve_graph_set_label(SieveGraph *graph, guint node, const char *label);
 

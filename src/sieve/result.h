@@ -22,9 +22,10 @@ typedef enum {
   SIEVE_STATUS_FAILED,   /* the evaluation failed; reason says why */
   SIEVE_STATUS_SCREENED, /* stopped by a cheap stage (proxies); metrics hold its scores */
   SIEVE_STATUS_CACHED,   /* answered from the hash cache */
+  SIEVE_STATUS_PRUNED,   /* stopped early by the pruner (ABI 2.2); metrics hold its last intermediate value */
 } SieveStatus;
 
-/* "pending", "ok", "failed", "screened", "cached" (transfer none) */
+/* "pending", "ok", "failed", "screened", "cached", "pruned" (transfer none) */
 SIEVE_API const char *sieve_status_to_string(SieveStatus status);
 SIEVE_API gboolean sieve_status_from_string(const char *text, SieveStatus *out);
 

@@ -141,6 +141,11 @@ SIEVE_API gboolean sieve_runtime_get_param(SieveRuntime *runtime, guint i, float
 SIEVE_API gboolean sieve_runtime_set_param(SieveRuntime *runtime, guint i, const float *values, GError **error);
 /* The gradient of parameter i from the last backward. */
 SIEVE_API gboolean sieve_runtime_get_grad(SieveRuntime *runtime, guint i, float *out, GError **error);
+/* Parameter i's SGD momentum buffer (the velocity sgd_step keeps; zero
+ * before the first step): what continuing a training exactly needs besides
+ * its weights (ABI 2.2). */
+SIEVE_API gboolean sieve_runtime_get_velocity(SieveRuntime *runtime, guint i, float *out, GError **error);
+SIEVE_API gboolean sieve_runtime_set_velocity(SieveRuntime *runtime, guint i, const float *values, GError **error);
 /* One SGD step on every parameter with the last backward's gradients. */
 SIEVE_API gboolean sieve_runtime_sgd_step(SieveRuntime *runtime, const SieveSgd *sgd, GError **error);
 /* A batch norm node's running statistics (c floats each; mean or var may

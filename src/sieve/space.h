@@ -73,14 +73,17 @@ SIEVE_API gint sieve_space_find(const SieveSpace *space, const char *name);
 SIEVE_API gpointer sieve_space_get_instance(const SieveSpace *space);
 
 /* A uniform random genotype: categorical and int uniform over choices,
- * floats uniform (log-uniform where log), conditions respected. (transfer full) */
+ * floats uniform (log-uniform where log), conditions respected; drawn again
+ * until it is a member where the space has a check (uniform over the
+ * members). (transfer full) */
 SIEVE_API SieveGenotype *sieve_space_sample(const SieveSpace *space, SieveRng *rng);
 /* Canonical text, using the plugin's format or the generic
  * "name=value,name=value" of active decisions. (transfer full) */
 SIEVE_API char *sieve_space_format(const SieveSpace *space, const SieveGenotype *genotype);
 /* Inverse of format; the error says what is wrong where. (transfer full) */
 SIEVE_API SieveGenotype *sieve_space_parse(const SieveSpace *space, const char *text, GError **error);
-/* Checks domains and conditions (values in range, NAN exactly where inactive). */
+/* Checks domains and conditions (values in range, NAN exactly where
+ * inactive), then the space's own membership rule (SieveSpaceClass.check). */
 SIEVE_API gboolean sieve_space_validate(const SieveSpace *space, const SieveGenotype *genotype,
                                         GError **error);
 /* Whether decision i is active given the values of its ancestors. */
@@ -91,6 +94,18 @@ SIEVE_API gboolean sieve_space_is_active(const SieveSpace *space, const SieveGen
 SIEVE_API char *sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype);
 /* One value as text (choice name, integer, shortest round-trip float). (transfer full) */
 SIEVE_API char *sieve_space_format_value(const SieveSpace *space, guint i, double value);
+
+/* Where decision i was declared, for messages about it: a space read from
+ * YAML records the node (as "origin:line:col") after the builder call (ABI 2.2). */
+SIEVE_API void sieve_space_set_decision_where(SieveSpace *space, guint i, const SieveNode *node);
+/* "file:line:col", or NULL when the space did not say. (transfer none) (nullable) */
+SIEVE_API const char *sieve_space_decision_where(const SieveSpace *space, guint i);
+/* Whether decision i shapes the network build() makes: every decision of a
+ * space that builds networks, none of one that does not, and in a composite
+ * space (`compose`) those of its architecture part.  The others are the
+ * recipe: options of the evaluator (learning rate, epochs ...) that the
+ * train evaluator takes from the genotype (ABI 2.2). */
+SIEVE_API gboolean sieve_space_is_architecture(const SieveSpace *space, guint i);
 
 /* Genotypes: n doubles bound to a space. */
 SIEVE_API SieveGenotype *sieve_genotype_new(const SieveSpace *space); /* all NAN (transfer full) */
@@ -124,7 +139,19 @@ typedef struct {
    * small networks the functional hash runs (few channels, small input),
    * applied over the space's own options; NULL: hash at the space's scale. */
   const char *const *probe_options;
-  gpointer reserved[10];
+  /* 2.2: membership beyond the decisions' domains, for spaces whose decisions
+   * can combine into something that is not one of their candidates (nb101: a
+   * cell whose input reaches its output over at most 9 edges).  NULL: every
+   * genotype inside the domains is a member.  sieve_space_validate (and so
+   * parse) refuses a non-member with this error, sieve_space_sample draws
+   * until it holds, and the bundled optimizers propose members only. */
+  gboolean (*check)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error);
+  /* 2.2: the structural hash as the space defines it (nb101: NAS-Bench-101's
+   * own graph hash, so that isomorphic cells share it); NULL: the hash of the
+   * built network (sieve_graph_hash_structural). */
+  gboolean (*hash)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, SieveHash *out,
+                   GError **error);
+  gpointer reserved[8];
 } SieveSpaceClass;
 SIEVE_ABI_SIZE(SieveSpaceClass, 128);
 
@@ -152,7 +179,9 @@ SIEVE_API SieveGraph *sieve_space_build_sample(const SieveSpace *space, guint64 
  * SieveSpaceClass.probe_options) and it is hashed (sieve/hash.h).  The
  * functional kind does not see the values the probe options replace (nb201:
  * C, N, size): compare functional hashes within one configuration of a
- * space.  An error when the space builds no networks.  Thread-safe (the
+ * space.  A composite space hashes its architecture part's network: two
+ * genotypes that differ only in their recipe hash equal (the engine's dedupe
+ * adds the recipe to its key).  An error when the space builds no networks.  Thread-safe (the
  * probe space and a memo of functional hashes are kept with the space); the
  * space's own build() runs on the calling thread. */
 SIEVE_API gboolean sieve_space_hash(const SieveSpace *space, const SieveGenotype *genotype, SieveHashKind kind,

@@ -20,7 +20,8 @@
  * state(name, type, data) for optimizer and engine state, and for the
  * pipeline's dedupe stage cache(kind, hash, key, trial) with
  * cache_keys(key, text); trained networks in weights(owner, number, data)
- * and `sieve final`'s trainings in finals and final_metrics.  A file written by an older sieve is upgraded when
+ * and `sieve final`'s trainings in finals and final_metrics; intermediate
+ * values in intermediate(trial, step, fidelity, value).  A file written by an older sieve is upgraded when
  * opened for writing (nothing in it is lost) and read as it is otherwise.
  */
 #pragma once
@@ -144,6 +145,28 @@ SIEVE_API gboolean sieve_store_prune_weights(SieveStore *store, const char *metr
 /* (transfer full) element-type gint64: the numbers of owner's kept weights, in order. */
 SIEVE_API GArray *sieve_store_list_weights(SieveStore *store, const char *owner, GError **error);
 
+/* Intermediate values (schema version 4, ABI 2.2): what an evaluation
+ * reported while it ran (sieve_candidate_report_intermediate), one row per
+ * trial and step, in table intermediate(trial, step, fidelity, value). */
+typedef struct {
+  gint64 trial;
+  gint64 step;
+  double fidelity; /* NAN: the evaluator has no fidelity */
+  double value;    /* the objective's metric at that step */
+} SieveIntermediate;
+SIEVE_ABI_SIZE(SieveIntermediate, 32);
+/* Replaces trial's intermediate values with values[0..n) (their trial
+ * fields are ignored): written with the trial's result, in its transaction. */
+SIEVE_API gboolean sieve_store_set_intermediate(SieveStore *store, gint64 trial, const SieveIntermediate *values,
+                                                guint n, GError **error);
+/* (transfer full) element-type SieveIntermediate: trial's values (trial < 0:
+ * every trial's), by trial then step; empty for a store older than version 4. */
+SIEVE_API GArray *sieve_store_list_intermediate(SieveStore *store, gint64 trial, GError **error);
+/* The fidelity a trial reached, when it differs from the one it was asked
+ * for (a pruned trial counts as an evaluation of the fidelity it reached). */
+SIEVE_API gboolean sieve_store_set_trial_fidelity(SieveStore *store, gint64 number, double fidelity,
+                                                  GError **error);
+
 /* A final training (`sieve final`): trial trained again at full budget,
  * stored apart from the search's trials. */
 typedef struct {
@@ -183,8 +206,12 @@ SIEVE_API gboolean sieve_store_export(SieveStore *store, SieveExportFormat forma
 /* The counts of the trials' outcomes (evaluated, cached, screened, pending,
  * distinct hashes among the evaluated, the fraction answered from the
  * cache), then the final trainings' (finals, finals_ok, finals_failed,
- * finals_pending: counted apart, never as trials) as a CSV header and row,
+ * finals_pending: counted apart, never as trials), then the pruned trials (counted as evaluated) as a CSV header and row,
  * or one JSON object. */
+/* The intermediate values, one row per trial and step (long format):
+ * trial, step, fidelity, value; a JSON array of such objects. (ABI 2.2) */
+SIEVE_API gboolean sieve_store_export_intermediate(SieveStore *store, SieveExportFormat format, GOutputStream *out,
+                                                   GError **error);
 SIEVE_API gboolean sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputStream *out,
                                               GError **error);
 

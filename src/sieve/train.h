@@ -33,6 +33,16 @@ typedef void (*SieveTrainProgressFunc)(gpointer user_data, const char *phase, do
 typedef gboolean (*SieveTrainDoneFunc)(gpointer user_data, SieveRuntime *runtime, const SieveGraph *graph,
                                        GError **error);
 
+/* Called after every training step (ABI 2.2) with the runtime being trained
+ * (transfer none), its logits node and their count, the step just done (1-based), the
+ * steps in all and per epoch: an evaluator measures what it needs there
+ * (sieve_train_accuracy on its validation set) and reports it.  Setting
+ * *stop ends training after this step (the final evaluation passes still
+ * run); returning FALSE (with error set) fails the training. */
+typedef gboolean (*SieveTrainStepFunc)(gpointer user_data, SieveRuntime *runtime, guint logits, guint classes,
+                                       guint step, guint steps, guint steps_per_epoch, gboolean *stop,
+                                       GError **error);
+
 typedef struct {
   const char *device;     /* runtime device, NULL = "cpu" */
   guint threads;          /* 0 = every core */
@@ -53,7 +63,8 @@ typedef struct {
   /* Added in the reserved room (the struct keeps its size). */
   SieveTrainDoneFunc done; /* may be NULL */
   gpointer done_data;
-  gpointer reserved[2];
+  SieveTrainStepFunc step_check; /* may be NULL (ABI 2.2) */
+  gpointer step_data;
 } SieveTrainOptions;
 SIEVE_ABI_SIZE(SieveTrainOptions, 144);
 
@@ -70,7 +81,8 @@ typedef struct {
   guint64 params;
   guint64 peak_rss;       /* bytes: the process's peak resident set so far */
   guint64 runtime_bytes;  /* bytes the runtime holds */
-  gpointer reserved[8];
+  guint64 steps_resumed;  /* steps taken over from a continued state, not run again (ABI 2.2) */
+  gpointer reserved[7];
 } SieveTrainReport;
 SIEVE_ABI_SIZE(SieveTrainReport, 160);
 
@@ -113,6 +125,22 @@ SIEVE_API gboolean sieve_train(const SieveGraph *net, const SieveDataset *train,
                                const SieveDataset *test, const SieveTrainOptions *options, SieveTrainReport *report,
                                GError **error);
 /* The learning rate at step t of steps (warm-up, then cosine or constant). */
+/* Continued training (ABI 2.2): a training of options->epochs whose
+ * learning-rate schedule is that of schedule_epochs (>= epochs; the
+ * multi-fidelity rungs' choice: the full fidelity's schedule throughout, so
+ * that every rung is a prefix of the full training).  With from (nullable),
+ * a state an earlier call of the same network, options, data and schedule
+ * left after fewer steps, it starts where that one stopped: weights, SGD
+ * momentum buffers, batch norm statistics, the data order and augmentation
+ * draws (replayed from the seed), the last epoch's loss statistics.  With
+ * state (nullable) it returns the state it ends in (transfer full).  On
+ * one thread count the result is bit for bit that of one uninterrupted
+ * call to the same epochs: tests/train checks it.  A state of another
+ * network, schedule or seed is refused (SIEVE_ERROR_CONFIG). */
+SIEVE_API gboolean sieve_train_continue(const SieveGraph *net, const SieveDataset *train, const SieveDataset *val,
+                                        const SieveDataset *test, const SieveTrainOptions *options,
+                                        double schedule_epochs, GBytes *from, GBytes **state,
+                                        SieveTrainReport *report, GError **error);
 SIEVE_API double sieve_train_lr(const SieveTrainOptions *options, guint t, guint steps, guint steps_per_epoch);
 /* Peak resident set size of this process in bytes (0 when unknown). */
 SIEVE_API guint64 sieve_peak_rss(void);

@@ -248,7 +248,7 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  gint64 counts[SIEVE_STATUS_CACHED + 1] = {0};
+  gint64 counts[SIEVE_STATUS_PRUNED + 1] = {0};
   g_autoptr(GHashTable) distinct = g_hash_table_new(g_str_hash, g_str_equal);
   const char *kind = NULL;
   for (guint i = 0; i < trials->len; i++) {
@@ -256,10 +256,11 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
     counts[t->status]++;
     if (t->hash_kind != NULL)
       kind = t->hash_kind;
-    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) && t->hash != NULL)
+    if ((t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED || t->status == SIEVE_STATUS_PRUNED) &&
+        t->hash != NULL)
       g_hash_table_add(distinct, t->hash);
   }
-  gint64 evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED];
+  gint64 evaluated = counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_FAILED] + counts[SIEVE_STATUS_PRUNED];
   gint64 finished = (gint64) trials->len - counts[SIEVE_STATUS_PENDING];
   double fraction = finished > 0 ? (double) counts[SIEVE_STATUS_CACHED] / finished : 0;
   g_autoptr(GString) buf = g_string_new(NULL);
@@ -267,16 +268,17 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
   if (finals == NULL)
     return FALSE;
-  gint64 final_counts[SIEVE_STATUS_CACHED + 1] = {0};
+  gint64 final_counts[SIEVE_STATUS_PRUNED + 1] = {0};
   for (guint i = 0; i < finals->len; i++)
     final_counts[((const SieveFinal *) finals->pdata[i])->status]++;
   gint64 values[] = {trials->len, evaluated, counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED],
                      counts[SIEVE_STATUS_CACHED], counts[SIEVE_STATUS_SCREENED], counts[SIEVE_STATUS_PENDING],
                      g_hash_table_size(distinct), finals->len, final_counts[SIEVE_STATUS_OK],
-                     final_counts[SIEVE_STATUS_FAILED], final_counts[SIEVE_STATUS_PENDING]};
+                     final_counts[SIEVE_STATUS_FAILED], final_counts[SIEVE_STATUS_PENDING],
+                     counts[SIEVE_STATUS_PRUNED]};
   static const char *const names[] = {"trials", "evaluated", "ok", "failed", "cached", "screened", "pending",
                                       "distinct_evaluated", "finals", "finals_ok", "finals_failed",
-                                      "finals_pending"};
+                                      "finals_pending", "pruned"};
   if (format == SIEVE_EXPORT_CSV) {
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
       g_string_append_printf(buf, "%s,", names[i]);
@@ -378,6 +380,42 @@ sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputSt
       json_real(buf, sieve_result_get_cost(f->result));
       g_string_append(buf, ",\"reason\":");
       sieve_json_append_string(buf, f->reason);
+      g_string_append_c(buf, '}');
+    }
+    if (buf->len > FLUSH_AT && !flush(store, out, buf, error))
+      return FALSE;
+  }
+  if (!csv)
+    g_string_append(buf, "]\n");
+  return flush(store, out, buf, error);
+}
+
+gboolean
+sieve_store_export_intermediate(SieveStore *store, SieveExportFormat format, GOutputStream *out, GError **error)
+{
+  g_return_val_if_fail(store != NULL && G_IS_OUTPUT_STREAM(out), FALSE);
+  g_autoptr(GArray) values = sieve_store_list_intermediate(store, -1, error);
+  if (values == NULL)
+    return FALSE;
+  gboolean csv = format == SIEVE_EXPORT_CSV;
+  g_autoptr(GString) buf = g_string_new(csv ? "trial,step,fidelity,value\n" : "[");
+  for (guint i = 0; i < values->len; i++) {
+    const SieveIntermediate *v = &g_array_index(values, SieveIntermediate, i);
+    if (csv) {
+      g_string_append_printf(buf, "%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",", v->trial, v->step);
+      csv_real(buf, v->fidelity);
+      g_string_append_c(buf, ',');
+      if (isfinite(v->value))
+        sieve_text_append_double(buf, v->value);
+      else
+        g_string_append(buf, non_finite_name(v->value));
+      g_string_append_c(buf, '\n');
+    } else {
+      g_string_append_printf(buf, "%s{\"trial\":%" G_GINT64_FORMAT ",\"step\":%" G_GINT64_FORMAT ",\"fidelity\":",
+                             i ? "," : "", v->trial, v->step);
+      json_real(buf, v->fidelity);
+      g_string_append(buf, ",\"value\":");
+      json_real(buf, v->value);
       g_string_append_c(buf, '}');
     }
     if (buf->len > FLUSH_AT && !flush(store, out, buf, error))

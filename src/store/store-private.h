@@ -160,6 +160,7 @@ typedef struct {
   gint64 attempts; /* claims so far, this one included */
   char *previous;  /* (nullable) the worker whose lease expired before this claim */
   SieveResult *result; /* done items (sieve__queue_take_done) */
+  GArray *intermediate; /* SieveIntermediate, by step: what the evaluation reported (done items) */
   double started, finished;
   char *worker;
 } SieveQueueItem;
@@ -178,10 +179,11 @@ SIEVE_INTERNAL_API SieveQueueItem *sieve__queue_claim(SieveStore *store, const c
 /* Extends the lease; FALSE without error when it was lost. */
 SIEVE_INTERNAL_API gboolean sieve__queue_renew(SieveStore *store, gint64 trial, gint64 lease, double lease_s, gboolean *held,
                             GError **error);
-/* Writes the result under the lease; *kept FALSE when the lease was lost
- * (the result is then discarded). */
+/* Writes the result and its n intermediate values under the lease; *kept
+ * FALSE when the lease was lost (the result is then discarded). */
 SIEVE_INTERNAL_API gboolean sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const SieveResult *result,
-                               double started, double finished, gboolean *kept, GError **error);
+                               const SieveIntermediate *intermediate, guint n, double started, double finished,
+                               gboolean *kept, GError **error);
 /* (transfer full) element-type SieveQueueItem: the finished evaluations, in
  * trial order. */
 SIEVE_INTERNAL_API GPtrArray *sieve__queue_take_done(SieveStore *store, GError **error);

@@ -25,8 +25,9 @@ static const char queue_sql[] =
     "  finished REAL,\n"
     "  result BLOB);\n";
 
-/* A result as a GVariant: status, reason, cost, metrics in order. */
-#define RESULT_TYPE "(smsda(sd))"
+/* A result as a GVariant: status, reason, cost, metrics in order, and the
+ * intermediate values (step, fidelity, value) by step. */
+#define RESULT_TYPE "(smsda(sd)a(xdd))"
 
 void
 sieve__queue_item_free(SieveQueueItem *item)
@@ -37,6 +38,8 @@ sieve__queue_item_free(SieveQueueItem *item)
   g_free(item->previous);
   g_free(item->worker);
   sieve_result_free(item->result);
+  if (item->intermediate != NULL)
+    g_array_unref(item->intermediate);
   g_free(item);
 }
 
@@ -149,16 +152,20 @@ sieve__queue_renew(SieveStore *store, gint64 trial, gint64 lease, double lease_s
 }
 
 gboolean
-sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const SieveResult *result, double started,
-                      double finished, gboolean *kept, GError **error)
+sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const SieveResult *result,
+                      const SieveIntermediate *intermediate, guint n, double started, double finished, gboolean *kept,
+                      GError **error)
 {
-  GVariantBuilder metrics;
+  GVariantBuilder metrics, values;
   g_variant_builder_init(&metrics, G_VARIANT_TYPE("a(sd)"));
   for (guint i = 0; i < sieve_result_n_metrics(result); i++)
     g_variant_builder_add(&metrics, "(sd)", sieve_result_metric_name(result, i), sieve_result_metric_value(result, i));
+  g_variant_builder_init(&values, G_VARIANT_TYPE("a(xdd)"));
+  for (guint i = 0; i < n; i++)
+    g_variant_builder_add(&values, "(xdd)", intermediate[i].step, intermediate[i].fidelity, intermediate[i].value);
   g_autoptr(GVariant) v = g_variant_ref_sink(
       g_variant_new(RESULT_TYPE, sieve_status_to_string(sieve_result_get_status(result)),
-                    sieve_result_get_reason(result), sieve_result_get_cost(result), &metrics));
+                    sieve_result_get_reason(result), sieve_result_get_cost(result), &metrics, &values));
   g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes(v);
   SieveDbStmt *stmt = prepare(store,
                               "UPDATE queue SET state = 'done', result = ?3, started = ?4, finished = ?5 "
@@ -199,8 +206,8 @@ sieve__queue_take_done(SieveStore *store, GError **error)
     g_autoptr(GVariant) v = g_variant_ref_sink(g_variant_new_from_bytes(G_VARIANT_TYPE(RESULT_TYPE), bytes, FALSE));
     const char *status = NULL, *reason = NULL;
     double cost = NAN;
-    g_autoptr(GVariantIter) metrics = NULL;
-    g_variant_get(v, "(&sm&sda(sd))", &status, &reason, &cost, &metrics);
+    g_autoptr(GVariantIter) metrics = NULL, values = NULL;
+    g_variant_get(v, "(&sm&sda(sd)a(xdd))", &status, &reason, &cost, &metrics, &values);
     item->result = sieve_result_new();
     SieveStatus st = SIEVE_STATUS_FAILED;
     if (!g_variant_is_normal_form(v) || !sieve_status_from_string(status, &st)) {
@@ -213,6 +220,10 @@ sieve__queue_take_done(SieveStore *store, GError **error)
       double value;
       while (g_variant_iter_next(metrics, "(&sd)", &name, &value))
         sieve_result_set_metric(item->result, name, value);
+      item->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+      SieveIntermediate iv = {.trial = item->trial};
+      while (g_variant_iter_next(values, "(xdd)", &iv.step, &iv.fidelity, &iv.value))
+        g_array_append_val(item->intermediate, iv);
     }
     item->started = sieve__db_column_double(stmt, 2);
     item->finished = sieve__db_column_double(stmt, 3);

@@ -47,8 +47,10 @@
  *   2: trials gain run, hash_kind, hash and stage; cache becomes
  *      cache(kind, hash, key, trial); cache_keys holds each key's text
  *   3: weights(owner, number, data) keeps trained networks; finals and
- *      final_metrics hold `sieve final`'s trainings, apart from the trials */
-#define SCHEMA_VERSION 3
+ *      final_metrics hold `sieve final`'s trainings, apart from the trials
+ *   4: intermediate(trial, step, fidelity, value) holds what evaluations
+ *      reported while they ran; a trial's status may be 'pruned' */
+#define SCHEMA_VERSION 4
 /* PRAGMA application_id: 'SIEV', tells our files from other SQLite files. */
 #define APPLICATION_ID 0x53494556
 
@@ -104,6 +106,20 @@ static const char *const trial_v2_columns[][2] = {
   "  value " SIEVE_DB_ANY_DOUBLE ",\n"                                                                                             \
   "  PRIMARY KEY (final, name));\n"
 
+/* Added in version 4: the intermediate values of each trial (value typed
+ * as in metrics, so that a NaN survives). */
+#define V4_SQL                                                                                             \
+  "CREATE TABLE IF NOT EXISTS intermediate (\n"                                                             \
+  "  trial INTEGER NOT NULL REFERENCES trials(number),\n"                                                  \
+  "  step INTEGER NOT NULL,\n"                                                                              \
+  "  fidelity REAL,\n"                                                                                      \
+  "  value " SIEVE_DB_ANY_DOUBLE ",\n"                                                                       \
+  "  PRIMARY KEY (trial, step));\n"
+
+/* The trials' status check, before and after version 4 added 'pruned'. */
+#define STATUS_CHECK_V3 "'pending', 'ok', 'failed', 'screened', 'cached')"
+#define STATUS_CHECK "'pending', 'ok', 'failed', 'screened', 'cached', 'pruned')"
+
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta (\n"
     "  key TEXT PRIMARY KEY,\n"
@@ -111,7 +127,7 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS trials (\n"
     "  number INTEGER PRIMARY KEY,\n" /* 0-based, in ask order */
     "  genotype TEXT NOT NULL,\n"
-    "  status TEXT NOT NULL CHECK (status IN ('pending', 'ok', 'failed', 'screened', 'cached')),\n"
+    "  status TEXT NOT NULL CHECK (status IN (" STATUS_CHECK "),\n"
     "  fidelity REAL,\n" /* NULL: NAN */
     "  reason TEXT,\n"
     "  cost REAL,\n"     /* NULL: NAN */
@@ -133,7 +149,7 @@ static const char schema_sql[] =
     "  name TEXT PRIMARY KEY,\n"
     "  type TEXT NOT NULL,\n" /* GVariant type string */
     "  data BLOB NOT NULL);\n" /* serialised normal form */
-    CACHE_SQL V3_SQL;
+    CACHE_SQL V3_SQL V4_SQL;
 
 typedef enum {
   STMT_GET_META,
@@ -549,6 +565,15 @@ has_column(SieveStore *store, const char *table, const char *column, gboolean *o
   return TRUE;
 }
 
+/* (transfer full) text as an SQL string literal: quoted, its quotes doubled. */
+static char *
+sql_quote(const char *text)
+{
+  g_auto(GStrv) parts = g_strsplit(text, "'", -1);
+  g_autofree char *doubled = g_strjoinv("''", parts);
+  return g_strdup_printf("'%s'", doubled);
+}
+
 /* Older versions -> the current one.  1 -> 2, in one transaction (a failure leaves the file as it was):
  * the trials' new columns are added (NULL in existing rows), and the old
  * cache table, keyed without the hash kind, is replaced.  No sieve ever
@@ -578,8 +603,26 @@ migrate(SieveStore *store, gint64 version, GError **error)
          exec(store, rows == 0 ? "DROP TABLE cache" : "ALTER TABLE cache RENAME TO cache_v1",
               "cannot upgrade the cache table", error);
   }
-  /* Version 2 -> 3 only adds tables. */
-  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
+  /* Version 3 -> 4 widens the trials' status check to admit 'pruned'.  A
+   * CHECK constraint is not part of the stored rows, so SQLite's documented
+   * way to change one is to edit the table's text in sqlite_schema and bump
+   * the schema cookie (https://sqlite.org/lang_altertable.html, "making
+   * other kinds of table schema changes"): no row is copied or touched. */
+  gint64 cookie = 0;
+  if (ok && version < 4)
+    ok = query_int(store, "PRAGMA schema_version", &cookie, error);
+  if (ok && version < 4) {
+    g_autofree char *from = sql_quote(STATUS_CHECK_V3), *to = sql_quote(STATUS_CHECK);
+    g_autofree char *edit = g_strdup_printf("PRAGMA writable_schema = ON;\n"
+                                            "UPDATE sqlite_schema SET sql = replace(sql, %s, %s)"
+                                            " WHERE type = 'table' AND name = 'trials';\n"
+                                            "PRAGMA schema_version = %" G_GINT64_FORMAT ";\n"
+                                            "PRAGMA writable_schema = OFF;",
+                                            from, to, cookie + 1);
+    ok = exec(store, edit, "cannot upgrade the trials' status check", error);
+  }
+  /* Versions 2 -> 3 and 3 -> 4 otherwise only add tables. */
+  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL V4_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
   ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
        exec(store, "COMMIT", "cannot commit the schema upgrade", error);
   if (!ok)
@@ -660,6 +703,27 @@ check_schema(SieveStore *store, GError **error)
   return TRUE;
 }
 
+/* Version 3 (the first on PostgreSQL) -> 4: the intermediate table, and
+ * 'pruned' in the trials' status check (PostgreSQL's default name for the
+ * CHECK of trials.status is trials_status_check), in one transaction. */
+static gboolean
+migrate_pg(SieveStore *store, GError **error)
+{
+  g_autofree char *sql = g_strdup_printf(V4_SQL
+                                         "ALTER TABLE trials DROP CONSTRAINT IF EXISTS trials_status_check;\n"
+                                         "ALTER TABLE trials ADD CONSTRAINT trials_status_check"
+                                         " CHECK (status IN (" STATUS_CHECK ");\n"
+                                         "UPDATE sieve_schema SET version = %d;\n",
+                                         SCHEMA_VERSION);
+  if (!sieve__db_begin(store->db) || !sieve__db_exec(store->db, sql) || !sieve__db_exec(store->db, "COMMIT")) {
+    set_db_error(store, error, "cannot upgrade the schema");
+    sieve__db_exec(store->db, "ROLLBACK");
+    return FALSE;
+  }
+  store->version = SCHEMA_VERSION;
+  return TRUE;
+}
+
 /* The schema of a study on PostgreSQL: the same tables, and the version in
  * a table of its own (SQLite keeps it in the file header). */
 static gboolean
@@ -688,8 +752,10 @@ check_schema_pg(SieveStore *store, GError **error)
   if (!check_not_newer(store, version, error))
     return FALSE;
   store->version = empty ? SCHEMA_VERSION : version;
-  if (!empty || store->mode == SIEVE_STORE_READ)
-    return TRUE; /* version 3 is the first on PostgreSQL: nothing to migrate yet */
+  if (store->mode == SIEVE_STORE_READ || (!empty && version == SCHEMA_VERSION))
+    return TRUE;
+  if (!empty)
+    return migrate_pg(store, error);
   g_autofree char *sql = g_strdup_printf("%s"
                                          "CREATE TABLE sieve_schema (version INTEGER NOT NULL);\n"
                                          "INSERT INTO sieve_schema (version) VALUES (%d);\n",
@@ -812,8 +878,8 @@ sieve__store_get_db(SieveStore *store)
 }
 
 /* Parents before children, so that foreign keys hold at each insert. */
-const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "state",         "cache_keys",
-                                           "cache",  "weights", "finals", "final_metrics", NULL};
+const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "intermediate", "state",
+                                           "cache_keys", "cache",  "weights", "finals", "final_metrics", NULL};
 
 /* ---- transactions ------------------------------------------------------ */
 
@@ -1605,4 +1671,90 @@ sieve_store_list_finals(SieveStore *store, GError **error)
     return NULL;
   }
   return g_steal_pointer(&finals);
+}
+
+/* ---- intermediate values (schema version 4) ---------------------------- */
+
+gboolean
+sieve_store_set_intermediate(SieveStore *store, gint64 trial, const SieveIntermediate *values, guint n,
+                             GError **error)
+{
+  g_return_val_if_fail(store != NULL && (values != NULL || n == 0), FALSE);
+  if (!check_writable(store, error) || !savepoint(store, error))
+    return FALSE;
+  SieveDbStmt *stmt = prepare(store, "DELETE FROM intermediate WHERE trial = ?1", error);
+  gboolean ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, trial), error) &&
+                run_once(store, stmt, "cannot replace intermediate values", error);
+  stmt = NULL;
+  if (ok && n > 0)
+    ok = (stmt = prepare(store,
+                         "INSERT INTO intermediate (trial, step, fidelity, value) VALUES (?1, ?2, ?3, ?4)"
+                         " ON CONFLICT (trial, step) DO UPDATE SET fidelity = excluded.fidelity,"
+                         " value = excluded.value",
+                         error)) != NULL;
+  for (guint i = 0; ok && i < n; i++) {
+    sieve__db_reset(stmt);
+    ok = bind_ok(store, sieve__db_bind_int64(stmt, 1, trial), error) &&
+         bind_ok(store, sieve__db_bind_int64(stmt, 2, values[i].step), error) &&
+         bind_ok(store, bind_real(stmt, 3, values[i].fidelity), error) &&
+         bind_ok(store, bind_metric(stmt, 4, values[i].value), error) &&
+         step_done(store, stmt, "cannot store an intermediate value", error);
+  }
+  sieve__db_finalize(stmt);
+  return release(store, ok, error);
+}
+
+GArray *
+sieve_store_list_intermediate(SieveStore *store, gint64 trial, GError **error)
+{
+  g_return_val_if_fail(store != NULL, NULL);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  if (store->version < 4)
+    return out;
+  SieveDbStmt *stmt = prepare(store,
+                               "SELECT trial, step, fidelity, value FROM intermediate"
+                               " WHERE ?1 < 0 OR trial = ?1 ORDER BY trial, step",
+                               error);
+  if (stmt == NULL || !bind_ok(store, sieve__db_bind_int64(stmt, 1, trial), error)) {
+    sieve__db_finalize(stmt);
+    g_array_unref(out);
+    return NULL;
+  }
+  SieveDbStep rc;
+  while ((rc = sieve__db_step(stmt)) == SIEVE_DB_ROW) {
+    SieveIntermediate v = {.trial = sieve__db_column_int64(stmt, 0),
+                           .step = sieve__db_column_int64(stmt, 1),
+                           .fidelity = column_real(stmt, 2)};
+    if (!column_metric(stmt, 3, &v.value)) {
+      set_corrupt_error(store, error, "trial %" G_GINT64_FORMAT " has a non-numeric intermediate value at step %"
+                        G_GINT64_FORMAT, v.trial, v.step);
+      rc = SIEVE_DB_ERROR;
+      break;
+    }
+    g_array_append_val(out, v);
+  }
+  if (rc != SIEVE_DB_DONE) {
+    if (error != NULL && *error == NULL)
+      set_db_error(store, error, "cannot read intermediate values");
+    sieve__db_finalize(stmt);
+    g_array_unref(out);
+    return NULL;
+  }
+  sieve__db_finalize(stmt);
+  return out;
+}
+
+gboolean
+sieve_store_set_trial_fidelity(SieveStore *store, gint64 number, double fidelity, GError **error)
+{
+  g_return_val_if_fail(store != NULL, FALSE);
+  if (!check_writable(store, error))
+    return FALSE;
+  SieveDbStmt *stmt = prepare(store, "UPDATE trials SET fidelity = ?2 WHERE number = ?1", error);
+  if (stmt == NULL || !bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) ||
+      !bind_ok(store, bind_real(stmt, 2, fidelity), error)) {
+    sieve__db_finalize(stmt);
+    return FALSE;
+  }
+  return run_once(store, stmt, "cannot set a trial's fidelity", error);
 }

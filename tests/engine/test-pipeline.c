@@ -432,8 +432,12 @@ test_schema_upgrade(void)
     g_autofree char *name = sieve_store_get_meta(store, "name", &error);
     g_assert_cmpstr(name, ==, "old");
   }
-  /* Through version 2 to 3: the tables for kept weights and final trainings. */
-  g_assert_cmpint(count_rows(path, "PRAGMA user_version"), ==, 3);
+  /* Through versions 2 and 3 to 4: the tables for kept weights and final
+   * trainings, intermediate values, a status check that admits 'pruned'. */
+  g_assert_cmpint(count_rows(path, "PRAGMA user_version"), ==, 4);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'intermediate'"), ==, 1);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'trials' AND "
+                                   "sql LIKE '%''cached'', ''pruned'')%'"), ==, 1);
   g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name IN ('weights', 'finals', "
                                    "'final_metrics')"), ==, 3);
   g_assert_cmpint(count_rows(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'cache_v1'"), ==, 0);

@@ -188,7 +188,9 @@ test_shape_unary(void)
   guint logits = sieve_graph_linear(g, sieve_graph_global_avg_pool(g, x), 3, TRUE);
   assert_shape(g, sieve_graph_softmax_ce(g, logits, 0.1), 1, 1, 1);
   g_assert_cmpuint(sieve_graph_softmax_ce(g, x, 0), ==, SIEVE_NODE_INVALID);
-  assert_error(g, "graph unary: node 16 (softmax_ce): needs logits of shape Kx1x1 with K >= 2, got 4x5x7");
+  g_autofree char *want = g_strdup_printf("graph unary: node %d (softmax_ce): needs logits of shape Kx1x1 with K >= 2, "
+                                          "got 4x5x7", 9 + SIEVE_N_ACTIVATIONS); /* one node per activation above */
+  assert_error(g, want);
 
   g_autoptr(SieveGraph) bn_eps = sieve_graph_new("bn");
   x = sieve_graph_input(bn_eps, 2, 2, 2);
@@ -199,7 +201,28 @@ test_shape_unary(void)
   g_autoptr(SieveGraph) act = sieve_graph_new("act");
   x = sieve_graph_input(act, 2, 2, 2);
   g_assert_cmpuint(sieve_graph_activation(act, x, SIEVE_N_ACTIVATIONS, 0), ==, SIEVE_NODE_INVALID);
-  assert_error(act, "graph act: node 1 (activation): unknown activation 7");
+  g_autofree char *unknown = g_strdup_printf("graph act: node 1 (activation): unknown activation %d", SIEVE_N_ACTIVATIONS);
+  assert_error(act, unknown);
+
+  /* mul: x [C,H,W] times a gate [C,1,1] or [C,H,W]; anything else is refused. */
+  g_autoptr(SieveGraph) mul = sieve_graph_new("mul");
+  x = sieve_graph_input(mul, 4, 5, 7);
+  guint gate = sieve_graph_global_avg_pool(mul, x);
+  assert_shape(mul, sieve_graph_mul(mul, x, gate), 4, 5, 7);
+  assert_shape(mul, sieve_graph_mul(mul, x, x), 4, 5, 7);
+  g_assert_cmpstr(sieve_op_kind_name(SIEVE_OP_MUL), ==, "mul");
+  g_assert_cmpuint(sieve_graph_add(mul, SIEVE_OP_MUL, &x, 1, NULL), ==, SIEVE_NODE_INVALID);
+  assert_error(mul, "graph mul: node 4 (mul): takes 2 inputs, got 1");
+  g_autoptr(SieveGraph) mul2 = sieve_graph_new("mul2");
+  x = sieve_graph_input(mul2, 4, 5, 7);
+  guint narrow = sieve_graph_conv2d(mul2, sieve_graph_global_avg_pool(mul2, x), 3, 1, 1, 0, FALSE);
+  g_assert_cmpuint(sieve_graph_mul(mul2, x, narrow), ==, SIEVE_NODE_INVALID);
+  assert_error(mul2, "graph mul2: node 3 (mul): gate has shape 3x1x1, expected 4x5x7 or 4x1x1 for x of shape 4x5x7");
+  g_autoptr(SieveGraph) mul3 = sieve_graph_new("mul3");
+  x = sieve_graph_input(mul3, 4, 5, 7);
+  guint wide = sieve_graph_pool(mul3, x, SIEVE_POOL_MAX, 2, 2, 0);
+  g_assert_cmpuint(sieve_graph_mul(mul3, x, wide), ==, SIEVE_NODE_INVALID);
+  assert_error(mul3, "graph mul3: node 2 (mul): gate has shape 4x2x3, expected 4x5x7 or 4x1x1 for x of shape 4x5x7");
 
   g_autoptr(SieveGraph) lin0 = sieve_graph_new("lin");
   x = sieve_graph_input(lin0, 2, 2, 2);

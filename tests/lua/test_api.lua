@@ -151,4 +151,24 @@ T.test("serialize and deserialize keep types", function()
   T.raises("nested deeper", sieve.serialize, cycle)
 end)
 
+T.test("a compose space's genotype: both parts, which decisions are the network", function()
+  local space = sieve.space("compose", {parts = {{plugin = "nb201", C = 4, N = 1},
+    {plugin = "hpo", parameters = {lr = {type = "float", low = 0.01, high = 0.5, log = true},
+                                   batch_size = {"64", "128"}}}}})
+  local d = space:decisions()
+  T.eq(#d, 8)
+  T.eq(d[1].name, "edge_1_0")
+  T.eq(d[1].architecture, true)
+  T.eq(d[7].architecture, false)
+  T.eq(d[8].architecture, false)
+  -- a Lua table has no key order: the hpo part's decisions come in its own
+  local recipe = {[d[7].name] = true, [d[8].name] = true}
+  T.eq(recipe.lr and recipe.batch_size, true)
+  local g = space:sample(sieve.rng(5))
+  local text = space:format(g)
+  T.eq(space:format(space:parse(text)), text)
+  T.eq(text:find("|;", 1, true) ~= nil, true, "the parts' texts joined by ';'")
+  T.raises("part #2 (hpo), from character 49", space.parse, space, "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|;lr=x")
+end)
+
 T.done()

@@ -83,6 +83,33 @@ T.test("YAML names Lua components loaded by lua.load", function()
   T.eq(#sieve.space("ring"), 3)
 end)
 
+T.test("a Lua evaluator reports intermediate values; a pruner stops it; the study reads them", function()
+  local study = sieve.run(fixtures .. "/pruned.yaml", {store = scratch_store("pruned")})
+  local curves = study:intermediate()
+  local by_trial, pruned, ok = {}, 0, 0
+  for _, v in ipairs(curves) do
+    by_trial[v.trial] = by_trial[v.trial] or {}
+    table.insert(by_trial[v.trial], v)
+    T.eq(v.fidelity, v.step, "the fidelity it reported")
+  end
+  for t in study:trials() do
+    local steps = by_trial[t.number]
+    local last = steps[#steps]
+    if t.status == "pruned" then
+      pruned = pruned + 1
+      T.truthy(#steps < 6, "stopped before its last epoch")
+      T.eq(t.metrics.acc, last.value, "stored with its last value")
+      T.eq(t.metrics.step, last.step)
+    else
+      ok = ok + 1
+      T.eq(#steps, 6)
+    end
+  end
+  T.truthy(pruned > 0 and ok >= 2, string.format("%d pruned, %d ok", pruned, ok))
+  T.eq(#study:intermediate(0), 6, "one trial's values")
+  T.eq(study:count("pruned"), pruned)
+end)
+
 T.test("an option default YAML cannot hold is an error, not a missing default", function()
   local function ask() return {} end
   local err = T.raises("option 'shape' of 'bad-default': default: expected a list or a map with string keys", function()

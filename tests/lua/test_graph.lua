@@ -485,6 +485,45 @@ T.test("graphs dropped in a loop are collected as they go", function()
   T.truthy(n < 500, n .. " of 5000 dropped Lua-built networks still uncollected")
 end)
 
+-- The mobilenet plugin's network rebuilt by hand with the graph API: an
+-- MBConv block (expand, depthwise, SE with g:mul and hard_sigmoid,
+-- hard-swish, project, residual) has the plugin's parameters and MACs.
+T.test("mobilenet: a network built in Lua has the plugin's counts", function()
+  local opts = {in_channels = 1, size = 28, stem_channels = 16, first_channels = 8, stages = "16:2:2",
+                last_channels = 32}
+  local text = "k5_e3_se,k3_e6_hs"
+  local net = sieve.space("mobilenet", opts):build(text)
+  local g = sieve.graph.new("mobilenet by hand")
+  local function conv_bn(x, out, k, stride, groups, act)
+    x = g:batch_norm(g:conv2d(x, {out = out, kernel = k, stride = stride, pad = k // 2, groups = groups}))
+    if act then x = g:activation(x, act) end
+    return x
+  end
+  local function mbconv(x, cin, cout, k, e, stride, se, act)
+    local mid = cin * e
+    local h = x
+    if e ~= 1 then h = conv_bn(h, mid, 1, 1, 1, act) end
+    h = conv_bn(h, mid, k, stride, mid, act)
+    if se then
+      local s = g:conv2d(g:global_avg_pool(h), {out = 8, kernel = 1, bias = true}) -- make_divisible(mid / 4, 8)
+      s = g:hard_sigmoid(g:conv2d(g:relu(s), {out = mid, kernel = 1, bias = true}))
+      h = g:mul(h, s)
+    end
+    h = conv_bn(h, cout, 1, 1, 1, nil)
+    if stride == 1 and cin == cout then h = g:add(x, h) end
+    return h
+  end
+  local x = conv_bn(g:input(1, 28, 28), 16, 3, 1, 1, "relu")
+  x = mbconv(x, 16, 8, 3, 1, 1, false, "relu")
+  x = mbconv(x, 8, 16, 5, 3, 2, true, "relu")
+  x = mbconv(x, 16, 16, 3, 6, 1, false, "hard_swish")
+  x = g:linear(g:global_avg_pool(conv_bn(x, 32, 1, 1, 1, "relu")), {out = 10})
+  g:finish(x)
+  T.eq(g.params, net.params)
+  T.eq(g.flops, net.flops)
+  T.eq(g:hash("structural"), net:hash("structural"), "the very same network")
+end)
+
 T.test("the train evaluator trains a Lua space's network from Lua", function()
   local space = sieve.space("lua", {script = nb201_lua, options = {C = 4, N = 1, in_channels = 1, size = 28}})
   local ev = sieve.evaluator("train", space, {dataset = "fashion-mnist", train_limit = 512, validation = 256,

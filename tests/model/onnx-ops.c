@@ -42,6 +42,16 @@ ACT(tanh, SIEVE_ACT_TANH, 0)
 ACT(sigmoid, SIEVE_ACT_SIGMOID, 0)
 ACT(gelu, SIEVE_ACT_GELU, 0)
 ACT(swish, SIEVE_ACT_SWISH, 0)
+ACT(hard_sigmoid, SIEVE_ACT_HARD_SIGMOID, 0)
+ACT(hard_swish, SIEVE_ACT_HARD_SWISH, 0)
+
+/* Squeeze-and-excitation: x * hard_sigmoid(conv1x1(gap(x))), a 3x1x1 gate. */
+static guint
+b_mul(SieveGraph *g, guint x)
+{
+  guint gate = sieve_graph_conv2d(g, sieve_graph_global_avg_pool(g, x), 3, 1, 1, 0, TRUE);
+  return sieve_graph_mul(g, x, sieve_graph_activation(g, gate, SIEVE_ACT_HARD_SIGMOID, 0));
+}
 
 static guint
 b_avg_pool(SieveGraph *g, guint x)
@@ -117,6 +127,16 @@ b_softmax_ce(SieveGraph *g, guint x)
   return sieve_graph_softmax_ce(g, h, 0); /* exported: its logits */
 }
 
+static guint
+b_crop(SieveGraph *g, guint x)
+{
+  /* DARTS's factorized reduction: 1x1 stride-2 convolutions of x and of
+   * x[:, 1:, 1:], concatenated. */
+  guint a = sieve_graph_conv2d(g, x, 2, 1, 2, 0, FALSE);
+  guint b = sieve_graph_conv2d(g, sieve_graph_crop(g, x, 1, 1, 7, 7), 2, 1, 2, 0, FALSE);
+  return sieve_graph_concat(g, (guint[]){a, b}, 2);
+}
+
 static const struct {
   const char *name;
   Build build;
@@ -130,6 +150,9 @@ static const struct {
     {"sigmoid", b_sigmoid},
     {"gelu", b_gelu},
     {"swish", b_swish},
+    {"hard_sigmoid", b_hard_sigmoid},
+    {"hard_swish", b_hard_swish},
+    {"mul", b_mul},
     {"avg_pool", b_avg_pool},
     {"max_pool", b_max_pool},
     {"add", b_add},
@@ -139,6 +162,7 @@ static const struct {
     {"identity", b_identity},
     {"zero", b_zero},
     {"softmax_ce", b_softmax_ce},
+    {"crop", b_crop},
 };
 
 static gboolean
@@ -224,7 +248,7 @@ main(int argc, char **argv)
     return 2;
   }
   /* Every operation of the IR but the input has a graph here. */
-  G_STATIC_ASSERT(SIEVE_N_OPS == 12 && SIEVE_N_ACTIVATIONS == 7);
+  G_STATIC_ASSERT(SIEVE_N_OPS == 14 && SIEVE_N_ACTIVATIONS == 9);
   for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
     GError *error = NULL;
     if (!one(argv[1], i, &error)) {

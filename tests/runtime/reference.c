@@ -241,6 +241,12 @@ activation(RefNet *r, SieveActivation act, double alpha, double x)
     return 0.5 * x * (1 + erf(x / sqrt(2.0)));
   case SIEVE_ACT_SWISH:
     return x / (1 + exp(-x));
+  case SIEVE_ACT_HARD_SIGMOID: /* relu6(x + 3) / 6, kinks at -3 and 3 */
+    r->margin = MIN(r->margin, MIN(fabs(x + 3), fabs(x - 3)));
+    return MIN(MAX(x + 3, 0), 6) / 6;
+  case SIEVE_ACT_HARD_SWISH: /* x relu6(x + 3) / 6 */
+    r->margin = MIN(r->margin, MIN(fabs(x + 3), fabs(x - 3)));
+    return x * MIN(MAX(x + 3, 0), 6) / 6;
   default:
     g_error("reference: unknown activation %d", act);
   }
@@ -384,6 +390,16 @@ ref_net_forward_from(RefNet *r, guint from, const double *x, const gint32 *label
       }
       break;
     }
+    case SIEVE_OP_MUL: {
+      /* y[b,c,i,j] = x[b,c,i,j] * gate[b,c,i,j], or gate[b,c] when it is Cx1x1. */
+      SieveShape gs = sieve_graph_node(g, n->inputs[1])->shape;
+      const double *gate = r->out[n->inputs[1]];
+      gsize hw = (gsize)is.h * is.w;
+      for (gsize bc = 0; bc < (gsize)r->batch * is.c; bc++)
+        for (gsize k = 0; k < hw; k++)
+          y[bc * hw + k] = in0[bc * hw + k] * (gs.h == 1 && gs.w == 1 ? gate[bc] : gate[bc * hw + k]);
+      break;
+    }
     case SIEVE_OP_GLOBAL_AVG_POOL: {
       gsize hw = (gsize)is.h * is.w;
       for (gsize bc = 0; bc < (gsize)r->batch * is.c; bc++) {
@@ -402,6 +418,14 @@ ref_net_forward_from(RefNet *r, guint from, const double *x, const gint32 *label
       break;
     case SIEVE_OP_ZERO:
       memset(y, 0, size * sizeof(double));
+      break;
+    case SIEVE_OP_CROP: /* y[b, c, i, j] = x[b, c, top + i, left + j] */
+      for (guint b = 0; b < r->batch; b++)
+        for (guint ch = 0; ch < n->shape.c; ch++)
+          for (guint i = 0; i < n->shape.h; i++)
+            for (guint j = 0; j < n->shape.w; j++)
+              y[(((gsize)b * n->shape.c + ch) * n->shape.h + i) * n->shape.w + j] =
+                in0[(((gsize)b * is.c + ch) * is.h + n->attrs.pad[0] + i) * is.w + n->attrs.pad[1] + j];
       break;
     case SIEVE_OP_SOFTMAX_CE: {
       double loss = labels ? softmax_ce(r, in0, is.c, labels, n->attrs.label_smoothing) : NAN;

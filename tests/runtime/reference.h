@@ -63,7 +63,8 @@ double ref_net_loss(RefNet *ref);
  * one, else sum(w .* output) (w: batch * output size). */
 double ref_net_objective(RefNet *ref, const double *w);
 /* The closest the last forward came to a kink: min |x| over the inputs of
- * relu, leaky_relu and elu, and the gap between the largest and second
+ * relu, leaky_relu and elu, |x + 3| and |x - 3| over those of
+ * hard_sigmoid and hard_swish, and the gap between the largest and second
  * largest values of every max pooling window.  Finite differences and
  * float32 rounding both need it well away from 0.  G_MAXDOUBLE when none. */
 double ref_net_kink_margin(RefNet *ref);

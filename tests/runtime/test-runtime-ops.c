@@ -83,6 +83,11 @@ static const ConvCase conv_cases[] = {
   {17, 4, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 1, FALSE},   /* 1x1, 17 inputs */
   {3, 11, 10, 8, 5, 5, 3, 3, 0, 0, 1, 1, 1, TRUE},   /* 5x5, stride 3, no padding */
   {2, 9, 9, 4, 3, 2, 2, 1, 1, 0, 2, 1, 2, TRUE},     /* everything at once */
+  /* Depthwise 5x5 and 7x7 (MobileNet's), whose weight gradient is the
+   * runtime's own loop (cpu-kernels.c): 16-, 8-channel blocks and plain. */
+  {16, 7, 6, 16, 5, 5, 2, 2, 2, 2, 1, 1, 16, FALSE},
+  {24, 6, 7, 24, 7, 7, 1, 1, 3, 3, 1, 1, 24, FALSE},
+  {5, 7, 6, 5, 5, 3, 1, 2, 2, 1, 2, 1, 5, FALSE},
 };
 
 static SieveGraph *
@@ -175,6 +180,81 @@ static void
 test_act(gconstpointer data)
 {
   check_op(build_act, data, 51 + (const ActCase *)data - act_cases);
+}
+
+/* hard_sigmoid and hard_swish on 5x the input (values in (-5, 5)), so that
+ * both kinks (-3, 3) and the flat parts are crossed; after a convolution
+ * of 17 outputs the input comes in a padded channel block. */
+typedef struct {
+  SieveActivation act;
+  gboolean after_conv;
+} HardCase;
+
+static const HardCase hard_cases[] = {
+  {SIEVE_ACT_HARD_SIGMOID, FALSE},
+  {SIEVE_ACT_HARD_SIGMOID, TRUE},
+  {SIEVE_ACT_HARD_SWISH, FALSE},
+  {SIEVE_ACT_HARD_SWISH, TRUE},
+};
+
+static SieveGraph *
+build_hard(guint *out, gconstpointer data)
+{
+  const HardCase *k = data;
+  SieveGraph *g = sieve_graph_new(sieve_activation_name(k->act));
+  guint x = sieve_graph_input(g, 5, 3, 4);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, 17, 3, 1, 1, TRUE);
+  guint xs[] = {x, x, x, x, x};
+  *out = sieve_graph_activation(g, sieve_graph_sum(g, xs, 5), k->act, 0);
+  return g;
+}
+
+static void
+test_hard(gconstpointer data)
+{
+  check_op(build_hard, data, 141 + (const HardCase *)data - hard_cases);
+}
+
+/* ---- mul ---------------------------------------------------------------------------- */
+
+/* 0: squeeze-and-excitation (Hu et al. 2018) as MobileNetV3 writes it:
+ *    y = conv(x) * hard_sigmoid(conv1x1(tanh(conv1x1(gap(conv(x)))))),
+ *    17 channels (a padded block) or 16 (an exact one);
+ * 1: a plain input gated by its own pooled sigmoid (one tensor feeds both
+ *    operands, so both gradients add into it);
+ * 2: a gate of x's full shape. */
+typedef struct {
+  guint kind, channels;
+} MulCase;
+
+static const MulCase mul_cases[] = {{0, 17}, {0, 16}, {1, 3}, {2, 5}};
+
+static SieveGraph *
+build_mul(guint *out, gconstpointer data)
+{
+  const MulCase *k = data;
+  SieveGraph *g = sieve_graph_new("mul");
+  guint x = sieve_graph_input(g, k->kind == 0 ? 4 : k->channels, 5, 6);
+  guint gate;
+  if (k->kind == 0) {
+    x = sieve_graph_conv2d(g, x, k->channels, 3, 1, 1, FALSE);
+    guint s = sieve_graph_conv2d(g, sieve_graph_global_avg_pool(g, x), 4, 1, 1, 0, TRUE);
+    s = sieve_graph_activation(g, s, SIEVE_ACT_TANH, 0); /* MobileNetV3 has ReLU: all 4 can die on 2 examples */
+    gate = sieve_graph_activation(g, sieve_graph_conv2d(g, s, k->channels, 1, 1, 0, TRUE), SIEVE_ACT_HARD_SIGMOID, 0);
+  } else if (k->kind == 1) {
+    gate = sieve_graph_activation(g, sieve_graph_global_avg_pool(g, x), SIEVE_ACT_SIGMOID, 0);
+  } else {
+    gate = sieve_graph_activation(g, sieve_graph_conv2d(g, x, k->channels, 3, 1, 1, TRUE), SIEVE_ACT_TANH, 0);
+  }
+  *out = sieve_graph_mul(g, x, gate);
+  return g;
+}
+
+static void
+test_mul(gconstpointer data)
+{
+  check_op(build_mul, data, 151 + (const MulCase *)data - mul_cases);
 }
 
 /* ---- pooling ------------------------------------------------------------------------ */
@@ -288,6 +368,59 @@ test_identity_zero(void)
   check_graph(finish(g, out), 2, 95, FALSE);
   g = build_identity_zero(&out, NULL);
   check_graph(finish(g, sieve_graph_softmax_ce(g, sieve_graph_linear(g, out, 4, FALSE), 0.2)), 3, 96, FALSE);
+}
+
+/* ---- crop ---------------------------------------------------------------------------- */
+
+typedef struct {
+  guint c, h, w, top, left, wh, ww;
+  gboolean after_conv; /* a blocked input layout (17 channels: a padded block) */
+} CropCase;
+
+static const CropCase crop_cases[] = {
+  {3, 6, 6, 1, 1, 5, 5, FALSE},  /* DARTS's x[:, :, 1:, 1:] */
+  {17, 8, 6, 1, 1, 7, 5, TRUE},  /* the same on a blocked layout */
+  {16, 7, 9, 2, 0, 3, 9, TRUE},  /* full width, rows 2..4 */
+  {5, 5, 6, 0, 3, 5, 2, TRUE},   /* full height, columns 3..4 */
+};
+
+static SieveGraph *
+build_crop(guint *out, gconstpointer data)
+{
+  const CropCase *k = data;
+  SieveGraph *g = sieve_graph_new("crop");
+  guint x = sieve_graph_input(g, k->after_conv ? 4 : k->c, k->h, k->w);
+  if (k->after_conv)
+    x = sieve_graph_conv2d(g, x, k->c, 3, 1, 1, TRUE);
+  *out = sieve_graph_crop(g, x, k->top, k->left, k->wh, k->ww);
+  return g;
+}
+
+static void
+test_crop(gconstpointer data)
+{
+  check_op(build_crop, data, 81 + (const CropCase *)data - crop_cases);
+}
+
+/* DARTS's factorized reduction: ReLU, then 1x1 stride-2 convolutions of x
+ * and of x[:, 1:, 1:], concatenated, BN; the ReLU's output gets its gradient
+ * from the crop and from a convolution, in both layouts (6 and 16 channels). */
+static void
+test_factorized_reduce(void)
+{
+  guint out;
+  for (guint seed = 0; seed < 2; seed++) {
+    SieveGraph *g = sieve_graph_new("factorized_reduce");
+    guint x = sieve_graph_input(g, 4, 8, 8);
+    x = sieve_graph_conv2d(g, x, seed ? 16 : 6, 3, 1, 1, FALSE);
+    x = sieve_graph_relu(g, x);
+    guint a = sieve_graph_conv2d(g, x, 5, 1, 2, 0, FALSE);
+    guint b = sieve_graph_conv2d(g, sieve_graph_crop(g, x, 1, 1, 7, 7), 3, 1, 2, 0, FALSE);
+    out = sieve_graph_batch_norm(g, sieve_graph_concat(g, (guint[]){a, b}, 2));
+    if (seed)
+      out = sieve_graph_softmax_ce(g, sieve_graph_linear(g, out, 4, TRUE), 0);
+    check_graph(finish(g, out), 2 + seed, 88 + seed, TRUE);
+  }
 }
 
 /* ---- global average pooling, linear, loss ------------------------------------------- */
@@ -405,7 +538,11 @@ main(int argc, char **argv)
   add_cases("conv2d", conv_cases, sizeof *conv_cases, G_N_ELEMENTS(conv_cases), test_conv);
   add_cases("batch_norm", bn_cases, sizeof *bn_cases, G_N_ELEMENTS(bn_cases), test_bn);
   add_cases("activation", act_cases, sizeof *act_cases, G_N_ELEMENTS(act_cases), test_act);
+  add_cases("hard", hard_cases, sizeof *hard_cases, G_N_ELEMENTS(hard_cases), test_hard);
+  add_cases("mul", mul_cases, sizeof *mul_cases, G_N_ELEMENTS(mul_cases), test_mul);
   add_cases("pool", pool_cases, sizeof *pool_cases, G_N_ELEMENTS(pool_cases), test_pool);
+  add_cases("crop", crop_cases, sizeof *crop_cases, G_N_ELEMENTS(crop_cases), test_crop);
+  g_test_add_func("/runtime/ops/factorized-reduce", test_factorized_reduce);
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);
   g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);

@@ -199,7 +199,7 @@ test_newer_schema(Fixture *f, gconstpointer data)
   raw_sql(f->path, "PRAGMA user_version = 99");
   GError *error = NULL;
   g_autofree char *want = g_strdup_printf(
-      "%s: the store has schema version 99, newer than this sieve understands (3); use a newer sieve", f->path);
+      "%s: the store has schema version 99, newer than this sieve understands (4); use a newer sieve", f->path);
   for (int mode = SIEVE_STORE_READ; mode <= SIEVE_STORE_WRITE; mode++) {
     g_assert_null(sieve_store_open(f->path, (SieveStoreMode) mode, &error));
     g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE);
@@ -261,6 +261,70 @@ test_v2_to_v3(Fixture *f, gconstpointer data)
   g_assert_true(sieve_result_get_metric(final->result, "acc", &acc));
   g_assert_cmpfloat(acc, ==, 0.9);
   g_assert_cmpint(sieve_store_count_trials(s, -1, &error), ==, 3); /* finals are not trials */
+}
+
+/* A version 3 store (no intermediate table, a status check without
+ * 'pruned', as sieve 3 wrote it): read as it is, upgraded to 4 when
+ * written with every trial kept; it then takes pruned trials and their
+ * intermediate values. */
+static void
+test_v3_to_v4(Fixture *f, gconstpointer data)
+{
+  GError *error = NULL;
+  {
+    g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_WRITE);
+    for (int i = 0; i < 3; i++) {
+      gint64 n = sieve_store_add_trial(s, "g", i, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "acc", 0.5 + 0.1 * i);
+      g_assert_true(sieve_store_finish_trial(s, n, r, 1, 2, 0, -1, &error));
+    }
+    g_assert_no_error(error);
+  }
+  raw_sql(f->path, "DROP TABLE intermediate; PRAGMA writable_schema = ON; "
+                   "UPDATE sqlite_schema SET sql = replace(sql, ', ''pruned'')', ')') WHERE name = 'trials'; "
+                   "PRAGMA writable_schema = OFF; PRAGMA user_version = 3");
+  {
+    g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_READ);
+    g_autoptr(GArray) none = sieve_store_list_intermediate(s, -1, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(none->len, ==, 0);
+  }
+  g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_WRITE);
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(s, FALSE, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(trials->len, ==, 3);
+  for (guint i = 0; i < 3; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    double acc = 0;
+    g_assert_true(sieve_result_get_metric(t->result, "acc", &acc));
+    g_assert_cmpfloat(acc, ==, 0.5 + 0.1 * i);
+    g_assert_cmpfloat(t->fidelity, ==, i);
+  }
+  gint64 n = sieve_store_add_trial(s, "h", 9, &error);
+  g_autoptr(SieveResult) r = sieve_result_new();
+  sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+  sieve_result_set_metric(r, "acc", 0.25);
+  static const SieveIntermediate curve[] = {{0, 1, 1, 0.2}, {0, 2, 2, NAN}, {0, 3, 3, 0.25}};
+  g_assert_true(sieve_store_begin(s, &error));
+  g_assert_true(sieve_store_set_intermediate(s, n, curve, 3, &error));
+  g_assert_true(sieve_store_set_trial_fidelity(s, n, 3, &error));
+  g_assert_true(sieve_store_finish_trial(s, n, r, 1, 2, 0, -1, &error));
+  g_assert_true(sieve_store_commit(s, &error));
+  g_assert_no_error(error);
+  g_autoptr(SieveTrial) t = sieve_store_get_trial(s, n, &error);
+  g_assert_cmpint(t->status, ==, SIEVE_STATUS_PRUNED);
+  g_assert_cmpfloat(t->fidelity, ==, 3);
+  g_autoptr(GArray) values = sieve_store_list_intermediate(s, n, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(values->len, ==, 3);
+  g_assert_cmpint(g_array_index(values, SieveIntermediate, 1).step, ==, 2);
+  g_assert_true(isnan(g_array_index(values, SieveIntermediate, 1).value)); /* a NaN survives */
+  g_assert_cmpfloat(g_array_index(values, SieveIntermediate, 2).value, ==, 0.25);
+  /* Replaced, not appended, when the trial is stored again. */
+  g_assert_true(sieve_store_set_intermediate(s, n, curve, 1, &error));
+  g_autoptr(GArray) again = sieve_store_list_intermediate(s, -1, &error);
+  g_assert_cmpuint(again->len, ==, 1);
 }
 
 /* ---- trials ------------------------------------------------------------ */
@@ -880,6 +944,7 @@ main(int argc, char **argv)
   TEST("/store/not-a-store", test_not_a_store);
   TEST("/store/newer-schema", test_newer_schema);
   TEST("/store/schema/v2-to-v3", test_v2_to_v3);
+  TEST("/store/schema/v3-to-v4", test_v3_to_v4);
   TEST("/store/trials", test_trials);
   TEST("/store/metrics-round-trip", test_metrics_round_trip);
   TEST("/store/read-only", test_read_only);

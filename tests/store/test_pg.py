@@ -132,7 +132,7 @@ class TestSameStudy(PgCase):
         p = sieve("store", "copy", self.path("a.sieve"), SERVER.url("copied"), check=1)
         self.assertIn("already holds a study", p.stderr)
         # The schema's version is where a newer sieve will look for it.
-        self.assertEqual(SERVER.psql("SELECT version FROM same.sieve_schema", db="sieve").strip(), "3")
+        self.assertEqual(SERVER.psql("SELECT version FROM same.sieve_schema", db="sieve").strip(), "4")
 
     def test_resume_after_copy(self):
         cfg = self.slow(delay=0, n=30)
@@ -297,6 +297,67 @@ class TestWorkers(PgCase):
         self.assertIn("this worker cannot run the study's evaluator as stored", p.stderr)
         p = sieve("worker", self.path("x.sieve"), check=2)
         self.assertIn("STORE must be a postgresql:// URL", p.stderr)
+
+
+# examples/progress/prune.yaml with its paths made absolute: a real Python
+# process per trial reports val_acc each epoch; the median rule prunes.
+PRUNE = """space: {plugin: hpo, file: %(ex)s/space.yaml}
+optimizer: {plugin: random}
+evaluator:
+  plugin: command
+  argv: [%(python)s, %(ex)s/curve.py, --epochs, "9"]
+  stdin: json
+pruner: {kind: median, startup_trials: 3, warmup_steps: 2}
+objective: {metric: val_acc, direction: maximize}
+budget: {evaluations: 12}
+seed: 1
+"""
+
+
+class TestTrainingAware(PgCase):
+    def test_pruning_through_a_worker_matches_sqlite(self):
+        """Intermediate values go back through the queue and the worker's pruner reads the
+        completed trials from the server: one worker, one evaluation in flight, gives the
+        SQLite study's trials, pruned ones included, and the same curves."""
+        cfg = self.write("prune.yaml", PRUNE % {"ex": os.path.join(ROOT, "examples", "progress"),
+                                                "python": sys.executable})
+        sieve("run", cfg, "--store", self.path("p.sieve"), "--quiet", check=0)
+        url = SERVER.url("prune")
+        sieve("run", cfg, "--store", url, "--quiet", check=0)
+        ref = export_rows(self.path("p.sieve"))
+        self.assertEqual(len(ref), 12)
+        self.assertTrue(any(r["status"] == "pruned" for r in ref) and any(r["status"] == "ok" for r in ref), ref)
+        self.assertEqual(export_rows(url), ref)
+        curves = sieve("export", url, "--intermediate", check=0).stdout
+        self.assertEqual(curves, sieve("export", self.path("p.sieve"), "--intermediate", check=0).stdout)
+        self.assertGreater(len(curves.splitlines()), 12)
+        summary = sieve("export", url, "--summary", check=0).stdout
+        self.assertEqual(summary, sieve("export", self.path("p.sieve"), "--summary", check=0).stdout)
+        # store copy carries the intermediate table.
+        sieve("store", "copy", self.path("p.sieve"), SERVER.url("prune_copy"), check=0)
+        self.assertEqual(sieve("export", SERVER.url("prune_copy"), "--intermediate", check=0).stdout, curves)
+
+    def test_schema_3_study_upgraded(self):
+        """A study made by the first PostgreSQL sieve (schema 3) gains the intermediate
+        table and the 'pruned' status when opened for writing, its trials kept."""
+        url = SERVER.url("old")
+        cfg = self.slow(delay=0, n=5)
+        sieve("run", cfg, "--store", url, "--quiet", check=0)
+        before = export_rows(url)
+        SERVER.psql("DROP TABLE old.intermediate; "
+                    "ALTER TABLE old.trials DROP CONSTRAINT trials_status_check; "
+                    "ALTER TABLE old.trials ADD CONSTRAINT trials_status_check CHECK "
+                    "(status IN ('pending', 'ok', 'failed', 'screened', 'cached')); "
+                    "UPDATE old.sieve_schema SET version = 3", db="sieve")
+        # Read as it is: no intermediate values.
+        self.assertEqual(sieve("export", url, "--intermediate", check=0).stdout, "trial,step,fidelity,value\n")
+        sieve("run", cfg, "--store", url, "--resume", "--quiet", check=0)
+        self.assertEqual(SERVER.psql("SELECT version FROM old.sieve_schema", db="sieve").strip(), "4")
+        check = SERVER.psql("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                            "WHERE conname = 'trials_status_check' AND conrelid = 'old.trials'::regclass", db="sieve")
+        self.assertIn("pruned", check)
+        self.assertEqual(SERVER.psql("SELECT count(*) FROM old.intermediate", db="sieve").strip(), "0")
+        self.assertEqual(export_rows(url), before)
 
 
 class TestBadStores(PgCase):

@@ -76,6 +76,80 @@ test_fashion_mnist(void)
   g_assert_cmpfloat(r2.train_loss, ==, r.train_loss);
 }
 
+/* Continuation: rungs of 0.11, 0.33 and 1 epoch, each continuing the one
+ * before under the 1-epoch schedule, end bit for bit where one 1-epoch
+ * training ends (one thread, so that reductions run in one order), with
+ * augmentation on so that the replayed draws matter too. */
+static gboolean
+keep_params(gpointer user_data, SieveRuntime *rt, const SieveGraph *graph, GError **error)
+{
+  GByteArray *out = user_data;
+  for (guint i = 0; i < sieve_runtime_n_params(rt); i++) {
+    gsize n = sieve_runtime_param_info(rt, i)->size;
+    g_autofree float *buf = g_new(float, n);
+    if (!sieve_runtime_get_param(rt, i, buf, error))
+      return FALSE;
+    g_byte_array_append(out, (const guint8 *)buf, (guint)(n * sizeof(float)));
+  }
+  return TRUE;
+}
+
+static void
+test_continuation(void)
+{
+  g_autoptr(SieveGraph) net = nb201_net(ARCH1, 8, 1);
+  /* 640 examples: 10 steps of 64 per epoch, rungs of 2, 4 and 10 steps. */
+  guint first[640];
+  for (guint i = 0; i < G_N_ELEMENTS(first); i++)
+    first[i] = i;
+  g_autoptr(SieveDataset) small = sieve_dataset_subset(fmnist.train, first, G_N_ELEMENTS(first));
+  SieveTrainOptions o;
+  sieve_train_options_init(&o);
+  o.batch_size = 64;
+  o.lr = 0.05;
+  o.seed = 11;
+  o.threads = 1;
+  o.crop_pad = 2;
+  o.flip = TRUE;
+  o.epochs = 1;
+  g_autoptr(GByteArray) whole = g_byte_array_new(), continued = g_byte_array_new();
+  SieveTrainReport a, b;
+  g_autoptr(GError) error = NULL;
+  o.done = keep_params;
+  o.done_data = whole;
+  g_assert_true(sieve_train(net, small, fmnist.val, NULL, &o, &a, &error));
+  g_assert_no_error(error);
+
+  g_autoptr(GBytes) state = NULL;
+  static const double rungs[] = {0.11, 0.33, 1};
+  for (guint i = 0; i < G_N_ELEMENTS(rungs); i++) {
+    GBytes *next = NULL;
+    o.epochs = rungs[i];
+    o.done_data = continued;
+    g_byte_array_set_size(continued, 0);
+    g_assert_true(sieve_train_continue(net, small, fmnist.val, NULL, &o, 1.0, state, &next, &b, &error));
+    g_assert_no_error(error);
+    g_clear_pointer(&state, g_bytes_unref);
+    state = next;
+    /* 10 steps per epoch: ceil(0.11 * 10) = 2, ceil(0.33 * 10) = 4. */
+    static const guint resumed[] = {0, 2, 4};
+    g_assert_cmpuint(b.steps_resumed, ==, resumed[i]);
+  }
+  g_assert_cmpuint(a.steps, ==, b.steps);
+  g_assert_cmpuint(whole->len, ==, continued->len);
+  g_assert_cmpint(memcmp(whole->data, continued->data, whole->len), ==, 0);
+  g_assert_cmpfloat(a.val_acc, ==, b.val_acc);
+  g_assert_cmpfloat(a.train_loss, ==, b.train_loss);
+  g_assert_cmpfloat(a.train_acc, ==, b.train_acc);
+
+  /* A state of another seed is refused, not misused. */
+  o.seed = 12;
+  o.done = NULL;
+  g_assert_false(sieve_train_continue(net, small, fmnist.val, NULL, &o, 1.0, state, NULL, &b, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
+  g_assert_nonnull(strstr(error->message, "belongs to another training"));
+}
+
 static void
 test_fractional_epochs(void)
 {
@@ -249,6 +323,7 @@ main(int argc, char **argv)
   g_test_add_func("/train/fashion-mnist", test_fashion_mnist);
   g_test_add_func("/train/fractional-epochs", test_fractional_epochs);
   g_test_add_func("/train/schedule", test_schedule);
+  g_test_add_func("/train/continuation", test_continuation);
   g_test_add_func("/train/divergence", test_divergence);
   g_test_add_func("/train/mismatch", test_mismatch);
   g_test_add_func("/train/command", test_command);

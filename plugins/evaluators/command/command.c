@@ -31,6 +31,19 @@
  * timeout, a missing or malformed last line, a program that cannot run.
  * A failed trial never stops the study.  cost = the program's wall time.
  *
+ * Progress (intermediate values, for a pruner): before its last line the
+ * program may write lines
+ *   {"intermediate": {"step": 3, "value": 0.71}}
+ * (optionally "fidelity": N beside them, the fidelity reached), one per
+ * measurement, flushed as written (Python: print(..., flush=True)).  Each is
+ * reported as the program writes it.  When the pruner decides the trial
+ * should stop, the program's process group gets SIGTERM: it may end at
+ * once (the default in Python) or catch it and exit soon; anything it
+ * writes after that is ignored, and the trial is stored as pruned with the
+ * last value it reported.  A line that begins with {"intermediate" but is
+ * not exactly of that form is a failed trial whose reason quotes it (the
+ * program is stopped there too): a typo must not be read as "no progress".
+ *
  * When the program exits, whatever it left running in its process group is
  * killed too, so a trial leaves no processes behind.
  */
@@ -272,6 +285,32 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
   }
 }
 
+/* Progress lines as they come (the header's protocol). */
+typedef struct {
+  const SieveCandidate *candidate;
+  char *problem; /* the first malformed progress line's reason */
+  gboolean pruned;
+} Progress;
+
+static gboolean
+on_line(gpointer user_data, const char *line)
+{
+  Progress *progress = user_data;
+  gint64 step;
+  double fidelity, value;
+  switch (command_read_progress_line(line, &step, &fidelity, &value, &progress->problem)) {
+  case COMMAND_LINE_OTHER:
+    return TRUE;
+  case COMMAND_LINE_MALFORMED:
+    return FALSE;
+  case COMMAND_LINE_PROGRESS:
+    break;
+  }
+  if (!sieve_candidate_report_intermediate(progress->candidate, step, fidelity, value))
+    progress->pruned = TRUE;
+  return !progress->pruned;
+}
+
 static SieveResult *
 command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
 {
@@ -289,10 +328,15 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
 
   g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
   CommandRun run;
-  command_run(argv, envp, self->cwd, payload, self->timeout, &run);
+  Progress progress = {candidate, NULL, FALSE};
+  command_run_watched(argv, envp, self->cwd, payload, self->timeout, on_line, &progress, &run);
 
   SieveResult *result = sieve_result_new();
-  describe_exit(&run, self, result);
+  if (progress.problem != NULL)
+    sieve_result_set_failed(result, "%s", progress.problem);
+  else if (!progress.pruned) /* a pruned one: the engine stores its last value */
+    describe_exit(&run, self, result);
+  g_free(progress.problem);
   /* A program that never started has no time of its own; the engine then
    * records the evaluate() call's wall time. */
   if (run.seconds > 0)
@@ -312,7 +356,7 @@ static const SieveEvaluatorClass command_class = {
   .create = command_create,
   .destroy = command_destroy,
   .evaluate = command_evaluate,
-  .flags = SIEVE_EVALUATOR_CONCURRENT,
+  .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE,
   .fidelity = command_fidelity,
 };
 

@@ -111,18 +111,58 @@ keep_tail(GString *buffer, const char *data, gsize n, gsize keep)
     g_string_erase(buffer, 0, (gssize) (buffer->len - keep));
 }
 
+/* Lines longer than this are not progress lines: they are not split out. */
+#define COMMAND_MAX_WATCHED_LINE (1u << 20)
+
+/* Complete lines of stdout for the watcher: appended raw, handed to on_line
+ * one by one; stops calling once it said stop. */
+typedef struct {
+  GString *partial;
+  CommandLineFunc func;
+  gpointer data;
+  gboolean stop;
+  gboolean overlong; /* the current line passed the cap: dropped up to its end */
+} LineWatch;
+
+static void
+watch_lines(LineWatch *w, const char *data, gsize n)
+{
+  if (w == NULL || w->func == NULL)
+    return;
+  for (gsize i = 0; i < n; i++) {
+    if (data[i] != '\n') {
+      if (!w->overlong)
+        g_string_append_c(w->partial, data[i]);
+      if (w->partial->len > COMMAND_MAX_WATCHED_LINE) {
+        w->overlong = TRUE;
+        g_string_truncate(w->partial, 0);
+      }
+      continue;
+    }
+    if (!w->overlong && !w->stop) {
+      if (w->partial->len > 0 && w->partial->str[w->partial->len - 1] == '\r')
+        g_string_truncate(w->partial, w->partial->len - 1);
+      if (!w->func(w->data, w->partial->str))
+        w->stop = TRUE;
+    }
+    w->overlong = FALSE;
+    g_string_truncate(w->partial, 0);
+  }
+}
+
 /* One read on a readable pipe; closes it at end of file. */
 static void
-read_some(int *fd, GString *buffer, gsize keep)
+read_some(int *fd, GString *buffer, gsize keep, LineWatch *lines)
 {
   char chunk[16384];
   ssize_t n;
   do
     n = read(*fd, chunk, sizeof chunk);
   while (n < 0 && errno == EINTR);
-  if (n > 0)
+  if (n > 0) {
     keep_tail(buffer, chunk, (gsize) n, keep);
-  else if (n == 0 || errno != EAGAIN)
+    watch_lines(lines, chunk, (gsize) n);
+  } else if (n == 0 || errno != EAGAIN)
     close_fd(fd);
 }
 
@@ -334,6 +374,13 @@ void
 command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, double timeout,
             CommandRun *run)
 {
+  command_run_watched(argv, envp, cwd, stdin_text, timeout, NULL, NULL, run);
+}
+
+void
+command_run_watched(char **argv, char **envp, const char *cwd, const char *stdin_text, double timeout,
+                    CommandLineFunc on_line, gpointer user_data, CommandRun *run)
+{
   g_return_if_fail(argv != NULL && argv[0] != NULL && cwd != NULL && run != NULL);
   memset(run, 0, sizeof *run);
   run->out = g_string_new(NULL);
@@ -426,6 +473,8 @@ command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, d
   if (in_fd >= 0 && in_len == 0)
     close_fd(&in_fd);
   gboolean got_epipe = FALSE, exited = FALSE, timed_out = FALSE;
+  g_autoptr(GString) partial = g_string_new(NULL);
+  LineWatch lines = {partial, on_line, user_data, FALSE, FALSE};
   gint64 deadline = timeout > 0 ? start + (gint64) (timeout * G_USEC_PER_SEC) : G_MAXINT64;
 
   while (!exited && !timed_out) {
@@ -453,9 +502,9 @@ command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, d
       if (pfd[k].revents == 0)
         continue;
       if (pfd[k].fd == out_fd)
-        read_some(&out_fd, run->out, COMMAND_KEEP_STDOUT);
+        read_some(&out_fd, run->out, COMMAND_KEEP_STDOUT, &lines);
       else if (pfd[k].fd == err_fd)
-        read_some(&err_fd, run->err, COMMAND_KEEP_STDERR);
+        read_some(&err_fd, run->err, COMMAND_KEEP_STDERR, NULL);
       else if (pfd[k].fd == in_fd) {
         ssize_t w = write(in_fd, stdin_text + in_done, in_len - in_done);
         if (w > 0)
@@ -467,6 +516,12 @@ command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, d
         if (in_done == in_len)
           close_fd(&in_fd); /* end of file tells the program the object is complete */
       }
+    }
+    /* Told to stop: the program's group gets SIGTERM once, and may use
+     * what is left of its timeout to finish (a checkpoint, say). */
+    if (lines.stop && !run->stopped) {
+      run->stopped = TRUE;
+      kill(-pid, SIGTERM);
     }
     if (has_exited(pid))
       exited = TRUE;
@@ -492,9 +547,9 @@ command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, d
     for (nfds_t k = 0; k < n; k++)
       if (pfd[k].revents != 0) {
         if (pfd[k].fd == out_fd)
-          read_some(&out_fd, run->out, COMMAND_KEEP_STDOUT);
+          read_some(&out_fd, run->out, COMMAND_KEEP_STDOUT, &lines);
         else
-          read_some(&err_fd, run->err, COMMAND_KEEP_STDERR);
+          read_some(&err_fd, run->err, COMMAND_KEEP_STDERR, NULL);
       }
   }
   close_fd(&out_fd);

@@ -37,13 +37,22 @@ typedef struct {
   GString *out;     /* tail of stdout */
   GString *err;     /* tail of stderr */
   double seconds;   /* wall time from spawn to reap */
+  gboolean stopped; /* on_line asked to stop it: its group was sent SIGTERM */
 } CommandRun;
+
+/* Called with each complete stdout line (without its line end) as the
+ * program writes it; returning FALSE stops the program: its process group
+ * gets SIGTERM (once), and the run goes on until it exits or times out. */
+typedef gboolean (*CommandLineFunc)(gpointer user_data, const char *line);
 
 /* argv[0] is looked up in the PATH of envp unless it holds a '/'; a
  * relative argv[0] with a '/' is taken relative to cwd.  stdin_text NULL
  * gives the program /dev/null.  timeout <= 0: none. */
 void command_run(char **argv, char **envp, const char *cwd, const char *stdin_text, double timeout,
                  CommandRun *run);
+/* Same, watching stdout line by line (on_line may be NULL). */
+void command_run_watched(char **argv, char **envp, const char *cwd, const char *stdin_text, double timeout,
+                         CommandLineFunc on_line, gpointer user_data, CommandRun *run);
 void command_run_clear(CommandRun *run);
 
 /* Last non-empty line of text without its line end, or NULL. (transfer full) */

@@ -204,3 +204,77 @@ command_read_metrics_line(const char *line, SieveResult *result)
     sieve_result_set_failed(result, "the program's \"status\" must be \"ok\" or \"failed\", got '%s'", status);
 }
 
+
+/* A number member of a progress line: an int, a double or Python's NaN. */
+static gboolean
+progress_number(JsonObject *object, const char *name, double *out)
+{
+  JsonNode *node = json_object_get_member(object, name);
+  GType type = node && JSON_NODE_HOLDS_VALUE(node) ? json_node_get_value_type(node) : G_TYPE_INVALID;
+  if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
+    *out = json_node_get_double(node);
+    return TRUE;
+  }
+  return type == G_TYPE_STRING && nonfinite_value(json_node_get_string(node), out);
+}
+
+#define PROGRESS_FORM "{\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}"
+
+CommandLineKind
+command_read_progress_line(const char *line, gint64 *step, double *fidelity, double *value, char **problem)
+{
+  const char *p = line;
+  while (g_ascii_isspace(*p))
+    p++;
+  if (*p++ != '{')
+    return COMMAND_LINE_OTHER;
+  while (g_ascii_isspace(*p))
+    p++;
+  if (strncmp(p, "\"intermediate\"", 14) != 0)
+    return COMMAND_LINE_OTHER;
+  g_autofree char *shown = command_quote(line);
+  gboolean one_object;
+  if (strlen(line) > METRICS_MAX_BYTES || json_depth(line, &one_object) > 3 || !one_object) {
+    *problem = g_strdup_printf("malformed progress line '%s': expected " PROGRESS_FORM, shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  g_autoptr(JsonParser) parser = json_parser_new_immutable();
+  g_autofree char *rewritten = rewrite_nonfinite(line);
+  JsonNode *root = json_parser_load_from_data(parser, rewritten ? rewritten : line, -1, NULL)
+                       ? json_parser_get_root(parser)
+                       : NULL;
+  JsonObject *outer = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+  JsonNode *inner_node = outer && json_object_get_size(outer) == 1 ? json_object_get_member(outer, "intermediate")
+                                                                   : NULL;
+  JsonObject *inner = inner_node && JSON_NODE_HOLDS_OBJECT(inner_node) ? json_node_get_object(inner_node) : NULL;
+  if (inner == NULL) {
+    *problem = g_strdup_printf("malformed progress line '%s': expected " PROGRESS_FORM, shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  JsonNode *step_node = json_object_get_member(inner, "step");
+  if (step_node == NULL || !JSON_NODE_HOLDS_VALUE(step_node) || json_node_get_value_type(step_node) != G_TYPE_INT64 ||
+      json_node_get_int(step_node) < 0) {
+    *problem = g_strdup_printf("progress line '%s': \"step\" must be an integer >= 0", shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  if (!progress_number(inner, "value", value)) {
+    *problem = g_strdup_printf("progress line '%s': \"value\" must be a number", shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  *fidelity = NAN;
+  guint expected = 2;
+  if (json_object_has_member(inner, "fidelity")) {
+    expected++;
+    if (!progress_number(inner, "fidelity", fidelity)) {
+      *problem = g_strdup_printf("progress line '%s': \"fidelity\" must be a number", shown);
+      return COMMAND_LINE_MALFORMED;
+    }
+  }
+  if (json_object_get_size(inner) != expected) {
+    *problem = g_strdup_printf("progress line '%s': only \"step\", \"value\" and \"fidelity\" may appear in "
+                               "\"intermediate\"", shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  *step = json_node_get_int(step_node);
+  return COMMAND_LINE_PROGRESS;
+}

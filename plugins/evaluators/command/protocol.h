@@ -13,6 +13,18 @@
 /* Sets result's metrics from line, or marks it failed with the reason (too
  * long, too deep, not a JSON object, a bad "status"). */
 void command_read_metrics_line(const char *line, SieveResult *result);
+/* Progress lines: {"intermediate": {"step": 3, "value": 0.71}} with an
+ * optional "fidelity" number beside them.  A line is one when, blanks
+ * aside, it begins with {"intermediate" ; such a line must then be exactly
+ * that: one object whose only member is "intermediate", an object with an
+ * integer step >= 0, a number value (NaN allowed, as Python writes it) and
+ * optionally a number fidelity, nothing else.
+ * Returns COMMAND_LINE_OTHER for any other line, COMMAND_LINE_PROGRESS with
+ * the numbers filled in (fidelity NAN when absent), or
+ * COMMAND_LINE_MALFORMED with *problem (transfer full) saying what is wrong. */
+typedef enum { COMMAND_LINE_OTHER, COMMAND_LINE_PROGRESS, COMMAND_LINE_MALFORMED } CommandLineKind;
+CommandLineKind command_read_progress_line(const char *line, gint64 *step, double *fidelity, double *value,
+                                           char **problem);
 /* (transfer full) text cut to 80 characters (on a UTF-8 boundary) with "...",
  * for quoting a program's output in a reason. */
 char *command_quote(const char *text);

@@ -5,10 +5,19 @@
  * ones allowed, so multi-fidelity optimizers (Hyperband, BOHB) can ask for
  * short trainings.
  *
- * The data are loaded once, at create, and shared by every trial.
- * Trainings use every core (option threads), so trials run one at a time.
+ * A space with a recipe (a `compose` space whose parts include, say, an
+ * `hpo` space of learning rates) sets the options named in train-recipe.c
+ * per candidate; any other recipe decision is refused at create.
+ *
+ * The data are loaded once, at create, and shared, read-only, by every
+ * trial.  With `workers: W` the engine runs W trainings at once, each with
+ * its share of the threads (threads_per_worker); a training's result
+ * depends only on its candidate, its options and its thread count.
  */
 #include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
 
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
@@ -22,6 +31,8 @@
 #include <sieve/space.h>
 #include <sieve/text.h>
 #include <sieve/train.h>
+
+#include "train-recipe.h"
 
 static const char *const devices[] = {"cpu", NULL};
 static const char *const keeps[] = {"none", "top", "all", NULL};
@@ -47,14 +58,41 @@ static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_FLOAT("label_smoothing", "0", 0, 0.999, "label smoothing of the cross-entropy"),
   SIEVE_OPTION_INT("crop_pad", "0", 0, 64, "random-crop augmentation with this much zero padding (0: off)"),
   SIEVE_OPTION_BOOL("flip", "false", "random horizontal flips"),
-  SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one training (0: every core)"),
+  SIEVE_OPTION_INT("threads", "0", 0, 1024,
+                  "threads of all trainings together (0: every core); with workers W each training gets "
+                  "floor(threads / W), at least 1"),
+  SIEVE_OPTION_INT("threads_per_worker", "0", 0, 1024,
+                   "threads of each training, whatever the workers (0: the share above); fix it to compare "
+                   "studies run with different workers bit for bit"),
   SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
   SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
                       "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
   SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
+  SIEVE_OPTION_BOOL("continuation", "false",
+                    "a configuration asked again at a higher fidelity continues from where its lower one stopped "
+                    "(weights, momentum, batch norm, data order); every training then follows the schedule of the "
+                    "full fidelity (epochs), so that a continued one equals an uninterrupted one bit for bit"),
+  {"state_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
+   "with continuation: keep the states in files in this folder, so that they survive a kill (default: in memory; "
+   "a lost state costs a retraining, never a different result)", 0, {NULL}},
+  SIEVE_OPTION_INT("report_every", "0", 0, 1e9,
+                   "steps between intermediate validation accuracies for a pruner (0: at the end of each epoch)"),
   SIEVE_OPTION_END,
 };
+
+/* A training stopped below the full fidelity, to continue from. */
+typedef struct {
+  double epochs;
+  GBytes *bytes;
+} State;
+
+static void
+state_free(State *s)
+{
+  g_bytes_unref(s->bytes);
+  g_free(s);
+}
 
 typedef struct {
   const SieveSpace *space;
@@ -62,10 +100,18 @@ typedef struct {
   SieveTrainOptions train;
   SieveFidelity fidelity;
   char *dataset;
+  char *device;
   char *mean, *std; /* the normalisation, as text for the weights' metadata; NULL when off */
   gboolean keep;    /* keep_weights is not none */
   guint keep_top;   /* 0: all */
+  guint report_every; /* steps between intermediate values, 0: each epoch */
+  gboolean continuation;
+  char *state_dir;    /* (nullable) where continuation states live, else states */
+  GMutex lock;        /* guards states and state_dir's files */
+  GHashTable *states; /* genotype text -> State* at the highest fidelity below the full one */
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
+  TrainRecipe *recipe; /* the options the genotype sets */
+  guint threads_per_worker; /* 0: threads / workers */
 } Trainer;
 
 /* "0.2860,..." as sieve writes numbers. */
@@ -104,8 +150,16 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     sieve_options_set_error(options, "min_epochs", error, "min_epochs %g is more than epochs %g", min_epochs, epochs);
     return NULL;
   }
+  GError *local = NULL;
+  TrainRecipe *recipe = train_recipe_new(space, train_options, &local);
+  if (recipe == NULL) {
+    g_propagate_error(error, local);
+    return NULL;
+  }
   Trainer *self = g_new0(Trainer, 1);
   self->space = space;
+  self->recipe = recipe;
+  self->threads_per_worker = (guint)sieve_options_get_int(options, "threads_per_worker");
   SieveTrainOptions *t = &self->train;
   sieve_train_options_init(t);
   t->epochs = epochs;
@@ -121,11 +175,19 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   t->flip = sieve_options_get_bool(options, "flip");
   t->threads = (guint)sieve_options_get_int(options, "threads");
   t->seed = (guint64)sieve_options_get_int(options, "seed");
-  t->device = sieve_options_get_string(options, "device");
+  /* Kept: the options need not outlive the evaluator. */
+  self->device = g_strdup(sieve_options_get_string(options, "device"));
+  t->device = self->device;
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
   self->keep_top = g_str_equal(keep, "top") ? (guint)sieve_options_get_int(options, "keep_top") : 0;
+  self->report_every = (guint)sieve_options_get_int(options, "report_every");
+  self->continuation = sieve_options_get_bool(options, "continuation");
+  if (sieve_options_is_set(options, "state_dir"))
+    self->state_dir = g_strdup(sieve_options_get_string(options, "state_dir"));
+  g_mutex_init(&self->lock);
+  self->states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify) state_free);
   self->dataset = g_strdup(sieve_options_get_string(options, "dataset"));
   /* As train_evaluate sets them: the accuracies only where their split exists. */
   self->metrics = g_ptr_array_new();
@@ -133,12 +195,11 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     g_ptr_array_add(self->metrics, "val_acc");
   if (sieve_options_get_bool(options, "test"))
     g_ptr_array_add(self->metrics, "test_acc");
-  static const char *const always[] = {"train_loss", "train_acc", "epochs", "params", "macs", "images_per_s",
+  static const char *const always[] = {"train_loss", "train_acc", "epochs", "epochs_run", "params", "macs", "images_per_s",
                                        "train_s", "peak_rss_mb"};
   for (guint i = 0; i < G_N_ELEMENTS(always); i++)
     g_ptr_array_add(self->metrics, (gpointer) always[i]);
   g_ptr_array_add(self->metrics, NULL);
-  GError *local = NULL;
   if (!sieve_train_data_load(self->dataset, sieve_options_get_string(options, "data_dir"),
                              (guint)sieve_options_get_int(options, "validation"),
                              (guint)sieve_options_get_int(options, "train_limit"),
@@ -146,6 +207,8 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
     g_ptr_array_unref(self->metrics);
+    train_recipe_free(self->recipe);
+    g_free(self->device);
     g_free(self->dataset);
     g_free(self);
     return NULL;
@@ -168,7 +231,12 @@ train_destroy(gpointer instance)
   Trainer *self = instance;
   sieve_train_data_clear(&self->data);
   g_ptr_array_unref(self->metrics);
+  train_recipe_free(self->recipe);
+  g_free(self->device);
   g_free(self->dataset);
+  g_hash_table_unref(self->states);
+  g_free(self->state_dir);
+  g_mutex_clear(&self->lock);
   g_free(self->mean);
   g_free(self->std);
   g_free(self);
@@ -180,7 +248,29 @@ typedef struct {
   Trainer *trainer;
   const SieveTrainOptions *options;
   GBytes *weights; /* what on_done kept (owned) */
+  gboolean stopped; /* told to stop by the engine (pruned) */
 } Reporter;
+
+/* Intermediate values: the validation accuracy after every report_every
+ * steps (or epoch), reported as step = training steps done, fidelity =
+ * epochs done.  The last step is left to the final evaluation pass, which
+ * train_evaluate reports, so that it is measured once. */
+static gboolean
+on_step(gpointer user_data, SieveRuntime *runtime, guint logits, guint classes, guint step, guint steps,
+        guint per_epoch, gboolean *stop, GError **error)
+{
+  Reporter *r = user_data;
+  Trainer *self = r->trainer;
+  guint every = self->report_every ? self->report_every : per_epoch;
+  if (self->data.val == NULL || step == steps || step % every != 0)
+    return TRUE;
+  double acc;
+  if (!sieve_train_accuracy(runtime, logits, classes, self->data.val, &acc, error))
+    return FALSE;
+  if (!sieve_candidate_report_intermediate(r->candidate, step, (double) step / per_epoch, acc))
+    *stop = r->stopped = TRUE;
+  return TRUE;
+}
 
 /* The trained network's weights with what it takes to use them again:
  * the genotype, the input and classes, the normalisation, the batch size
@@ -231,6 +321,77 @@ on_progress(gpointer user_data, const char *phase, double epoch, double epochs, 
   sieve_candidate_report(r->candidate, text, steps ? (double)step / steps : 1.0);
 }
 
+/* A state file: its epochs (8 bytes) then the trainer's state; one per
+ * configuration, named by the SHA-256 of its genotype text. */
+static char *
+state_path(const Trainer *self, const char *text)
+{
+  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+  g_autofree char *name = g_strconcat(digest, ".state", NULL);
+  return g_build_filename(self->state_dir, name, NULL);
+}
+
+/* The state text stopped at, below epochs (transfer full) (nullable). */
+static State *
+state_take(Trainer *self, const char *text, double epochs)
+{
+  g_mutex_lock(&self->lock);
+  State *found = NULL;
+  if (self->state_dir == NULL) {
+    State *s = g_hash_table_lookup(self->states, text);
+    if (s != NULL && s->epochs <= epochs) {
+      found = g_new(State, 1);
+      *found = (State){s->epochs, g_bytes_ref(s->bytes)};
+    }
+  } else {
+    g_autofree char *path = state_path(self, text);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    double e;
+    if (g_file_get_contents(path, &data, &len, NULL) && len > sizeof e) {
+      memcpy(&e, data, sizeof e);
+      if (e <= epochs) {
+        found = g_new(State, 1);
+        *found = (State){e, g_bytes_new(data + sizeof e, len - sizeof e)};
+      }
+    }
+  }
+  g_mutex_unlock(&self->lock);
+  return found;
+}
+
+/* Keeps text's state at epochs (bytes NULL: none is needed any more, the
+ * full fidelity was reached); a file is replaced atomically. */
+static void
+state_put(Trainer *self, const char *text, double epochs, GBytes *bytes)
+{
+  g_mutex_lock(&self->lock);
+  if (self->state_dir == NULL) {
+    if (bytes == NULL)
+      g_hash_table_remove(self->states, text);
+    else {
+      State *s = g_new(State, 1);
+      *s = (State){epochs, g_bytes_ref(bytes)};
+      g_hash_table_replace(self->states, g_strdup(text), s);
+    }
+  } else {
+    g_autofree char *path = state_path(self, text);
+    if (bytes == NULL) {
+      g_unlink(path);
+    } else {
+      gsize len = 0;
+      const guint8 *data = g_bytes_get_data(bytes, &len);
+      g_autofree guint8 *buf = g_malloc(len + sizeof epochs);
+      memcpy(buf, &epochs, sizeof epochs);
+      memcpy(buf + sizeof epochs, data, len);
+      g_mkdir_with_parents(self->state_dir, 0700);
+      /* A state that cannot be written costs a retraining later, not a result. */
+      g_file_set_contents(path, (const char *) buf, (gssize)(len + sizeof epochs), NULL);
+    }
+  }
+  g_mutex_unlock(&self->lock);
+}
+
 static SieveResult *
 train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
 {
@@ -244,18 +405,40 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     return result;
   }
   SieveTrainOptions o = self->train;
+  train_recipe_apply(self->recipe, sieve_candidate_get_genotype(candidate), &o);
+  /* The thread split: fixed for the whole run, so that a trial's thread
+   * count (and its result) does not depend on what trains beside it. */
+  guint workers = sieve_candidate_get_workers(candidate);
+  guint all = self->train.threads ? self->train.threads : (guint)g_get_num_processors();
+  if (self->threads_per_worker > 0)
+    o.threads = self->threads_per_worker;
+  else if (workers > 1)
+    o.threads = MAX(1, all / workers);
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
-  Reporter reporter = {candidate, 0, self, &o, NULL};
+  Reporter reporter = {candidate, 0, self, &o, NULL, FALSE};
   o.progress = on_progress;
   o.progress_data = &reporter;
+  o.step_check = on_step;
+  o.step_data = &reporter;
   if (self->keep) {
     o.done = on_done;
     o.done_data = &reporter;
   }
   SieveTrainReport r;
-  gboolean trained = sieve_train(net, self->data.train, self->data.val, self->data.test, &o, &r, &local);
+  const char *text = sieve_candidate_get_text(candidate);
+  g_autoptr(GBytes) next = NULL;
+  State *from = self->continuation ? state_take(self, text, o.epochs) : NULL;
+  /* With continuation every training follows the full fidelity's schedule. */
+  double schedule = self->continuation ? MAX(self->fidelity.max, o.epochs) : o.epochs;
+  gboolean keep_state = self->continuation && o.epochs < self->fidelity.max;
+  gboolean trained = sieve_train_continue(net, self->data.train, self->data.val, self->data.test, &o, schedule,
+                                          from ? from->bytes : NULL, keep_state ? &next : NULL, &r, &local);
+  if (from)
+    state_free(from);
+  if (trained && self->continuation)
+    state_put(self, text, o.epochs, next);
   g_autoptr(GBytes) weights = g_steal_pointer(&reporter.weights);
   if (!trained) {
     if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||
@@ -269,13 +452,18 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     sieve_result_free(result);
     return NULL;
   }
-  if (!isnan(r.val_acc))
+  if (!isnan(r.val_acc)) {
     sieve_result_set_metric(result, "val_acc", r.val_acc);
+    if (!reporter.stopped)
+      sieve_candidate_report_intermediate(candidate, r.steps, o.epochs, r.val_acc);
+  }
   if (!isnan(r.test_acc))
     sieve_result_set_metric(result, "test_acc", r.test_acc);
   sieve_result_set_metric(result, "train_loss", r.train_loss);
   sieve_result_set_metric(result, "train_acc", r.train_acc);
   sieve_result_set_metric(result, "epochs", o.epochs);
+  /* The training this evaluation ran, without the steps it continued from. */
+  sieve_result_set_metric(result, "epochs_run", r.steps ? o.epochs * (double)(r.steps - r.steps_resumed) / r.steps : 0);
   sieve_result_set_metric(result, "params", (double)r.params);
   sieve_result_set_metric(result, "macs", (double)sieve_graph_macs(net));
   sieve_result_set_metric(result, "images_per_s", r.images_per_s);
@@ -304,7 +492,9 @@ static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
   .evaluate = train_evaluate,
+  .flags = SIEVE_EVALUATOR_CONCURRENT, /* each training has its own runtime, batcher and threads */
   .fidelity = train_fidelity,
+  .flags = SIEVE_EVALUATOR_INTERMEDIATE,
   .metrics = train_metrics,
 };
 

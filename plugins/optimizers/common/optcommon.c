@@ -260,8 +260,18 @@ numeric_step(const SieveDecision *d, double value, SieveRng *rng)
   return value;
 }
 
-SieveGenotype *
-opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng)
+/* Tries at a change that keeps a genotype a member of its space (a space
+ * with a check, sieve/space.h) before a copy is given instead. */
+#define MEMBER_TRIES 100
+
+gboolean
+opt_member(const SieveSpace *space, const SieveGenotype *g)
+{
+  return sieve_space_validate(space, g, NULL);
+}
+
+static SieveGenotype *
+mutate_once(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng)
 {
   SieveGenotype *child = sieve_genotype_copy(parent);
   guint n = sieve_space_n_decisions(space);
@@ -290,7 +300,20 @@ opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng)
 }
 
 SieveGenotype *
-opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng)
+opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng)
+{
+  /* Redrawn until a member, as NAS-Bench-101's own mutate_spec() does. */
+  for (guint t = 0; t < MEMBER_TRIES; t++) {
+    SieveGenotype *child = mutate_once(space, parent, rng);
+    if (opt_member(space, child))
+      return child;
+    sieve_genotype_free(child);
+  }
+  return sieve_genotype_copy(parent);
+}
+
+static SieveGenotype *
+crossover_once(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng)
 {
   SieveGenotype *child = sieve_genotype_copy(a);
   guint n = sieve_space_n_decisions(space);
@@ -306,6 +329,20 @@ opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenoty
   return child;
 }
 
+SieveGenotype *
+opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng)
+{
+  for (guint t = 0; t < MEMBER_TRIES; t++) {
+    SieveGenotype *child = crossover_once(space, a, b, rng);
+    if (opt_member(space, child))
+      return child;
+    sieve_genotype_free(child);
+  }
+  return sieve_genotype_copy(a);
+}
+
+/* The neighbour of g with decision i at value, or NULL when that is not a
+ * member of the space. */
 static SieveGenotype *
 with_value(const SieveSpace *space, const SieveGenotype *g, guint i, double value, SieveRng *rng)
 {
@@ -315,7 +352,16 @@ with_value(const SieveSpace *space, const SieveGenotype *g, guint i, double valu
     if (!sieve_space_is_active(space, n, c))
       sieve_genotype_set(n, c, NAN);
   sieve_genotype_repair(n, rng);
+  if (!opt_member(space, n))
+    g_clear_pointer(&n, sieve_genotype_free);
   return n;
+}
+
+static void
+add_neighbour(GPtrArray *out, SieveGenotype *n)
+{
+  if (n != NULL)
+    g_ptr_array_add(out, n);
 }
 
 GPtrArray *
@@ -334,13 +380,13 @@ opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeri
       double first = d->kind == SIEVE_DECISION_CATEGORICAL ? 0 : d->low;
       for (double v = first; v < first + count; v++)
         if (v != value)
-          g_ptr_array_add(out, with_value(space, g, i, v, rng));
+          add_neighbour(out, with_value(space, g, i, v, rng));
       continue;
     }
     for (guint k = 0; k < max_numeric; k++) {
       double v = numeric_step(d, value, rng);
       if (v != value)
-        g_ptr_array_add(out, with_value(space, g, i, v, rng));
+        add_neighbour(out, with_value(space, g, i, v, rng));
     }
   }
   /* Fisher-Yates, so that ties and first-improvement do not favour the
@@ -357,6 +403,10 @@ opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeri
 SieveCandidate *
 opt_propose(GPtrArray *out, OptSeen *seen, const SieveSpace *space, SieveRng *rng, SieveGenotype *g)
 {
+  /* The last guard for every optimizer: what is not a member of the space
+   * (sieve/space.h, SieveSpaceClass.check) is never proposed. */
+  if (g != NULL && !opt_member(space, g))
+    g_clear_pointer(&g, sieve_genotype_free);
   if (g == NULL)
     g = opt_sample_unseen(space, seen, rng, OPT_RANDOM_TRIES);
   if (g == NULL)

@@ -81,22 +81,28 @@ void opt_domain_bounds(const SieveDecision *d, double *lo, double *hi);
 double opt_to_unit(const SieveDecision *d, double value);
 double opt_from_unit(const SieveDecision *d, double unit);
 
+/* Whether g is a member of its space: inside the decisions' domains and,
+ * for a space with a check (sieve/space.h), accepted by it. */
+gboolean opt_member(const SieveSpace *space, const SieveGenotype *g);
+
 /* A copy of parent with exactly one active decision changed (categoricals
  * to another choice, ints and floats by a Gaussian step of sd 0.1 in unit
  * space, redrawn until the value differs), then repaired so that the
  * decisions its conditions switch on get random values and those switched
- * off become NAN.  A space with no changeable decision gives a copy.
+ * off become NAN; redrawn until the child is a member of the space (up to
+ * 100 tries, then a copy).  A space with no changeable decision gives a copy.
  * (transfer full) */
 SieveGenotype *opt_mutate(const SieveSpace *space, const SieveGenotype *parent, SieveRng *rng);
 
 /* Uniform crossover: each decision from a or b with probability 1/2, then
- * repaired. (transfer full) */
+ * repaired; redrawn until a member (up to 100 tries, then a copy of a).
+ * (transfer full) */
 SieveGenotype *opt_crossover(const SieveSpace *space, const SieveGenotype *a, const SieveGenotype *b, SieveRng *rng);
 
 /* The one-decision neighbourhood of g (White et al. 2020): every other
  * choice of each active categorical and of each int with at most 16
- * values; for wider ints and floats, max_numeric Gaussian steps each.
- * Shuffled with rng. (transfer full) element-type SieveGenotype */
+ * values; for wider ints and floats, max_numeric Gaussian steps each;
+ * only members of the space.  Shuffled with rng. (transfer full) element-type SieveGenotype */
 GPtrArray *opt_neighbours(const SieveSpace *space, const SieveGenotype *g, guint max_numeric, SieveRng *rng);
 
 /* A random genotype whose text is not in seen, trying up to max_tries

@@ -526,6 +526,9 @@ univariate_best(const Model *model, SieveRng *rng)
 static gboolean
 unseen(const SieveSpace *space, const OptSeen *seen, const SieveGenotype *g)
 {
+  /* A draw that is not a member of the space counts as one already made. */
+  if (!opt_member(space, g))
+    return FALSE;
   if (seen == NULL)
     return TRUE;
   return !opt_seen_has_genotype(seen, g);

@@ -166,7 +166,7 @@ reinforce_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     SieveGenotype *g = NULL;
     for (guint t = 0; t < MAX_POLICY_TRIES && g == NULL; t++) {
       g = policy_sample(self);
-      if (opt_seen_has_genotype(&self->seen, g))
+      if (opt_seen_has_genotype(&self->seen, g) || !opt_member(self->space, g))
         g_clear_pointer(&g, sieve_genotype_free);
     }
     if (opt_propose(out, &self->seen, self->space, &self->rng, g) == NULL)

@@ -325,9 +325,13 @@ read_parameters(SieveSpace *space, const SieveNode *map, GError **error)
     sieve_node_set_error(error, map, "'parameters' declares no parameter");
     return FALSE;
   }
-  for (guint k = 0; k < sieve_node_size(map); k++)
+  for (guint k = 0; k < sieve_node_size(map); k++) {
     if (!read_parameter(space, sieve_node_nth_key(map, k), sieve_node_nth(map, k), error))
       return FALSE;
+    /* For messages about it, such as the train evaluator's about a recipe
+     * decision it does not take. */
+    sieve_space_set_decision_where(space, sieve_space_n_decisions(space) - 1, sieve_node_nth_key(map, k));
+  }
   return TRUE;
 }
 

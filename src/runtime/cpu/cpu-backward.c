@@ -137,6 +137,50 @@ conv_bwd_desc(Cpu *c, guint v, gboolean linear, gboolean weights, dnnl_primitive
   return sieve__cpu_pd_create(c, v, pd, &d, x->fwd_pd, weights ? "convolution weights" : "convolution backward", error);
 }
 
+/* A depthwise convolution without bias whose weight gradient oneDNN would
+ * not compute with its depthwise kernel (2.6 has one for 3x3 only). */
+static gboolean
+dw_wgrad_ours(Cpu *c, guint v, const_dnnl_primitive_desc_t pd)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  guint in_c = c->nodes[x->in[0]].n->shape.c;
+  if (a->bias || a->groups != in_c || a->out_channels != in_c || in_c == 1)
+    return FALSE;
+  const char *impl = NULL;
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  return impl == NULL || !g_str_has_prefix(impl, "jit_dw");
+}
+
+/* Our depthwise weight gradient (cpu-kernels.c) in the block layout that
+ * fits the channels, into goihw and from there into the stored layout. */
+static gboolean
+plan_dw_wgrad(Cpu *c, guint v, Param *w, GArray *tmps, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_memory_desc_t want_src, want_dst;
+  guint block = sieve__cpu_pick_block(x->n->shape.c, &want_src, c->options.batch, c->nodes[x->in[0]].n->shape);
+  sieve__cpu_pick_block(x->n->shape.c, &want_dst, c->options.batch, x->n->shape);
+  int sslot, dslot;
+  if (!bwd_in(c, v, &x->src_want, x->src_slot, &want_src, &sslot, tmps, error) ||
+      !bwd_in(c, v, &x->md, x->diff, &want_dst, &dslot, tmps, error))
+    return FALSE;
+  gboolean direct = sieve__cpu_md_equal(&w->plain, &w->md);
+  int gslot = direct ? w->grad : sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&w->plain), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_DW_WGRAD, v, c->bwd, NULL);
+  s->src = dslot;
+  s->aux = sslot;
+  s->dst = gslot;
+  s->block = block;
+  release_all(c, tmps);
+  if (!direct) {
+    if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &w->plain, gslot, &w->md, w->grad, FALSE, error))
+      return FALSE;
+    sieve__cpu_slot_release(c, gslot);
+  }
+  return TRUE;
+}
+
 static gboolean
 bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
 {
@@ -175,6 +219,14 @@ bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
   dnnl_primitive_desc_t pd;
   if (!conv_bwd_desc(c, v, linear, TRUE, &pd, error))
     return FALSE;
+  if (!linear && dw_wgrad_ours(c, v, pd)) {
+    dnnl_primitive_desc_destroy(pd);
+    if (!plan_dw_wgrad(c, v, w, tmps, error))
+      return FALSE;
+    for (guint i = first; i < c->bwd->len; i++)
+      ((Step *)c->steps->pdata[g_array_index(c->bwd, guint, i)])->param_only = TRUE;
+    return TRUE;
+  }
   dnnl_memory_desc_t src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   dnnl_memory_desc_t dwei = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
   dnnl_memory_desc_t ddst = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
@@ -255,6 +307,15 @@ bwd_eltwise(Cpu *c, guint v, GError **error)
   guint u = x->in[0];
   if (!wants_grad(c, u))
     return TRUE;
+  if (x->n->attrs.activation == SIEVE_ACT_HARD_SIGMOID) { /* our own loop, as forward (cpu-forward.c) */
+    int dst = contrib_begin(c, u, &x->md);
+    Step *s = sieve__cpu_step_push(c, STEP_HSIG_BWD, v, c->bwd, NULL);
+    s->src = x->diff;
+    s->aux = x->src_slot;
+    s->dst = dst;
+    s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+    return contrib_end(c, v, u, &x->md, dst, error);
+  }
   float alpha, beta;
   gboolean use_dst;
   dnnl_alg_kind_t alg = sieve__cpu_eltwise_alg(&x->n->attrs, &alpha, &beta, &use_dst);
@@ -365,6 +426,89 @@ bwd_concat(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* A binary multiply step dst = a * b (b may broadcast) of node v. */
+static gboolean
+push_mul(Cpu *c, guint v, const dnnl_memory_desc_t *amd, int a, const dnnl_memory_desc_t *bmd, int b,
+         const dnnl_memory_desc_t *dmd, int dst, GError **error)
+{
+  dnnl_binary_desc_t d;
+  TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, amd, bmd, dmd), "multiply backward descriptor for %s",
+      sieve__cpu_node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!sieve__cpu_pd_create(c, v, &pd, &d, NULL, "multiply backward", error))
+    return FALSE;
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "multiply backward", error);
+  dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_0, amd, a);
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_1, bmd, b);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, dmd, dst);
+  return TRUE;
+}
+
+/* y = x * gate: dx = dy * gate; dgate = dy * x, summed over the height and
+ * width where the gate broadcast. */
+static gboolean
+bwd_mul(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u0 = x->in[0], u1 = x->in[1];
+  if (wants_grad(c, u0)) {
+    int dst = contrib_begin(c, u0, &x->md);
+    if (!push_mul(c, v, &x->md, x->diff, &x->gate_md, x->gate_slot, &x->md, dst, error) ||
+        !contrib_end(c, v, u0, &x->md, dst, error))
+      return FALSE;
+  }
+  if (!wants_grad(c, u1))
+    return TRUE;
+  if (sieve__cpu_md_equal(&x->gate_md, &x->md)) { /* a gate of x's full shape */
+    int dst = contrib_begin(c, u1, &x->md);
+    return push_mul(c, v, &x->md, x->diff, &x->src_want, x->src_slot, &x->md, dst, error) &&
+           contrib_end(c, v, u1, &x->md, dst, error);
+  }
+  /* dgate = sum over the pixels of dy * x, by our loop (cpu-kernels.c) in a
+   * layout it reads, into plain [B, C]. */
+  g_autoptr(GArray) tmps = g_array_new(FALSE, FALSE, sizeof(int));
+  dnnl_memory_desc_t want, plain;
+  guint block = sieve__cpu_pick_block(x->n->shape.c, &want, c->options.batch, x->n->shape);
+  int dslot, xslot;
+  if (!bwd_in(c, v, &x->md, x->diff, &want, &dslot, tmps, error) ||
+      !bwd_in(c, v, &x->src_want, x->src_slot, &want, &xslot, tmps, error))
+    return FALSE;
+  sieve__cpu_md_plain(&plain, c->options.batch, c->nodes[u1].n->shape);
+  int dst = contrib_begin(c, u1, &plain);
+  Step *s = sieve__cpu_step_push(c, STEP_GATE_GRAD, v, c->bwd, NULL);
+  s->src = dslot;
+  s->aux = xslot;
+  s->dst = dst;
+  s->block = block;
+  release_all(c, tmps);
+  return contrib_end(c, v, u1, &plain, dst, error);
+}
+
+/* A crop's input gradient: zero, with the output's gradient written into
+ * the window. */
+static gboolean
+bwd_crop(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  if (!wants_grad(c, u))
+    return TRUE;
+  dnnl_memory_desc_t have, window;
+  if (!sieve__cpu_md_as4(c, u, &have, error) || !sieve__cpu_md_window(c, v, &have, &window, error))
+    return FALSE;
+  int dst = contrib_begin(c, u, &have);
+  Step *s = sieve__cpu_step_push(c, STEP_ZERO, v, c->bwd, NULL);
+  s->dst = dst;
+  s->n = sieve__cpu_md_bytes(&have) / sizeof(float);
+  if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &x->md, x->diff, &window, dst, FALSE, error))
+    return FALSE;
+  return contrib_end(c, v, u, &have, dst, error);
+}
+
 static gboolean
 bwd_loss(Cpu *c, guint v, GError **error)
 {
@@ -417,8 +561,14 @@ sieve__cpu_plan_backward(Cpu *c, GError **error)
     case SIEVE_OP_CONCAT:
       ok = bwd_concat(c, v, error);
       break;
+    case SIEVE_OP_MUL:
+      ok = bwd_mul(c, v, error);
+      break;
     case SIEVE_OP_SOFTMAX_CE:
       ok = bwd_loss(c, v, error);
+      break;
+    case SIEVE_OP_CROP:
+      ok = bwd_crop(c, v, error);
       break;
     default:
       ok = TRUE;

@@ -253,10 +253,40 @@ plan_bn(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* hard_sigmoid as a loop of our own over the tensor's floats in its
+ * producer's layout, which must then hold no channel padding (a padded
+ * block's zeros would become 0.5): a padded input is read through a plain
+ * copy.  The backward reads the input (src_slot). */
+static gboolean
+plan_hard_sigmoid(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  const dnnl_memory_desc_t *have = &c->nodes[u].md;
+  x->src_want = *have;
+  x->src_slot = c->nodes[u].out;
+  for (int d = 0; d < have->ndims; d++)
+    if (have->padded_dims[d] != have->dims[d]) {
+      sieve__cpu_md_plain(&x->src_want, c->options.batch, c->nodes[u].n->shape);
+      if (!as_layout(c, v, u, &x->src_want, c->options.backward, &x->src_slot, error))
+        return FALSE;
+      break;
+    }
+  x->md = x->src_want;
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_HSIG_FWD, v, c->fwd_train, c->fwd_eval);
+  s->src = x->src_slot;
+  s->dst = x->out;
+  s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+  return TRUE;
+}
+
 static gboolean
 plan_eltwise(Cpu *c, guint v, GError **error)
 {
   CNode *x = &c->nodes[v];
+  if (x->n->attrs.activation == SIEVE_ACT_HARD_SIGMOID)
+    return plan_hard_sigmoid(c, v, error);
   x->md = c->nodes[x->in[0]].md;
   float alpha, beta;
   gboolean use_dst;
@@ -372,6 +402,81 @@ plan_concat(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* x * gate (graph.h): oneDNN's binary multiply, which broadcasts a
+ * Bx C x1x1 gate over the height and width.  A gate of x's full shape is
+ * read in x's layout; should no optimised implementation take the
+ * producers' layouts, both are read as plain nchw. */
+static gboolean
+plan_mul(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u0 = x->in[0], u1 = x->in[1];
+  SieveShape xs = c->nodes[u0].n->shape, gs = c->nodes[u1].n->shape;
+  gboolean full = gs.h == xs.h && gs.w == xs.w;
+  dnnl_memory_desc_t src0, src1;
+  if (!sieve__cpu_md_as4(c, u0, &src0, error) || !sieve__cpu_md_as4(c, u1, &src1, error))
+    return FALSE;
+  if (full)
+    src1 = src0;
+  dnnl_binary_desc_t d;
+  TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, &src0, &src1, &src0), "multiply descriptor for %s",
+      sieve__cpu_node_desc(c, v));
+  if (!sieve__cpu_pd_try(c, &x->fwd_pd, &d, NULL)) {
+    sieve__cpu_md_plain(&src0, c->options.batch, xs);
+    sieve__cpu_md_plain(&src1, c->options.batch, gs);
+    TRY(dnnl_binary_desc_init(&d, dnnl_binary_mul, &src0, &src1, &src0), "multiply descriptor for %s",
+        sieve__cpu_node_desc(c, v));
+    if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "multiply", error))
+      return FALSE;
+  }
+  x->src_want = src0;
+  x->gate_md = src1;
+  if (!as_layout(c, v, u0, &src0, c->options.backward, &x->src_slot, error) ||
+      !as_layout(c, v, u1, &src1, c->options.backward, &x->gate_slot, error))
+    return FALSE;
+  x->md = src0;
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, c->fwd_eval);
+  if (!sieve__cpu_prim_from_pd(c, s, x->fwd_pd, "multiply", error))
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_0, &src0, x->src_slot);
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC_1, &src1, x->gate_slot);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
+  return TRUE;
+}
+
+/* The layout of a crop's output: its input's own (plain or channel-blocked)
+ * at the window's extent, so that neither side needs a reorder. */
+static void
+crop_layout(const dnnl_memory_desc_t *src, dnnl_dims_t out_dims, dnnl_memory_desc_t *out)
+{
+  static const dnnl_format_tag_t tags[] = {dnnl_nChw16c, dnnl_nChw8c, dnnl_nhwc, dnnl_nchw};
+  for (guint i = 0; i < G_N_ELEMENTS(tags); i++) {
+    dnnl_memory_desc_t probe;
+    if (dnnl_memory_desc_init_by_tag(&probe, 4, src->dims, dnnl_f32, tags[i]) == dnnl_success &&
+        dnnl_memory_desc_equal(&probe, src)) {
+      dnnl_memory_desc_init_by_tag(out, 4, out_dims, dnnl_f32, tags[i]);
+      return;
+    }
+  }
+  dnnl_memory_desc_init_by_tag(out, 4, out_dims, dnnl_f32, dnnl_nchw);
+}
+
+/* A crop: a reorder out of a window (a sub-memory view) of its input. */
+static gboolean
+plan_crop(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_memory_desc_t src, window;
+  if (!sieve__cpu_md_as4(c, x->in[0], &src, error) || !sieve__cpu_md_window(c, v, &src, &window, error))
+    return FALSE;
+  dnnl_dims_t od = {c->options.batch, x->n->shape.c, x->n->shape.h, x->n->shape.w};
+  crop_layout(&src, od, &x->md);
+  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  return sieve__cpu_push_reorder(c, v, c->fwd_train, c->fwd_eval, &window, c->nodes[x->in[0]].out, &x->md, x->out,
+                                 FALSE, error);
+}
+
 static gboolean
 plan_loss(Cpu *c, guint v, GError **error)
 {
@@ -449,8 +554,14 @@ sieve__cpu_plan_forward(Cpu *c, GError **error)
     case SIEVE_OP_CONCAT:
       ok = plan_concat(c, v, error);
       break;
+    case SIEVE_OP_MUL:
+      ok = plan_mul(c, v, error);
+      break;
     case SIEVE_OP_SOFTMAX_CE:
       ok = plan_loss(c, v, error);
+      break;
+    case SIEVE_OP_CROP:
+      ok = plan_crop(c, v, error);
       break;
     default:
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the CPU backend cannot run %s", sieve__cpu_node_desc(c, v));

@@ -40,6 +40,23 @@ sieve__cpu_get_grad(gpointer impl, guint i, float *out, GError **error)
   return sieve__cpu_transfer(c, &p->plain, out, &p->md, sieve__cpu_slot_ptr(c, p->grad), TRUE, error);
 }
 
+gboolean
+sieve__cpu_get_velocity(gpointer impl, guint i, float *out, GError **error)
+{
+  Cpu *c = impl;
+  Param *p = &g_array_index(c->params, Param, i);
+  return sieve__cpu_transfer(c, &p->plain, out, &p->md, sieve__cpu_slot_ptr(c, p->velocity), TRUE, error);
+}
+
+gboolean
+sieve__cpu_set_velocity(gpointer impl, guint i, const float *values, GError **error)
+{
+  Cpu *c = impl;
+  Param *p = &g_array_index(c->params, Param, i);
+  return sieve__cpu_transfer(c, &p->plain, (float *)values, &p->md, sieve__cpu_slot_ptr(c, p->velocity), FALSE,
+                             error);
+}
+
 /* PyTorch's SGD (dampening 0): g += wd w; v = m v + g; step along g + m v
  * (Nesterov) or v.  Padding inside blocked layouts stays zero: its
  * weights, gradients and velocities all start and remain zero. */

@@ -196,6 +196,16 @@ sieve__cpu_md_as4(Cpu *c, guint u, dnnl_memory_desc_t *out, GError **error)
   return TRUE;
 }
 
+gboolean
+sieve__cpu_md_window(Cpu *c, guint v, const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out, GError **error)
+{
+  const SieveGraphNode *n = c->nodes[v].n;
+  dnnl_dims_t dims = {c->options.batch, n->shape.c, n->attrs.kernel[0], n->attrs.kernel[1]};
+  dnnl_dims_t offs = {0, 0, n->attrs.pad[0], n->attrs.pad[1]};
+  TRY(dnnl_memory_desc_init_submemory(out, md, dims, offs), "window of %s", sieve__cpu_node_desc(c, v));
+  return TRUE;
+}
+
 /* ---- pass 1: resolve ------------------------------------------------------ */
 
 guint
@@ -214,7 +224,7 @@ sieve__cpu_resolve(Cpu *c)
     x->n = sieve_graph_node(g, v);
     x->root = v;
     x->out = x->diff = x->ws = x->prob = x->mean = x->var = x->rmean = x->rvar = -1;
-    x->src_slot = -1;
+    x->src_slot = x->gate_slot = -1;
     if (!sieve_graph_node_live(g, v)) {
       x->role = ROLE_DEAD;
       continue;
@@ -289,7 +299,7 @@ sieve__cpu_resolve(Cpu *c)
     for (guint i = 0; i < x->n_in; i++) {
       CNode *u = &c->nodes[x->in[i]];
       u->uses++;
-      if (k == SIEVE_OP_CONV2D || k == SIEVE_OP_BATCH_NORM || k == SIEVE_OP_LINEAR ||
+      if (k == SIEVE_OP_CONV2D || k == SIEVE_OP_BATCH_NORM || k == SIEVE_OP_LINEAR || k == SIEVE_OP_MUL ||
           (k == SIEVE_OP_ACTIVATION && x->n->attrs.activation != SIEVE_ACT_RELU &&
            x->n->attrs.activation != SIEVE_ACT_LEAKY_RELU))
         u->needed_bwd = TRUE;
@@ -333,6 +343,8 @@ sieve__cpu_eltwise_alg(const SieveOpAttrs *a, float *alpha, float *beta, gboolea
   case SIEVE_ACT_SWISH:
     *alpha = 1;
     return dnnl_eltwise_swish;
+  case SIEVE_ACT_HARD_SWISH:
+    return dnnl_eltwise_hardswish; /* x relu6(x + 3) / 6, alpha and beta unused (oneDNN 2.6) */
   default:
     return dnnl_alg_kind_undef;
   }

@@ -31,6 +31,7 @@
  *   cpu-read.c      what the proxies read: nodes, signs, gradients, channel
  *                   dots, frozen ReLUs, running statistics
  *   cpu-params.c    parameters and the SGD step
+ *   cpu-kernels.c   loops of our own where oneDNN has only slow ones
  */
 #pragma once
 
@@ -60,9 +61,14 @@ typedef enum {
   STEP_PRIM,        /* a oneDNN primitive */
   STEP_ADD,         /* dst += src over n floats (same layout) */
   STEP_COPY,        /* dst = src over n floats */
+  STEP_ZERO,        /* dst = 0 over n floats (a crop's gradient outside its window) */
   STEP_LOSS_FWD,
   STEP_LOSS_BWD,
   STEP_BN_RUNNING,  /* running statistics update after a training forward */
+  STEP_HSIG_FWD,    /* dst = hard_sigmoid(src) over n floats (oneDNN 2.6 has no such eltwise) */
+  STEP_HSIG_BWD,    /* dst = src * hard_sigmoid'(aux) over n floats: src the output's gradient, aux the input */
+  STEP_DW_WGRAD,    /* depthwise weight gradient (cpu-kernels.c): src diff_dst, aux the input, dst goihw */
+  STEP_GATE_GRAD,   /* a broadcast gate's gradient (cpu-kernels.c): src diff_dst, aux x, dst [B, C] */
 } StepKind;
 
 typedef struct {
@@ -74,6 +80,8 @@ typedef struct {
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
+  int aux;               /* HSIG_BWD, DW_WGRAD, GATE_GRAD: the forward's input */
+  guint block;           /* DW_WGRAD, GATE_GRAD: channels per block of their tensors' layout (1: nchw) */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
@@ -97,6 +105,8 @@ typedef struct {
   dnnl_primitive_desc_t fwd_pd; /* hint for backward descriptors, owned */
   dnnl_memory_desc_t src_want;  /* conv/linear/loss: the layout the primitive reads */
   int src_slot;                 /* where that layout lives (out of the input or a reorder) */
+  dnnl_memory_desc_t gate_md;   /* mul: the gate (input 1) as the primitive reads it */
+  int gate_slot;
   /* parameters: first index into the param table, count */
   guint first_param, n_params;
   /* batch norm */
@@ -192,6 +202,9 @@ void sieve__cpu_md_plain(dnnl_memory_desc_t *md, guint batch, SieveShape s);
 void sieve__cpu_md_1d(dnnl_memory_desc_t *md, guint n);
 /* Node u's output as a 4-D descriptor (inner products produce 2-D ones). */
 gboolean sieve__cpu_md_as4(Cpu *c, guint u, dnnl_memory_desc_t *out, GError **error);
+/* The window (batch, all channels, pad[] offset, kernel[] extent) of a crop
+ * node v inside md, a descriptor of its input's full extent. */
+gboolean sieve__cpu_md_window(Cpu *c, guint v, const dnnl_memory_desc_t *md, dnnl_memory_desc_t *out, GError **error);
 
 /* The node that holds u's output. */
 guint sieve__cpu_root(Cpu *c, guint u);
@@ -224,6 +237,14 @@ gboolean sieve__cpu_transfer(Cpu *c, const dnnl_memory_desc_t *plain, float *pla
 /* Initial parameters (PyTorch's defaults) and running variances of 1. */
 gboolean sieve__cpu_init_params(Cpu *c, GError **error);
 
+/* ---- cpu-kernels.c ---------------------------------------------------------- */
+
+/* The layout those kernels read a tensor of batch x s in: nChw16c, nChw8c
+ * or nchw, whichever blocks channels without padding; returns the block. */
+guint sieve__cpu_pick_block(guint channels, dnnl_memory_desc_t *md, guint batch, SieveShape s);
+void sieve__cpu_dw_wgrad(Cpu *c, const Step *s);
+void sieve__cpu_gate_grad(Cpu *c, const Step *s);
+
 /* ---- the SieveBackendClass methods, by file ------------------------------- */
 
 /* cpu-run.c */
@@ -248,5 +269,7 @@ gboolean sieve__cpu_get_param(gpointer impl, guint i, float *out, GError **error
 gboolean sieve__cpu_set_param(gpointer impl, guint i, const float *values, GError **error);
 gboolean sieve__cpu_get_grad(gpointer impl, guint i, float *out, GError **error);
 gboolean sieve__cpu_sgd_step(gpointer impl, const SieveSgd *sgd, GError **error);
+gboolean sieve__cpu_get_velocity(gpointer impl, guint i, float *out, GError **error);
+gboolean sieve__cpu_set_velocity(gpointer impl, guint i, const float *values, GError **error);
 
 G_END_DECLS

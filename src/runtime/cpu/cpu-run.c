@@ -80,6 +80,27 @@ frozen_relu(Cpu *c, Step *s)
     d[k] = m[k] > 0 ? a[k] : alpha * a[k];
 }
 
+/* hard_sigmoid(x) = relu6(x + 3) / 6 (graph.h) and its backward, whose
+ * derivative 1/6 inside (-3, 3) and 0 outside is PyTorch's, kinks
+ * included. */
+static void
+hard_sigmoid(Cpu *c, Step *s)
+{
+  const float *a = sieve__cpu_slot_ptr(c, s->src);
+  float *d = sieve__cpu_slot_ptr(c, s->dst);
+  gssize n = (gssize)s->n;
+  if (s->kind == STEP_HSIG_FWD) {
+#pragma omp parallel for simd if (n > 65536) schedule(static)
+    for (gssize k = 0; k < n; k++)
+      d[k] = fminf(fmaxf(a[k] + 3.0f, 0.0f), 6.0f) / 6.0f;
+    return;
+  }
+  const float *in = sieve__cpu_slot_ptr(c, s->aux);
+#pragma omp parallel for simd if (n > 65536) schedule(static)
+  for (gssize k = 0; k < n; k++)
+    d[k] = in[k] > -3.0f && in[k] < 3.0f ? a[k] / 6.0f : 0.0f;
+}
+
 static gboolean
 run(Cpu *c, GArray *list, GError **error)
 {
@@ -109,6 +130,9 @@ run(Cpu *c, GArray *list, GError **error)
     case STEP_COPY:
       memcpy(sieve__cpu_slot_ptr(c, s->dst), sieve__cpu_slot_ptr(c, s->src), s->n * sizeof(float));
       break;
+    case STEP_ZERO:
+      memset(sieve__cpu_slot_ptr(c, s->dst), 0, s->n * sizeof(float));
+      break;
     case STEP_LOSS_FWD:
       loss_forward(c, &c->nodes[s->node]);
       break;
@@ -117,6 +141,16 @@ run(Cpu *c, GArray *list, GError **error)
       break;
     case STEP_BN_RUNNING:
       bn_running(c, &c->nodes[s->node]);
+      break;
+    case STEP_HSIG_FWD:
+    case STEP_HSIG_BWD:
+      hard_sigmoid(c, s);
+      break;
+    case STEP_DW_WGRAD:
+      sieve__cpu_dw_wgrad(c, s);
+      break;
+    case STEP_GATE_GRAD:
+      sieve__cpu_gate_grad(c, s);
       break;
     }
   }

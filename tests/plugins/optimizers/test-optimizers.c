@@ -62,6 +62,7 @@ static const Case cases[] = {
   {"successive_halving", NULL, TRUE, 1},
   {"hyperband", NULL, TRUE, 1},
   {"bohb", "{min_points: 4}", TRUE, 1},
+  {"asha", NULL, TRUE, 1},
   {"reinforce", NULL, FALSE, 1},
 };
 
@@ -553,6 +554,148 @@ test_bohb_model(void)
   g_assert_cmpfloat(bohb, <, hb);
 }
 
+/* ---- ASHA ---------------------------------------------------------------- */
+
+/* ASHA (Li et al. 2020, Algorithm 2) on a synthetic objective, the
+ * configuration's x itself (larger is better, the same at every fidelity),
+ * with completions scripted out of order: the proposals must follow
+ * get_job() step by step. */
+typedef struct {
+  SieveOptimizer *opt;
+  GPtrArray *asked; /* SieveCandidate*, in ask order */
+} Asha;
+
+static guint
+asha_ask1(Asha *a)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) out = g_ptr_array_new();
+  g_assert_true(sieve_optimizer_ask(a->opt, 1, out, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(out->len, ==, 1);
+  g_ptr_array_add(a->asked, out->pdata[0]);
+  return a->asked->len - 1;
+}
+
+static double
+asha_x(const Asha *a, guint i)
+{
+  return sieve_genotype_get(sieve_candidate_get_genotype(a->asked->pdata[i]), 0);
+}
+
+static void
+asha_tell(Asha *a, guint i)
+{
+  GError *error = NULL;
+  g_autoptr(SieveResult) r = sieve_result_new();
+  double x = asha_x(a, i);
+  g_assert_true(sieve_optimizer_tell(a->opt, a->asked->pdata[i], r, &x, &error));
+  g_assert_no_error(error);
+}
+
+static void
+assert_asked(const Asha *a, guint i, guint same_as, double fidelity)
+{
+  g_assert_cmpfloat(sieve_candidate_get_fidelity(a->asked->pdata[i]), ==, fidelity);
+  g_assert_cmpstr(sieve_candidate_get_text(a->asked->pdata[i]), ==, sieve_candidate_get_text(a->asked->pdata[same_as]));
+}
+
+/* The index among idx[0..n) of the k-th largest x (0: the largest). */
+static guint
+asha_rank(const Asha *a, const guint *idx, guint n, guint k)
+{
+  g_autofree guint *sorted = g_memdup2(idx, n * sizeof(guint));
+  for (guint i = 0; i < n; i++)
+    for (guint j = i + 1; j < n; j++)
+      if (asha_x(a, sorted[j]) > asha_x(a, sorted[i])) {
+        guint t = sorted[i];
+        sorted[i] = sorted[j];
+        sorted[j] = t;
+      }
+  return sorted[k];
+}
+
+static void
+test_asha(void)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  Asha a = {optimizer_try("asha", space, "{eta: 3}", 7, 1, &fid, &error),
+            g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free)};
+  g_assert_no_error(error);
+  /* Rungs at 1, 3 and 9 epochs.  Three workers start three configurations. */
+  guint c0 = asha_ask1(&a), c1 = asha_ask1(&a), c2 = asha_ask1(&a);
+  for (guint i = c0; i <= c2; i++)
+    g_assert_cmpfloat(sieve_candidate_get_fidelity(a.asked->pdata[i]), ==, 1);
+  /* One result in rung 0: floor(1/3) = 0 may go up, so a new one starts. */
+  asha_tell(&a, c1);
+  guint c3 = asha_ask1(&a);
+  g_assert_cmpfloat(sieve_candidate_get_fidelity(a.asked->pdata[c3]), ==, 1);
+  g_assert_cmpstr(sieve_candidate_get_text(a.asked->pdata[c3]), !=, sieve_candidate_get_text(a.asked->pdata[c1]));
+  /* Three results: the best of them goes up at once, though c3 is running. */
+  asha_tell(&a, c2);
+  asha_tell(&a, c0);
+  guint p1 = asha_ask1(&a);
+  guint first3[] = {c0, c1, c2};
+  guint best3 = asha_rank(&a, first3, 3, 0);
+  assert_asked(&a, p1, best3, 3);
+  /* Nothing else qualifies: a new configuration. */
+  guint c4 = asha_ask1(&a);
+  g_assert_cmpfloat(sieve_candidate_get_fidelity(a.asked->pdata[c4]), ==, 1);
+  /* Five results in rung 0 (top 1, already promoted), one in rung 1 (top 0). */
+  asha_tell(&a, p1);
+  asha_tell(&a, c3);
+  asha_tell(&a, c4);
+  guint all5[] = {c0, c1, c2, c3, c4};
+  guint best5 = asha_rank(&a, all5, 5, 0);
+  guint c5 = asha_ask1(&a);
+  if (best5 != best3) {
+    /* A later result beat the promoted one: it is the top 1 now, not promoted yet. */
+    assert_asked(&a, c5, best5, 3);
+  } else {
+    g_assert_cmpfloat(sieve_candidate_get_fidelity(a.asked->pdata[c5]), ==, 1);
+    /* Six results: the top 2, the second of them not promoted yet. */
+    asha_tell(&a, c5);
+    guint all6[] = {c0, c1, c2, c3, c4, c5};
+    guint second = asha_rank(&a, all6, 6, 0) == best3 ? asha_rank(&a, all6, 6, 1) : asha_rank(&a, all6, 6, 0);
+    guint p2 = asha_ask1(&a);
+    assert_asked(&a, p2, second, 3);
+  }
+  /* Run on synchronously (one worker): the first configuration to reach the
+   * top rung is the best of the first three results of rung 1, and every
+   * promotion was in its rung's top 1/eta when it was made. */
+  for (guint i = 0; i < a.asked->len; i++) {
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double x = asha_x(&a, i);
+    sieve_optimizer_tell(a.opt, a.asked->pdata[i], r, &x, &error); /* a second tell of one is ignored */
+    g_assert_no_error(error);
+  }
+  guint reached_top = 0;
+  for (guint t = 0; t < 60; t++) {
+    guint i = asha_ask1(&a);
+    double f = sieve_candidate_get_fidelity(a.asked->pdata[i]);
+    if (f > 1) {
+      /* The rung below: every result there, told before this ask. */
+      double below = f == 3 ? 1 : 3;
+      g_autoptr(GArray) rung = g_array_new(FALSE, FALSE, sizeof(guint));
+      double mine = asha_x(&a, i);
+      guint better = 0;
+      for (guint j = 0; j < i; j++)
+        if (sieve_candidate_get_fidelity(a.asked->pdata[j]) == below) {
+          g_array_append_val(rung, j);
+          better += asha_x(&a, j) > mine;
+        }
+      g_assert_cmpuint(better, <, (guint) floor(rung->len / 3.0 + 1e-9));
+      reached_top += f == 9;
+    }
+    asha_tell(&a, i);
+  }
+  g_assert_cmpuint(reached_top, >=, 2);
+  sieve_optimizer_free(a.opt);
+  g_ptr_array_unref(a.asked);
+}
+
 /* ---- NSGA-II ---------------------------------------------------------- */
 
 /* Hypervolume (two objectives, larger is better) above the reference point. */
@@ -699,6 +842,7 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/hyperband/promotions", "hyperband", test_hyperband);
   g_test_add_data_func("/optimizers/bohb/promotions", "bohb", test_hyperband);
   g_test_add_func("/optimizers/bohb/model", test_bohb_model);
+  g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
   g_test_add_func("/optimizers/bad-options", test_bad_options);
   int status = g_test_run();

@@ -1,0 +1,295 @@
+/* sieve plugin: asynchronous successive halving (ASHA; Li, Jamieson,
+ * Rostamizadeh, Gonina, Ben-tzur, Hardt, Recht & Talwalkar, "A System for
+ * Massively Parallel Hyperparameter Tuning", MLSys 2020, Algorithm 2).
+ *
+ * Rungs k = 0..K at fidelity max eta^(k-K) (the top rung is the full
+ * fidelity, the bottom one at least min_fidelity; K = floor(log_eta(max /
+ * min))).  Every ask is the paper's get_job(): from the rung below the top
+ * down to rung 0, the first configuration that is among the best
+ * floor(n_k / eta) of the n_k finished results of its rung and was not
+ * promoted yet goes up one rung; when none can, a new random configuration
+ * starts at rung 0.  So no rung ever waits for a rung to fill: a worker is
+ * never idle, and a result promotes as soon as it ranks in its rung's top
+ * 1/eta (early stopping rate s = 0, as the paper's experiments use).
+ *
+ * Results: a failed, screened or pruned trial ranks below every finished
+ * one (a pruned trial's last value was measured below its rung's fidelity,
+ * so it is no evidence at that rung); ties keep the earlier result first.
+ */
+#include <math.h>
+
+#include <sieve/component.h>
+#include <sieve/optimizer.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/rng.h>
+#include <sieve/space.h>
+
+#include "brackets.h"
+#include "optcommon.h"
+
+static const SieveOptionSpec asha_options[] = {
+  OPT_BRACKET_OPTIONS,
+  SIEVE_OPTION_END,
+};
+
+typedef struct {
+  SieveGenotype *genotype;
+  guint rung;
+  gboolean done;     /* its result came */
+  double fitness;    /* larger is better; -INFINITY when it failed */
+  gboolean promoted; /* a copy went up a rung */
+} Entry;
+
+typedef struct {
+  const SieveSpace *space;
+  SieveRng rng;
+  double eta;
+  guint top;          /* K: the top rung */
+  double *fidelity;   /* top + 1 rungs */
+  GPtrArray *entries; /* Entry*, in ask order */
+  GHashTable *index;  /* opt_key(text, fidelity) -> Entry* of a pending one */
+  OptSeen seen;       /* configurations started at rung 0 */
+} Asha;
+
+static void
+entry_free(Entry *e)
+{
+  sieve_genotype_free(e->genotype);
+  g_free(e);
+}
+
+static void
+asha_destroy(gpointer instance)
+{
+  Asha *self = instance;
+  if (self == NULL)
+    return;
+  g_clear_pointer(&self->index, g_hash_table_unref);
+  g_clear_pointer(&self->entries, g_ptr_array_unref);
+  if (self->seen.set)
+    opt_seen_clear(&self->seen);
+  g_free(self->fidelity);
+  g_free(self);
+}
+
+static gpointer
+asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
+{
+  /* The rungs as Hyperband's brackets validate and space them (eta,
+   * min_fidelity against the evaluator's fidelity). */
+  OptBrackets rungs;
+  if (!opt_brackets_init(&rungs, space, study, options, TRUE, "asha", error))
+    return NULL;
+  double eta = rungs.eta, min = rungs.min_fidelity, max = rungs.max_fidelity;
+  gboolean integer = rungs.integer;
+  guint levels = rungs.s_max;
+  opt_brackets_clear(&rungs);
+  Asha *self = g_new0(Asha, 1);
+  self->space = space;
+  sieve_rng_seed(&self->rng, study->seed);
+  self->eta = eta;
+  self->top = levels;
+  self->fidelity = g_new(double, self->top + 1);
+  for (guint k = 0; k <= self->top; k++) {
+    double r = max * pow(eta, (double) k - (double) self->top);
+    if (integer)
+      r = round(r);
+    self->fidelity[k] = k == self->top ? max : CLAMP(r, min, max);
+  }
+  self->entries = g_ptr_array_new_with_free_func((GDestroyNotify) entry_free);
+  self->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  opt_seen_init(&self->seen, space);
+  return self;
+}
+
+static Entry *
+add_entry(Asha *self, SieveGenotype *genotype, guint rung)
+{
+  Entry *e = g_new0(Entry, 1);
+  e->genotype = genotype;
+  e->rung = rung;
+  e->fitness = NAN;
+  g_ptr_array_add(self->entries, e);
+  g_autofree char *text = sieve_space_format(self->space, genotype);
+  g_hash_table_insert(self->index, opt_key(text, self->fidelity[rung]), e);
+  return e;
+}
+
+static gint
+compare_fitness(gconstpointer a, gconstpointer b)
+{
+  const Entry *x = *(const Entry *const *) a, *y = *(const Entry *const *) b;
+  return (x->fitness < y->fitness) - (x->fitness > y->fitness);
+}
+
+/* The promotable configuration of rung k: the first not yet promoted among
+ * the best floor(n / eta) of its n finished results; NULL when none. */
+static Entry *
+promotable(Asha *self, guint k)
+{
+  g_autoptr(GPtrArray) done = g_ptr_array_new();
+  for (guint i = 0; i < self->entries->len; i++) {
+    Entry *e = self->entries->pdata[i];
+    if (e->rung == k && e->done)
+      g_ptr_array_add(done, e);
+  }
+  guint keep = (guint) floor(done->len / self->eta + 1e-9);
+  if (keep == 0)
+    return NULL;
+  /* A stable sort: equal fitness keeps the earlier result first. */
+  g_ptr_array_sort(done, compare_fitness);
+  for (guint i = 0; i < keep; i++) {
+    Entry *e = done->pdata[i];
+    if (!e->promoted && e->fitness > -INFINITY)
+      return e;
+  }
+  return NULL;
+}
+
+static gboolean
+asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  Asha *self = instance;
+  for (guint i = 0; i < n; i++) {
+    Entry *up = NULL;
+    for (guint k = self->top; k-- > 0 && up == NULL;)
+      up = promotable(self, k);
+    if (up != NULL) {
+      up->promoted = TRUE;
+      Entry *e = add_entry(self, sieve_genotype_copy(up->genotype), up->rung + 1);
+      g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[e->rung]));
+      continue;
+    }
+    g_autoptr(SieveGenotype) g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
+    if (g == NULL)
+      break; /* a finite space, every configuration started */
+    g_autofree char *text = sieve_space_format(self->space, g);
+    opt_seen_add(&self->seen, text);
+    Entry *e = add_entry(self, sieve_genotype_copy(g), 0);
+    g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[0]));
+  }
+  if (out->len == 0 && n > 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "space exhausted after %u configurations",
+                opt_seen_size(&self->seen));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *result, const double *objectives,
+          GError **error)
+{
+  Asha *self = instance;
+  g_autofree char *key = opt_key(sieve_candidate_get_text(candidate), sieve_candidate_get_fidelity(candidate));
+  Entry *e = g_hash_table_lookup(self->index, key);
+  if (e == NULL)
+    return TRUE; /* not one of ours (a resumed study's older trials) */
+  g_hash_table_remove(self->index, key);
+  SieveStatus status = sieve_result_get_status(result);
+  gboolean measured = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  e->done = TRUE;
+  e->fitness = measured ? opt_fitness(objectives[0]) : -INFINITY;
+  return TRUE;
+}
+
+/* State: {"rng": (tttt), "seen": as, "entries": a(uadbdb)} (rung, values,
+ * done, fitness, promoted), in ask order. */
+static GVariant *
+asha_save(gpointer instance, GError **error)
+{
+  Asha *self = instance;
+  GVariantBuilder entries;
+  g_variant_builder_init(&entries, G_VARIANT_TYPE("a(uadbdb)"));
+  for (guint i = 0; i < self->entries->len; i++) {
+    const Entry *e = self->entries->pdata[i];
+    g_variant_builder_add(&entries, "(u@adbdb)", e->rung, opt_genotype_save(e->genotype), e->done, e->fitness,
+                          e->promoted);
+  }
+  GVariantDict dict;
+  g_variant_dict_init(&dict, NULL);
+  g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
+  g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
+  g_variant_dict_insert_value(&dict, "entries", g_variant_builder_end(&entries));
+  return g_variant_dict_end(&dict);
+}
+
+static gboolean
+asha_load(gpointer instance, GVariant *state, GError **error)
+{
+  Asha *self = instance;
+  if (!opt_state_check(state, error))
+    return FALSE;
+  g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
+  g_autoptr(GVariant) seen = rng ? opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error) : NULL;
+  g_autoptr(GVariant) entries = seen ? opt_state_lookup(state, "entries", G_VARIANT_TYPE("a(uadbdb)"), error) : NULL;
+  if (entries == NULL)
+    return FALSE;
+  SieveRng restored;
+  if (!sieve_rng_load(&restored, rng, error))
+    return FALSE;
+  g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func((GDestroyNotify) entry_free);
+  for (gsize i = 0; i < g_variant_n_children(entries); i++) {
+    guint rung;
+    gboolean done, promoted;
+    double fitness;
+    g_autoptr(GVariant) values = NULL;
+    g_variant_get_child(entries, i, "(u@adbdb)", &rung, &values, &done, &fitness, &promoted);
+    if (rung > self->top) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: entry %" G_GSIZE_FORMAT " is at rung %u of %u",
+                  i, rung, self->top);
+      return FALSE;
+    }
+    SieveGenotype *g = opt_genotype_load(self->space, values, error);
+    if (g == NULL)
+      return FALSE;
+    Entry *e = g_new0(Entry, 1);
+    *e = (Entry){g, rung, done, fitness, promoted};
+    g_ptr_array_add(loaded, e);
+  }
+  self->rng = restored;
+  opt_seen_clear(&self->seen);
+  opt_seen_init(&self->seen, self->space);
+  if (!opt_seen_load(&self->seen, seen)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: a configuration in 'seen' is not of the space");
+    return FALSE;
+  }
+  g_ptr_array_unref(self->entries);
+  self->entries = g_steal_pointer(&loaded);
+  g_hash_table_remove_all(self->index);
+  for (guint i = 0; i < self->entries->len; i++) {
+    Entry *e = self->entries->pdata[i];
+    if (!e->done) {
+      g_autofree char *text = sieve_space_format(self->space, e->genotype);
+      g_hash_table_insert(self->index, opt_key(text, self->fidelity[e->rung]), e);
+    }
+  }
+  return TRUE;
+}
+
+static const SieveOptimizerClass asha_class = {
+  .create = asha_create,
+  .destroy = asha_destroy,
+  .ask = asha_ask,
+  .tell = asha_tell,
+  .save = asha_save,
+  .load = asha_load,
+};
+
+static const SieveComponentInfo asha_info = {
+  .kind = SIEVE_KIND_OPTIMIZER,
+  .name = "asha",
+  .summary = "asynchronous successive halving: promote a rung's top 1/eta as soon as they finish (Li et al. 2020)",
+  .options = asha_options,
+  .klass = &asha_class,
+};
+
+static gboolean
+asha_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &asha_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("asha", "0.1.0", "Asynchronous successive halving", "MIT", asha_init);

@@ -1,0 +1,211 @@
+/* sieve: pruners, the experiment's `pruner:` section: whether a running
+ * evaluation, judged on its intermediate values, should stop now.
+ *
+ * The rules are Optuna's (3.1, optuna/pruners/_percentile.py and
+ * _patient.py), so that a study moved from Optuna prunes the same trials:
+ *   median / percentile (PercentilePruner, MedianPruner = percentile 50):
+ *     no decision before startup_trials trials completed, before step
+ *     warmup_steps, or on a step that is not the first reported in its
+ *     interval (interval_steps counted from warmup_steps); a trial whose
+ *     values are all NaN is pruned; otherwise it is pruned when its best
+ *     value so far is worse than the given percentile (linear interpolation,
+ *     numpy's nanpercentile) of the completed trials' values at the same
+ *     step, when at least min_trials of them reported that step.
+ *   patience (PatientPruner around no pruner): pruned when the best of its
+ *     last patience + 1 values is no better (by min_delta) than the best
+ *     before them.
+ * "Completed" means finished OK: a pruned or failed trial's curve is never
+ * the reference, as in Optuna.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/core-private.h"
+
+static const char *const kinds[] = {"median", "percentile", "patience", NULL};
+static const SieveOptionSpec pruner_spec[] = {
+    SIEVE_OPTION_CHOICE("kind", NULL, kinds, "median, percentile or patience"),
+    SIEVE_OPTION_FLOAT("percentile", "25", 0, 100,
+                       "percentile: prune below this percentile of the completed trials (median: 50)"),
+    SIEVE_OPTION_INT("startup_trials", "5", 0, 1e9, "median, percentile: completed trials before any pruning"),
+    SIEVE_OPTION_INT("warmup_steps", "0", 0, 1e12, "median, percentile: steps of a trial before it may be pruned"),
+    SIEVE_OPTION_INT("interval_steps", "1", 1, 1e12, "median, percentile: judge once per this many steps"),
+    SIEVE_OPTION_INT("min_trials", "1", 1, 1e9,
+                     "median, percentile: completed trials that reported the step, needed to judge it"),
+    SIEVE_OPTION_INT("patience", "3", 0, 1e12, "patience: steps without improvement before stopping"),
+    SIEVE_OPTION_FLOAT("min_delta", "0", 0, INFINITY, "patience: the smallest change that counts as improvement"),
+    SIEVE_OPTION_END,
+};
+
+typedef enum { KIND_MEDIAN, KIND_PERCENTILE, KIND_PATIENCE } Kind;
+
+struct _SievePruner {
+  Kind kind;
+  gboolean maximize;
+  double percentile;
+  gint64 startup_trials, warmup_steps, interval_steps, min_trials, patience;
+  double min_delta;
+  GMutex mutex;
+  /* Completed trials' curves: step -> GArray of values, and their count. */
+  GHashTable *by_step;
+  gint64 n_completed;
+};
+
+const SieveOptionSpec *
+sieve_pruner_spec(void)
+{
+  return pruner_spec;
+}
+
+SievePruner *
+sieve_pruner_new(const SieveNode *node, const char *base_dir, gboolean maximize, GError **error)
+{
+  g_return_val_if_fail(node != NULL, NULL);
+  if (sieve_node_kind(node) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, node, "'pruner' must be a map {kind: median, warmup_steps: 2, startup_trials: 5}");
+    return NULL;
+  }
+  g_autoptr(SieveOptions) options = sieve_options_new(pruner_spec, node, NULL, base_dir, "pruner", error);
+  if (options == NULL)
+    return NULL;
+  SievePruner *p = g_new0(SievePruner, 1);
+  const char *kind = sieve_options_get_string(options, "kind");
+  p->kind = g_str_equal(kind, "median") ? KIND_MEDIAN : g_str_equal(kind, "percentile") ? KIND_PERCENTILE
+                                                                                          : KIND_PATIENCE;
+  p->maximize = maximize;
+  p->percentile = p->kind == KIND_MEDIAN ? 50.0 : sieve_options_get_double(options, "percentile");
+  p->startup_trials = sieve_options_get_int(options, "startup_trials");
+  p->warmup_steps = sieve_options_get_int(options, "warmup_steps");
+  p->interval_steps = sieve_options_get_int(options, "interval_steps");
+  p->min_trials = sieve_options_get_int(options, "min_trials");
+  p->patience = sieve_options_get_int(options, "patience");
+  p->min_delta = sieve_options_get_double(options, "min_delta");
+  g_mutex_init(&p->mutex);
+  p->by_step = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify) g_array_unref);
+  return p;
+}
+
+void
+sieve_pruner_free(SievePruner *pruner)
+{
+  if (pruner == NULL)
+    return;
+  g_hash_table_unref(pruner->by_step);
+  g_mutex_clear(&pruner->mutex);
+  g_free(pruner);
+}
+
+void
+sieve_pruner_add_completed(SievePruner *pruner, const SieveIntermediate *values, guint n)
+{
+  g_return_if_fail(pruner != NULL);
+  g_mutex_lock(&pruner->mutex);
+  for (guint i = 0; i < n; i++) {
+    GArray *at = g_hash_table_lookup(pruner->by_step, &values[i].step);
+    if (at == NULL) {
+      at = g_array_new(FALSE, FALSE, sizeof(double));
+      g_hash_table_insert(pruner->by_step, g_memdup2(&values[i].step, sizeof(gint64)), at);
+    }
+    g_array_append_val(at, values[i].value);
+  }
+  pruner->n_completed++;
+  g_mutex_unlock(&pruner->mutex);
+}
+
+static int
+compare_double(const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
+}
+
+/* numpy.nanpercentile with its default linear interpolation; NAN when
+ * fewer than min values are not NaN (Optuna counts NaNs towards min_trials,
+ * then takes the percentile of the others; so do we). */
+static double
+percentile_of(const GArray *values, double q, gint64 min_count)
+{
+  if ((gint64) values->len < min_count)
+    return NAN;
+  g_autofree double *v = g_new(double, values->len);
+  guint n = 0;
+  for (guint i = 0; i < values->len; i++)
+    if (!isnan(g_array_index(values, double, i)))
+      v[n++] = g_array_index(values, double, i);
+  if (n == 0)
+    return NAN;
+  qsort(v, n, sizeof(double), compare_double);
+  double pos = q / 100.0 * (n - 1);
+  guint lo = (guint) floor(pos), hi = MIN(lo + 1, n - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+/* The best of values[from, to), NAN when all are NaN (numpy's nanmax/nanmin). */
+static double
+best_of(const SievePruner *p, const SieveIntermediate *values, guint from, guint to)
+{
+  double best = NAN;
+  for (guint i = from; i < to; i++) {
+    double v = values[i].value;
+    if (!isnan(v) && (isnan(best) || (p->maximize ? v > best : v < best)))
+      best = v;
+  }
+  return best;
+}
+
+static int
+compare_step(const void *a, const void *b)
+{
+  gint64 x = ((const SieveIntermediate *) a)->step, y = ((const SieveIntermediate *) b)->step;
+  return (x > y) - (x < y);
+}
+
+static gboolean
+judge_patience(const SievePruner *p, const SieveIntermediate *sorted, guint n)
+{
+  if ((gint64) n <= p->patience + 1)
+    return FALSE;
+  guint split = n - (guint) p->patience - 1;
+  double before = best_of(p, sorted, 0, split), after = best_of(p, sorted, split, n);
+  return p->maximize ? before - p->min_delta > after : before + p->min_delta < after;
+}
+
+static gboolean
+judge_percentile(SievePruner *p, const SieveIntermediate *sorted, guint n)
+{
+  if (p->n_completed == 0 || p->n_completed < p->startup_trials)
+    return FALSE;
+  gint64 step = sorted[n - 1].step;
+  if (step < p->warmup_steps)
+    return FALSE;
+  /* Judged only on the first step reported in each interval. */
+  gint64 nearest_lower = (step - p->warmup_steps) / p->interval_steps * p->interval_steps + p->warmup_steps;
+  gint64 second_last = n >= 2 ? sorted[n - 2].step : -1;
+  if (!(second_last < nearest_lower))
+    return FALSE;
+  double best = best_of(p, sorted, 0, n);
+  if (isnan(best))
+    return TRUE;
+  const GArray *at = g_hash_table_lookup(p->by_step, &step);
+  if (at == NULL)
+    return FALSE;
+  double ref = percentile_of(at, p->maximize ? 100.0 - p->percentile : p->percentile, p->min_trials);
+  if (isnan(ref))
+    return FALSE;
+  return p->maximize ? best < ref : best > ref;
+}
+
+gboolean
+sieve_pruner_judge(SievePruner *pruner, const SieveIntermediate *values, guint n)
+{
+  g_return_val_if_fail(pruner != NULL, FALSE);
+  if (n == 0)
+    return FALSE;
+  g_autofree SieveIntermediate *sorted = g_memdup2(values, n * sizeof(SieveIntermediate));
+  qsort(sorted, n, sizeof(SieveIntermediate), compare_step);
+  g_mutex_lock(&pruner->mutex);
+  gboolean prune = pruner->kind == KIND_PATIENCE ? judge_patience(pruner, sorted, n)
+                                                 : judge_percentile(pruner, sorted, n);
+  g_mutex_unlock(&pruner->mutex);
+  return prune;
+}

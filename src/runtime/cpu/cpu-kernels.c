@@ -1,0 +1,95 @@
+/* Loops of our own where oneDNN 2.6 has only slow implementations (its
+ * reference or a per-channel GEMM), over tensors in plain nchw or in
+ * nChw8c / nChw16c, where a block's channels sit side by side and the
+ * innermost loop runs over them in vector registers. */
+#include <string.h>
+
+#include "runtime/cpu/cpu-private.h"
+
+guint
+sieve__cpu_pick_block(guint channels, dnnl_memory_desc_t *md, guint batch, SieveShape s)
+{
+  guint block = channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 1;
+  dnnl_dims_t d = {batch, s.c, s.h, s.w};
+  dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, block == 16 ? dnnl_nChw16c : block == 8 ? dnnl_nChw8c : dnnl_nchw);
+  return block;
+}
+
+/* Offset of (b, channel block cb, y, x) in a tensor of nb channel blocks of
+ * `block` channels and h x w pixels; the block's channels follow. */
+static inline gsize
+at(guint block, guint nb, guint h, guint w, guint b, guint cb, guint y, guint x)
+{
+  return ((((gsize)b * nb + cb) * h + y) * w + x) * block;
+}
+
+/* The weight gradient of a depthwise convolution (no bias), as goihw
+ * [C, 1, 1, kh, kw]: dW[c, ky, kx] = sum over b, oy, ox of
+ * dy[b, c, oy, ox] x[b, c, oy sy - py + ky dy, ox sx - px + kx dx].  oneDNN
+ * 2.6's jit kernel takes 3x3 only; its fallback runs one GEMM per channel. */
+void
+sieve__cpu_dw_wgrad(Cpu *c, const Step *s)
+{
+  const CNode *x = &c->nodes[s->node];
+  const SieveOpAttrs *a = &x->n->attrs;
+  SieveShape is = c->nodes[x->in[0]].n->shape, os = x->n->shape;
+  guint B = c->options.batch, blk = s->block, nb = (is.c + blk - 1) / blk;
+  guint kh = a->kernel[0], kw = a->kernel[1];
+  const float *dy = sieve__cpu_slot_ptr(c, s->src), *src = sieve__cpu_slot_ptr(c, s->aux);
+  float *dw = sieve__cpu_slot_ptr(c, s->dst);
+#pragma omp parallel for schedule(dynamic, 1) if (nb > 1)
+  for (guint cb = 0; cb < nb; cb++) {
+    float *acc = g_new0(float, (gsize)kh * kw * blk);
+    for (guint b = 0; b < B; b++)
+      for (guint oy = 0; oy < os.h; oy++)
+        for (guint ky = 0; ky < kh; ky++) {
+          gint64 iy = (gint64)oy * a->stride[0] - a->pad[0] + (gint64)ky * a->dilation[0];
+          if (iy < 0 || iy >= is.h)
+            continue;
+          for (guint ox = 0; ox < os.w; ox++) {
+            const float *g = dy + at(blk, nb, os.h, os.w, b, cb, oy, ox);
+            for (guint kx = 0; kx < kw; kx++) {
+              gint64 ix = (gint64)ox * a->stride[1] - a->pad[1] + (gint64)kx * a->dilation[1];
+              if (ix < 0 || ix >= is.w)
+                continue;
+              const float *v = src + at(blk, nb, is.h, is.w, b, cb, (guint)iy, (guint)ix);
+              float *r = acc + ((gsize)ky * kw + kx) * blk;
+#pragma omp simd
+              for (guint j = 0; j < blk; j++)
+                r[j] += g[j] * v[j];
+            }
+          }
+        }
+    for (guint j = 0; j < blk && cb * blk + j < is.c; j++)
+      for (guint k = 0; k < kh * kw; k++)
+        dw[(gsize)(cb * blk + j) * kh * kw + k] = acc[(gsize)k * blk + j];
+    g_free(acc);
+  }
+}
+
+/* The gradient of a broadcast gate (mul, graph.h) as plain [B, C]:
+ * dgate[b, c] = sum over y, x of dy[b, c, y, x] x[b, c, y, x].  oneDNN
+ * 2.6's reduction has only its reference implementation on blocked
+ * layouts. */
+void
+sieve__cpu_gate_grad(Cpu *c, const Step *s)
+{
+  const CNode *x = &c->nodes[s->node];
+  SieveShape os = x->n->shape;
+  guint B = c->options.batch, blk = s->block, nb = (os.c + blk - 1) / blk;
+  gsize hw = (gsize)os.h * os.w;
+  const float *dy = sieve__cpu_slot_ptr(c, s->src), *src = sieve__cpu_slot_ptr(c, s->aux);
+  float *dg = sieve__cpu_slot_ptr(c, s->dst);
+#pragma omp parallel for collapse(2) schedule(static) if ((gsize)B * nb * hw * blk > 65536)
+  for (guint b = 0; b < B; b++)
+    for (guint cb = 0; cb < nb; cb++) {
+      float acc[16] = {0};
+      const float *g = dy + at(blk, nb, os.h, os.w, b, cb, 0, 0), *v = src + at(blk, nb, os.h, os.w, b, cb, 0, 0);
+      for (gsize k = 0; k < hw; k++)
+#pragma omp simd
+        for (guint j = 0; j < blk; j++)
+          acc[j] += g[k * blk + j] * v[k * blk + j];
+      for (guint j = 0; j < blk && cb * blk + j < os.c; j++)
+        dg[(gsize)b * os.c + cb * blk + j] = acc[j];
+    }
+}

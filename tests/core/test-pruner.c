@@ -1,0 +1,145 @@
+/* Pruners (src/core/pruner.c) on synthetic learning curves whose answers
+ * are worked out by hand from the rules of Optuna 3.1
+ * (optuna/pruners/_percentile.py, _patient.py), which sieve's follow:
+ * bench/training_aware.py checks the same decisions against Optuna itself. */
+#include <math.h>
+#include <string.h>
+
+#include "core/core-private.h"
+
+static SievePruner *
+pruner_new(const char *yaml, gboolean maximize)
+{
+  GError *error = NULL;
+  g_autoptr(SieveNode) node = sieve_node_parse_string(yaml, -1, "test", &error);
+  g_assert_no_error(error);
+  SievePruner *p = sieve_pruner_new(node, ".", maximize, &error);
+  g_assert_no_error(error);
+  return p;
+}
+
+/* A curve: values at steps 1, 2, ... (NAN allowed). */
+static void
+complete(SievePruner *p, const double *values, guint n)
+{
+  SieveIntermediate v[16];
+  for (guint i = 0; i < n; i++)
+    v[i] = (SieveIntermediate){.trial = 0, .step = i + 1, .fidelity = NAN, .value = values[i]};
+  sieve_pruner_add_completed(p, v, n);
+}
+
+static gboolean
+judge(SievePruner *p, const double *values, guint n)
+{
+  SieveIntermediate v[16];
+  for (guint i = 0; i < n; i++)
+    v[i] = (SieveIntermediate){.trial = 9, .step = i + 1, .fidelity = NAN, .value = values[i]};
+  return sieve_pruner_judge(p, v, n);
+}
+
+/* Three completed accuracy curves: medians 0.3 at step 1, 0.4 at step 2. */
+static const double t1[] = {0.5, 0.6, 0.7}, t2[] = {0.3, 0.4, 0.5}, t3[] = {0.1, 0.2, 0.3};
+
+static SievePruner *
+with_three(const char *yaml, gboolean maximize)
+{
+  SievePruner *p = pruner_new(yaml, maximize);
+  complete(p, t1, 3);
+  complete(p, t2, 3);
+  complete(p, t3, 3);
+  return p;
+}
+
+static void
+test_median(void)
+{
+  g_autoptr(SievePruner) p = with_three("{kind: median, startup_trials: 3}", TRUE);
+  g_assert_true(judge(p, (double[]){0.25}, 1));       /* 0.25 < median 0.3 */
+  g_assert_false(judge(p, (double[]){0.3}, 1));       /* not below */
+  g_assert_false(judge(p, (double[]){0.35, 0.45}, 2)); /* best 0.45 >= 0.4 */
+  /* The best so far counts, not the last value: 0.5 then 0.1 is kept at step 2. */
+  g_assert_false(judge(p, (double[]){0.5, 0.1}, 2));
+  g_assert_true(judge(p, (double[]){0.25, 0.35}, 2)); /* best 0.35 < 0.4 */
+  /* No completed trial reported step 5: no decision. */
+  g_assert_false(judge(p, (double[]){0, 0, 0, 0, 0}, 5));
+  /* Every value NaN: pruned (Optuna's rule). */
+  g_assert_true(judge(p, (double[]){NAN}, 1));
+}
+
+static void
+test_warmup_interval_startup(void)
+{
+  g_autoptr(SievePruner) warm = with_three("{kind: median, startup_trials: 3, warmup_steps: 2}", TRUE);
+  g_assert_false(judge(warm, (double[]){0.25}, 1));       /* step 1 < warm-up 2 */
+  g_assert_true(judge(warm, (double[]){0.25, 0.35}, 2));
+  /* interval 2 from warm-up 0: judged at the first report in [0,2), [2,4) ... */
+  g_autoptr(SievePruner) every2 = with_three("{kind: median, startup_trials: 3, interval_steps: 2}", TRUE);
+  g_assert_true(judge(every2, (double[]){0.25}, 1));             /* first in [0, 2) */
+  g_assert_true(judge(every2, (double[]){0.25, 0.35}, 2));       /* first in [2, 4) */
+  g_assert_false(judge(every2, (double[]){0.25, 0.35, 0.4}, 3)); /* second in [2, 4) */
+  g_autoptr(SievePruner) early = with_three("{kind: median, startup_trials: 4}", TRUE);
+  g_assert_false(judge(early, (double[]){0.0}, 1)); /* 3 completed < 4 startup trials */
+  g_autoptr(SievePruner) few = with_three("{kind: median, startup_trials: 0, min_trials: 4}", TRUE);
+  g_assert_false(judge(few, (double[]){0.0}, 1)); /* 3 values at step 1 < min_trials 4 */
+  g_autoptr(SievePruner) none = pruner_new("{kind: median, startup_trials: 0}", TRUE);
+  g_assert_false(judge(none, (double[]){0.0}, 1)); /* no completed trial at all */
+}
+
+static void
+test_percentile(void)
+{
+  /* Maximize, percentile 25: pruned below the 75th percentile of [0.5, 0.3, 0.1]
+   * at step 1: position 0.75 * 2 = 1.5, 0.3 + 0.5 (0.5 - 0.3) = 0.4. */
+  g_autoptr(SievePruner) p = with_three("{kind: percentile, percentile: 25, startup_trials: 3}", TRUE);
+  g_assert_true(judge(p, (double[]){0.39}, 1));
+  g_assert_false(judge(p, (double[]){0.41}, 1));
+  /* Minimize (losses 0.5, 0.3, 0.1 at step 1): the 25th percentile is
+   * 0.1 + 0.5 (0.3 - 0.1) = 0.2; pruned above it. */
+  g_autoptr(SievePruner) q = with_three("{kind: percentile, percentile: 25, startup_trials: 3}", FALSE);
+  g_assert_true(judge(q, (double[]){0.21}, 1));
+  g_assert_false(judge(q, (double[]){0.19}, 1));
+}
+
+static void
+test_patience(void)
+{
+  /* patience 2: the best of the last 3 values against the best before them. */
+  g_autoptr(SievePruner) p = pruner_new("{kind: patience, patience: 2}", TRUE);
+  g_assert_false(judge(p, (double[]){0.5, 0.6, 0.55}, 3));            /* only 3 values: not more than 3 */
+  g_assert_true(judge(p, (double[]){0.5, 0.6, 0.55, 0.58, 0.59}, 5));  /* 0.59 < 0.6 */
+  g_assert_false(judge(p, (double[]){0.5, 0.6, 0.55, 0.58, 0.61}, 5)); /* improved */
+  g_autoptr(SievePruner) d = pruner_new("{kind: patience, patience: 2, min_delta: 0.02}", TRUE);
+  g_assert_false(judge(d, (double[]){0.5, 0.6, 0.55, 0.58, 0.59}, 5)); /* 0.6 - 0.02 > 0.59 is false */
+  g_autoptr(SievePruner) loss = pruner_new("{kind: patience, patience: 1}", FALSE);
+  g_assert_true(judge(loss, (double[]){1.0, 0.8, 0.9, 0.85}, 4));   /* min(0.9, 0.85) > 0.8 */
+  g_assert_false(judge(loss, (double[]){1.0, 0.8, 0.9, 0.75}, 4));
+}
+
+static void
+test_bad_config(void)
+{
+  GError *error = NULL;
+  g_autoptr(SieveNode) node = sieve_node_parse_string("{kind: mean}", -1, "exp.yaml", &error);
+  g_assert_no_error(error);
+  g_assert_null(sieve_pruner_new(node, ".", TRUE, &error));
+  g_assert_nonnull(error);
+  g_assert_true(g_str_has_prefix(error->message, "exp.yaml:1:"));
+  g_test_message("%s", error->message);
+  g_clear_error(&error);
+  g_autoptr(SieveNode) typo = sieve_node_parse_string("{kind: median, warmup: 2}", -1, "exp.yaml", &error);
+  g_assert_null(sieve_pruner_new(typo, ".", TRUE, &error));
+  g_assert_nonnull(strstr(error->message, "warmup_steps"));
+  g_clear_error(&error);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/pruner/median", test_median);
+  g_test_add_func("/pruner/warmup-interval-startup", test_warmup_interval_startup);
+  g_test_add_func("/pruner/percentile", test_percentile);
+  g_test_add_func("/pruner/patience", test_patience);
+  g_test_add_func("/pruner/bad-config", test_bad_config);
+  return g_test_run();
+}

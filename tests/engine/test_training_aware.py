@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Intermediate values, pruning and ASHA through `sieve run`: the command
+evaluator's progress protocol (examples/progress/curve.py, a real Python
+process per trial), a malformed progress line, a pruner on an evaluator
+that reports nothing, and a pruned study killed with SIGKILL and resumed."""
+import csv
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+EXAMPLE = os.path.join(ROOT, "examples", "progress")
+
+
+def sieve(*args, check=None, timeout=120):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def rows(store, *extra):
+    out = sieve("export", store, "--format", "csv", *extra, check=0).stdout
+    return list(csv.DictReader(io.StringIO(out)))
+
+
+CONFIG = """\
+space: {{plugin: hpo, file: {example}/space.yaml}}
+optimizer: {{plugin: {optimizer}}}
+evaluator:
+  plugin: command
+  argv: [{python}, {example}/curve.py, --epochs, "9", --sleep, "{sleep}"]
+  stdin: json
+{extra}
+pruner: {{kind: median, startup_trials: 3, warmup_steps: 2}}
+objective: {{metric: val_acc, direction: maximize}}
+budget: {{evaluations: {budget}}}
+seed: 1
+"""
+
+
+class TrainingAware(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-ta-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def config(self, name, optimizer="random", sleep=0, budget=12, extra=""):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(CONFIG.format(example=EXAMPLE, optimizer=optimizer, python=sys.executable, sleep=sleep,
+                                  budget=budget, extra=extra))
+        return path
+
+    def test_example_prunes_with_curves(self):
+        """The README's example: trials below the median at step 2 stop there, with their curve kept."""
+        store = os.path.join(self.dir, "prune.sieve")
+        sieve("run", os.path.join(EXAMPLE, "prune.yaml"), "--store", store, "--quiet", check=0)
+        trials = rows(store)
+        curves = rows(store, "--intermediate")
+        pruned = [t for t in trials if t["status"] == "pruned"]
+        ok = [t for t in trials if t["status"] == "ok"]
+        self.assertEqual(len(trials), 20)
+        self.assertTrue(pruned and ok)
+        by_trial = {}
+        for c in curves:
+            by_trial.setdefault(c["trial"], []).append(c)
+        for t in ok:
+            self.assertEqual([int(c["step"]) for c in by_trial[t["number"]]], list(range(1, 10)))
+            self.assertAlmostEqual(float(by_trial[t["number"]][-1]["value"]), float(t["val_acc"]), places=12)
+        for t in pruned:
+            steps = by_trial[t["number"]]
+            last = steps[-1]
+            # Stored with its last value and step, at the fidelity it reached.
+            self.assertEqual(float(t["val_acc"]), float(last["value"]))
+            self.assertEqual(float(t["step"]), float(last["step"]))
+            self.assertEqual(float(t["fidelity"]), float(last["fidelity"]))
+            self.assertIn("pruned at step", t["reason"])
+            # Optuna's median rule: the best so far below the completed trials' median at that step.
+            step = int(last["step"])
+            self.assertGreaterEqual(step, 2)
+            finished_before = [o for o in ok if int(o["number"]) < int(t["number"])]
+            at = sorted(float(by_trial[o["number"]][step - 1]["value"]) for o in finished_before)
+            n = len(at)
+            median = (at[(n - 1) // 2] + at[n // 2]) / 2
+            self.assertLess(max(float(c["value"]) for c in steps), median)
+        summary = next(csv.DictReader(io.StringIO(sieve("export", store, "--summary", check=0).stdout)))
+        self.assertEqual(int(summary["pruned"]), len(pruned))
+        self.assertEqual(int(summary["evaluated"]), 20)
+
+    def test_malformed_progress_line(self):
+        """A progress line that is not of the protocol's form fails its trial with the line quoted."""
+        script = os.path.join(self.dir, "bad.py")
+        with open(script, "w") as f:
+            f.write('import sys, json\njson.load(sys.stdin)\n'
+                    'print(json.dumps({"intermediate": {"step": 1, "value": 0.5}}), flush=True)\n'
+                    'print(\'{"intermediate": {"step": "two", "value": 0.6}}\', flush=True)\n'
+                    'print(json.dumps({"val_acc": 0.7}))\n')
+        cfg = os.path.join(self.dir, "bad.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"space: {{plugin: hpo, file: {EXAMPLE}/space.yaml}}\noptimizer: random\n"
+                    f"evaluator: {{plugin: command, argv: [{sys.executable}, {script}], stdin: json}}\n"
+                    "objective: {metric: val_acc}\nbudget: {evaluations: 2}\n")
+        store = os.path.join(self.dir, "bad.sieve")
+        sieve("run", cfg, "--store", store, "--quiet", check=0)
+        trials = rows(store)
+        self.assertEqual([t["status"] for t in trials], ["failed", "failed"])
+        self.assertIn('"step" must be an integer', trials[0]["reason"])
+        self.assertIn('{"intermediate": {"step": "two"', trials[0]["reason"])
+        # What came before the bad line is kept.
+        self.assertEqual(len(rows(store, "--intermediate")), 2)
+
+    def test_pruner_needs_intermediate_values(self):
+        cfg = os.path.join(self.dir, "fn.yaml")
+        with open(cfg, "w") as f:
+            f.write("space: {plugin: hpo, file: %s/search_spaces/branin.yaml}\noptimizer: random\n"
+                    "evaluator: {plugin: function, function: branin}\nobjective: {metric: value, direction: minimize}\n"
+                    "pruner: {kind: median}\nbudget: {evaluations: 3}\n" % ROOT)
+        p = sieve("run", cfg, "--store", os.path.join(self.dir, "fn.sieve"), check=2)
+        self.assertIn(f"{cfg}:5:", p.stderr)
+        self.assertIn("a pruner needs intermediate values, and evaluator 'function' reports none", p.stderr)
+
+    def test_sigkill_and_resume(self):
+        """Killed with SIGKILL while trials run and some are pruned: the resumed study keeps every
+        finished trial (pruned ones with their curves) and ends with the full budget."""
+        cfg = self.config("kill.yaml", sleep=0.05, budget=14)
+        store = os.path.join(self.dir, "kill.sieve")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store, "--quiet"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        before = []
+        while time.time() < deadline:
+            time.sleep(0.3)
+            if os.path.exists(store):
+                try:
+                    before = [t for t in rows(store) if t["status"] != "pending"]
+                except AssertionError:
+                    continue
+                if any(t["status"] == "pruned" for t in before):
+                    break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.assertTrue(any(t["status"] == "pruned" for t in before), "no trial was pruned before the kill")
+        kept = {t["number"]: t for t in rows(store) if t["status"] != "pending"}
+        curves_before = [c for c in rows(store, "--intermediate") if c["trial"] in kept]
+        sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0, timeout=180)
+        after = {t["number"]: t for t in rows(store)}
+        self.assertEqual(sum(t["status"] != "pending" for t in after.values()), 14)
+        for number, t in kept.items():
+            self.assertEqual((after[number]["status"], after[number]["val_acc"]), (t["status"], t["val_acc"]))
+        curves_after = [c for c in rows(store, "--intermediate") if c["trial"] in kept]
+        self.assertEqual(curves_before, curves_after)
+
+    def test_asha_with_median_pruning(self):
+        """ASHA over the program's epochs with the pruner on: promotions reach the full 9 epochs."""
+        cfg = self.config("asha.yaml", optimizer="asha", budget=20,
+                          extra="  fidelity: {name: epochs, min: 1, max: 9, integer: true}")
+        store = os.path.join(self.dir, "asha.sieve")
+        out = sieve("run", cfg, "--store", store, check=0).stdout
+        trials = rows(store)
+        fidelities = sorted({float(t["fidelity"]) for t in trials if t["status"] == "ok"})
+        self.assertIn(9.0, fidelities)
+        self.assertIn("fidelity", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
