@@ -13,9 +13,10 @@ G_BEGIN_DECLS
 /* 2: the structs a plugin fills for the library (SieveSgd,
  * SieveBatcherOptions, SieveTrainReport) gained reserved padding, and every
  * struct a plugin can see has a size guard.
- * 2.1: SieveEvaluatorClass.metrics, in what was reserved. */
+ * 2.1: SieveEvaluatorClass.metrics, in what was reserved.
+ * 2.2: sieve/latency.h (inference latency measured here) and SIEVE_STATUS_REJECTED. */
 #define SIEVE_ABI_MAJOR 2
-#define SIEVE_ABI_MINOR 1
+#define SIEVE_ABI_MINOR 2
 
 #if defined(SIEVE_COMPILATION)
 #define SIEVE_API __attribute__((visibility("default"))) extern

@@ -122,11 +122,11 @@ test_config_errors(void)
        "test.yaml:6:11: 'pipeline' must be a list of stages, e.g. [dedupe] or [dedupe, {screen: {proxies: [naswot], "
        "keep_top: 4}}]"},
       {"pipeline: [dedup]\n",
-       "test.yaml:6:12: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); known stages: dedupe, screen"},
-      {"pipeline: [tabular]\n", "test.yaml:6:12: unknown pipeline stage 'tabular'; known stages: dedupe, screen"},
+       "test.yaml:6:12: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); known stages: dedupe, latency, screen"},
+      {"pipeline: [tabular]\n", "test.yaml:6:12: unknown pipeline stage 'tabular'; known stages: dedupe, latency, screen"},
       {"pipeline: [dedupe, evaluator]\n",
        "test.yaml:6:20: the evaluator is always the last stage and is set by the top-level 'evaluator:' section; list "
-       "only the stages before it (dedupe, screen)"},
+       "only the stages before it (dedupe, latency, screen)"},
       {"pipeline: [dedupe, dedupe]\n", "test.yaml:6:20: stage 'dedupe' is listed twice (first at test.yaml:6:12)"},
       {"pipeline:\n  - screen: {proxies: [synflow], keep_top: 2}\n  - dedupe\n",
        "test.yaml:8:5: stage 'dedupe' must come before 'screen': dedupe is first, so that no other stage spends work "
