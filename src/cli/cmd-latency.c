@@ -8,7 +8,8 @@
  *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
- * (all candidates of a space of at most 100,000, else --samples drawn),
+ * (all candidates of a space of at most 100,000, else 1000 drawn; --samples
+ * N draws N),
  * each read from --store or measured and written there, printed one per
  * line as "ms<TAB>key", after a header naming the machine the entries
  * belong to and how long measuring took. */
@@ -51,8 +52,9 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
   GError *error = NULL;
   g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
   if (g == NULL) {
-    g_prefix_error(&error, "--arch: ");
-    return sieve_cli_fail(error);
+    fprintf(stderr, "sieve latency: --arch: %s\n", error->message);
+    g_error_free(error);
+    return SIEVE_EXIT_USAGE;
   }
   g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
   SieveLatency l;
@@ -100,7 +102,9 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
   GError *error = NULL;
   g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
   double size = sieve_space_size(space);
-  gboolean all = size <= ENUMERATE_MAX;
+  gboolean all = samples == 0 && size <= ENUMERATE_MAX;
+  if (samples == 0)
+    samples = 1000;
   if (all) {
     g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
     sieve_cli_enumerate(space, g, 0, genotypes);
@@ -118,14 +122,12 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     if (graph == NULL)
       return sieve_cli_fail(error);
     gboolean used = FALSE;
-    for (guint n = 0; n < sieve_graph_n_nodes(graph); n++) {
-      if (!sieve_graph_node_live(graph, n))
+    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+    for (guint n = 0; n < keys->len; n++) {
+      /* Dead and free nodes (NULL) are no entries: no kernel runs for them. */
+      if (keys->pdata[n] == NULL || g_hash_table_contains(seen, keys->pdata[n]))
         continue;
-      char *key = sieve_latency_node_key(graph, n);
-      if (g_hash_table_contains(seen, key)) {
-        g_free(key);
-        continue;
-      }
+      char *key = g_strdup(keys->pdata[n]);
       g_hash_table_add(seen, key);
       Entry e = {key, graph, n, NAN};
       g_array_append_val(entries, e);
@@ -165,7 +167,7 @@ sieve_cmd_latency(int argc, char **argv)
   g_autofree char *space_name = NULL, *arch = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE;
-  gint samples = 1000;
+  gint samples = 0;
   gint64 seed = 0;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
@@ -181,8 +183,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"predict", 0, 0, G_OPTION_ARG_NONE, &predict, "with --arch: also the latency table's prediction", NULL},
       {"store", 0, 0, G_OPTION_ARG_FILENAME, &store_path,
        "store holding the latency table (read, and written with what is measured); default: none", "FILE"},
-      {"samples", 0, 0, G_OPTION_ARG_INT, &samples, "--table on a space too large to enumerate: candidates drawn "
-       "(default 1000)", "N"},
+      {"samples", 0, 0, G_OPTION_ARG_INT, &samples, "--table: draw N candidates instead of enumerating the space "
+       "(default: every candidate of a space of at most 100,000, else 1000 drawn)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of those draws (default 0)", "N"},
       {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples per forward (default 1)", "N"},
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
@@ -212,10 +214,10 @@ sieve_cmd_latency(int argc, char **argv)
     fprintf(stderr, "sieve latency: give --arch TEXT (one candidate) or --table (see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 1 || !(rel_ci >= 0) ||
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || !(rel_ci >= 0) ||
       !(seconds >= 0)) {
     fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
-                    "--warmup, --rel-ci and --max-seconds at least 0; --samples at least 1\n");
+                    "--warmup, --rel-ci, --max-seconds and --samples at least 0\n");
     return SIEVE_EXIT_USAGE;
   }
   Flags f = {(guint) batch, (guint) threads, (guint) warmup, (guint) runs, (guint) max_runs, rel_ci, seconds};

@@ -57,16 +57,10 @@ sieve_latency_table_n_measured(const SieveLatencyTable *table)
   return table->measured;
 }
 
-gboolean
-sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, double *ms,
-                          GError **error)
+/* The entry of key, node of graph (measured on a miss). */
+static gboolean
+entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char *key, double *ms, GError **error)
 {
-  g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
-  if (sieve_latency_node_is_free(graph, node)) {
-    *ms = 0; /* no kernel runs: nothing to measure or store */
-    return TRUE;
-  }
-  g_autofree char *key = sieve_latency_node_key(graph, node);
   const double *known = g_hash_table_lookup(table->entries, key);
   if (known != NULL) {
     *ms = *known;
@@ -87,9 +81,22 @@ sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, gui
         !sieve_store_latency_put(table->store, table->machine, key, value, l.iqr_ms, l.runs, error))
       return FALSE;
   }
-  g_hash_table_insert(table->entries, g_steal_pointer(&key), g_memdup2(&value, sizeof value));
+  g_hash_table_insert(table->entries, g_strdup(key), g_memdup2(&value, sizeof value));
   *ms = value;
   return TRUE;
+}
+
+gboolean
+sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, double *ms,
+                          GError **error)
+{
+  g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
+  if (sieve_latency_node_is_free(graph, node)) {
+    *ms = 0; /* no kernel runs: nothing to measure or store */
+    return TRUE;
+  }
+  g_autofree char *key = sieve_latency_node_key(graph, node);
+  return entry(table, graph, node, key, ms, error);
 }
 
 gboolean
@@ -97,13 +104,14 @@ sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph, d
 {
   g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
   double sum = 0;
-  for (guint i = 0; i < sieve_graph_n_nodes(graph); i++) {
-    if (!sieve_graph_node_live(graph, i))
+  g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+  for (guint i = 0; i < keys->len; i++) {
+    double e;
+    if (keys->pdata[i] == NULL) /* dead, or no kernel runs */
       continue;
-    double entry;
-    if (!sieve_latency_table_entry(table, graph, i, &entry, error))
+    if (!entry(table, graph, i, keys->pdata[i], &e, error))
       return FALSE;
-    sum += entry;
+    sum += e;
   }
   *ms = sum;
   return TRUE;

@@ -142,46 +142,54 @@ sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *option
  * identity is its input; a zero, and a sum of nothing but zeros, is no
  * tensor; a sum of one non-zero term is that term; a second activation of
  * the same tensor with the same settings is the first one's output. */
-static gboolean is_zero(const SieveGraph *graph, guint v);
+typedef struct {
+  guint *root;    /* the node whose tensor each node shares */
+  gboolean *zero; /* no tensor at all */
+  gboolean *live; /* reaches the output */
+} Folding;
 
-/* The node whose tensor v shares (following identities and one-term sums). */
-static guint
-root_of(const SieveGraph *graph, guint v)
+/* One pass in node order (inputs come before the nodes that read them). */
+static void
+folding_init(Folding *f, const SieveGraph *graph)
 {
-  for (;;) {
-    const SieveGraphNode *n = sieve_graph_node(graph, v);
-    if (n->kind == SIEVE_OP_IDENTITY) {
-      v = n->inputs[0];
-      continue;
-    }
-    if (n->kind == SIEVE_OP_ADD) {
+  guint n = sieve_graph_n_nodes(graph);
+  f->root = g_new(guint, n);
+  f->zero = g_new0(gboolean, n);
+  f->live = g_new0(gboolean, n);
+  guint out = sieve_graph_output(graph);
+  if (out != SIEVE_NODE_INVALID)
+    f->live[out] = TRUE;
+  for (guint v = n; v-- > 0;) /* nodes only read earlier nodes: one backward sweep */
+    for (guint i = 0; f->live[v] && i < sieve_graph_node(graph, v)->n_inputs; i++)
+      f->live[sieve_graph_node(graph, v)->inputs[i]] = TRUE;
+  for (guint v = 0; v < n; v++) {
+    const SieveGraphNode *node = sieve_graph_node(graph, v);
+    f->root[v] = v;
+    if (node->kind == SIEVE_OP_ZERO) {
+      f->zero[v] = TRUE;
+    } else if (node->kind == SIEVE_OP_IDENTITY) {
+      f->root[v] = f->root[node->inputs[0]];
+      f->zero[v] = f->zero[node->inputs[0]];
+    } else if (node->kind == SIEVE_OP_ADD) {
       guint terms = 0, last = v;
-      for (guint i = 0; i < n->n_inputs; i++)
-        if (!is_zero(graph, n->inputs[i])) {
+      for (guint i = 0; i < node->n_inputs; i++)
+        if (!f->zero[node->inputs[i]]) {
           terms++;
-          last = n->inputs[i];
+          last = node->inputs[i];
         }
-      if (terms == 1) {
-        v = last;
-        continue;
-      }
+      f->zero[v] = terms == 0;
+      if (terms == 1)
+        f->root[v] = f->root[last];
     }
-    return v;
   }
 }
 
-static gboolean
-is_zero(const SieveGraph *graph, guint v)
+static void
+folding_clear(Folding *f)
 {
-  const SieveGraphNode *n = sieve_graph_node(graph, root_of(graph, v));
-  if (n->kind == SIEVE_OP_ZERO)
-    return TRUE;
-  if (n->kind != SIEVE_OP_ADD)
-    return FALSE;
-  for (guint i = 0; i < n->n_inputs; i++)
-    if (!is_zero(graph, n->inputs[i]))
-      return FALSE;
-  return TRUE;
+  g_free(f->root);
+  g_free(f->zero);
+  g_free(f->live);
 }
 
 /* The inputs a node's kernel reads: a sum skips its zero terms; any other
@@ -189,17 +197,20 @@ is_zero(const SieveGraph *graph, guint v)
 static guint
 live_inputs(const SieveGraph *graph, const SieveGraphNode *n, guint *out)
 {
+  Folding f = {NULL, NULL, NULL};
+  if (n->kind == SIEVE_OP_ADD)
+    folding_init(&f, graph);
   guint k = 0;
   for (guint i = 0; i < n->n_inputs; i++)
-    if (n->kind != SIEVE_OP_ADD || !is_zero(graph, n->inputs[i]))
+    if (n->kind != SIEVE_OP_ADD || !f.zero[n->inputs[i]])
       out[k++] = n->inputs[i];
+  folding_clear(&f);
   return k;
 }
 
-gboolean
-sieve_latency_node_is_free(const SieveGraph *graph, guint node)
+static gboolean
+node_free(const SieveGraph *graph, const Folding *f, guint node)
 {
-  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph), TRUE);
   const SieveGraphNode *n = sieve_graph_node(graph, node);
   switch (n->kind) {
   case SIEVE_OP_IDENTITY:
@@ -207,16 +218,17 @@ sieve_latency_node_is_free(const SieveGraph *graph, guint node)
   case SIEVE_OP_SOFTMAX_CE:
     return TRUE;
   case SIEVE_OP_ADD: {
-    g_autofree guint *ins = g_new(guint, n->n_inputs + 1);
-    return live_inputs(graph, n, ins) <= 1;
+    guint terms = 0;
+    for (guint i = 0; i < n->n_inputs; i++)
+      terms += !f->zero[n->inputs[i]];
+    return terms <= 1;
   }
   case SIEVE_OP_ACTIVATION: {
-    guint r = root_of(graph, n->inputs[0]);
+    guint r = f->root[n->inputs[0]];
     for (guint w = 0; w < node; w++) {
       const SieveGraphNode *y = sieve_graph_node(graph, w);
-      if (y->kind == SIEVE_OP_ACTIVATION && sieve_graph_node_live(graph, w) &&
-          y->attrs.activation == n->attrs.activation && y->attrs.alpha == n->attrs.alpha &&
-          root_of(graph, y->inputs[0]) == r)
+      if (y->kind == SIEVE_OP_ACTIVATION && f->live[w] && y->attrs.activation == n->attrs.activation &&
+          y->attrs.alpha == n->attrs.alpha && f->root[y->inputs[0]] == r)
         return TRUE;
     }
     return FALSE;
@@ -224,6 +236,31 @@ sieve_latency_node_is_free(const SieveGraph *graph, guint node)
   default:
     return FALSE;
   }
+}
+
+gboolean
+sieve_latency_node_is_free(const SieveGraph *graph, guint node)
+{
+  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph), TRUE);
+  Folding f;
+  folding_init(&f, graph);
+  gboolean free_node = node_free(graph, &f, node);
+  folding_clear(&f);
+  return free_node;
+}
+
+GPtrArray *
+sieve_latency_node_keys(const SieveGraph *graph)
+{
+  g_return_val_if_fail(graph != NULL, NULL);
+  guint n = sieve_graph_n_nodes(graph);
+  GPtrArray *keys = g_ptr_array_new_full(n, g_free);
+  Folding f;
+  folding_init(&f, graph);
+  for (guint v = 0; v < n; v++)
+    g_ptr_array_add(keys, f.live[v] && !node_free(graph, &f, v) ? sieve_latency_node_key(graph, v) : NULL);
+  folding_clear(&f);
+  return keys;
 }
 
 static void

@@ -92,6 +92,10 @@ SIEVE_API char *sieve_latency_node_key(const SieveGraph *graph, guint node);
  * tensor already activated the same way (the runtime shares the first).
  * Such a node adds 0 to a prediction and is not measured. */
 SIEVE_API gboolean sieve_latency_node_is_free(const SieveGraph *graph, guint node);
+/* The key of every node a prediction sums over (live and not free), NULL
+ * for the others: one per node, in node order (one pass over the graph
+ * instead of a liveness walk per node). (transfer full) */
+SIEVE_API GPtrArray *sieve_latency_node_keys(const SieveGraph *graph);
 /* Measures node of graph alone (see the header comment); out->median_ms
  * may be slightly negative where the operation is lost in the noise. */
 SIEVE_API gboolean sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
