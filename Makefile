@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-hardware
 
 all: build
 
@@ -69,6 +69,10 @@ bench-proxies: build
 # The dedupe stage on the NAS-Bench-201 table: cache share, distinct evaluations (README).
 bench-dedupe: build
 	/usr/bin/python3 bench/dedupe_nb201.py --build $(BUILD) --seeds 10
+
+# Hardware-aware search on NAS-Bench-201: the latency table, prediction vs measurement, the Pareto front.
+bench-hardware: build
+	/usr/bin/python3 bench/hardware_aware.py --build $(BUILD) --seeds 10
 
 # sieve report on 100,000 trials beside optuna.visualization (README).
 bench-report: build

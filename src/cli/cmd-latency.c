@@ -63,9 +63,10 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
   g_autofree char *text = sieve_space_format(space, g);
   GString *out = g_string_new("{\"genotype\":");
   sieve_json_append_string(out, text);
-  g_string_append_printf(out, ",\"latency_ms\":%.6g,\"latency_iqr_ms\":%.6g,\"ci_ms\":[%.6g,%.6g],\"runs\":%u,"
+  g_string_append_printf(out, ",\"latency_ms\":%.6g,\"latency_iqr_ms\":%.6g,\"ci_ms\":[%.6g,%.6g],\"runs\":%u,\"latency_cpu_ms\":%.6g,"
                               "\"peak_mem_mb\":%.6g,\"params\":%" G_GUINT64_FORMAT ",\"macs\":%" G_GUINT64_FORMAT,
-                         l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.memory_bytes / 1048576.0,
+                         l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.cpu_median_ms,
+                         l.memory_bytes / 1048576.0,
                          sieve_graph_params(graph), sieve_graph_macs(graph));
   if (predict) {
     g_autoptr(SieveLatencyTable) table = sieve_latency_table_new(store, o);

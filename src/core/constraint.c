@@ -20,12 +20,13 @@
 /* What the engine computes before evaluating (engine: the constraints):
  * counted on the graph, summed from the latency table, or measured. */
 static const char *const known_metrics[] = {"params", "macs", "predicted_latency_ms", "latency_ms",
-                                            "latency_iqr_ms", "peak_mem_mb", NULL};
+                                            "latency_iqr_ms", "latency_cpu_ms", "peak_mem_mb", NULL};
 
 static const SieveOptionSpec constraint_spec[] = {
     SIEVE_OPTION_STRING("metric", NULL,
                         "a metric known before evaluation: params, macs, predicted_latency_ms (the latency table's "
-                        "sum), latency_ms, latency_iqr_ms, peak_mem_mb (measured here), or a zero-cost proxy"),
+                        "sum), latency_ms, latency_iqr_ms, latency_cpu_ms, peak_mem_mb (measured here), or a "
+                        "zero-cost proxy"),
     {"max", SIEVE_OPTION_TYPE_FLOAT, NULL, -1e300, 1e300, NULL, "the largest value allowed", 0, {NULL}},
     {"min", SIEVE_OPTION_TYPE_FLOAT, NULL, -1e300, 1e300, NULL, "the smallest value allowed", 0, {NULL}},
     SIEVE_OPTION_END,

@@ -78,7 +78,7 @@ typedef struct {
 
 /* latency measures each proposal dedupe let through for inference on this
  * machine (sieve/latency.h: its protocol and options) and keeps latency_ms,
- * latency_iqr_ms and peak_mem_mb with the trial, for constraints and
+ * latency_iqr_ms, latency_cpu_ms and peak_mem_mb with the trial, for constraints and
  * objectives; its batch and threads also key the latency table that
  * predicted_latency_ms sums (engine: the constraints). */
 typedef struct {

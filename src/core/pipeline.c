@@ -55,7 +55,8 @@ static const SieveOptionSpec latency_spec[] = {
 
 static const char *const stage_summaries[] = {
     "answer proposals that hash equal to one already evaluated (or on its way) from the store's cache",
-    "measure each proposal's inference latency on this machine (latency_ms, latency_iqr_ms, peak_mem_mb), for "
+    "measure each proposal's inference latency on this machine (latency_ms, latency_iqr_ms, latency_cpu_ms, "
+    "peak_mem_mb), for "
     "constraints and objectives; its batch and threads also key the latency table (predicted_latency_ms)",
     "score each round of proposals with zero-cost proxies and pass only the best to the evaluator",
 };

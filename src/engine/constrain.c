@@ -38,6 +38,7 @@ static gboolean
 is_latency_metric(const char *m)
 {
   return g_strcmp0(m, "latency_ms") == 0 || g_strcmp0(m, "latency_iqr_ms") == 0 ||
+         g_strcmp0(m, "latency_cpu_ms") == 0 ||
          g_strcmp0(m, "peak_mem_mb") == 0;
 }
 
@@ -83,6 +84,7 @@ sieve_constrainer_new(const SieveExperiment *experiment, const char *const *eval
     c->latency = experiment->pipeline.latency.options;
     want(c, "latency_ms");
     want(c, "latency_iqr_ms");
+    want(c, "latency_cpu_ms");
     want(c, "peak_mem_mb");
   }
   for (guint i = 0; i < experiment->n_constraints; i++)
@@ -163,6 +165,7 @@ sieve_constrainer_check(SieveConstrainer *c, const SieveSpace *space, const Siev
       return NULL;
     sieve_result_set_metric(r, "latency_ms", l.median_ms);
     sieve_result_set_metric(r, "latency_iqr_ms", l.iqr_ms);
+    sieve_result_set_metric(r, "latency_cpu_ms", l.cpu_median_ms);
     sieve_result_set_metric(r, "peak_mem_mb", l.memory_bytes / 1048576.0);
   }
   if (c->proxies->len > 0) {

@@ -32,11 +32,17 @@ sieve_latency_options_read(const SieveOptions *options, SieveLatencyOptions *out
 /* Nanoseconds of CLOCK_MONOTONIC: g_get_monotonic_time's microseconds are
  * too coarse for one small operation. */
 static gint64
-now_ns(void)
+clock_ns(clockid_t clock)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static gint64
+now_ns(void)
+{
+  return clock_ns(CLOCK_MONOTONIC);
 }
 
 static int
@@ -82,16 +88,18 @@ time_forwards(SieveRuntime *rt, const float *x, const SieveLatencyOptions *o, Si
     if (!sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_EVAL, error))
       return FALSE;
   g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) cpu = g_array_new(FALSE, FALSE, sizeof(double));
   gint64 start = now_ns();
   guint max_runs = MAX(o->max_runs, o->min_runs);
   while (times->len < max_runs) {
     guint round = MIN(MAX(o->min_runs, 1u), max_runs - times->len);
     for (guint i = 0; i < round; i++) {
-      gint64 t0 = now_ns();
+      gint64 c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns();
       if (!sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_EVAL, error))
         return FALSE;
-      double ms = (now_ns() - t0) / 1e6;
+      double ms = (now_ns() - t0) / 1e6, cpu_ms = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e6;
       g_array_append_val(times, ms);
+      g_array_append_val(cpu, cpu_ms);
     }
     summarise(times, out);
     if (out->ci_high_ms - out->ci_low_ms <= o->rel_ci * out->median_ms)
@@ -100,6 +108,8 @@ time_forwards(SieveRuntime *rt, const float *x, const SieveLatencyOptions *o, Si
       break;
   }
   out->memory_bytes = sieve_runtime_memory_bytes(rt);
+  qsort(cpu->data, cpu->len, sizeof(double), compare_double);
+  out->cpu_median_ms = quantile((const double *) cpu->data, cpu->len, 0.5);
   return TRUE;
 }
 
@@ -362,6 +372,7 @@ sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLaten
     return FALSE;
   }
   out->median_ms -= bare.median_ms;
+  out->cpu_median_ms -= bare.cpu_median_ms;
   out->ci_low_ms -= bare.median_ms;
   out->ci_high_ms -= bare.median_ms;
   return TRUE;

@@ -18,7 +18,8 @@
  * sieve_runtime_forward (the copy of a plain NCHW input into the network's
  * own layout included, reading the output not).  The median and the
  * interquartile range are reported, so that a run slowed by a preemption
- * moves neither.
+ * moves neither; beside them the median CPU time of the forward
+ * (CLOCK_THREAD_CPUTIME_ID), what a loaded machine does not inflate.
  *
  * An operation (sieve_latency_measure_node) is timed as a graph of its own:
  * input(s) of the node's input shapes -> the node, minus the same graph
@@ -54,7 +55,12 @@ typedef struct {
   double ci_low_ms, ci_high_ms; /* the median's 95% confidence interval */
   guint runs;             /* forwards timed */
   guint64 memory_bytes;   /* what the compiled runtime holds: activations and parameters (its peak) */
-  gpointer reserved[2];
+  /* The median CPU time of the calling thread per forward
+   * (CLOCK_THREAD_CPUTIME_ID): with 1 thread, the work of a forward, which
+   * other processes on a shared machine do not inflate as they do the
+   * wall-clock median (with more threads, the calling thread's share). */
+  double cpu_median_ms;
+  gpointer reserved[1];
 } SieveLatency;
 SIEVE_ABI_SIZE(SieveLatency, 64);
 
