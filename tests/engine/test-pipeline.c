@@ -12,6 +12,7 @@
 
 #include "core/core-private.h"
 #include "engine/engine-private.h"
+#include "test-support.h"
 
 static SieveRegistry *registry;
 static char *table_path; /* the NAS-Bench-201 CSV */
@@ -887,16 +888,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   registry = sieve_registry_new();
   sieve_registry_load_default(registry, NULL, NULL);
-  const char *root = g_getenv("SIEVE_SOURCE_ROOT");
-  g_assert_nonnull(root);
-  table_path = g_build_filename(root, "..", "shared", "data", "nb201", "nb201.csv", NULL);
-  if (!g_file_test(table_path, G_FILE_TEST_EXISTS)) {
-    g_free(table_path);
-    table_path = g_build_filename(root, "data", "nb201", "nb201.csv", NULL);
-  }
-  char *canonical = g_canonicalize_filename(table_path, NULL);
-  g_free(table_path);
-  table_path = canonical;
+  table_path = test_nb201_table();
   GError *error = NULL;
   tmp_dir = g_dir_make_tmp("sieve-pipeline-XXXXXX", &error);
   g_assert_no_error(error);
@@ -916,15 +908,7 @@ main(int argc, char **argv)
   int rc = g_test_run();
 
   /* Remove the temporary folder and what the tests left in it. */
-  GDir *dir = g_dir_open(tmp_dir, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name(dir)) != NULL) {
-    g_autofree char *p = g_build_filename(tmp_dir, name, NULL);
-    g_unlink(p);
-  }
-  if (dir)
-    g_dir_close(dir);
-  g_rmdir(tmp_dir);
+  test_remove_dir(tmp_dir);
   g_free(tmp_dir);
   g_free(table_path);
   sieve_registry_free(registry);
