@@ -331,6 +331,18 @@ measure_bare(SieveShape shape, const SieveLatencyOptions *options, SieveLatency 
   return sieve_graph_finish(g, y, error) && sieve_latency_measure(g, options, out, error);
 }
 
+/* The operation's input as a network hands it over: the output of a
+ * convolution, in the layout the backend picks for it (oneDNN: blocked,
+ * nChw8c/16c), not the plain NCHW of a graph's input, which some kernels
+ * (oneDNN's pooling) read several times slower.  A 1x1 convolution that
+ * keeps the shape produces it; the base graph has it too, so it cancels. */
+static guint
+produced(SieveGraph *g, SieveShape shape)
+{
+  guint x = sieve_graph_input(g, shape.c, shape.h, shape.w);
+  return sieve_graph_conv2d(g, x, shape.c, 1, 1, 0, FALSE);
+}
+
 gboolean
 sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
                            SieveLatency *out, GError **error)
@@ -359,15 +371,17 @@ sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLaten
   if (!same)
     shape.c = (channels + k - 1) / k;
   g_autoptr(SieveGraph) g = sieve_graph_new("latency-op");
-  guint x = sieve_graph_input(g, shape.c, shape.h, shape.w);
+  g_autoptr(SieveGraph) base = sieve_graph_new("latency-op-base");
+  guint x = produced(g, shape);
   g_autofree guint *xs = g_new(guint, k);
   for (guint i = 0; i < k; i++)
     xs[i] = x;
   SieveOpAttrs attrs = n->attrs;
   guint y = sieve_graph_add(g, n->kind, xs, k, &attrs);
+  guint z = sieve_graph_identity(base, produced(base, shape));
   SieveLatency bare;
-  if (!sieve_graph_finish(g, y, error) || !sieve_latency_measure(g, options, out, error) ||
-      !measure_bare(shape, options, &bare, error)) {
+  if (!sieve_graph_finish(g, y, error) || !sieve_graph_finish(base, z, error) ||
+      !sieve_latency_measure(g, options, out, error) || !sieve_latency_measure(base, options, &bare, error)) {
     g_prefix_error(error, "measuring %s: ", sieve_op_kind_name(n->kind));
     return FALSE;
   }

@@ -22,9 +22,11 @@
  * (CLOCK_THREAD_CPUTIME_ID), what a loaded machine does not inflate.
  *
  * An operation (sieve_latency_measure_node) is timed as a graph of its own:
- * input(s) of the node's input shapes -> the node, minus the same graph
- * without the node (input -> identity: the call and input copy that a whole
- * network pays once); the network's input node is that bare graph.  So the
+ * input -> 1x1 convolution (so that the operation reads its input in the
+ * layout a network hands over, not a graph input's plain NCHW) -> the node,
+ * minus the same graph without the node; the network's input node is the
+ * bare graph input -> identity (the call and input copy that a whole
+ * network pays once).  So the
  * sum over a network's live nodes estimates its latency without running it
  * (engine: the latency table in the store).
  */
