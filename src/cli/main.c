@@ -22,6 +22,7 @@ static const struct {
     {"proxies", sieve_cmd_proxies, "score architectures with zero-cost proxies (one JSON line each)"},
     {"final", sieve_cmd_final, "train a study's best candidates again at full budget, keeping their weights"},
     {"model", sieve_cmd_model, "export a kept network as ONNX, evaluate it, describe it"},
+    {"latency", sieve_cmd_latency, "measure a candidate's inference latency here, or a space's latency table"},
 };
 
 int

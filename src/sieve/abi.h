@@ -19,7 +19,8 @@ G_BEGIN_DECLS
  *      SieveSpaceClass.check and .hash (membership, a space's own structural hash);
  *      intermediate values (sieve_candidate_report_intermediate, SIEVE_EVALUATOR_INTERMEDIATE), status pruned;
  *      composite spaces: sieve_space_is_architecture, decisions' where;
- *      sieve_candidate_get_workers (the evaluations run at once). */
+ *      sieve_candidate_get_workers (the evaluations run at once).;
+ *      sieve/latency.h (inference latency measured here) and SIEVE_STATUS_REJECTED. */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 
