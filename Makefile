@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel bench-store-pg
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel bench-hardware bench-store-pg
 
 all: build
 
@@ -83,6 +83,10 @@ bench-nb101: build
 bench-nb101-train: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/train_nb101_vs_torch.py --sieve $(SIEVE)
+
+# Hardware-aware search on NAS-Bench-201: the latency table, prediction vs measurement, the Pareto front.
+bench-hardware: build
+	/usr/bin/python3 bench/hardware_aware.py --build $(BUILD) --seeds 10
 
 # sieve report on 100,000 trials beside optuna.visualization (README).
 bench-report: build

@@ -12,7 +12,7 @@ struct _SieveResult {
   guint keep_top;
 };
 
-static const char *const status_names[] = {"pending", "ok", "failed", "screened", "cached", "pruned"};
+static const char *const status_names[] = {"pending", "ok", "failed", "screened", "cached", "pruned", "rejected"};
 
 const char *
 sieve_status_to_string(SieveStatus status)

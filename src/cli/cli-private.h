@@ -27,6 +27,16 @@ int sieve_cmd_hash(int argc, char **argv);
 int sieve_cmd_proxies(int argc, char **argv);
 int sieve_cmd_model(int argc, char **argv);
 int sieve_cmd_final(int argc, char **argv);
+int sieve_cmd_latency(int argc, char **argv);
+
+/* The space plugin name with the --set space.KEY=VALUE overrides, for
+ * `sieve COMMAND`; one that builds no networks is refused. (transfer full) */
+SieveSpace *sieve_cli_open_space(SieveRegistry *registry, const char *name, char **overrides, const char *command,
+                                 GError **error);
+/* Appends every genotype of a finite space to out (transfer full each),
+ * first decision slowest, from decision d of g on (call with a fresh
+ * genotype and d = 0); decisions their conditions switch off stay NAN. */
+void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPtrArray *out);
 
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */

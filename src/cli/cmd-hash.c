@@ -86,70 +86,6 @@ worker(gpointer data)
   }
 }
 
-/* Every genotype of a finite space, first decision slowest; decisions that
- * their conditions switch off stay NAN. */
-static void
-enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPtrArray *out)
-{
-  guint n = sieve_space_n_decisions(space);
-  if (d == n) {
-    g_ptr_array_add(out, sieve_genotype_copy(g));
-    return;
-  }
-  if (!sieve_space_is_active(space, g, d)) {
-    sieve_genotype_set(g, d, NAN);
-    enumerate(space, g, d + 1, out);
-    return;
-  }
-  const SieveDecision *dec = sieve_space_decision(space, d);
-  for (double v = dec->low; v <= dec->high; v++) {
-    sieve_genotype_set(g, d, v);
-    enumerate(space, g, d + 1, out);
-  }
-  sieve_genotype_set(g, d, NAN);
-}
-
-static SieveSpace *
-open_space(SieveRegistry *registry, const char *name, char **overrides, GError **error)
-{
-  g_autoptr(SieveNode) root = sieve_node_new_map("sieve hash", 0, 0);
-  SieveNode *section = sieve_node_new_map("--space", 0, 0);
-  sieve_node_map_set(section, "plugin", sieve_node_new_scalar(name, TRUE, "--space", 0, 0));
-  sieve_node_map_set(root, "space", section);
-  for (guint i = 0; overrides && overrides[i]; i++) {
-    const char *eq = strchr(overrides[i], '=');
-    if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL || eq == overrides[i] + 6) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                  "--set '%s': expected space.KEY=VALUE (sieve hash only has a space), e.g. --set space.C=8",
-                  overrides[i]);
-      return NULL;
-    }
-    g_autofree char *key = g_strndup(overrides[i], eq - overrides[i]);
-    g_autofree char *origin = g_strdup_printf("--set %s", overrides[i]);
-    if (!sieve_node_set_path(root, key, eq + 1, origin, error))
-      return NULL;
-  }
-  const SieveComponent *component =
-      sieve_registry_require(registry, SIEVE_KIND_SPACE, name, sieve_node_lookup(section, "plugin"), error);
-  if (component == NULL)
-    return NULL;
-  static const char *const reserved[] = {"plugin", NULL};
-  g_autofree char *context = g_strdup_printf("space '%s'", name);
-  g_autofree char *cwd = g_get_current_dir();
-  g_autoptr(SieveOptions) options = sieve_options_new(sieve_component_get_info(component)->options,
-                                                      sieve_node_lookup(root, "space"), reserved, cwd, context, error);
-  if (options == NULL)
-    return NULL;
-  SieveSpace *space = sieve_space_new(component, options, error);
-  if (space != NULL && !sieve_space_can_build(space)) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                "space %s builds no networks (it is not an architecture space): there is nothing to hash", name);
-    sieve_space_free(space);
-    return NULL;
-  }
-  return space;
-}
-
 static void
 add_item(GArray *items, char *text, char *where)
 {
@@ -231,7 +167,7 @@ sieve_cmd_hash(int argc, char **argv)
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
   sieve_registry_load_default(registry, NULL, refused);
   sieve_cli_warn_refused(refused);
-  g_autoptr(SieveSpace) space = open_space(registry, space_name ? space_name : "nb201", overrides, &error);
+  g_autoptr(SieveSpace) space = sieve_cli_open_space(registry, space_name ? space_name : "nb201", overrides, "hash", &error);
   if (space == NULL)
     return sieve_cli_fail(error);
 
@@ -245,7 +181,7 @@ sieve_cmd_hash(int argc, char **argv)
     }
     g_autoptr(GPtrArray) genotypes = g_ptr_array_new();
     g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
-    enumerate(space, g, 0, genotypes);
+    sieve_cli_enumerate(space, g, 0, genotypes);
     for (guint i = 0; i < genotypes->len; i++) {
       Item it = {.genotype = genotypes->pdata[i], .where = g_strdup_printf("candidate %u", i + 1)};
       g_array_append_val(items, it);

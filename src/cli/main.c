@@ -24,6 +24,7 @@ static const struct {
     {"model", sieve_cmd_model, "export a kept network as ONNX, evaluate it, describe it"},
     {"worker", sieve_cmd_worker, "evaluate a PostgreSQL study's queued candidates (any number, any machine)"},
     {"store", sieve_cmd_store, "copy a study between stores (SQLite files, PostgreSQL servers)"},
+    {"latency", sieve_cmd_latency, "measure a candidate's inference latency here, or a space's latency table"},
 };
 
 int

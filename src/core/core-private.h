@@ -6,6 +6,7 @@
 #include <sieve/candidate.h>
 #include <sieve/component.h>
 #include <sieve/evaluator.h>
+#include <sieve/latency.h>
 #include <sieve/node.h>
 #include <sieve/optimizer.h>
 #include <sieve/options.h>
@@ -23,6 +24,7 @@ G_BEGIN_DECLS
  *
  *   pipeline:
  *     - dedupe                          # or: - dedupe: {hash: structural}
+ *     - latency: {batch: 1, threads: 1}   # measured inference latency, see below
  *     - screen: {proxies: [naswot, snip], keep_top: 4, batch: 16}
  *
  * dedupe answers a proposal whose hash is already in the store's cache (or
@@ -75,10 +77,42 @@ typedef struct {
   const SieveNode *dataset_node;
 } SieveScreenStage;
 
+/* latency measures each proposal dedupe let through for inference on this
+ * machine (sieve/latency.h: its protocol and options) and keeps latency_ms,
+ * latency_iqr_ms, latency_cpu_ms and peak_mem_mb with the trial, for constraints and
+ * objectives; its batch and threads also key the latency table that
+ * predicted_latency_ms sums (engine: the constraints). */
+typedef struct {
+  gboolean enabled;
+  const SieveNode *node;
+  SieveLatencyOptions options;
+} SieveLatencyStage;
+
 typedef struct {
   SieveDedupeStage dedupe;
   SieveScreenStage screen;
+  SieveLatencyStage latency;
 } SievePipeline;
+
+/* A bound on a metric known before evaluation (the `constraints:` list):
+ * min <= value <= max, each -/+INFINITY when not written. */
+typedef struct {
+  char *metric;
+  double min, max;
+  const SieveNode *node;        /* the constraint's map (borrowed from the experiment's tree) */
+  const SieveNode *metric_node; /* where metric was written */
+} SieveConstraint;
+
+/* The metrics a constraint may name, besides the zero-cost proxies
+ * (sieve/proxy.h), NULL-terminated: what is known of a candidate before
+ * it is evaluated. (transfer none) */
+SIEVE_INTERNAL_API const char *const *sieve_constraint_metrics(void);
+/* Reads `constraints:` (node may be NULL: none): a list of {metric: NAME,
+ * max: X, min: Y}.  Errors say file:line:col.  (*out owned: free with
+ * sieve_constraints_free) */
+SIEVE_INTERNAL_API gboolean sieve_constraints_load(const SieveNode *node, SieveConstraint **out, guint *n_out,
+                                                   GError **error);
+SIEVE_INTERNAL_API void sieve_constraints_free(SieveConstraint *constraints, guint n);
 
 /* Reads `pipeline:` (node may be NULL: no stages) into out, which the
  * caller zeroed.  seed: the experiment's, the screen's default; base_dir
@@ -210,6 +244,9 @@ typedef struct {
   guint n_objectives;
   const char **objective_names; /* n_objectives + NULL, borrowed from objectives */
   SievePipeline pipeline;    /* the stages before the evaluator */
+  SieveConstraint *constraints; /* n_constraints (owned) */
+  guint n_constraints;
+  gint64 constraint_tries;   /* proposals rejected in a row after which the study stops */
   gint64 budget_evaluations; /* 0: no limit; cache hits and screened proposals do not count */
   gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */

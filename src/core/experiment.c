@@ -22,6 +22,11 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_NODE("objective", "{metric: NAME, direction: maximize|minimize}, or a list of them"),
     SIEVE_OPTION_NODE("pipeline", "stages before the evaluator, in order: [dedupe, {screen: {...}}]"),
     SIEVE_OPTION_NODE("budget", "{evaluations: N, proposals: P, seconds: S}: when the study ends"),
+    SIEVE_OPTION_NODE("constraints", "bounds checked before evaluation, a violator is rejected and costs none: "
+                                     "[{metric: params, max: 1.0e6}, {metric: predicted_latency_ms, max: 3}]"),
+    SIEVE_OPTION_INT("constraint_tries", "1000", 1, 1e12,
+                     "stop the study after this many proposals in a row broke a constraint (the optimizer finds "
+                     "nothing feasible)"),
     SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
     SIEVE_OPTION_CHOICE("tell_order", "completion", tell_orders,
                         "with workers > 1: completion tells each result as it finishes (no worker waits); trial "
@@ -66,6 +71,7 @@ sieve_experiment_free(SieveExperiment *experiment)
   for (guint i = 0; i < G_N_ELEMENTS(sections); i++)
     sieve_options_free(sections[i]->options);
   sieve_pipeline_clear(&experiment->pipeline);
+  sieve_constraints_free(experiment->constraints, experiment->n_constraints);
   /* After the sections' options, which may point into what a host layer
    * attached (a script's option tables); the latest attached goes first. */
   for (guint i = experiment->n_attachments; i-- > 0;)
@@ -255,6 +261,7 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   exp->seed = (guint64) sieve_options_get_int(top, "seed");
   exp->workers = (guint) sieve_options_get_int(top, "workers");
   exp->tell_in_order = g_str_equal(sieve_options_get_string(top, "tell_order"), "trial");
+  exp->constraint_tries = sieve_options_get_int(top, "constraint_tries");
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
   exp->store_path = sieve_store_canonical_name(
       sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default);
@@ -298,6 +305,10 @@ sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError *
 
   if (!sieve_pipeline_load(&exp->pipeline, sieve_node_lookup(exp->root, "pipeline"), exp->seed, exp->dir,
                            error))
+    return FALSE;
+
+  if (!sieve_constraints_load(sieve_node_lookup(exp->root, "constraints"), &exp->constraints,
+                              &exp->n_constraints, error))
     return FALSE;
 
   g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);
@@ -416,7 +427,7 @@ sieve_experiment_identity(const SieveExperiment *experiment)
 {
   g_return_val_if_fail(experiment != NULL, NULL);
   g_autoptr(SieveNode) copy = sieve_node_copy(experiment->root);
-  static const char *const volatile_keys[] = {"budget", "workers", "report", "store"};
+  static const char *const volatile_keys[] = {"budget", "workers", "report", "store", "constraint_tries"};
   for (guint i = 0; i < G_N_ELEMENTS(volatile_keys); i++)
     sieve_node_map_remove(copy, volatile_keys[i]);
   return sieve_node_to_yaml(copy);

@@ -8,7 +8,7 @@
 #include "core/core-private.h"
 
 /* Stages in the only order they may take; the evaluator follows. */
-static const char *const stage_names[] = {"dedupe", "screen", NULL};
+static const char *const stage_names[] = {"dedupe", "latency", "screen", NULL};
 
 static const char *const hash_names[] = {"functional", "structural", "genotype", NULL};
 
@@ -48,11 +48,19 @@ static const SieveOptionSpec screen_spec[] = {
     SIEVE_OPTION_END,
 };
 
+static const SieveOptionSpec latency_spec[] = {
+    SIEVE_LATENCY_OPTIONS,
+    SIEVE_OPTION_END,
+};
+
 static const char *const stage_summaries[] = {
     "answer proposals that hash equal to one already evaluated (or on its way) from the store's cache",
+    "measure each proposal's inference latency on this machine (latency_ms, latency_iqr_ms, latency_cpu_ms, "
+    "peak_mem_mb), for "
+    "constraints and objectives; its batch and threads also key the latency table (predicted_latency_ms)",
     "score each round of proposals with zero-cost proxies and pass only the best to the evaluator",
 };
-static const SieveOptionSpec *const stage_specs[] = {dedupe_spec, screen_spec};
+static const SieveOptionSpec *const stage_specs[] = {dedupe_spec, latency_spec, screen_spec};
 
 static gint
 stage_index(const char *name)
@@ -181,6 +189,18 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
   return TRUE;
 }
 
+static gboolean
+load_latency(SieveLatencyStage *out, const SieveNode *stage, const SieveNode *options_node, GError **error)
+{
+  g_autoptr(SieveOptions) o = sieve_options_new(latency_spec, options_node, NULL, NULL, "stage 'latency'", error);
+  if (o == NULL)
+    return FALSE;
+  out->enabled = TRUE;
+  out->node = stage;
+  sieve_latency_options_read(o, &out->options);
+  return TRUE;
+}
+
 /* An item: a stage's name, or a map of one key (the name) to its options. */
 static gboolean
 split_item(const SieveNode *item, const char **name, const SieveNode **options, const SieveNode **name_node,
@@ -238,7 +258,7 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, con
       if (strcmp(name, "evaluator") == 0 || strcmp(name, "evaluate") == 0) {
         sieve_node_set_error(error, name_node,
                              "the evaluator is always the last stage and is set by the top-level "
-                             "'evaluator:' section; list only the stages before it (dedupe, screen)");
+                             "'evaluator:' section; list only the stages before it (dedupe, latency, screen)");
         return FALSE;
       }
       const char *guess = sieve_suggest(name, (const char *const *) stage_names);
@@ -261,8 +281,9 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, con
     }
     seen[k] = name_node;
     last = k;
-    gboolean ok = k == 0 ? load_dedupe(&out->dedupe, item, options, base_dir, error)
-                         : load_screen(&out->screen, item, options, seed, error);
+    gboolean ok = k == 0   ? load_dedupe(&out->dedupe, item, options, base_dir, error)
+                  : k == 1 ? load_latency(&out->latency, item, options, error)
+                           : load_screen(&out->screen, item, options, seed, error);
     if (!ok)
       return FALSE;
   }

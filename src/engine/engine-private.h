@@ -43,6 +43,11 @@ SIEVE_INTERNAL_API void sieve_progress_screened(SieveProgress *progress, gint64 
 /* What earlier runs of the study did (resume): evaluations, cache hits, screened. */
 SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached,
                                                   gint64 screened);
+/* A proposal rejected by a constraint (reason: which); does not count
+ * towards the budget.  set_rejected: what earlier runs rejected. */
+SIEVE_INTERNAL_API void sieve_progress_rejected(SieveProgress *progress, gint64 number, const char *reason,
+                                                const char *genotype);
+SIEVE_INTERNAL_API void sieve_progress_set_rejected(SieveProgress *progress, gint64 rejected);
 /* What a running trial is doing ("epoch 1.5/2 step 700/936 loss 0.41"):
  * on a terminal, shown at the end of the status line; otherwise printed at
  * most every few seconds.  Safe to call from worker threads. */
@@ -231,6 +236,67 @@ SIEVE_INTERNAL_API void sieve_screen_round_free(SieveScreenRound *round);
 /* How many of a round of n pass: keep_top, or keep_fraction of n rounded
  * up, at least 1, and at most room (what the evaluation budget allows). */
 SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, guint n, gint64 room);
+
+/* ==== the latency table (latency-table.c) ==== */
+/* sieve: predicted latency as the sum of per-operation entries measured
+ * once on this machine (ProxylessNAS, FBNet), cached in a store.
+ *
+ *   g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &options);
+ *   double ms;
+ *   if (!sieve_latency_table_predict(t, graph, &ms, &error)) ...
+ *
+ * An entry is keyed by sieve_latency_node_key under sieve_latency_machine;
+ * one missing from the store is measured (sieve_latency_measure_node) and
+ * written to it at once (its own transaction: call outside the engine's). */
+typedef struct _SieveLatencyTable SieveLatencyTable;
+
+/* store: nullable (entries kept in this object only); borrowed. (transfer full) */
+SIEVE_INTERNAL_API SieveLatencyTable *sieve_latency_table_new(SieveStore *store, const SieveLatencyOptions *options);
+SIEVE_INTERNAL_API void sieve_latency_table_free(SieveLatencyTable *table);
+/* The entry of graph's node (read, or measured and stored). */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, guint node,
+                                                      double *ms, GError **error);
+/* The sum of the entries of graph's live nodes: its predicted latency. */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph,
+                                                        double *ms, GError **error);
+/* (transfer none) the machine text its entries are stored under. */
+SIEVE_INTERNAL_API const char *sieve_latency_table_machine(const SieveLatencyTable *table);
+/* Entries this object measured (not found in its store). */
+SIEVE_INTERNAL_API guint sieve_latency_table_n_measured(const SieveLatencyTable *table);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLatencyTable, sieve_latency_table_free)
+
+/* ==== constraints (constrain.c) ==== */
+/* sieve: the metrics known before evaluation and the experiment's
+ * constraints on them: a proposal that breaks one is stored as rejected
+ * and costs no evaluation.
+ *
+ *   SieveConstrainer *c = sieve_constrainer_new(experiment, evaluator_metrics);  // NULL: nothing to do
+ *   sieve_constrainer_attach(c, store);      // where the latency table lives
+ *   gboolean feasible;
+ *   g_autoptr(SieveResult) pre = sieve_constrainer_check(c, space, genotype, &feasible, &error);
+ */
+typedef struct _SieveConstrainer SieveConstrainer;
+
+/* NULL when the experiment needs no metric before evaluation (no
+ * constraint, no latency stage, no such objective the evaluator misses).
+ * evaluator_metrics: what the evaluator declares (nullable). (transfer full) */
+SIEVE_INTERNAL_API SieveConstrainer *sieve_constrainer_new(const SieveExperiment *experiment,
+                                                           const char *const *evaluator_metrics);
+SIEVE_INTERNAL_API void sieve_constrainer_free(SieveConstrainer *constrainer);
+/* The store the latency table reads and writes (nullable). */
+SIEVE_INTERNAL_API void sieve_constrainer_attach(SieveConstrainer *constrainer, SieveStore *store);
+/* Whether metric is one the constrainer can compute before evaluation. */
+SIEVE_INTERNAL_API gboolean sieve_constrainer_computes(const SieveExperiment *experiment, const char *metric);
+/* The metrics of genotype's network, status OK when *feasible, else
+ * REJECTED with the broken constraints as its reason and
+ * SIEVE_METRIC_CONSTRAINT_VIOLATION.  NULL + error when the network cannot
+ * be built or measured. (transfer full) */
+SIEVE_INTERNAL_API SieveResult *sieve_constrainer_check(SieveConstrainer *constrainer, const SieveSpace *space,
+                                                        const SieveGenotype *genotype, gboolean *feasible,
+                                                        GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
 
 /* ==== opening a study ==== */
 /* sieve: a study's identity in its store (shared by `sieve run` and the

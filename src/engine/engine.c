@@ -4,7 +4,9 @@
  * A proposal's path: the optimizer's ask -> stored pending (with its hash)
  * -> dedupe: answered from the store's cache, or attached to an identical
  * proposal already on its way (in the same batch or being evaluated), or a
- * miss -> screen (a round of proposals scored by zero-cost proxies; the
+ * miss -> constraints (the metrics known before evaluation computed; a
+ * proposal that breaks a constraint is finished as rejected, told to the
+ * optimizer as infeasible, and costs no evaluation) -> screen (a round of proposals scored by zero-cost proxies; the
  * best go on, the others are finished as screened) -> the evaluator ->
  * stored with its result (and, when OK, put in the cache), told to the
  * optimizer, and every proposal attached to it answered in the same
@@ -60,6 +62,7 @@ struct _SieveEngine {
   SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
   guint queue_in_flight;         /* > 0: evaluations go to the store's queue (sieve_engine_set_queue) */
   SievePruner *pruner;           /* the experiment's pruner, NULL: none */
+  SieveConstrainer *constrainer; /* metrics before evaluation and constraints, NULL: none */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -191,6 +194,7 @@ sieve_engine_free(SieveEngine *engine)
     g_ptr_array_unref(engine->shared);
   sieve_proxy_batch_free(engine->screen_batch);
   sieve_pruner_free(engine->pruner);
+  sieve_constrainer_free(engine->constrainer);
   g_free(engine);
 }
 
@@ -289,7 +293,7 @@ check_objectives_declared(SieveEngine *engine, GError **error)
     return TRUE;
   for (guint k = 0; k < engine->exp->n_objectives; k++) {
     const SieveObjective *objective = &engine->exp->objectives[k];
-    if (g_strv_contains(metrics, objective->metric))
+    if (g_strv_contains(metrics, objective->metric) || sieve_constrainer_computes(engine->exp, objective->metric))
       continue;
     const char *guess = sieve_suggest(objective->metric, metrics);
     g_autofree char *all = metrics[0] ? g_strjoinv(", ", (char **) metrics) : g_strdup("none");
@@ -335,6 +339,15 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
     if (engine->pruner == NULL)
       return NULL;
   }
+  engine->constrainer = sieve_constrainer_new(experiment, sieve_evaluator_get_metrics(engine->evaluator));
+  if (engine->constrainer != NULL && !sieve_space_can_build(engine->space)) {
+    sieve_node_set_error(error, experiment->n_constraints ? experiment->constraints[0].node
+                                : experiment->pipeline.latency.node ? experiment->pipeline.latency.node
+                                                                    : experiment->objectives[0].node,
+                         "space '%s' builds no networks: nothing to measure or count before evaluation",
+                         sieve_component_get_name(experiment->space.component));
+    return NULL;
+  }
   SieveStudyInfo study = {
       .seed = experiment->optimizer_seed,
       .n_objectives = experiment->n_objectives,
@@ -355,11 +368,17 @@ sieve_engine_describe_pipeline(const SieveEngine *engine)
 {
   g_return_val_if_fail(engine != NULL, NULL);
   const SievePipeline *pipeline = &engine->exp->pipeline;
-  if (!pipeline->dedupe.enabled && !pipeline->screen.enabled)
+  if (!pipeline->dedupe.enabled && !pipeline->screen.enabled && !pipeline->latency.enabled &&
+      engine->exp->n_constraints == 0)
     return NULL;
   GString *text = g_string_new(NULL);
   if (pipeline->dedupe.enabled)
     g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
+  if (pipeline->latency.enabled)
+    g_string_append_printf(text, "latency (batch %u, %u thread%s) -> ", pipeline->latency.options.batch,
+                           pipeline->latency.options.threads, pipeline->latency.options.threads == 1 ? "" : "s");
+  if (engine->exp->n_constraints > 0)
+    g_string_append_printf(text, "constraints (%u) -> ", engine->exp->n_constraints);
   if (pipeline->screen.enabled) {
     g_autofree char *names = g_strjoinv("+", pipeline->screen.proxies);
     if (pipeline->screen.keep_top > 0)
@@ -586,9 +605,11 @@ typedef struct {
   gint64 proposals;   /* trials stored, all runs */
   gint64 hits;        /* answered from the cache or an identical proposal, all runs */
   gint64 screened;
+  gint64 rejected;    /* broke a constraint, all runs */
   gint64 consecutive_hits;
+  gint64 consecutive_rejections;
   gint64 run;         /* this run's number in the store */
-  gboolean gave_up;   /* dedupe.max_consecutive_hits reached */
+  gboolean gave_up;   /* dedupe.max_consecutive_hits or constraint_tries reached */
   gint64 best_number;
   double best;
   double best_fidelity;
@@ -716,6 +737,17 @@ record(SieveEngine *engine, const Proposal *p, const SieveResult *result, double
          sieve_optimizer_tell(engine->optimizer, p->candidate, result, told, error);
 }
 
+/* What the stages before the evaluator found (proxy scores, the metrics
+ * known before evaluation) stays with the trial, beside what the evaluator
+ * reported, which wins where both have a metric. */
+static void
+add_missing_metrics(SieveResult *result, const SieveResult *from)
+{
+  for (guint i = 0; from && i < sieve_result_n_metrics(from); i++)
+    if (!sieve_result_get_metric(result, sieve_result_metric_name(from, i), NULL))
+      sieve_result_set_metric(result, sieve_result_metric_name(from, i), sieve_result_metric_value(from, i));
+}
+
 /* The result a duplicate of trial original gets: its metrics, no cost. */
 static SieveResult *
 cached_copy(const SieveResult *original)
@@ -838,10 +870,6 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   SieveEngine *engine = rs->engine;
   Proposal *p = job->proposal;
   SieveResult *result = job->result;
-  /* The screen's scores stay with the trial, beside what the evaluator reported. */
-  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
-    if (!sieve_result_get_metric(result, sieve_result_metric_name(p->scores, i), NULL))
-      sieve_result_set_metric(result, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
   gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
   gint64 number = proposal_number(p);
   const char *kind = sieve_dedupe_hash_name(engine->hash_kind);
@@ -1005,6 +1033,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   for (guint i = 0; i < round->len; i++)
     genotypes[i] = sieve_candidate_get_genotype(((Proposal *) round->pdata[i])->candidate);
   SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, engine->screen_batch, genotypes, round->len);
+  for (guint i = 0; i < round->len; i++)
+    add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
   g_autofree gboolean *kept = g_new0(gboolean, round->len);
   g_autofree guint *rank = g_new0(guint, round->len);
   for (guint r = 0; r < round->len; r++) {
@@ -1067,6 +1097,108 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   return TRUE;
 }
 
+/* The constraints: computes the metrics known before evaluation of each
+ * proposal (in trial order), keeps them with it, and finishes those that
+ * break a constraint as rejected, each duplicate attached to one of them
+ * with it, in one transaction with the optimizer's state after their tells
+ * (the optimizer sees status REJECTED, NAN objectives and the
+ * constraint_violation metric).  A proposal already past the screen on an
+ * earlier run is not rejected again.  Takes the proposals; the feasible
+ * ones stay in props, in order. */
+static gboolean
+constrain(RunState *rs, GPtrArray *props, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  if (engine->constrainer == NULL || props->len == 0)
+    return TRUE;
+  guint n = props->len;
+  g_autoptr(GPtrArray) pre = g_ptr_array_new_full(n, (GDestroyNotify) sieve_result_free);
+  g_autofree gboolean *rejected = g_new0(gboolean, n);
+  guint n_rejected = 0;
+  for (guint i = 0; i < n; i++) {
+    Proposal *p = props->pdata[i];
+    GError *local = NULL;
+    gboolean feasible = TRUE;
+    SieveResult *r = sieve_constrainer_check(engine->constrainer, engine->space,
+                                             sieve_candidate_get_genotype(p->candidate), &feasible, &local);
+    g_ptr_array_add(pre, r);
+    if (r == NULL) {
+      /* Not built or not measured: the evaluator meets the same network
+       * and reports the failure as a trial's. */
+      if (rs->progress)
+        sieve_progress_message(rs->progress, "trial %" G_GINT64_FORMAT ": not checked against the constraints: %s",
+                               proposal_number(p), local->message);
+      g_error_free(local);
+      continue;
+    }
+    rejected[i] = !feasible && !p->screened_in;
+    n_rejected += rejected[i];
+  }
+  double now = g_get_real_time() / 1e6;
+  gboolean ok = n_rejected == 0 || sieve_store_begin(engine->store, error);
+  for (guint i = 0; ok && n_rejected > 0 && i < n; i++) {
+    if (!rejected[i])
+      continue;
+    Proposal *p = props->pdata[i];
+    SieveResult *r = pre->pdata[i];
+    ok = record(engine, p, r, now, now, -1, -1, error);
+    g_autofree char *reason = g_strdup(sieve_result_get_reason(r));
+    for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
+      g_autofree char *same = g_strdup_printf("rejected with trial %" G_GINT64_FORMAT ", the same network: %s",
+                                              proposal_number(p), reason);
+      sieve_result_set_reason(r, same);
+      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
+    }
+    sieve_result_set_reason(r, reason);
+  }
+  if (n_rejected > 0) {
+    ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);
+    if (!ok) {
+      sieve_store_rollback(engine->store);
+      for (guint i = 0; i < n; i++)
+        proposal_free(props->pdata[i]);
+      g_ptr_array_set_size(props, 0);
+      return FALSE;
+    }
+  }
+  guint kept = 0;
+  for (guint i = 0; i < n; i++) {
+    Proposal *p = props->pdata[i];
+    SieveResult *r = pre->pdata[i];
+    if (!rejected[i]) {
+      if (r != NULL) {
+        if (p->scores == NULL) {
+          p->scores = sieve_result_new();
+        }
+        add_missing_metrics(p->scores, r);
+        rs->consecutive_rejections = 0;
+      }
+      props->pdata[kept++] = p;
+      continue;
+    }
+    guint m = 1 + (p->waiters ? p->waiters->len : 0);
+    rs->rejected += m;
+    rs->consecutive_rejections += m;
+    for (guint w = 0; w < m && rs->progress; w++) {
+      const Proposal *q = w == 0 ? p : p->waiters->pdata[w - 1];
+      sieve_progress_rejected(rs->progress, proposal_number(q), sieve_result_get_reason(r),
+                              sieve_candidate_get_text(q->candidate));
+    }
+    forget(rs, p);
+    proposal_free(p);
+  }
+  g_ptr_array_set_size(props, kept);
+  if (rs->consecutive_rejections >= engine->exp->constraint_tries && !rs->gave_up) {
+    rs->gave_up = TRUE;
+    if (rs->progress)
+      sieve_progress_message(rs->progress,
+                             "stopping: the last %" G_GINT64_FORMAT " proposals all broke a constraint (the "
+                             "optimizer finds nothing feasible; see constraint_tries)",
+                             rs->consecutive_rejections);
+  }
+  return TRUE;
+}
+
 /* Runs stored pending proposals (in trial order) through dedupe and screen;
  * those that need an evaluation end in rs->ready.  Takes the proposals. */
 static gboolean
@@ -1077,7 +1209,8 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   /* The proposals move one by one to where they go; the array is ours to free. */
   g_ptr_array_set_free_func(proposals, NULL);
   g_autoptr(GPtrArray) owned = proposals;
-  g_autoptr(GPtrArray) round = g_ptr_array_new(); /* for the screen */
+  g_autoptr(GPtrArray) passed = g_ptr_array_new(); /* past dedupe: for the constraints */
+  g_autoptr(GPtrArray) round = g_ptr_array_new();  /* for the screen */
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
@@ -1105,8 +1238,8 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
           proposal_free(proposals->pdata[j]);
         if (!used)
           proposal_free(p);
-        /* Those in the round are registered as originals: the loop ends. */
-        g_ptr_array_set_free_func(round, (GDestroyNotify) proposal_free);
+        /* Those past dedupe are registered as originals: the loop ends. */
+        g_ptr_array_set_free_func(passed, (GDestroyNotify) proposal_free);
         return FALSE;
       }
       if (used) {
@@ -1117,6 +1250,12 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
     if (p->slot != NULL)
       g_hash_table_insert(rs->inflight, p->slot, p);
     rs->consecutive_hits = 0;
+    g_ptr_array_add(passed, p);
+  }
+  if (!constrain(rs, passed, error))
+    return FALSE;
+  for (guint i = 0; i < passed->len; i++) {
+    Proposal *p = passed->pdata[i];
     if (engine->exp->pipeline.screen.enabled && !p->screened_in)
       g_ptr_array_add(round, p);
     else
@@ -1169,6 +1308,9 @@ resume_trials(RunState *rs, GError **error)
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
       continue;
+    case SIEVE_STATUS_REJECTED:
+      rs->rejected++;
+      continue;
     case SIEVE_STATUS_PENDING:
       break;
     }
@@ -1217,6 +1359,7 @@ resume_trials(RunState *rs, GError **error)
   }
   if (rs->progress != NULL) {
     sieve_progress_set_counts(rs->progress, rs->evaluations, rs->hits, rs->screened);
+    sieve_progress_set_rejected(rs->progress, rs->rejected);
     if (rs->best_number >= 0)
       sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
   }
@@ -1315,6 +1458,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     rs.elapsed_before = g_ascii_strtod(elapsed_text, NULL);
   rs.start = g_get_monotonic_time();
 
+  if (engine->constrainer != NULL)
+    sieve_constrainer_attach(engine->constrainer, store);
   rs.run = sieve_store_begin_run(engine->store, error);
   if (rs.run < 0 || !resume_trials(&rs, error)) {
     g_queue_clear_full(&rs.ready, (GDestroyNotify) proposal_free);
@@ -1428,6 +1573,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (job->pruned && last_intermediate(job) != NULL)
       mark_pruned(exp, job);
     GError *local = NULL;
+    add_missing_metrics(job->result, job->proposal->scores);
     /* Checked before storing, so the trial is stored as it will be read. */
     if (!check_objective(&rs, job->result, &local) && fatal == NULL)
       fatal = g_steal_pointer(&local);

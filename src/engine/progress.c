@@ -13,6 +13,7 @@ struct _SieveProgress {
   gint64 this_run; /* evaluations finished in this run */
   gint64 n_ok, n_failed;
   gint64 n_cached, n_screened; /* all runs */
+  gint64 n_rejected;           /* all runs: broke a constraint */
   char *objective;
   gboolean maximize;
   gint64 best_number;
@@ -125,9 +126,11 @@ draw(SieveProgress *p)
   g_autofree char *cached = p->n_cached > 0 ? g_strdup_printf(" cached %" G_GINT64_FORMAT, p->n_cached) : g_strdup("");
   g_autofree char *screened =
       p->n_screened > 0 ? g_strdup_printf(" screened %" G_GINT64_FORMAT, p->n_screened) : g_strdup("");
+  g_autofree char *rejected =
+      p->n_rejected > 0 ? g_strdup_printf(" rejected %" G_GINT64_FORMAT, p->n_rejected) : g_strdup("");
   fprintf(p->out, "\r\033[K[%" G_GINT64_FORMAT "/%s] %s | ok %" G_GINT64_FORMAT " failed %" G_GINT64_FORMAT
-                  "%s%s | %s | %s elapsed%s%s%s%s",
-          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, shown_rate, took, eta ? ", ETA " : "",
+                  "%s%s%s | %s | %s elapsed%s%s%s%s",
+          p->done, budget, best, p->n_ok, p->n_failed, cached, screened, rejected, shown_rate, took, eta ? ", ETA " : "",
           eta ? eta : "", p->activity ? " | " : "", p->activity ? p->activity : "");
   fflush(p->out);
   p->line_open = TRUE;
@@ -246,6 +249,25 @@ sieve_progress_screened(SieveProgress *progress, gint64 number, double score, co
   note_unevaluated(progress, line);
   g_mutex_unlock(&progress->lock);
   call_hook(progress);
+}
+
+void
+sieve_progress_rejected(SieveProgress *progress, gint64 number, const char *reason, const char *genotype)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_rejected++;
+  g_autofree char *line = g_strdup_printf("trial %" G_GINT64_FORMAT " rejected (%s) | %s", number, reason, genotype);
+  note_unevaluated(progress, line);
+  g_mutex_unlock(&progress->lock);
+  call_hook(progress);
+}
+
+void
+sieve_progress_set_rejected(SieveProgress *progress, gint64 rejected)
+{
+  g_mutex_lock(&progress->lock);
+  progress->n_rejected = rejected;
+  g_mutex_unlock(&progress->lock);
 }
 
 void

@@ -56,7 +56,7 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
   if (trials == NULL)
     return FALSE;
   g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
-  guint counts[SIEVE_STATUS_PRUNED + 1] = {0};
+  guint counts[SIEVE_STATUS_REJECTED + 1] = {0};
   double cost = 0;
   /* Distinct hashes among the evaluated trials: with dedupe, each evaluation
    * should be a network not evaluated before. */
@@ -98,6 +98,9 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
             finished ? 100.0 * counts[SIEVE_STATUS_CACHED] / finished : 0.0, finished,
             counts[SIEVE_STATUS_SCREENED]);
   }
+  if (counts[SIEVE_STATUS_REJECTED] > 0)
+    fprintf(out, "constraints: %u proposals rejected before evaluation (no evaluation spent on them)\n",
+            counts[SIEVE_STATUS_REJECTED]);
   if (ranked->len > 0 && top > 0)
     print_top(out, ranked, objective, maximize, top, by_fidelity);
   return print_finals(out, store, trials, objective, error);

@@ -190,7 +190,7 @@ study_count(lua_State *L)
   gint wanted = -1;
   if (!lua_isnoneornil(L, 2)) {
     if (!sieve_status_from_string(luaL_checkstring(L, 2), &status))
-      return luaL_error(L, "unknown status '%s' (pending, ok, failed, screened, cached, pruned)", lua_tostring(L, 2));
+      return luaL_error(L, "unknown status '%s' (pending, ok, failed, screened, cached, pruned, rejected)", lua_tostring(L, 2));
     wanted = (gint) status;
   }
   GError *error = NULL;

@@ -98,7 +98,7 @@ section_header(GString *out, const SieveReport *report)
   sieve__report_append_value(out, report->evaluation_s);
   g_string_append(out, "</dd>");
   append_count(out, "trials", report->trials->len, " id=\"count-trials\"");
-  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned"};
+  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned", "rejected"};
   for (guint s = 0; s < G_N_ELEMENTS(names); s++) {
     g_autofree char *attr = g_strdup_printf(" id=\"count-%s\"", names[s]);
     append_count(out, names[s], report->counts[s], attr);
@@ -132,6 +132,7 @@ section_funnel(GString *out, const SieveReport *report)
   } stages[] = {
       {"proposals", "", n},
       {"answered by dedupe", "cached", c[SIEVE_STATUS_CACHED]},
+      {"rejected by a constraint", "screened", c[SIEVE_STATUS_REJECTED]},
       {"screened out", "screened", c[SIEVE_STATUS_SCREENED]},
       {"evaluated", "", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED]},
       {"failed", "failed", c[SIEVE_STATUS_FAILED]},
@@ -835,13 +836,15 @@ sieve_report_progress_line(const SieveReport *report)
   }
   g_string_append_printf(line, ", %u failed, %u cached, %u screened, %u running", c[SIEVE_STATUS_FAILED],
                          c[SIEVE_STATUS_CACHED], c[SIEVE_STATUS_SCREENED], c[SIEVE_STATUS_PENDING]);
+  if (c[SIEVE_STATUS_REJECTED] > 0)
+    g_string_append_printf(line, ", %u rejected", c[SIEVE_STATUS_REJECTED]);
   return g_string_free(line, FALSE);
 }
 
 char *
 sieve_report_status_json(const SieveReport *report)
 {
-  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned"};
+  static const char *const names[] = {"pending", "ok", "failed", "screened", "cached", "pruned", "rejected"};
   GString *out = g_string_new("{\"trials\":");
   g_string_append_printf(out, "%u,\"finished\":%u,\"counts\":{", report->trials->len,
                          report->trials->len - report->counts[SIEVE_STATUS_PENDING]);

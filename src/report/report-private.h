@@ -73,7 +73,7 @@ struct _SieveReport {
   SieveReportObjective *objectives; /* n_objectives, the first primary */
   guint n_objectives;
   /* Outcome counts by SieveStatus. */
-  guint counts[SIEVE_STATUS_PRUNED + 1];
+  guint counts[SIEVE_STATUS_REJECTED + 1];
   guint distinct;         /* distinct hashes among the evaluated */
   double evaluation_s;    /* summed cost of the evaluated (ok and failed) trials */
   double mean_ok_s;       /* mean cost of an ok trial, NAN when none */

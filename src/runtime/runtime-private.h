@@ -39,3 +39,7 @@ typedef struct {
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;
+
+/* "oneDNN 3.0.0": the CPU backend's kernel library and its version, which
+ * the latency table's entries depend on. (transfer none) */
+const char *sieve__cpu_library(void);

@@ -23,9 +23,15 @@ typedef enum {
   SIEVE_STATUS_SCREENED, /* stopped by a cheap stage (proxies); metrics hold its scores */
   SIEVE_STATUS_CACHED,   /* answered from the hash cache */
   SIEVE_STATUS_PRUNED,   /* stopped early by the pruner (ABI 2.2); metrics hold its last intermediate value */
+  SIEVE_STATUS_REJECTED, /* broke a constraint before evaluation (ABI 2.2); metrics hold the values checked,
+                          * "constraint_violation" how far past its bounds, reason which constraint */
 } SieveStatus;
 
-/* "pending", "ok", "failed", "screened", "cached", "pruned" (transfer none) */
+/* The metric of a rejected result that says how far it is from feasible
+ * (the sum of its relative excesses over the bounds it broke; ABI 2.2). */
+#define SIEVE_METRIC_CONSTRAINT_VIOLATION "constraint_violation"
+
+/* "pending", "ok", "failed", "screened", "cached", "pruned", "rejected" (transfer none) */
 SIEVE_API const char *sieve_status_to_string(SieveStatus status);
 SIEVE_API gboolean sieve_status_from_string(const char *text, SieveStatus *out);
 

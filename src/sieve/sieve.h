@@ -12,6 +12,7 @@
 #include <sieve/evaluator.h>
 #include <sieve/graph.h>
 #include <sieve/hash.h>
+#include <sieve/latency.h>
 #include <sieve/model.h>
 #include <sieve/node.h>
 #include <sieve/optimizer.h>

@@ -194,6 +194,15 @@ SIEVE_API gboolean sieve_store_finish_final(SieveStore *store, gint64 number, co
  * store older than version 3). */
 SIEVE_API GPtrArray *sieve_store_list_finals(SieveStore *store, GError **error);
 
+/* The per-operation latency table (sieve/latency.h): the entry of
+ * operation key op measured on machine (sieve_latency_machine's text).
+ * get: *ms (and *iqr_ms, nullable) NAN when there is none.  put: adds or
+ * replaces it (runs: forwards timed). */
+SIEVE_API gboolean sieve_store_latency_get(SieveStore *store, const char *machine, const char *op, double *ms,
+                                           double *iqr_ms, GError **error);
+SIEVE_API gboolean sieve_store_latency_put(SieveStore *store, const char *machine, const char *op, double ms,
+                                           double iqr_ms, guint runs, GError **error);
+
 typedef enum {
   SIEVE_EXPORT_CSV,
   SIEVE_EXPORT_JSON,

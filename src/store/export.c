@@ -11,7 +11,8 @@
  * cached (answered by the dedupe stage with the result of trial cached_from,
  * whose metrics it repeats), screened (stopped by the screen stage; its
  * metrics are its proxy scores; cached_from names the trial it duplicated,
- * if any), pending.  hash is the dedupe stage's hash of the trial, in hex,
+ * if any), rejected (broke a constraint before evaluation: its metrics are
+ * the values checked, its reason the constraint), pending.  hash is the dedupe stage's hash of the trial, in hex,
  * of the kind hash_kind (functional, structural or genotype).
  *
  * JSON: an array with one object per trial, one per line:
@@ -28,7 +29,7 @@
  *   trials, evaluated, ok, failed, cached, screened, pending,
  *   distinct_evaluated (distinct hashes among the evaluated trials),
  *   finals, finals_ok, finals_failed, finals_pending (sieve final's
- *   trainings, counted apart from the trials),
+ *   trainings, counted apart from the trials), rejected (by a constraint),
  *   cache_fraction (cached / finished trials), hash_kind.
  *
  * Numbers are written in the shortest form that reads back to the same
@@ -248,7 +249,7 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  gint64 counts[SIEVE_STATUS_PRUNED + 1] = {0};
+  gint64 counts[SIEVE_STATUS_REJECTED + 1] = {0};
   g_autoptr(GHashTable) distinct = g_hash_table_new(g_str_hash, g_str_equal);
   const char *kind = NULL;
   for (guint i = 0; i < trials->len; i++) {
@@ -268,17 +269,17 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
   if (finals == NULL)
     return FALSE;
-  gint64 final_counts[SIEVE_STATUS_PRUNED + 1] = {0};
+  gint64 final_counts[SIEVE_STATUS_REJECTED + 1] = {0};
   for (guint i = 0; i < finals->len; i++)
     final_counts[((const SieveFinal *) finals->pdata[i])->status]++;
   gint64 values[] = {trials->len, evaluated, counts[SIEVE_STATUS_OK], counts[SIEVE_STATUS_FAILED],
                      counts[SIEVE_STATUS_CACHED], counts[SIEVE_STATUS_SCREENED], counts[SIEVE_STATUS_PENDING],
                      g_hash_table_size(distinct), finals->len, final_counts[SIEVE_STATUS_OK],
                      final_counts[SIEVE_STATUS_FAILED], final_counts[SIEVE_STATUS_PENDING],
-                     counts[SIEVE_STATUS_PRUNED]};
+                     counts[SIEVE_STATUS_PRUNED], counts[SIEVE_STATUS_REJECTED]};
   static const char *const names[] = {"trials", "evaluated", "ok", "failed", "cached", "screened", "pending",
                                       "distinct_evaluated", "finals", "finals_ok", "finals_failed",
-                                      "finals_pending", "pruned"};
+                                      "finals_pending", "pruned", "rejected"};
   if (format == SIEVE_EXPORT_CSV) {
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
       g_string_append_printf(buf, "%s,", names[i]);

@@ -172,6 +172,9 @@ typedef enum {
   STMT_CACHE_KEY,
   STMT_SET_HASH,
   STMT_SET_STAGE,
+  STMT_COUNT_REJECTED,
+  STMT_LATENCY_GET,
+  STMT_LATENCY_PUT,
   N_STMTS
 } StmtId;
 
@@ -202,7 +205,7 @@ static const char *const stmt_sql[N_STMTS] = {
     [STMT_LIST_TRIALS] = TRIAL_COLUMNS "ORDER BY t.number, m.idx",
     [STMT_LIST_PENDING] = TRIAL_COLUMNS "WHERE t.status = 'pending' ORDER BY t.number, m.idx",
     [STMT_COUNT_ALL] = "SELECT count(*) FROM trials",
-    [STMT_COUNT_STATUS] = "SELECT count(*) FROM trials WHERE status = ?1",
+    [STMT_COUNT_STATUS] = "SELECT count(*) FROM trials WHERE status = ?1 AND COALESCE(stage, '') <> 'rejected'",
     [STMT_SAVE_STATE] = "INSERT INTO state (name, type, data) VALUES (?1, ?2, ?3) "
                          "ON CONFLICT (name) DO UPDATE SET type = excluded.type, data = excluded.data",
     [STMT_LOAD_STATE] = "SELECT type, data FROM state WHERE name = ?1",
@@ -212,7 +215,36 @@ static const char *const stmt_sql[N_STMTS] = {
     [STMT_CACHE_KEY] = "INSERT INTO cache_keys (key, text) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
     [STMT_SET_HASH] = "UPDATE trials SET hash_kind = ?2, hash = ?3 WHERE number = ?1",
     [STMT_SET_STAGE] = "UPDATE trials SET stage = ?2 WHERE number = ?1",
+    [STMT_COUNT_REJECTED] = "SELECT count(*) FROM trials WHERE status = 'screened' AND stage = 'rejected'",
+    [STMT_LATENCY_GET] = "SELECT ms, iqr_ms FROM latency_ops WHERE machine = ?1 AND op = ?2",
+    [STMT_LATENCY_PUT] = "INSERT INTO latency_ops (machine, op, ms, iqr_ms, runs, measured) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (machine, op) DO UPDATE SET "
+                         "ms = excluded.ms, iqr_ms = excluded.iqr_ms, runs = excluded.runs, "
+                         "measured = excluded.measured",
 };
+
+/* A rejected trial (broke a constraint before evaluation) is stored as
+ * status 'screened' with stage 'rejected': stopped before the evaluator,
+ * as a screened one is, and written so that the status CHECK of files
+ * made before rejections existed holds without rebuilding their trials
+ * table.  Reading turns the pair back into SIEVE_STATUS_REJECTED. */
+#define REJECTED_STAGE "rejected"
+
+/* The per-operation latency table (sieve/latency.h; the engine's latency
+ * table): one row per operation key and machine (the text of
+ * sieve_latency_machine: host, CPU, kernel library, threads, batch), so
+ * that a store moved to another machine measures again.  Created with
+ * the store (so that `sieve store copy` has it to fill), by migrate, and
+ * on first use in a file of schema version 4 made before it existed. */
+#define LATENCY_SQL                                                                                        \
+  "CREATE TABLE IF NOT EXISTS latency_ops (\n"                                                             \
+  "  machine TEXT NOT NULL,\n"                                                                             \
+  "  op TEXT NOT NULL,\n"                                                                                  \
+  "  ms REAL NOT NULL,\n"                                                                                  \
+  "  iqr_ms REAL NOT NULL,\n"                                                                              \
+  "  runs INTEGER NOT NULL,\n"                                                                             \
+  "  measured REAL NOT NULL,\n"                                                                            \
+  "  PRIMARY KEY (machine, op));\n"
 
 /* The statements that differ on a version 1 file opened read-only. */
 static const char *
@@ -225,6 +257,8 @@ stmt_sql_v1(StmtId id)
     return TRIAL_COLUMNS_V1 "ORDER BY t.number, m.idx";
   case STMT_LIST_PENDING:
     return TRIAL_COLUMNS_V1 "WHERE t.status = 'pending' ORDER BY t.number, m.idx";
+  case STMT_COUNT_STATUS:
+    return "SELECT count(*) FROM trials WHERE status = ?1";
   default:
     return stmt_sql[id];
   }
@@ -241,6 +275,7 @@ struct _SieveStore {
   gboolean v1;  /* a version 1 file opened read-only: no version 2 columns */
   gint64 version; /* the file's schema version (older files opened read-only stay as they are) */
   gint64 run;   /* recorded with new trials; 0: none (NULL) */
+  gboolean latency_table; /* latency_ops exists (created or found) */
   SieveDbStmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
 };
 
@@ -622,7 +657,7 @@ migrate(SieveStore *store, gint64 version, GError **error)
     ok = exec(store, edit, "cannot upgrade the trials' status check", error);
   }
   /* Versions 2 -> 3 and 3 -> 4 otherwise only add tables. */
-  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL V4_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
+  g_autofree char *sql = g_strdup_printf(CACHE_SQL V3_SQL V4_SQL LATENCY_SQL "PRAGMA user_version = %d;", SCHEMA_VERSION);
   ok = ok && exec(store, sql, "cannot upgrade the cache table", error) &&
        exec(store, "COMMIT", "cannot commit the schema upgrade", error);
   if (!ok)
@@ -691,7 +726,7 @@ check_schema(SieveStore *store, GError **error)
     return FALSE;
   if (!empty)
     return version == SCHEMA_VERSION || (migrate(store, version, error) && (store->version = SCHEMA_VERSION));
-  g_autofree char *sql = g_strdup_printf("BEGIN IMMEDIATE;\n%s"
+  g_autofree char *sql = g_strdup_printf("BEGIN IMMEDIATE;\n%s" LATENCY_SQL
                                          "PRAGMA application_id = %d;\n"
                                          "PRAGMA user_version = %d;\n"
                                          "COMMIT;\n",
@@ -703,13 +738,14 @@ check_schema(SieveStore *store, GError **error)
   return TRUE;
 }
 
-/* Version 3 (the first on PostgreSQL) -> 4: the intermediate table, and
+/* Version 3 (the first on PostgreSQL) -> 4: the intermediate and latency
+ * tables (the latter made on first use on SQLite), and
  * 'pruned' in the trials' status check (PostgreSQL's default name for the
  * CHECK of trials.status is trials_status_check), in one transaction. */
 static gboolean
 migrate_pg(SieveStore *store, GError **error)
 {
-  g_autofree char *sql = g_strdup_printf(V4_SQL
+  g_autofree char *sql = g_strdup_printf(V4_SQL LATENCY_SQL
                                          "ALTER TABLE trials DROP CONSTRAINT IF EXISTS trials_status_check;\n"
                                          "ALTER TABLE trials ADD CONSTRAINT trials_status_check"
                                          " CHECK (status IN (" STATUS_CHECK ");\n"
@@ -756,7 +792,7 @@ check_schema_pg(SieveStore *store, GError **error)
     return TRUE;
   if (!empty)
     return migrate_pg(store, error);
-  g_autofree char *sql = g_strdup_printf("%s"
+  g_autofree char *sql = g_strdup_printf("%s" LATENCY_SQL
                                          "CREATE TABLE sieve_schema (version INTEGER NOT NULL);\n"
                                          "INSERT INTO sieve_schema (version) VALUES (%d);\n",
                                          schema_sql, SCHEMA_VERSION);
@@ -879,7 +915,8 @@ sieve__store_get_db(SieveStore *store)
 
 /* Parents before children, so that foreign keys hold at each insert. */
 const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "intermediate", "state",
-                                           "cache_keys", "cache",  "weights", "finals", "final_metrics", NULL};
+                                           "cache_keys", "cache",  "weights", "finals", "final_metrics",
+                                           "latency_ops", NULL};
 
 /* ---- transactions ------------------------------------------------------ */
 
@@ -1079,10 +1116,13 @@ sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *re
   g_return_val_if_fail(store != NULL && result != NULL, FALSE);
   if (!check_writable(store, error) || !savepoint(store, error))
     return FALSE;
+  gboolean rejected = sieve_result_get_status(result) == SIEVE_STATUS_REJECTED;
   SieveDbStmt *stmt = get_stmt(store, STMT_FINISH_TRIAL, error);
   gboolean ok =
       stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
-      bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(sieve_result_get_status(result))), error) &&
+      bind_ok(store, bind_text(stmt, 2, sieve_status_to_string(rejected ? SIEVE_STATUS_SCREENED
+                                                                        : sieve_result_get_status(result))),
+              error) &&
       bind_ok(store, bind_text(stmt, 3, sieve_result_get_reason(result)), error) &&
       bind_ok(store, bind_real(stmt, 4, sieve_result_get_cost(result)), error) &&
       bind_ok(store, bind_real(stmt, 5, started), error) && bind_ok(store, bind_real(stmt, 6, finished), error) &&
@@ -1093,6 +1133,12 @@ sieve_store_finish_trial(SieveStore *store, gint64 number, const SieveResult *re
   if (ok && sieve__db_changes(store->db) != 1) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no trial %" G_GINT64_FORMAT, store->path, number);
     ok = FALSE;
+  }
+  if (ok && rejected) {
+    stmt = get_stmt(store, STMT_SET_STAGE, error);
+    ok = stmt != NULL && bind_ok(store, sieve__db_bind_int64(stmt, 1, number), error) &&
+         bind_ok(store, bind_text(stmt, 2, REJECTED_STAGE), error) &&
+         step_done(store, stmt, "cannot store a rejection", error);
   }
   if (ok) {
     stmt = get_stmt(store, STMT_DELETE_METRICS, error);
@@ -1136,6 +1182,8 @@ read_trial(SieveStore *store, SieveDbStmt *stmt, SieveDbStep *rc, GError **error
   t->hash_kind = g_strdup(sieve__db_column_text(stmt, COL_HASH_KIND));
   t->hash = g_strdup(sieve__db_column_text(stmt, COL_HASH));
   t->stage = g_strdup(sieve__db_column_text(stmt, COL_STAGE));
+  if (t->status == SIEVE_STATUS_SCREENED && g_strcmp0(t->stage, REJECTED_STAGE) == 0)
+    t->status = SIEVE_STATUS_REJECTED;
   t->result = sieve_result_new();
   sieve_result_set_status(t->result, t->status);
   sieve_result_set_reason(t->result, t->reason);
@@ -1214,9 +1262,12 @@ gint64
 sieve_store_count_trials(SieveStore *store, gint status, GError **error)
 {
   g_return_val_if_fail(store != NULL, -1);
-  SieveDbStmt *stmt = get_stmt(store, status < 0 ? STMT_COUNT_ALL : STMT_COUNT_STATUS, error);
+  gboolean rejected = status == SIEVE_STATUS_REJECTED;
+  if (rejected && store->v1)
+    return 0;
+  SieveDbStmt *stmt = get_stmt(store, status < 0 ? STMT_COUNT_ALL : rejected ? STMT_COUNT_REJECTED : STMT_COUNT_STATUS, error);
   if (stmt == NULL ||
-      (status >= 0 && !bind_ok(store, bind_text(stmt, 1, sieve_status_to_string((SieveStatus) status)), error)))
+      (status >= 0 && !rejected && !bind_ok(store, bind_text(stmt, 1, sieve_status_to_string((SieveStatus) status)), error)))
     return -1;
   gint64 n = -1;
   if (sieve__db_step(stmt) == SIEVE_DB_ROW)
@@ -1408,6 +1459,82 @@ sieve_store_cache_add_key(SieveStore *store, const char *key, const char *text, 
   SieveDbStmt *stmt = get_stmt(store, STMT_CACHE_KEY, error);
   return stmt != NULL && bind_ok(store, bind_text(stmt, 1, key), error) &&
          bind_ok(store, bind_text(stmt, 2, text), error) && step_done(store, stmt, "cannot write the cache", error);
+}
+
+/* ---- the latency table ---------------------------------------------------- */
+
+/* Whether latency_ops is there, creating it in a store open for writing. */
+static gboolean
+latency_table(SieveStore *store, GError **error)
+{
+  if (store->latency_table)
+    return TRUE;
+  if (store->mode == SIEVE_STORE_WRITE) {
+    if (!exec(store, LATENCY_SQL, "cannot create the latency table", error))
+      return FALSE;
+    store->latency_table = TRUE;
+    return TRUE;
+  }
+  /* Read-only: a store without the table has no entries.  Asked of the
+   * catalog: on PostgreSQL a failed statement would end the transaction. */
+  gint64 n = 0;
+  if (!query_int(store,
+                 store->pg ? "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                             "AND table_name = 'latency_ops'"
+                           : "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'latency_ops'",
+                 &n, error))
+    return FALSE;
+  store->latency_table = n > 0;
+  return store->latency_table;
+}
+
+gboolean
+sieve_store_latency_get(SieveStore *store, const char *machine, const char *op, double *ms, double *iqr_ms,
+                        GError **error)
+{
+  g_return_val_if_fail(store != NULL && machine != NULL && op != NULL && ms != NULL, FALSE);
+  *ms = NAN;
+  if (iqr_ms)
+    *iqr_ms = NAN;
+  GError *local = NULL;
+  if (!latency_table(store, &local)) {
+    if (local == NULL)
+      return TRUE;
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  SieveDbStmt *stmt = get_stmt(store, STMT_LATENCY_GET, error);
+  if (stmt == NULL || !bind_ok(store, bind_text(stmt, 1, machine), error) ||
+      !bind_ok(store, bind_text(stmt, 2, op), error))
+    return FALSE;
+  SieveDbStep rc = sieve__db_step(stmt);
+  if (rc == SIEVE_DB_ROW) {
+    *ms = column_real(stmt, 0);
+    if (iqr_ms)
+      *iqr_ms = column_real(stmt, 1);
+  } else if (rc != SIEVE_DB_DONE) {
+    set_db_error(store, error, "cannot read the latency table");
+    done_stmt(stmt);
+    return FALSE;
+  }
+  done_stmt(stmt);
+  return TRUE;
+}
+
+gboolean
+sieve_store_latency_put(SieveStore *store, const char *machine, const char *op, double ms, double iqr_ms,
+                        guint runs, GError **error)
+{
+  g_return_val_if_fail(store != NULL && machine != NULL && op != NULL && isfinite(ms), FALSE);
+  if (!check_writable(store, error) || !latency_table(store, error))
+    return FALSE;
+  SieveDbStmt *stmt = get_stmt(store, STMT_LATENCY_PUT, error);
+  return stmt != NULL && bind_ok(store, bind_text(stmt, 1, machine), error) &&
+         bind_ok(store, bind_text(stmt, 2, op), error) && bind_ok(store, sieve__db_bind_double(stmt, 3, ms), error) &&
+         bind_ok(store, sieve__db_bind_double(stmt, 4, isfinite(iqr_ms) ? iqr_ms : 0), error) &&
+         bind_ok(store, sieve__db_bind_int64(stmt, 5, runs), error) &&
+         bind_ok(store, sieve__db_bind_double(stmt, 6, g_get_real_time() / 1e6), error) &&
+         step_done(store, stmt, "cannot write the latency table", error);
 }
 
 /* ---- weights and finals (schema version 3) ------------------------------ */

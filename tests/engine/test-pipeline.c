@@ -12,6 +12,7 @@
 
 #include "core/core-private.h"
 #include "engine/engine-private.h"
+#include "test-support.h"
 
 static SieveRegistry *registry;
 static char *table_path; /* the NAS-Bench-201 CSV */
@@ -122,11 +123,11 @@ test_config_errors(void)
        "test.yaml:6:11: 'pipeline' must be a list of stages, e.g. [dedupe] or [dedupe, {screen: {proxies: [naswot], "
        "keep_top: 4}}]"},
       {"pipeline: [dedup]\n",
-       "test.yaml:6:12: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); known stages: dedupe, screen"},
-      {"pipeline: [tabular]\n", "test.yaml:6:12: unknown pipeline stage 'tabular'; known stages: dedupe, screen"},
+       "test.yaml:6:12: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); known stages: dedupe, latency, screen"},
+      {"pipeline: [tabular]\n", "test.yaml:6:12: unknown pipeline stage 'tabular'; known stages: dedupe, latency, screen"},
       {"pipeline: [dedupe, evaluator]\n",
        "test.yaml:6:20: the evaluator is always the last stage and is set by the top-level 'evaluator:' section; list "
-       "only the stages before it (dedupe, screen)"},
+       "only the stages before it (dedupe, latency, screen)"},
       {"pipeline: [dedupe, dedupe]\n", "test.yaml:6:20: stage 'dedupe' is listed twice (first at test.yaml:6:12)"},
       {"pipeline:\n  - screen: {proxies: [synflow], keep_top: 2}\n  - dedupe\n",
        "test.yaml:8:5: stage 'dedupe' must come before 'screen': dedupe is first, so that no other stage spends work "
@@ -891,16 +892,7 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   registry = sieve_registry_new();
   sieve_registry_load_default(registry, NULL, NULL);
-  const char *root = g_getenv("SIEVE_SOURCE_ROOT");
-  g_assert_nonnull(root);
-  table_path = g_build_filename(root, "..", "shared", "data", "nb201", "nb201.csv", NULL);
-  if (!g_file_test(table_path, G_FILE_TEST_EXISTS)) {
-    g_free(table_path);
-    table_path = g_build_filename(root, "data", "nb201", "nb201.csv", NULL);
-  }
-  char *canonical = g_canonicalize_filename(table_path, NULL);
-  g_free(table_path);
-  table_path = canonical;
+  table_path = test_nb201_table();
   GError *error = NULL;
   tmp_dir = g_dir_make_tmp("sieve-pipeline-XXXXXX", &error);
   g_assert_no_error(error);
@@ -920,15 +912,7 @@ main(int argc, char **argv)
   int rc = g_test_run();
 
   /* Remove the temporary folder and what the tests left in it. */
-  GDir *dir = g_dir_open(tmp_dir, 0, NULL);
-  const char *name;
-  while (dir && (name = g_dir_read_name(dir)) != NULL) {
-    g_autofree char *p = g_build_filename(tmp_dir, name, NULL);
-    g_unlink(p);
-  }
-  if (dir)
-    g_dir_close(dir);
-  g_rmdir(tmp_dir);
+  test_remove_dir(tmp_dir);
   g_free(tmp_dir);
   g_free(table_path);
   sieve_registry_free(registry);

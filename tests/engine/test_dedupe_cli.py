@@ -242,7 +242,7 @@ budget: {{evaluations: 20}}
         store = self.path("bad.sieve")
         p = sieve("run", bad, "--store", store, check=2)
         self.assertIn(f"{bad}:10:13: unknown pipeline stage 'dedup' (did you mean 'dedupe'?); "
-                      "known stages: dedupe, screen", p.stderr)
+                      "known stages: dedupe, latency, screen", p.stderr)
         p = sieve("run", cfg, "--store", store, "--set", "pipeline.0.dedupe.hash=structural", check=2)
         self.assertIn("stage 'dedupe': space 'hpo' builds no networks, so it has no structural hash; "
                       "use hash: genotype", p.stderr)

@@ -31,7 +31,7 @@ PUBLIC = {
     "abi.h": "base", "node.h": "base", "options.h": "base", "result.h": "base", "rng.h": "base",
     "text.h": "base",
     "graph.h": "graph",
-    "runtime.h": "runtime",
+    "runtime.h": "runtime", "latency.h": "runtime",
     "data.h": "data", "csv.h": "data",
     "train.h": "train",
     "hash.h": "hash",

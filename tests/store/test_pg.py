@@ -360,6 +360,50 @@ class TestTrainingAware(PgCase):
         self.assertEqual(export_rows(url), before)
 
 
+QUICK = ["--warmup", "1", "--runs", "3", "--max-runs", "3", "--max-seconds", "0.05"]
+LATENCY_RE = re.compile(r"(\d+) operations from 10 candidates; (\d+) measured now, (\d+) read")
+
+
+class TestHardwareAware(PgCase):
+    def test_latency_table_on_the_server_and_copied(self):
+        """The per-op latency table lives in the study on the server (a second run measures
+        nothing) and `sieve store copy` carries it to a file."""
+        url = SERVER.url("lat")
+        args = ["latency", "--table", "--space", "nb201", "--samples", "10", *QUICK]
+        first = LATENCY_RE.search(sieve(*args, "--store", url, check=0).stdout)
+        n, measured, read = map(int, first.groups())
+        self.assertEqual((measured, read), (n, 0))
+        second = LATENCY_RE.search(sieve(*args, "--store", url, check=0).stdout)
+        self.assertEqual(tuple(map(int, second.groups())), (n, 0, n))
+        self.assertEqual(SERVER.psql("SELECT count(*) FROM lat.latency_ops", db="sieve").strip(), str(n))
+        sieve("store", "copy", url, self.path("lat.sieve"), check=0)
+        copied = LATENCY_RE.search(sieve(*args, "--store", self.path("lat.sieve"), check=0).stdout)
+        self.assertEqual(tuple(map(int, copied.groups())), (n, 0, n))
+
+    def test_constrained_study_through_a_worker(self):
+        """Constraints reject on the coordinator (status rejected, never queued); the latency
+        evaluator runs in the worker."""
+        cfg = self.write("c.yaml", "space: {plugin: nb201}\n"
+                                   "optimizer: {plugin: random, seed: 11}\n"
+                                   "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, "
+                                   "max_seconds: 0.05}\n"
+                                   "objective: {metric: latency_ms, direction: minimize}\n"
+                                   "constraints: [{metric: params, max: 600000}]\n"
+                                   "budget: {evaluations: 8}\n")
+        url = SERVER.url("constrained")
+        sieve("run", cfg, "--store", url, "--quiet", check=0)
+        rows = export_rows(url, stable=False)
+        self.assertEqual(sum(r["status"] == "ok" for r in rows), 8)
+        self.assertGreater(sum(r["status"] == "rejected" for r in rows), 0)
+        for r in rows:
+            over = float(r["params"]) > 600000
+            self.assertEqual(r["status"] == "rejected", over, r)
+            self.assertEqual(r["latency_ms"] == "", over, r)
+        summary = next(csv.DictReader(io.StringIO(sieve("export", url, "--summary", check=0).stdout)))
+        self.assertEqual(int(summary["rejected"]), sum(r["status"] == "rejected" for r in rows))
+        self.assertEqual(int(summary["evaluated"]), 8)
+
+
 class TestBadStores(PgCase):
     def test_bad_urls(self):
         cfg = self.slow(delay=0, n=2)

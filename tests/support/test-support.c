@@ -1,5 +1,7 @@
 #include <math.h>
 
+#include <glib/gstdio.h>
+
 #include "test-support.h"
 
 #include "sieve-config.h"
@@ -88,4 +90,31 @@ test_metric(const SieveResult *result, const char *name)
   if (!sieve_result_get_metric(result, name, &v))
     g_error("result lacks metric '%s'", name);
   return v;
+}
+
+char *
+test_nb201_table(void)
+{
+  const char *root = g_getenv("SIEVE_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  g_autofree char *path = g_build_filename(root, "..", "shared", "data", "nb201", "nb201.csv", NULL);
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_free(path);
+    path = g_build_filename(root, "data", "nb201", "nb201.csv", NULL);
+  }
+  return g_canonicalize_filename(path, NULL);
+}
+
+void
+test_remove_dir(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d)) != NULL) {
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    g_unlink(p);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(dir);
 }

@@ -39,3 +39,9 @@ SieveEvaluator *test_evaluator_new(SieveRegistry *registry, const char *name, co
 
 /* result's metric name; a missing one fails the test, naming it. */
 double test_metric(const SieveResult *result, const char *name);
+
+/* The NAS-Bench-201 table (nb201.csv) as an absolute path: ../shared/data
+ * beside the source tree ($SIEVE_SOURCE_ROOT), else its data/.  (transfer full) */
+char *test_nb201_table(void);
+/* Removes dir and the files the tests left in it (one level). */
+void test_remove_dir(const char *dir);

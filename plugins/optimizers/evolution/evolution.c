@@ -20,6 +20,15 @@
  * `sample_size`.  The summary of a multi-objective study prints the Pareto
  * front of every trial.
  *
+ * Constraints (a candidate rejected before evaluation, status REJECTED):
+ * aging evolution leaves it out of the population (it never was a model to
+ * breed from; the next ask breeds again, and the engine's rejections cost
+ * no evaluation); NSGA-II takes it in under Deb's constrained domination
+ * (Deb et al. 2002, section III-E): a feasible member dominates an
+ * infeasible one, and of two infeasible members the one with the smaller
+ * constraint_violation dominates, so infeasible members fill the worst
+ * fronts, leave first, and win a tournament only against worse violators.
+ *
  * Asynchronous use: children join when their tell arrives, in any order;
  * while the population is still empty (every proposal pending) proposals
  * stay random, so ask() never waits.  A child whose genotype was proposed
@@ -59,6 +68,7 @@ static const SieveOptionSpec evolution_options[] = {
 typedef struct {
   SieveGenotype *genotype;
   double *objectives; /* n_objectives, larger is better, NAN when missing */
+  double violation;   /* 0: feasible; > 0: rejected by a constraint, how far (SIEVE_METRIC_CONSTRAINT_VIOLATION) */
   /* NSGA-II bookkeeping, recomputed when needed */
   guint rank;
   double crowding;
@@ -131,9 +141,12 @@ evolution_create(const SieveSpace *space, const SieveOptions *options, const Sie
 
 /* ---- NSGA-II ranking ---------------------------------------------------- */
 
+/* Deb's constrained domination (Deb et al. 2002, section III-E). */
 static gboolean
 dominates(const Member *a, const Member *b, guint m)
 {
+  if (a->violation > 0 || b->violation > 0)
+    return a->violation < b->violation;
   gboolean strictly = FALSE;
   for (guint k = 0; k < m; k++) {
     double x = opt_fitness(a->objectives[k]), y = opt_fitness(b->objectives[k]);
@@ -274,9 +287,17 @@ evolution_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
                const double *objectives, GError **error)
 {
   Evolution *self = instance;
+  double violation = 0;
+  if (sieve_result_get_status(result) == SIEVE_STATUS_REJECTED) {
+    if (!self->nsga2)
+      return TRUE; /* aging evolution: never a member (see the top of the file) */
+    if (!sieve_result_get_metric(result, SIEVE_METRIC_CONSTRAINT_VIOLATION, &violation) || !(violation > 0))
+      violation = 1;
+  }
   Member *m = g_new0(Member, 1);
   m->genotype = sieve_genotype_copy(sieve_candidate_get_genotype(candidate));
   m->objectives = g_memdup2(objectives, sizeof(double) * self->n_objectives);
+  m->violation = violation;
   g_ptr_array_add(self->members, m);
   if (self->members->len <= self->population)
     return TRUE;
@@ -298,15 +319,18 @@ evolution_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
 }
 
 /* State: {"rng": (tttt), "seen": as, "proposed": t,
- *         "members": a(adad) oldest first (genotype, objectives)} */
+ *         "members": a(adad) oldest first (genotype, objectives),
+ *         "violations": ad, one per member (0: feasible)} */
 static GVariant *
 evolution_save(gpointer instance, GError **error)
 {
   Evolution *self = instance;
-  GVariantBuilder members;
+  GVariantBuilder members, violations;
   g_variant_builder_init(&members, G_VARIANT_TYPE("a(adad)"));
+  g_variant_builder_init(&violations, G_VARIANT_TYPE("ad"));
   for (guint i = 0; i < self->members->len; i++) {
     const Member *m = self->members->pdata[i];
+    g_variant_builder_add(&violations, "d", m->violation);
     g_variant_builder_add(&members, "(@ad@ad)", opt_genotype_save(m->genotype),
                           g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, m->objectives, self->n_objectives,
                                                     sizeof(double)));
@@ -317,6 +341,7 @@ evolution_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
   g_variant_dict_insert_value(&dict, "proposed", g_variant_new_uint64(self->proposed));
   g_variant_dict_insert_value(&dict, "members", g_variant_builder_end(&members));
+  g_variant_dict_insert_value(&dict, "violations", g_variant_builder_end(&violations));
   return g_variant_dict_end(&dict);
 }
 
@@ -338,6 +363,10 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) members = opt_state_lookup(state, "members", G_VARIANT_TYPE("a(adad)"), error);
   if (members == NULL)
     return FALSE;
+  /* Absent from states saved before constraints existed: all feasible. */
+  g_autoptr(GVariant) violations = g_variant_lookup_value(state, "violations", G_VARIANT_TYPE("ad"));
+  gsize n_violations = 0;
+  const double *vs = violations ? g_variant_get_fixed_array(violations, &n_violations, sizeof(double)) : NULL;
   g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func((GDestroyNotify) member_free);
   for (gsize i = 0; i < g_variant_n_children(members); i++) {
     g_autoptr(GVariant) genotype = NULL, objectives = NULL;
@@ -355,6 +384,7 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
     Member *m = g_new0(Member, 1);
     m->genotype = g;
     m->objectives = g_memdup2(v, sizeof(double) * n);
+    m->violation = i < n_violations ? vs[i] : 0;
     g_ptr_array_add(loaded, m);
   }
   if (!sieve_rng_load(&self->rng, rng, error))

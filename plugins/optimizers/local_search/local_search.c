@@ -17,6 +17,10 @@
  * already better (a step taken early); otherwise the proposal is a random
  * genotype, kept as a starting point for the next restart, so ask() never
  * waits.  With one worker the method is exactly the sequential algorithm.
+ *
+ * A neighbour rejected by a constraint (status REJECTED, NAN objective)
+ * counts as the worst value: never a step, so the climb stays inside the
+ * feasible region; a random start that breaks one is followed by another.
  */
 #include <sieve/abi.h>
 #include <sieve/candidate.h>

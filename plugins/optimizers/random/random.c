@@ -7,6 +7,11 @@
  * drawn again; a finite space is known to be exhausted when every one of
  * its genotypes has been proposed, and an infinite one after a bounded
  * number of draws that bring nothing new.
+ *
+ * Constraints need nothing here: the engine rejects a proposal that breaks
+ * one before it is evaluated and asks again, which is sampling within the
+ * constraints by rejection; the experiment's constraint_tries caps the
+ * rejections in a row, and the summary reports how many there were.
  */
 #include <math.h>
 #include <string.h>

@@ -13,6 +13,12 @@
  * random unseen genotype (evaluations are distinct genotypes).  Pending
  * trials are not modelled; several proposals from one ask() differ
  * because each is recorded as seen before the next is drawn.
+ *
+ * A candidate rejected by a constraint (status REJECTED, NAN objectives)
+ * is a trial with the worst value: it falls in g(x), the density of bad
+ * configurations, so proposals move away from the infeasible region (the
+ * treatment of infeasible trials in Optuna's and Hyperopt's TPE when no
+ * constraint model is fitted).
  */
 #include <sieve/candidate.h>
 #include <sieve/component.h>

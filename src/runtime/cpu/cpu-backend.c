@@ -159,3 +159,16 @@ const SieveBackendClass sieve_backend_cpu = {
   .read_signs = sieve__cpu_read_signs,
   .read_channel_dots = sieve__cpu_read_channel_dots,
 };
+
+const char *
+sieve__cpu_library(void)
+{
+  static char text[48];
+  static gsize done;
+  if (g_once_init_enter(&done)) {
+    const dnnl_version_t *ver = dnnl_version();
+    g_snprintf(text, sizeof text, "oneDNN %d.%d.%d", ver->major, ver->minor, ver->patch);
+    g_once_init_leave(&done, 1);
+  }
+  return text;
+}

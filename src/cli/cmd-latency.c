@@ -1,0 +1,243 @@
+/* sieve latency --space S [--set space.KEY=VAL] --arch TEXT [--predict] [--store FILE] [options]
+ * sieve latency --table --space S [--store FILE] [--samples N] [options]
+ *
+ * One candidate: measures its inference latency here (sieve/latency.h: the
+ * protocol) and prints one JSON object: latency_ms (the median),
+ * latency_iqr_ms, the median's 95% interval, runs, peak_mem_mb, params,
+ * macs, and with --predict the latency table's predicted_latency_ms.
+ *
+ * --table: the per-operation latency table of a space (ProxylessNAS,
+ * FBNet): every distinct operation key that the space's networks contain
+ * (all candidates of a space of at most 100,000, else 1000 drawn; --samples
+ * N draws N),
+ * each read from --store or measured and written there, printed one per
+ * line as "ms<TAB>key", after a header naming the machine the entries
+ * belong to and how long measuring took. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli-private.h"
+#include "engine/engine-private.h"
+
+#define ENUMERATE_MAX 100000.0
+
+typedef struct {
+  guint batch, threads, warmup, runs, max_runs;
+  double rel_ci, seconds;
+} Flags;
+
+static gboolean
+options_from_flags(const Flags *f, SieveLatencyOptions *o, GError **error)
+{
+  sieve_latency_options_init(o);
+  if (f->batch == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "--batch must be at least 1");
+    return FALSE;
+  }
+  o->batch = f->batch;
+  o->threads = f->threads;
+  o->warmup = f->warmup;
+  o->min_runs = MAX(f->runs, 3u);
+  o->max_runs = MAX(f->max_runs, o->min_runs);
+  o->rel_ci = f->rel_ci;
+  o->max_seconds = f->seconds;
+  return TRUE;
+}
+
+static int
+one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptions *o, SieveStore *store,
+              gboolean predict)
+{
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
+  if (g == NULL) {
+    fprintf(stderr, "sieve latency: --arch: %s\n", error->message);
+    g_error_free(error);
+    return SIEVE_EXIT_USAGE;
+  }
+  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+  SieveLatency l;
+  if (graph == NULL || !sieve_latency_measure(graph, o, &l, &error))
+    return sieve_cli_fail(error);
+  g_autofree char *text = sieve_space_format(space, g);
+  GString *out = g_string_new("{\"genotype\":");
+  sieve_json_append_string(out, text);
+  g_string_append_printf(out, ",\"latency_ms\":%.6g,\"latency_iqr_ms\":%.6g,\"ci_ms\":[%.6g,%.6g],\"runs\":%u,\"latency_cpu_ms\":%.6g,"
+                              "\"peak_mem_mb\":%.6g,\"params\":%" G_GUINT64_FORMAT ",\"macs\":%" G_GUINT64_FORMAT,
+                         l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.cpu_median_ms,
+                         l.memory_bytes / 1048576.0,
+                         sieve_graph_params(graph), sieve_graph_macs(graph));
+  if (predict) {
+    g_autoptr(SieveLatencyTable) table = sieve_latency_table_new(store, o);
+    double ms;
+    if (!sieve_latency_table_predict(table, graph, &ms, &error)) {
+      g_string_free(out, TRUE);
+      return sieve_cli_fail(error);
+    }
+    g_string_append_printf(out, ",\"predicted_latency_ms\":%.6g,\"table_entries_measured\":%u", ms,
+                           sieve_latency_table_n_measured(table));
+  }
+  g_string_append_printf(out, ",\"batch\":%u,\"threads\":%u}\n", o->batch, o->threads);
+  fputs(out->str, stdout);
+  g_string_free(out, TRUE);
+  return SIEVE_EXIT_OK;
+}
+
+typedef struct {
+  char *key;
+  SieveGraph *graph; /* the first network holding it (shared, reference in graphs) */
+  guint node;
+  double ms;
+} Entry;
+
+static gint
+compare_entries(gconstpointer a, gconstpointer b)
+{
+  return strcmp(((const Entry *) a)->key, ((const Entry *) b)->key);
+}
+
+static int
+table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, guint samples, guint64 seed)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
+  double size = sieve_space_size(space);
+  gboolean all = samples == 0 && size <= ENUMERATE_MAX;
+  if (samples == 0)
+    samples = 1000;
+  if (all) {
+    g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+    sieve_cli_enumerate(space, g, 0, genotypes);
+  } else {
+    SieveRng rng;
+    sieve_rng_seed(&rng, seed);
+    for (guint i = 0; i < samples; i++)
+      g_ptr_array_add(genotypes, sieve_space_sample(space, &rng));
+  }
+  g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
+  g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(Entry));
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < genotypes->len; i++) {
+    SieveGraph *graph = sieve_space_build(space, genotypes->pdata[i], &error);
+    if (graph == NULL)
+      return sieve_cli_fail(error);
+    gboolean used = FALSE;
+    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+    for (guint n = 0; n < keys->len; n++) {
+      /* Dead and free nodes (NULL) are no entries: no kernel runs for them. */
+      if (keys->pdata[n] == NULL || g_hash_table_contains(seen, keys->pdata[n]))
+        continue;
+      char *key = g_strdup(keys->pdata[n]);
+      g_hash_table_add(seen, key);
+      Entry e = {key, graph, n, NAN};
+      g_array_append_val(entries, e);
+      used = TRUE;
+    }
+    if (used)
+      g_ptr_array_add(graphs, graph);
+    else
+      sieve_graph_free(graph);
+  }
+  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
+  gint64 start = g_get_monotonic_time();
+  for (guint i = 0; i < entries->len; i++) {
+    Entry *e = &g_array_index(entries, Entry, i);
+    if (!sieve_latency_table_entry(t, e->graph, e->node, &e->ms, &error))
+      return sieve_cli_fail(error);
+  }
+  double took = (g_get_monotonic_time() - start) / 1e6;
+  g_array_sort(entries, compare_entries);
+  g_autofree char *machine = g_strdup(sieve_latency_table_machine(t));
+  g_strdelimit(machine, "\n", ';');
+  printf("# latency table of space %s: %u operations from %s%u candidates; %u measured now, %u read from %s, "
+         "in %.1f s\n# machine: %s\n",
+         sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len,
+         sieve_latency_table_n_measured(t), entries->len - sieve_latency_table_n_measured(t),
+         store ? sieve_store_get_path(store) : "(no store)", took, machine);
+  for (guint i = 0; i < entries->len; i++) {
+    const Entry *e = &g_array_index(entries, Entry, i);
+    printf("%.6f\t%s\n", e->ms, e->key);
+  }
+  return SIEVE_EXIT_OK;
+}
+
+int
+sieve_cmd_latency(int argc, char **argv)
+{
+  g_autofree char *space_name = NULL, *arch = NULL, *store_path = NULL;
+  g_auto(GStrv) overrides = NULL;
+  gboolean as_table = FALSE, predict = FALSE;
+  gint samples = 0;
+  gint64 seed = 0;
+  SieveLatencyOptions d;
+  sieve_latency_options_init(&d);
+  gint batch = (gint) d.batch, threads = (gint) d.threads, warmup = (gint) d.warmup, runs = (gint) d.min_runs,
+       max_runs = (gint) d.max_runs;
+  double rel_ci = d.rel_ci, seconds = d.max_seconds;
+  GOptionEntry entries[] = {
+      {"space", 's', 0, G_OPTION_ARG_STRING, &space_name, "architecture space plugin (default nb201)", "NAME"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides, "set an option of the space, e.g. --set space.C=8",
+       "space.KEY=VALUE"},
+      {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "the candidate, in the space's text form", "TEXT"},
+      {"table", 0, 0, G_OPTION_ARG_NONE, &as_table, "build and print the space's per-operation latency table", NULL},
+      {"predict", 0, 0, G_OPTION_ARG_NONE, &predict, "with --arch: also the latency table's prediction", NULL},
+      {"store", 0, 0, G_OPTION_ARG_FILENAME, &store_path,
+       "store holding the latency table (read, and written with what is measured); default: none", "FILE"},
+      {"samples", 0, 0, G_OPTION_ARG_INT, &samples, "--table: draw N candidates instead of enumerating the space "
+       "(default: every candidate of a space of at most 100,000, else 1000 drawn)", "N"},
+      {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of those draws (default 0)", "N"},
+      {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples per forward (default 1)", "N"},
+      {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
+      {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "forwards dropped before timing (default 10)", "N"},
+      {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "timed forwards per round, and at least (default 20)", "N"},
+      {"max-runs", 0, 0, G_OPTION_ARG_INT, &max_runs, "timed forwards at most (default 1000)", "N"},
+      {"rel-ci", 0, 0, G_OPTION_ARG_DOUBLE, &rel_ci, "stop when the median's 95% interval is narrower than this "
+       "fraction of it (default 0.02)", "X"},
+      {"max-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "stop timing one network after this long (default 2)",
+       "S"},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context =
+      g_option_context_new("--arch TEXT | --table - measure inference latency on this machine");
+  g_option_context_set_description(
+      context, "Protocol: compile for inference (eval mode), warm up, time single forwards with CLOCK_MONOTONIC\n"
+               "until the median's 95% confidence interval is within --rel-ci of it (or --max-runs, --max-seconds);\n"
+               "report the median and interquartile range.\n\nExamples:\n"
+               "  sieve latency --space nb201 --arch '|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|"
+               "skip_connect~0|nor_conv_3x3~1|skip_connect~2|' --predict\n"
+               "  sieve latency --table --space nb201 --store latency.sieve");
+  g_option_context_add_main_entries(context, entries, NULL);
+  GError *error = NULL;
+  if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (as_table == (arch != NULL) || argc > 1) {
+    fprintf(stderr, "sieve latency: give --arch TEXT (one candidate) or --table (see 'sieve latency --help')\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || !(rel_ci >= 0) ||
+      !(seconds >= 0)) {
+    fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
+                    "--warmup, --rel-ci, --max-seconds and --samples at least 0\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  Flags f = {(guint) batch, (guint) threads, (guint) warmup, (guint) runs, (guint) max_runs, rel_ci, seconds};
+  SieveLatencyOptions o;
+  if (!options_from_flags(&f, &o, &error))
+    return sieve_cli_fail(error);
+
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, refused);
+  sieve_cli_warn_refused(refused);
+  g_autoptr(SieveSpace) space =
+      sieve_cli_open_space(registry, space_name ? space_name : "nb201", overrides, "measure", &error);
+  if (space == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(SieveStore) store = NULL;
+  if (store_path != NULL && !(store = sieve_store_open(store_path, SIEVE_STORE_WRITE, &error)))
+    return sieve_cli_fail(error);
+  if (as_table)
+    return table(space, &o, store, (guint) samples, (guint64) seed);
+  return one_candidate(space, arch, &o, store, predict);
+}

@@ -1,0 +1,421 @@
+/* sieve: inference latency measured here (sieve/latency.h says the protocol). */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include <sieve/latency.h>
+
+#include "runtime/runtime-private.h"
+
+void
+sieve_latency_options_init(SieveLatencyOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  *options = (SieveLatencyOptions){.batch = 1, .threads = 1, .warmup = 10, .min_runs = 20, .max_runs = 1000,
+                                   .rel_ci = 0.02, .max_seconds = 2};
+}
+
+void
+sieve_latency_options_read(const SieveOptions *options, SieveLatencyOptions *out)
+{
+  g_return_if_fail(options != NULL && out != NULL);
+  sieve_latency_options_init(out);
+  out->batch = (guint) sieve_options_get_int(options, "batch");
+  out->threads = (guint) sieve_options_get_int(options, "threads");
+  out->warmup = (guint) sieve_options_get_int(options, "warmup");
+  out->min_runs = (guint) sieve_options_get_int(options, "min_runs");
+  out->max_runs = (guint) MAX(sieve_options_get_int(options, "max_runs"), out->min_runs);
+  out->rel_ci = sieve_options_get_double(options, "rel_ci");
+  out->max_seconds = sieve_options_get_double(options, "max_seconds");
+}
+
+/* Nanoseconds of CLOCK_MONOTONIC: g_get_monotonic_time's microseconds are
+ * too coarse for one small operation. */
+static gint64
+clock_ns(clockid_t clock)
+{
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static gint64
+now_ns(void)
+{
+  return clock_ns(CLOCK_MONOTONIC);
+}
+
+static int
+compare_double(const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Linear interpolation between order statistics (Hyndman & Fan type 7,
+ * numpy's default) of sorted[0..n). */
+static double
+quantile(const double *sorted, guint n, double q)
+{
+  double h = (n - 1) * q;
+  guint lo = (guint) floor(h);
+  guint hi = MIN(lo + 1, n - 1);
+  return sorted[lo] + (h - lo) * (sorted[hi] - sorted[lo]);
+}
+
+/* Median, IQR and the median's distribution-free 95% confidence interval:
+ * the order statistics at n/2 -+ 1.96 sqrt(n)/2 (the binomial(n, 1/2)
+ * count below the median, in its normal approximation). */
+static void
+summarise(GArray *times, SieveLatency *out)
+{
+  guint n = times->len;
+  g_autofree double *sorted = g_memdup2(times->data, sizeof(double) * n);
+  qsort(sorted, n, sizeof(double), compare_double);
+  out->median_ms = quantile(sorted, n, 0.5);
+  out->iqr_ms = quantile(sorted, n, 0.75) - quantile(sorted, n, 0.25);
+  double half = 0.98 * sqrt((double) n);
+  gint lo = (gint) floor(n / 2.0 - half), hi = (gint) ceil(n / 2.0 + half);
+  out->ci_low_ms = sorted[CLAMP(lo, 0, (gint) n - 1)];
+  out->ci_high_ms = sorted[CLAMP(hi, 0, (gint) n - 1)];
+  out->runs = n;
+}
+
+static gboolean
+time_forwards(SieveRuntime *rt, const float *x, const SieveLatencyOptions *o, SieveLatency *out, GError **error)
+{
+  for (guint i = 0; i < o->warmup; i++)
+    if (!sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_EVAL, error))
+      return FALSE;
+  g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) cpu = g_array_new(FALSE, FALSE, sizeof(double));
+  gint64 start = now_ns();
+  guint max_runs = MAX(o->max_runs, o->min_runs);
+  while (times->len < max_runs) {
+    guint round = MIN(MAX(o->min_runs, 1u), max_runs - times->len);
+    for (guint i = 0; i < round; i++) {
+      gint64 c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns();
+      if (!sieve_runtime_forward(rt, x, NULL, SIEVE_MODE_EVAL, error))
+        return FALSE;
+      double ms = (now_ns() - t0) / 1e6, cpu_ms = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e6;
+      g_array_append_val(times, ms);
+      g_array_append_val(cpu, cpu_ms);
+    }
+    summarise(times, out);
+    if (out->ci_high_ms - out->ci_low_ms <= o->rel_ci * out->median_ms)
+      break;
+    if ((now_ns() - start) / 1e9 >= o->max_seconds)
+      break;
+  }
+  out->memory_bytes = sieve_runtime_memory_bytes(rt);
+  qsort(cpu->data, cpu->len, sizeof(double), compare_double);
+  out->cpu_median_ms = quantile((const double *) cpu->data, cpu->len, 0.5);
+  return TRUE;
+}
+
+/* A fixed input: the values do not change how long dense kernels take, as
+ * long as they are normal numbers (no denormals). */
+static float *
+make_input(const SieveGraph *graph, guint batch)
+{
+  SieveShape s = sieve_graph_node(graph, sieve_graph_input_node(graph))->shape;
+  gsize n = (gsize) batch * s.c * s.h * s.w;
+  float *x = g_new(float, n);
+  for (gsize i = 0; i < n; i++)
+    x[i] = (float) (((i * 2654435761u) >> 16) & 1023) / 512.0f - 1.0f + 1.0f / 1024;
+  return x;
+}
+
+gboolean
+sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *options, SieveLatency *out,
+                      GError **error)
+{
+  g_return_val_if_fail(graph != NULL && options != NULL && out != NULL, FALSE);
+  memset(out, 0, sizeof *out);
+  guint output = sieve_graph_output(graph);
+  if (output != SIEVE_NODE_INVALID && sieve_graph_node(graph, output)->kind == SIEVE_OP_SOFTMAX_CE) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH,
+                "graph %s ends in a loss: latency is measured on the network that serves requests (its logits)",
+                sieve_graph_name(graph));
+    return FALSE;
+  }
+  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(graph, &ro, error);
+  if (rt == NULL)
+    return FALSE;
+  g_autofree float *x = make_input(graph, ro.batch);
+  return time_forwards(rt, x, options, out, error);
+}
+
+/* What the CPU runtime folds away at compile time (runtime/cpu/cpu-plan.c),
+ * so that the table charges a network for the kernels it really runs: an
+ * identity is its input; a zero, and a sum of nothing but zeros, is no
+ * tensor; a sum of one non-zero term is that term; a second activation of
+ * the same tensor with the same settings is the first one's output. */
+typedef struct {
+  guint *root;    /* the node whose tensor each node shares */
+  gboolean *zero; /* no tensor at all */
+  gboolean *live; /* reaches the output */
+} Folding;
+
+/* One pass in node order (inputs come before the nodes that read them). */
+static void
+folding_init(Folding *f, const SieveGraph *graph)
+{
+  guint n = sieve_graph_n_nodes(graph);
+  f->root = g_new(guint, n);
+  f->zero = g_new0(gboolean, n);
+  f->live = g_new0(gboolean, n);
+  guint out = sieve_graph_output(graph);
+  if (out != SIEVE_NODE_INVALID)
+    f->live[out] = TRUE;
+  for (guint v = n; v-- > 0;) /* nodes only read earlier nodes: one backward sweep */
+    for (guint i = 0; f->live[v] && i < sieve_graph_node(graph, v)->n_inputs; i++)
+      f->live[sieve_graph_node(graph, v)->inputs[i]] = TRUE;
+  for (guint v = 0; v < n; v++) {
+    const SieveGraphNode *node = sieve_graph_node(graph, v);
+    f->root[v] = v;
+    if (node->kind == SIEVE_OP_ZERO) {
+      f->zero[v] = TRUE;
+    } else if (node->kind == SIEVE_OP_IDENTITY) {
+      f->root[v] = f->root[node->inputs[0]];
+      f->zero[v] = f->zero[node->inputs[0]];
+    } else if (node->kind == SIEVE_OP_ADD) {
+      guint terms = 0, last = v;
+      for (guint i = 0; i < node->n_inputs; i++)
+        if (!f->zero[node->inputs[i]]) {
+          terms++;
+          last = node->inputs[i];
+        }
+      f->zero[v] = terms == 0;
+      if (terms == 1)
+        f->root[v] = f->root[last];
+    }
+  }
+}
+
+static void
+folding_clear(Folding *f)
+{
+  g_free(f->root);
+  g_free(f->zero);
+  g_free(f->live);
+}
+
+/* The inputs a node's kernel reads: a sum skips its zero terms; any other
+ * operation reads its input, zero or not (the runtime makes a zero tensor). */
+static guint
+live_inputs(const SieveGraph *graph, const SieveGraphNode *n, guint *out)
+{
+  Folding f = {NULL, NULL, NULL};
+  if (n->kind == SIEVE_OP_ADD)
+    folding_init(&f, graph);
+  guint k = 0;
+  for (guint i = 0; i < n->n_inputs; i++)
+    if (n->kind != SIEVE_OP_ADD || !f.zero[n->inputs[i]])
+      out[k++] = n->inputs[i];
+  folding_clear(&f);
+  return k;
+}
+
+static gboolean
+node_free(const SieveGraph *graph, const Folding *f, guint node)
+{
+  const SieveGraphNode *n = sieve_graph_node(graph, node);
+  switch (n->kind) {
+  case SIEVE_OP_IDENTITY:
+  case SIEVE_OP_ZERO:
+  case SIEVE_OP_SOFTMAX_CE:
+    return TRUE;
+  case SIEVE_OP_ADD: {
+    guint terms = 0;
+    for (guint i = 0; i < n->n_inputs; i++)
+      terms += !f->zero[n->inputs[i]];
+    return terms <= 1;
+  }
+  case SIEVE_OP_ACTIVATION: {
+    guint r = f->root[n->inputs[0]];
+    for (guint w = 0; w < node; w++) {
+      const SieveGraphNode *y = sieve_graph_node(graph, w);
+      if (y->kind == SIEVE_OP_ACTIVATION && f->live[w] && y->attrs.activation == n->attrs.activation &&
+          y->attrs.alpha == n->attrs.alpha && f->root[y->inputs[0]] == r)
+        return TRUE;
+    }
+    return FALSE;
+  }
+  default:
+    return FALSE;
+  }
+}
+
+gboolean
+sieve_latency_node_is_free(const SieveGraph *graph, guint node)
+{
+  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph), TRUE);
+  Folding f;
+  folding_init(&f, graph);
+  gboolean free_node = node_free(graph, &f, node);
+  folding_clear(&f);
+  return free_node;
+}
+
+GPtrArray *
+sieve_latency_node_keys(const SieveGraph *graph)
+{
+  g_return_val_if_fail(graph != NULL, NULL);
+  guint n = sieve_graph_n_nodes(graph);
+  GPtrArray *keys = g_ptr_array_new_full(n, g_free);
+  Folding f;
+  folding_init(&f, graph);
+  for (guint v = 0; v < n; v++)
+    g_ptr_array_add(keys, f.live[v] && !node_free(graph, &f, v) ? sieve_latency_node_key(graph, v) : NULL);
+  folding_clear(&f);
+  return keys;
+}
+
+static void
+append_shape(GString *s, SieveShape shape)
+{
+  g_string_append_printf(s, " %ux%ux%u", shape.c, shape.h, shape.w);
+}
+
+char *
+sieve_latency_node_key(const SieveGraph *graph, guint node)
+{
+  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph), NULL);
+  const SieveGraphNode *n = sieve_graph_node(graph, node);
+  const SieveOpAttrs *a = &n->attrs;
+  GString *s = g_string_new(sieve_op_kind_name(n->kind));
+  if (n->kind == SIEVE_OP_INPUT)
+    append_shape(s, n->shape);
+  g_autofree guint *ins = g_new(guint, n->n_inputs + 1);
+  guint k = live_inputs(graph, n, ins);
+  for (guint i = 0; i < k; i++)
+    append_shape(s, sieve_graph_node(graph, ins[i])->shape);
+  /* Every attribute that is set: the fields an operation does not use are
+   * zero (graph.h), so this names each kernel's settings without a list
+   * per kind, and a kind added later gets a key too. */
+  if (a->out_channels)
+    g_string_append_printf(s, " out=%u", a->out_channels);
+  if (a->kernel[0] || a->kernel[1])
+    g_string_append_printf(s, " k=%ux%u", a->kernel[0], a->kernel[1]);
+  if (a->stride[0] || a->stride[1])
+    g_string_append_printf(s, " s=%ux%u", a->stride[0], a->stride[1]);
+  if (a->pad[0] || a->pad[1])
+    g_string_append_printf(s, " p=%ux%u", a->pad[0], a->pad[1]);
+  if (a->dilation[0] > 1 || a->dilation[1] > 1)
+    g_string_append_printf(s, " d=%ux%u", a->dilation[0], a->dilation[1]);
+  if (a->groups > 1)
+    g_string_append_printf(s, " g=%u", a->groups);
+  if (a->bias)
+    g_string_append(s, " bias");
+  if (a->affine)
+    g_string_append(s, " affine");
+  if (n->kind == SIEVE_OP_ACTIVATION)
+    g_string_append_printf(s, " %s", sieve_activation_name(a->activation));
+  if (a->alpha != 0)
+    g_string_append_printf(s, " alpha=%g", a->alpha);
+  if (n->kind == SIEVE_OP_POOL)
+    g_string_append(s, a->pool == SIEVE_POOL_MAX ? " max" : " avg");
+  return g_string_free(s, FALSE);
+}
+
+/* input of shape -> identity: what a network pays once per forward besides
+ * its operations (the call, the input's copy into the runtime). */
+static gboolean
+measure_bare(SieveShape shape, const SieveLatencyOptions *options, SieveLatency *out, GError **error)
+{
+  g_autoptr(SieveGraph) g = sieve_graph_new("latency-bare");
+  guint x = sieve_graph_input(g, shape.c, shape.h, shape.w);
+  guint y = sieve_graph_identity(g, x);
+  return sieve_graph_finish(g, y, error) && sieve_latency_measure(g, options, out, error);
+}
+
+/* The operation's input as a network hands it over: the output of a
+ * convolution, in the layout the backend picks for it (oneDNN: blocked,
+ * nChw8c/16c), not the plain NCHW of a graph's input, which some kernels
+ * (oneDNN's pooling) read several times slower.  A 1x1 convolution that
+ * keeps the shape produces it; the base graph has it too, so it cancels. */
+static guint
+produced(SieveGraph *g, SieveShape shape)
+{
+  guint x = sieve_graph_input(g, shape.c, shape.h, shape.w);
+  return sieve_graph_conv2d(g, x, shape.c, 1, 1, 0, FALSE);
+}
+
+gboolean
+sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
+                           SieveLatency *out, GError **error)
+{
+  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph) && options != NULL && out != NULL,
+                       FALSE);
+  memset(out, 0, sizeof *out);
+  const SieveGraphNode *n = sieve_graph_node(graph, node);
+  if (n->kind == SIEVE_OP_INPUT)
+    return measure_bare(n->shape, options, out, error);
+  if (sieve_latency_node_is_free(graph, node))
+    return TRUE;
+  g_autofree guint *ins = g_new(guint, n->n_inputs + 1);
+  guint k = live_inputs(graph, n, ins);
+  /* One input tensor read k times: the graph has a single input.  Inputs
+   * of different shapes (a concat of branches of different widths) are
+   * read as k inputs of their mean channel count, the same bytes moved. */
+  SieveShape shape = sieve_graph_node(graph, ins[0])->shape;
+  guint channels = 0;
+  gboolean same = TRUE;
+  for (guint i = 0; i < k; i++) {
+    SieveShape si = sieve_graph_node(graph, ins[i])->shape;
+    channels += si.c;
+    same = same && si.c == shape.c && si.h == shape.h && si.w == shape.w;
+  }
+  if (!same)
+    shape.c = (channels + k - 1) / k;
+  g_autoptr(SieveGraph) g = sieve_graph_new("latency-op");
+  g_autoptr(SieveGraph) base = sieve_graph_new("latency-op-base");
+  guint x = produced(g, shape);
+  g_autofree guint *xs = g_new(guint, k);
+  for (guint i = 0; i < k; i++)
+    xs[i] = x;
+  SieveOpAttrs attrs = n->attrs;
+  guint y = sieve_graph_add(g, n->kind, xs, k, &attrs);
+  guint z = sieve_graph_identity(base, produced(base, shape));
+  SieveLatency bare;
+  if (!sieve_graph_finish(g, y, error) || !sieve_graph_finish(base, z, error) ||
+      !sieve_latency_measure(g, options, out, error) || !sieve_latency_measure(base, options, &bare, error)) {
+    g_prefix_error(error, "measuring %s: ", sieve_op_kind_name(n->kind));
+    return FALSE;
+  }
+  out->median_ms -= bare.median_ms;
+  out->cpu_median_ms -= bare.cpu_median_ms;
+  out->ci_low_ms -= bare.median_ms;
+  out->ci_high_ms -= bare.median_ms;
+  return TRUE;
+}
+
+/* The CPU's model as /proc/cpuinfo names it ("unknown" elsewhere). */
+static char *
+cpu_model(void)
+{
+  g_autofree char *text = NULL;
+  if (g_file_get_contents("/proc/cpuinfo", &text, NULL, NULL)) {
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (guint i = 0; lines[i]; i++)
+      if (g_str_has_prefix(lines[i], "model name")) {
+        const char *colon = strchr(lines[i], ':');
+        if (colon)
+          return g_strstrip(g_strdup(colon + 1));
+      }
+  }
+  return g_strdup("unknown");
+}
+
+char *
+sieve_latency_machine(const SieveLatencyOptions *options)
+{
+  g_return_val_if_fail(options != NULL, NULL);
+  g_autofree char *cpu = cpu_model();
+  g_autofree char *threads = options->threads ? g_strdup_printf("%u", options->threads)
+                                              : g_strdup_printf("all (%u)", g_get_num_processors());
+  return g_strdup_printf("host=%s\ncpu=%s\nlibrary=%s\nthreads=%s\nbatch=%u\n", g_get_host_name(), cpu,
+                         sieve__cpu_library(), threads, MAX(options->batch, 1u));
+}

@@ -1,0 +1,435 @@
+/* tests/engine: hardware-aware search: latency measured here, the
+ * per-operation latency table in a real store, and constraints (config
+ * errors located, exactly the violators rejected, no evaluation spent on
+ * them, every optimizer filling its budget with feasible candidates,
+ * rejections kept on resume), on the NAS-Bench-201 space and table. */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+#include <sieve/sieve.h>
+
+#include "core/core-private.h"
+#include "engine/engine-private.h"
+#include "test-support.h"
+
+static SieveRegistry *registry;
+static char *table_path;
+static char *tmp_dir;
+
+/* Quick settings: the tests check bookkeeping, not the machine's speed. */
+static SieveLatencyOptions
+quick(guint threads)
+{
+  SieveLatencyOptions o;
+  sieve_latency_options_init(&o);
+  o.threads = threads;
+  o.warmup = 1;
+  o.min_runs = 3;
+  o.max_runs = 3;
+  o.max_seconds = 0.05;
+  return o;
+}
+
+/* ---- measuring ----------------------------------------------------------- */
+
+static SieveGraph *
+small_net(void)
+{
+  SieveGraph *g = sieve_graph_new("small");
+  guint x = sieve_graph_input(g, 3, 16, 16);
+  guint h = sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE);
+  h = sieve_graph_batch_norm(g, h);
+  guint a = sieve_graph_relu(g, h);
+  guint b = sieve_graph_relu(g, h); /* the same activation again: the runtime shares it */
+  guint c1 = sieve_graph_conv2d(g, a, 8, 3, 1, 1, FALSE);
+  guint c2 = sieve_graph_conv2d(g, b, 8, 1, 1, 0, FALSE);
+  guint z = sieve_graph_zero(g, a);
+  guint terms[] = {c1, c2, z, h};
+  guint s = sieve_graph_sum(g, terms, 4);
+  guint p = sieve_graph_pool(g, s, SIEVE_POOL_AVG, 3, 2, 1);
+  guint cat_in[] = {p, p};
+  guint cat = sieve_graph_concat(g, cat_in, 2);
+  guint gp = sieve_graph_global_avg_pool(g, cat);
+  guint out = sieve_graph_linear(g, gp, 10, TRUE);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(sieve_graph_finish(g, out, &error));
+  return g;
+}
+
+static void
+test_measure(void)
+{
+  g_autoptr(SieveGraph) g = small_net();
+  SieveLatencyOptions o = quick(1);
+  o.min_runs = 5;
+  o.max_runs = 40;
+  SieveLatency l;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(sieve_latency_measure(g, &o, &l, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat(l.median_ms, >, 0);
+  g_assert_cmpfloat(l.iqr_ms, >=, 0);
+  g_assert_cmpuint(l.runs, >=, 5);
+  g_assert_cmpuint(l.runs, <=, 40);
+  g_assert_cmpuint(l.runs % 5, ==, 0); /* whole rounds */
+  g_assert_cmpfloat(l.ci_low_ms, <=, l.median_ms);
+  g_assert_cmpfloat(l.median_ms, <=, l.ci_high_ms);
+  g_assert_cmpuint(l.memory_bytes, >, 0);
+
+  /* A network with its loss is refused: a device serves logits. */
+  g_autoptr(SieveGraph) lossy = sieve_graph_copy(g);
+  g_assert_true(sieve_graph_add_loss(lossy, 0, &error));
+  g_assert_false(sieve_latency_measure(lossy, &o, &l, &error));
+  g_assert_nonnull(strstr(error->message, "ends in a loss"));
+}
+
+static void
+test_keys(void)
+{
+  g_autoptr(SieveGraph) g = small_net();
+  /* node 1: the first conv; 3: relu; 4: the same relu again; 8: the sum */
+  g_autofree char *conv = sieve_latency_node_key(g, 1);
+  g_assert_cmpstr(conv, ==, "conv2d 3x16x16 out=8 k=3x3 s=1x1 p=1x1");
+  g_autofree char *input = sieve_latency_node_key(g, 0);
+  g_assert_cmpstr(input, ==, "input 3x16x16");
+  g_assert_false(sieve_latency_node_is_free(g, 3));
+  g_assert_true(sieve_latency_node_is_free(g, 4));
+  /* The sum reads three tensors: its zero term is folded away. */
+  g_autofree char *sum = sieve_latency_node_key(g, 8);
+  g_assert_cmpstr(sum, ==, "add 8x16x16 8x16x16 8x16x16");
+  g_assert_true(sieve_latency_node_is_free(g, 7)); /* the zero */
+}
+
+/* ---- the latency table ------------------------------------------------- */
+
+/* A residual block and a plain chain: the prediction is the sum of the
+ * entries of the live nodes, each in the store under this machine. */
+static void
+test_table_sum(void)
+{
+  g_autofree char *path = g_build_filename(tmp_dir, "table.sieve", NULL);
+  GError *error = NULL;
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  SieveLatencyOptions o = quick(1);
+  g_autoptr(SieveGraph) a = small_net();
+  g_autoptr(SieveGraph) b = sieve_graph_new("chain");
+  guint x = sieve_graph_input(b, 3, 16, 16);
+  guint h = sieve_graph_conv2d(b, x, 8, 3, 1, 1, FALSE);
+  guint dead = sieve_graph_conv2d(b, x, 4, 1, 1, 0, FALSE); /* reaches no output: not counted */
+  (void) dead;
+  h = sieve_graph_batch_norm(b, h);
+  h = sieve_graph_relu(b, h);
+  h = sieve_graph_global_avg_pool(b, h);
+  h = sieve_graph_linear(b, h, 10, TRUE);
+  g_assert_true(sieve_graph_finish(b, h, &error));
+  const SieveGraph *graphs[] = {a, b};
+
+  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &o);
+  for (guint k = 0; k < G_N_ELEMENTS(graphs); k++) {
+    const SieveGraph *g = graphs[k];
+    double predicted;
+    g_assert_true(sieve_latency_table_predict(t, g, &predicted, &error));
+    g_assert_no_error(error);
+    double sum = 0;
+    guint counted = 0;
+    for (guint i = 0; i < sieve_graph_n_nodes(g); i++) {
+      if (!sieve_graph_node_live(g, i))
+        continue;
+      double e, stored;
+      g_assert_true(sieve_latency_table_entry(t, g, i, &e, &error));
+      g_assert_cmpfloat(e, >=, 0);
+      sum += e;
+      counted++;
+      g_autofree char *key = sieve_latency_node_key(g, i);
+      g_assert_true(sieve_store_latency_get(store, sieve_latency_table_machine(t), key, &stored, NULL, &error));
+      if (sieve_latency_node_is_free(g, i))
+        g_assert_cmpfloat(e, ==, 0);
+      else
+        g_assert_cmpfloat(stored, ==, e); /* written through to the store */
+    }
+    g_assert_cmpfloat(predicted, ==, sum);
+    g_assert_cmpfloat(predicted, >, 0);
+    g_assert_cmpuint(counted, <, sieve_graph_n_nodes(g) + (k == 0));
+  }
+  guint measured = sieve_latency_table_n_measured(t);
+  g_assert_cmpuint(measured, >, 5);
+
+  /* The same machine and settings: everything from the store, nothing measured. */
+  g_autoptr(SieveLatencyTable) again = sieve_latency_table_new(store, &o);
+  double p1, p2;
+  g_assert_true(sieve_latency_table_predict(t, a, &p1, &error));
+  g_assert_true(sieve_latency_table_predict(again, a, &p2, &error));
+  g_assert_cmpfloat(p1, ==, p2);
+  g_assert_cmpuint(sieve_latency_table_n_measured(again), ==, 0);
+
+  /* Another setting (threads) is another machine key: measured again. */
+  SieveLatencyOptions two = quick(2);
+  g_autoptr(SieveLatencyTable) other = sieve_latency_table_new(store, &two);
+  g_assert_cmpstr(sieve_latency_table_machine(other), !=, sieve_latency_table_machine(t));
+  g_assert_true(sieve_latency_table_predict(other, b, &p2, &error));
+  g_assert_cmpuint(sieve_latency_table_n_measured(other), >, 0);
+  g_assert_nonnull(strstr(sieve_latency_table_machine(t), "library=oneDNN "));
+}
+
+/* ---- constraints: config -------------------------------------------------- */
+
+static const char base_yaml[] = "space: {plugin: nb201}\n"
+                                "optimizer: {plugin: random, seed: 3}\n"
+                                "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+                                "objective: {metric: cifar10_valid_acc}\n"
+                                "budget: {evaluations: 10}\n"
+                                "%s";
+
+static SieveExperiment *
+load(const char *extra, const char *store, GError **error)
+{
+  g_autofree char *text = g_strdup_printf(base_yaml, table_path, extra);
+  g_autofree char *with_store = store ? g_strdup_printf("%sstore: %s/%s\n", text, tmp_dir, store) : g_strdup(text);
+  return sieve_experiment_load_string(with_store, "test.yaml", tmp_dir, NULL, registry, NULL, error);
+}
+
+static void
+test_config_errors(void)
+{
+  /* `constraints:` is on line 6. */
+  static const struct {
+    const char *yaml, *message;
+  } cases[] = {
+      {"constraints: [{metric: cifar10_valid_acc, max: 90}]\n",
+       "test.yaml:6:24: constraint #1: 'cifar10_valid_acc' is not known before evaluation"},
+      {"constraints: [{metric: parms, max: 1e6}]\n",
+       "test.yaml:6:24: constraint #1: 'parms' is not known before evaluation (did you mean 'params'?)"},
+      {"constraints:\n  - {metric: params, max: 1e6}\n  - {metric: macs, max: lots}\n",
+       "test.yaml:8:25: option 'max' expects a number, got 'lots'"},
+      {"constraints: [{metric: params}]\n", "test.yaml:6:15: constraint #1 on 'params' has no bound"},
+      {"constraints: [{metric: params, min: 5, max: 1}]\n", "test.yaml:6:37: constraint #1: min (5) is above max (1)"},
+      {"constraints: [{metric: params, mx: 1}]\n", "test.yaml:6:32: unknown option 'mx' for constraint #1 (did you "
+                                                   "mean 'max'?)"},
+      {"constraints: {metric: params, max: 1}\n", "test.yaml:6:14: 'constraints' must be a list"},
+      {"constraints: [params]\n", "test.yaml:6:15: constraint #1 must be a map"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SieveExperiment) exp = load(cases[i].yaml, NULL, &error);
+    g_assert_null(exp);
+    g_assert_nonnull(error);
+    if (!g_str_has_prefix(error->message, cases[i].message))
+      g_error("case %u: expected a message starting\n  %s\ngot\n  %s", i, cases[i].message, error->message);
+    g_assert_true(g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG));
+  }
+  /* A proxy and the measured metrics are known before evaluation. */
+  GError *error = NULL;
+  g_autoptr(SieveExperiment) ok = load("constraints: [{metric: synflow, min: 0}, {metric: latency_ms, max: 50}, "
+                                       "{metric: macs, max: 3e8}, {metric: predicted_latency_ms, max: 3}]\n",
+                                       NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ok->n_constraints, ==, 4);
+  g_assert_cmpfloat(ok->constraints[2].max, ==, 3e8);
+  g_assert_true(isinf(ok->constraints[2].min));
+}
+
+/* ---- constraints: the study ------------------------------------------------ */
+
+#define PARAMS_CAP 600000.0
+
+static guint64
+params_of(const SieveSpace *space, const char *text)
+{
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, text, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+  g_assert_no_error(error);
+  return sieve_graph_params(graph);
+}
+
+static void
+enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPtrArray *out)
+{
+  if (d == sieve_space_n_decisions(space)) {
+    g_ptr_array_add(out, sieve_genotype_copy(g));
+    return;
+  }
+  const SieveDecision *dec = sieve_space_decision(space, d);
+  for (double v = dec->low; v <= dec->high; v++) {
+    sieve_genotype_set(g, d, v);
+    enumerate(space, g, d + 1, out);
+  }
+}
+
+/* Every cell of NAS-Bench-201: the constraint rejects exactly those whose
+ * network has more parameters than the cap. */
+static void
+test_exact(void)
+{
+  GError *error = NULL;
+  g_autoptr(SieveExperiment) exp = load("constraints: [{metric: params, max: 600000}]\n", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  g_autoptr(SieveConstrainer) c = sieve_constrainer_new(exp, NULL);
+  g_assert_nonnull(c);
+  g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
+  g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+  enumerate(space, g, 0, all);
+  g_assert_cmpuint(all->len, ==, 15625);
+  guint rejected = 0;
+  for (guint i = 0; i < all->len; i++) {
+    gboolean feasible;
+    g_autoptr(SieveResult) r = sieve_constrainer_check(c, space, all->pdata[i], &feasible, &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveGraph) graph = sieve_space_build(space, all->pdata[i], &error);
+    gboolean over = (double) sieve_graph_params(graph) > PARAMS_CAP;
+    g_assert_cmpint(feasible, ==, !over);
+    g_assert_cmpint(sieve_result_get_status(r), ==, over ? SIEVE_STATUS_REJECTED : SIEVE_STATUS_OK);
+    if (over) {
+      rejected++;
+      double v;
+      g_assert_true(sieve_result_get_metric(r, SIEVE_METRIC_CONSTRAINT_VIOLATION, &v));
+      g_assert_cmpfloat_with_epsilon(v, (sieve_graph_params(graph) - PARAMS_CAP) / PARAMS_CAP, 1e-12);
+      g_assert_true(g_str_has_prefix(sieve_result_get_reason(r), "broke params = "));
+    }
+  }
+  /* Both sides are populated, or the check proves little. */
+  g_assert_cmpuint(rejected, >, 1000);
+  g_assert_cmpuint(rejected, <, 14000);
+}
+
+static GPtrArray *
+run_study(const SieveExperiment *exp, gboolean resume)
+{
+  GError *error = NULL;
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveStore) store = sieve_store_open(exp->store_path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_study_open(store, exp, resume, &error));
+  g_assert_true(sieve_engine_run(engine, store, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(sieve_store_count_trials(store, SIEVE_STATUS_REJECTED, &error), >, 0);
+  GPtrArray *trials = sieve_store_list_trials(store, FALSE, &error);
+  g_assert_no_error(error);
+  return trials;
+}
+
+/* What every study under the params cap must show: each trial rejected
+ * exactly when it breaks the cap, no rejected one evaluated (no table
+ * metric, no cost), and the budget filled with feasible evaluations. */
+static void
+check_study(GPtrArray *trials, const SieveSpace *space, guint budget)
+{
+  guint ok = 0, rejected = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    gboolean over = (double) params_of(space, t->genotype) > PARAMS_CAP;
+    double v;
+    if (t->status == SIEVE_STATUS_REJECTED) {
+      g_assert_true(over);
+      rejected++;
+      g_assert_false(sieve_result_get_metric(t->result, "cifar10_valid_acc", NULL));
+      g_assert_cmpfloat(sieve_result_get_cost(t->result), ==, 0);
+      g_assert_true(sieve_result_get_metric(t->result, "params", &v));
+      g_assert_cmpfloat(v, ==, (double) params_of(space, t->genotype));
+      g_assert_nonnull(t->reason);
+      continue;
+    }
+    g_assert_false(over);
+    if (t->status == SIEVE_STATUS_OK) {
+      ok++;
+      g_assert_true(sieve_result_get_metric(t->result, "cifar10_valid_acc", NULL));
+      g_assert_true(sieve_result_get_metric(t->result, "params", &v)); /* kept beside the table's metrics */
+    }
+  }
+  g_assert_cmpuint(ok, ==, budget);
+  g_assert_cmpuint(rejected, >, 0);
+}
+
+static void
+test_optimizers(void)
+{
+  static const char *const optimizers[] = {
+      "{plugin: random, seed: 3}",
+      "{plugin: evolution, population: 10, sample_size: 3, seed: 4}",
+      "{plugin: local_search, seed: 5}",
+      "{plugin: tpe, seed: 6}",
+  };
+  GError *error = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(optimizers) + 1; i++) {
+    gboolean nsga2 = i == G_N_ELEMENTS(optimizers);
+    g_autofree char *yaml = g_strdup_printf(
+        "space: {plugin: nb201}\noptimizer: %s\n"
+        "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc, params_m]}\n"
+        "objective: %s\nbudget: {evaluations: 40}\nconstraints: [{metric: params, max: 600000}]\n"
+        "store: %s/opt%u.sieve\n",
+        nsga2 ? "{plugin: evolution, selection: nsga2, population: 10, seed: 7}" : optimizers[i], table_path,
+        nsga2 ? "[{metric: cifar10_valid_acc}, {metric: params_m, direction: minimize}]" : "{metric: cifar10_valid_acc}",
+        tmp_dir, i);
+    g_autoptr(SieveExperiment) exp = sieve_experiment_load_string(yaml, "test.yaml", tmp_dir, NULL, registry, NULL,
+                                                                  &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+    g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
+    g_test_message("%s: %u trials for 40 evaluations", nsga2 ? "nsga2" : optimizers[i], trials->len);
+    check_study(trials, space, 40);
+  }
+}
+
+/* A resumed study keeps its rejections (and the rejected are not proposed
+ * to the evaluator again); the budget still counts evaluations only. */
+static void
+test_resume(void)
+{
+  GError *error = NULL;
+  g_autoptr(SieveExperiment) first =
+      load("constraints: [{metric: params, max: 600000}]\n", "resume.sieve", &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) before = run_study(first, FALSE);
+  g_autofree char *text = g_strdup_printf(base_yaml, table_path,
+                                          "constraints: [{metric: params, max: 600000}]\n");
+  char *b = strstr(text, "evaluations: 10");
+  memcpy(b, "evaluations: 25", 15);
+  g_autofree char *with_store = g_strdup_printf("%sstore: %s/resume.sieve\n", text, tmp_dir);
+  g_autoptr(SieveExperiment) more =
+      sieve_experiment_load_string(with_store, "test.yaml", tmp_dir, NULL, registry, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) after = run_study(more, TRUE);
+  g_assert_cmpuint(after->len, >, before->len);
+  for (guint i = 0; i < before->len; i++) {
+    const SieveTrial *x = before->pdata[i], *y = after->pdata[i];
+    g_assert_cmpint(x->status, ==, y->status);
+    g_assert_cmpstr(x->genotype, ==, y->genotype);
+    g_assert_cmpstr(x->reason, ==, y->reason);
+  }
+  g_autoptr(SieveSpace) space = sieve_space_new(more->space.component, more->space.options, &error);
+  check_study(after, space, 25);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  registry = sieve_registry_new();
+  sieve_registry_load_default(registry, NULL, NULL);
+  table_path = test_nb201_table();
+  GError *error = NULL;
+  tmp_dir = g_dir_make_tmp("sieve-hardware-XXXXXX", &error);
+  g_assert_no_error(error);
+
+  g_test_add_func("/hardware/latency/measure", test_measure);
+  g_test_add_func("/hardware/latency/keys", test_keys);
+  g_test_add_func("/hardware/table/sum", test_table_sum);
+  g_test_add_func("/hardware/constraints/config", test_config_errors);
+  g_test_add_func("/hardware/constraints/exact", test_exact);
+  g_test_add_func("/hardware/constraints/optimizers", test_optimizers);
+  g_test_add_func("/hardware/constraints/resume", test_resume);
+  int rc = g_test_run();
+
+  test_remove_dir(tmp_dir);
+  g_free(tmp_dir);
+  g_free(table_path);
+  sieve_registry_free(registry);
+  return rc;
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Hardware-aware search through the `sieve` command: `sieve latency` for
+one candidate and for a space's table (cached in a real store: a second
+run measures nothing), and a constrained study killed with SIGKILL and
+resumed, whose rejections survive and never cost an evaluation."""
+import csv
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|"
+QUICK = ["--warmup", "1", "--runs", "3", "--max-runs", "3", "--max-seconds", "0.05"]
+PROGRESS = re.compile(r"^\[(\d+)/")
+
+
+def sieve(*args, check=0, timeout=180):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def table_path():
+    for p in (os.path.join(ROOT, "..", "shared", "data", "nb201", "nb201.csv"),
+              os.path.join(ROOT, "data", "nb201", "nb201.csv")):
+        if os.path.exists(p):
+            return os.path.realpath(p)
+    raise unittest.SkipTest("no NAS-Bench-201 table")
+
+
+class Latency(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-hardware-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_one_candidate(self):
+        out = json.loads(sieve("latency", "--space", "nb201", "--arch", ARCH, "--predict", *QUICK).stdout)
+        self.assertEqual(out["genotype"], ARCH)
+        self.assertGreater(out["latency_ms"], 0)
+        self.assertLessEqual(out["ci_ms"][0], out["latency_ms"])
+        self.assertGreater(out["predicted_latency_ms"], 0)
+        self.assertEqual((out["batch"], out["threads"]), (1, 1))
+        bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
+        self.assertIn("--arch", bad.stderr)
+        sieve("latency", "--space", "nb201", check=2)
+
+    def test_table_cached(self):
+        store = os.path.join(self.dir, "lat.sieve")
+        args = ["latency", "--table", "--space", "nb201", "--store", store, "--samples", "40", *QUICK]
+        first = sieve(*args).stdout
+        head = first.splitlines()[0]
+        m = re.search(r"(\d+) operations from 40 candidates; (\d+) measured now, (\d+) read", head)
+        self.assertIsNotNone(m, head)
+        n, measured, read = map(int, m.groups())
+        self.assertGreater(n, 10)
+        self.assertEqual(measured, n)
+        rows = [l.split("\t") for l in first.splitlines() if not l.startswith("#")]
+        self.assertEqual(len(rows), n)
+        self.assertTrue(any(k.startswith("conv2d 16x32x32 out=16 k=3x3") for _, k in rows))
+        second = sieve(*args).stdout
+        self.assertIn(f"0 measured now, {n} read", second.splitlines()[0])
+        self.assertEqual(first.splitlines()[2:], second.splitlines()[2:])  # the same entries
+
+
+class KillResume(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-hardware-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def test_rejections_survive_sigkill(self):
+        cfg = os.path.join(self.dir, "c.yaml")
+        with open(cfg, "w") as f:
+            f.write("space: {plugin: nb201}\n"
+                    "optimizer: {plugin: random, seed: 11}\n"
+                    "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
+                    "objective: {metric: latency_ms, direction: minimize}\n"
+                    "constraints: [{metric: params, max: 600000}]\n"
+                    "budget: {evaluations: 24}\n")
+        store = os.path.join(self.dir, "s.sieve")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        seen_rejected = False
+        for line in proc.stdout:
+            seen_rejected |= " rejected (" in line
+            m = PROGRESS.match(line)
+            if seen_rejected and m and int(m.group(1)) >= 6:
+                proc.send_signal(signal.SIGKILL)
+                break
+        proc.communicate()
+        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+        before = self.rows(store)
+        rejected_before = {r["number"]: r for r in before if r["status"] == "rejected"}
+        self.assertGreater(len(rejected_before), 0)
+
+        out = sieve("run", cfg, "--store", store, "--resume").stdout
+        self.assertIn("rejected before evaluation", out)
+        after = self.rows(store)
+        for number, r in rejected_before.items():
+            again = next(a for a in after if a["number"] == number)
+            self.assertEqual((again["status"], again["reason"], again["params"]),
+                             ("rejected", r["reason"], r["params"]))
+        self.assertEqual(sum(r["status"] == "ok" for r in after), 24)
+        for r in after:
+            over = float(r["params"]) > 600000
+            self.assertEqual(r["status"] == "rejected", over, r)
+            if over:  # never evaluated: no latency, no cost
+                self.assertEqual(r["latency_ms"], "")
+                self.assertEqual(float(r["cost_s"]), 0)
+        summary = next(csv.DictReader(io.StringIO(sieve("export", store, "--summary").stdout)))
+        self.assertEqual(int(summary["rejected"]), sum(r["status"] == "rejected" for r in after))
+        self.assertEqual(int(summary["evaluated"]), 24)
+
+    def rows(self, store):
+        out = sieve("export", store, "--format", "csv").stdout
+        return list(csv.DictReader(io.StringIO(out)))
+
+
+if __name__ == "__main__":
+    unittest.main()
