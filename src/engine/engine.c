@@ -405,8 +405,8 @@ restore_optimizer(SieveEngine *engine, GError **error)
   return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
 }
 
-/* A resumed study: the pruner's reference curves are those of the trials
- * that finished OK in earlier runs. */
+/* A pruner's reference curves: those of the trials in store that finished
+ * OK (a resumed study's earlier runs; for a worker, the study so far). */
 static gboolean
 add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
 {
@@ -427,6 +427,7 @@ add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
   return TRUE;
 }
 
+/* A resumed study: the pruner continues from the earlier runs' trials. */
 static gboolean
 restore_pruner(SieveEngine *engine, GError **error)
 {

@@ -237,6 +237,21 @@ class TestWorkers(PgCase):
         self.assertGreater(sum(1 for log in logs if EVALUATED.search(log)), 1, "the work was shared")
         self.assertTrue(all("the study is finished; exiting" in log for log in logs))
 
+    def test_tell_order_trial_matches_local_workers(self):
+        """tell_order: trial through the queue: three workers on the server tell the optimizer
+        what three local threads do, in trial order, so the studies are the same."""
+        cfg = self.write("ordered.yaml", SLOW % (os.path.join(ROOT, "search_spaces", "branin.yaml"), 0.02, 15)
+                         + "workers: 3\ntell_order: trial\n")
+        sieve("run", cfg, "--store", self.path("ordered.sieve"), "--quiet", check=0)
+        self.url = SERVER.url("ordered")
+        coordinator = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "3", "--quiet"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = self.start_workers(3)
+        out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        self.finish(workers)
+        self.assertEqual(export_rows(self.url), export_rows(self.path("ordered.sieve")))
+
     def test_killed_worker_evaluation_runs_elsewhere(self):
         self.url = SERVER.url("killw")
         cfg = self.slow(delay=1.0, n=6)
