@@ -492,9 +492,9 @@ static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
   .evaluate = train_evaluate,
-  .flags = SIEVE_EVALUATOR_CONCURRENT, /* each training has its own runtime, batcher and threads */
+  /* Concurrent: each training has its own runtime, batcher and threads. */
+  .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE,
   .fidelity = train_fidelity,
-  .flags = SIEVE_EVALUATOR_INTERMEDIATE,
   .metrics = train_metrics,
 };
 
