@@ -46,9 +46,11 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--settings", default="32:1,16:3,32:3",
+                    help="stem channels:cells per stack, comma-separated (3 stacks each)")
     args = ap.parse_args()
     rows = []
-    for stem, cells in ((32, 1), (16, 3)):
+    for stem, cells in (tuple(int(v) for v in x.split(":")) for x in args.settings.split(",")):
         s_ips, t_ips, s_rss, t_rss = [], [], [], []
         for _ in range(args.repeat):
             a, b = sieve_train(args.sieve, stem, cells, args.iters, args.batch, args.threads)
