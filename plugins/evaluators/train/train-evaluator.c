@@ -127,6 +127,8 @@ floats_text(const float *v, guint n)
   return g_string_free(s, FALSE);
 }
 
+static void train_destroy(gpointer instance);
+
 static gpointer
 train_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
@@ -206,11 +208,7 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
                              sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
-    g_ptr_array_unref(self->metrics);
-    train_recipe_free(self->recipe);
-    g_free(self->device);
-    g_free(self->dataset);
-    g_free(self);
+    train_destroy(self);
     return NULL;
   }
   if (sieve_options_get_bool(options, "normalize")) {
