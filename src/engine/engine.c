@@ -1394,10 +1394,11 @@ wait_queue(RunState *rs, GHashTable *jobs, GQueue *done, GError **error)
       return NULL;
     for (guint i = 0; i < items->len; i++) {
       SieveQueueItem *item = items->pdata[i];
-      Job *job = g_hash_table_lookup(jobs, &item->trial);
-      if (job == NULL)
+      gpointer key = NULL, value = NULL;
+      if (!g_hash_table_steal_extended(jobs, &item->trial, &key, &value))
         continue; /* not this run's: it stays for the run that queued it */
-      g_hash_table_steal(jobs, &item->trial);
+      g_free(key); /* the job is ours now; its key was the table's */
+      Job *job = value;
       job->result = g_steal_pointer(&item->result);
       job->intermediate = g_steal_pointer(&item->intermediate);
       job->started = item->started;
