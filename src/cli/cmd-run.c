@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "cli/cli-private.h"
+#include "store/store-private.h"
 #include "core/core-private.h"
 #include "engine/engine-private.h"
 #include "lua/lua-private.h"
@@ -53,11 +54,12 @@ static gboolean
 start_local_workers(const char *url, gint n, double lease_s, GArray *children, GError **error)
 {
   g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "SIEVE_STORE_URL", url, TRUE);
-  char lease[G_ASCII_DTOSTR_BUF_SIZE];
+  char lease[G_ASCII_DTOSTR_BUF_SIZE], reconnect[G_ASCII_DTOSTR_BUF_SIZE];
   g_ascii_dtostr(lease, sizeof lease, lease_s);
+  g_ascii_dtostr(reconnect, sizeof reconnect, sieve__db_get_reconnect_timeout());
   for (gint i = 0; i < n; i++) {
     char *argv[] = {(char *) "/proc/self/exe", (char *) "worker", (char *) "-", (char *) "--with-parent",
-                    (char *) "--quiet", (char *) "--lease", lease, NULL};
+                    (char *) "--quiet", (char *) "--lease", lease, (char *) "--reconnect-timeout", reconnect, NULL};
     GPid pid;
     if (!g_spawn_async(NULL, argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, error)) {
       g_prefix_error(error, "cannot start a local worker: ");
@@ -90,7 +92,7 @@ sieve_cmd_run(int argc, char **argv)
   g_auto(GStrv) overrides = NULL;
   g_autofree char *report_path = NULL;
   gint report_every = 0, local_workers = 0, in_flight = 0;
-  double lease_s = 30;
+  double lease_s = 30, reconnect_s = 60;
   GOptionEntry entries[] = {
       {"local-workers", 0, 0, G_OPTION_ARG_INT, &local_workers,
        "with a postgresql:// store, start N `sieve worker` processes on this machine", "N"},
@@ -101,6 +103,10 @@ sieve_cmd_run(int argc, char **argv)
        "with a postgresql:// store, evaluations queued or running at once (default: --local-workers, or "
        "the experiment's workers)",
        "N"},
+      {"reconnect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &reconnect_s,
+       "with a postgresql:// store, seconds to keep reconnecting to a server that went away before failing "
+       "(default 60; 0: fail at once); the --local-workers too",
+       "S"},
       {"report", 0, 0, G_OPTION_ARG_FILENAME, &report_path,
        "write the study's HTML report to FILE at the end (as `sieve report` does)", "FILE"},
       {"report-every", 0, 0, G_OPTION_ARG_INT, &report_every,
@@ -130,10 +136,12 @@ sieve_cmd_run(int argc, char **argv)
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (local_workers < 0 || in_flight < 0 || lease_s < 1) {
-    fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s\n");
+  if (local_workers < 0 || in_flight < 0 || lease_s < 1 || reconnect_s < 0) {
+    fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s, "
+                    "--reconnect-timeout 0 s or more\n");
     return SIEVE_EXIT_USAGE;
   }
+  sieve__db_set_reconnect_timeout(reconnect_s);
   if (report_every < 0 || (report_every > 0 && report_path == NULL)) {
     fprintf(stderr, "sieve run: --report-every needs --report FILE and a positive N\n");
     return SIEVE_EXIT_USAGE;

@@ -202,7 +202,7 @@ int
 sieve_cmd_worker(int argc, char **argv)
 {
   gint threads = 1;
-  double lease_s = 30, idle_exit_s = 0;
+  double lease_s = 30, idle_exit_s = 0, reconnect_s = 60;
   gboolean quiet = FALSE, with_parent = FALSE;
   GOptionEntry entries[] = {
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "evaluations at once in this process (default 1)", "T"},
@@ -211,6 +211,9 @@ sieve_cmd_worker(int argc, char **argv)
        "S"},
       {"idle-exit", 0, 0, G_OPTION_ARG_DOUBLE, &idle_exit_s,
        "exit after S seconds with nothing to evaluate (default: only when the study is finished)", "S"},
+      {"reconnect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &reconnect_s,
+       "seconds to keep reconnecting to a server that went away before failing (default 60; 0: fail at once)",
+       "S"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print only errors", NULL},
       {"with-parent", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &with_parent,
        "(sieve run --local-workers) exit with the process that started this one", NULL},
@@ -226,10 +229,12 @@ sieve_cmd_worker(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (argc != 2 || threads < 1 || lease_s < 1 || idle_exit_s < 0) {
-    fprintf(stderr, "sieve worker: expected one STORE argument, --threads >= 1, --lease >= 1\n");
+  if (argc != 2 || threads < 1 || lease_s < 1 || idle_exit_s < 0 || reconnect_s < 0) {
+    fprintf(stderr, "sieve worker: expected one STORE argument, --threads >= 1, --lease >= 1, "
+                    "--reconnect-timeout >= 0\n");
     return SIEVE_EXIT_USAGE;
   }
+  sieve__db_set_reconnect_timeout(reconnect_s);
   if (with_parent)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
   const char *url = strcmp(argv[1], "-") == 0 ? g_getenv("SIEVE_STORE_URL") : argv[1];

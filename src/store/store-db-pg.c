@@ -19,7 +19,9 @@
  * exactly.  libpq's notices (CREATE ... IF NOT EXISTS) are not printed.
  */
 #include <libpq-fe.h>
+#include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/store-private.h"
 
@@ -35,6 +37,19 @@ typedef struct {
   PGconn *conn;
   gint64 changes;
   guint next_name;
+  /* What a new session needs after the server went away (reconnect.c's
+   * part below): the name for messages, the study, the writer lock's key,
+   * the persistent statements to prepare again, and the transaction under
+   * way, statement by statement, to run again. */
+  char *display;
+  char *study;
+  SieveStoreMode mode;
+  char *lock_key;
+  double reconnect_s; /* the budget; 0: fail at once */
+  GPtrArray *prepared; /* StmtPg* persistent */
+  GPtrArray *txn;      /* Logged*, since BEGIN */
+  gboolean gave_up;    /* the budget was spent once: no more tries */
+  int backend;         /* the server process of the session, for the lock */
 } DbPg;
 
 typedef struct {
@@ -109,21 +124,425 @@ translate(const char *sql, int *n_params)
 
 /* ---- failures ------------------------------------------------------------ */
 
+/* A lost session rather than a failed statement: the connection is gone,
+ * or the server says so (class 08, connection exception; 57P01-57P03,
+ * shut down by the administrator, crashed, or starting or stopping). */
+static gboolean
+connection_lost(DbPg *pg, const PGresult *res)
+{
+  if (PQstatus(pg->conn) == CONNECTION_BAD)
+    return TRUE;
+  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  return state != NULL && (g_str_has_prefix(state, "08") || strcmp(state, "57P01") == 0 ||
+                           strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0);
+}
+
 static void
 fail_result(SieveDb *db, const PGresult *res)
 {
   const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   SieveDbFailure kind = SIEVE_DB_FAIL_OTHER;
-  if (PQstatus(CONN(db)) == CONNECTION_BAD)
+  if (connection_lost((DbPg *) db, res))
     kind = SIEVE_DB_FAIL_CONNECTION;
   else if (state != NULL && (strcmp(state, "55P03") == 0 || strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
     kind = SIEVE_DB_FAIL_BUSY;
   if (kind == SIEVE_DB_FAIL_CONNECTION || primary == NULL) {
-    g_autofree char *msg = g_strdup_printf("the PostgreSQL server: %s", PQerrorMessage(CONN(db)));
+    g_autofree char *msg = g_strdup_printf("the PostgreSQL server: %s", primary ? primary : PQerrorMessage(CONN(db)));
     sieve__db_set_failure(db, kind, msg);
   } else
     sieve__db_set_failure(db, kind, primary);
+}
+
+/* (transfer full) why the session was lost, in one line. */
+static char *
+lost_message(DbPg *pg, const PGresult *res)
+{
+  const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+  const char *text = primary ? primary : PQerrorMessage(pg->conn);
+  /* Its first line, without libpq's severity ("FATAL:  ..."). */
+  for (const char *severity = strstr(text, ":  "); severity && severity < text + strcspn(text, "\n");) {
+    text = severity + 3;
+    break;
+  }
+  char *msg = g_strndup(text, strcspn(text, "\n"));
+  g_strstrip(msg);
+  return msg[0] ? msg : (g_free(msg), g_strdup("the connection was lost"));
+}
+
+/* ---- a server that goes away ----------------------------------------------
+ *
+ * A statement that fails because the session was lost (the server was
+ * stopped, restarted or crashed, or the network dropped) is not an error
+ * yet: the session is opened again with exponential backoff, 0.1 s
+ * doubling to 5 s, until the budget is spent (--reconnect-timeout, or the
+ * URL's reconnect_timeout=; 60 s by default), and the statement runs
+ * again.  Each try is a line on stderr that names the server, its password
+ * masked.  A new session has lost what the old one held: the search path
+ * and the prepared statements are set again, the writer's advisory lock is
+ * taken again (refused if another process took the study meanwhile), and
+ * the transaction under way, which the server rolled back, is run again
+ * statement by statement.  Each statement must give what it gave the first
+ * time (its rows, count or error: a digest is kept), since the caller went
+ * on from those answers; a difference fails the transaction rather than
+ * store something that was decided on data no longer there.  A COMMIT whose
+ * answer was lost may or may not have committed: the transaction's id, read
+ * just before it, tells which on the new session (pg_xact_status), so that
+ * it is never applied twice.  A statement outside a transaction that runs
+ * twice must be harmless twice: the queue's writes are (store-queue.c). */
+
+typedef struct {
+  char *sql;
+  int n_params; /* -1: a simple query (several statements, no parameters) */
+  char **values;
+  int *lengths;
+  int *formats;
+  char *digest; /* of what it gave */
+} Logged;
+
+static void
+logged_free(Logged *l)
+{
+  for (int i = 0; i < l->n_params; i++)
+    g_free(l->values[i]);
+  g_free(l->values);
+  g_free(l->lengths);
+  g_free(l->formats);
+  g_free(l->sql);
+  g_free(l->digest);
+  g_free(l);
+}
+
+/* (transfer full) a digest of a statement's outcome: its rows, its count
+ * of changed rows, or its error's SQLSTATE. */
+static char *
+digest(const PGresult *res)
+{
+  GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+  ExecStatusType status = PQresultStatus(res);
+  char head[64];
+  g_snprintf(head, sizeof head, "%d|%d|%d|", (int) status, res ? PQntuples(res) : -1, res ? PQnfields(res) : -1);
+  g_checksum_update(sum, (const guchar *) head, -1);
+  if (status == PGRES_TUPLES_OK) {
+    for (int r = 0; r < PQntuples(res); r++)
+      for (int c = 0; c < PQnfields(res); c++) {
+        int n = PQgetisnull(res, r, c) ? -1 : PQgetlength(res, r, c);
+        g_snprintf(head, sizeof head, "%d:", n);
+        g_checksum_update(sum, (const guchar *) head, -1);
+        if (n > 0)
+          g_checksum_update(sum, (const guchar *) PQgetvalue(res, r, c), n);
+      }
+  } else if (status == PGRES_COMMAND_OK)
+    g_checksum_update(sum, (const guchar *) PQcmdTuples((PGresult *) res), -1);
+  else {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    g_checksum_update(sum, (const guchar *) (state ? state : "?"), -1);
+  }
+  char *out = g_strdup(g_checksum_get_string(sum));
+  g_checksum_free(sum);
+  return out;
+}
+
+/* name: a prepared statement's; n_params -1: a simple query. */
+static PGresult *
+send_statement(DbPg *pg, const char *name, const char *sql, int n_params, char *const *values, const int *lengths,
+               const int *formats)
+{
+  if (name != NULL)
+    return PQexecPrepared(pg->conn, name, n_params, (const char *const *) values, lengths, formats, 0);
+  if (n_params < 0)
+    return PQexec(pg->conn, sql);
+  return PQexecParams(pg->conn, sql, n_params, NULL, (const char *const *) values, lengths, formats, 0);
+}
+
+/* Adds a statement that ran to the transaction's log, or empties the log
+ * when no transaction is open after it. */
+static void
+remember(DbPg *pg, const char *sql, int n_params, char *const *values, const int *lengths, const int *formats,
+         const PGresult *res)
+{
+  if (pg->reconnect_s <= 0)
+    return;
+  if (PQtransactionStatus(pg->conn) == PQTRANS_IDLE) {
+    g_ptr_array_set_size(pg->txn, 0);
+    return;
+  }
+  Logged *l = g_new0(Logged, 1);
+  l->sql = g_strdup(sql);
+  l->n_params = n_params;
+  if (n_params > 0) {
+    l->values = g_new0(char *, n_params);
+    l->lengths = g_memdup2(lengths, sizeof(int) * n_params);
+    l->formats = g_memdup2(formats, sizeof(int) * n_params);
+    for (int i = 0; i < n_params; i++)
+      if (values[i] != NULL)
+        l->values[i] = formats[i] == 1 ? g_memdup2(values[i], MAX(lengths[i], 1)) : g_strdup(values[i]);
+  }
+  l->digest = digest(res);
+  g_ptr_array_add(pg->txn, l);
+}
+
+static void
+say(DbPg *pg, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+static void
+say(DbPg *pg, const char *format, ...)
+{
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *text = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  g_printerr("sieve (process %d): %s: %s\n", (int) getpid(), pg->display, text);
+}
+
+/* What the new session needs: 1 done, 0 the session was lost again (*why
+ * says how), -1 a failure (recorded). */
+static int
+restore_session(DbPg *pg, char **why)
+{
+  g_autofree char *path = g_strdup_printf("SET search_path TO \"%s\"", pg->study);
+  PGresult *res = PQexec(pg->conn, path);
+  gboolean ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+  if (ok && pg->mode == SIEVE_STORE_WRITE) {
+    PQclear(res);
+    const char *key = pg->lock_key;
+    res = PQexecParams(pg->conn, "SELECT pg_try_advisory_lock(" G_STRINGIFY(LOCK_KEY) ", $1::int4)", 1, NULL, &key,
+                       NULL, NULL, 0);
+    ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (ok && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+      PQclear(res);
+      /* Held by the old session's server process, still ending (the
+       * server was not restarted: the session was cut): wait for it. */
+      g_autofree char *old = g_strdup_printf("%d", pg->backend);
+      const char *params[] = {key, old};
+      res = PQexecParams(pg->conn,
+                         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = "
+                         G_STRINGIFY(LOCK_KEY) " AND objid::bigint = $1::bigint AND objsubid = 2 AND granted "
+                         "AND pid = $2::int4",
+                         2, NULL, params, NULL, NULL, 0);
+      gboolean ours = PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+      PQclear(res);
+      if (ours) {
+        g_free(*why);
+        *why = g_strdup_printf("the study's writer lock is still held by the lost session (server process %d)",
+                               pg->backend);
+        return 0;
+      }
+      g_autofree char *msg = g_strdup_printf("the PostgreSQL server came back, but another sieve process took the "
+                                             "study '%s' meanwhile (its writer lock is held): this one stops",
+                                             pg->study);
+      sieve__db_set_failure(&pg->parent, SIEVE_DB_FAIL_OTHER, msg);
+      return -1;
+    }
+  }
+  for (guint i = 0; ok && i < pg->prepared->len; i++) {
+    StmtPg *stmt = pg->prepared->pdata[i];
+    PQclear(res);
+    res = PQprepare(pg->conn, stmt->name, stmt->sql, stmt->n_params, NULL);
+    ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+  }
+  if (ok) {
+    PQclear(res);
+    pg->backend = PQbackendPID(pg->conn);
+    return 1;
+  }
+  int out = connection_lost(pg, res) ? 0 : -1;
+  if (out == 0) {
+    g_free(*why);
+    *why = lost_message(pg, res);
+  } else
+    fail_result(&pg->parent, res);
+  PQclear(res);
+  return out;
+}
+
+/* Runs the lost transaction again: 1 done, 0 lost again, -1 it gave
+ * other answers (rolled back; the failure recorded). */
+static int
+replay(DbPg *pg, char **why)
+{
+  for (guint i = 0; i < pg->txn->len; i++) {
+    Logged *l = pg->txn->pdata[i];
+    PGresult *res = send_statement(pg, NULL, l->sql, l->n_params, l->values, l->lengths, l->formats);
+    if (connection_lost(pg, res)) {
+      g_free(*why);
+      *why = lost_message(pg, res);
+      PQclear(res);
+      return 0;
+    }
+    g_autofree char *d = digest(res);
+    PQclear(res);
+    if (strcmp(d, l->digest) != 0) {
+      PQclear(PQexec(pg->conn, "ROLLBACK"));
+      g_ptr_array_set_size(pg->txn, 0);
+      sieve__db_set_failure(&pg->parent, SIEVE_DB_FAIL_OTHER,
+                            "the PostgreSQL server came back, but the transaction it lost could not be run again "
+                            "as it ran before (data it read had changed meanwhile): it is rolled back");
+      return -1;
+    }
+  }
+  return 1;
+}
+
+/* A new session, with backoff, within the budget counted from *start (0:
+ * now); and the transaction under way run again when replay_txn.  FALSE:
+ * the failure is recorded (the budget spent, or the study taken). */
+static gboolean
+recover(DbPg *pg, gint64 *start, const char *cause, gboolean replay_txn)
+{
+  if (*start == 0)
+    *start = g_get_monotonic_time();
+  g_autofree char *why = g_strdup(cause);
+  double delay = 0.1;
+  for (;;) {
+    double spent = (g_get_monotonic_time() - *start) / 1e6;
+    if (pg->gave_up || spent >= pg->reconnect_s) {
+      g_autofree char *msg = g_strdup_printf("the PostgreSQL server: %s; gave up after %.1f s of trying to reconnect "
+                                             "(--reconnect-timeout %g)",
+                                             why, spent, pg->reconnect_s);
+      sieve__db_set_failure(&pg->parent, SIEVE_DB_FAIL_CONNECTION, msg);
+      pg->gave_up = TRUE;
+      return FALSE;
+    }
+    double wait = MIN(delay, pg->reconnect_s - spent);
+    say(pg, "lost the PostgreSQL server (%s); reconnecting in %.1f s (%.1f of %g s spent)", why, wait, spent,
+        pg->reconnect_s);
+    g_usleep((gulong) (wait * G_USEC_PER_SEC));
+    delay = MIN(delay * 2, 5.0);
+    PQreset(pg->conn);
+    if (PQstatus(pg->conn) != CONNECTION_OK) {
+      g_free(why);
+      why = lost_message(pg, NULL);
+      continue;
+    }
+    int r = restore_session(pg, &why);
+    if (r == 0)
+      continue;
+    if (r > 0 && replay_txn && pg->txn->len > 0)
+      r = replay(pg, &why);
+    if (r < 0) {
+      pg->gave_up = TRUE;
+      return FALSE;
+    }
+    if (r == 0)
+      continue;
+    say(pg, "reconnected after %.1f s%s", (g_get_monotonic_time() - *start) / 1e6,
+        replay_txn && pg->txn->len > 0 ? "; the transaction under way ran again" : "");
+    return TRUE;
+  }
+}
+
+/* Runs a statement, through a lost session and back (above).  NULL: a
+ * failure recorded; otherwise the result, the caller's to check. */
+static PGresult *
+execute(DbPg *pg, const char *name, const char *sql, int n_params, char *const *values, const int *lengths,
+        const int *formats)
+{
+  gint64 start = 0;
+  for (;;) {
+    PGresult *res = send_statement(pg, name, sql, n_params, values, lengths, formats);
+    if (pg->reconnect_s <= 0 || pg->gave_up || !connection_lost(pg, res)) {
+      remember(pg, sql, n_params, values, lengths, formats, res);
+      return res;
+    }
+    g_autofree char *why = lost_message(pg, res);
+    PQclear(res);
+    if (!recover(pg, &start, why, TRUE))
+      return NULL;
+  }
+}
+
+/* After a COMMIT whose answer was lost: 1 it committed, 0 it did not (and
+ * was run again, ready for another COMMIT), -1 a failure (recorded). */
+static int
+commit_outcome(DbPg *pg, gint64 *start, const char *xid, const char *cause)
+{
+  g_autofree char *why = g_strdup(cause);
+  for (;;) {
+    if (!recover(pg, start, why, FALSE))
+      return -1;
+    for (;;) {
+      PGresult *res = PQexecParams(pg->conn, "SELECT pg_xact_status($1::xid8)", 1, NULL, &xid, NULL, NULL, 0);
+      if (connection_lost(pg, res)) {
+        g_free(why);
+        why = lost_message(pg, res);
+        PQclear(res);
+        break;
+      }
+      if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail_result(&pg->parent, res);
+        PQclear(res);
+        return -1;
+      }
+      g_autofree char *status = g_strdup(PQgetvalue(res, 0, 0));
+      PQclear(res);
+      if (strcmp(status, "committed") == 0) {
+        say(pg, "the commit under way when the server went away had gone through");
+        return 1;
+      }
+      if (strcmp(status, "in progress") == 0 && (g_get_monotonic_time() - *start) / 1e6 < pg->reconnect_s) {
+        g_usleep(G_USEC_PER_SEC / 5); /* the old session is still ending */
+        continue;
+      }
+      int r = strcmp(status, "in progress") == 0 ? -1 : replay(pg, &why);
+      if (r < 0 && strcmp(status, "in progress") == 0)
+        sieve__db_set_failure(&pg->parent, SIEVE_DB_FAIL_CONNECTION,
+                              "the PostgreSQL server: the session lost during a COMMIT is still open on the server");
+      if (r > 0)
+        say(pg, "the transaction lost in its COMMIT had not committed: it ran again");
+      if (r != 0)
+        return r < 0 ? -1 : 0;
+      break; /* lost again while running it again */
+    }
+  }
+}
+
+static gboolean
+command_ok(SieveDb *db, PGresult *res)
+{
+  ExecStatusType status = PQresultStatus(res);
+  gboolean ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+  if (!ok)
+    fail_result(db, res);
+  PQclear(res);
+  return ok;
+}
+
+/* COMMIT of a logged transaction: never applied twice (above). */
+static gboolean
+commit(DbPg *pg)
+{
+  gint64 start = 0;
+  for (;;) {
+    PGresult *res = PQexec(pg->conn, "SELECT pg_current_xact_id_if_assigned()::text");
+    if (connection_lost(pg, res)) {
+      g_autofree char *why = lost_message(pg, res);
+      PQclear(res);
+      if (!recover(pg, &start, why, TRUE))
+        return FALSE;
+      continue;
+    }
+    /* An aborted transaction cannot answer: its COMMIT rolls it back. */
+    gboolean asked = PQresultStatus(res) == PGRES_TUPLES_OK;
+    g_autofree char *xid = asked && !PQgetisnull(res, 0, 0) ? g_strdup(PQgetvalue(res, 0, 0)) : NULL;
+    PQclear(res);
+    res = PQexec(pg->conn, "COMMIT");
+    if (!asked || !connection_lost(pg, res)) {
+      g_ptr_array_set_size(pg->txn, 0);
+      return command_ok(&pg->parent, res);
+    }
+    g_autofree char *why = lost_message(pg, res);
+    PQclear(res);
+    if (xid == NULL) { /* it wrote nothing: nothing to keep */
+      g_ptr_array_set_size(pg->txn, 0);
+      return TRUE;
+    }
+    int r = commit_outcome(pg, &start, xid, why);
+    if (r != 0) {
+      g_ptr_array_set_size(pg->txn, 0);
+      return r > 0;
+    }
+  }
 }
 
 /* ---- statements ---------------------------------------------------------- */
@@ -149,10 +568,20 @@ db_prepare(SieveDb *db, const char *sql, gboolean persistent)
   stmt->formats = g_new0(int, stmt->n_params + 1);
   if (persistent) {
     stmt->name = g_strdup_printf("sieve_%u", pg->next_name++);
-    PGresult *res = PQprepare(pg->conn, stmt->name, stmt->sql, stmt->n_params, NULL);
-    gboolean ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    gint64 start = 0;
+    PGresult *res;
+    while (connection_lost(pg, res = PQprepare(pg->conn, stmt->name, stmt->sql, stmt->n_params, NULL)) &&
+           pg->reconnect_s > 0 && !pg->gave_up) {
+      g_autofree char *why = lost_message(pg, res);
+      PQclear(res);
+      res = NULL;
+      if (!recover(pg, &start, why, TRUE))
+        break;
+    }
+    gboolean ok = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK;
     if (!ok) {
-      fail_result(db, res);
+      if (res != NULL)
+        fail_result(db, res);
       g_clear_pointer(&stmt->name, g_free);
     }
     PQclear(res);
@@ -160,6 +589,7 @@ db_prepare(SieveDb *db, const char *sql, gboolean persistent)
       sieve__db_finalize(&stmt->parent);
       return NULL;
     }
+    g_ptr_array_add(pg->prepared, stmt);
   }
   return &stmt->parent;
 }
@@ -180,6 +610,8 @@ db_finalize(SieveDbStmt *s)
   StmtPg *stmt = (StmtPg *) s;
   clear_run(stmt);
   clear_bindings(stmt);
+  if (stmt->name != NULL)
+    g_ptr_array_remove_fast(((DbPg *) s->db)->prepared, stmt);
   if (stmt->name != NULL && PQtransactionStatus(CONN(s->db)) == PQTRANS_IDLE) {
     g_autofree char *sql = g_strdup_printf("DEALLOCATE %s", stmt->name);
     PQclear(PQexec(CONN(s->db), sql));
@@ -261,10 +693,9 @@ db_step(SieveDbStmt *s)
   StmtPg *stmt = (StmtPg *) s;
   DbPg *pg = (DbPg *) s->db;
   if (stmt->res == NULL) {
-    stmt->res = stmt->name ? PQexecPrepared(pg->conn, stmt->name, stmt->n_params, (const char *const *) stmt->values,
-                                            stmt->lengths, stmt->formats, 0)
-                           : PQexecParams(pg->conn, stmt->sql, stmt->n_params, NULL,
-                                          (const char *const *) stmt->values, stmt->lengths, stmt->formats, 0);
+    stmt->res = execute(pg, stmt->name, stmt->sql, stmt->n_params, stmt->values, stmt->lengths, stmt->formats);
+    if (stmt->res == NULL)
+      return SIEVE_DB_ERROR;
     switch (PQresultStatus(stmt->res)) {
     case PGRES_COMMAND_OK:
       pg->changes = g_ascii_strtoll(PQcmdTuples(stmt->res), NULL, 10);
@@ -379,7 +810,13 @@ db_column_blob(SieveDbStmt *s, int i, gsize *size)
 static void
 db_close(SieveDb *db)
 {
-  PQfinish(CONN(db));
+  DbPg *pg = (DbPg *) db;
+  PQfinish(pg->conn);
+  g_ptr_array_unref(pg->prepared);
+  g_ptr_array_unref(pg->txn);
+  g_free(pg->display);
+  g_free(pg->study);
+  g_free(pg->lock_key);
   g_free(db);
 }
 
@@ -392,15 +829,25 @@ db_changes(SieveDb *db)
 static gboolean
 db_exec(SieveDb *db, const char *sql)
 {
+  DbPg *pg = (DbPg *) db;
+  if (g_ascii_strcasecmp(sql, "ROLLBACK") == 0) {
+    /* A lost session has rolled back already. */
+    g_ptr_array_set_size(pg->txn, 0);
+    if (PQstatus(pg->conn) == CONNECTION_BAD)
+      return TRUE;
+    PGresult *res = PQexec(pg->conn, sql);
+    if (connection_lost(pg, res)) {
+      PQclear(res);
+      return TRUE;
+    }
+    return command_ok(db, res);
+  }
+  if (g_ascii_strcasecmp(sql, "COMMIT") == 0 && pg->txn->len > 0 && !pg->gave_up)
+    return commit(pg);
   int n_params = 0;
   g_autofree char *translated = translate(sql, &n_params);
-  PGresult *res = PQexec(CONN(db), translated);
-  ExecStatusType status = PQresultStatus(res);
-  gboolean ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
-  if (!ok)
-    fail_result(db, res);
-  PQclear(res);
-  return ok;
+  PGresult *res = execute(pg, NULL, translated, -1, NULL, NULL, NULL);
+  return res != NULL && command_ok(db, res);
 }
 
 static gboolean
@@ -439,12 +886,14 @@ quiet_notice(void *data, const char *message)
 {
 }
 
-/* Splits sieve's own `study` parameter off url: *study (transfer full),
- * returns the URL libpq reads (transfer full). */
+/* Splits sieve's own parameters off url, `study` and `reconnect_timeout`:
+ * *study and *reconnect (transfer full, NULL when absent); returns the URL
+ * libpq reads (transfer full). */
 static char *
-split_study(const char *url, char **study)
+split_study(const char *url, char **study, char **reconnect)
 {
   *study = NULL;
+  *reconnect = NULL;
   const char *query = strchr(url, '?');
   if (query == NULL)
     return g_strdup(url);
@@ -455,6 +904,11 @@ split_study(const char *url, char **study)
     if (g_str_has_prefix(params[i], "study=")) {
       g_free(*study);
       *study = g_uri_unescape_string(params[i] + strlen("study="), NULL);
+      continue;
+    }
+    if (g_str_has_prefix(params[i], "reconnect_timeout=")) {
+      g_free(*reconnect);
+      *reconnect = g_uri_unescape_string(params[i] + strlen("reconnect_timeout="), NULL);
       continue;
     }
     if (params[i][0] == '\0')
@@ -532,6 +986,7 @@ open_study(SieveDb *db, const char *study, SieveStoreMode mode, const char *disp
             : NULL;
     if (locked == NULL)
       return FALSE;
+    ((DbPg *) db)->lock_key = g_strdup(key);
     if (g_strcmp0(locked, "t") != 0) {
       g_autofree char *holder = query_value(db,
                                             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = "
@@ -552,10 +1007,20 @@ SieveDb *
 sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError **error)
 {
   *display = sieve__db_redact_url(url);
-  g_autofree char *study = NULL;
-  g_autofree char *conninfo = split_study(url, &study);
+  g_autofree char *study = NULL, *reconnect = NULL;
+  g_autofree char *conninfo = split_study(url, &study, &reconnect);
   if (study == NULL)
     study = g_strdup("sieve");
+  double reconnect_s = sieve__db_get_reconnect_timeout();
+  if (reconnect != NULL) {
+    char *end = NULL;
+    reconnect_s = g_ascii_strtod(reconnect, &end);
+    if (end == reconnect || *end != '\0' || !(reconnect_s >= 0 && reconnect_s <= 1e6)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                  "%s: reconnect_timeout='%s' is not valid: expected seconds, 0 or more", *display, reconnect);
+      return NULL;
+    }
+  }
   if (!valid_study(study)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: the study name '%s' is not valid: expected a letter or '_', then letters, digits or '_' "
@@ -586,6 +1051,13 @@ sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError *
   DbPg *pg = g_new0(DbPg, 1);
   pg->parent.klass = &pg_class;
   pg->conn = conn;
+  pg->display = g_strdup(*display);
+  pg->study = g_strdup(study);
+  pg->mode = mode;
+  pg->reconnect_s = reconnect_s;
+  pg->backend = PQbackendPID(conn);
+  pg->prepared = g_ptr_array_new();
+  pg->txn = g_ptr_array_new_with_free_func((GDestroyNotify) logged_free);
   SieveDb *db = &pg->parent;
 
   if (!open_study(db, study, mode, *display, error)) {

@@ -10,6 +10,21 @@ sieve__db_name_is_url(const char *name)
   return name != NULL && (g_str_has_prefix(name, "postgresql://") || g_str_has_prefix(name, "postgres://"));
 }
 
+/* Set once by the command line, before any store is opened. */
+static double reconnect_timeout = 60;
+
+void
+sieve__db_set_reconnect_timeout(double seconds)
+{
+  reconnect_timeout = seconds;
+}
+
+double
+sieve__db_get_reconnect_timeout(void)
+{
+  return reconnect_timeout;
+}
+
 void
 sieve__db_set_failure(SieveDb *db, SieveDbFailure failure, const char *errmsg)
 {

@@ -98,6 +98,12 @@ SieveDb *sieve__db_sqlite_open(const char *filename, gboolean write, gboolean ur
  * second writer gets SIEVE_ERROR_STORE_BUSY.  *display (transfer full) is
  * the URL without its password, for messages. */
 SieveDb *sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError **error);
+/* The seconds a PostgreSQL store keeps trying to reconnect to a server
+ * that went away before it fails (store-db-pg.c), for the stores opened
+ * after the call; a URL's reconnect_timeout= wins.  60 by default; 0
+ * fails at once. */
+SIEVE_INTERNAL_API void sieve__db_set_reconnect_timeout(double seconds);
+SIEVE_INTERNAL_API double sieve__db_get_reconnect_timeout(void);
 /* (transfer full) url with its password (user:PASSWORD@ or
  * password=...) shown as ***, for messages; never print a URL otherwise. */
 char *sieve__db_redact_url(const char *url);

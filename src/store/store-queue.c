@@ -4,7 +4,15 @@
  * one UPDATE whose row comes from a sub-select FOR UPDATE SKIP LOCKED, so
  * that any number of workers claim at once, each a different row, none
  * waiting on another's lock.  A row is claimable when queued, or running
- * under a lease past its expiry (its worker is presumed dead). */
+ * under a lease past its expiry (its worker is presumed dead).
+ *
+ * A write that the driver sends again after the server came back
+ * (store-db-pg.c), its first try's answer lost, must be harmless twice:
+ * queue and delete are; a result written again under the same lease
+ * matches its own row, done by the first try, and writes the same bytes
+ * (only this claim's worker knows that lease number); a claim whose answer
+ * was lost leaves its row running under a lease nobody renews, claimed
+ * again when it expires, as after a dead worker. */
 #include <math.h>
 
 #include "store/store-private.h"
@@ -169,7 +177,7 @@ sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const Sieve
   g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes(v);
   SieveDbStmt *stmt = prepare(store,
                               "UPDATE queue SET state = 'done', result = ?3, started = ?4, finished = ?5 "
-                              "WHERE trial = ?1 AND lease = ?2 AND state = 'running'",
+                              "WHERE trial = ?1 AND lease = ?2 AND state IN ('running', 'done')",
                               error);
   if (stmt == NULL)
     return FALSE;

@@ -8,36 +8,16 @@ import io
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
-import tempfile
 import unittest
 
-SIEVE = os.environ["SIEVE_EXE"]
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
-# Columns that legitimately differ between two runs of the same study.
-VOLATILE = {"cost_s", "started", "finished", "worker"}
-PROGRESS = re.compile(r"^\[(\d+)/")
-
-
-def sieve(*args, check=None, timeout=120, cwd=None):
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    if check is not None and p.returncode != check:
-        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
-                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
-
-
-def export_rows(store, stable=True):
-    out = sieve("export", store, "--format", "csv", check=0).stdout
-    rows = list(csv.DictReader(io.StringIO(out)))
-    if stable:
-        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
-    return rows
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from sieve_cli import PROGRESS, SIEVE, Workdir as _Workdir, export_rows, sieve  # noqa: E402
 
 
 def summary(store):
@@ -45,21 +25,8 @@ def summary(store):
     return next(csv.DictReader(io.StringIO(out)))
 
 
-class Workdir(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-dedupe-")
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def write(self, name, text):
-        with open(self.path(name), "w") as f:
-            f.write(text)
-        return self.path(name)
+class Workdir(_Workdir):
+    prefix = "sieve-dedupe-"
 
     def grid(self, name, *sizes):
         """An hpo space of integer decisions x1, x2 ... with sizes values each."""

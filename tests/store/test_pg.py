@@ -11,17 +11,14 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-SIEVE = os.environ["SIEVE_EXE"]
-ROOT = os.environ["SIEVE_SOURCE_ROOT"]
-sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
+import sieve_cli  # noqa: E402
 from pg_server import PASSWORD, PgServer  # noqa: E402
+from sieve_cli import PROGRESS, ROOT, SIEVE, Workdir  # noqa: E402
 
-VOLATILE = {"cost_s", "started", "finished", "worker"}
-PROGRESS = re.compile(r"^\[(\d+)/")
 SKIP = PgServer.skip_reason()
 SERVER = None
 
@@ -68,37 +65,16 @@ def sieve(*args, check=None, timeout=120):
     # unless the test starts its own.
     if args and args[0] == "run" and any(a.startswith("postgresql:") for a in args) and "--in-flight" not in args:
         args = (*args, "--local-workers", "1")
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout)
-    if check is not None and p.returncode != check:
-        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
-                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
+    return sieve_cli.sieve(*args, check=check, timeout=timeout)
 
 
 def export_rows(store, stable=True):
-    out = sieve("export", store, "--format", "csv", check=0).stdout
-    rows = list(csv.DictReader(io.StringIO(out)))
-    if stable:
-        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
-    return rows
+    return sieve_cli.export_rows(store, stable)
 
 
 @unittest.skipIf(SKIP is not None, f"PostgreSQL tests skipped: {SKIP}")
-class PgCase(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-pg-test-")
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def write(self, name, text):
-        with open(self.path(name), "w") as f:
-            f.write(text)
-        return self.path(name)
+class PgCase(Workdir):
+    prefix = "sieve-pg-test-"
 
     def tabular(self):
         return self.write("tabular.yaml", TABULAR % os.path.join(ROOT, "data", "nb201", "nb201.csv"))
@@ -462,30 +438,135 @@ class TestBadStores(PgCase):
         dump = SERVER.psql("SELECT string_agg(key || value, ' ') FROM pw2.meta", db="sieve")
         self.assertNotIn(PASSWORD, dump)
 
-    def test_server_goes_away(self):
-        """The server stopped mid-study: the run fails with a message that
-        names the server, every finished trial is kept, and once the server
-        is back --resume completes the study as an uninterrupted run."""
-        cfg = self.slow(delay=0.02, n=40)
+
+class TestServerAway(PgCase):
+    """A server that goes away mid-study: the coordinator and the workers
+    reconnect with backoff within --reconnect-timeout, running again the
+    transaction the server lost, and past it fail saying so; either way no
+    finished trial is lost and none is stored twice."""
+
+    def reference(self, cfg):
         sieve("run", cfg, "--store", self.path("ref.sieve"), "--quiet", check=0)
-        ref = export_rows(self.path("ref.sieve"))
-        url = SERVER.url("away")
-        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", url, "--local-workers", "1"], stdout=subprocess.PIPE,
+        return export_rows(self.path("ref.sieve"))
+
+    def start(self, cfg, url, *extra):
+        return subprocess.Popen([SIEVE, "run", cfg, "--store", url, *extra], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+
+    def wait_progress(self, proc, at):
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= at:
+                return
+        self.fail("the run ended before trial %d" % at)
+
+    def test_server_restarted_within_the_budget(self):
+        cfg = self.slow(delay=0.02, n=40)
+        ref = self.reference(cfg)
+        # With a password in the URL: the retry lines name the server, the
+        # password masked.
+        url = SERVER.url("back", user="sieve_pw", extra=f"&password={PASSWORD}")
+        proc = self.start(cfg, url, "--local-workers", "1", "--reconnect-timeout", "30")
         try:
-            for line in proc.stdout:
-                m = PROGRESS.match(line)
-                if m and int(m.group(1)) >= 10:
-                    break
+            self.wait_progress(proc, 10)
             SERVER.stop("fast")
-            out, err = proc.communicate(timeout=60)
+            time.sleep(1.5)
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            SERVER.restart()
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        retry = re.search(r"^sieve \(process \d+\): (\S+): lost the PostgreSQL server \(.*\); reconnecting in "
+                          r"[\d.]+ s \([\d.]+ of 30 s spent\)$", err, re.M)
+        self.assertIsNotNone(retry, err)
+        self.assertIn("password=***", retry.group(1))
+        self.assertNotIn(PASSWORD, out + err)
+        self.assertRegex(err, r"reconnected after [\d.]+ s")
+        self.assertEqual(export_rows(url), ref, "every trial once, as an uninterrupted run")
+
+    def test_sessions_cut_again_and_again(self):
+        """Every session of the study cut (pg_terminate_backend) a dozen
+        times while trials are recorded: each cut lands somewhere else, in
+        a transaction or between two, in a claim or a result; the study
+        still ends as an uninterrupted run."""
+        cfg = self.slow(delay=0.02, n=40)
+        ref = self.reference(cfg)
+        url = SERVER.url("cut")
+        proc = self.start(cfg, url, "--local-workers", "1", "--lease", "2", "--reconnect-timeout", "30")
+        self.wait_progress(proc, 3)
+        cuts = 0
+        while proc.poll() is None and cuts < 12:
+            cuts += int(SERVER.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                    "WHERE datname = 'sieve' AND pid <> pg_backend_pid()", db="sieve") or 0)
+            time.sleep(0.2)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertGreater(cuts, 0)
+        self.assertIn("reconnected after", err)
+        self.assertEqual(export_rows(url), ref)
+
+    def test_cut_inside_a_transaction_and_in_its_commit(self):
+        """The server cuts the coordinator's session while a result's
+        transaction is under way, and then in its COMMIT (triggers that end
+        their own session, three times each: a sequence counts, outside the
+        transaction): the transaction runs again on the new session and is
+        stored once."""
+        cfg = self.slow(delay=0.02, n=30)
+        ref = self.reference(cfg)
+        url = SERVER.url("inside")
+        proc = self.start(cfg, url, "--local-workers", "1", "--reconnect-timeout", "30")
+        self.wait_progress(proc, 3)
+        SERVER.psql("""
+            SET search_path TO inside;
+            CREATE SEQUENCE cut_mid; CREATE SEQUENCE cut_commit;
+            CREATE FUNCTION cut_mid() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+              IF nextval('inside.cut_mid') <= 3 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+              RETURN NULL; END $$;
+            CREATE FUNCTION cut_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+              IF nextval('inside.cut_commit') <= 3 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+              RETURN NULL; END $$;
+            CREATE TRIGGER cut_mid AFTER INSERT ON metrics FOR EACH ROW EXECUTE FUNCTION cut_mid();
+            CREATE CONSTRAINT TRIGGER cut_commit AFTER INSERT OR UPDATE ON state DEFERRABLE INITIALLY DEFERRED
+              FOR EACH ROW EXECUTE FUNCTION cut_commit();""", db="sieve")
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertGreaterEqual(err.count("the transaction under way ran again"), 3, err)
+        self.assertGreaterEqual(err.count("the transaction lost in its COMMIT had not committed: it ran again"), 3, err)
+        for seq in ("cut_mid", "cut_commit"):
+            self.assertGreater(int(SERVER.psql(f"SELECT last_value FROM inside.{seq}", db="sieve")), 3, seq)
+        self.assertEqual(export_rows(url), ref)
+
+    def test_server_gone_past_the_budget(self):
+        """Stopped for longer than --reconnect-timeout: the coordinator and
+        the workers give up saying how long they tried, every finished trial
+        is kept, and once the server is back --resume completes the study
+        as an uninterrupted run."""
+        cfg = self.slow(delay=0.02, n=40)
+        ref = self.reference(cfg)
+        url = SERVER.url("away")
+        # One evaluation in flight, two workers: the trials of one worker.
+        proc = self.start(cfg, url, "--in-flight", "1", "--reconnect-timeout", "2")
+        workers = [subprocess.Popen([SIEVE, "worker", url, "--reconnect-timeout", "2", "--idle-exit", "30"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        try:
+            self.wait_progress(proc, 10)
+            SERVER.stop("fast")
+            t0 = time.monotonic()
+            out, err = proc.communicate(timeout=60)
+            took = time.monotonic() - t0
+            logs = [w.communicate(timeout=60)[1] for w in workers]
+        finally:
+            for p in [proc, *workers]:
+                if p.poll() is None:
+                    p.kill()
             SERVER.restart()
         self.assertEqual(proc.returncode, 1, err)
-        self.assertIn("PostgreSQL server", err)
+        gave_up = r"the PostgreSQL server: .*; gave up after [\d.]+ s of trying to reconnect \(--reconnect-timeout 2\)"
+        self.assertRegex(err, gave_up)
         self.assertIn("finished trials are kept", err)
+        self.assertLess(took, 20, "the budget is 2 s")
+        for w, log in zip(workers, logs):
+            self.assertEqual(w.returncode, 1, log)
+            self.assertRegex(log, gave_up)
         done = [r for r in export_rows(url) if r["status"] != "pending"]
         self.assertGreaterEqual(len(done), 10)
         self.assertEqual(done, ref[:len(done)])

@@ -1,0 +1,56 @@
+"""What the Python tests that drive the `sieve` executable share: running
+it, reading a study back through `sieve export`, and a temporary folder per
+test.  SIEVE_EXE and SIEVE_SOURCE_ROOT come from meson (tests/*/meson.build)."""
+import csv
+import io
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+SIEVE = os.environ["SIEVE_EXE"]
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+# Columns that legitimately differ between two runs of the same study.
+VOLATILE = {"cost_s", "started", "finished", "worker"}
+# A progress line of `sieve run`: "[N/..." with N the proposals finished.
+PROGRESS = re.compile(r"^\[(\d+)/")
+
+
+def sieve(*args, check=None, timeout=120, cwd=None):
+    """Runs sieve; check: the exit status wanted (an AssertionError with
+    the ends of both outputs otherwise)."""
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
+                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
+    return p
+
+
+def export_rows(store, stable=True, run=sieve):
+    """The study's trials as CSV rows; stable: without VOLATILE columns."""
+    out = run("export", store, "--format", "csv", check=0).stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    if stable:
+        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
+    return rows
+
+
+class Workdir(unittest.TestCase):
+    """A test with a temporary folder of its own, removed after it."""
+    prefix = "sieve-test-"
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix=self.prefix)
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
