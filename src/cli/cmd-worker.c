@@ -21,6 +21,9 @@
 #include "sieve-config.h"
 #include "store/store-private.h"
 
+/* The longest an idle worker waits before it looks for work again. */
+#define CLAIM_WAIT_S 1.0
+
 typedef struct {
   const char *url;
   SieveEngine *engine;
@@ -104,9 +107,6 @@ claim_loop(gpointer data)
   if (store == NULL)
     goto fail;
   gint64 idle_since = g_get_monotonic_time();
-  /* Polls back off from 1 ms to 20 ms while there is nothing to claim:
-   * quick to take the next evaluation, cheap for the server when idle. */
-  gulong wait_us = 1000;
   for (;;) {
     g_autoptr(SieveQueueItem) item = sieve__queue_claim(store, name, w->lease_s, &error);
     if (error != NULL)
@@ -120,11 +120,11 @@ claim_loop(gpointer data)
         say(w, "nothing to evaluate for %g s; exiting", w->idle_exit_s);
         return NULL;
       }
-      g_usleep(wait_us);
-      wait_us = MIN(wait_us * 2, 20000);
+      /* Woken when the coordinator queues more (or closes the queue);
+       * the time-out sees leases that expired, which nobody announces. */
+      sieve__queue_wait(store, "queued", CLAIM_WAIT_S);
       continue;
     }
-    wait_us = 1000;
     if (item->previous != NULL)
       say(w, "trial %" G_GINT64_FORMAT ": the lease of %s expired; evaluating it again (attempt %" G_GINT64_FORMAT
           ")", item->trial, item->previous, item->attempts);

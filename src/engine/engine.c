@@ -37,10 +37,9 @@
 #include "sieve-config.h"
 #include "store/store-private.h"
 
-/* How often a coordinator looks for results while it waits: from 1 ms,
- * doubling to 10 ms (bench/store_pg.py measures what it costs). */
-#define QUEUE_POLL_MIN_US 1000
-#define QUEUE_POLL_MAX_US 10000
+/* The longest a coordinator waits for results before it looks again: a
+ * worker's notification wakes it sooner (sieve__queue_wait). */
+#define QUEUE_WAIT_S 1.0
 
 /* One cache key: the evaluator settings at one fidelity. */
 typedef struct {
@@ -620,6 +619,7 @@ typedef struct {
   guint running;         /* evaluations under way */
   GQueue ready;          /* Proposal* waiting for a worker, in trial order */
   gboolean objective_seen; /* some trial of the study reported every objective (see check_objective) */
+  gboolean batch;          /* finish_evaluation inside the caller's transaction (record_batch) */
 } RunState;
 
 static double
@@ -865,6 +865,8 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
  * transaction.  Takes the job's proposal; a failed one's first duplicate
  * becomes the proposal to evaluate (the rest attached to it), put first in
  * line. */
+static void finish_told(RunState *rs, Job *job);
+
 static gboolean
 finish_evaluation(RunState *rs, Job *job, GError **error)
 {
@@ -878,7 +880,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
   double now = g_get_real_time() / 1e6;
 
-  if (!sieve_store_begin(engine->store, error))
+  if (!rs->batch && !sieve_store_begin(engine->store, error))
     return FALSE;
   const SieveIntermediate *last = last_intermediate(job);
   /* The curve goes in with the result; a pruned trial counts as an
@@ -911,14 +913,31 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0)
     stored = sieve_store_set_trial_stage(engine->store, proposal_number(p->waiters->pdata[0]), "evaluate",
                                          p->scores, error);
-  stored = stored && save_optimizer(engine, error) &&
-           sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
-           sieve_store_commit(engine->store, error);
+  /* In a batch the caller saves the state once, after the last tell. */
+  stored = stored && (rs->batch || (save_optimizer(engine, error) &&
+                                    sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
+                                    sieve_store_commit(engine->store, error)));
   if (!stored) {
-    sieve_store_rollback(engine->store);
+    if (!rs->batch)
+      sieve_store_rollback(engine->store);
     return FALSE;
   }
+  if (!rs->batch)
+    finish_told(rs, job);
+  return TRUE;
+}
 
+/* What follows an evaluation's commit: counts, the pruner's curves, the
+ * best so far, the progress line (printed once the trial is stored), and
+ * its duplicates' fate.  Takes the job's proposal. */
+static void
+finish_told(RunState *rs, Job *job)
+{
+  SieveEngine *engine = rs->engine;
+  Proposal *p = job->proposal;
+  SieveResult *result = job->result;
+  gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
+  gint64 number = proposal_number(p);
   rs->evaluations++;
   if (ok && engine->pruner != NULL && job->intermediate != NULL)
     sieve_pruner_add_completed(engine->pruner, (const SieveIntermediate *) job->intermediate->data,
@@ -933,7 +952,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
                          sieve_result_get_reason(result));
   forget(rs, p);
   if (p->waiters == NULL || p->waiters->len == 0)
-    return TRUE;
+    return;
   if (ok) {
     rs->hits += p->waiters->len;
     for (guint i = 0; rs->progress && i < p->waiters->len; i++) {
@@ -941,7 +960,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
       sieve_progress_cached(rs->progress, proposal_number(w), number, NULL, objective,
                             sieve_candidate_get_text(w->candidate));
     }
-    return TRUE;
+    return;
   }
   /* The first duplicate takes the failed one's place. */
   g_ptr_array_set_free_func(p->waiters, NULL);
@@ -957,7 +976,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   if (next->slot != NULL)
     g_hash_table_insert(rs->inflight, next->slot, next);
   g_queue_push_head(&rs->ready, next);
-  return TRUE;
+  return;
 }
 
 /* An OK result must carry every objective as a finite number: whatever an
@@ -1375,20 +1394,19 @@ proposals_left(const RunState *rs)
   return budget > 0 ? budget - rs->proposals : G_MAXINT64;
 }
 
-/* The next evaluation a worker finished, from the store's queue: polls
+/* The next evaluation a worker finished, from the store's queue: waits
  * until one of jobs (trial -> Job*) is done.  NULL on an interrupt, or
  * with error set when the store fails. */
 static Job *
 wait_queue(RunState *rs, GHashTable *jobs, GQueue *done, GError **error)
 {
-  gulong wait_us = QUEUE_POLL_MIN_US;
   for (guint polls = 0; g_queue_is_empty(done); polls++) {
     if (stop_requested)
       return NULL;
-    if (polls > 0) {
-      g_usleep(wait_us);
-      wait_us = MIN(wait_us * 2, QUEUE_POLL_MAX_US);
-    }
+    /* Woken by the worker that writes a result (sieve__queue_complete);
+     * the time-out only covers a notification lost with a session. */
+    if (polls > 0)
+      sieve__queue_wait(rs->engine->store, "done", QUEUE_WAIT_S);
     g_autoptr(GPtrArray) items = sieve__queue_take_done(rs->engine->store, error);
     if (items == NULL)
       return NULL;
@@ -1428,6 +1446,128 @@ next_queued(RunState *rs, GHashTable *jobs, GQueue *done, GQueue *dispatched, GE
     job->arrived = TRUE;
   }
   return g_queue_pop_head(dispatched);
+}
+
+/* A finished job: its result checked, stored and told; its queue row
+ * deleted (queued).  FALSE when the store failed (*fatal set).  In a batch
+ * (rs->batch) the job goes to stored, for finish_told after the commit. */
+static gboolean
+process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GError **fatal)
+{
+  const SieveExperiment *exp = rs->engine->exp;
+  rs->running--;
+  if (job->result == NULL) {
+    if (*fatal == NULL)
+      *fatal = g_steal_pointer(&job->error);
+    job_free(job);
+    return TRUE;
+  }
+  /* A trial that failed after an interrupt was most likely killed by it
+   * (the terminal sends SIGINT to the evaluator's processes too): leave it
+   * pending so --resume runs it again instead of recording a false failure. */
+  if (stop_requested && sieve_result_get_status(job->result) == SIEVE_STATUS_FAILED) {
+    job_free(job);
+    return TRUE;
+  }
+  if (job->pruned && last_intermediate(job) != NULL)
+    mark_pruned(exp, job);
+  GError *local = NULL;
+  add_missing_metrics(job->result, job->proposal->scores);
+  /* Checked before storing, so the trial is stored as it will be read. */
+  if (!check_objective(rs, job->result, &local) && *fatal == NULL)
+    *fatal = g_steal_pointer(&local);
+  g_clear_error(&local);
+  gint64 number = proposal_number(job->proposal);
+  gboolean stored = finish_evaluation(rs, job, &local) &&
+                    (!queued || sieve__queue_delete(rs->engine->store, number, &local));
+  if (!stored) {
+    if (*fatal == NULL)
+      *fatal = local;
+    else
+      g_error_free(local);
+  }
+  if (stored && rs->batch)
+    g_ptr_array_add(stored_jobs, job);
+  else
+    job_free(job);
+  return stored;
+}
+
+/* A job of the queue that came back already, in dispatch order when
+ * dispatched is given (as next_queued); NULL when none: no waiting. */
+static Job *
+take_arrived(GQueue *done, GQueue *dispatched)
+{
+  if (dispatched == NULL)
+    return g_queue_pop_head(done);
+  for (Job *job; (job = g_queue_pop_head(done)) != NULL;)
+    job->arrived = TRUE;
+  Job *head = g_queue_peek_head(dispatched);
+  return head != NULL && head->arrived ? g_queue_pop_head(dispatched) : NULL;
+}
+
+/* The results the workers sent back together, job and those that arrived
+ * with it, recorded in one transaction: the optimizer told each in turn
+ * and its state saved once, after the last tell, with their queue rows
+ * deleted.  One result at a time would cost a transaction and a state
+ * each, which bounds the trials a coordinator records per second (README,
+ * "Many machines").  A failed batch leaves its results done in the queue,
+ * where --resume finds them. */
+static void
+record_batch(RunState *rs, Job *job, GQueue *done, GQueue *dispatched, GError **fatal)
+{
+  SieveStore *store = rs->engine->store;
+  if (!sieve_store_begin(store, fatal)) {
+    rs->running--;
+    job_free(job);
+    return;
+  }
+  rs->batch = TRUE;
+  g_autoptr(GPtrArray) told = g_ptr_array_new_with_free_func((GDestroyNotify) job_free);
+  gboolean stored = TRUE;
+  for (; job != NULL; job = stored && *fatal == NULL ? take_arrived(done, dispatched) : NULL)
+    stored = process_job(rs, job, TRUE, told, fatal);
+  rs->batch = FALSE;
+  g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
+  GError *local = NULL;
+  if (stored && save_optimizer(rs->engine, &local) && sieve_store_set_meta(store, "elapsed_s", elapsed_text, &local) &&
+      sieve_store_commit(store, &local)) {
+    for (guint i = 0; i < told->len; i++)
+      finish_told(rs, told->pdata[i]);
+    return;
+  }
+  if (local != NULL && *fatal == NULL)
+    *fatal = local;
+  else if (local != NULL)
+    g_error_free(local);
+  sieve_store_rollback(store);
+}
+
+/* Commits the queue's new rows (putting: their jobs).  When that fails,
+ * no worker will see them: their jobs are dropped (their trials stay
+ * pending for --resume), *fatal set. */
+static gboolean
+end_puts(RunState *rs, GPtrArray *putting, GHashTable *jobs, GQueue *dispatched, GError **fatal)
+{
+  GError *local = NULL;
+  gboolean ok = *fatal == NULL && sieve__queue_announce(rs->engine->store, "queued", &local) &&
+                sieve_store_commit(rs->engine->store, &local);
+  if (!ok) {
+    sieve_store_rollback(rs->engine->store);
+    for (guint i = 0; i < putting->len; i++) {
+      Job *job = putting->pdata[i];
+      gint64 number = proposal_number(job->proposal);
+      rs->running--;
+      g_queue_remove(dispatched, job);
+      g_hash_table_remove(jobs, &number); /* frees the job */
+    }
+    if (*fatal == NULL)
+      *fatal = local;
+    else
+      g_clear_error(&local);
+  }
+  g_ptr_array_set_size(putting, 0);
+  return ok;
 }
 
 static gint64 *
@@ -1494,10 +1634,15 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   GQueue dispatched = G_QUEUE_INIT; /* Job* under way, in dispatch order (tell_order: trial) */
   gboolean in_order = workers > 1 && exp->tell_in_order;
 
+  /* The evaluations queued since the last ask, in one transaction: the
+   * workers see them all at once, for one commit. */
+  g_autoptr(GPtrArray) putting = g_ptr_array_new();
   for (;;) {
     /* Fill the free workers: proposals in line first, then new ones. */
     while (!stop_requested && fatal == NULL && rs.running < workers) {
       if (g_queue_is_empty(&rs.ready)) {
+        if (putting->len > 0 && !end_puts(&rs, putting, queue_jobs, &dispatched, &fatal))
+          break;
         gint64 evaluations = evaluations_left(&rs), proposals = proposals_left(&rs);
         if (evaluations <= 0 || proposals <= 0 || exhausted || rs.gave_up ||
             (exp->budget_seconds > 0 && elapsed(&rs) >= exp->budget_seconds))
@@ -1535,14 +1680,18 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       rs.running++;
       if (queued) {
         SieveCandidate *c = job->proposal->candidate;
-        if (!sieve__queue_put(store, proposal_number(job->proposal), sieve_candidate_get_text(c),
+        if ((putting->len == 0 && !sieve_store_begin(store, &fatal)) ||
+            !sieve__queue_put(store, proposal_number(job->proposal), sieve_candidate_get_text(c),
                               sieve_candidate_get_fidelity(c), &fatal)) {
           rs.running--;
           g_queue_remove(&dispatched, job);
           job_free(job);
+          if (putting->len > 0)
+            end_puts(&rs, putting, queue_jobs, &dispatched, &fatal);
           break;
         }
         g_hash_table_insert(queue_jobs, trial_key(job), job);
+        g_ptr_array_add(putting, job);
       } else if (pool != NULL)
         g_thread_pool_push(pool, job, NULL);
       else {
@@ -1550,6 +1699,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
         g_async_queue_push(done, job);
       }
     }
+    if (putting->len > 0)
+      end_puts(&rs, putting, queue_jobs, &dispatched, &fatal);
     if (rs.running == 0)
       break;
 
@@ -1558,38 +1709,10 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
                       : next_done(done, in_order ? &dispatched : NULL);
     if (job == NULL)
       break; /* interrupted, or the store failed: what is queued stays for --resume */
-    rs.running--;
-    if (job->result == NULL) {
-      if (fatal == NULL)
-        fatal = g_steal_pointer(&job->error);
-      job_free(job);
-      continue;
-    }
-    /* A trial that failed after an interrupt was most likely killed by it
-     * (the terminal sends SIGINT to the evaluator's processes too): leave it
-     * pending so --resume runs it again instead of recording a false failure. */
-    if (stop_requested && sieve_result_get_status(job->result) == SIEVE_STATUS_FAILED) {
-      job_free(job);
-      continue;
-    }
-    if (job->pruned && last_intermediate(job) != NULL)
-      mark_pruned(exp, job);
-    GError *local = NULL;
-    add_missing_metrics(job->result, job->proposal->scores);
-    /* Checked before storing, so the trial is stored as it will be read. */
-    if (!check_objective(&rs, job->result, &local) && fatal == NULL)
-      fatal = g_steal_pointer(&local);
-    g_clear_error(&local);
-    gint64 number = proposal_number(job->proposal);
-    if (!finish_evaluation(&rs, job, &local) || (queued && !sieve__queue_delete(store, number, &local))) {
-      if (fatal == NULL)
-        fatal = local;
-      else
-        g_error_free(local);
-      job_free(job);
-      continue;
-    }
-    job_free(job);
+    if (queued && fatal == NULL)
+      record_batch(&rs, job, &queue_done, in_order ? &dispatched : NULL, &fatal);
+    else
+      process_job(&rs, job, queued, NULL, &fatal);
   }
 
   if (pool != NULL)
@@ -1602,7 +1725,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       job_free(l->data);
   g_queue_clear(&dispatched);
   /* A study that ran to its end closes the queue: its workers exit. */
-  if (queued && fatal == NULL && !stop_requested && !sieve_store_set_meta(store, "queue", "closed", &fatal))
+  if (queued && fatal == NULL && !stop_requested &&
+      (!sieve_store_set_meta(store, "queue", "closed", &fatal) || !sieve__queue_announce(store, "queued", &fatal)))
     g_prefix_error(&fatal, "cannot close the evaluation queue: ");
   if (fatal == NULL && !stop_requested && rs.ready.length > 0 && progress)
     sieve_progress_message(progress,

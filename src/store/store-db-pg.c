@@ -18,7 +18,9 @@
  * the shortest text that reads back to the same double, so values round-trip
  * exactly.  libpq's notices (CREATE ... IF NOT EXISTS) are not printed.
  */
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,6 +50,7 @@ typedef struct {
   double reconnect_s; /* the budget; 0: fail at once */
   GPtrArray *prepared; /* StmtPg* persistent */
   GPtrArray *txn;      /* Logged*, since BEGIN */
+  GPtrArray *listening; /* char*: channels LISTENed to */
   gboolean gave_up;    /* the budget was spent once: no more tries */
   int backend;         /* the server process of the session, for the lock */
 } DbPg;
@@ -334,6 +337,12 @@ restore_session(DbPg *pg, char **why)
       sieve__db_set_failure(&pg->parent, SIEVE_DB_FAIL_OTHER, msg);
       return -1;
     }
+  }
+  for (guint i = 0; ok && i < pg->listening->len; i++) {
+    g_autofree char *listen = g_strdup_printf("LISTEN \"%s\"", (const char *) pg->listening->pdata[i]);
+    PQclear(res);
+    res = PQexec(pg->conn, listen);
+    ok = PQresultStatus(res) == PGRES_COMMAND_OK;
   }
   for (guint i = 0; ok && i < pg->prepared->len; i++) {
     StmtPg *stmt = pg->prepared->pdata[i];
@@ -814,6 +823,7 @@ db_close(SieveDb *db)
   PQfinish(pg->conn);
   g_ptr_array_unref(pg->prepared);
   g_ptr_array_unref(pg->txn);
+  g_ptr_array_unref(pg->listening);
   g_free(pg->display);
   g_free(pg->study);
   g_free(pg->lock_key);
@@ -856,6 +866,41 @@ db_in_transaction(SieveDb *db)
   return PQtransactionStatus(CONN(db)) != PQTRANS_IDLE;
 }
 
+static gboolean
+db_wait(SieveDb *db, const char *what, double timeout_s)
+{
+  DbPg *pg = (DbPg *) db;
+  /* At most 63 bytes, as the server's names (store-queue.c: the same). */
+  g_autofree char *channel = g_strdup_printf("%.55s.%s", pg->study, what);
+  if (!g_ptr_array_find_with_equal_func(pg->listening, channel, g_str_equal, NULL)) {
+    g_autofree char *sql = g_strdup_printf("LISTEN \"%s\"", channel);
+    PGresult *res = execute(pg, NULL, sql, -1, NULL, NULL, NULL);
+    if (res == NULL || !command_ok(db, res))
+      return FALSE;
+    g_ptr_array_add(pg->listening, g_steal_pointer(&channel));
+    return TRUE; /* the caller looks again first */
+  }
+  gint64 deadline = g_get_monotonic_time() + (gint64) (timeout_s * G_USEC_PER_SEC);
+  for (;;) {
+    gboolean seen = FALSE;
+    for (PGnotify *n; (n = PQnotifies(pg->conn)) != NULL; PQfreemem(n))
+      seen = TRUE;
+    gint64 left = deadline - g_get_monotonic_time();
+    if (seen || left <= 0)
+      return TRUE;
+    struct pollfd fd = {.fd = PQsocket(pg->conn), .events = POLLIN};
+    if (fd.fd < 0) {
+      g_usleep((gulong) left);
+      return FALSE;
+    }
+    int rc = poll(&fd, 1, (int) (left / 1000) + 1);
+    if (rc < 0 && errno == EINTR)
+      return TRUE; /* a signal: the caller looks at it */
+    if (rc < 0 || (rc > 0 && !PQconsumeInput(pg->conn)))
+      return FALSE;
+  }
+}
+
 static const SieveDbClass pg_class = {
     .engine = "PostgreSQL",
     .close = db_close,
@@ -879,6 +924,7 @@ static const SieveDbClass pg_class = {
     .exec = db_exec,
     .in_transaction = db_in_transaction,
     .begin_sql = "BEGIN",
+    .wait = db_wait,
 };
 
 static void
@@ -1058,6 +1104,7 @@ sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError *
   pg->backend = PQbackendPID(conn);
   pg->prepared = g_ptr_array_new();
   pg->txn = g_ptr_array_new_with_free_func((GDestroyNotify) logged_free);
+  pg->listening = g_ptr_array_new_with_free_func(g_free);
   SieveDb *db = &pg->parent;
 
   if (!open_study(db, study, mode, *display, error)) {

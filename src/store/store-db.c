@@ -167,6 +167,15 @@ sieve__db_begin(SieveDb *db)
   return db->klass->exec(db, db->klass->begin_sql);
 }
 
+gboolean
+sieve__db_wait(SieveDb *db, const char *what, double timeout_s)
+{
+  if (db->klass->wait != NULL)
+    return db->klass->wait(db, what, timeout_s);
+  g_usleep((gulong) (timeout_s * G_USEC_PER_SEC));
+  return TRUE;
+}
+
 const char *
 sieve__db_errmsg(SieveDb *db)
 {

@@ -69,6 +69,8 @@ typedef struct {
   gboolean (*exec)(SieveDb *db, const char *sql);
   gboolean (*in_transaction)(SieveDb *db);
   const char *begin_sql; /* a write transaction: "BEGIN IMMEDIATE" on SQLite */
+  /* (nullable: engines without notifications) see sieve__db_wait */
+  gboolean (*wait)(SieveDb *db, const char *what, double timeout_s);
 } SieveDbClass;
 
 struct _SieveDb {
@@ -135,6 +137,14 @@ gint64 sieve__db_changes(SieveDb *db);
 gboolean sieve__db_exec(SieveDb *db, const char *sql);
 gboolean sieve__db_in_transaction(SieveDb *db);
 gboolean sieve__db_begin(SieveDb *db);
+/* Waits up to timeout_s for a notification `what` of the study (on
+ * PostgreSQL: LISTEN on the channel "STUDY.what", STUDY cut at 55 bytes,
+ * which statements raise with pg_notify), or sleeps timeout_s
+ * where the engine has none.  The first call only starts listening and
+ * returns at once, so that the caller looks again for what it waits for
+ * before waiting: nothing sent in between is missed.  FALSE: the session
+ * failed (the next statement finds out). */
+gboolean sieve__db_wait(SieveDb *db, const char *what, double timeout_s);
 const char *sieve__db_errmsg(SieveDb *db);
 SieveDbFailure sieve__db_failure(SieveDb *db);
 /* For drivers: records a failure. */
@@ -194,5 +204,11 @@ SIEVE_INTERNAL_API gboolean sieve__queue_complete(SieveStore *store, gint64 tria
  * trial order. */
 SIEVE_INTERNAL_API GPtrArray *sieve__queue_take_done(SieveStore *store, GError **error);
 SIEVE_INTERNAL_API gboolean sieve__queue_delete(SieveStore *store, gint64 trial, GError **error);
+/* Tells the workers (what "queued") or the coordinator ("done") that
+ * there is something for them: delivered when the caller's transaction
+ * commits, at once outside one. */
+SIEVE_INTERNAL_API gboolean sieve__queue_announce(SieveStore *store, const char *what, GError **error);
+/* Waits up to timeout_s for an announcement of what (sieve__db_wait). */
+SIEVE_INTERNAL_API void sieve__queue_wait(SieveStore *store, const char *what, double timeout_s);
 /* Counts of queued and running rows (either may be NULL). */
 SIEVE_INTERNAL_API gboolean sieve__queue_counts(SieveStore *store, gint64 *queued, gint64 *running, GError **error);

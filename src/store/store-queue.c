@@ -190,7 +190,8 @@ sieve__queue_complete(SieveStore *store, gint64 trial, gint64 lease, const Sieve
   sieve__db_bind_double(stmt, 5, finished);
   gboolean ok = run(store, stmt, "cannot write a result", error);
   *kept = ok && sieve__db_changes(sieve__store_get_db(store)) == 1;
-  return ok;
+  /* The coordinator waits for it (sieve__queue_wait). */
+  return ok && (!*kept || sieve__queue_announce(store, "done", error));
 }
 
 GPtrArray *
@@ -253,6 +254,22 @@ sieve__queue_delete(SieveStore *store, gint64 trial, GError **error)
     return FALSE;
   sieve__db_bind_int64(stmt, 1, trial);
   return run(store, stmt, "cannot update the evaluation queue", error);
+}
+
+gboolean
+sieve__queue_announce(SieveStore *store, const char *what, GError **error)
+{
+  SieveDbStmt *stmt = prepare(store, "SELECT pg_notify(left(current_schema(), 55) || '.' || ?1, '')", error);
+  if (stmt == NULL)
+    return FALSE;
+  sieve__db_bind_text(stmt, 1, what);
+  return run(store, stmt, "cannot notify the study's processes", error);
+}
+
+void
+sieve__queue_wait(SieveStore *store, const char *what, double timeout_s)
+{
+  sieve__db_wait(sieve__store_get_db(store), what, timeout_s);
 }
 
 gboolean
