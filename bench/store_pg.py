@@ -5,10 +5,18 @@ storage on the same server, measured in the same run.
 
 Workers: a function evaluator that sleeps --delay s per evaluation (a
 sleeping process costs no CPU, so a 2-core machine can stand for 64
-machines), N worker processes and a coordinator keeping N evaluations in
-flight, 3N evaluations; throughput is trials per second between the first
-evaluation's start and the last one's end (from the store), against the
-ideal N / delay.
+machines), N worker processes and a coordinator keeping --ahead x N
+evaluations queued or running (2N by default: a worker that finishes finds
+the next one queued, instead of waiting for the coordinator to record its
+result and ask again), --per-worker x N evaluations.  Two throughputs, both
+against the ideal N / delay, both from the times the store keeps:
+  span: all evaluations over the seconds from the first one's start to the
+    last one's end.  It counts the workers' start (64 processes loading the
+    study at once on a 2-core machine start up to a second apart, which
+    machines of a cluster would not) and the end, where workers run out.
+  busy: the share of each worker's time, from its first start to its last
+    end, spent evaluating (all workers together), times the ideal: the rate
+    the coordinator and the server sustain once the workers are up.
 
 A zero-cost objective (branin, no delay) makes every trial pure store
 traffic: sieve's coordinator adds the pending trial with the optimizer's
@@ -87,16 +95,22 @@ def run_sieve(sieve, cfg, store, *extra):
 
 
 def span(sieve, store):
-    """Seconds from the first evaluation's start to the last one's end."""
+    """(evaluations, seconds from the first one's start to the last one's
+    end, the workers' busy share between their first start and last end)."""
     import csv
     import io
     out = subprocess.run([sieve, "export", store, "--format", "csv"], check=True, capture_output=True,
                          text=True).stdout
     rows = list(csv.DictReader(io.StringIO(out)))
-    return len(rows), max(float(r["finished"]) for r in rows) - min(float(r["started"]) for r in rows)
+    by_worker = {}
+    for r in rows:
+        by_worker.setdefault(r["worker"], []).append((float(r["started"]), float(r["finished"])))
+    busy = sum(f - s for v in by_worker.values() for s, f in v)
+    up = sum(max(f for _, f in v) - min(s for s, _ in v) for v in by_worker.values())
+    return len(rows), max(float(r["finished"]) for r in rows) - min(float(r["started"]) for r in rows), busy / up
 
 
-def run_workers(sieve, tmp, pg, n, delay, trials, warmup=0.0):
+def run_workers(sieve, tmp, pg, n, delay, trials, warmup=0.0, ahead=2.0):
     cfg = os.path.join(tmp, f"w{n}.yaml")
     with open(cfg, "w") as f:
         f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), delay, trials))
@@ -107,7 +121,8 @@ def run_workers(sieve, tmp, pg, n, delay, trials, warmup=0.0):
     workers = [subprocess.Popen([sieve, "worker", "-", "--quiet"], env=env, stderr=subprocess.DEVNULL)
                for _ in range(n)]
     time.sleep(warmup)
-    coordinator = subprocess.Popen([sieve, "run", cfg, "--store", url, "--quiet", "--in-flight", str(n)],
+    in_flight = max(n, int(round(ahead * n)))
+    coordinator = subprocess.Popen([sieve, "run", cfg, "--store", url, "--quiet", "--in-flight", str(in_flight)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     coordinator.wait()
     for w in workers:
@@ -126,6 +141,7 @@ def main():
     ap.add_argument("--delay", type=float, default=1.0)
     ap.add_argument("--per-worker", type=int, default=3, help="evaluations per worker")
     ap.add_argument("--warmup", type=float, default=0.0, help="seconds the workers get to start before the study")
+    ap.add_argument("--ahead", type=float, default=2.0, help="evaluations in flight per worker (--in-flight)")
     ap.add_argument("--only-workers", action="store_true", help="skip the zero-cost and Optuna parts")
     args = ap.parse_args()
     sieve = os.path.join(os.path.abspath(args.build), "src", "cli", "sieve")
@@ -136,15 +152,18 @@ def main():
         cfg = os.path.join(tmp, "bench.yaml")
         with open(cfg, "w") as f:
             f.write(CONFIG % (os.path.join(ROOT, "search_spaces", "branin.yaml"), 0, args.trials))
-        print(f"workers, evaluations of {args.delay:g} s, {args.per_worker} per worker, {args.warmup:g} s to start:")
+        print(f"workers, evaluations of {args.delay:g} s, {args.per_worker} per worker, {args.warmup:g} s to start, "
+              f"{args.ahead:g} in flight per worker:")
         for n in [int(x) for x in args.workers.split(",") if x]:
-            done, dt = run_workers(sieve, tmp, pg, n, args.delay, args.per_worker * n, warmup=args.warmup)
+            done, dt, busy = run_workers(sieve, tmp, pg, n, args.delay, args.per_worker * n, warmup=args.warmup,
+                                           ahead=args.ahead)
             rate = done / dt
             ideal = n / args.delay
-            print(f"  {n:3d} workers: {rate:7.2f} trials/s, ideal {ideal:6.1f}: {100 * rate / ideal:5.1f}% of ideal")
+            print(f"  {n:3d} workers: span {rate:7.2f} trials/s, {100 * rate / ideal:5.1f}% of ideal {ideal:g}; "
+                  f"busy {busy * ideal:7.2f} trials/s, {100 * busy:5.1f}%")
         if args.only_workers:
             return
-        done, dt = run_workers(sieve, tmp, pg, 4, 0, args.trials)
+        done, dt, _ = run_workers(sieve, tmp, pg, 4, 0, args.trials, ahead=args.ahead)
         print(f"  4 workers, zero-cost evaluator: {done / dt:7.0f} trials/s "
               f"(claim, evaluate, result, coordinator records: {1e3 * dt / done:.2f} ms/trial)")
         t_sqlite = run_sieve(sieve, cfg, os.path.join(tmp, "bench.sieve"))

@@ -32,6 +32,7 @@ typedef struct {
   gboolean quiet;
   GMutex lock;
   GHashTable *held; /* trial (gint64*) -> lease (gint64*) under way */
+  SieveStore *first; /* the connection that read the study, for the first thread */
   gint stop;        /* set: the threads are done, the renewer ends */
   gint failures;    /* threads that ended on an error */
 } Worker;
@@ -64,11 +65,10 @@ renew_leases(gpointer data)
 {
   Worker *w = data;
   g_autoptr(GError) error = NULL;
-  g_autoptr(SieveStore) store = sieve_store_open(w->url, SIEVE_STORE_READ, &error);
-  if (store == NULL) {
-    say(w, "cannot renew leases: %s", error->message);
-    return NULL;
-  }
+  /* Opened at the first renewal: evaluations shorter than a third of the
+   * lease need none, and 64 workers starting at once open one connection
+   * each fewer. */
+  g_autoptr(SieveStore) store = NULL;
   gint64 period = (gint64) (w->lease_s / 3 * G_USEC_PER_SEC);
   while (!g_atomic_int_get(&w->stop)) {
     g_usleep(MIN(period, 100000)); /* wakes often to see stop */
@@ -78,6 +78,12 @@ renew_leases(gpointer data)
       continue;
     last = now;
     g_mutex_lock(&w->lock);
+    if (store == NULL && g_hash_table_size(w->held) > 0 &&
+        (store = sieve_store_open(w->url, SIEVE_STORE_READ, &error)) == NULL) {
+      g_mutex_unlock(&w->lock);
+      say(w, "cannot renew leases: %s", error->message);
+      return NULL;
+    }
     GHashTableIter it;
     gpointer k, v;
     g_hash_table_iter_init(&it, w->held);
@@ -103,8 +109,8 @@ claim_loop(gpointer data)
   guint thread = (guint) g_atomic_int_add(&next_thread, 1);
   g_autofree char *name = g_strdup_printf("%s:%d:%u", g_get_host_name(), (int) getpid(), thread);
   g_autoptr(GError) error = NULL;
-  g_autoptr(SieveStore) store = sieve_store_open(w->url, SIEVE_STORE_READ, &error);
-  if (store == NULL)
+  g_autoptr(SieveStore) store = g_atomic_pointer_exchange(&w->first, NULL);
+  if (store == NULL && (store = sieve_store_open(w->url, SIEVE_STORE_READ, &error)) == NULL)
     goto fail;
   gint64 idle_since = g_get_monotonic_time();
   for (;;) {
@@ -169,9 +175,10 @@ fail:
   return NULL;
 }
 
-/* (transfer full) the study's experiment, as this machine's sieve reads it. */
+/* (transfer full) the study's experiment, as this machine's sieve reads it
+ * with registry's plugins (refused: those that did not load). */
 static SieveExperiment *
-load_study(SieveStore *store, SieveRegistry *registry, GError **error)
+load_study(SieveStore *store, SieveRegistry *registry, GPtrArray *refused, GError **error)
 {
   g_autofree char *config = sieve_store_get_meta(store, "config", error);
   if (config == NULL) {
@@ -188,8 +195,6 @@ load_study(SieveStore *store, SieveRegistry *registry, GError **error)
   }
   g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
   g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
-  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
-  sieve_registry_load_default(registry, NULL, refused);
   SieveExperiment *exp =
       sieve_experiment_load_string(config, sieve_store_get_path(store), dir, NULL, registry, refused, error);
   sieve_cli_warn_refused(refused);
@@ -242,8 +247,15 @@ sieve_cmd_worker(int argc, char **argv)
     fprintf(stderr, "sieve worker: STORE must be a postgresql:// URL (an SQLite file has no workers)\n");
     return SIEVE_EXIT_USAGE;
   }
+  /* The plugins first: a worker started before its study loads them while
+   * it waits, not when the study comes (64 workers loading at that moment
+   * would delay the first evaluations on a small machine). */
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, refused);
   /* A worker started before its study (a Slurm array beside the
-   * coordinator) waits for it, as long as it would wait for work. */
+   * coordinator) waits for it, as long as it would wait for work: woken
+   * when its first evaluations are queued. */
   g_autoptr(SieveStore) store = NULL;
   gint64 since = g_get_monotonic_time();
   for (;;) {
@@ -260,10 +272,12 @@ sieve_cmd_worker(int argc, char **argv)
     }
     g_clear_error(&error);
     g_clear_pointer(&store, sieve_store_close);
-    g_usleep(200000);
+    gint64 waited = g_get_monotonic_time();
+    sieve__store_wait_for_queue(url, CLAIM_WAIT_S);
+    if (g_get_monotonic_time() - waited < 50000) /* nothing to wait on: the server is away */
+      g_usleep(200000);
   }
-  g_autoptr(SieveRegistry) registry = sieve_registry_new();
-  g_autoptr(SieveExperiment) exp = load_study(store, registry, &error);
+  g_autoptr(SieveExperiment) exp = load_study(store, registry, refused, &error);
   if (exp == NULL)
     return sieve_cli_fail(error);
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
@@ -274,6 +288,7 @@ sieve_cmd_worker(int argc, char **argv)
   w.held = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   say(&w, "study '%s' on %s: %d thread%s, lease %g s", exp->name, sieve_store_get_path(store), threads,
       threads == 1 ? "" : "s", lease_s);
+  w.first = g_steal_pointer(&store);
   GThread *renewer = g_thread_new("renew", renew_leases, &w);
   GThread *pool[threads];
   for (gint i = 0; i < threads; i++)
@@ -283,6 +298,7 @@ sieve_cmd_worker(int argc, char **argv)
   g_atomic_int_set(&w.stop, 1);
   g_thread_join(renewer);
   g_hash_table_unref(w.held);
+  g_clear_pointer(&w.first, sieve_store_close);
   g_mutex_clear(&w.lock);
   return w.failures > 0 ? SIEVE_EXIT_FAILURE : SIEVE_EXIT_OK;
 }

@@ -1493,19 +1493,6 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   return stored;
 }
 
-/* A job of the queue that came back already, in dispatch order when
- * dispatched is given (as next_queued); NULL when none: no waiting. */
-static Job *
-take_arrived(GQueue *done, GQueue *dispatched)
-{
-  if (dispatched == NULL)
-    return g_queue_pop_head(done);
-  for (Job *job; (job = g_queue_pop_head(done)) != NULL;)
-    job->arrived = TRUE;
-  Job *head = g_queue_peek_head(dispatched);
-  return head != NULL && head->arrived ? g_queue_pop_head(dispatched) : NULL;
-}
-
 /* The results the workers sent back together, job and those that arrived
  * with it, recorded in one transaction: the optimizer told each in turn
  * and its state saved once, after the last tell, with their queue rows
@@ -1514,7 +1501,7 @@ take_arrived(GQueue *done, GQueue *dispatched)
  * "Many machines").  A failed batch leaves its results done in the queue,
  * where --resume finds them. */
 static void
-record_batch(RunState *rs, Job *job, GQueue *done, GQueue *dispatched, GError **fatal)
+record_batch(RunState *rs, Job *job, GQueue *done, gboolean in_order, GError **fatal)
 {
   SieveStore *store = rs->engine->store;
   if (!sieve_store_begin(store, fatal)) {
@@ -1525,7 +1512,9 @@ record_batch(RunState *rs, Job *job, GQueue *done, GQueue *dispatched, GError **
   rs->batch = TRUE;
   g_autoptr(GPtrArray) told = g_ptr_array_new_with_free_func((GDestroyNotify) job_free);
   gboolean stored = TRUE;
-  for (; job != NULL; job = stored && *fatal == NULL ? take_arrived(done, dispatched) : NULL)
+  /* tell_order: trial asks again after each tell, as local workers do, so
+   * that the study is theirs: one result at a time. */
+  for (; job != NULL; job = stored && *fatal == NULL && !in_order ? g_queue_pop_head(done) : NULL)
     stored = process_job(rs, job, TRUE, told, fatal);
   rs->batch = FALSE;
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
@@ -1615,8 +1604,10 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   GQueue queue_done = G_QUEUE_INIT;
   /* Workers check that they run what this sieve would (same version and
    * ABI; the plugins and options by loading the stored experiment). */
+  /* Announced at once: workers that wait for the study start up while
+   * the first evaluations are asked. */
   if (queued && (!sieve__queue_setup(store, error) || !sieve_store_set_meta(store, "sieve_version", SIEVE_VERSION, error) ||
-                 !sieve_store_set_meta(store, "queue", "open", error))) {
+                 !sieve_store_set_meta(store, "queue", "open", error) || !sieve__queue_announce(store, "queued", error))) {
     g_queue_clear_full(&rs.ready, (GDestroyNotify) proposal_free);
     g_hash_table_unref(rs.inflight);
     return FALSE;
@@ -1710,7 +1701,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     if (job == NULL)
       break; /* interrupted, or the store failed: what is queued stays for --resume */
     if (queued && fatal == NULL)
-      record_batch(&rs, job, &queue_done, in_order ? &dispatched : NULL, &fatal);
+      record_batch(&rs, job, &queue_done, in_order, &fatal);
     else
       process_job(&rs, job, queued, NULL, &fatal);
   }

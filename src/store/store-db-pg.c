@@ -1113,3 +1113,35 @@ sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError *
   }
   return db;
 }
+
+void
+sieve__db_pg_wait_for_queue(const char *url, double timeout_s)
+{
+  g_autofree char *study = NULL, *reconnect = NULL;
+  g_autofree char *conninfo = split_study(url, &study, &reconnect);
+  if (study == NULL)
+    study = g_strdup("sieve");
+  gint64 deadline = g_get_monotonic_time() + (gint64) (timeout_s * G_USEC_PER_SEC);
+  PGconn *conn = PQconnectdb(conninfo);
+  PQsetNoticeProcessor(conn, quiet_notice, NULL);
+  /* The channel of sieve__queue_announce(store, "queued"). */
+  g_autofree char *listen = g_strdup_printf("LISTEN \"%.55s.queued\"", study);
+  if (PQstatus(conn) == CONNECTION_OK)
+    PQclear(PQexec(conn, listen));
+  const char *param = study;
+  while (PQstatus(conn) == CONNECTION_OK) {
+    PGresult *res = PQexecParams(conn, "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'queue'",
+                                 1, NULL, &param, NULL, NULL, 0);
+    gboolean found = PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+    PQclear(res);
+    gint64 left = deadline - g_get_monotonic_time();
+    if (found || left <= 0)
+      break;
+    struct pollfd fd = {.fd = PQsocket(conn), .events = POLLIN};
+    if (poll(&fd, 1, (int) (left / 1000) + 1) < 0 || !PQconsumeInput(conn))
+      break;
+    for (PGnotify *n; (n = PQnotifies(conn)) != NULL;)
+      PQfreemem(n);
+  }
+  PQfinish(conn);
+}

@@ -106,6 +106,8 @@ SieveDb *sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display,
  * fails at once. */
 SIEVE_INTERNAL_API void sieve__db_set_reconnect_timeout(double seconds);
 SIEVE_INTERNAL_API double sieve__db_get_reconnect_timeout(void);
+/* sieve__store_wait_for_queue on a PostgreSQL server. */
+void sieve__db_pg_wait_for_queue(const char *url, double timeout_s);
 /* (transfer full) url with its password (user:PASSWORD@ or
  * password=...) shown as ***, for messages; never print a URL otherwise. */
 char *sieve__db_redact_url(const char *url);
@@ -210,5 +212,10 @@ SIEVE_INTERNAL_API gboolean sieve__queue_delete(SieveStore *store, gint64 trial,
 SIEVE_INTERNAL_API gboolean sieve__queue_announce(SieveStore *store, const char *what, GError **error);
 /* Waits up to timeout_s for an announcement of what (sieve__db_wait). */
 SIEVE_INTERNAL_API void sieve__queue_wait(SieveStore *store, const char *what, double timeout_s);
+/* Waits up to timeout_s for the study of url to have a queue (a worker
+ * started before its study), woken by the coordinator's first
+ * announcement; returns at once when it has one.  One connection for the
+ * whole wait, not one per look. */
+SIEVE_INTERNAL_API void sieve__store_wait_for_queue(const char *url, double timeout_s);
 /* Counts of queued and running rows (either may be NULL). */
 SIEVE_INTERNAL_API gboolean sieve__queue_counts(SieveStore *store, gint64 *queued, gint64 *running, GError **error);

@@ -15,6 +15,8 @@
  * again when it expires, as after a dead worker. */
 #include <math.h>
 
+#include "sieve-config.h"
+
 #include "store/store-private.h"
 
 #define NOW "extract(epoch from clock_timestamp())"
@@ -270,6 +272,16 @@ void
 sieve__queue_wait(SieveStore *store, const char *what, double timeout_s)
 {
   sieve__db_wait(sieve__store_get_db(store), what, timeout_s);
+}
+
+void
+sieve__store_wait_for_queue(const char *url, double timeout_s)
+{
+#ifdef SIEVE_HAVE_POSTGRESQL
+  sieve__db_pg_wait_for_queue(url, timeout_s);
+#else
+  g_usleep((gulong) (timeout_s * G_USEC_PER_SEC));
+#endif
 }
 
 gboolean
