@@ -10,17 +10,23 @@ trials each pruned and at which step, and how many decisions differ.
 
 Part 2, NB201 on Fashion-MNIST (C=8, N=1): random search, Hyperband
 without and with continuation, ASHA with median pruning, and BOHB (with
-continuation), each over about 8 epochs-equivalent of training (the full
-fidelity is one epoch; the budget is set in evaluations that make about
-8 epochs for each method and the bench reports the compute actually used,
-sum of epochs_run); for each, the incumbent (best val_acc at full fidelity)
-is trained again by `sieve train` with the same settings and schedule
-(exact: continuation equals an uninterrupted training) for its test
-accuracy.  --seeds, --train-limit, --validation and --threads scale it.
+continuation), each with a budget of 8 epochs of training (stated in
+compute: a study starts trials while the sum of its epochs_run is below 8;
+it is extended with --resume until it has spent them).  All the
+multi-fidelity methods share eta 2 and fidelities 1/8 .. 1 epoch (see ETA).
+For each: the incumbent (best val_acc at full fidelity) is trained again by
+`sieve train` with the same settings and schedule (exact: continuation
+equals an uninterrupted training) for its test accuracy.  Target (a):
+Hyperband's schedule within the budget (the same evaluations at the same
+fidelities) costs >= 25% less with continuation, at equal results; target
+(b): ASHA's incumbent after half the budget is at least random search's
+after the whole.  --seeds, --jobs, --train-limit, --validation and
+--threads scale it; --out / --add keep and merge runs.
 
-  python3 bench/training_aware.py --sieve build/src/cli/sieve [--seeds 1,2,3,4,5] [--skip-nb201]
+  /usr/bin/python3 bench/training_aware.py --sieve build/src/cli/sieve [--seeds 1,2,3,4,5] [--jobs 2] [--skip-nb201]
 """
 import argparse
+import concurrent.futures
 import csv
 import io
 import json
@@ -134,6 +140,20 @@ def part_pruners(sieve, seeds):
 
 # ---- part 2: NB201 on Fashion-MNIST ------------------------------------------
 
+# The multi-fidelity setting every method shares: fidelity in epochs from
+# 1/8 to the full 1 epoch, eta = 2, i.e. successive halving as Jamieson &
+# Talwalkar (AISTATS 2016) and Karnin, Koren & Somekh (ICML 2013) define
+# it: keep the better half, double the training.  Hyperband (Li et al.,
+# JMLR 2018) then has s_max = 3 and its brackets are 8@1/8 -> 4@1/4 ->
+# 2@1/2 -> 1@1 (4 epochs), 6@1/4 -> 3@1/2 -> 1@1 (4 epochs), 4@1/2 -> 2@1
+# (4 epochs), 4@1 (4 epochs).  eta = 3 (Hyperband's and BOHB's default) or
+# 4 (ASHA's experiments) climb fewer rungs inside 8 epochs, and a promoted
+# configuration's lower rungs are all continuation can save: per bracket of
+# s + 1 rungs about s / (eta (s + 1)) of its compute.
+ETA = 2
+MIN_EPOCHS = 0.125
+BUDGET = 8.0  # epochs of training (the sum of epochs_run) each method may start trials within
+
 EVALUATOR = """\
 evaluator:
   plugin: train
@@ -142,89 +162,238 @@ evaluator:
   train_limit: {train_limit}
   test: false
   epochs: 1
-  min_epochs: 0.111111111111
+  min_epochs: {min_epochs}
   batch_size: 64
   lr: 0.05
   threads: {threads}
   seed: {seed}
   continuation: {continuation}
+  state_dir: {state_dir}
+  report_every: {report_every}
 """
 
-# name: (optimizer, continuation, pruner, evaluations); evaluations chosen so
-# that each method trains about 8 epochs-equivalent (one Hyperband cycle at
-# eta 3 from 1/9 epoch is 22 evaluations, 8.7 epochs without continuation).
+# Median pruning with MedianPruner's defaults (5 startup trials, 1 trial
+# per step), judged on the validation accuracy the train evaluator reports
+# every 1/8 epoch (report_every), but only inside ASHA's top rung
+# (warmup_steps: the first step after the rung of 1/2 epoch ends): ASHA
+# decides at the rungs below, and the pruner stops a finalist whose curve
+# falls below the median of the earlier finalists' at the same step, which
+# saves up to half an epoch each.  With no warm-up (Optuna's default) the
+# pruner also judges every rung's last value and the first ones after a
+# promotion, against the trials that completed that step, i.e. only the
+# configurations promoted there before: a promotion is vetoed unless it
+# beats the median of the earlier ones at every rung (seed 1: 55 trials,
+# one reached the full fidelity).
+def pruner_for(args):
+    return "{kind: median, startup_trials: 5, warmup_steps: %d}" % (math.ceil(steps_per_epoch(args) / ETA) + 1)
+
+
+# name: (optimizer, continuation, pruner)
 METHODS = {
-    "random": ("{plugin: random}", False, None, 8),
-    "hyperband": ("{plugin: hyperband, eta: 3}", False, None, 22),
-    "hyperband+cont": ("{plugin: hyperband, eta: 3}", True, None, 22),
-    "asha+median": ("{plugin: asha, eta: 3}", True, "{kind: median, startup_trials: 3, warmup_steps: 0}", 22),
-    "bohb+cont": ("{plugin: bohb, eta: 3}", True, None, 22),
+    "random": ("{plugin: random}", False, None),
+    "hyperband": ("{plugin: hyperband, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), False, None),
+    "hyperband+cont": ("{plugin: hyperband, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), True, None),
+    "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), True, pruner_for),
+    "bohb+cont": ("{plugin: bohb, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), True, None),
 }
+# A first guess of the evaluations 8 epochs take; the study is extended
+# (--resume with a larger budget) until they are spent.
+FIRST_GUESS = {"random": 8, "hyperband": 25, "hyperband+cont": 31, "asha+median": 40, "bohb+cont": 31}
+
+
+def steps_per_epoch(args):
+    """What sieve_batcher_batches_per_epoch gives: whole batches of 64."""
+    n = 60000 - args.validation
+    if args.train_limit:
+        n = min(n, args.train_limit)
+    return n // 64
+
+
+def within(rows, budget):
+    """The trials a study runs with `budget` epochs: in order, each one
+    started while less than the budget had been spent (so the last may end
+    a little past it); and the compute they used."""
+    out, spent = [], 0.0
+    for r in rows:
+        if spent >= budget - 1e-9:
+            break
+        out.append(r)
+        spent += float(r["epochs_run"] or 0)
+    return out, spent
+
+
+def incumbent(rows):
+    """The best validation accuracy among the trials finished at the full fidelity (never a test figure)."""
+    full = [r for r in rows if r["status"] == "ok" and float(r["fidelity"] or 1) >= 0.999]
+    return max(full, key=lambda r: float(r["val_acc"])) if full else None
+
+
+def export(sieve, store):
+    out = subprocess.run([sieve, "export", store, "--format", "csv"], check=True, capture_output=True,
+                         text=True).stdout
+    return sorted(csv.DictReader(io.StringIO(out)), key=lambda r: int(r["number"]))
 
 
 def run_method(sieve, workdir, name, seed, args):
-    optimizer, continuation, pruner, evaluations = METHODS[name]
+    optimizer, continuation, pruner = METHODS[name]
     cfg = os.path.join(workdir, f"{name}-{seed}.yaml")
+    report_every = math.ceil(steps_per_epoch(args) * MIN_EPOCHS) if pruner else 0
     with open(cfg, "w") as f:
         f.write(f"name: {name}\nseed: {seed}\n"
                 "space: {plugin: nb201, C: 8, N: 1, in_channels: 1, size: 28}\n"
                 f"optimizer: {optimizer}\n")
         f.write(EVALUATOR.format(validation=args.validation, train_limit=args.train_limit, threads=args.threads,
-                                 seed=seed, continuation="true" if continuation else "false"))
+                                 seed=seed, continuation="true" if continuation else "false",
+                                 min_epochs=MIN_EPOCHS, state_dir=os.path.join(workdir, f"{name}-{seed}.states"),
+                                 report_every=report_every))
         if pruner:
-            f.write(f"pruner: {pruner}\n")
-        f.write(f"objective: {{metric: val_acc, direction: maximize}}\nbudget: {{evaluations: {evaluations}}}\n")
+            f.write(f"pruner: {pruner(args)}\n")
+        f.write("objective: {metric: val_acc, direction: maximize}\nbudget: {evaluations: 1}\n")
     store = os.path.join(workdir, f"{name}-{seed}.sieve")
     t0 = time.time()
-    subprocess.run([sieve, "run", cfg, "--store", store, "--quiet"], check=True, capture_output=True)
+    evaluations, rows, resume = FIRST_GUESS[name], [], []
+    while True:
+        subprocess.run([sieve, "run", cfg, "--store", store, "--quiet", "--set", f"budget.evaluations={evaluations}",
+                        *resume], check=True, capture_output=True)
+        rows = export(sieve, store)
+        spent = sum(float(r["epochs_run"] or 0) for r in rows)
+        if spent >= args.budget - 1e-9:
+            break
+        # Not spent yet: extend the study (a larger budget continues it, continuation states kept in state_dir).
+        evaluations += max(1, math.ceil((args.budget - spent) / max(spent / len(rows), 1e-3)))
+        resume = ["--resume"]
     wall = time.time() - t0
-    out = subprocess.run([sieve, "export", store, "--format", "csv"], check=True, capture_output=True,
-                         text=True).stdout
-    rows = list(csv.DictReader(io.StringIO(out)))
-    compute = sum(float(r["epochs_run"]) for r in rows if r.get("epochs_run") not in (None, ""))
-    full = [r for r in rows if r["status"] == "ok" and float(r["fidelity"] or 1) >= 0.999]
-    best = max(full, key=lambda r: float(r["val_acc"])) if full else None
-    test_acc = float("nan")
-    if best is not None and not args.no_test:
-        # The incumbent trained again, as it was (1 epoch, the same seed and
-        # schedule: a continued training equals this one), for its test accuracy.
-        p = subprocess.run([sieve, "train", "--set", "space.C=8", "--set", "space.N=1", "--arch", best["genotype"],
-                            "--epochs", "1", "--batch", "64", "--lr", "0.05", "--seed", str(seed),
-                            "--validation", str(args.validation), "--train-limit", str(args.train_limit),
-                            "--threads", str(args.threads), "-q"], check=True, capture_output=True, text=True)
-        test_acc = json.loads(p.stdout.strip().splitlines()[-1])["test_acc"]
-    return {"compute": compute, "val": float(best["val_acc"]) if best else float("nan"), "test": test_acc,
-            "trials": len(rows), "pruned": sum(r["status"] == "pruned" for r in rows), "wall": wall}
+    kept, compute = within(rows, args.budget)
+    half, half_compute = within(rows, args.budget / 2)
+    best, best_half = incumbent(kept), incumbent(half)
+    return {"method": name, "seed": seed, "compute": compute, "trials": len(kept),
+            "pruned": sum(r["status"] == "pruned" for r in kept), "full": sum(float(r["fidelity"] or 1) >= 0.999
+                                                                             and r["status"] == "ok" for r in kept),
+            "genotype": best["genotype"] if best else None, "val": float(best["val_acc"]) if best else float("nan"),
+            "half_compute": half_compute, "half_genotype": best_half["genotype"] if best_half else None,
+            "half_val": float(best_half["val_acc"]) if best_half else float("nan"),
+            "prefix": [float(r["epochs_run"] or 0) for r in kept], "prefix_genotypes":
+            [(r["genotype"], r["status"], float(r["fidelity"] or 1), float(r["val_acc"] or "nan")) for r in kept],
+            "wall": wall}
+
+
+def test_accuracy(sieve, genotype, seed, args):
+    """The incumbent trained again as it was trained (1 epoch, the same seed, data and schedule: a
+    continued training equals this one bit for bit) for its test accuracy."""
+    p = subprocess.run([sieve, "train", "--set", "space.C=8", "--set", "space.N=1", "--arch", genotype,
+                        "--epochs", "1", "--batch", "64", "--lr", "0.05", "--seed", str(seed),
+                        "--validation", str(args.validation), "--train-limit", str(args.train_limit),
+                        "--threads", str(args.threads), "-q"], check=True, capture_output=True, text=True)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    return out["val_acc"], out["test_acc"]
+
+
+def mean_sd(xs):
+    xs = [x for x in xs if not math.isnan(x)]
+    if not xs:
+        return float("nan"), float("nan")
+    m = sum(xs) / len(xs)
+    return m, (math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0)
 
 
 def part_nb201(sieve, seeds, args):
-    print("\n== NB201 (C=8, N=1) on Fashion-MNIST: %s training examples per epoch, %d validation, %d thread(s)"
-          % (args.train_limit or "all", args.validation, args.threads))
-    print("%-15s %4s %7s %7s %15s %9s %9s %7s" % ("method", "seed", "trials", "pruned", "compute (ep.)",
-                                                   "val_acc", "test_acc", "wall s"))
-    results = {m: [] for m in args.methods}
-    with tempfile.TemporaryDirectory(prefix="sieve-bench-nb201-") as workdir:
-        for seed in seeds:
-            for m in args.methods:
-                r = run_method(sieve, workdir, m, seed, args)
-                results[m].append(r)
-                print("%-15s %4d %7d %7d %15.3f %9.4f %9.4f %7.0f" % (m, seed, r["trials"], r["pruned"],
-                                                                      r["compute"], r["val"], r["test"], r["wall"]),
-                      flush=True)
-    mean = lambda xs: sum(xs) / len(xs)
-    print("\nmeans over %d seed(s):" % len(seeds))
-    for m, rs in results.items():
-        print("%-15s compute %.3f epochs, incumbent val_acc %.4f, test_acc %.4f" % (
-            m, mean([r["compute"] for r in rs]), mean([r["val"] for r in rs]), mean([r["test"] for r in rs])))
-    if "hyperband" in results and "hyperband+cont" in results:
-        a, b = mean([r["compute"] for r in results["hyperband"]]), mean([r["compute"] for r in results["hyperband+cont"]])
-        print("continuation cuts Hyperband's compute by %.1f%% (target >= 25%%); incumbent val_acc %.4f vs %.4f" % (
-            100 * (1 - b / a), mean([r["val"] for r in results["hyperband+cont"]]),
-            mean([r["val"] for r in results["hyperband"]])))
-    if "random" in results and "asha+median" in results:
-        a, b = mean([r["compute"] for r in results["random"]]), mean([r["compute"] for r in results["asha+median"]])
-        print("ASHA+median uses %.2f of random search's compute (target <= 0.5); val_acc %.4f vs %.4f" % (
-            b / a, mean([r["val"] for r in results["asha+median"]]), mean([r["val"] for r in results["random"]])))
+    print("\n== NB201 (C=8, N=1) on Fashion-MNIST: %s training examples per epoch (%d steps of 64), %d validation, "
+          "%d thread(s); eta %g, fidelity %g..1 epoch; each method starts trials while it has spent < %g epochs"
+          % (args.train_limit or "all", steps_per_epoch(args), args.validation, args.threads, ETA, MIN_EPOCHS,
+             args.budget), flush=True)
+    tasks = [(m, s) for s in seeds for m in args.methods]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="sieve-bench-nb201-") as workdir, \
+            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for r in pool.map(lambda t: run_method(sieve, workdir, t[0], t[1], args), tasks):
+            results.append(r)
+            print("  %-15s seed %d: %3d trials (%2d pruned, %d at full fidelity), compute %.3f epochs, incumbent "
+                  "val_acc %.4f, %.0f s" % (r["method"], r["seed"], r["trials"], r["pruned"], r["full"],
+                                            r["compute"], r["val"], r["wall"]), flush=True)
+    # Test accuracy of every incumbent, each (genotype, seed) trained once.
+    wanted = {(g, r["seed"]) for r in results
+              for g in (r["genotype"], r["half_genotype"] if r["method"] == "asha+median" else None) if g}
+    tested = {}
+    if not args.no_test:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for key, acc in zip(wanted, pool.map(lambda k: test_accuracy(sieve, k[0], k[1], args), wanted)):
+                tested[key] = acc
+    for r in results:
+        r["test"] = tested.get((r["genotype"], r["seed"]), (None, float("nan")))[1]
+        r["half_test"] = tested.get((r["half_genotype"], r["seed"]), (None, float("nan")))[1]
+        retrained_val = tested.get((r["genotype"], r["seed"]), (None, None))[0]
+        if retrained_val is not None and abs(retrained_val - r["val"]) > 1e-9:
+            print("  note: %s seed %d: the retrained incumbent's val_acc %.4f differs from the study's %.4f"
+                  % (r["method"], r["seed"], retrained_val, r["val"]))
+    by = {m: [r for r in results if r["method"] == m] for m in args.methods}
+    # Hyperband with continuation over Hyperband's own schedule: the trials Hyperband ran within the budget
+    # (the same brackets, the same number of evaluations at each fidelity), and what they cost with continuation.
+    if "hyperband" in by and "hyperband+cont" in by:
+        for a in by["hyperband"]:
+            b = next(x for x in by["hyperband+cont"] if x["seed"] == a["seed"])
+            n = a["trials"]
+            b["schedule_same"] = [x[2] for x in a["prefix_genotypes"]] == [x[2] for x in b["prefix_genotypes"][:n]]
+            b["schedule_compute"] = sum(b["prefix"][:n])
+            sched = [x for x in b["prefix_genotypes"][:n] if x[1] == "ok" and x[2] >= 0.999]
+            g = max(sched, key=lambda x: x[3]) if sched else None
+            b["schedule_genotype"], b["schedule_val"] = (g[0], g[3]) if g else (None, float("nan"))
+            key = (b["schedule_genotype"], b["seed"])
+            if b["schedule_genotype"] and key not in tested and not args.no_test:
+                tested[key] = test_accuracy(sieve, key[0], key[1], args)
+            b["schedule_test"] = tested.get(key, (None, float("nan")))[1]
+    old = []
+    for path in args.add or []:
+        with open(path) as f:
+            old += json.load(f)["results"]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=1)
+    merged = {(r["method"], r["seed"]): r for r in old + results}  # a later run replaces an earlier one
+    summarize(list(merged.values()), args.methods)
+
+
+def summarize(results, methods):
+    seeds = sorted({r["seed"] for r in results})
+    by = {m: sorted([r for r in results if r["method"] == m], key=lambda r: r["seed"]) for m in methods}
+    fmt = lambda xs, d=4: "%.*f ± %.*f" % (d, mean_sd(xs)[0], d, mean_sd(xs)[1])
+    print("\nper method, mean ± sd over %d seed(s):" % len(seeds))
+    print("%-15s %8s %8s %18s %18s %18s" % ("method", "trials", "pruned", "compute (epochs)", "incumbent val_acc",
+                                           "test_acc"))
+    for m, rs in by.items():
+        print("%-15s %8.1f %8.1f %18s %18s %18s" % (m, mean_sd([r["trials"] for r in rs])[0],
+                                                   mean_sd([r["pruned"] for r in rs])[0],
+                                                   fmt([r["compute"] for r in rs], 3), fmt([r["val"] for r in rs]),
+                                                   fmt([r["test"] for r in rs])))
+    verdicts = []
+    if "hyperband" in by and "hyperband+cont" in by:
+        hb, hc = by["hyperband"], by["hyperband+cont"]
+        a, b = mean_sd([r["compute"] for r in hb])[0], mean_sd([r["schedule_compute"] for r in hc])[0]
+        cut = 100 * (1 - b / a)
+        print("\n(a) Hyperband's schedule (%s evaluations, the same fidelities in the same order: %s) costs "
+              "%s epochs without continuation, %s with it: continuation cuts the compute by %.1f%% (target >= 25%%)"
+              % ("/".join(str(r["trials"]) for r in hb), all(r["schedule_same"] for r in hc),
+                 fmt([r["compute"] for r in hb], 3), fmt([r["schedule_compute"] for r in hc], 3), cut))
+        print("    its incumbent: test_acc %s without, %s with continuation (val_acc %s, %s); with the rest of the "
+              "budget spent, %s" % (fmt([r["test"] for r in hb]), fmt([r["schedule_test"] for r in hc]),
+                                    fmt([r["val"] for r in hb]), fmt([r["schedule_val"] for r in hc]),
+                                    fmt([r["test"] for r in hc])))
+        verdicts.append("(a) compute cut %.1f%%: %s" % (cut, "holds" if cut >= 25 else "does NOT hold"))
+    if "random" in by and "asha+median" in by:
+        ra, asha = by["random"], by["asha+median"]
+        target = mean_sd([r["test"] for r in ra])[0]
+        got = mean_sd([r["half_test"] for r in asha])[0]
+        ratio = mean_sd([r["half_compute"] for r in asha])[0] / mean_sd([r["compute"] for r in ra])[0]
+        wins = sum(x["half_test"] >= y["test"] for x, y in zip(asha, ra))
+        print("(b) ASHA+median with half the budget (%s epochs, %.2f of random search's %s): incumbent test_acc %s "
+              "(val_acc %s) against random search's %s (val_acc %s); at least random's on %d of %d seeds; with the "
+              "whole budget, %s" % (fmt([r["half_compute"] for r in asha], 3), ratio,
+                                    fmt([r["compute"] for r in ra], 3), fmt([r["half_test"] for r in asha]),
+                                    fmt([r["half_val"] for r in asha]), fmt([r["test"] for r in ra]),
+                                    fmt([r["val"] for r in ra]), wins, len(ra), fmt([r["test"] for r in asha])))
+        verdicts.append("(b) ASHA at %.2f of the compute: mean test_acc %.4f vs %.4f: %s" % (
+            ratio, got, target, "holds" if got >= target and ratio <= 0.5 + 1e-9 else "does NOT hold"))
+    for v in verdicts:
+        print(v)
 
 
 def main():
@@ -234,15 +403,19 @@ def main():
     parser.add_argument("--pruner-seeds", default="1,2,3")
     parser.add_argument("--train-limit", type=int, default=0, help="training examples per epoch (0: all 55,000)")
     parser.add_argument("--validation", type=int, default=5000)
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="threads per training (compute is counted in epochs)")
+    parser.add_argument("--jobs", type=int, default=1, help="studies run at once (each a process of --threads)")
+    parser.add_argument("--budget", type=float, default=BUDGET, help="epochs of training per method")
+    parser.add_argument("--out", help="write every study's figures to this JSON file")
+    parser.add_argument("--add", action="append", help="a JSON file of --out from other seeds, summarized with these")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--no-test", action="store_true", help="skip the incumbents' test accuracy")
     parser.add_argument("--skip-nb201", action="store_true")
     args = parser.parse_args()
     args.methods = args.methods.split(",")
-    differ = part_pruners(args.sieve, [int(s) for s in args.pruner_seeds.split(",")])
+    differ = part_pruners(args.sieve, [int(s) for s in args.pruner_seeds.split(",") if s])
     if not args.skip_nb201:
-        part_nb201(args.sieve, [int(s) for s in args.seeds.split(",")], args)
+        part_nb201(args.sieve, [int(s) for s in args.seeds.split(",") if s], args)
     return 1 if differ else 0
 
 

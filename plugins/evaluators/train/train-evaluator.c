@@ -247,6 +247,7 @@ typedef struct {
   const SieveTrainOptions *options;
   GBytes *weights; /* what on_done kept (owned) */
   gboolean stopped; /* told to stop by the engine (pruned) */
+  guint per_epoch;  /* steps per epoch, as the trainer counts them (0: no step ran) */
 } Reporter;
 
 /* Intermediate values: the validation accuracy after every report_every
@@ -259,6 +260,7 @@ on_step(gpointer user_data, SieveRuntime *runtime, guint logits, guint classes, 
 {
   Reporter *r = user_data;
   Trainer *self = r->trainer;
+  r->per_epoch = per_epoch;
   guint every = self->report_every ? self->report_every : per_epoch;
   if (self->data.val == NULL || step == steps || step % every != 0)
     return TRUE;
@@ -415,7 +417,7 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
-  Reporter reporter = {candidate, 0, self, &o, NULL, FALSE};
+  Reporter reporter = {candidate, 0, self, &o, NULL, FALSE, 0};
   o.progress = on_progress;
   o.progress_data = &reporter;
   o.step_check = on_step;
@@ -459,9 +461,13 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     sieve_result_set_metric(result, "test_acc", r.test_acc);
   sieve_result_set_metric(result, "train_loss", r.train_loss);
   sieve_result_set_metric(result, "train_acc", r.train_acc);
-  sieve_result_set_metric(result, "epochs", o.epochs);
-  /* The training this evaluation ran, without the steps it continued from. */
-  sieve_result_set_metric(result, "epochs_run", r.steps ? o.epochs * (double)(r.steps - r.steps_resumed) / r.steps : 0);
+  /* A training the pruner stopped ran r.steps of the steps o.epochs asked for. */
+  sieve_result_set_metric(result, "epochs", reporter.stopped ? (double)r.steps / reporter.per_epoch : o.epochs);
+  /* The training this evaluation ran, without the steps it continued from:
+   * in epochs of steps actually taken, so that a stopped training counts
+   * what it ran, not what it was asked for. */
+  sieve_result_set_metric(result, "epochs_run",
+                          reporter.per_epoch ? (double)(r.steps - r.steps_resumed) / reporter.per_epoch : 0);
   sieve_result_set_metric(result, "params", (double)r.params);
   sieve_result_set_metric(result, "macs", (double)sieve_graph_macs(net));
   sieve_result_set_metric(result, "images_per_s", r.images_per_s);
