@@ -339,6 +339,38 @@ test_concat(void)
   check_op(build_concat, GINT_TO_POINTER(TRUE), 94);
 }
 
+/* Concatenations whose inputs are whole channel blocks (8- and 16-channel
+ * convolutions, as NAS-Bench-101's vertices): the output is blocked too,
+ * and a max pool and a strided 1x1 convolution read it in place; their
+ * outputs (8 channels each) are concatenated again.  Then a plain
+ * concatenation (3 + 17 channels) that two 1x1 convolutions both read
+ * through one shared reorder into their blocked layout. */
+static SieveGraph *
+build_concat_blocked(guint *out, gconstpointer data)
+{
+  (void)data;
+  SieveGraph *g = sieve_graph_new("concat-blocked");
+  guint x = sieve_graph_input(g, 4, 6, 6);
+  guint a = sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE);
+  guint b = sieve_graph_conv2d(g, x, 16, 1, 1, 0, TRUE);
+  guint xs[] = {a, b, sieve_graph_activation(g, a, SIEVE_ACT_TANH, 0)};
+  guint cat = sieve_graph_concat(g, xs, 3); /* 32 channels */
+  guint ys[] = {sieve_graph_pool(g, cat, SIEVE_POOL_MAX, 2, 2, 0), sieve_graph_conv2d(g, cat, 8, 1, 2, 0, FALSE)};
+  guint top = sieve_graph_concat(g, ys, 2); /* 40 channels, 3x3 */
+  guint zs[] = {sieve_graph_conv2d(g, x, 3, 3, 2, 1, TRUE), sieve_graph_conv2d(g, x, 17, 1, 2, 0, FALSE)};
+  guint plain = sieve_graph_concat(g, zs, 2); /* 20 channels, 3x3 */
+  guint ps[] = {sieve_graph_conv2d(g, plain, 8, 1, 1, 0, FALSE), sieve_graph_conv2d(g, plain, 8, 1, 1, 0, TRUE)};
+  guint ws[] = {top, sieve_graph_sum(g, ps, 2)};
+  *out = sieve_graph_concat(g, ws, 2); /* 48 channels */
+  return g;
+}
+
+static void
+test_concat_blocked(void)
+{
+  check_op(build_concat_blocked, NULL, 97);
+}
+
 /* Identity chains, a zero folded out of a sum, a zero that a convolution
  * reads (a real zero tensor), and a sum of nothing but zeros. */
 static SieveGraph *
@@ -545,6 +577,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/ops/factorized-reduce", test_factorized_reduce);
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);
+  g_test_add_func("/runtime/ops/concat-blocked", test_concat_blocked);
   g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);
   g_test_add_func("/runtime/ops/global_avg_pool", test_gap);
   add_cases("linear", linear_cases, sizeof *linear_cases, G_N_ELEMENTS(linear_cases), test_linear);

@@ -41,11 +41,22 @@ as_layout(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *want, gboolean kee
     *slot = c->nodes[u].out;
     return TRUE;
   }
+  /* A cell's input feeds several 1x1 projections that all want it in one
+   * layout: one reorder, kept for backward, serves them all. */
+  CNode *p = &c->nodes[u];
+  if (keep && p->kept_slot >= 0 && sieve__cpu_md_equal(&p->kept_md, want)) {
+    *slot = p->kept_slot;
+    return TRUE;
+  }
   *slot = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(want), keep);
   if (!sieve__cpu_push_reorder(c, v, c->fwd_train, c->fwd_eval, &have, c->nodes[u].out, want, *slot, FALSE, error))
     return FALSE;
-  if (!keep)
+  if (!keep) {
     g_array_append_val(c->pending, *slot); /* pooled once the consumer's steps are planned */
+  } else {
+    p->kept_md = *want;
+    p->kept_slot = *slot;
+  }
   return TRUE;
 }
 
@@ -376,6 +387,37 @@ plan_sum(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* The layout of a concatenation's output: nChw16c when every input's
+ * channels are a multiple of 16 and some input is stored so, else nChw8c
+ * when they are multiples of 8 and some input is blocked, else nchw (a
+ * concatenation of plain inputs stays a plain copy). */
+static void
+concat_layout(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
+{
+  static const struct {
+    dnnl_format_tag_t tag;
+    guint block;
+  } blocks[] = {{dnnl_nChw16c, 16}, {dnnl_nChw8c, 8}};
+  SieveShape s = x->n->shape;
+  dnnl_dims_t d = {c->options.batch, s.c, s.h, s.w};
+  for (guint b = 0; b < G_N_ELEMENTS(blocks); b++) {
+    gboolean whole = TRUE, seen = FALSE;
+    for (guint k = 0; k < x->n_in && whole; k++) {
+      whole = srcs[k].dims[1] % blocks[b].block == 0;
+      for (guint t = b; t < G_N_ELEMENTS(blocks) && whole && !seen; t--) { /* this block or a larger one */
+        dnnl_memory_desc_t probe;
+        seen = dnnl_memory_desc_init_by_tag(&probe, 4, srcs[k].dims, dnnl_f32, blocks[t].tag) == dnnl_success &&
+               dnnl_memory_desc_equal(&probe, &srcs[k]);
+      }
+    }
+    if (whole && seen) {
+      dnnl_memory_desc_init_by_tag(&x->md, 4, d, dnnl_f32, blocks[b].tag);
+      return;
+    }
+  }
+  sieve__cpu_md_plain(&x->md, c->options.batch, s);
+}
+
 static gboolean
 plan_concat(Cpu *c, guint v, GError **error)
 {
@@ -384,9 +426,12 @@ plan_concat(Cpu *c, guint v, GError **error)
   for (guint k = 0; k < x->n_in; k++)
     if (!sieve__cpu_md_as4(c, x->in[k], &srcs[k], error))
       return FALSE;
-  /* A plain output keeps every input's channel range addressable for the
-   * backward slices, whatever the channel counts. */
-  sieve__cpu_md_plain(&x->md, c->options.batch, x->n->shape);
+  /* The output keeps every input's channel range addressable for the
+   * backward slices: channel-blocked (nChw16c, nChw8c) when every input's
+   * channels are whole blocks, so that the copy is a plain block copy and
+   * the consumers (a NAS-Bench-101 cell's projections, a downsampling max
+   * pool) read it without a reorder; plain nchw otherwise. */
+  concat_layout(c, x, srcs);
   dnnl_primitive_desc_t pd;
   TRY(dnnl_concat_primitive_desc_create(&pd, &x->md, (int)x->n_in, 1, srcs, NULL, c->engine), "concat for %s",
       sieve__cpu_node_desc(c, v));

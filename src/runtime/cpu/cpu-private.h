@@ -105,6 +105,8 @@ typedef struct {
   dnnl_primitive_desc_t fwd_pd; /* hint for backward descriptors, owned */
   dnnl_memory_desc_t src_want;  /* conv/linear/loss: the layout the primitive reads */
   int src_slot;                 /* where that layout lives (out of the input or a reorder) */
+  dnnl_memory_desc_t kept_md;   /* this output reordered for a consumer and kept for backward: */
+  int kept_slot;                /* the layout and slot, which later consumers of it share (-1: none) */
   dnnl_memory_desc_t gate_md;   /* mul: the gate (input 1) as the primitive reads it */
   int gate_slot;
   /* parameters: first index into the param table, count */
