@@ -387,37 +387,35 @@ plan_sum(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
-/* The layout of a concatenation's output: nChw16c when every input's
- * channels are a multiple of 16 and some input is stored so, else nChw8c
- * when they are multiples of 8 and some input is blocked, else nchw (a
- * concatenation of plain inputs stays a plain copy). */
-static void
-concat_layout(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
+/* The block of a concatenation's output: the largest of its inputs' (8
+ * or 16, 8 when the channels are not whole blocks of 16), when every input
+ * is nchw, nChw8c or nChw16c and the output's channels are whole blocks;
+ * 0 (plain nchw) otherwise. */
+static guint
+concat_block(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
 {
-  static const struct {
-    dnnl_format_tag_t tag;
-    guint block;
-  } blocks[] = {{dnnl_nChw16c, 16}, {dnnl_nChw8c, 8}};
-  SieveShape s = x->n->shape;
-  dnnl_dims_t d = {c->options.batch, s.c, s.h, s.w};
-  for (guint b = 0; b < G_N_ELEMENTS(blocks); b++) {
-    gboolean whole = TRUE, seen = FALSE;
-    for (guint k = 0; k < x->n_in && whole; k++) {
-      whole = srcs[k].dims[1] % blocks[b].block == 0;
-      for (guint t = b; t < G_N_ELEMENTS(blocks) && whole && !seen; t--) { /* this block or a larger one */
-        dnnl_memory_desc_t probe;
-        seen = dnnl_memory_desc_init_by_tag(&probe, 4, srcs[k].dims, dnnl_f32, blocks[t].tag) == dnnl_success &&
-               dnnl_memory_desc_equal(&probe, &srcs[k]);
-      }
-    }
-    if (whole && seen) {
-      dnnl_memory_desc_init_by_tag(&x->md, 4, d, dnnl_f32, blocks[b].tag);
-      return;
-    }
+  guint largest = 0;
+  for (guint k = 0; k < x->n_in; k++) {
+    guint b = sieve__cpu_md_block(&srcs[k]);
+    if (b == 0)
+      return 0;
+    largest = MAX(largest, b);
   }
-  sieve__cpu_md_plain(&x->md, c->options.batch, s);
+  guint C = x->n->shape.c;
+  if (largest == 16 && C % 16 == 0)
+    return 16;
+  return largest >= 8 && C % 8 == 0 ? 8 : 0;
 }
 
+/* A concatenation keeps every input's channel range addressable for the
+ * backward slices.  Where its inputs are channel-blocked (the convolutions'
+ * outputs of a NAS-Bench-101 or DARTS cell), so is its output, and its
+ * consumers (the next cell's projections, a downsampling max pool) read it
+ * without a reorder: the copy is ours (cpu-kernels.c), one block run per
+ * image where the pieces are whole blocks and channel by channel where they
+ * are not (a cell of 4-channel vertices: oneDNN's concatenation takes
+ * blocked pieces only at whole blocks and would otherwise go through plain
+ * nchw).  Plain inputs make a plain output, oneDNN's copy. */
 static gboolean
 plan_concat(Cpu *c, guint v, GError **error)
 {
@@ -426,12 +424,26 @@ plan_concat(Cpu *c, guint v, GError **error)
   for (guint k = 0; k < x->n_in; k++)
     if (!sieve__cpu_md_as4(c, x->in[k], &srcs[k], error))
       return FALSE;
-  /* The output keeps every input's channel range addressable for the
-   * backward slices: channel-blocked (nChw16c, nChw8c) when every input's
-   * channels are whole blocks, so that the copy is a plain block copy and
-   * the consumers (a NAS-Bench-101 cell's projections, a downsampling max
-   * pool) read it without a reorder; plain nchw otherwise. */
-  concat_layout(c, x, srcs);
+  SieveShape sh = x->n->shape;
+  guint block = concat_block(c, x, srcs);
+  if (block != 0) {
+    dnnl_dims_t d = {c->options.batch, sh.c, sh.h, sh.w};
+    dnnl_memory_desc_init_by_tag(&x->md, 4, d, dnnl_f32, block == 16 ? dnnl_nChw16c : dnnl_nChw8c);
+    x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+    guint first = 0;
+    for (guint k = 0; k < x->n_in; k++) {
+      Step *s = sieve__cpu_step_push(c, STEP_CHANNELS, v, c->fwd_train, c->fwd_eval);
+      s->src = c->nodes[x->in[k]].out;
+      s->dst = x->out;
+      s->n = (size_t)srcs[k].dims[1];
+      s->hw = (gsize)sh.h * sh.w;
+      s->from = (ChanView){sieve__cpu_md_block(&srcs[k]), (guint)srcs[k].padded_dims[1], 0};
+      s->to = (ChanView){block, sh.c, first};
+      first += (guint)srcs[k].dims[1];
+    }
+    return TRUE;
+  }
+  sieve__cpu_md_plain(&x->md, c->options.batch, sh);
   dnnl_primitive_desc_t pd;
   TRY(dnnl_concat_primitive_desc_create(&pd, &x->md, (int)x->n_in, 1, srcs, NULL, c->engine), "concat for %s",
       sieve__cpu_node_desc(c, v));
