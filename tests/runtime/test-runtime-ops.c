@@ -344,9 +344,9 @@ test_concat(void)
  * and a max pool and a strided 1x1 convolution read it in place; their
  * outputs (8 channels each) are concatenated again.  A plain
  * concatenation (3 + 17 channels) that two 1x1 convolutions both read
- * through one shared reorder into their blocked layout.  A blocked
- * concatenation of 4-channel pieces (NAS-Bench-101 at stem 16), whose
- * copies and gradient slices start inside a block. */
+ * through one shared reorder into their blocked layout.  A plain piece in
+ * a blocked concatenation, and 4-channel pieces (NAS-Bench-101 at stem
+ * 16). */
 static SieveGraph *
 build_concat_blocked(guint *out, gconstpointer data)
 {
@@ -362,13 +362,17 @@ build_concat_blocked(guint *out, gconstpointer data)
   guint zs[] = {sieve_graph_conv2d(g, x, 3, 3, 2, 1, TRUE), sieve_graph_conv2d(g, x, 17, 1, 2, 0, FALSE)};
   guint plain = sieve_graph_concat(g, zs, 2); /* 20 channels, 3x3 */
   guint ps[] = {sieve_graph_conv2d(g, plain, 8, 1, 1, 0, FALSE), sieve_graph_conv2d(g, plain, 8, 1, 1, 0, TRUE)};
-  /* 4-channel pieces (padded blocks) and the plain input: 16 channels cut
-   * at offsets inside a block of 8. */
-  guint ms[] = {sieve_graph_conv2d(g, x, 4, 3, 1, 1, FALSE), x, sieve_graph_conv2d(g, x, 4, 1, 1, 0, TRUE),
+  /* A plain piece of 8 channels (x twice) beside a blocked one: copied
+   * channel by channel into the blocked output, and 4-channel pieces
+   * (padded blocks), which make a plain output. */
+  guint xx = sieve_graph_concat(g, (guint[]){x, x}, 2);
+  guint ms[] = {sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE), xx};
+  guint fs[] = {sieve_graph_conv2d(g, x, 4, 3, 1, 1, FALSE), sieve_graph_conv2d(g, x, 4, 1, 1, 0, TRUE),
                 sieve_graph_activation(g, sieve_graph_conv2d(g, x, 4, 3, 1, 1, FALSE), SIEVE_ACT_TANH, 0)};
-  guint mixed = sieve_graph_conv2d(g, sieve_graph_concat(g, ms, 4), 8, 1, 2, 0, FALSE);
-  guint ws[] = {top, sieve_graph_sum(g, ps, 2), mixed};
-  *out = sieve_graph_concat(g, ws, 3); /* 56 channels */
+  guint mixed = sieve_graph_conv2d(g, sieve_graph_concat(g, ms, 2), 4, 1, 2, 0, FALSE);
+  guint four = sieve_graph_conv2d(g, sieve_graph_concat(g, fs, 3), 4, 1, 2, 0, FALSE);
+  guint ws[] = {top, sieve_graph_sum(g, ps, 2), mixed, four};
+  *out = sieve_graph_concat(g, ws, 4); /* 56 channels */
   return g;
 }
 

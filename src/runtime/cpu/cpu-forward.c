@@ -388,9 +388,12 @@ plan_sum(Cpu *c, guint v, GError **error)
 }
 
 /* The block of a concatenation's output: the largest of its inputs' (8
- * or 16, 8 when the channels are not whole blocks of 16), when every input
- * is nchw, nChw8c or nChw16c and the output's channels are whole blocks;
- * 0 (plain nchw) otherwise. */
+ * or 16, 8 when some input is not whole blocks of 16), when every input is
+ * nchw, nChw8c or nChw16c and whole blocks; 0 (plain nchw) otherwise.
+ * Pieces of 4 channels (NAS-Bench-101 at stem 16) stay plain: padded to 8,
+ * the next cell's convolutions, batch norms and above all max pools
+ * (oneDNN 2.6's blocked max-pool backward) move twice the bytes, and
+ * measured slower than in nchw. */
 static guint
 concat_block(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
 {
@@ -401,21 +404,23 @@ concat_block(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
       return 0;
     largest = MAX(largest, b);
   }
-  guint C = x->n->shape.c;
-  if (largest == 16 && C % 16 == 0)
-    return 16;
-  return largest >= 8 && C % 8 == 0 ? 8 : 0;
+  for (guint block = largest; block >= 8; block /= 2) {
+    gboolean whole = TRUE;
+    for (guint k = 0; k < x->n_in; k++)
+      whole = whole && srcs[k].dims[1] % block == 0;
+    if (whole)
+      return block;
+  }
+  return 0;
 }
 
 /* A concatenation keeps every input's channel range addressable for the
- * backward slices.  Where its inputs are channel-blocked (the convolutions'
- * outputs of a NAS-Bench-101 or DARTS cell), so is its output, and its
- * consumers (the next cell's projections, a downsampling max pool) read it
- * without a reorder: the copy is ours (cpu-kernels.c), one block run per
- * image where the pieces are whole blocks and channel by channel where they
- * are not (a cell of 4-channel vertices: oneDNN's concatenation takes
- * blocked pieces only at whole blocks and would otherwise go through plain
- * nchw).  Plain inputs make a plain output, oneDNN's copy. */
+ * backward slices.  Where its inputs are channel-blocked whole blocks (the
+ * convolutions' outputs of a NAS-Bench-101 or DARTS cell), so is its
+ * output, and its consumers (the next cell's projections, a downsampling
+ * max pool) read it without a reorder: the copy is ours (cpu-kernels.c),
+ * one block run per image, channel by channel for a plain piece.  Other
+ * inputs make a plain output, oneDNN's copy. */
 static gboolean
 plan_concat(Cpu *c, guint v, GError **error)
 {
