@@ -339,6 +339,49 @@ test_concat(void)
   check_op(build_concat, GINT_TO_POINTER(TRUE), 94);
 }
 
+/* Concatenations whose inputs are whole channel blocks (8- and 16-channel
+ * convolutions, as NAS-Bench-101's vertices): the output is blocked too,
+ * and a max pool and a strided 1x1 convolution read it in place; their
+ * outputs (8 channels each) are concatenated again.  A plain
+ * concatenation (3 + 17 channels) that two 1x1 convolutions both read
+ * through one shared reorder into their blocked layout.  A plain piece in
+ * a blocked concatenation, and 4-channel pieces (NAS-Bench-101 at stem
+ * 16). */
+static SieveGraph *
+build_concat_blocked(guint *out, gconstpointer data)
+{
+  (void)data;
+  SieveGraph *g = sieve_graph_new("concat-blocked");
+  guint x = sieve_graph_input(g, 4, 6, 6);
+  guint a = sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE);
+  guint b = sieve_graph_conv2d(g, x, 16, 1, 1, 0, TRUE);
+  guint xs[] = {a, b, sieve_graph_activation(g, a, SIEVE_ACT_TANH, 0)};
+  guint cat = sieve_graph_concat(g, xs, 3); /* 32 channels */
+  guint ys[] = {sieve_graph_pool(g, cat, SIEVE_POOL_MAX, 2, 2, 0), sieve_graph_conv2d(g, cat, 8, 1, 2, 0, FALSE)};
+  guint top = sieve_graph_concat(g, ys, 2); /* 40 channels, 3x3 */
+  guint zs[] = {sieve_graph_conv2d(g, x, 3, 3, 2, 1, TRUE), sieve_graph_conv2d(g, x, 17, 1, 2, 0, FALSE)};
+  guint plain = sieve_graph_concat(g, zs, 2); /* 20 channels, 3x3 */
+  guint ps[] = {sieve_graph_conv2d(g, plain, 8, 1, 1, 0, FALSE), sieve_graph_conv2d(g, plain, 8, 1, 1, 0, TRUE)};
+  /* A plain piece of 8 channels (x twice) beside a blocked one: copied
+   * channel by channel into the blocked output, and 4-channel pieces
+   * (padded blocks), which make a plain output. */
+  guint xx = sieve_graph_concat(g, (guint[]){x, x}, 2);
+  guint ms[] = {sieve_graph_conv2d(g, x, 8, 3, 1, 1, FALSE), xx};
+  guint fs[] = {sieve_graph_conv2d(g, x, 4, 3, 1, 1, FALSE), sieve_graph_conv2d(g, x, 4, 1, 1, 0, TRUE),
+                sieve_graph_activation(g, sieve_graph_conv2d(g, x, 4, 3, 1, 1, FALSE), SIEVE_ACT_TANH, 0)};
+  guint mixed = sieve_graph_conv2d(g, sieve_graph_concat(g, ms, 2), 4, 1, 2, 0, FALSE);
+  guint four = sieve_graph_conv2d(g, sieve_graph_concat(g, fs, 3), 4, 1, 2, 0, FALSE);
+  guint ws[] = {top, sieve_graph_sum(g, ps, 2), mixed, four};
+  *out = sieve_graph_concat(g, ws, 4); /* 56 channels */
+  return g;
+}
+
+static void
+test_concat_blocked(void)
+{
+  check_op(build_concat_blocked, NULL, 97);
+}
+
 /* Identity chains, a zero folded out of a sum, a zero that a convolution
  * reads (a real zero tensor), and a sum of nothing but zeros. */
 static SieveGraph *
@@ -545,6 +588,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/ops/factorized-reduce", test_factorized_reduce);
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);
+  g_test_add_func("/runtime/ops/concat-blocked", test_concat_blocked);
   g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);
   g_test_add_func("/runtime/ops/global_avg_pool", test_gap);
   add_cases("linear", linear_cases, sizeof *linear_cases, G_N_ELEMENTS(linear_cases), test_linear);

@@ -414,12 +414,28 @@ bwd_concat(Cpu *c, guint v, GError **error)
     if (!wants_grad(c, u))
       continue;
     dnnl_memory_desc_t sub, want;
-    TRY(dnnl_memory_desc_init_submemory(&sub, &x->md, dims, offs), "concat slice for %s", sieve__cpu_node_desc(c, v));
     if (!sieve__cpu_md_as4(c, u, &want, error))
       return FALSE;
     int dst = contrib_begin(c, u, &want);
-    if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &sub, x->diff, &want, dst, FALSE, error))
-      return FALSE;
+    guint from = sieve__cpu_md_block(&x->md), to = sieve__cpu_md_block(&want);
+    if (from > 1 && to != 0) {
+      /* A blocked concatenation (cpu-forward.c): our copy, which takes
+       * channels at any offset; the input's block padding is zeroed, as
+       * oneDNN's kernels expect of a gradient. */
+      Step *st = sieve__cpu_step_push(c, STEP_CHANNELS, v, c->bwd, NULL);
+      st->src = x->diff;
+      st->dst = dst;
+      st->n = (size_t)s.c;
+      st->hw = (gsize)s.h * s.w;
+      st->from = (ChanView){from, (guint)x->md.padded_dims[1], (guint)offs[1]};
+      st->to = (ChanView){to, (guint)want.padded_dims[1], 0};
+      st->zero_pad = TRUE;
+    } else {
+      TRY(dnnl_memory_desc_init_submemory(&sub, &x->md, dims, offs), "concat slice for %s",
+          sieve__cpu_node_desc(c, v));
+      if (!sieve__cpu_push_reorder(c, v, c->bwd, NULL, &sub, x->diff, &want, dst, FALSE, error))
+        return FALSE;
+    }
     if (!contrib_end(c, v, u, &want, dst, error))
       return FALSE;
   }

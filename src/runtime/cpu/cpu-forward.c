@@ -41,11 +41,22 @@ as_layout(Cpu *c, guint v, guint u, const dnnl_memory_desc_t *want, gboolean kee
     *slot = c->nodes[u].out;
     return TRUE;
   }
+  /* A cell's input feeds several 1x1 projections that all want it in one
+   * layout: one reorder, kept for backward, serves them all. */
+  CNode *p = &c->nodes[u];
+  if (keep && p->kept_slot >= 0 && sieve__cpu_md_equal(&p->kept_md, want)) {
+    *slot = p->kept_slot;
+    return TRUE;
+  }
   *slot = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(want), keep);
   if (!sieve__cpu_push_reorder(c, v, c->fwd_train, c->fwd_eval, &have, c->nodes[u].out, want, *slot, FALSE, error))
     return FALSE;
-  if (!keep)
+  if (!keep) {
     g_array_append_val(c->pending, *slot); /* pooled once the consumer's steps are planned */
+  } else {
+    p->kept_md = *want;
+    p->kept_slot = *slot;
+  }
   return TRUE;
 }
 
@@ -376,6 +387,40 @@ plan_sum(Cpu *c, guint v, GError **error)
   return TRUE;
 }
 
+/* The block of a concatenation's output: the largest of its inputs' (8
+ * or 16, 8 when some input is not whole blocks of 16), when every input is
+ * nchw, nChw8c or nChw16c and whole blocks; 0 (plain nchw) otherwise.
+ * Pieces of 4 channels (NAS-Bench-101 at stem 16) stay plain: padded to 8,
+ * the next cell's convolutions, batch norms and above all max pools
+ * (oneDNN 2.6's blocked max-pool backward) move twice the bytes, and
+ * measured slower than in nchw. */
+static guint
+concat_block(Cpu *c, CNode *x, const dnnl_memory_desc_t *srcs)
+{
+  guint largest = 0;
+  for (guint k = 0; k < x->n_in; k++) {
+    guint b = sieve__cpu_md_block(&srcs[k]);
+    if (b == 0)
+      return 0;
+    largest = MAX(largest, b);
+  }
+  for (guint block = largest; block >= 8; block /= 2) {
+    gboolean whole = TRUE;
+    for (guint k = 0; k < x->n_in; k++)
+      whole = whole && srcs[k].dims[1] % block == 0;
+    if (whole)
+      return block;
+  }
+  return 0;
+}
+
+/* A concatenation keeps every input's channel range addressable for the
+ * backward slices.  Where its inputs are channel-blocked whole blocks (the
+ * convolutions' outputs of a NAS-Bench-101 or DARTS cell), so is its
+ * output, and its consumers (the next cell's projections, a downsampling
+ * max pool) read it without a reorder: the copy is ours (cpu-kernels.c),
+ * one block run per image, channel by channel for a plain piece.  Other
+ * inputs make a plain output, oneDNN's copy. */
 static gboolean
 plan_concat(Cpu *c, guint v, GError **error)
 {
@@ -384,9 +429,26 @@ plan_concat(Cpu *c, guint v, GError **error)
   for (guint k = 0; k < x->n_in; k++)
     if (!sieve__cpu_md_as4(c, x->in[k], &srcs[k], error))
       return FALSE;
-  /* A plain output keeps every input's channel range addressable for the
-   * backward slices, whatever the channel counts. */
-  sieve__cpu_md_plain(&x->md, c->options.batch, x->n->shape);
+  SieveShape sh = x->n->shape;
+  guint block = concat_block(c, x, srcs);
+  if (block != 0) {
+    dnnl_dims_t d = {c->options.batch, sh.c, sh.h, sh.w};
+    dnnl_memory_desc_init_by_tag(&x->md, 4, d, dnnl_f32, block == 16 ? dnnl_nChw16c : dnnl_nChw8c);
+    x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+    guint first = 0;
+    for (guint k = 0; k < x->n_in; k++) {
+      Step *s = sieve__cpu_step_push(c, STEP_CHANNELS, v, c->fwd_train, c->fwd_eval);
+      s->src = c->nodes[x->in[k]].out;
+      s->dst = x->out;
+      s->n = (size_t)srcs[k].dims[1];
+      s->hw = (gsize)sh.h * sh.w;
+      s->from = (ChanView){sieve__cpu_md_block(&srcs[k]), (guint)srcs[k].padded_dims[1], 0};
+      s->to = (ChanView){block, sh.c, first};
+      first += (guint)srcs[k].dims[1];
+    }
+    return TRUE;
+  }
+  sieve__cpu_md_plain(&x->md, c->options.batch, sh);
   dnnl_primitive_desc_t pd;
   TRY(dnnl_concat_primitive_desc_create(&pd, &x->md, (int)x->n_in, 1, srcs, NULL, c->engine), "concat for %s",
       sieve__cpu_node_desc(c, v));

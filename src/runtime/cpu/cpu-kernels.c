@@ -15,6 +15,70 @@ sieve__cpu_pick_block(guint channels, dnnl_memory_desc_t *md, guint batch, Sieve
   return block;
 }
 
+guint
+sieve__cpu_md_block(const dnnl_memory_desc_t *md)
+{
+  static const struct {
+    dnnl_format_tag_t tag;
+    guint block;
+  } tags[] = {{dnnl_nchw, 1}, {dnnl_nChw8c, 8}, {dnnl_nChw16c, 16}};
+  if (md->ndims != 4 || md->offset0 != 0)
+    return 0;
+  for (guint i = 0; i < G_N_ELEMENTS(tags); i++) {
+    dnnl_memory_desc_t probe;
+    if (dnnl_memory_desc_init_by_tag(&probe, 4, md->dims, dnnl_f32, tags[i].tag) == dnnl_success &&
+        dnnl_memory_desc_equal(&probe, md))
+      return tags[i].block;
+  }
+  return 0;
+}
+
+/* Channel c of image b, pixel 0, in a tensor of `stored` channels in
+ * blocks of `block` (1: nchw); its pixels follow `block` floats apart. */
+static inline gsize
+chan_at(const ChanView *v, gsize hw, guint b, guint c)
+{
+  return ((gsize)b * v->stored + (c / v->block) * v->block) * hw + c % v->block;
+}
+
+/* A concatenation's piece, forward (into the output's channels) or
+ * backward (the output gradient's channels out): a copy between any two
+ * of nchw, nChw8c and nChw16c at any channel offset, which oneDNN's
+ * concatenation and sub-memory reorders take only at whole blocks. */
+void
+sieve__cpu_channels(Cpu *c, const Step *s)
+{
+  const float *src = sieve__cpu_slot_ptr(c, s->src);
+  float *dst = sieve__cpu_slot_ptr(c, s->dst);
+  const ChanView *f = &s->from, *t = &s->to;
+  guint B = c->options.batch, n = (guint)s->n;
+  gsize hw = s->hw;
+  guint pad = s->zero_pad ? t->stored - (t->first + n) : 0;
+#pragma omp parallel for schedule(static) if ((gsize)B * n * hw > 32768)
+  for (guint b = 0; b < B; b++) {
+    for (guint k = 0; k < n;) {
+      const float *a = src + chan_at(f, hw, b, f->first + k);
+      float *d = dst + chan_at(t, hw, b, t->first + k);
+      /* A whole block on both sides, the same block: one run of floats. */
+      if (f->block == t->block && (f->first + k) % f->block == 0 && (t->first + k) % t->block == 0 &&
+          n - k >= f->block) {
+        memcpy(d, a, hw * f->block * sizeof(float));
+        k += f->block;
+        continue;
+      }
+      guint fs = f->block, ts = t->block;
+      for (gsize p = 0; p < hw; p++)
+        d[p * ts] = a[p * fs];
+      k++;
+    }
+    for (guint k = 0; k < pad; k++) {
+      float *d = dst + chan_at(t, hw, b, t->first + n + k);
+      for (gsize p = 0; p < hw; p++)
+        d[p * t->block] = 0;
+    }
+  }
+}
+
 /* Offset of (b, channel block cb, y, x) in a tensor of nb channel blocks of
  * `block` channels and h x w pixels; the block's channels follow. */
 static inline gsize

@@ -69,7 +69,14 @@ typedef enum {
   STEP_HSIG_BWD,    /* dst = src * hard_sigmoid'(aux) over n floats: src the output's gradient, aux the input */
   STEP_DW_WGRAD,    /* depthwise weight gradient (cpu-kernels.c): src diff_dst, aux the input, dst goihw */
   STEP_GATE_GRAD,   /* a broadcast gate's gradient (cpu-kernels.c): src diff_dst, aux x, dst [B, C] */
+  STEP_CHANNELS,    /* n channels of src (from src_off) into dst (from dst_off), each nchw, nChw8c or nChw16c (cpu-kernels.c) */
 } StepKind;
+
+/* A STEP_CHANNELS tensor: its channel block (1: nchw), its channels as
+ * stored (a multiple of the block) and the first channel copied. */
+typedef struct {
+  guint block, stored, first;
+} ChanView;
 
 typedef struct {
   StepKind kind;
@@ -82,6 +89,9 @@ typedef struct {
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
   int aux;               /* HSIG_BWD, DW_WGRAD, GATE_GRAD: the forward's input */
   guint block;           /* DW_WGRAD, GATE_GRAD: channels per block of their tensors' layout (1: nchw) */
+  ChanView from, to;     /* CHANNELS: n channels of h x w pixels (hw) from src to dst */
+  gsize hw;
+  gboolean zero_pad;     /* CHANNELS: dst's stored channels past the copied ones are zeroed (block padding) */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
@@ -105,6 +115,8 @@ typedef struct {
   dnnl_primitive_desc_t fwd_pd; /* hint for backward descriptors, owned */
   dnnl_memory_desc_t src_want;  /* conv/linear/loss: the layout the primitive reads */
   int src_slot;                 /* where that layout lives (out of the input or a reorder) */
+  dnnl_memory_desc_t kept_md;   /* this output reordered for a consumer and kept for backward: */
+  int kept_slot;                /* the layout and slot, which later consumers of it share (-1: none) */
   dnnl_memory_desc_t gate_md;   /* mul: the gate (input 1) as the primitive reads it */
   int gate_slot;
   /* parameters: first index into the param table, count */
@@ -243,6 +255,9 @@ gboolean sieve__cpu_init_params(Cpu *c, GError **error);
  * or nchw, whichever blocks channels without padding; returns the block. */
 guint sieve__cpu_pick_block(guint channels, dnnl_memory_desc_t *md, guint batch, SieveShape s);
 void sieve__cpu_dw_wgrad(Cpu *c, const Step *s);
+/* The block of md (1 for nchw, 8 for nChw8c, 16 for nChw16c; 0 for any other layout). */
+guint sieve__cpu_md_block(const dnnl_memory_desc_t *md);
+void sieve__cpu_channels(Cpu *c, const Step *s);
 void sieve__cpu_gate_grad(Cpu *c, const Step *s);
 
 /* ---- the SieveBackendClass methods, by file ------------------------------- */

@@ -152,6 +152,9 @@ run(Cpu *c, GArray *list, GError **error)
     case STEP_GATE_GRAD:
       sieve__cpu_gate_grad(c, s);
       break;
+    case STEP_CHANNELS:
+      sieve__cpu_channels(c, s);
+      break;
     }
   }
   TRY(dnnl_stream_wait(c->stream), "waiting for the stream");
