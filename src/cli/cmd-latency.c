@@ -4,7 +4,8 @@
  * One candidate: measures its inference latency here (sieve/latency.h: the
  * protocol) and prints one JSON object: latency_ms (the median),
  * latency_iqr_ms, the median's 95% interval, runs, peak_mem_mb, params,
- * macs, and with --predict the latency table's predicted_latency_ms.
+ * macs, and with --predict the latency table's predicted_latency_ms (its
+ * calibrated sum; predicted_sum_ms the plain sum of the entries).
  *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
@@ -12,7 +13,8 @@
  * N draws N),
  * each read from --store or measured and written there, printed one per
  * line as "ms<TAB>key", after a header naming the machine the entries
- * belong to and how long measuring took. */
+ * belong to, how long measuring took, and the calibration on --calibrate
+ * networks of the space measured whole (0: none, the plain sum). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +49,7 @@ options_from_flags(const Flags *f, SieveLatencyOptions *o, GError **error)
 
 static int
 one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptions *o, SieveStore *store,
-              gboolean predict)
+              gboolean predict, guint calibrate)
 {
   GError *error = NULL;
   g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
@@ -70,13 +72,17 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
                          sieve_graph_params(graph), sieve_graph_macs(graph));
   if (predict) {
     g_autoptr(SieveLatencyTable) table = sieve_latency_table_new(store, o);
-    double ms;
-    if (!sieve_latency_table_predict(table, graph, &ms, &error)) {
+    double ms, sum, a, b;
+    if (!sieve_latency_table_calibrate(table, space, calibrate, &error) ||
+        !sieve_latency_table_predict(table, graph, &ms, &error) ||
+        !sieve_latency_table_sum(table, graph, &sum, &error)) {
       g_string_free(out, TRUE);
       return sieve_cli_fail(error);
     }
-    g_string_append_printf(out, ",\"predicted_latency_ms\":%.6g,\"table_entries_measured\":%u", ms,
-                           sieve_latency_table_n_measured(table));
+    sieve_latency_table_get_fit(table, &a, &b, NULL, NULL, NULL);
+    g_string_append_printf(out, ",\"predicted_latency_ms\":%.6g,\"predicted_sum_ms\":%.6g,\"fit\":[%.6g,%.6g],"
+                                "\"table_entries_measured\":%u",
+                           ms, sum, a, b, sieve_latency_table_n_measured(table));
   }
   g_string_append_printf(out, ",\"batch\":%u,\"threads\":%u}\n", o->batch, o->threads);
   fputs(out->str, stdout);
@@ -98,7 +104,8 @@ compare_entries(gconstpointer a, gconstpointer b)
 }
 
 static int
-table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, guint samples, guint64 seed)
+table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, guint samples, guint64 seed,
+      guint calibrate)
 {
   GError *error = NULL;
   g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
@@ -147,6 +154,10 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
       return sieve_cli_fail(error);
   }
   double took = (g_get_monotonic_time() - start) / 1e6;
+  start = g_get_monotonic_time();
+  if (!sieve_latency_table_calibrate(t, space, calibrate, &error))
+    return sieve_cli_fail(error);
+  double took_fit = (g_get_monotonic_time() - start) / 1e6;
   g_array_sort(entries, compare_entries);
   g_autofree char *machine = g_strdup(sieve_latency_table_machine(t));
   g_strdelimit(machine, "\n", ';');
@@ -155,6 +166,15 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
          sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len,
          sieve_latency_table_n_measured(t), entries->len - sieve_latency_table_n_measured(t),
          store ? sieve_store_get_path(store) : "(no store)", took, machine);
+  double a, b, rms;
+  guint n;
+  gboolean fresh;
+  if (sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh))
+    printf("# calibration: latency = %.6f + %.6f * sum of entries (ms; least squares over %u networks of the "
+           "space measured whole, residual rms %.4f ms), %s in %.1f s\n",
+           a, b, n, rms, fresh ? "measured now" : "read from the store", took_fit);
+  else
+    printf("# calibration: none (--calibrate 0): the prediction is the sum of the entries\n");
   for (guint i = 0; i < entries->len; i++) {
     const Entry *e = &g_array_index(entries, Entry, i);
     printf("%.6f\t%s\n", e->ms, e->key);
@@ -168,7 +188,7 @@ sieve_cmd_latency(int argc, char **argv)
   g_autofree char *space_name = NULL, *arch = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE;
-  gint samples = 0;
+  gint samples = 0, calibrate = SIEVE_LATENCY_FIT_NETWORKS;
   gint64 seed = 0;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
@@ -187,6 +207,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"samples", 0, 0, G_OPTION_ARG_INT, &samples, "--table: draw N candidates instead of enumerating the space "
        "(default: every candidate of a space of at most 100,000, else 1000 drawn)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of those draws (default 0)", "N"},
+      {"calibrate", 0, 0, G_OPTION_ARG_INT, &calibrate, "fit prediction = a + b * sum of entries on N networks of "
+       "the space measured whole (default 12; 0: the plain sum)", "N"},
       {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples per forward (default 1)", "N"},
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "forwards dropped before timing (default 10)", "N"},
@@ -215,10 +237,10 @@ sieve_cmd_latency(int argc, char **argv)
     fprintf(stderr, "sieve latency: give --arch TEXT (one candidate) or --table (see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || !(rel_ci >= 0) ||
-      !(seconds >= 0)) {
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || calibrate < 0 ||
+      !(rel_ci >= 0) || !(seconds >= 0)) {
     fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
-                    "--warmup, --rel-ci, --max-seconds and --samples at least 0\n");
+                    "--warmup, --rel-ci, --max-seconds, --samples and --calibrate at least 0\n");
     return SIEVE_EXIT_USAGE;
   }
   Flags f = {(guint) batch, (guint) threads, (guint) warmup, (guint) runs, (guint) max_runs, rel_ci, seconds};
@@ -238,6 +260,6 @@ sieve_cmd_latency(int argc, char **argv)
   if (store_path != NULL && !(store = sieve_store_open(store_path, SIEVE_STORE_WRITE, &error)))
     return sieve_cli_fail(error);
   if (as_table)
-    return table(space, &o, store, (guint) samples, (guint64) seed);
-  return one_candidate(space, arch, &o, store, predict);
+    return table(space, &o, store, (guint) samples, (guint64) seed, (guint) calibrate);
+  return one_candidate(space, arch, &o, store, predict, (guint) calibrate);
 }

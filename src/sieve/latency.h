@@ -24,7 +24,9 @@
  * An operation (sieve_latency_measure_node) is timed as a graph of its own:
  * input -> 1x1 convolution (so that the operation reads its input in the
  * layout a network hands over, not a graph input's plain NCHW) -> the node,
- * minus the same graph without the node; the network's input node is the
+ * minus the same graph without the node, the two timed in turn and each
+ * forward after the core's private caches are flushed (its weights cold,
+ * its input hot, as inside a network); the network's input node is the
  * bare graph input -> identity (the call and input copy that a whole
  * network pays once).  So the
  * sum over a network's live nodes estimates its latency without running it
@@ -89,6 +91,15 @@ SIEVE_API void sieve_latency_options_read(const SieveOptions *options, SieveLate
  * the protocol above says. */
 SIEVE_API gboolean sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *options,
                                          SieveLatency *out, GError **error);
+
+/* Measures graphs[0..n) as the protocol says, in turn: each run times one
+ * forward of every graph, so that a load that comes or goes while they are
+ * measured moves them all alike (what comparing networks, or fitting a
+ * prediction to them, needs); until every median's interval is within
+ * rel_ci, or max_runs or max_seconds (for all of them together).  out: n. */
+SIEVE_API gboolean sieve_latency_measure_many(const SieveGraph *const *graphs, guint n,
+                                              const SieveLatencyOptions *options, SieveLatency *out,
+                                              GError **error);
 
 /* The latency table's key of node of graph: its kind, every attribute it
  * uses and its input shapes, e.g. "conv2d 16x32x32 out=16 k=3x3 s=1x1 p=1x1

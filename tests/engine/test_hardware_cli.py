@@ -50,6 +50,8 @@ class Latency(unittest.TestCase):
         self.assertGreater(out["latency_ms"], 0)
         self.assertLessEqual(out["ci_ms"][0], out["latency_ms"])
         self.assertGreater(out["predicted_latency_ms"], 0)
+        a, b = out["fit"]
+        self.assertAlmostEqual(out["predicted_latency_ms"], a + b * out["predicted_sum_ms"], delta=1e-4)
         self.assertEqual((out["batch"], out["threads"]), (1, 1))
         bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
         self.assertIn("--arch", bad.stderr)
@@ -70,7 +72,18 @@ class Latency(unittest.TestCase):
         self.assertTrue(any(k.startswith("conv2d 16x32x32 out=16 k=3x3") for _, k in rows))
         second = sieve(*args).stdout
         self.assertIn(f"0 measured now, {n} read", second.splitlines()[0])
-        self.assertEqual(first.splitlines()[2:], second.splitlines()[2:])  # the same entries
+        self.assertEqual(first.splitlines()[3:], second.splitlines()[3:])  # the same entries
+        # the calibration on networks measured whole: fitted once, then read with the same line
+        fit = re.compile(r"^# calibration: latency = (\S+) \+ (\S+) \* sum of entries .* over 12 networks")
+        m1, m2 = fit.match(first.splitlines()[2]), fit.match(second.splitlines()[2])
+        self.assertIsNotNone(m1, first.splitlines()[2])
+        self.assertIsNotNone(m2, second.splitlines()[2])
+        self.assertIn("measured now", first.splitlines()[2])
+        self.assertIn("read from the store", second.splitlines()[2])
+        self.assertEqual(m1.groups(), m2.groups())
+        self.assertGreater(float(m1.group(2)), 0)
+        plain = sieve(*args, "--calibrate", "0").stdout.splitlines()[2]
+        self.assertIn("calibration: none", plain)
 
 
 class KillResume(unittest.TestCase):
