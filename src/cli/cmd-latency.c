@@ -47,14 +47,15 @@ options_from_flags(const Flags *f, SieveLatencyOptions *o, GError **error)
   return TRUE;
 }
 
+/* table: NULL without --predict. where: "--arch", or "FILE:LINE" of --arch-file. */
 static int
-one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptions *o, SieveStore *store,
-              gboolean predict, guint calibrate)
+one_candidate(const SieveSpace *space, const char *arch, const char *where, const SieveLatencyOptions *o,
+              SieveLatencyTable *table)
 {
   GError *error = NULL;
   g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
   if (g == NULL) {
-    fprintf(stderr, "sieve latency: --arch: %s\n", error->message);
+    fprintf(stderr, "sieve latency: %s: %s\n", where, error->message);
     g_error_free(error);
     return SIEVE_EXIT_USAGE;
   }
@@ -70,11 +71,9 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
                          l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.cpu_median_ms,
                          l.memory_bytes / 1048576.0,
                          sieve_graph_params(graph), sieve_graph_macs(graph));
-  if (predict) {
-    g_autoptr(SieveLatencyTable) table = sieve_latency_table_new(store, o);
+  if (table != NULL) {
     double ms, sum, a, b;
-    if (!sieve_latency_table_calibrate(table, space, calibrate, &error) ||
-        !sieve_latency_table_predict(table, graph, &ms, &error) ||
+    if (!sieve_latency_table_predict(table, graph, &ms, &error) ||
         !sieve_latency_table_sum(table, graph, &sum, &error)) {
       g_string_free(out, TRUE);
       return sieve_cli_fail(error);
@@ -86,7 +85,39 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
   }
   g_string_append_printf(out, ",\"batch\":%u,\"threads\":%u}\n", o->batch, o->threads);
   fputs(out->str, stdout);
+  fflush(stdout);
   g_string_free(out, TRUE);
+  return SIEVE_EXIT_OK;
+}
+
+/* --arch or --arch-file: each candidate compiled, measured and freed in
+ * turn in this one process; one JSON object a line. */
+static int
+candidates(const SieveSpace *space, const char *arch, const char *file, const SieveLatencyOptions *o,
+           SieveStore *store, gboolean predict, guint calibrate)
+{
+  GError *error = NULL;
+  g_autoptr(SieveLatencyTable) table = NULL;
+  if (predict) {
+    table = sieve_latency_table_new(store, o);
+    if (!sieve_latency_table_calibrate(table, space, calibrate, &error))
+      return sieve_cli_fail(error);
+  }
+  if (file == NULL)
+    return one_candidate(space, arch, "--arch", o, table);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(file, &text, NULL, &error))
+    return sieve_cli_fail(error);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_strstrip(lines[i]);
+    if (lines[i][0] == '\0' || lines[i][0] == '#')
+      continue;
+    g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
+    int rc = one_candidate(space, lines[i], where, o, table);
+    if (rc != SIEVE_EXIT_OK)
+      return rc;
+  }
   return SIEVE_EXIT_OK;
 }
 
@@ -185,7 +216,7 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
 int
 sieve_cmd_latency(int argc, char **argv)
 {
-  g_autofree char *space_name = NULL, *arch = NULL, *store_path = NULL;
+  g_autofree char *space_name = NULL, *arch = NULL, *arch_file = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE;
   gint samples = 0, calibrate = SIEVE_LATENCY_FIT_NETWORKS;
@@ -200,6 +231,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides, "set an option of the space, e.g. --set space.C=8",
        "space.KEY=VALUE"},
       {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "the candidate, in the space's text form", "TEXT"},
+      {"arch-file", 0, 0, G_OPTION_ARG_FILENAME, &arch_file, "candidates, one a line (# comments), measured in "
+       "turn in this process: one JSON object a line", "FILE"},
       {"table", 0, 0, G_OPTION_ARG_NONE, &as_table, "build and print the space's per-operation latency table", NULL},
       {"predict", 0, 0, G_OPTION_ARG_NONE, &predict, "with --arch: also the latency table's prediction", NULL},
       {"store", 0, 0, G_OPTION_ARG_FILENAME, &store_path,
@@ -221,7 +254,7 @@ sieve_cmd_latency(int argc, char **argv)
       {NULL},
   };
   g_autoptr(GOptionContext) context =
-      g_option_context_new("--arch TEXT | --table - measure inference latency on this machine");
+      g_option_context_new("--arch TEXT | --arch-file FILE | --table - measure inference latency on this machine");
   g_option_context_set_description(
       context, "Protocol: compile for inference (eval mode), warm up, time single forwards with CLOCK_MONOTONIC\n"
                "until the median's 95% confidence interval is within --rel-ci of it (or --max-runs, --max-seconds);\n"
@@ -233,8 +266,9 @@ sieve_cmd_latency(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (as_table == (arch != NULL) || argc > 1) {
-    fprintf(stderr, "sieve latency: give --arch TEXT (one candidate) or --table (see 'sieve latency --help')\n");
+  if ((guint) as_table + (arch != NULL) + (arch_file != NULL) != 1 || argc > 1) {
+    fprintf(stderr, "sieve latency: give --arch TEXT (one candidate), --arch-file FILE (several) or --table "
+                    "(see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
   if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || calibrate < 0 ||
@@ -261,5 +295,5 @@ sieve_cmd_latency(int argc, char **argv)
     return sieve_cli_fail(error);
   if (as_table)
     return table(space, &o, store, (guint) samples, (guint64) seed, (guint) calibrate);
-  return one_candidate(space, arch, &o, store, predict, (guint) calibrate);
+  return candidates(space, arch, arch_file, &o, store, predict, (guint) calibrate);
 }

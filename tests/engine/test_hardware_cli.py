@@ -53,6 +53,19 @@ class Latency(unittest.TestCase):
         a, b = out["fit"]
         self.assertAlmostEqual(out["predicted_latency_ms"], a + b * out["predicted_sum_ms"], delta=1e-4)
         self.assertEqual((out["batch"], out["threads"]), (1, 1))
+        # several in one process, one JSON a line; a bad line is named by file and line
+        other = "|skip_connect~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|"
+        listing = os.path.join(self.dir, "archs.txt")
+        with open(listing, "w") as f:
+            f.write(f"# two cells\n{ARCH}\n\n{other}\n")
+        lines = sieve("latency", "--space", "nb201", "--arch-file", listing, "--predict", *QUICK).stdout.splitlines()
+        got = [json.loads(l) for l in lines]
+        self.assertEqual([g["genotype"] for g in got], [ARCH, other])
+        self.assertLess(got[1]["predicted_latency_ms"], got[0]["predicted_latency_ms"])
+        with open(listing, "a") as f:
+            f.write("|nor_conv_3x3~0|\n")
+        bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *QUICK, check=2)
+        self.assertIn(f"{listing}:5", bad.stderr)
         bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
         self.assertIn("--arch", bad.stderr)
         sieve("latency", "--space", "nb201", check=2)
