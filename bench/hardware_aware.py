@@ -171,17 +171,15 @@ budget: {{evaluations: {n}}}
 def predict(args, sieve, tmp, space, gold):
     store = os.path.join(tmp, f"table-{space}.sieve")
     extra = [] if TABLE_SAMPLES[space] is None else ["--samples", str(TABLE_SAMPLES[space])]
-    t0 = time.time()
     with held(args.lock):
+        t0 = time.time()
         head = run(sieve, "latency", "--table", "--space", space, "--store", store, *extra).splitlines()[:3]
     print(f"[table] {space}: {head[0][2:]}\n[table] {head[2][2:]}\n[table] built in {time.time() - t0:.1f} s "
           f"(wall, with the enumeration); {head[1][2:]}")
     archs = draw(sieve, tmp, space, args.samples)
     meas = {a: [] for a in archs}
     pred, plain = {}, {}
-    t0 = time.time()
     for p in range(args.passes):
-        tp = time.time()
         order = archs[:]
         random.Random(p).shuffle(order)  # a drift of the machine lands on other candidates each pass
         listing = os.path.join(tmp, f"pass-{space}.txt")
@@ -190,6 +188,7 @@ def predict(args, sieve, tmp, space, gold):
         if p == 0:
             cmd += ["--predict", "--store", store]
         with held(args.lock):
+            tp = time.time()
             load = os.getloadavg()[0]
             out = run(*cmd)
         for line in out.splitlines():
@@ -206,8 +205,7 @@ def predict(args, sieve, tmp, space, gold):
     spread = [max(w for w, _ in meas[a]) / min(w for w, _ in meas[a]) - 1 for a in archs]
     pr = [pred[a] for a in archs]
     pl = [plain[a] for a in archs]
-    print(f"[predict] {space}: {len(archs)} random candidates, each measured whole in {args.passes} processes "
-          f"({time.time() - t0:.0f} s): median latency {statistics.median(wall):.3f} ms "
+    print(f"[predict] {space}: {len(archs)} random candidates, each measured whole in {args.passes} processes: median latency {statistics.median(wall):.3f} ms "
           f"(from {min(wall):.3f} to {max(wall):.3f}); median spread of a candidate's {args.passes} process "
           f"medians (max/min - 1) {statistics.median(spread) * 100:.1f}%; CPU time / wall "
           f"{statistics.median(c / w for c, w in zip(cpu, wall)):.3f}")

@@ -77,6 +77,18 @@ sieve_latency_table_n_measured(const SieveLatencyTable *table)
   return table->measured;
 }
 
+/* What the table holds of a measurement: with one thread, the median CPU
+ * time of the forward, which is the wall-clock latency of an idle device
+ * and which other processes on a shared machine do not inflate by taking
+ * turns on its cores (the wall-clock median of a 2-core machine running
+ * four builds is 2 to 5 times it); with more threads, where the calling
+ * thread's CPU time is only its share, the wall-clock median. */
+static double
+measure_of(const SieveLatencyTable *table, const SieveLatency *l)
+{
+  return table->options.threads == 1 ? l->cpu_median_ms : l->median_ms;
+}
+
 /* The entry of key, node of graph (measured on a miss). */
 static gboolean
 entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char *key, double *ms, GError **error)
@@ -95,7 +107,7 @@ entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char 
       return FALSE;
     /* An operation lost in the noise of its bare graph costs nothing
      * rather than a negative time. */
-    value = MAX(l.median_ms, 0.0);
+    value = MAX(measure_of(table, &l), 0.0);
     table->measured++;
     if (table->store != NULL &&
         !sieve_store_latency_put(table->store, table->machine, key, value, l.iqr_ms, l.runs, error))
@@ -274,7 +286,7 @@ sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
       return FALSE;
     }
     for (guint i = 0; i < networks; i++)
-      y[i] = l[i].median_ms;
+      y[i] = measure_of(table, &l[i]);
     sieve_latency_fit(x, y, networks, &a, &b);
     double ss = 0;
     for (guint i = 0; i < networks; i++)
