@@ -213,25 +213,6 @@ test_fit(void)
   g_assert_cmpfloat_with_epsilon(b, 2.5, 1e-12);
 }
 
-/* NAS-Bench-201 at width C, one cell per stage, 8x8 inputs: small networks. */
-static SieveSpace *
-small_space(guint C)
-{
-  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201");
-  g_assert_nonnull(c);
-  GError *error = NULL;
-  g_autofree char *yaml = g_strdup_printf("{C: %u, N: 1, size: 8}", C);
-  g_autoptr(SieveNode) map = sieve_node_parse_string(yaml, -1, "test.yaml", &error);
-  g_assert_no_error(error);
-  static const char *const reserved[] = {"plugin", NULL};
-  g_autoptr(SieveOptions) options =
-    sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "test", &error);
-  g_assert_no_error(error);
-  SieveSpace *space = sieve_space_new(c, options, &error);
-  g_assert_no_error(error);
-  return space;
-}
-
 /* Calibrating on a space's networks measured whole: the fit goes to the
  * store and a new table reads it back without measuring; another space
  * setting (other shapes) fits again. */
@@ -243,7 +224,7 @@ test_calibrate(void)
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   g_assert_no_error(error);
   SieveLatencyOptions o = quick(1);
-  g_autoptr(SieveSpace) space = small_space(4);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", "{C: 4, N: 1, size: 8}", NULL);
   g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &o);
   g_assert_false(sieve_latency_table_get_fit(t, NULL, NULL, NULL, NULL, NULL));
   g_assert_true(sieve_latency_table_calibrate(t, space, 4, &error));
@@ -271,7 +252,7 @@ test_calibrate(void)
   g_assert_cmpfloat(b2, ==, b);
   g_assert_cmpuint(sieve_latency_table_n_measured(again), ==, 0);
 
-  g_autoptr(SieveSpace) space8 = small_space(8);
+  g_autoptr(SieveSpace) space8 = test_space_new(registry, "nb201", "{C: 8, N: 1, size: 8}", NULL);
   g_autoptr(SieveLatencyTable) other = sieve_latency_table_new(store, &o);
   g_assert_true(sieve_latency_table_calibrate(other, space8, 4, &error));
   g_assert_true(sieve_latency_table_get_fit(other, NULL, NULL, NULL, NULL, &fresh));
