@@ -275,18 +275,18 @@ sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
   if (isnan(a) || isnan(b) || !(b > 0)) {
     g_autofree double *x = g_new(double, networks), *y = g_new(double, networks);
     g_autofree SieveLatency *l = g_new0(SieveLatency, networks);
-    for (guint i = 0; i < networks; i++)
+    /* One after another, each as `sieve latency` measures it (a network
+     * served alone, its weights left in the last-level cache by its
+     * previous forward). */
+    for (guint i = 0; i < networks; i++) {
       if (!sum_entries(table, graphs->pdata[i], &x[i], error))
         return FALSE;
-    /* In turn, not one after another: a load that changes while they are
-     * measured would otherwise tilt the line. */
-    if (!sieve_latency_measure_many((const SieveGraph *const *) graphs->pdata, networks, &table->options, l,
-                                    error)) {
-      g_prefix_error(error, "calibrating the latency table of %s: ", sieve_space_get_name(space));
-      return FALSE;
-    }
-    for (guint i = 0; i < networks; i++)
+      if (!sieve_latency_measure(graphs->pdata[i], &table->options, &l[i], error)) {
+        g_prefix_error(error, "calibrating the latency table of %s: ", sieve_space_get_name(space));
+        return FALSE;
+      }
       y[i] = measure_of(table, &l[i]);
+    }
     sieve_latency_fit(x, y, networks, &a, &b);
     double ss = 0;
     for (guint i = 0; i < networks; i++)

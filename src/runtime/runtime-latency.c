@@ -202,14 +202,12 @@ make_input(const SieveGraph *graph, guint batch)
   return x;
 }
 
-gboolean
-sieve_latency_measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options,
-                           SieveLatency *out, GError **error)
+/* graphs[0..n) timed in turn (time_forwards), sharing one input shape. */
+static gboolean
+measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options, SieveLatency *out,
+             GError **error)
 {
-  g_return_val_if_fail((graphs != NULL || n == 0) && options != NULL && (out != NULL || n == 0), FALSE);
   memset(out, 0, n * sizeof *out);
-  if (n == 0)
-    return TRUE;
   SieveShape in = sieve_graph_node(graphs[0], sieve_graph_input_node(graphs[0]))->shape;
   for (guint i = 0; i < n; i++) {
     guint output = sieve_graph_output(graphs[i]);
@@ -244,7 +242,7 @@ sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *option
                       GError **error)
 {
   g_return_val_if_fail(graph != NULL && options != NULL && out != NULL, FALSE);
-  return sieve_latency_measure_many(&graph, 1, options, out, error);
+  return measure_many(&graph, 1, options, out, error);
 }
 
 /* What the CPU runtime folds away at compile time (runtime/cpu/cpu-plan.c),

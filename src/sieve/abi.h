@@ -21,7 +21,6 @@ G_BEGIN_DECLS
  *      composite spaces: sieve_space_is_architecture, decisions' where;
  *      sieve_candidate_get_workers (the evaluations run at once);
  *      sieve/latency.h (inference latency measured here) and SIEVE_STATUS_REJECTED;
- *      sieve_latency_measure_many (networks timed in turn, for comparing them);
  *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy. */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2

@@ -92,15 +92,6 @@ SIEVE_API void sieve_latency_options_read(const SieveOptions *options, SieveLate
 SIEVE_API gboolean sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *options,
                                          SieveLatency *out, GError **error);
 
-/* Measures graphs[0..n) as the protocol says, in turn: each run times one
- * forward of every graph, so that a load that comes or goes while they are
- * measured moves them all alike (what comparing networks, or fitting a
- * prediction to them, needs); until every median's interval is within
- * rel_ci, or max_runs or max_seconds (for all of them together).  out: n. */
-SIEVE_API gboolean sieve_latency_measure_many(const SieveGraph *const *graphs, guint n,
-                                              const SieveLatencyOptions *options, SieveLatency *out,
-                                              GError **error);
-
 /* The latency table's key of node of graph: its kind, every attribute it
  * uses and its input shapes, e.g. "conv2d 16x32x32 out=16 k=3x3 s=1x1 p=1x1
  * d=1x1 g=1".  Two nodes with equal keys run the same kernel on the same
