@@ -9,8 +9,8 @@ measured whole, the stability of a measurement, and search under latency.
 Parts (--only, comma-separated; default all):
   predict   For each of --spaces (nb201 at C=16, N=5, and mobilenet at its
             defaults): the latency table built into a store (`sieve latency
-            --table`: every distinct operation, then the calibration on 12
-            networks measured whole; how long it took), --samples random
+            --table`: every distinct operation, then the optional calibration
+            on 12 networks measured whole, --calibrate 12; how long it took), --samples random
             candidates (drawn by a random study), each measured whole in
             --passes separate processes (`sieve latency --arch-file`, one
             process a pass over all of them, in a new order each pass: a
@@ -18,7 +18,7 @@ Parts (--only, comma-separated; default all):
             time), and the table's prediction against the median
             of its passes: Spearman, median absolute percentage error, for
             the wall-clock medians and for the forwards' CPU time, for the
-            calibrated prediction and for the plain sum.  nb201 also: our
+            calibrated prediction and for the plain sum (the default).  nb201 also: our
             measured latencies against the NB201 table's CPU latency column
             (lat_ms_gold_6226, another CPU).
   peer      PyTorch's eager latency of 60 of the nb201 cells (the peer,
@@ -173,7 +173,8 @@ def predict(args, sieve, tmp, space, gold):
     extra = [] if TABLE_SAMPLES[space] is None else ["--samples", str(TABLE_SAMPLES[space])]
     with held(args.lock):
         t0 = time.time()
-        head = run(sieve, "latency", "--table", "--space", space, "--store", store, *extra).splitlines()[:3]
+        head = run(sieve, "latency", "--table", "--space", space, "--store", store, "--calibrate", "12",
+                   *extra).splitlines()[:3]
     print(f"[table] {space}: {head[0][2:]}\n[table] {head[2][2:]}\n[table] built in {time.time() - t0:.1f} s "
           f"(wall, with the enumeration); {head[1][2:]}")
     archs = draw(sieve, tmp, space, args.samples)
@@ -186,7 +187,7 @@ def predict(args, sieve, tmp, space, gold):
         write(listing, "".join(a + "\n" for a in order))
         cmd = [sieve, "latency", "--space", space, "--arch-file", listing, "--max-seconds", str(args.max_seconds)]
         if p == 0:
-            cmd += ["--predict", "--store", store]
+            cmd += ["--predict", "--store", store, "--calibrate", "12"]
         with held(args.lock):
             tp = time.time()
             load = os.getloadavg()[0]

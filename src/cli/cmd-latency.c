@@ -4,8 +4,9 @@
  * One candidate: measures its inference latency here (sieve/latency.h: the
  * protocol) and prints one JSON object: latency_ms (the median),
  * latency_iqr_ms, the median's 95% interval, runs, peak_mem_mb, params,
- * macs, and with --predict the latency table's predicted_latency_ms (its
- * calibrated sum; predicted_sum_ms the plain sum of the entries).
+ * macs, and with --predict the latency table's predicted_latency_ms (the
+ * sum of its entries, or with --calibrate its calibrated sum; then
+ * predicted_sum_ms is the plain sum).
  *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
@@ -219,7 +220,7 @@ sieve_cmd_latency(int argc, char **argv)
   g_autofree char *space_name = NULL, *arch = NULL, *arch_file = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE;
-  gint samples = 0, calibrate = SIEVE_LATENCY_FIT_NETWORKS;
+  gint samples = 0, calibrate = 0;
   gint64 seed = 0;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
@@ -241,7 +242,7 @@ sieve_cmd_latency(int argc, char **argv)
        "(default: every candidate of a space of at most 100,000, else 1000 drawn)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of those draws (default 0)", "N"},
       {"calibrate", 0, 0, G_OPTION_ARG_INT, &calibrate, "fit prediction = a + b * sum of entries on N networks of "
-       "the space measured whole (default 12; 0: the plain sum)", "N"},
+       "the space measured whole (default 0: the plain sum; 12 is nn-Meter's kind of fit)", "N"},
       {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples per forward (default 1)", "N"},
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "forwards dropped before timing (default 10)", "N"},

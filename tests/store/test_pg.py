@@ -388,20 +388,12 @@ class TestHardwareAware(PgCase):
         first = LATENCY_RE.search(sieve(*args, "--store", url, check=0).stdout)
         n, measured, read = map(int, first.groups())
         self.assertEqual((measured, read), (n, 0))
-        second_out = sieve(*args, "--store", url, check=0).stdout
-        second = LATENCY_RE.search(second_out)
+        second = LATENCY_RE.search(sieve(*args, "--store", url, check=0).stdout)
         self.assertEqual(tuple(map(int, second.groups())), (n, 0, n))
-        # the n entries and the calibration's two rows (its intercept and slope)
-        self.assertEqual(SERVER.psql("SELECT count(*) FROM lat.latency_ops WHERE op NOT LIKE 'fit %'",
-                                     db="sieve").strip(), str(n))
-        self.assertEqual(SERVER.psql("SELECT count(*) FROM lat.latency_ops WHERE op LIKE 'fit nb201 %'",
-                                     db="sieve").strip(), "2")
-        self.assertIn("read from the store", second_out.splitlines()[2])
+        self.assertEqual(SERVER.psql("SELECT count(*) FROM lat.latency_ops", db="sieve").strip(), str(n))
         sieve("store", "copy", url, self.path("lat.sieve"), check=0)
-        copied_out = sieve(*args, "--store", self.path("lat.sieve"), check=0).stdout
-        copied = LATENCY_RE.search(copied_out)
+        copied = LATENCY_RE.search(sieve(*args, "--store", self.path("lat.sieve"), check=0).stdout)
         self.assertEqual(tuple(map(int, copied.groups())), (n, 0, n))
-        self.assertIn("read from the store", copied_out.splitlines()[2])
 
     def test_constrained_study_through_a_worker(self):
         """Constraints reject on the coordinator (status rejected, never queued); the latency
