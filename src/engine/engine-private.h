@@ -239,8 +239,8 @@ SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, 
 
 /* ==== the latency table (latency-table.c) ==== */
 /* sieve: predicted latency as the sum of per-operation entries measured
- * once on this machine (ProxylessNAS, FBNet), cached in a store, with a
- * linear calibration on whole networks of a space (nn-Meter).
+ * once on this machine (ProxylessNAS, FBNet), cached in a store, with an
+ * optional linear calibration on whole networks of a space (nn-Meter).
  *
  *   g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &options);
  *   double ms;
@@ -270,8 +270,6 @@ SIEVE_INTERNAL_API gboolean sieve_latency_table_predict(SieveLatencyTable *table
  * squares and stores it.  networks 0, or a table already calibrated: nothing. */
 SIEVE_INTERNAL_API gboolean sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
                                                           guint networks, GError **error);
-/* The networks a calibration draws by default. */
-#define SIEVE_LATENCY_FIT_NETWORKS 12
 /* Sets the calibration (b > 0) fitted on `networks` networks. */
 SIEVE_INTERNAL_API void sieve_latency_table_set_fit(SieveLatencyTable *table, double a, double b, guint networks);
 /* The calibration (each out nullable): TRUE when there is one; rms_ms its
