@@ -1,29 +1,48 @@
 #!/usr/bin/env python3
-"""Hardware-aware search on NAS-Bench-201 (C=16, N=5), on this machine.
+"""Hardware-aware search on this machine: the latency table against networks
+measured whole, the stability of a measurement, and search under latency.
 
   /usr/bin/python3 bench/hardware_aware.py --build build [--samples 200 --seeds 10]
+  /usr/bin/python3 bench/hardware_aware.py --only stability          # < 1 minute
+  /usr/bin/python3 bench/hardware_aware.py --only predict --spaces mobilenet --samples 200
 
-1. The latency table: `sieve latency --table --space nb201` into a store
-   (how long building it took).
-2. Prediction against measurement: for --samples random cells, the
-   latency table's prediction beside the network measured whole (the
-   `latency` evaluator: batch 1, 1 thread): Spearman, median absolute
-   percentage error; the measured latencies against the NB201 table's CPU
-   column (lat_ms_gold_6226, another CPU); and PyTorch's eager latency of
-   the same cells (the peer, ../shared/peers/torch_nb201.py, 1 thread,
-   batch 1, eval, no_grad), measured in the same run: sieve/PyTorch ratio.
-3. Stability: one cell measured in five separate processes.
-4. A constrained study (aging evolution, table accuracy) under a measured
-   latency cap: the best candidate's latency as stored and re-measured.
-5. The accuracy-latency Pareto front: NSGA-II (evolution, selection nsga2)
-   and random search, 300 evaluations each, --seeds seeds, table accuracy
-   (cifar10_valid_acc) and the latency table's prediction; hypervolume of
-   the front found as a fraction of the true front's, over all 15,625
-   cells (predictions of every cell from the same table); Optuna's
-   NSGAIISampler on the same objectives beside them (the peer).
+Parts (--only, comma-separated; default all):
+  predict   For each of --spaces (nb201 at C=16, N=5, and mobilenet at its
+            defaults): the latency table built into a store (`sieve latency
+            --table`: every distinct operation, then the optional calibration
+            on 12 networks measured whole, --calibrate 12; how long it took), --samples random
+            candidates (drawn by a random study), each measured whole in
+            --passes separate processes (`sieve latency --arch-file`, one
+            process a pass over all of them, in a new order each pass: a
+            change of the machine's load lands on other candidates each
+            time), and the table's prediction against the median
+            of its passes: Spearman, median absolute percentage error, for
+            the wall-clock medians and for the forwards' CPU time, for the
+            calibrated prediction and for the plain sum (the default).  nb201 also: our
+            measured latencies against the NB201 table's CPU latency column
+            (lat_ms_gold_6226, another CPU).
+  peer      PyTorch's eager latency of 60 of the nb201 cells (the peer,
+            ../shared/peers/torch_nb201.py, 1 thread, batch 1, eval,
+            no_grad), measured in the same run: sieve/PyTorch ratio.
+  stability One cell measured in five separate processes by the default
+            protocol: the medians, their spread (max/min - 1), for the wall
+            clock and for CPU time.
+  cap       A constrained study (aging evolution, table accuracy) under a
+            measured latency cap: the best candidate's latency as stored and
+            re-measured.
+  front     The accuracy-latency Pareto front: NSGA-II and random search, 300
+            evaluations each, --seeds seeds, table accuracy and the latency
+            table's prediction; hypervolume as a fraction of the true front's
+            over all 15,625 cells; Optuna's NSGAIISampler beside them (peer).
+
+--lock FILE takes an exclusive flock on FILE around each timed step (the
+table, each pass, the stability check), so that on a shared machine timing
+benches take turns without one hold lasting the whole run.
 """
 import argparse
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import os
@@ -107,13 +126,161 @@ def write(path, text):
         f.write(text)
 
 
+STABLE_ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|"
+TABLE_SAMPLES = {"nb201": None, "mobilenet": 1000}  # None: every cell of the space
+
+
+@contextlib.contextmanager
+def held(lock):
+    if lock is None:
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def mdape(pred, meas):
+    return statistics.median(abs(p - m) / m for p, m in zip(pred, meas)) * 100
+
+
+def compare(label, pred, meas):
+    ratio = statistics.median(p / m for p, m in zip(pred, meas))
+    print(f"[predict] {label}: Spearman {spearman(pred, meas):.3f}, median |error| {mdape(pred, meas):.1f}%, "
+          f"median predicted/measured {ratio:.3f}")
+
+
+def draw(sieve, tmp, space, n, seed=1):
+    """n distinct random candidates of space, in the space's text form (a
+    random study whose evaluator times each for a few forwards only)."""
+    store = os.path.join(tmp, f"draw-{space}.sieve")
+    cfg = os.path.join(tmp, f"draw-{space}.yaml")
+    write(cfg, f"""space: {{plugin: {space}}}
+optimizer: {{plugin: random, seed: {seed}, unique: true}}
+evaluator: {{plugin: latency, warmup: 0, min_runs: 3, max_runs: 3}}
+objective: {{metric: latency_ms, direction: minimize}}
+budget: {{evaluations: {n}}}
+""")
+    run(sieve, "run", cfg, "--store", store)
+    return [r["genotype"] for r in export(sieve, store) if r["status"] == "ok"]
+
+
+def predict(args, sieve, tmp, space, gold):
+    store = os.path.join(tmp, f"table-{space}.sieve")
+    extra = [] if TABLE_SAMPLES[space] is None else ["--samples", str(TABLE_SAMPLES[space])]
+    with held(args.lock):
+        t0 = time.time()
+        head = run(sieve, "latency", "--table", "--space", space, "--store", store, "--calibrate", "12",
+                   *extra).splitlines()[:3]
+    print(f"[table] {space}: {head[0][2:]}\n[table] {head[2][2:]}\n[table] built in {time.time() - t0:.1f} s "
+          f"(wall, with the enumeration); {head[1][2:]}")
+    archs = draw(sieve, tmp, space, args.samples)
+    meas = {a: [] for a in archs}
+    pred, plain = {}, {}
+    for p in range(args.passes):
+        order = archs[:]
+        random.Random(p).shuffle(order)  # a drift of the machine lands on other candidates each pass
+        listing = os.path.join(tmp, f"pass-{space}.txt")
+        write(listing, "".join(a + "\n" for a in order))
+        cmd = [sieve, "latency", "--space", space, "--arch-file", listing, "--max-seconds", str(args.max_seconds)]
+        if p == 0:
+            cmd += ["--predict", "--store", store, "--calibrate", "12"]
+        with held(args.lock):
+            tp = time.time()
+            load = os.getloadavg()[0]
+            out = run(*cmd)
+        for line in out.splitlines():
+            r = json.loads(line)
+            a = r["genotype"]
+            meas[a].append((r["latency_ms"], r["latency_cpu_ms"]))
+            if p == 0:
+                pred[a], plain[a] = r["predicted_latency_ms"], r["predicted_sum_ms"]
+        print(f"[predict] {space}: pass {p + 1}/{args.passes} over {len(archs)} candidates in "
+              f"{time.time() - tp:.0f} s (load average {load:.1f} at its start, {os.getloadavg()[0]:.1f} at its end)")
+    wall = [statistics.median(w for w, _ in meas[a]) for a in archs]
+    best = [min(w for w, _ in meas[a]) for a in archs]
+    cpu = [statistics.median(c for _, c in meas[a]) for a in archs]
+    spread = [max(w for w, _ in meas[a]) / min(w for w, _ in meas[a]) - 1 for a in archs]
+    pr = [pred[a] for a in archs]
+    pl = [plain[a] for a in archs]
+    print(f"[predict] {space}: {len(archs)} random candidates, each measured whole in {args.passes} processes: median latency {statistics.median(wall):.3f} ms "
+          f"(from {min(wall):.3f} to {max(wall):.3f}); median spread of a candidate's {args.passes} process "
+          f"medians (max/min - 1) {statistics.median(spread) * 100:.1f}%; CPU time / wall "
+          f"{statistics.median(c / w for c, w in zip(cpu, wall)):.3f}")
+    compare(f"{space} calibrated prediction vs wall median (median of the passes)", pr, wall)
+    compare(f"{space} calibrated prediction vs CPU time (median of the passes)", pr, cpu)
+    compare(f"{space} calibrated prediction vs the fastest pass's wall median", pr, best)
+    compare(f"{space} plain sum of entries vs wall median", pl, wall)
+    compare(f"{space} plain sum of entries vs CPU time", pl, cpu)
+    if space == "nb201":
+        g = [gold[a] for a in archs]
+        print(f"[predict] nb201: measured here vs NB201 lat_ms_gold_6226 (Xeon Gold 6226): Spearman "
+              f"{spearman(wall, g):.3f} (wall), {spearman(cpu, g):.3f} (CPU time); the prediction vs it: "
+              f"{spearman(pr, g):.3f}")
+    return archs, wall
+
+
+def stability(args, sieve, arch=STABLE_ARCH, space="nb201", n=5):
+    with held(args.lock):
+        before = os.getloadavg()[0]
+        five = [json.loads(run(sieve, "latency", "--space", space, "--arch", arch)) for _ in range(n)]
+        after = os.getloadavg()[0]
+    wall = [v["latency_ms"] for v in five]
+    cpu = [v["latency_cpu_ms"] for v in five]
+    print(f"[stable] {space} cell {arch} in {n} separate processes (default protocol: 10 warm-up forwards, "
+          f"then until the median's 95% interval is within 2%, at most 2 s):")
+    print(f"[stable] wall medians {', '.join(f'{v:.3f}' for v in wall)} ms: spread (max/min - 1) "
+          f"{(max(wall) / min(wall) - 1) * 100:.1f}%")
+    print(f"[stable] CPU-time medians {', '.join(f'{v:.3f}' for v in cpu)} ms: spread "
+          f"{(max(cpu) / min(cpu) - 1) * 100:.1f}%  (load average {before:.1f} before, {after:.1f} after; "
+          f"the target, on an idle machine: at most 10%)")
+
+
+def peer(archs, wall):
+    sys.path.insert(0, PEERS)
+    try:
+        import torch
+        import torch_nb201
+    except ImportError as e:
+        print(f"[peer] PyTorch not available: {e}")
+        return
+    torch.set_num_threads(1)
+    ours, theirs = [], []
+    for a, w in list(zip(archs, wall))[:60]:
+        net = torch_nb201.NB201(a).eval()
+        x = torch.randn(1, 3, 32, 32)
+        with torch.no_grad():
+            for _ in range(10):
+                net(x)
+            ts = []
+            for _ in range(30):
+                t = time.perf_counter()
+                net(x)
+                ts.append((time.perf_counter() - t) * 1e3)
+        ours.append(w)
+        theirs.append(statistics.median(ts))
+    print(f"[peer] PyTorch {torch.__version__} eager (1 thread, batch 1, 30 runs) on {len(ours)} of the nb201 "
+          f"cells: median {statistics.median(theirs):.3f} ms; sieve/PyTorch median ratio "
+          f"{statistics.median(s / p for s, p in zip(ours, theirs)):.3f}; Spearman sieve vs PyTorch "
+          f"{spearman(ours, theirs):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--only", default="predict,peer,stability,cap,front")
+    ap.add_argument("--spaces", default="nb201,mobilenet")
     ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--passes", type=int, default=3, help="separate processes per candidate")
+    ap.add_argument("--max-seconds", type=float, default=0.3, help="timing of one candidate in one process")
+    ap.add_argument("--lock", help="flock this file around each timed step")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--evaluations", type=int, default=300)
     args = ap.parse_args()
+    parts = set(args.only.split(","))
     sieve = os.path.join(os.path.abspath(args.build), "src", "cli", "sieve")
     table = table_csv()
     acc, gold = {}, {}
@@ -122,13 +289,26 @@ def main():
             acc[r["arch_str"]] = float(r["cifar10_valid_acc"])
             gold[r["arch_str"]] = float(r["lat_ms_gold_6226"])
     tmp = tempfile.mkdtemp(prefix="sieve-hw-")
-    base = os.path.join(tmp, "table.sieve")
     print(f"machine: {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at start")
-
-    # 1. the table
-    t0 = time.time()
-    head = run(sieve, "latency", "--table", "--space", "nb201", "--store", base).splitlines()[:2]
-    print(f"[table] {head[0][2:]}\n[table] {head[1][2:]} (wall {time.time() - t0:.1f} s)")
+    if "stability" in parts:
+        stability(args, sieve)
+    meas = None
+    if "predict" in parts or "peer" in parts or "cap" in parts:
+        for space in args.spaces.split(","):
+            if space != "nb201" and "predict" not in parts:
+                continue
+            archs, wall = predict(args, sieve, tmp, space, gold)
+            if space == "nb201":
+                meas, nb_archs = wall, archs
+        if meas is not None and "peer" in parts:
+            peer(nb_archs, meas)
+    if not parts & {"cap", "front"}:
+        shutil.rmtree(tmp)
+        return
+    base = os.path.join(tmp, "table-nb201.sieve")
+    if not os.path.exists(base):
+        with held(args.lock):
+            run(sieve, "latency", "--table", "--space", "nb201", "--store", base)
 
     def study(name, yaml, store_from_base=True):
         store = os.path.join(tmp, name + ".sieve")
@@ -139,75 +319,19 @@ def main():
         run(sieve, "run", cfg, "--store", store)
         return export(sieve, store)
 
-    # 2. prediction against measurement, on random cells
-    t0 = time.time()
-    rows = study("measured", f"""space: {{plugin: nb201}}
-optimizer: {{plugin: random, seed: 1, unique: true}}
-evaluator: {{plugin: latency, rel_ci: 0.03, max_seconds: 0.5}}
-objective: [{{metric: latency_ms, direction: minimize}}, {{metric: predicted_latency_ms, direction: minimize}}]
-budget: {{evaluations: {args.samples}}}
-""")
-    rows = [r for r in rows if r["status"] == "ok"]
-    meas = [float(r["latency_ms"]) for r in rows]
-    pred = [float(r["predicted_latency_ms"]) for r in rows]
-    iqr = [float(r["latency_iqr_ms"]) for r in rows]
-    mdape = statistics.median(abs(p - m) / m for p, m in zip(pred, meas)) * 100
-    print(f"[predict] {len(rows)} random cells measured whole in {time.time() - t0:.0f} s: "
-          f"median {statistics.median(meas):.3f} ms (median IQR {statistics.median(iqr):.3f} ms)")
-    print(f"[predict] table prediction vs measured: Spearman {spearman(pred, meas):.3f}, "
-          f"median |error| {mdape:.1f}%, median ratio predicted/measured "
-          f"{statistics.median(p / m for p, m in zip(pred, meas)):.3f}")
-    cpu = [float(r["latency_cpu_ms"]) for r in rows]
-    print(f"[predict] table prediction vs the forwards' CPU time (latency_cpu_ms, what other processes do not "
-          f"inflate): Spearman {spearman(pred, cpu):.3f}, median |error| "
-          f"{statistics.median(abs(p - c) / c for p, c in zip(pred, cpu)) * 100:.1f}%, median ratio "
-          f"{statistics.median(p / c for p, c in zip(pred, cpu)):.3f}; CPU time vs wall median "
-          f"{statistics.median(c / m for c, m in zip(cpu, meas)):.3f}")
-    print(f"[predict] measured here vs NB201 lat_ms_gold_6226 (Xeon Gold 6226): Spearman "
-          f"{spearman(meas, [gold[r['genotype']] for r in rows]):.3f}; prediction vs it: "
-          f"{spearman(pred, [gold[r['genotype']] for r in rows]):.3f}")
-
-    # the peer: PyTorch eager on the same cells, same settings
-    sys.path.insert(0, PEERS)
-    try:
-        import torch
-        import torch_nb201
-        torch.set_num_threads(1)
-        peer = []
-        sample = rows[: min(len(rows), 60)]
-        for r in sample:
-            net = torch_nb201.NB201(r["genotype"]).eval()
-            x = torch.randn(1, 3, 32, 32)
-            with torch.no_grad():
-                for _ in range(10):
-                    net(x)
-                ts = []
-                for _ in range(30):
-                    t = time.perf_counter()
-                    net(x)
-                    ts.append((time.perf_counter() - t) * 1e3)
-            peer.append(statistics.median(ts))
-        sv = [float(r["latency_ms"]) for r in sample]
-        print(f"[peer] PyTorch {torch.__version__} eager (1 thread, batch 1, 30 runs) on {len(sample)} of them: "
-              f"median {statistics.median(peer):.3f} ms; sieve/PyTorch median ratio "
-              f"{statistics.median(s / p for s, p in zip(sv, peer)):.3f}; Spearman sieve vs PyTorch "
-              f"{spearman(sv, peer):.3f}")
-    except ImportError as e:
-        print(f"[peer] PyTorch not available: {e}")
-
-    # 3. stability: one cell, five processes
-    arch = rows[0]["genotype"]
-    five = [json.loads(run(sieve, "latency", "--space", "nb201", "--arch", arch)) for _ in range(5)]
-    wall = [v["latency_ms"] for v in five]
-    cpu5 = [v["latency_cpu_ms"] for v in five]
-    print(f"[stable] one cell in 5 processes: wall medians {', '.join(f'{v:.3f}' for v in wall)} ms, "
-          f"max/min {max(wall) / min(wall):.3f}; CPU-time medians {', '.join(f'{v:.3f}' for v in cpu5)} ms, "
-          f"max/min {max(cpu5) / min(cpu5):.3f}; load average {os.getloadavg()[0]:.1f}")
-
     # 4. a constrained study under a measured-latency cap
+    if "cap" in parts and meas is not None:
+        cap_study(args, sieve, table, study, meas)
+    if "front" in parts:
+        front_part(args, sieve, table, study, acc)
+    shutil.rmtree(tmp)
+
+
+def cap_study(args, sieve, table, study, meas):
     cap = round(statistics.median(meas), 2)
     t0 = time.time()
-    crows = study("capped", f"""space: {{plugin: nb201}}
+    with held(args.lock):
+        crows = study("capped", f"""space: {{plugin: nb201}}
 optimizer: {{plugin: evolution, population: 10, sample_size: 3, seed: 2}}
 pipeline: [{{latency: {{rel_ci: 0.03, max_seconds: 0.5}}}}]
 evaluator: {{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}
@@ -225,7 +349,9 @@ budget: {{evaluations: 30}}
           f"{float(best['latency_ms']) <= cap}), {again:.3f} ms measured again in a new process; "
           f"every evaluated one within the cap: {all(float(r['latency_ms']) <= cap for r in ok)}")
 
-    # 5. the Pareto front: every cell's prediction from the same table
+
+def front_part(args, sieve, table, study, acc):
+    """The Pareto front: every cell's prediction from the same table."""
     t0 = time.time()
     allrows = study("all", f"""space: {{plugin: nb201}}
 optimizer: {{plugin: random, seed: 0, unique: true}}
@@ -282,7 +408,6 @@ budget: {{evaluations: {args.evaluations}}}
               f"{statistics.fmean(results['nsga2']) / statistics.fmean(fr):.3f}")
     except ImportError as e:
         print(f"[front] Optuna not available: {e}")
-    shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

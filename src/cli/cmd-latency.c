@@ -4,7 +4,9 @@
  * One candidate: measures its inference latency here (sieve/latency.h: the
  * protocol) and prints one JSON object: latency_ms (the median),
  * latency_iqr_ms, the median's 95% interval, runs, peak_mem_mb, params,
- * macs, and with --predict the latency table's predicted_latency_ms.
+ * macs, and with --predict the latency table's predicted_latency_ms (the
+ * sum of its entries, or with --calibrate its calibrated sum; then
+ * predicted_sum_ms is the plain sum).
  *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
@@ -12,7 +14,8 @@
  * N draws N),
  * each read from --store or measured and written there, printed one per
  * line as "ms<TAB>key", after a header naming the machine the entries
- * belong to and how long measuring took. */
+ * belong to, how long measuring took, and the calibration on --calibrate
+ * networks of the space measured whole (0: none, the plain sum). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,14 +48,15 @@ options_from_flags(const Flags *f, SieveLatencyOptions *o, GError **error)
   return TRUE;
 }
 
+/* table: NULL without --predict. where: "--arch", or "FILE:LINE" of --arch-file. */
 static int
-one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptions *o, SieveStore *store,
-              gboolean predict)
+one_candidate(const SieveSpace *space, const char *arch, const char *where, const SieveLatencyOptions *o,
+              SieveLatencyTable *table)
 {
   GError *error = NULL;
   g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
   if (g == NULL) {
-    fprintf(stderr, "sieve latency: --arch: %s\n", error->message);
+    fprintf(stderr, "sieve latency: %s: %s\n", where, error->message);
     g_error_free(error);
     return SIEVE_EXIT_USAGE;
   }
@@ -68,19 +72,53 @@ one_candidate(const SieveSpace *space, const char *arch, const SieveLatencyOptio
                          l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.cpu_median_ms,
                          l.memory_bytes / 1048576.0,
                          sieve_graph_params(graph), sieve_graph_macs(graph));
-  if (predict) {
-    g_autoptr(SieveLatencyTable) table = sieve_latency_table_new(store, o);
-    double ms;
-    if (!sieve_latency_table_predict(table, graph, &ms, &error)) {
+  if (table != NULL) {
+    double ms, sum, a, b;
+    if (!sieve_latency_table_predict(table, graph, &ms, &error) ||
+        !sieve_latency_table_sum(table, graph, &sum, &error)) {
       g_string_free(out, TRUE);
       return sieve_cli_fail(error);
     }
-    g_string_append_printf(out, ",\"predicted_latency_ms\":%.6g,\"table_entries_measured\":%u", ms,
-                           sieve_latency_table_n_measured(table));
+    sieve_latency_table_get_fit(table, &a, &b, NULL, NULL, NULL);
+    g_string_append_printf(out, ",\"predicted_latency_ms\":%.6g,\"predicted_sum_ms\":%.6g,\"fit\":[%.6g,%.6g],"
+                                "\"table_entries_measured\":%u",
+                           ms, sum, a, b, sieve_latency_table_n_measured(table));
   }
   g_string_append_printf(out, ",\"batch\":%u,\"threads\":%u}\n", o->batch, o->threads);
   fputs(out->str, stdout);
+  fflush(stdout);
   g_string_free(out, TRUE);
+  return SIEVE_EXIT_OK;
+}
+
+/* --arch or --arch-file: each candidate compiled, measured and freed in
+ * turn in this one process; one JSON object a line. */
+static int
+candidates(const SieveSpace *space, const char *arch, const char *file, const SieveLatencyOptions *o,
+           SieveStore *store, gboolean predict, guint calibrate)
+{
+  GError *error = NULL;
+  g_autoptr(SieveLatencyTable) table = NULL;
+  if (predict) {
+    table = sieve_latency_table_new(store, o);
+    if (!sieve_latency_table_calibrate(table, space, calibrate, &error))
+      return sieve_cli_fail(error);
+  }
+  if (file == NULL)
+    return one_candidate(space, arch, "--arch", o, table);
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(file, &text, NULL, &error))
+    return sieve_cli_fail(error);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_strstrip(lines[i]);
+    if (lines[i][0] == '\0' || lines[i][0] == '#')
+      continue;
+    g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
+    int rc = one_candidate(space, lines[i], where, o, table);
+    if (rc != SIEVE_EXIT_OK)
+      return rc;
+  }
   return SIEVE_EXIT_OK;
 }
 
@@ -98,7 +136,8 @@ compare_entries(gconstpointer a, gconstpointer b)
 }
 
 static int
-table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, guint samples, guint64 seed)
+table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, guint samples, guint64 seed,
+      guint calibrate)
 {
   GError *error = NULL;
   g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
@@ -147,6 +186,10 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
       return sieve_cli_fail(error);
   }
   double took = (g_get_monotonic_time() - start) / 1e6;
+  start = g_get_monotonic_time();
+  if (!sieve_latency_table_calibrate(t, space, calibrate, &error))
+    return sieve_cli_fail(error);
+  double took_fit = (g_get_monotonic_time() - start) / 1e6;
   g_array_sort(entries, compare_entries);
   g_autofree char *machine = g_strdup(sieve_latency_table_machine(t));
   g_strdelimit(machine, "\n", ';');
@@ -155,6 +198,15 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
          sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len,
          sieve_latency_table_n_measured(t), entries->len - sieve_latency_table_n_measured(t),
          store ? sieve_store_get_path(store) : "(no store)", took, machine);
+  double a, b, rms;
+  guint n;
+  gboolean fresh;
+  if (sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh))
+    printf("# calibration: latency = %.6f + %.6f * sum of entries (ms; least squares over %u networks of the "
+           "space measured whole, residual rms %.4f ms), %s in %.1f s\n",
+           a, b, n, rms, fresh ? "measured now" : "read from the store", took_fit);
+  else
+    printf("# calibration: none (--calibrate 0): the prediction is the sum of the entries\n");
   for (guint i = 0; i < entries->len; i++) {
     const Entry *e = &g_array_index(entries, Entry, i);
     printf("%.6f\t%s\n", e->ms, e->key);
@@ -165,10 +217,10 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
 int
 sieve_cmd_latency(int argc, char **argv)
 {
-  g_autofree char *space_name = NULL, *arch = NULL, *store_path = NULL;
+  g_autofree char *space_name = NULL, *arch = NULL, *arch_file = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE;
-  gint samples = 0;
+  gint samples = 0, calibrate = 0;
   gint64 seed = 0;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
@@ -180,6 +232,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides, "set an option of the space, e.g. --set space.C=8",
        "space.KEY=VALUE"},
       {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "the candidate, in the space's text form", "TEXT"},
+      {"arch-file", 0, 0, G_OPTION_ARG_FILENAME, &arch_file, "candidates, one a line (# comments), measured in "
+       "turn in this process: one JSON object a line", "FILE"},
       {"table", 0, 0, G_OPTION_ARG_NONE, &as_table, "build and print the space's per-operation latency table", NULL},
       {"predict", 0, 0, G_OPTION_ARG_NONE, &predict, "with --arch: also the latency table's prediction", NULL},
       {"store", 0, 0, G_OPTION_ARG_FILENAME, &store_path,
@@ -187,6 +241,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"samples", 0, 0, G_OPTION_ARG_INT, &samples, "--table: draw N candidates instead of enumerating the space "
        "(default: every candidate of a space of at most 100,000, else 1000 drawn)", "N"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of those draws (default 0)", "N"},
+      {"calibrate", 0, 0, G_OPTION_ARG_INT, &calibrate, "fit prediction = a + b * sum of entries on N networks of "
+       "the space measured whole (default 0: the plain sum; 12 is nn-Meter's kind of fit)", "N"},
       {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples per forward (default 1)", "N"},
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "forwards dropped before timing (default 10)", "N"},
@@ -199,7 +255,7 @@ sieve_cmd_latency(int argc, char **argv)
       {NULL},
   };
   g_autoptr(GOptionContext) context =
-      g_option_context_new("--arch TEXT | --table - measure inference latency on this machine");
+      g_option_context_new("--arch TEXT | --arch-file FILE | --table - measure inference latency on this machine");
   g_option_context_set_description(
       context, "Protocol: compile for inference (eval mode), warm up, time single forwards with CLOCK_MONOTONIC\n"
                "until the median's 95% confidence interval is within --rel-ci of it (or --max-runs, --max-seconds);\n"
@@ -211,14 +267,15 @@ sieve_cmd_latency(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (as_table == (arch != NULL) || argc > 1) {
-    fprintf(stderr, "sieve latency: give --arch TEXT (one candidate) or --table (see 'sieve latency --help')\n");
+  if ((guint) as_table + (arch != NULL) + (arch_file != NULL) != 1 || argc > 1) {
+    fprintf(stderr, "sieve latency: give --arch TEXT (one candidate), --arch-file FILE (several) or --table "
+                    "(see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || !(rel_ci >= 0) ||
-      !(seconds >= 0)) {
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || calibrate < 0 ||
+      !(rel_ci >= 0) || !(seconds >= 0)) {
     fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
-                    "--warmup, --rel-ci, --max-seconds and --samples at least 0\n");
+                    "--warmup, --rel-ci, --max-seconds, --samples and --calibrate at least 0\n");
     return SIEVE_EXIT_USAGE;
   }
   Flags f = {(guint) batch, (guint) threads, (guint) warmup, (guint) runs, (guint) max_runs, rel_ci, seconds};
@@ -238,6 +295,6 @@ sieve_cmd_latency(int argc, char **argv)
   if (store_path != NULL && !(store = sieve_store_open(store_path, SIEVE_STORE_WRITE, &error)))
     return sieve_cli_fail(error);
   if (as_table)
-    return table(space, &o, store, (guint) samples, (guint64) seed);
-  return one_candidate(space, arch, &o, store, predict);
+    return table(space, &o, store, (guint) samples, (guint64) seed, (guint) calibrate);
+  return candidates(space, arch, arch_file, &o, store, predict, (guint) calibrate);
 }

@@ -3,8 +3,7 @@
  * engine/engine-private.h).
  *
  * The metrics: params and macs counted on the graph; predicted_latency_ms
- * summed from the latency table; latency_ms, latency_iqr_ms and
- * peak_mem_mb measured here (the `latency` stage's settings, or its
+ * summed from the latency table; latency_ms, latency_iqr_ms and peak_mem_mb measured here (the `latency` stage's settings, or its
  * defaults: batch 1, 1 thread); and zero-cost proxies, on a seeded N(0,1)
  * batch.  Only those that a constraint, an objective the evaluator does
  * not report, or the latency stage asks for are computed.

@@ -239,7 +239,8 @@ SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, 
 
 /* ==== the latency table (latency-table.c) ==== */
 /* sieve: predicted latency as the sum of per-operation entries measured
- * once on this machine (ProxylessNAS, FBNet), cached in a store.
+ * once on this machine (ProxylessNAS, FBNet), cached in a store, with an
+ * optional linear calibration on whole networks of a space (nn-Meter).
  *
  *   g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &options);
  *   double ms;
@@ -256,9 +257,29 @@ SIEVE_INTERNAL_API void sieve_latency_table_free(SieveLatencyTable *table);
 /* The entry of graph's node (read, or measured and stored). */
 SIEVE_INTERNAL_API gboolean sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, guint node,
                                                       double *ms, GError **error);
-/* The sum of the entries of graph's live nodes: its predicted latency. */
+/* The sum of the entries of graph's live nodes. */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_sum(SieveLatencyTable *table, const SieveGraph *graph, double *ms,
+                                                    GError **error);
+/* graph's predicted latency: a + b * its sum, with the table's calibration
+ * (a = 0, b = 1, the plain sum, until one is set or fitted). */
 SIEVE_INTERNAL_API gboolean sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph,
                                                         double *ms, GError **error);
+/* Calibrates the table for space (latency-table.c says why): reads the
+ * fit from the store, or measures `networks` networks drawn from space
+ * whole (and the entries they miss), fits latency = a + b * sum by least
+ * squares and stores it.  networks 0, or a table already calibrated: nothing. */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
+                                                          guint networks, GError **error);
+/* Sets the calibration (b > 0) fitted on `networks` networks. */
+SIEVE_INTERNAL_API void sieve_latency_table_set_fit(SieveLatencyTable *table, double a, double b, guint networks);
+/* The calibration (each out nullable): TRUE when there is one; rms_ms its
+ * residual, measured whether it was fitted now rather than read. */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_get_fit(const SieveLatencyTable *table, double *a, double *b,
+                                                        guint *networks, double *rms_ms, gboolean *measured);
+/* The least-squares line y = a + b x through n points; where it is flat,
+ * undefined or falling (b <= 0), the ratio of the means through the origin
+ * (a = 0), so that a prediction keeps the order of the sums. */
+SIEVE_INTERNAL_API void sieve_latency_fit(const double *x, const double *y, guint n, double *a, double *b);
 /* (transfer none) the machine text its entries are stored under. */
 SIEVE_INTERNAL_API const char *sieve_latency_table_machine(const SieveLatencyTable *table);
 /* Entries this object measured (not found in its store). */

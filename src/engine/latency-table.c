@@ -8,8 +8,23 @@
  * Here an entry is one operation at its input shapes (sieve_latency_node_key)
  * measured alone (sieve_latency_measure_node), and the table lives in the
  * study's store under the machine it was measured on, so a store carried
- * to another machine measures again instead of answering for the wrong one. */
+ * to another machine measures again instead of answering for the wrong one.
+ *
+ * The sum of entries measured one by one misses what a whole network
+ * pays between them and undercounts it (on this project's machine by a
+ * quarter on NAS-Bench-201): the kernels of a network find their weights
+ * colder than a kernel timed in a loop, and there are per-primitive calls
+ * and memory traffic no single entry holds.  So, as nn-Meter (Zhang et al.,
+ * MobiSys 2021, section 4) and the latency predictors of Once-for-All (Cai
+ * et al., ICLR 2020) fit the table to networks measured whole, the table
+ * can be calibrated for a space: a few networks drawn from it (12) are
+ * measured whole, and the least-squares line latency = a + b * sum(entries)
+ * through them is stored beside the entries (under the machine, keyed by
+ * the space's name and a digest of the entries those networks hold, so
+ * another width or depth of the space fits again) and applied to every
+ * prediction.  The line changes the scale, not the order: b > 0. */
 #include <math.h>
+#include <string.h>
 
 #include <sieve/latency.h>
 
@@ -21,6 +36,10 @@ struct _SieveLatencyTable {
   char *machine;
   GHashTable *entries; /* key -> double* ms, what this table has read or measured */
   guint measured;
+  double a, b; /* the calibration: prediction = a + b * sum (0 and 1 until calibrated) */
+  guint fit_networks; /* networks the calibration was fitted on (0: none) */
+  double fit_rms;     /* the fit's root-mean-square residual, ms */
+  gboolean fit_measured; /* measured now, not read from the store */
 };
 
 SieveLatencyTable *
@@ -32,6 +51,7 @@ sieve_latency_table_new(SieveStore *store, const SieveLatencyOptions *options)
   t->options = *options;
   t->machine = sieve_latency_machine(options);
   t->entries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  t->b = 1;
   return t;
 }
 
@@ -57,6 +77,18 @@ sieve_latency_table_n_measured(const SieveLatencyTable *table)
   return table->measured;
 }
 
+/* What the table holds of a measurement: with one thread, the median CPU
+ * time of the forward, which is the wall-clock latency of an idle device
+ * and which other processes on a shared machine do not inflate by taking
+ * turns on its cores (the wall-clock median of a 2-core machine running
+ * four builds is 2 to 5 times it); with more threads, where the calling
+ * thread's CPU time is only its share, the wall-clock median. */
+static double
+measure_of(const SieveLatencyTable *table, const SieveLatency *l)
+{
+  return table->options.threads == 1 ? l->cpu_median_ms : l->median_ms;
+}
+
 /* The entry of key, node of graph (measured on a miss). */
 static gboolean
 entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char *key, double *ms, GError **error)
@@ -75,7 +107,7 @@ entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char 
       return FALSE;
     /* An operation lost in the noise of its bare graph costs nothing
      * rather than a negative time. */
-    value = MAX(l.median_ms, 0.0);
+    value = MAX(measure_of(table, &l), 0.0);
     table->measured++;
     if (table->store != NULL &&
         !sieve_store_latency_put(table->store, table->machine, key, value, l.iqr_ms, l.runs, error))
@@ -99,10 +131,10 @@ sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, gui
   return entry(table, graph, node, key, ms, error);
 }
 
-gboolean
-sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
+/* The sum of graph's entries (measured on a miss). */
+static gboolean
+sum_entries(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
 {
-  g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
   double sum = 0;
   g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
   for (guint i = 0; i < keys->len; i++) {
@@ -114,5 +146,158 @@ sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph, d
     sum += e;
   }
   *ms = sum;
+  return TRUE;
+}
+
+gboolean
+sieve_latency_table_sum(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
+{
+  g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
+  return sum_entries(table, graph, ms, error);
+}
+
+gboolean
+sieve_latency_table_predict(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
+{
+  g_return_val_if_fail(table != NULL && graph != NULL && ms != NULL, FALSE);
+  double sum;
+  if (!sum_entries(table, graph, &sum, error))
+    return FALSE;
+  *ms = table->a + table->b * sum;
+  return TRUE;
+}
+
+void
+sieve_latency_fit(const double *x, const double *y, guint n, double *a, double *b)
+{
+  g_return_if_fail(a != NULL && b != NULL && (n == 0 || (x != NULL && y != NULL)));
+  double mx = 0, my = 0;
+  for (guint i = 0; i < n; i++) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (guint i = 0; i < n; i++) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (n >= 2 && sxx > 0 && sxy > 0) {
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+  } else {
+    /* All sums alike, or a slope that would reverse the order: keep the
+     * order and fit the scale only (through the origin, the ratio of means). */
+    *a = 0;
+    *b = n > 0 && mx > 0 && my > 0 ? my / mx : 1;
+  }
+}
+
+void
+sieve_latency_table_set_fit(SieveLatencyTable *table, double a, double b, guint networks)
+{
+  g_return_if_fail(table != NULL && b > 0);
+  table->a = a;
+  table->b = b;
+  table->fit_networks = networks;
+}
+
+gboolean
+sieve_latency_table_get_fit(const SieveLatencyTable *table, double *a, double *b, guint *networks, double *rms_ms,
+                            gboolean *measured)
+{
+  g_return_val_if_fail(table != NULL, FALSE);
+  if (a)
+    *a = table->a;
+  if (b)
+    *b = table->b;
+  if (networks)
+    *networks = table->fit_networks;
+  if (rms_ms)
+    *rms_ms = table->fit_rms;
+  if (measured)
+    *measured = table->fit_measured;
+  return table->fit_networks > 0;
+}
+
+static gint
+compare_keys(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The store's key of space's calibration on n networks: the space's name
+ * and a digest of the distinct entry keys the networks hold, so that the
+ * same space at another width or depth (other shapes, other keys) fits
+ * again, and one at the same settings finds its fit. */
+static char *
+fit_key(const SieveSpace *space, GPtrArray *graphs)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < graphs->len; i++) {
+    GPtrArray *keys = sieve_latency_node_keys(graphs->pdata[i]);
+    for (guint k = 0; k < keys->len; k++)
+      if (keys->pdata[k] != NULL && !g_hash_table_contains(seen, keys->pdata[k])) {
+        g_hash_table_add(seen, keys->pdata[k]);
+        g_ptr_array_add(all, g_steal_pointer(&keys->pdata[k]));
+      }
+    g_ptr_array_unref(keys);
+  }
+  g_ptr_array_sort(all, compare_keys);
+  GString *text = g_string_new(NULL);
+  for (guint i = 0; i < all->len; i++)
+    g_string_append_printf(text, "%s\n", (const char *) all->pdata[i]);
+  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, text->str, text->len);
+  g_string_free(text, TRUE);
+  return g_strdup_printf("fit %s %.16s n=%u", sieve_space_get_name(space), digest, graphs->len);
+}
+
+gboolean
+sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space, guint networks, GError **error)
+{
+  g_return_val_if_fail(table != NULL && space != NULL, FALSE);
+  if (networks == 0 || table->fit_networks > 0)
+    return TRUE;
+  g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
+  for (guint i = 0; i < networks; i++) {
+    /* Seeds of their own: the same networks every time, whatever the study's seed. */
+    SieveGraph *g = sieve_space_build_sample(space, 0x1a7e0000u + i, error);
+    if (g == NULL)
+      return FALSE;
+    g_ptr_array_add(graphs, g);
+  }
+  g_autofree char *key = fit_key(space, graphs);
+  g_autofree char *key_a = g_strconcat(key, " a", NULL), *key_b = g_strconcat(key, " b", NULL);
+  double a = NAN, b = NAN, rms = NAN;
+  if (table->store != NULL && (!sieve_store_latency_get(table->store, table->machine, key_a, &a, &rms, error) ||
+                               !sieve_store_latency_get(table->store, table->machine, key_b, &b, NULL, error)))
+    return FALSE;
+  if (isnan(a) || isnan(b) || !(b > 0)) {
+    g_autofree double *x = g_new(double, networks), *y = g_new(double, networks);
+    g_autofree SieveLatency *l = g_new0(SieveLatency, networks);
+    /* One after another, each as `sieve latency` measures it (a network
+     * served alone, its weights left in the last-level cache by its
+     * previous forward). */
+    for (guint i = 0; i < networks; i++) {
+      if (!sum_entries(table, graphs->pdata[i], &x[i], error))
+        return FALSE;
+      if (!sieve_latency_measure(graphs->pdata[i], &table->options, &l[i], error)) {
+        g_prefix_error(error, "calibrating the latency table of %s: ", sieve_space_get_name(space));
+        return FALSE;
+      }
+      y[i] = measure_of(table, &l[i]);
+    }
+    sieve_latency_fit(x, y, networks, &a, &b);
+    double ss = 0;
+    for (guint i = 0; i < networks; i++)
+      ss += (a + b * x[i] - y[i]) * (a + b * x[i] - y[i]);
+    rms = sqrt(ss / networks);
+    table->fit_measured = TRUE;
+    if (table->store != NULL && (!sieve_store_latency_put(table->store, table->machine, key_a, a, rms, networks, error) ||
+                                 !sieve_store_latency_put(table->store, table->machine, key_b, b, rms, networks, error)))
+      return FALSE;
+  }
+  sieve_latency_table_set_fit(table, a, b, networks);
+  table->fit_rms = rms;
   return TRUE;
 }

@@ -24,7 +24,9 @@
  * An operation (sieve_latency_measure_node) is timed as a graph of its own:
  * input -> 1x1 convolution (so that the operation reads its input in the
  * layout a network hands over, not a graph input's plain NCHW) -> the node,
- * minus the same graph without the node; the network's input node is the
+ * minus the same graph without the node, the two timed in turn and each
+ * forward after the core's private caches are flushed (its weights cold,
+ * its input hot, as inside a network); the network's input node is the
  * bare graph input -> identity (the call and input copy that a whole
  * network pays once).  So the
  * sum over a network's live nodes estimates its latency without running it

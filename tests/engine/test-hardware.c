@@ -149,9 +149,21 @@ test_table_sum(void)
       else
         g_assert_cmpfloat(stored, ==, e); /* written through to the store */
     }
+    /* Uncalibrated, the prediction is the plain sum of the entries. */
     g_assert_cmpfloat(predicted, ==, sum);
     g_assert_cmpfloat(predicted, >, 0);
+    double plain;
+    g_assert_true(sieve_latency_table_sum(t, g, &plain, &error));
+    g_assert_cmpfloat(plain, ==, sum);
     g_assert_cmpuint(counted, <, sieve_graph_n_nodes(g) + (k == 0));
+    /* Calibrated, it is a + b * that sum: with a = 0.25 ms and b = 1.5,
+     * exactly 0.25 + 1.5 * sum (both exact binary fractions). */
+    g_autoptr(SieveLatencyTable) fitted = sieve_latency_table_new(store, &o);
+    sieve_latency_table_set_fit(fitted, 0.25, 1.5, 12);
+    double calibrated;
+    g_assert_true(sieve_latency_table_predict(fitted, g, &calibrated, &error));
+    g_assert_cmpfloat(calibrated, ==, 0.25 + 1.5 * sum);
+    g_assert_cmpuint(sieve_latency_table_n_measured(fitted), ==, 0); /* the entries from the store */
   }
   guint measured = sieve_latency_table_n_measured(t);
   g_assert_cmpuint(measured, >, 5);
@@ -171,6 +183,80 @@ test_table_sum(void)
   g_assert_true(sieve_latency_table_predict(other, b, &p2, &error));
   g_assert_cmpuint(sieve_latency_table_n_measured(other), >, 0);
   g_assert_nonnull(strstr(sieve_latency_table_machine(t), "library=oneDNN "));
+}
+
+/* The least-squares line, against answers worked by hand. */
+static void
+test_fit(void)
+{
+  double a, b;
+  /* On a line: y = 0.5 + 2 x. */
+  const double x1[] = {1, 2, 4, 8}, y1[] = {2.5, 4.5, 8.5, 16.5};
+  sieve_latency_fit(x1, y1, 4, &a, &b);
+  g_assert_cmpfloat_with_epsilon(a, 0.5, 1e-12);
+  g_assert_cmpfloat_with_epsilon(b, 2, 1e-12);
+  /* Off it: x = 1, 2, 3 and y = 2, 3, 5: mean x 2, mean y 10/3, Sxx 2,
+   * Sxy = (-1)(-4/3) + 0 + (1)(5/3) = 3: b = 3/2, a = 10/3 - 3 = 1/3. */
+  const double x2[] = {1, 2, 3}, y2[] = {2, 3, 5};
+  sieve_latency_fit(x2, y2, 3, &a, &b);
+  g_assert_cmpfloat_with_epsilon(a, 1.0 / 3, 1e-12);
+  g_assert_cmpfloat_with_epsilon(b, 1.5, 1e-12);
+  /* Falling (it would reverse the order of the sums): the ratio of the
+   * means through the origin, (3 + 1)/2 over (1 + 2)/2 = 4/3. */
+  const double x3[] = {1, 2}, y3[] = {3, 1};
+  sieve_latency_fit(x3, y3, 2, &a, &b);
+  g_assert_cmpfloat(a, ==, 0);
+  g_assert_cmpfloat_with_epsilon(b, 4.0 / 3, 1e-12);
+  /* One point: the ratio. */
+  sieve_latency_fit(x1, y1, 1, &a, &b);
+  g_assert_cmpfloat(a, ==, 0);
+  g_assert_cmpfloat_with_epsilon(b, 2.5, 1e-12);
+}
+
+/* Calibrating on a space's networks measured whole: the fit goes to the
+ * store and a new table reads it back without measuring; another space
+ * setting (other shapes) fits again. */
+static void
+test_calibrate(void)
+{
+  g_autofree char *path = g_build_filename(tmp_dir, "fit.sieve", NULL);
+  GError *error = NULL;
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  SieveLatencyOptions o = quick(1);
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", "{C: 4, N: 1, size: 8}", NULL);
+  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, &o);
+  g_assert_false(sieve_latency_table_get_fit(t, NULL, NULL, NULL, NULL, NULL));
+  g_assert_true(sieve_latency_table_calibrate(t, space, 4, &error));
+  g_assert_no_error(error);
+  double a, b, rms;
+  guint n;
+  gboolean fresh;
+  g_assert_true(sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh));
+  g_assert_cmpuint(n, ==, 4);
+  g_assert_true(fresh);
+  g_assert_cmpfloat(b, >, 0);
+  g_assert_cmpfloat(rms, >=, 0);
+  g_autoptr(SieveGraph) g = sieve_space_build_sample(space, 7, &error);
+  double sum, predicted;
+  g_assert_true(sieve_latency_table_sum(t, g, &sum, &error));
+  g_assert_true(sieve_latency_table_predict(t, g, &predicted, &error));
+  g_assert_cmpfloat_with_epsilon(predicted, a + b * sum, 1e-12);
+
+  g_autoptr(SieveLatencyTable) again = sieve_latency_table_new(store, &o);
+  g_assert_true(sieve_latency_table_calibrate(again, space, 4, &error));
+  double a2, b2;
+  g_assert_true(sieve_latency_table_get_fit(again, &a2, &b2, NULL, NULL, &fresh));
+  g_assert_false(fresh);
+  g_assert_cmpfloat(a2, ==, a);
+  g_assert_cmpfloat(b2, ==, b);
+  g_assert_cmpuint(sieve_latency_table_n_measured(again), ==, 0);
+
+  g_autoptr(SieveSpace) space8 = test_space_new(registry, "nb201", "{C: 8, N: 1, size: 8}", NULL);
+  g_autoptr(SieveLatencyTable) other = sieve_latency_table_new(store, &o);
+  g_assert_true(sieve_latency_table_calibrate(other, space8, 4, &error));
+  g_assert_true(sieve_latency_table_get_fit(other, NULL, NULL, NULL, NULL, &fresh));
+  g_assert_true(fresh);
 }
 
 /* ---- constraints: config -------------------------------------------------- */
@@ -421,6 +507,8 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/latency/measure", test_measure);
   g_test_add_func("/hardware/latency/keys", test_keys);
   g_test_add_func("/hardware/table/sum", test_table_sum);
+  g_test_add_func("/hardware/table/fit", test_fit);
+  g_test_add_func("/hardware/table/calibrate", test_calibrate);
   g_test_add_func("/hardware/constraints/config", test_config_errors);
   g_test_add_func("/hardware/constraints/exact", test_exact);
   g_test_add_func("/hardware/constraints/optimizers", test_optimizers);

@@ -50,7 +50,22 @@ class Latency(unittest.TestCase):
         self.assertGreater(out["latency_ms"], 0)
         self.assertLessEqual(out["ci_ms"][0], out["latency_ms"])
         self.assertGreater(out["predicted_latency_ms"], 0)
+        a, b = out["fit"]
+        self.assertAlmostEqual(out["predicted_latency_ms"], a + b * out["predicted_sum_ms"], delta=1e-4)
         self.assertEqual((out["batch"], out["threads"]), (1, 1))
+        # several in one process, one JSON a line; a bad line is named by file and line
+        other = "|skip_connect~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|"
+        listing = os.path.join(self.dir, "archs.txt")
+        with open(listing, "w") as f:
+            f.write(f"# two cells\n{ARCH}\n\n{other}\n")
+        lines = sieve("latency", "--space", "nb201", "--arch-file", listing, "--predict", *QUICK).stdout.splitlines()
+        got = [json.loads(l) for l in lines]
+        self.assertEqual([g["genotype"] for g in got], [ARCH, other])
+        self.assertLess(got[1]["predicted_latency_ms"], got[0]["predicted_latency_ms"])
+        with open(listing, "a") as f:
+            f.write("|nor_conv_3x3~0|\n")
+        bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *QUICK, check=2)
+        self.assertIn(f"{listing}:5", bad.stderr)
         bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
         self.assertIn("--arch", bad.stderr)
         sieve("latency", "--space", "nb201", check=2)
@@ -70,7 +85,20 @@ class Latency(unittest.TestCase):
         self.assertTrue(any(k.startswith("conv2d 16x32x32 out=16 k=3x3") for _, k in rows))
         second = sieve(*args).stdout
         self.assertIn(f"0 measured now, {n} read", second.splitlines()[0])
-        self.assertEqual(first.splitlines()[2:], second.splitlines()[2:])  # the same entries
+        self.assertEqual(first.splitlines()[3:], second.splitlines()[3:])  # the same entries
+        # the calibration on networks measured whole: fitted once, then read with the same line
+        args += ["--calibrate", "12"]
+        first, second = sieve(*args).stdout, sieve(*args).stdout
+        fit = re.compile(r"^# calibration: latency = (\S+) \+ (\S+) \* sum of entries .* over 12 networks")
+        m1, m2 = fit.match(first.splitlines()[2]), fit.match(second.splitlines()[2])
+        self.assertIsNotNone(m1, first.splitlines()[2])
+        self.assertIsNotNone(m2, second.splitlines()[2])
+        self.assertIn("measured now", first.splitlines()[2])
+        self.assertIn("read from the store", second.splitlines()[2])
+        self.assertEqual(m1.groups(), m2.groups())
+        self.assertGreater(float(m1.group(2)), 0)
+        plain = sieve(*args[:-2]).stdout.splitlines()[2]  # the default: no calibration
+        self.assertIn("calibration: none", plain)
 
 
 class KillResume(unittest.TestCase):
