@@ -139,7 +139,7 @@ def main():
     ap.add_argument("--optuna-procs", default="1,4,16")
     ap.add_argument("--workers", default="1,2,4,8,16,64")
     ap.add_argument("--delay", type=float, default=1.0)
-    ap.add_argument("--per-worker", type=int, default=3, help="evaluations per worker")
+    ap.add_argument("--per-worker", type=int, default=20, help="evaluations per worker")
     ap.add_argument("--warmup", type=float, default=0.0, help="seconds the workers get to start before the study")
     ap.add_argument("--ahead", type=float, default=2.0, help="evaluations in flight per worker (--in-flight)")
     ap.add_argument("--only-workers", action="store_true", help="skip the zero-cost and Optuna parts")
