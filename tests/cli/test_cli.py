@@ -2,7 +2,6 @@
 """The `sieve` command end to end: real plugins, real SQLite stores, real
 processes killed with SIGKILL at many points and resumed."""
 import csv
-import io
 import json
 import os
 import random
@@ -11,50 +10,19 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-SIEVE = os.environ["SIEVE_EXE"]
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
 CONFIGS = os.path.join(ROOT, "configs")
-# Columns that legitimately differ between two runs of the same study.
-VOLATILE = {"cost_s", "started", "finished", "worker"}
-PROGRESS = re.compile(r"^\[(\d+)/")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import sieve_cli  # noqa: E402
+from sieve_cli import PROGRESS, SIEVE, export_rows, sieve  # noqa: E402
 
 
-def sieve(*args, check=None, timeout=120, cwd=None):
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    if check is not None and p.returncode != check:
-        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
-                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
-
-
-def export_rows(store, stable=True):
-    out = sieve("export", store, "--format", "csv", check=0).stdout
-    rows = list(csv.DictReader(io.StringIO(out)))
-    if stable:
-        rows = [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]
-    return rows
-
-
-class Workdir(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-cli-")
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def write_config(self, name, text):
-        path = self.path(name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
+class Workdir(sieve_cli.Workdir):
+    prefix = "sieve-cli-"
+    write_config = sieve_cli.Workdir.write
 
 
 class TestPlugins(unittest.TestCase):

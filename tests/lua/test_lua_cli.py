@@ -3,53 +3,24 @@
 is deterministic and resumes exactly after SIGKILL at many points; the
 sandbox and limits are set from YAML and the command line; the examples
 run.  Real processes, real stores."""
-import csv
-import io
 import os
 import random
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-SIEVE = os.environ["SIEVE_EXE"]
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
 EXAMPLES = os.path.join(ROOT, "examples", "lua")
-VOLATILE = {"cost_s", "started", "finished", "worker"}
-PROGRESS = re.compile(r"^\[(\d+)/")
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import sieve_cli  # noqa: E402
+from sieve_cli import PROGRESS, SIEVE, export_rows, sieve  # noqa: E402
 
 
-def sieve(*args, check=None, timeout=120, cwd=None):
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    if check is not None and p.returncode != check:
-        raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
-                             f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
-    return p
-
-
-def export_rows(store):
-    out = sieve("export", store, "--format", "csv", check=0).stdout
-    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in csv.DictReader(io.StringIO(out))]
-
-
-class Workdir(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-lua-cli-")
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def write(self, name, text):
-        with open(self.path(name), "w") as f:
-            f.write(text)
-        return self.path(name)
+class Workdir(sieve_cli.Workdir):
+    prefix = "sieve-lua-cli-"
 
 
 # Regularized evolution in Lua (examples/lua/evolution.lua) on Branin, slow
