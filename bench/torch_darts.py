@@ -13,12 +13,14 @@ Needs Debian's python3-torch. Run with /usr/bin/python3.
   torch_darts.py params GENOTYPE [--C 36 --layers 20 --classes 10 --in-ch 3 --size 32]   (prints JSON)
   torch_darts.py train GENOTYPE [--C 16 --layers 8 --iters 30 --batch 128 --threads 2]   (Fashion-MNIST)
 """
-import argparse, ast, gzip, json, resource, struct, sys, time
+import argparse, os, ast, json, sys, time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"))
+from torch_nb201 import fashion, rss_mb  # noqa: E402  (the peers' shared data reader)
 
 
 def parse_genotype(text):
@@ -119,20 +121,6 @@ def count_params(net):
     return sum(p.numel() for p in net.parameters())
 
 
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def fashion(root="/usr/share/datasets/fashion-mnist"):
-    x = read_idx(f"{root}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0
-    y = read_idx(f"{root}/train-labels-idx1-ubyte.gz").astype(np.int64)
-    return torch.from_numpy((x - 0.2860) / 0.3530).unsqueeze(1), torch.from_numpy(y)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["params", "train"])
@@ -173,7 +161,7 @@ def main():
     ips = args.iters * args.batch / (time.perf_counter() - t0)
     print(json.dumps({"params": count_params(net), "steps": args.iters, "batch": args.batch,
                       "train_images_per_s": round(ips, 1), "final_loss": loss.item(),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+                      "peak_rss_mb": round(rss_mb(), 1),
                       "threads": args.threads, "torch": torch.__version__}))
     return 0
 

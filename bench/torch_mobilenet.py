@@ -12,12 +12,14 @@ has ReLU (the IR has no ReLU6).
     python3 bench/torch_mobilenet.py train --arch TEXT --opts JSON --iters 30 --batch 128 --threads 2
     python3 bench/torch_mobilenet.py mobilenet-v2      # parameters of MobileNetV2 built by this peer
 """
-import argparse, gzip, json, resource, struct, sys, time
+import argparse, os, json, sys, time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"))
+from torch_nb201 import fashion, rss_mb  # noqa: E402  (the peers' shared data reader)
 
 DEFAULTS = {"in_channels": 3, "size": 32, "classes": 10, "stem_channels": 32, "stem_stride": 1,
             "first_channels": 16, "stages": "24:1:4,40:2:4,80:2:4,96:1:4,192:2:4,320:1:1",
@@ -117,20 +119,6 @@ def count_params(net):
     return sum(p.numel() for p in net.parameters())
 
 
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = struct.unpack(">I", data[:4])[0] & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def fashion(root="/usr/share/datasets/fashion-mnist"):
-    x = read_idx(f"{root}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0
-    y = read_idx(f"{root}/train-labels-idx1-ubyte.gz").astype(np.int64)
-    return torch.from_numpy((x - 0.2860) / 0.3530).unsqueeze(1), torch.from_numpy(y)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["params", "train", "mobilenet-v2"])
@@ -163,7 +151,7 @@ def main():
         opt.step()
     ips = args.iters * args.batch / (time.perf_counter() - t0)
     print(json.dumps({"params": count_params(net), "train_images_per_s": round(ips, 1), "final_loss": loss.item(),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+                      "peak_rss_mb": round(rss_mb(), 1),
                       "threads": args.threads, "torch": torch.__version__}))
 
 

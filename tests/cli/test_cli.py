@@ -218,26 +218,16 @@ class TestKillResume(Workdir):
     def run_until(self, cfg, store, resume, kill_at=None, kill_after_s=None):
         """Run sieve; SIGKILL it when kill_at trials have been reported (or
         after kill_after_s seconds).  Returns True if it was killed."""
-        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        args = ["run", cfg, "--store", store] + (["--resume"] if resume else [])
         if kill_after_s is not None:
+            proc = subprocess.Popen([SIEVE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(kill_after_s)
             killed = proc.poll() is None
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
             return killed
-        if kill_at is None:
-            out, err = proc.communicate(timeout=120)
-            self.assertEqual(proc.returncode, 0, err)
-            return False
-        for line in proc.stdout:
-            m = PROGRESS.match(line)
-            if m and int(m.group(1)) >= kill_at:
-                proc.send_signal(signal.SIGKILL)
-                break
-        proc.communicate()
-        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
-        return True
+        sieve_cli.run_until(self, args, kill_at)
+        return kill_at is not None
 
     def test_kill_at_many_points(self):
         cfg = self.config()

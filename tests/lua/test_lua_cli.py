@@ -16,7 +16,7 @@ ROOT = os.environ["SIEVE_SOURCE_ROOT"]
 EXAMPLES = os.path.join(ROOT, "examples", "lua")
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import sieve_cli  # noqa: E402
-from sieve_cli import PROGRESS, SIEVE, export_rows, sieve  # noqa: E402
+from sieve_cli import SIEVE, export_rows, sieve  # noqa: E402
 
 
 class Workdir(sieve_cli.Workdir):
@@ -47,24 +47,14 @@ class TestLuaOptimizerResume(Workdir):
                                                    os.path.join(EXAMPLES, "evolution.lua"), delay, self.N))
 
     def run_until(self, cfg, store, resume, kill_at=None, kill_after_s=None):
-        args = [SIEVE, "run", cfg, "--store", store] + (["--resume"] if resume else [])
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        args = ["run", cfg, "--store", store] + (["--resume"] if resume else [])
         if kill_after_s is not None:
+            proc = subprocess.Popen([SIEVE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(kill_after_s)
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
             return
-        if kill_at is None:
-            out, err = proc.communicate(timeout=120)
-            self.assertEqual(proc.returncode, 0, err)
-            return
-        for line in proc.stdout:
-            m = PROGRESS.match(line)
-            if m and int(m.group(1)) >= kill_at:
-                proc.send_signal(signal.SIGKILL)
-                break
-        proc.communicate()
-        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+        sieve_cli.run_until(self, args, kill_at)
 
     def test_deterministic_and_resumes_exactly(self):
         cfg = self.config()

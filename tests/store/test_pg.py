@@ -126,19 +126,7 @@ class TestSameStudy(PgCase):
 class TestKillResume(PgCase):
     def run_until(self, cfg, store, resume, kill_at=None, extra=("--local-workers", "1", "--lease", "2")):
         extra = extra if store.startswith("postgresql:") else ()
-        args = [SIEVE, "run", cfg, "--store", store, *extra] + (["--resume"] if resume else [])
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if kill_at is None:
-            out, err = proc.communicate(timeout=120)
-            self.assertEqual(proc.returncode, 0, err)
-            return
-        for line in proc.stdout:
-            m = PROGRESS.match(line)
-            if m and int(m.group(1)) >= kill_at:
-                proc.send_signal(signal.SIGKILL)
-                break
-        proc.communicate()
-        self.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+        sieve_cli.run_until(self, ["run", cfg, "--store", store, *extra] + (["--resume"] if resume else []), kill_at)
 
     def test_killed_coordinator_resumes(self):
         cfg = self.slow()

@@ -5,6 +5,7 @@ import csv
 import io
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -54,3 +55,21 @@ class Workdir(unittest.TestCase):
         with open(self.path(name), "w") as f:
             f.write(text)
         return self.path(name)
+
+
+def run_until(test, args, kill_at=None, timeout=120):
+    """Runs sieve with args: to its end, test asserting exit status 0, or,
+    with kill_at, until a progress line reports kill_at proposals finished,
+    where it is killed with SIGKILL (test asserting it was killed there)."""
+    proc = subprocess.Popen([SIEVE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if kill_at is None:
+        _, err = proc.communicate(timeout=timeout)
+        test.assertEqual(proc.returncode, 0, err)
+        return
+    for line in proc.stdout:
+        m = PROGRESS.match(line)
+        if m and int(m.group(1)) >= kill_at:
+            proc.send_signal(signal.SIGKILL)
+            break
+    proc.communicate()
+    test.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
