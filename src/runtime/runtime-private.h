@@ -43,3 +43,11 @@ extern const SieveBackendClass sieve_backend_cpu;
 /* "oneDNN 3.0.0": the CPU backend's kernel library and its version, which
  * the latency table's entries depend on. (transfer none) */
 const char *sieve__cpu_library(void);
+
+/* Whether node's output is exactly zero whenever its first input is, for
+ * every value of its parameters (it has none): a pooling or cropping of
+ * zeros, or an activation with f(0) = 0.  A backend skips such a node
+ * when its input is a zero (a `none` edge of NAS-Bench-201 feeding a pool:
+ * nothing to compute forward or backward, and no plain-layout zero tensor
+ * sent through a slow kernel); the latency table folds it the same way. */
+gboolean sieve__node_keeps_zero(const SieveGraphNode *node);

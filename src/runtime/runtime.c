@@ -275,3 +275,19 @@ sieve_runtime_memory_bytes(const SieveRuntime *rt)
 {
   return rt->klass->memory_bytes(rt->impl);
 }
+
+gboolean
+sieve__node_keeps_zero(const SieveGraphNode *node)
+{
+  switch (node->kind) {
+  case SIEVE_OP_POOL:
+  case SIEVE_OP_GLOBAL_AVG_POOL:
+  case SIEVE_OP_CROP:
+    return TRUE;
+  case SIEVE_OP_ACTIVATION:
+    /* sigmoid(0) = hard_sigmoid(0) = 1/2; every other one maps 0 to 0. */
+    return node->attrs.activation != SIEVE_ACT_SIGMOID && node->attrs.activation != SIEVE_ACT_HARD_SIGMOID;
+  default:
+    return FALSE;
+  }
+}

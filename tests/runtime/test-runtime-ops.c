@@ -383,7 +383,10 @@ test_concat_blocked(void)
 }
 
 /* Identity chains, a zero folded out of a sum, a zero that a convolution
- * reads (a real zero tensor), and a sum of nothing but zeros. */
+ * reads (a real zero tensor), a sum of nothing but zeros, and operations
+ * that keep a zero a zero (avg pools, a tanh: folded away; ReLU and max
+ * pool fold the same way but put every input on a kink, which finite
+ * differences cannot check) or do not (a sigmoid: 1/2 everywhere). */
 static SieveGraph *
 build_identity_zero(guint *out, gconstpointer data)
 {
@@ -396,8 +399,12 @@ build_identity_zero(guint *out, gconstpointer data)
   guint zc = sieve_graph_conv2d(g, z, 5, 1, 1, 0, TRUE); /* bias only */
   guint zs[] = {z, sieve_graph_zero(g, zc)};
   guint zz = sieve_graph_sum(g, zs, 2);
-  guint xs[] = {sieve_graph_identity(g, c), z, zc, zz, sieve_graph_identity(g, z)};
-  *out = sieve_graph_sum(g, xs, 5);
+  guint zp = sieve_graph_pool(g, z, SIEVE_POOL_AVG, 3, 1, 1);
+  guint za = sieve_graph_pool(g, zp, SIEVE_POOL_AVG, 3, 1, 1);
+  guint zpc = sieve_graph_conv2d(g, sieve_graph_activation(g, za, SIEVE_ACT_TANH, 0), 5, 1, 1, 0, TRUE); /* bias only */
+  guint half = sieve_graph_activation(g, zp, SIEVE_ACT_SIGMOID, 0);
+  guint xs[] = {sieve_graph_identity(g, c), z, zc, zz, sieve_graph_identity(g, z), zp, za, zpc, half};
+  *out = sieve_graph_sum(g, xs, 9);
   return g;
 }
 

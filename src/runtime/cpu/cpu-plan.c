@@ -258,6 +258,10 @@ sieve__cpu_resolve(Cpu *c)
       continue;
     case SIEVE_OP_ACTIVATION: {
       guint r = sieve__cpu_root(c, n->inputs[0]);
+      if (c->nodes[r].role == ROLE_ZERO && sieve__node_keeps_zero(n)) {
+        x->role = ROLE_ZERO;
+        continue;
+      }
       /* One activation per tensor: later ones alias the first. */
       for (guint w = r + 1; w < v; w++) {
         CNode *y = &c->nodes[w];
@@ -273,6 +277,11 @@ sieve__cpu_resolve(Cpu *c)
     }
       G_GNUC_FALLTHROUGH;
     default:
+      if (n->n_inputs == 1 && sieve__node_keeps_zero(n) &&
+          c->nodes[sieve__cpu_root(c, n->inputs[0])].role == ROLE_ZERO) {
+        x->role = ROLE_ZERO;
+        continue;
+      }
       x->role = ROLE_REAL;
       for (guint k = 0; k < n->n_inputs; k++)
         x->in[x->n_in++] = sieve__cpu_root(c, n->inputs[k]);
