@@ -12,10 +12,12 @@ Parts (--only, comma-separated; default all):
             --table`: every distinct operation, then the optional calibration
             on 12 networks measured whole, --calibrate 12; how long it took), --samples random
             candidates (drawn by a random study), each measured whole in
-            --passes separate processes (`sieve latency --arch-file`, one
-            process a pass over all of them, in a new order each pass: a
-            change of the machine's load lands on other candidates each
-            time), and the table's prediction against the median
+            --passes separate processes (`sieve latency --arch-file
+            --together`, one process a pass over all of them: compiled
+            first, then timed in rounds, one forward of each per round, so
+            that the machine's drifting speed slows them all alike; with
+            --mode in-turn each is measured alone in turn, in a new order
+            each pass), and the table's prediction against the median
             of its passes: Spearman, median absolute percentage error, for
             the wall-clock medians and for the forwards' CPU time, for the
             calibrated prediction and for the plain sum (the default).  nb201 also: our
@@ -186,6 +188,8 @@ def predict(args, sieve, tmp, space, gold):
         listing = os.path.join(tmp, f"pass-{space}.txt")
         write(listing, "".join(a + "\n" for a in order))
         cmd = [sieve, "latency", "--space", space, "--arch-file", listing, "--max-seconds", str(args.max_seconds)]
+        if args.mode == "together":
+            cmd.append("--together")
         if p == 0:
             cmd += ["--predict", "--store", store, "--calibrate", "12"]
         with held(args.lock):
@@ -206,7 +210,8 @@ def predict(args, sieve, tmp, space, gold):
     spread = [max(w for w, _ in meas[a]) / min(w for w, _ in meas[a]) - 1 for a in archs]
     pr = [pred[a] for a in archs]
     pl = [plain[a] for a in archs]
-    print(f"[predict] {space}: {len(archs)} random candidates, each measured whole in {args.passes} processes: median latency {statistics.median(wall):.3f} ms "
+    print(f"[predict] {space}: {len(archs)} random candidates, each measured whole in {args.passes} processes "
+          f"({args.mode}): median latency {statistics.median(wall):.3f} ms "
           f"(from {min(wall):.3f} to {max(wall):.3f}); median spread of a candidate's {args.passes} process "
           f"medians (max/min - 1) {statistics.median(spread) * 100:.1f}%; CPU time / wall "
           f"{statistics.median(c / w for c, w in zip(cpu, wall)):.3f}")
@@ -276,6 +281,8 @@ def main():
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--passes", type=int, default=3, help="separate processes per candidate")
     ap.add_argument("--max-seconds", type=float, default=0.3, help="timing of one candidate in one process")
+    ap.add_argument("--mode", choices=("together", "in-turn"), default="together",
+                    help="a pass measures its candidates together, in rounds (`--together`), or each in turn")
     ap.add_argument("--lock", help="flock this file around each timed step")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--evaluations", type=int, default=300)

@@ -8,6 +8,11 @@
  * sum of its entries, or with --calibrate its calibrated sum; then
  * predicted_sum_ms is the plain sum).
  *
+ * --arch-file FILE: one candidate a line, each measured in turn; with
+ * --together all compiled first and timed in rounds
+ * (sieve_latency_measure_together), for a ranking that the machine's
+ * drifting speed does not reorder.
+ *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
  * (all candidates of a space of at most 100,000, else 1000 drawn; --samples
@@ -48,29 +53,37 @@ options_from_flags(const Flags *f, SieveLatencyOptions *o, GError **error)
   return TRUE;
 }
 
-/* table: NULL without --predict. where: "--arch", or "FILE:LINE" of --arch-file. */
+/* The candidate arch ("--arch", or "FILE:LINE" of --arch-file: where) and
+ * its network; an exit code other than SIEVE_EXIT_OK when it is not one. */
 static int
-one_candidate(const SieveSpace *space, const char *arch, const char *where, const SieveLatencyOptions *o,
-              SieveLatencyTable *table)
+build_candidate(const SieveSpace *space, const char *arch, const char *where, SieveGenotype **genotype,
+                SieveGraph **graph)
 {
   GError *error = NULL;
-  g_autoptr(SieveGenotype) g = sieve_space_parse(space, arch, &error);
-  if (g == NULL) {
+  *graph = NULL;
+  *genotype = sieve_space_parse(space, arch, &error);
+  if (*genotype == NULL) {
     fprintf(stderr, "sieve latency: %s: %s\n", where, error->message);
     g_error_free(error);
     return SIEVE_EXIT_USAGE;
   }
-  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
-  SieveLatency l;
-  if (graph == NULL || !sieve_latency_measure(graph, o, &l, &error))
-    return sieve_cli_fail(error);
+  *graph = sieve_space_build(space, *genotype, &error);
+  return *graph ? SIEVE_EXIT_OK : sieve_cli_fail(error);
+}
+
+/* One JSON object a line for a measured candidate. table: NULL without --predict. */
+static int
+print_candidate(const SieveSpace *space, const SieveGenotype *g, const SieveGraph *graph, const SieveLatency *l,
+                const SieveLatencyOptions *o, SieveLatencyTable *table)
+{
+  GError *error = NULL;
   g_autofree char *text = sieve_space_format(space, g);
   GString *out = g_string_new("{\"genotype\":");
   sieve_json_append_string(out, text);
   g_string_append_printf(out, ",\"latency_ms\":%.6g,\"latency_iqr_ms\":%.6g,\"ci_ms\":[%.6g,%.6g],\"runs\":%u,\"latency_cpu_ms\":%.6g,"
                               "\"peak_mem_mb\":%.6g,\"params\":%" G_GUINT64_FORMAT ",\"macs\":%" G_GUINT64_FORMAT,
-                         l.median_ms, l.iqr_ms, l.ci_low_ms, l.ci_high_ms, l.runs, l.cpu_median_ms,
-                         l.memory_bytes / 1048576.0,
+                         l->median_ms, l->iqr_ms, l->ci_low_ms, l->ci_high_ms, l->runs, l->cpu_median_ms,
+                         l->memory_bytes / 1048576.0,
                          sieve_graph_params(graph), sieve_graph_macs(graph));
   if (table != NULL) {
     double ms, sum, a, b;
@@ -91,11 +104,60 @@ one_candidate(const SieveSpace *space, const char *arch, const char *where, cons
   return SIEVE_EXIT_OK;
 }
 
+static int
+one_candidate(const SieveSpace *space, const char *arch, const char *where, const SieveLatencyOptions *o,
+              SieveLatencyTable *table)
+{
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) g = NULL;
+  g_autoptr(SieveGraph) graph = NULL;
+  int rc = build_candidate(space, arch, where, &g, &graph);
+  if (rc != SIEVE_EXIT_OK)
+    return rc;
+  SieveLatency l;
+  if (!sieve_latency_measure(graph, o, &l, &error))
+    return sieve_cli_fail(error);
+  return print_candidate(space, g, graph, &l, o, table);
+}
+
+/* --arch-file --together: every candidate compiled first, then measured in
+ * rounds (sieve_latency_measure_together), printed in the file's order. */
+static int
+together(const SieveSpace *space, char **lines, const char *file, const SieveLatencyOptions *o,
+         SieveLatencyTable *table)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
+  g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    if (lines[i][0] == '\0' || lines[i][0] == '#')
+      continue;
+    g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
+    SieveGenotype *g;
+    SieveGraph *graph;
+    int rc = build_candidate(space, lines[i], where, &g, &graph);
+    if (g != NULL)
+      g_ptr_array_add(genotypes, g);
+    if (rc != SIEVE_EXIT_OK)
+      return rc;
+    g_ptr_array_add(graphs, graph);
+  }
+  g_autofree SieveLatency *l = g_new0(SieveLatency, MAX(graphs->len, 1u));
+  if (!sieve_latency_measure_together((const SieveGraph *const *) graphs->pdata, graphs->len, o, l, &error))
+    return sieve_cli_fail(error);
+  for (guint i = 0; i < graphs->len; i++) {
+    int rc = print_candidate(space, genotypes->pdata[i], graphs->pdata[i], &l[i], o, table);
+    if (rc != SIEVE_EXIT_OK)
+      return rc;
+  }
+  return SIEVE_EXIT_OK;
+}
+
 /* --arch or --arch-file: each candidate compiled, measured and freed in
- * turn in this one process; one JSON object a line. */
+ * turn in this one process (or all together); one JSON object a line. */
 static int
 candidates(const SieveSpace *space, const char *arch, const char *file, const SieveLatencyOptions *o,
-           SieveStore *store, gboolean predict, guint calibrate)
+           SieveStore *store, gboolean predict, guint calibrate, gboolean all_together)
 {
   GError *error = NULL;
   g_autoptr(SieveLatencyTable) table = NULL;
@@ -110,8 +172,11 @@ candidates(const SieveSpace *space, const char *arch, const char *file, const Si
   if (!g_file_get_contents(file, &text, NULL, &error))
     return sieve_cli_fail(error);
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++) {
+  for (guint i = 0; lines[i] != NULL; i++)
     g_strstrip(lines[i]);
+  if (all_together)
+    return together(space, lines, file, o, table);
+  for (guint i = 0; lines[i] != NULL; i++) {
     if (lines[i][0] == '\0' || lines[i][0] == '#')
       continue;
     g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
@@ -180,6 +245,9 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
   }
   g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
   gint64 start = g_get_monotonic_time();
+  /* Every missing entry measured together, then read. */
+  if (!sieve_latency_table_fill(t, (const SieveGraph *const *) graphs->pdata, graphs->len, &error))
+    return sieve_cli_fail(error);
   for (guint i = 0; i < entries->len; i++) {
     Entry *e = &g_array_index(entries, Entry, i);
     if (!sieve_latency_table_entry(t, e->graph, e->node, &e->ms, &error))
@@ -219,7 +287,7 @@ sieve_cmd_latency(int argc, char **argv)
 {
   g_autofree char *space_name = NULL, *arch = NULL, *arch_file = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
-  gboolean as_table = FALSE, predict = FALSE;
+  gboolean as_table = FALSE, predict = FALSE, all_together = FALSE;
   gint samples = 0, calibrate = 0;
   gint64 seed = 0;
   SieveLatencyOptions d;
@@ -234,6 +302,9 @@ sieve_cmd_latency(int argc, char **argv)
       {"arch", 'a', 0, G_OPTION_ARG_STRING, &arch, "the candidate, in the space's text form", "TEXT"},
       {"arch-file", 0, 0, G_OPTION_ARG_FILENAME, &arch_file, "candidates, one a line (# comments), measured in "
        "turn in this process: one JSON object a line", "FILE"},
+      {"together", 0, 0, G_OPTION_ARG_NONE, &all_together, "with --arch-file: compile every candidate first, "
+       "then time them in rounds, one forward of each per round, so that a machine whose speed drifts slows "
+       "them all alike (for a ranking; --max-seconds is then each candidate's share)", NULL},
       {"table", 0, 0, G_OPTION_ARG_NONE, &as_table, "build and print the space's per-operation latency table", NULL},
       {"predict", 0, 0, G_OPTION_ARG_NONE, &predict, "with --arch: also the latency table's prediction", NULL},
       {"store", 0, 0, G_OPTION_ARG_FILENAME, &store_path,
@@ -296,5 +367,9 @@ sieve_cmd_latency(int argc, char **argv)
     return sieve_cli_fail(error);
   if (as_table)
     return table(space, &o, store, (guint) samples, (guint64) seed, (guint) calibrate);
-  return candidates(space, arch, arch_file, &o, store, predict, (guint) calibrate);
+  if (all_together && arch_file == NULL) {
+    fprintf(stderr, "sieve latency: --together measures the candidates of --arch-file together\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  return candidates(space, arch, arch_file, &o, store, predict, (guint) calibrate, all_together);
 }

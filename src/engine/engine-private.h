@@ -247,8 +247,9 @@ SIEVE_INTERNAL_API guint sieve_screen_keep_count(const SieveScreenStage *stage, 
  *   if (!sieve_latency_table_predict(t, graph, &ms, &error)) ...
  *
  * An entry is keyed by sieve_latency_node_key under sieve_latency_machine;
- * one missing from the store is measured (sieve_latency_measure_node) and
- * written to it at once (its own transaction: call outside the engine's). */
+ * those missing from the store are measured (sieve_latency_measure_nodes,
+ * a network's together) and written to it at once (its own transaction:
+ * call outside the engine's). */
 typedef struct _SieveLatencyTable SieveLatencyTable;
 
 /* store: nullable (entries kept in this object only); borrowed. (transfer full) */
@@ -257,6 +258,12 @@ SIEVE_INTERNAL_API void sieve_latency_table_free(SieveLatencyTable *table);
 /* The entry of graph's node (read, or measured and stored). */
 SIEVE_INTERNAL_API gboolean sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, guint node,
                                                       double *ms, GError **error);
+/* Every entry of graphs[0..n) that neither the table nor its store holds,
+ * measured together (sieve_latency_measure_nodes) and stored: a table
+ * built this way is not skewed by the machine's speed drifting while it is
+ * measured. */
+SIEVE_INTERNAL_API gboolean sieve_latency_table_fill(SieveLatencyTable *table, const SieveGraph *const *graphs,
+                                                     guint n, GError **error);
 /* The sum of the entries of graph's live nodes. */
 SIEVE_INTERNAL_API gboolean sieve_latency_table_sum(SieveLatencyTable *table, const SieveGraph *graph, double *ms,
                                                     GError **error);

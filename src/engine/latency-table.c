@@ -89,32 +89,87 @@ measure_of(const SieveLatencyTable *table, const SieveLatency *l)
   return table->options.threads == 1 ? l->cpu_median_ms : l->median_ms;
 }
 
+/* The entry of key held in memory or in the store: *ms, or NAN when neither has it. */
+static gboolean
+known_entry(SieveLatencyTable *table, const char *key, double *ms, GError **error)
+{
+  const double *known = g_hash_table_lookup(table->entries, key);
+  *ms = known ? *known : NAN;
+  if (known == NULL && table->store != NULL &&
+      !sieve_store_latency_get(table->store, table->machine, key, ms, NULL, error))
+    return FALSE;
+  if (known == NULL && !isnan(*ms))
+    g_hash_table_insert(table->entries, g_strdup(key), g_memdup2(ms, sizeof *ms));
+  return TRUE;
+}
+
+/* Measures the entries keys[i] (node nodes[i] of graphs[i], i < n; keys
+ * distinct and missing) together (sieve_latency_measure_nodes: a drift of
+ * the machine's speed while they are timed moves them all alike), and
+ * keeps and stores them. */
+static gboolean
+measure_entries(SieveLatencyTable *table, const SieveGraph *const *graphs, const guint *nodes, char **keys, guint n,
+                GError **error)
+{
+  if (n == 0)
+    return TRUE;
+  g_autofree SieveLatency *l = g_new0(SieveLatency, n);
+  if (!sieve_latency_measure_nodes(graphs, nodes, n, &table->options, l, error))
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    /* An operation lost in the noise of its bare graph costs nothing
+     * rather than a negative time. */
+    double value = MAX(measure_of(table, &l[i]), 0.0);
+    table->measured++;
+    if (table->store != NULL &&
+        !sieve_store_latency_put(table->store, table->machine, keys[i], value, l[i].iqr_ms, l[i].runs, error))
+      return FALSE;
+    g_hash_table_insert(table->entries, g_strdup(keys[i]), g_memdup2(&value, sizeof value));
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_latency_table_fill(SieveLatencyTable *table, const SieveGraph *const *graphs, guint n, GError **error)
+{
+  g_return_val_if_fail(table != NULL && (graphs != NULL || n == 0), FALSE);
+  g_autoptr(GPtrArray) missing_graphs = g_ptr_array_new();
+  g_autoptr(GArray) missing_nodes = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GPtrArray) missing_keys = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GHashTable) queued = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < n; i++) {
+    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graphs[i]);
+    for (guint v = 0; v < keys->len; v++) {
+      const char *key = keys->pdata[v];
+      double ms;
+      if (key == NULL || g_hash_table_contains(queued, key)) /* dead, no kernel, or queued already */
+        continue;
+      if (!known_entry(table, key, &ms, error))
+        return FALSE;
+      if (!isnan(ms))
+        continue;
+      g_ptr_array_add(missing_graphs, (gpointer) graphs[i]);
+      g_array_append_val(missing_nodes, v);
+      g_ptr_array_add(missing_keys, g_strdup(key));
+      g_hash_table_add(queued, missing_keys->pdata[missing_keys->len - 1]);
+    }
+  }
+  return measure_entries(table, (const SieveGraph *const *) missing_graphs->pdata, (const guint *) missing_nodes->data,
+                         (char **) missing_keys->pdata, missing_keys->len, error);
+}
+
 /* The entry of key, node of graph (measured on a miss). */
 static gboolean
 entry(SieveLatencyTable *table, const SieveGraph *graph, guint node, const char *key, double *ms, GError **error)
 {
-  const double *known = g_hash_table_lookup(table->entries, key);
-  if (known != NULL) {
-    *ms = *known;
-    return TRUE;
-  }
-  double value = NAN;
-  if (table->store != NULL && !sieve_store_latency_get(table->store, table->machine, key, &value, NULL, error))
+  if (!known_entry(table, key, ms, error))
     return FALSE;
-  if (isnan(value)) {
-    SieveLatency l;
-    if (!sieve_latency_measure_node(graph, node, &table->options, &l, error))
+  if (isnan(*ms)) {
+    char *keys[1] = {(char *) key};
+    if (!measure_entries(table, &graph, &node, keys, 1, error))
       return FALSE;
-    /* An operation lost in the noise of its bare graph costs nothing
-     * rather than a negative time. */
-    value = MAX(measure_of(table, &l), 0.0);
-    table->measured++;
-    if (table->store != NULL &&
-        !sieve_store_latency_put(table->store, table->machine, key, value, l.iqr_ms, l.runs, error))
-      return FALSE;
+    *ms = *(const double *) g_hash_table_lookup(table->entries, key);
   }
-  g_hash_table_insert(table->entries, g_strdup(key), g_memdup2(&value, sizeof value));
-  *ms = value;
   return TRUE;
 }
 
@@ -135,6 +190,9 @@ sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, gui
 static gboolean
 sum_entries(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
 {
+  /* A network's missing entries measured together first. */
+  if (!sieve_latency_table_fill(table, &graph, 1, error))
+    return FALSE;
   double sum = 0;
   g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
   for (guint i = 0; i < keys->len; i++) {
@@ -275,18 +333,22 @@ sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
   if (isnan(a) || isnan(b) || !(b > 0)) {
     g_autofree double *x = g_new(double, networks), *y = g_new(double, networks);
     g_autofree SieveLatency *l = g_new0(SieveLatency, networks);
-    /* One after another, each as `sieve latency` measures it (a network
-     * served alone, its weights left in the last-level cache by its
-     * previous forward). */
-    for (guint i = 0; i < networks; i++) {
+    /* The networks' missing entries first, then the networks together
+     * (sieve_latency_measure_together: each forward after one of its own,
+     * as `sieve latency` serves a network, and a drift of the machine's
+     * speed slowing all of them alike, not the line's one end). */
+    if (!sieve_latency_table_fill(table, (const SieveGraph *const *) graphs->pdata, networks, error))
+      return FALSE;
+    for (guint i = 0; i < networks; i++)
       if (!sum_entries(table, graphs->pdata[i], &x[i], error))
         return FALSE;
-      if (!sieve_latency_measure(graphs->pdata[i], &table->options, &l[i], error)) {
-        g_prefix_error(error, "calibrating the latency table of %s: ", sieve_space_get_name(space));
-        return FALSE;
-      }
-      y[i] = measure_of(table, &l[i]);
+    if (!sieve_latency_measure_together((const SieveGraph *const *) graphs->pdata, networks, &table->options, l,
+                                        error)) {
+      g_prefix_error(error, "calibrating the latency table of %s: ", sieve_space_get_name(space));
+      return FALSE;
     }
+    for (guint i = 0; i < networks; i++)
+      y[i] = measure_of(table, &l[i]);
     sieve_latency_fit(x, y, networks, &a, &b);
     double ss = 0;
     for (guint i = 0; i < networks; i++)

@@ -133,18 +133,23 @@ evict_run(const Evict *e)
   (void) sum;
 }
 
-/* Times forwards of rts[0..n) (compiled for the same input x) in turn, one
+/* Times forwards of rts[0..n) (rts[r] reading xs[r]) in turn, one timed
  * forward of each per run, so that a change of the machine's load in the
  * middle moves them all alike; until each median's CI is narrower than
- * rel_ci of it, or max_runs or max_seconds. */
+ * rel_ci of it, or max_runs or max_seconds.  rewarm: each timed forward
+ * follows an untimed one of the same network, so that it finds the caches
+ * as back-to-back requests to that network leave them (sieve_latency_measure's
+ * state), not as the other networks of the round left them; each run
+ * starts one network further on, so that no network always follows the
+ * same one. */
 static gboolean
-time_forwards(SieveRuntime **rts, guint n, const float *x, const SieveLatencyOptions *o, const Evict *evict,
-              SieveLatency *out, GError **error)
+time_forwards(SieveRuntime **rts, guint n, const float *const *xs, const SieveLatencyOptions *o,
+              const Evict *evict, gboolean rewarm, SieveLatency *out, GError **error)
 {
   for (guint i = 0; i < o->warmup; i++)
     for (guint r = 0; r < n; r++) {
       evict_run(evict);
-      if (!sieve_runtime_forward(rts[r], x, NULL, SIEVE_MODE_EVAL, error))
+      if (!sieve_runtime_forward(rts[r], xs[r], NULL, SIEVE_MODE_EVAL, error))
         return FALSE;
     }
   g_autofree GArray **times = g_new0(GArray *, n);
@@ -158,15 +163,22 @@ time_forwards(SieveRuntime **rts, guint n, const float *x, const SieveLatencyOpt
   guint max_runs = MAX(o->max_runs, o->min_runs);
   while (ok && times[0]->len < max_runs) {
     guint round = MIN(MAX(o->min_runs, 1u), max_runs - times[0]->len);
-    for (guint i = 0; ok && i < round; i++)
-      for (guint r = 0; ok && r < n; r++) {
+    for (guint i = 0; ok && i < round; i++) {
+      guint first = rewarm ? times[0]->len % n : 0;
+      for (guint k = 0; ok && k < n; k++) {
+        guint r = (first + k) % n;
+        if (rewarm && !sieve_runtime_forward(rts[r], xs[r], NULL, SIEVE_MODE_EVAL, error)) {
+          ok = FALSE;
+          break;
+        }
         evict_run(evict);
         gint64 c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = now_ns();
-        ok = sieve_runtime_forward(rts[r], x, NULL, SIEVE_MODE_EVAL, error);
+        ok = sieve_runtime_forward(rts[r], xs[r], NULL, SIEVE_MODE_EVAL, error);
         double ms = (now_ns() - t0) / 1e6, cpu_ms = (clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e6;
         g_array_append_val(times[r], ms);
         g_array_append_val(cpu[r], cpu_ms);
       }
+    }
     if (!ok)
       break;
     gboolean narrow = TRUE;
@@ -204,8 +216,8 @@ make_input(const SieveGraph *graph, guint batch)
 
 /* graphs[0..n) timed in turn (time_forwards), sharing one input shape. */
 static gboolean
-measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options, SieveLatency *out,
-             GError **error)
+measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options, gboolean rewarm,
+             SieveLatency *out, GError **error)
 {
   memset(out, 0, n * sizeof *out);
   SieveShape in = sieve_graph_node(graphs[0], sieve_graph_input_node(graphs[0]))->shape;
@@ -234,7 +246,10 @@ measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions
     g_ptr_array_add(rts, rt);
   }
   g_autofree float *x = make_input(graphs[0], ro.batch);
-  return time_forwards((SieveRuntime **) rts->pdata, n, x, options, NULL, out, error);
+  g_autofree const float **xs = g_new(const float *, n);
+  for (guint i = 0; i < n; i++)
+    xs[i] = x;
+  return time_forwards((SieveRuntime **) rts->pdata, n, xs, options, NULL, rewarm, out, error);
 }
 
 gboolean
@@ -242,7 +257,20 @@ sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *option
                       GError **error)
 {
   g_return_val_if_fail(graph != NULL && options != NULL && out != NULL, FALSE);
-  return measure_many(&graph, 1, options, out, error);
+  return measure_many(&graph, 1, options, FALSE, out, error);
+}
+
+gboolean
+sieve_latency_measure_together(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options,
+                               SieveLatency *out, GError **error)
+{
+  g_return_val_if_fail((graphs != NULL || n == 0) && options != NULL && (out != NULL || n == 0), FALSE);
+  if (n == 0)
+    return TRUE;
+  /* max_seconds and max_runs are each network's, as if measured alone. */
+  SieveLatencyOptions o = *options;
+  o.max_seconds = options->max_seconds * n;
+  return measure_many(graphs, n, &o, n > 1, out, error);
 }
 
 /* What the CPU runtime folds away at compile time (runtime/cpu/cpu-plan.c),
@@ -278,6 +306,8 @@ folding_init(Folding *f, const SieveGraph *graph)
     } else if (node->kind == SIEVE_OP_IDENTITY) {
       f->root[v] = f->root[node->inputs[0]];
       f->zero[v] = f->zero[node->inputs[0]];
+    } else if (node->n_inputs == 1 && sieve__node_keeps_zero(node)) {
+      f->zero[v] = f->zero[node->inputs[0]]; /* as the runtime folds it (runtime-private.h) */
     } else if (node->kind == SIEVE_OP_ADD) {
       guint terms = 0, last = v;
       for (guint i = 0; i < node->n_inputs; i++)
@@ -320,6 +350,8 @@ static gboolean
 node_free(const SieveGraph *graph, const Folding *f, guint node)
 {
   const SieveGraphNode *n = sieve_graph_node(graph, node);
+  if (f->zero[node])
+    return TRUE; /* no tensor: nothing runs */
   switch (n->kind) {
   case SIEVE_OP_IDENTITY:
   case SIEVE_OP_ZERO:
@@ -441,47 +473,16 @@ produced(SieveGraph *g, SieveShape shape)
   return sieve_graph_conv2d(g, x, shape.c, 1, 1, 0, FALSE);
 }
 
-/* graph (producer -> operation) and base (producer -> identity) timed in
- * turn (a load that changes midway moves both), each forward after the
- * private caches are flushed (Evict: the operation's weights cold, its
- * input hot, as inside a network). */
+/* The graphs an operation is timed with: producer -> the node's operation
+ * (*op) and producer -> identity (*base).  Inputs of different shapes (a
+ * concat of branches of different widths) are read as k inputs of their
+ * mean channel count, the same bytes moved: the graph has one input. */
 static gboolean
-measure_in_context(const SieveGraph *graph, const SieveGraph *base, const SieveLatencyOptions *options,
-                   SieveLatency out[2], GError **error)
+node_graphs(const SieveGraph *graph, guint node, SieveGraph **op, SieveGraph **base, GError **error)
 {
-  memset(out, 0, 2 * sizeof *out);
-  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
-  g_autoptr(SieveRuntime) a = sieve_runtime_new(graph, &ro, error);
-  if (a == NULL)
-    return FALSE;
-  g_autoptr(SieveRuntime) b = sieve_runtime_new(base, &ro, error);
-  if (b == NULL)
-    return FALSE;
-  g_autofree float *x = make_input(graph, ro.batch);
-  Evict e = {.size = 2 * private_cache_bytes()};
-  g_autofree guint8 *buffer = g_malloc0(e.size);
-  e.bytes = buffer;
-  SieveRuntime *rts[2] = {a, b};
-  return time_forwards(rts, 2, x, options, &e, out, error);
-}
-
-gboolean
-sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
-                           SieveLatency *out, GError **error)
-{
-  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph) && options != NULL && out != NULL,
-                       FALSE);
-  memset(out, 0, sizeof *out);
   const SieveGraphNode *n = sieve_graph_node(graph, node);
-  if (n->kind == SIEVE_OP_INPUT)
-    return measure_bare(n->shape, options, out, error);
-  if (sieve_latency_node_is_free(graph, node))
-    return TRUE;
   g_autofree guint *ins = g_new(guint, n->n_inputs + 1);
   guint k = live_inputs(graph, n, ins);
-  /* One input tensor read k times: the graph has a single input.  Inputs
-   * of different shapes (a concat of branches of different widths) are
-   * read as k inputs of their mean channel count, the same bytes moved. */
   SieveShape shape = sieve_graph_node(graph, ins[0])->shape;
   guint channels = 0;
   gboolean same = TRUE;
@@ -493,27 +494,105 @@ sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLaten
   if (!same)
     shape.c = (channels + k - 1) / k;
   g_autoptr(SieveGraph) g = sieve_graph_new("latency-op");
-  g_autoptr(SieveGraph) base = sieve_graph_new("latency-op-base");
+  g_autoptr(SieveGraph) b = sieve_graph_new("latency-op-base");
   guint x = produced(g, shape);
   g_autofree guint *xs = g_new(guint, k);
   for (guint i = 0; i < k; i++)
     xs[i] = x;
   SieveOpAttrs attrs = n->attrs;
   guint y = sieve_graph_add(g, n->kind, xs, k, &attrs);
-  guint z = sieve_graph_identity(base, produced(base, shape));
-  SieveLatency both[2];
-  if (!sieve_graph_finish(g, y, error) || !sieve_graph_finish(base, z, error) ||
-      !measure_in_context(g, base, options, both, error)) {
+  guint z = sieve_graph_identity(b, produced(b, shape));
+  if (!sieve_graph_finish(g, y, error) || !sieve_graph_finish(b, z, error)) {
     g_prefix_error(error, "measuring %s: ", sieve_op_kind_name(n->kind));
     return FALSE;
   }
-  *out = both[0];
-  SieveLatency bare = both[1];
-  out->median_ms -= bare.median_ms;
-  out->cpu_median_ms -= bare.cpu_median_ms;
-  out->ci_low_ms -= bare.median_ms;
-  out->ci_high_ms -= bare.median_ms;
+  *op = g_steal_pointer(&g);
+  *base = g_steal_pointer(&b);
   return TRUE;
+}
+
+/* Each pair (producer -> operation, producer -> identity) of pairs[0..2n)
+ * timed in turn, all pairs in one round (a load that changes midway moves
+ * every one alike), each forward after the private caches are flushed
+ * (Evict: the operation's weights cold, its input hot, as inside a
+ * network); out[i] is the operation of pair i, less its base. */
+static gboolean
+measure_pairs(SieveGraph **pairs, guint n, const SieveLatencyOptions *options, SieveLatency *out, GError **error)
+{
+  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
+  g_autoptr(GPtrArray) rts = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_runtime_free);
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < 2 * n; i++) {
+    SieveRuntime *rt = sieve_runtime_new(pairs[i], &ro, error);
+    if (rt == NULL)
+      return FALSE;
+    g_ptr_array_add(rts, rt);
+    g_ptr_array_add(inputs, make_input(pairs[i], ro.batch));
+  }
+  Evict e = {.size = 2 * private_cache_bytes()};
+  g_autofree guint8 *buffer = g_malloc0(e.size);
+  e.bytes = buffer;
+  g_autofree SieveLatency *both = g_new0(SieveLatency, 2 * n);
+  /* max_seconds is each operation's budget, as if measured alone. */
+  SieveLatencyOptions o = *options;
+  o.max_seconds = options->max_seconds * n;
+  if (!time_forwards((SieveRuntime **) rts->pdata, 2 * n, (const float *const *) inputs->pdata, &o, &e, FALSE,
+                     both, error))
+    return FALSE;
+  for (guint i = 0; i < n; i++) {
+    const SieveLatency *bare = &both[2 * i + 1];
+    out[i] = both[2 * i];
+    out[i].median_ms -= bare->median_ms;
+    out[i].cpu_median_ms -= bare->cpu_median_ms;
+    out[i].ci_low_ms -= bare->median_ms;
+    out[i].ci_high_ms -= bare->median_ms;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes, guint n,
+                            const SieveLatencyOptions *options, SieveLatency *out, GError **error)
+{
+  g_return_val_if_fail((n == 0 || (graphs != NULL && nodes != NULL && out != NULL)) && options != NULL, FALSE);
+  memset(out, 0, n * sizeof *out);
+  g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
+  g_autofree guint *which = g_new(guint, n + 1); /* out index of each pair */
+  guint m = 0;
+  for (guint i = 0; i < n; i++) {
+    g_return_val_if_fail(nodes[i] < sieve_graph_n_nodes(graphs[i]), FALSE);
+    const SieveGraphNode *node = sieve_graph_node(graphs[i], nodes[i]);
+    if (node->kind == SIEVE_OP_INPUT) {
+      /* input -> identity: what a network pays once per forward besides
+       * its operations (the call, the input's copy into the runtime). */
+      if (!measure_bare(node->shape, options, &out[i], error))
+        return FALSE;
+      continue;
+    }
+    if (sieve_latency_node_is_free(graphs[i], nodes[i]))
+      continue;
+    SieveGraph *op, *base;
+    if (!node_graphs(graphs[i], nodes[i], &op, &base, error))
+      return FALSE;
+    g_ptr_array_add(pairs, op);
+    g_ptr_array_add(pairs, base);
+    which[m++] = i;
+  }
+  g_autofree SieveLatency *got = g_new0(SieveLatency, m + 1);
+  if (m > 0 && !measure_pairs((SieveGraph **) pairs->pdata, m, options, got, error))
+    return FALSE;
+  for (guint j = 0; j < m; j++)
+    out[which[j]] = got[j];
+  return TRUE;
+}
+
+gboolean
+sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
+                           SieveLatency *out, GError **error)
+{
+  g_return_val_if_fail(graph != NULL && node < sieve_graph_n_nodes(graph) && options != NULL && out != NULL,
+                       FALSE);
+  return sieve_latency_measure_nodes(&graph, &node, 1, options, out, error);
 }
 
 /* The CPU's model as /proc/cpuinfo names it ("unknown" elsewhere). */

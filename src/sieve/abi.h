@@ -20,7 +20,8 @@ G_BEGIN_DECLS
  *      intermediate values (sieve_candidate_report_intermediate, SIEVE_EVALUATOR_INTERMEDIATE), status pruned;
  *      composite spaces: sieve_space_is_architecture, decisions' where;
  *      sieve_candidate_get_workers (the evaluations run at once);
- *      sieve/latency.h (inference latency measured here) and SIEVE_STATUS_REJECTED;
+ *      sieve/latency.h (inference latency measured here, several networks or operations together) and
+ *      SIEVE_STATUS_REJECTED;
  *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy. */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2

@@ -92,6 +92,21 @@ SIEVE_API void sieve_latency_options_read(const SieveOptions *options, SieveLate
 SIEVE_API gboolean sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *options,
                                          SieveLatency *out, GError **error);
 
+/* Measures graphs[0..n) (finished, one input shape) together, for a
+ * ranking that a machine whose speed drifts from one minute to the next
+ * cannot reorder: all are compiled first, then timed in rounds, one timed
+ * forward of each network per round (after an untimed one of the same
+ * network, so that each finds the caches as sieve_latency_measure's
+ * back-to-back forwards leave them), each round starting one network
+ * further on.  A slowdown then lands on every network alike instead of on
+ * those measured during it.  Stops once every median's interval is within
+ * rel_ci, after max_runs rounds, or after n * max_seconds (each network's
+ * budget, as if measured alone).  out[i] is graphs[i]'s.  Holds all n
+ * compiled networks at once. */
+SIEVE_API gboolean sieve_latency_measure_together(const SieveGraph *const *graphs, guint n,
+                                                  const SieveLatencyOptions *options, SieveLatency *out,
+                                                  GError **error);
+
 /* The latency table's key of node of graph: its kind, every attribute it
  * uses and its input shapes, e.g. "conv2d 16x32x32 out=16 k=3x3 s=1x1 p=1x1
  * d=1x1 g=1".  Two nodes with equal keys run the same kernel on the same
@@ -110,6 +125,15 @@ SIEVE_API GPtrArray *sieve_latency_node_keys(const SieveGraph *graph);
  * may be slightly negative where the operation is lost in the noise. */
 SIEVE_API gboolean sieve_latency_measure_node(const SieveGraph *graph, guint node, const SieveLatencyOptions *options,
                                               SieveLatency *out, GError **error);
+/* Measures node nodes[i] of graphs[i] for every i < n as
+ * sieve_latency_measure_node does, but together: every operation's pair of
+ * graphs compiled first, then all timed in rounds (one forward of each
+ * per round), so that a machine whose speed drifts over the minutes the
+ * whole takes slows every entry alike.  max_seconds is each operation's
+ * budget.  out[i] is nodes[i]'s. */
+SIEVE_API gboolean sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes, guint n,
+                                               const SieveLatencyOptions *options, SieveLatency *out,
+                                               GError **error);
 /* What the latency of this machine depends on besides the network, one
  * "what=value" per line: host, cpu (the model /proc/cpuinfo names), the
  * kernel library and its version, threads, batch. (transfer full) */

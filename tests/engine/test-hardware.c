@@ -84,6 +84,66 @@ test_measure(void)
   g_assert_nonnull(strstr(error->message, "ends in a loss"));
 }
 
+/* input -> identity: next to nothing to run. */
+static SieveGraph *
+bare_net(guint c, guint size)
+{
+  SieveGraph *g = sieve_graph_new("bare");
+  guint x = sieve_graph_input(g, c, size, size);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(sieve_graph_finish(g, sieve_graph_identity(g, x), &error));
+  return g;
+}
+
+/* Several networks timed together, in rounds: one result each, in order,
+ * from the same number of timed forwards, and the heavy network slower
+ * than the bare one (by far: a margin no noise closes); and an operation's
+ * entries likewise (a free node costs nothing, the input node is the bare
+ * graph's call). */
+static void
+test_together(void)
+{
+  g_autoptr(SieveGraph) small = small_net();
+  g_autoptr(SieveGraph) bare = bare_net(3, 16);
+  g_autoptr(SieveGraph) other = bare_net(3, 8);
+  SieveLatencyOptions o = quick(1);
+  o.min_runs = 4;
+  o.max_runs = 8;
+  SieveLatency l[3];
+  g_autoptr(GError) error = NULL;
+  const SieveGraph *three[] = {bare, small, bare};
+  g_assert_true(sieve_latency_measure_together(three, 3, &o, l, &error));
+  g_assert_no_error(error);
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpuint(l[i].runs, ==, l[0].runs);
+    g_assert_cmpuint(l[i].runs, >=, 4);
+    g_assert_cmpuint(l[i].runs % 4, ==, 0);
+    g_assert_cmpfloat(l[i].ci_low_ms, <=, l[i].median_ms);
+    g_assert_cmpuint(l[i].memory_bytes, >, 0);
+  }
+  g_assert_cmpfloat(l[1].median_ms, >, 3 * MAX(l[0].median_ms, l[2].median_ms));
+  g_assert_cmpuint(l[1].memory_bytes, >, l[0].memory_bytes);
+  g_assert_true(sieve_latency_measure_together(NULL, 0, &o, NULL, &error));
+  /* Networks measured together share one input. */
+  const SieveGraph *mixed[] = {bare, other};
+  g_assert_false(sieve_latency_measure_together(mixed, 2, &o, l, &error));
+  g_assert_nonnull(strstr(error->message, "share one input"));
+  g_clear_error(&error);
+
+  /* Entries: node 1 the first conv, 4 a free relu, 0 the input, 12 the linear. */
+  const SieveGraph *graphs[] = {small, small, small, small};
+  guint nodes[] = {1, 4, 0, 12};
+  SieveLatency e[4];
+  g_assert_true(sieve_latency_measure_nodes(graphs, nodes, 4, &o, e, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(e[0].runs, >=, 4);
+  g_assert_cmpuint(e[3].runs, ==, e[0].runs);
+  g_assert_cmpuint(e[1].runs, ==, 0); /* free: not measured */
+  g_assert_cmpfloat(e[1].median_ms, ==, 0);
+  g_assert_cmpuint(e[2].runs, >=, 4); /* the bare call, measured on its own */
+  g_assert_cmpfloat(e[2].median_ms, >, 0);
+}
+
 static void
 test_keys(void)
 {
@@ -99,6 +159,25 @@ test_keys(void)
   g_autofree char *sum = sieve_latency_node_key(g, 8);
   g_assert_cmpstr(sum, ==, "add 8x16x16 8x16x16 8x16x16");
   g_assert_true(sieve_latency_node_is_free(g, 7)); /* the zero */
+
+  /* A pool or a ReLU of a zero is a zero (the runtime folds it away: a
+   * NAS-Bench-201 `none` edge feeding an avg_pool edge), a sigmoid of it not. */
+  g_autoptr(SieveGraph) z = sieve_graph_new("zeros");
+  guint x = sieve_graph_input(z, 3, 8, 8);
+  guint c = sieve_graph_conv2d(z, x, 4, 3, 1, 1, FALSE);
+  guint zero = sieve_graph_zero(z, c);
+  guint pool = sieve_graph_pool(z, zero, SIEVE_POOL_AVG, 3, 1, 1);
+  guint relu = sieve_graph_relu(z, pool);
+  guint sig = sieve_graph_activation(z, pool, SIEVE_ACT_SIGMOID, 0);
+  guint terms[] = {c, relu, sig};
+  g_autoptr(GError) error = NULL;
+  g_assert_true(sieve_graph_finish(z, sieve_graph_sum(z, terms, 3), &error));
+  g_assert_true(sieve_latency_node_is_free(z, pool));
+  g_assert_true(sieve_latency_node_is_free(z, relu));
+  g_assert_false(sieve_latency_node_is_free(z, sig));
+  g_autoptr(GPtrArray) keys = sieve_latency_node_keys(z);
+  g_assert_null(keys->pdata[pool]);
+  g_assert_nonnull(keys->pdata[sig]);
 }
 
 /* ---- the latency table ------------------------------------------------- */
@@ -505,6 +584,7 @@ main(int argc, char **argv)
   g_assert_no_error(error);
 
   g_test_add_func("/hardware/latency/measure", test_measure);
+  g_test_add_func("/hardware/latency/together", test_together);
   g_test_add_func("/hardware/latency/keys", test_keys);
   g_test_add_func("/hardware/table/sum", test_table_sum);
   g_test_add_func("/hardware/table/fit", test_fit);

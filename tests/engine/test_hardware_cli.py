@@ -58,14 +58,29 @@ class Latency(unittest.TestCase):
         listing = os.path.join(self.dir, "archs.txt")
         with open(listing, "w") as f:
             f.write(f"# two cells\n{ARCH}\n\n{other}\n")
-        lines = sieve("latency", "--space", "nb201", "--arch-file", listing, "--predict", *QUICK).stdout.splitlines()
+        store = os.path.join(self.dir, "lat.sieve")
+        lines = sieve("latency", "--space", "nb201", "--arch-file", listing, "--predict", "--store", store,
+                      *QUICK).stdout.splitlines()
         got = [json.loads(l) for l in lines]
         self.assertEqual([g["genotype"] for g in got], [ARCH, other])
         self.assertLess(got[1]["predicted_latency_ms"], got[0]["predicted_latency_ms"])
+        # --together: the same candidates in the file's order, measured in rounds (as many timed forwards
+        # each); the cell of convolutions is far slower than the one of skips and zeros
+        together = [json.loads(l) for l in sieve("latency", "--space", "nb201", "--arch-file", listing,
+                                                 "--together", "--predict", "--store", store,
+                                                 *QUICK).stdout.splitlines()]
+        self.assertEqual([g["genotype"] for g in together], [ARCH, other])
+        self.assertEqual(together[0]["runs"], together[1]["runs"])
+        self.assertGreater(together[0]["latency_ms"], together[1]["latency_ms"])
+        # the table's entries read from the store the first run wrote
+        self.assertEqual([g["predicted_latency_ms"] for g in together], [g["predicted_latency_ms"] for g in got])
+        bad = sieve("latency", "--space", "nb201", "--arch", ARCH, "--together", check=2)
+        self.assertIn("--together", bad.stderr)
         with open(listing, "a") as f:
             f.write("|nor_conv_3x3~0|\n")
-        bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *QUICK, check=2)
-        self.assertIn(f"{listing}:5", bad.stderr)
+        for mode in ([], ["--together"]):
+            bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK, check=2)
+            self.assertIn(f"{listing}:5", bad.stderr)
         bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
         self.assertIn("--arch", bad.stderr)
         sieve("latency", "--space", "nb201", check=2)
