@@ -273,6 +273,12 @@ static const PoolCase pool_cases[] = {
   {SIEVE_POOL_MAX, 3, 7, 5, 3, 3, 2, 2, 1, 1, FALSE},
   {SIEVE_POOL_MAX, 17, 6, 6, 2, 2, 2, 2, 0, 0, TRUE},
   {SIEVE_POOL_MAX, 5, 5, 6, 3, 2, 1, 1, 1, 1, FALSE},
+  /* Max pools of channel-blocked tensors, which the runtime pools with a
+   * loop of its own: NAS-Bench-101's 3x3 (nChw16c), its downsampling 2x2
+   * (nChw8c), and 12 channels in 16 (a padded block). */
+  {SIEVE_POOL_MAX, 16, 6, 5, 3, 3, 1, 1, 1, 1, TRUE},
+  {SIEVE_POOL_MAX, 8, 6, 6, 2, 2, 2, 2, 0, 0, TRUE},
+  {SIEVE_POOL_MAX, 12, 7, 5, 3, 3, 2, 2, 1, 1, TRUE},
 };
 
 static SieveGraph *

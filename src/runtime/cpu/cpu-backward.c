@@ -357,6 +357,15 @@ bwd_pool(Cpu *c, guint v, GError **error)
   dnnl_memory_desc_t src;
   if (!sieve__cpu_md_as4(c, u, &src, error))
     return FALSE;
+  if (x->ws_ours) { /* our max pool (cpu-forward.c): the gradient in the input's layout */
+    int dst = contrib_begin(c, u, &src);
+    Step *st = sieve__cpu_step_push(c, STEP_MAXPOOL_BWD, v, c->bwd, NULL);
+    st->src = x->diff;
+    st->dst = dst;
+    st->aux = x->ws;
+    st->block = sieve__cpu_md_block(&src);
+    return contrib_end(c, v, u, &src, dst, error);
+  }
   dnnl_dims_t k = {global ? is.h : a->kernel[0], global ? is.w : a->kernel[1]};
   dnnl_dims_t s = {global ? 1 : a->stride[0], global ? 1 : a->stride[1]};
   dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};

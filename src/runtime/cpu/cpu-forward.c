@@ -338,6 +338,23 @@ plan_pool(Cpu *c, guint v, GError **error)
   dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};
   dnnl_dims_t dil = {0, 0};
   gboolean max = !global && a->pool == SIEVE_POOL_MAX;
+  guint block;
+  if (sieve__cpu_max_pool_ours(c, v, &block)) {
+    /* Ours (cpu-kernels.c), in the input's layout: oneDNN 2.6's is several
+     * times slower on the blocked tensors of NAS-Bench-101's cells. */
+    dnnl_dims_t od = {c->options.batch, x->n->shape.c, x->n->shape.h, x->n->shape.w};
+    dnnl_memory_desc_init_by_tag(&x->md, 4, od, dnnl_f32,
+                                 block == 16 ? dnnl_nChw16c : block == 8 ? dnnl_nChw8c : dnnl_nchw);
+    x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+    x->ws = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md) / sizeof(float), TRUE); /* a byte an element */
+    x->ws_ours = TRUE;
+    Step *st = sieve__cpu_step_push(c, STEP_MAXPOOL_FWD, v, c->fwd_train, c->fwd_eval);
+    st->src = c->nodes[x->in[0]].out;
+    st->dst = x->out;
+    st->aux = x->ws;
+    st->block = block;
+    return TRUE;
+  }
   dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
   dnnl_pooling_v2_desc_t d;
   TRY(dnnl_pooling_v2_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,

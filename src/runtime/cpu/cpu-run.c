@@ -155,6 +155,10 @@ run(Cpu *c, GArray *list, GError **error)
     case STEP_CHANNELS:
       sieve__cpu_channels(c, s);
       break;
+    case STEP_MAXPOOL_FWD:
+    case STEP_MAXPOOL_BWD:
+      sieve__cpu_max_pool(c, s);
+      break;
     }
   }
   TRY(dnnl_stream_wait(c->stream), "waiting for the stream");
