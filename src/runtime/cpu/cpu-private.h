@@ -72,7 +72,14 @@ typedef enum {
   STEP_CHANNELS,    /* n channels of src (from src_off) into dst (from dst_off), each nchw, nChw8c or nChw16c (cpu-kernels.c) */
   STEP_MAXPOOL_FWD, /* max pool (cpu-kernels.c): src the input, dst the output, aux the window positions */
   STEP_MAXPOOL_BWD, /* its backward: src the output's gradient, dst the input's, aux the positions */
+  STEP_RELU_MASK,   /* dst = mask ? src : 0 over n floats: a ReLU fused into its batch norm, while frozen */
 } StepKind;
+
+/* When a step runs: always, or only while activations are (not) frozen
+ * (sieve_runtime_freeze_activations): a batch norm with its ReLU fused
+ * in has the fused primitives for the one and the unfused ones, around
+ * the frozen mask, for the other. */
+typedef enum { WHEN_ALWAYS, WHEN_UNFROZEN, WHEN_FROZEN } StepWhen;
 
 /* A STEP_CHANNELS tensor: its channel block (1: nchw), its channels as
  * stored (a multiple of the block) and the first channel copied. */
@@ -97,6 +104,7 @@ typedef struct {
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
+  StepWhen when;
 } Step;
 
 typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
@@ -128,10 +136,16 @@ typedef struct {
   /* ReLU and leaky ReLU while activations are frozen: which elements passed
    * (the output of the forward before freezing, > 0), owned */
   float *mask;
-  /* max pooling: oneDNN's workspace, or our window positions (ws_ours) */
+  /* max pooling: oneDNN's workspace, or our window positions (ws_ours);
+   * a batch norm with its ReLU fused in: the ReLU's workspace */
   dnnl_memory_desc_t ws_md;
   int ws;
   gboolean ws_ours;
+  /* a batch norm and the ReLU fused into it (cpu-forward.c): each other's
+   * node, -1 when not fused; the unfused forward's descriptor (owned), the
+   * hint of the unfused backward that frozen activations run */
+  int fused;
+  dnnl_primitive_desc_t plain_pd;
   /* loss */
   int prob;
 } CNode;
