@@ -161,6 +161,18 @@ sieve__cpu_gate_grad(Cpu *c, const Step *s)
 
 /* ---- max pooling ---------------------------------------------------------------------- */
 
+/* A pooling window along dimension d (0: height, 1: width) at output
+ * position o: its first input position (negative in the padding), and
+ * the range [*k0, *k1) of its places inside an input of extent n. */
+static inline gint64
+pool_window(const SieveOpAttrs *a, guint d, guint o, guint n, guint *k0, guint *k1)
+{
+  gint64 start = (gint64)o * a->stride[d] - a->pad[d];
+  *k0 = start < 0 ? (guint)-start : 0;
+  *k1 = (guint)MIN((gint64)a->kernel[d], (gint64)n - start);
+  return start;
+}
+
 /* One (image, channel block) plane of a max pool, forward: each output
  * is the first largest of its window in row order (oneDNN's and
  * PyTorch's choice at ties), padding excluded; its place in the window
@@ -171,13 +183,13 @@ static inline __attribute__((always_inline)) void
 max_pool_plane(const SieveOpAttrs *a, SieveShape is, SieveShape os, const float *in, float *out, guint8 *ws,
                const guint blk)
 {
-  guint kh = a->kernel[0], kw = a->kernel[1];
+  guint kw = a->kernel[1];
   for (guint oy = 0; oy < os.h; oy++) {
-    gint64 y0 = (gint64)oy * a->stride[0] - a->pad[0];
-    guint ky0 = y0 < 0 ? (guint)-y0 : 0, ky1 = (guint)MIN((gint64)kh, (gint64)is.h - y0);
+    guint ky0, ky1;
+    gint64 y0 = pool_window(a, 0, oy, is.h, &ky0, &ky1);
     for (guint ox = 0; ox < os.w; ox++) {
-      gint64 x0 = (gint64)ox * a->stride[1] - a->pad[1];
-      guint kx0 = x0 < 0 ? (guint)-x0 : 0, kx1 = (guint)MIN((gint64)kw, (gint64)is.w - x0);
+      guint kx0, kx1;
+      gint64 x0 = pool_window(a, 1, ox, is.w, &kx0, &kx1);
       float m[16], k[16];
       const float *p0 = in + ((gsize)(y0 + ky0) * is.w + (gsize)(x0 + kx0)) * blk;
       float first = (float)(ky0 * kw + kx0);
@@ -237,13 +249,13 @@ __attribute__((target("avx2"))) static void
 max_pool_plane_avx2(const SieveOpAttrs *a, SieveShape is, SieveShape os, const float *in, float *out, guint8 *ws,
                     guint blk)
 {
-  guint kh = a->kernel[0], kw = a->kernel[1];
+  guint kw = a->kernel[1];
   for (guint oy = 0; oy < os.h; oy++) {
-    gint64 y0 = (gint64)oy * a->stride[0] - a->pad[0];
-    guint ky0 = y0 < 0 ? (guint)-y0 : 0, ky1 = (guint)MIN((gint64)kh, (gint64)is.h - y0);
+    guint ky0, ky1;
+    gint64 y0 = pool_window(a, 0, oy, is.h, &ky0, &ky1);
     for (guint ox = 0; ox < os.w; ox++) {
-      gint64 x0 = (gint64)ox * a->stride[1] - a->pad[1];
-      guint kx0 = x0 < 0 ? (guint)-x0 : 0, kx1 = (guint)MIN((gint64)kw, (gint64)is.w - x0);
+      guint kx0, kx1;
+      gint64 x0 = pool_window(a, 1, ox, is.w, &kx0, &kx1);
       gsize o = ((gsize)oy * os.w + ox) * blk;
       for (guint g = 0; g < blk; g += 8) {
         const float *p0 = in + ((gsize)(y0 + ky0) * is.w + (gsize)(x0 + kx0)) * blk + g;
