@@ -13,6 +13,7 @@ one's peak RSS; each configuration runs `--repeat` times alternating the two, me
 reported.
 
     make bench-nb101-train     # or: python3 bench/train_nb101_vs_torch.py --sieve build/src/cli/sieve
+    ... --before OTHER/src/cli/sieve   # an older build alternating in the same run
 """
 import argparse, json, os, statistics, sys
 
@@ -50,19 +51,28 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--settings", default="128:3,32:3,16:3,32:1",
                     help="stem channels:cells per stack, comma-separated (3 stacks each)")
+    ap.add_argument("--before", help="another sieve (an older build) run in the same alternation: its images/s "
+                    "and ratio too, so that a change is measured under the same load")
     args = ap.parse_args()
     rows = []
     for stem, cells in (tuple(int(v) for v in x.split(":")) for x in args.settings.split(",")):
-        s_ips, t_ips, s_rss, t_rss = [], [], [], []
+        s_ips, t_ips, s_rss, t_rss, b_ips = [], [], [], [], []
         for _ in range(args.repeat):
             a, b = sieve_train(args.sieve, stem, cells, args.iters, args.batch, args.threads)
             s_ips.append(a); s_rss.append(b)
             a, b = torch_train(args.peer, stem, cells, args.iters, args.batch, args.threads)
             t_ips.append(a); t_rss.append(b)
+            if args.before:
+                b_ips.append(sieve_train(args.before, stem, cells, args.iters, args.batch, args.threads)[0])
         s, t = statistics.median(s_ips), statistics.median(t_ips)
         rows.append((stem, cells, s, t, s / t, max(s_rss), max(t_rss)))
         print(f"stem={stem:3d} cells={cells} {args.iters} steps: sieve {s:7.1f} img/s  pytorch {t:7.1f} img/s  "
               f"ratio {s / t:5.2f}x  peak RSS sieve {max(s_rss):7.1f} MB  pytorch {max(t_rss):7.1f} MB", flush=True)
+        if args.before:
+            bm = statistics.median(b_ips)
+            print(f"  before: sieve {bm:7.1f} img/s  ratio {bm / t:5.2f}x  (runs: "
+                  f"{' '.join(f'{v:.1f}' for v in b_ips)}; after: {' '.join(f'{v:.1f}' for v in s_ips)}; "
+                  f"pytorch: {' '.join(f'{v:.1f}' for v in t_ips)})", flush=True)
     print(json.dumps({"threads": args.threads, "batch": args.batch, "steps": args.iters, "rows": [
         {"stem": st, "cells": c, "sieve_ips": s, "torch_ips": t, "ratio": q, "sieve_rss_mb": sr, "torch_rss_mb": tr}
         for st, c, s, t, q, sr, tr in rows]}))

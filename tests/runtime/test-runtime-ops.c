@@ -148,6 +148,66 @@ test_bn(gconstpointer data)
   check_op(build_bn, data, 31 + (const BnCase *)data - bn_cases);
 }
 
+/* Batch norms whose one reader is a ReLU, which the runtime fuses
+ * (oneDNN's fuse_norm_relu) where nothing asks to read either node: the
+ * lean runtime of check_graph runs them fused and the keep_all one
+ * unfused, and both are held to the reference's finite differences; here
+ * also their outputs to each other, in training and evaluation.  Blocked
+ * (16 and 8 channels) and padded (5 channels) layouts, with and without
+ * affine parameters, a plain input (3 channels), and a batch norm that a
+ * ReLU and a sum both read (not fused). */
+static SieveGraph *
+build_bn_relu(guint *out, gconstpointer data)
+{
+  (void)data;
+  SieveGraph *g = sieve_graph_new("bn-relu");
+  guint x = sieve_graph_input(g, 3, 6, 5);
+  guint r0 = sieve_graph_relu(g, sieve_graph_batch_norm(g, x));
+  guint a = sieve_graph_relu(g, sieve_graph_batch_norm(g, sieve_graph_conv2d(g, r0, 16, 3, 1, 1, FALSE)));
+  SieveOpAttrs plain = {.affine = FALSE, .eps = 1e-3, .momentum = 0.1};
+  guint c8 = sieve_graph_conv2d(g, a, 8, 1, 1, 0, FALSE);
+  guint b = sieve_graph_relu(g, sieve_graph_add(g, SIEVE_OP_BATCH_NORM, &c8, 1, &plain));
+  guint p = sieve_graph_pool(g, b, SIEVE_POOL_AVG, 3, 1, 1);
+  guint c5 = sieve_graph_relu(g, sieve_graph_batch_norm(g, sieve_graph_conv2d(g, p, 5, 3, 1, 1, TRUE)));
+  guint shared = sieve_graph_batch_norm(g, sieve_graph_conv2d(g, a, 5, 1, 1, 0, FALSE));
+  guint both[] = {sieve_graph_relu(g, shared), shared, c5};
+  *out = sieve_graph_sum(g, both, 3);
+  return g;
+}
+
+static void
+test_bn_relu(void)
+{
+  check_op(build_bn_relu, NULL, 41);
+  /* The fused (lean) runtime's output against the unfused one's. */
+  guint out;
+  SieveGraph *g = build_bn_relu(&out, NULL);
+  g_autoptr(Case) c = case_new(finish(g, out), 4, 43, FALSE);
+  case_randomise_params(c, 44);
+  case_sync(c);
+  case_pick_input(c, KINK_MARGIN);
+  gsize n = c->batch * c->out_size;
+  g_autofree float *y = g_new(float, n);
+  g_autofree float *z = g_new(float, n);
+  GError *error = NULL;
+  for (int mode = 0; mode < 2; mode++) {
+    SieveMode m = mode ? SIEVE_MODE_EVAL : SIEVE_MODE_TRAIN;
+    SieveRuntime *rts[2] = {c->rt, c->lean};
+    float *outs[2] = {y, z};
+    for (int r = 0; r < 2; r++) {
+      sieve_runtime_forward(rts[r], c->x, NULL, m, &error);
+      g_assert_no_error(error);
+      sieve_runtime_read(rts[r], out, outs[r], &error);
+      g_assert_no_error(error);
+    }
+    double worst = 0;
+    for (gsize k = 0; k < n; k++)
+      worst = MAX(worst, fabs((double)y[k] - z[k]) / (FWD_ATOL + FWD_RTOL * fabs((double)y[k])));
+    g_test_message("bn-relu fused against unfused (%s): worst %.2g of the tolerance", mode ? "eval" : "train", worst);
+    g_assert_cmpfloat(worst, <=, 1.0);
+  }
+}
+
 /* ---- activations ------------------------------------------------------------------ */
 
 typedef struct {
@@ -273,6 +333,12 @@ static const PoolCase pool_cases[] = {
   {SIEVE_POOL_MAX, 3, 7, 5, 3, 3, 2, 2, 1, 1, FALSE},
   {SIEVE_POOL_MAX, 17, 6, 6, 2, 2, 2, 2, 0, 0, TRUE},
   {SIEVE_POOL_MAX, 5, 5, 6, 3, 2, 1, 1, 1, 1, FALSE},
+  /* Max pools of channel-blocked tensors, which the runtime pools with a
+   * loop of its own: NAS-Bench-101's 3x3 (nChw16c), its downsampling 2x2
+   * (nChw8c), and 12 channels in 16 (a padded block). */
+  {SIEVE_POOL_MAX, 16, 6, 5, 3, 3, 1, 1, 1, 1, TRUE},
+  {SIEVE_POOL_MAX, 8, 6, 6, 2, 2, 2, 2, 0, 0, TRUE},
+  {SIEVE_POOL_MAX, 12, 7, 5, 3, 3, 2, 2, 1, 1, TRUE},
 };
 
 static SieveGraph *
@@ -596,6 +662,7 @@ main(int argc, char **argv)
   g_test_add_func("/runtime/ops/add", test_add);
   g_test_add_func("/runtime/ops/concat", test_concat);
   g_test_add_func("/runtime/ops/concat-blocked", test_concat_blocked);
+  g_test_add_func("/runtime/ops/bn-relu", test_bn_relu);
   g_test_add_func("/runtime/ops/identity-zero", test_identity_zero);
   g_test_add_func("/runtime/ops/global_avg_pool", test_gap);
   add_cases("linear", linear_cases, sizeof *linear_cases, G_N_ELEMENTS(linear_cases), test_linear);

@@ -50,6 +50,8 @@ cpu_destroy(gpointer impl)
   for (guint v = 0; v < c->n_nodes; v++) {
     if (c->nodes[v].fwd_pd)
       dnnl_primitive_desc_destroy(c->nodes[v].fwd_pd);
+    if (c->nodes[v].plain_pd)
+      dnnl_primitive_desc_destroy(c->nodes[v].plain_pd);
     g_free(c->nodes[v].in);
     g_aligned_free(c->nodes[v].mask);
   }

@@ -256,28 +256,27 @@ bwd_conv_like(Cpu *c, guint v, gboolean linear, GError **error)
   return TRUE;
 }
 
+/* A batch norm's backward step (fuse: with its ReLU, whose workspace it
+ * reads) from x->diff into dst. */
 static gboolean
-bwd_bn(Cpu *c, guint v, GError **error)
+push_bn_bwd(Cpu *c, guint v, gboolean fuse, int dst, StepWhen when, GError **error)
 {
   CNode *x = &c->nodes[v];
   const SieveOpAttrs *a = &x->n->attrs;
   guint u = x->in[0];
   dnnl_memory_desc_t st;
   sieve__cpu_md_1d(&st, x->n->shape.c);
-  gboolean need_src = wants_grad(c, u);
-  if (!need_src && !a->affine)
-    return TRUE;
-  unsigned flags = a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0;
+  unsigned flags = (a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0) | (fuse ? dnnl_fuse_norm_relu : 0);
   dnnl_batch_normalization_desc_t d;
   TRY(dnnl_batch_normalization_backward_desc_init(&d, a->affine ? dnnl_backward : dnnl_backward_data, &x->md, &x->md,
                                                   (float)a->eps, flags),
       "batch norm backward descriptor for %s", sieve__cpu_node_desc(c, v));
   dnnl_primitive_desc_t pd;
-  if (!sieve__cpu_pd_create(c, v, &pd, &d, x->fwd_pd, "batch norm backward", error))
+  if (!sieve__cpu_pd_create(c, v, &pd, &d, fuse || x->fused < 0 ? x->fwd_pd : x->plain_pd, "batch norm backward",
+                            error))
     return FALSE;
-  /* oneDNN always writes diff_src; without a reader it goes to scratch. */
-  int dst = need_src ? contrib_begin(c, u, &x->md) : sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
   Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->bwd, NULL);
+  s->when = when;
   gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "batch norm backward", error);
   dnnl_primitive_desc_destroy(pd);
   if (!ok)
@@ -287,12 +286,33 @@ bwd_bn(Cpu *c, guint v, GError **error)
   sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, x->var);
   sieve__cpu_step_arg(s, DNNL_ARG_DIFF_DST, &x->md, x->diff);
   sieve__cpu_step_arg(s, DNNL_ARG_DIFF_SRC, &x->md, dst);
+  if (fuse)
+    sieve__cpu_step_arg(s, DNNL_ARG_WORKSPACE, &x->ws_md, x->ws);
   if (a->affine) {
     sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
     sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
     sieve__cpu_step_arg(s, DNNL_ARG_DIFF_SCALE, &st, sieve__cpu_param_of(c, v, 0)->grad);
     sieve__cpu_step_arg(s, DNNL_ARG_DIFF_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->grad);
   }
+  return TRUE;
+}
+
+static gboolean
+bwd_bn(Cpu *c, guint v, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  guint u = x->in[0];
+  gboolean need_src = wants_grad(c, u);
+  if (!need_src && !x->n->attrs.affine)
+    return TRUE;
+  /* oneDNN always writes diff_src; without a reader it goes to scratch. */
+  int dst = need_src ? contrib_begin(c, u, &x->md) : sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+  /* With the ReLU fused in, x->diff is the ReLU's output gradient, which
+   * frozen activations have masked in place (bwd_eltwise). */
+  if (x->fused >= 0 ? !push_bn_bwd(c, v, TRUE, dst, WHEN_UNFROZEN, error) ||
+                          !push_bn_bwd(c, v, FALSE, dst, WHEN_FROZEN, error)
+                    : !push_bn_bwd(c, v, FALSE, dst, WHEN_ALWAYS, error))
+    return FALSE;
   if (!need_src) {
     sieve__cpu_slot_release(c, dst);
     return TRUE;
@@ -307,6 +327,18 @@ bwd_eltwise(Cpu *c, guint v, GError **error)
   guint u = x->in[0];
   if (!wants_grad(c, u))
     return TRUE;
+  if (x->fused >= 0) {
+    /* Fused into its batch norm (cpu-forward.c): the gradient passes on
+     * as it is, which the batch norm's backward masks with the ReLU's
+     * workspace; frozen activations mask it here, in place. */
+    Step *s = sieve__cpu_step_push(c, STEP_RELU_MASK, v, c->bwd, NULL);
+    s->when = WHEN_FROZEN;
+    s->src = s->dst = x->diff;
+    s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+    c->nodes[u].diff = x->diff;
+    x->diff = -1; /* now the batch norm's, released after its step */
+    return TRUE;
+  }
   if (x->n->attrs.activation == SIEVE_ACT_HARD_SIGMOID) { /* our own loop, as forward (cpu-forward.c) */
     int dst = contrib_begin(c, u, &x->md);
     Step *s = sieve__cpu_step_push(c, STEP_HSIG_BWD, v, c->bwd, NULL);
@@ -357,6 +389,15 @@ bwd_pool(Cpu *c, guint v, GError **error)
   dnnl_memory_desc_t src;
   if (!sieve__cpu_md_as4(c, u, &src, error))
     return FALSE;
+  if (x->ws_ours) { /* our max pool (cpu-forward.c): the gradient in the input's layout */
+    int dst = contrib_begin(c, u, &src);
+    Step *st = sieve__cpu_step_push(c, STEP_MAXPOOL_BWD, v, c->bwd, NULL);
+    st->src = x->diff;
+    st->dst = dst;
+    st->aux = x->ws;
+    st->block = sieve__cpu_md_block(&src);
+    return contrib_end(c, v, u, &src, dst, error);
+  }
   dnnl_dims_t k = {global ? is.h : a->kernel[0], global ? is.w : a->kernel[1]};
   dnnl_dims_t s = {global ? 1 : a->stride[0], global ? 1 : a->stride[1]};
   dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};

@@ -4,22 +4,6 @@
 
 /* ---- pass 2: forward plan -------------------------------------------------- */
 
-static gboolean
-make_prim(Cpu *c, Step *s, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
-          const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *keep_pd, const char *what, GError **error)
-{
-  dnnl_primitive_desc_t pd;
-  TRY(dnnl_primitive_desc_create(&pd, desc, attr, c->engine, hint), "%s for %s", what,
-      sieve__cpu_node_desc(c, s->node));
-  dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
-  if (keep_pd)
-    *keep_pd = pd;
-  else
-    dnnl_primitive_desc_destroy(pd);
-  TRY(st, "%s primitive for %s", what, sieve__cpu_node_desc(c, s->node));
-  return TRUE;
-}
-
 static void
 md_any4(dnnl_memory_desc_t *md, guint batch, SieveShape s)
 {
@@ -207,6 +191,99 @@ plan_linear(Cpu *c, guint v, GError **error)
   return plan_weighted_step(c, v, w, "inner product", error);
 }
 
+/* The steps of a batch norm's forward in training (batch statistics out;
+ * fuse: the ReLU applied too, its workspace out) or evaluation (running
+ * statistics in), from in into out, on the given list. */
+static gboolean
+push_bn(Cpu *c, guint v, gboolean train, gboolean fuse, int in, int out, StepWhen when, GError **error)
+{
+  CNode *x = &c->nodes[v];
+  const SieveOpAttrs *a = &x->n->attrs;
+  dnnl_memory_desc_t st;
+  sieve__cpu_md_1d(&st, x->n->shape.c);
+  unsigned flags = (a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0) | (fuse ? dnnl_fuse_norm_relu : 0) |
+                   (train ? 0 : dnnl_use_global_stats);
+  dnnl_batch_normalization_desc_t d;
+  TRY(dnnl_batch_normalization_forward_desc_init(&d, train ? dnnl_forward_training : dnnl_forward_inference, &x->md,
+                                                 (float)a->eps, flags),
+      "batch norm descriptor for %s", sieve__cpu_node_desc(c, v));
+  dnnl_primitive_desc_t pd;
+  if (!sieve__cpu_pd_create(c, v, &pd, &d, NULL, "batch norm", error))
+    return FALSE;
+  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, train ? c->fwd_train : c->fwd_eval, NULL);
+  s->when = when;
+  gboolean ok = sieve__cpu_prim_from_pd(c, s, pd, "batch norm", error);
+  if (ok && fuse && train) {
+    x->ws_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_workspace_md, 0);
+    x->ws = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->ws_md), TRUE);
+    sieve__cpu_step_arg(s, DNNL_ARG_WORKSPACE, &x->ws_md, x->ws);
+  }
+  /* The training descriptors are the backward's hints. */
+  if (ok && train)
+    *(fuse ? &x->fwd_pd : &x->plain_pd) = pd;
+  else
+    dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return FALSE;
+  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, in);
+  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, out);
+  sieve__cpu_step_arg(s, DNNL_ARG_MEAN, &st, train ? x->mean : x->rmean);
+  sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, train ? x->var : x->rvar);
+  if (a->affine) {
+    sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
+    sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
+  }
+  return TRUE;
+}
+
+/* Whether oneDNN has an optimised batch norm with the ReLU fused in for
+ * this layout (2.6's jit kernels; its reference one would be slower than
+ * the two primitives). */
+static gboolean
+bn_relu_fast(Cpu *c, guint v)
+{
+  CNode *x = &c->nodes[v];
+  dnnl_batch_normalization_desc_t d;
+  unsigned flags = (x->n->attrs.affine ? (dnnl_use_scale | dnnl_use_shift) : 0) | dnnl_fuse_norm_relu;
+  if (dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, &x->md, (float)x->n->attrs.eps, flags) !=
+      dnnl_success)
+    return FALSE;
+  dnnl_primitive_desc_t pd;
+  if (!sieve__cpu_pd_try(c, &pd, &d, NULL))
+    return FALSE;
+  dnnl_primitive_desc_destroy(pd);
+  return TRUE;
+}
+
+/* A batch norm whose only reader is a ReLU (conv-bn-relu, as every
+ * NAS-Bench-101 vertex and projection) runs with the ReLU fused in
+ * (oneDNN's fuse_norm_relu): the ReLU's output straight from the
+ * normalisation, and in backward the ReLU's mask from a workspace of one
+ * bit an element, saving the activation's two passes over the tensor
+ * each way.  The normalised tensor before the ReLU is then never stored,
+ * so neither node may be one the caller reads.  Frozen activations
+ * (sieve_runtime_freeze_activations) run the unfused batch norm into the
+ * ReLU's buffer and the frozen mask over it (STEP_RELU_MASK), and the
+ * reverse in backward. */
+static void
+mark_fusion(Cpu *c, guint v)
+{
+  CNode *x = &c->nodes[v];
+  if (x->uses != 1 || sieve__cpu_kept(c, v) || v == sieve__cpu_root(c, c->output))
+    return;
+  for (guint w = v + 1; w < c->n_nodes; w++) {
+    CNode *r = &c->nodes[w];
+    if (r->role != ROLE_REAL || r->n_in == 0 || r->in[0] != v)
+      continue;
+    if (r->n->kind == SIEVE_OP_ACTIVATION && r->n->attrs.activation == SIEVE_ACT_RELU && !sieve__cpu_kept(c, w) &&
+        w != sieve__cpu_root(c, c->output) && bn_relu_fast(c, v)) {
+      x->fused = (int)w;
+      r->fused = (int)v;
+    }
+    return; /* the one reader */
+  }
+}
+
 static gboolean
 plan_bn(Cpu *c, guint v, GError **error)
 {
@@ -214,7 +291,6 @@ plan_bn(Cpu *c, guint v, GError **error)
   const SieveOpAttrs *a = &x->n->attrs;
   guint C = x->n->shape.c;
   x->md = c->nodes[x->in[0]].md;
-  unsigned flags = a->affine ? (dnnl_use_scale | dnnl_use_shift) : 0;
   dnnl_memory_desc_t st;
   sieve__cpu_md_1d(&st, C);
   if (a->affine) {
@@ -225,43 +301,29 @@ plan_bn(Cpu *c, guint v, GError **error)
   x->var = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
   x->rmean = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
   x->rvar = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&st), TRUE);
-  x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
   int in = c->nodes[x->in[0]].out;
-  /* Training: batch statistics out, then the running update. */
-  dnnl_batch_normalization_desc_t d;
-  TRY(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, &x->md, (float)a->eps, flags),
-      "batch norm descriptor for %s", sieve__cpu_node_desc(c, v));
-  if (!sieve__cpu_pd_create(c, v, &x->fwd_pd, &d, NULL, "batch norm", error))
-    return FALSE;
-  Step *s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_train, NULL);
-  if (!sieve__cpu_prim_from_pd(c, s, x->fwd_pd, "batch norm", error))
-    return FALSE;
-  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, in);
-  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
-  sieve__cpu_step_arg(s, DNNL_ARG_MEAN, &st, x->mean);
-  sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, x->var);
-  if (a->affine) {
-    sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
-    sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
+  mark_fusion(c, v);
+  if (x->fused < 0) {
+    x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+    if (!push_bn(c, v, TRUE, FALSE, in, x->out, WHEN_ALWAYS, error))
+      return FALSE;
+    x->fwd_pd = x->plain_pd;
+    x->plain_pd = NULL;
+    sieve__cpu_step_push(c, STEP_BN_RUNNING, v, c->fwd_train, NULL);
+    return push_bn(c, v, FALSE, FALSE, in, x->out, WHEN_ALWAYS, error);
   }
+  /* Fused: the output is the ReLU's (plan_eltwise adds the frozen mask);
+   * this node's own is never stored. */
+  CNode *r = &c->nodes[x->fused];
+  r->md = x->md;
+  r->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&r->md), FALSE);
+  x->released = TRUE;
+  if (!push_bn(c, v, TRUE, TRUE, in, r->out, WHEN_UNFROZEN, error) ||
+      !push_bn(c, v, TRUE, FALSE, in, r->out, WHEN_FROZEN, error))
+    return FALSE;
   sieve__cpu_step_push(c, STEP_BN_RUNNING, v, c->fwd_train, NULL);
-  /* Evaluation: running statistics in. */
-  dnnl_batch_normalization_desc_t e;
-  TRY(dnnl_batch_normalization_forward_desc_init(&e, dnnl_forward_inference, &x->md, (float)a->eps,
-                                                 flags | dnnl_use_global_stats),
-      "batch norm (inference) descriptor for %s", sieve__cpu_node_desc(c, v));
-  s = sieve__cpu_step_push(c, STEP_PRIM, v, c->fwd_eval, NULL);
-  if (!make_prim(c, s, &e, NULL, NULL, NULL, "batch norm (inference)", error))
-    return FALSE;
-  sieve__cpu_step_arg(s, DNNL_ARG_SRC, &x->md, in);
-  sieve__cpu_step_arg(s, DNNL_ARG_DST, &x->md, x->out);
-  sieve__cpu_step_arg(s, DNNL_ARG_MEAN, &st, x->rmean);
-  sieve__cpu_step_arg(s, DNNL_ARG_VARIANCE, &st, x->rvar);
-  if (a->affine) {
-    sieve__cpu_step_arg(s, DNNL_ARG_SCALE, &st, sieve__cpu_param_of(c, v, 0)->value);
-    sieve__cpu_step_arg(s, DNNL_ARG_SHIFT, &st, sieve__cpu_param_of(c, v, 1)->value);
-  }
-  return TRUE;
+  return push_bn(c, v, FALSE, TRUE, in, r->out, WHEN_UNFROZEN, error) &&
+         push_bn(c, v, FALSE, FALSE, in, r->out, WHEN_FROZEN, error);
 }
 
 /* hard_sigmoid as a loop of our own over the tensor's floats in its
@@ -298,6 +360,13 @@ plan_eltwise(Cpu *c, guint v, GError **error)
   CNode *x = &c->nodes[v];
   if (x->n->attrs.activation == SIEVE_ACT_HARD_SIGMOID)
     return plan_hard_sigmoid(c, v, error);
+  if (x->fused >= 0) { /* computed by its batch norm (plan_bn): the frozen mask in place */
+    Step *s = sieve__cpu_step_push(c, STEP_RELU_MASK, v, c->fwd_train, c->fwd_eval);
+    s->when = WHEN_FROZEN;
+    s->src = s->dst = x->out;
+    s->n = sieve__cpu_md_bytes(&x->md) / sizeof(float);
+    return TRUE;
+  }
   x->md = c->nodes[x->in[0]].md;
   float alpha, beta;
   gboolean use_dst;
@@ -338,6 +407,23 @@ plan_pool(Cpu *c, guint v, GError **error)
   dnnl_dims_t p = {global ? 0 : a->pad[0], global ? 0 : a->pad[1]};
   dnnl_dims_t dil = {0, 0};
   gboolean max = !global && a->pool == SIEVE_POOL_MAX;
+  guint block;
+  if (sieve__cpu_max_pool_ours(c, v, &block)) {
+    /* Ours (cpu-kernels.c), in the input's layout: oneDNN 2.6's is several
+     * times slower on the blocked tensors of NAS-Bench-101's cells. */
+    dnnl_dims_t od = {c->options.batch, x->n->shape.c, x->n->shape.h, x->n->shape.w};
+    dnnl_memory_desc_init_by_tag(&x->md, 4, od, dnnl_f32,
+                                 block == 16 ? dnnl_nChw16c : block == 8 ? dnnl_nChw8c : dnnl_nchw);
+    x->out = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md), FALSE);
+    x->ws = sieve__cpu_slot_new(c, sieve__cpu_md_bytes(&x->md) / sizeof(float), TRUE); /* a byte an element */
+    x->ws_ours = TRUE;
+    Step *st = sieve__cpu_step_push(c, STEP_MAXPOOL_FWD, v, c->fwd_train, c->fwd_eval);
+    st->src = c->nodes[x->in[0]].out;
+    st->dst = x->out;
+    st->aux = x->ws;
+    st->block = block;
+    return TRUE;
+  }
   dnnl_alg_kind_t alg = max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding;
   dnnl_pooling_v2_desc_t d;
   TRY(dnnl_pooling_v2_forward_desc_init(&d, c->options.backward ? dnnl_forward_training : dnnl_forward_inference,

@@ -224,7 +224,7 @@ sieve__cpu_resolve(Cpu *c)
     x->n = sieve_graph_node(g, v);
     x->root = v;
     x->out = x->diff = x->ws = x->prob = x->mean = x->var = x->rmean = x->rvar = -1;
-    x->src_slot = x->gate_slot = x->kept_slot = -1;
+    x->src_slot = x->gate_slot = x->kept_slot = x->fused = -1;
     if (!sieve_graph_node_live(g, v)) {
       x->role = ROLE_DEAD;
       continue;

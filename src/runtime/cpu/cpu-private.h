@@ -70,7 +70,16 @@ typedef enum {
   STEP_DW_WGRAD,    /* depthwise weight gradient (cpu-kernels.c): src diff_dst, aux the input, dst goihw */
   STEP_GATE_GRAD,   /* a broadcast gate's gradient (cpu-kernels.c): src diff_dst, aux x, dst [B, C] */
   STEP_CHANNELS,    /* n channels of src (from src_off) into dst (from dst_off), each nchw, nChw8c or nChw16c (cpu-kernels.c) */
+  STEP_MAXPOOL_FWD, /* max pool (cpu-kernels.c): src the input, dst the output, aux the window positions */
+  STEP_MAXPOOL_BWD, /* its backward: src the output's gradient, dst the input's, aux the positions */
+  STEP_RELU_MASK,   /* dst = mask ? src : 0 over n floats: a ReLU fused into its batch norm, while frozen */
 } StepKind;
+
+/* When a step runs: always, or only while activations are (not) frozen
+ * (sieve_runtime_freeze_activations): a batch norm with its ReLU fused
+ * in has the fused primitives for the one and the unfused ones, around
+ * the frozen mask, for the other. */
+typedef enum { WHEN_ALWAYS, WHEN_UNFROZEN, WHEN_FROZEN } StepWhen;
 
 /* A STEP_CHANNELS tensor: its channel block (1: nchw), its channels as
  * stored (a multiple of the block) and the first channel copied. */
@@ -87,14 +96,15 @@ typedef struct {
   int nargs;
   dnnl_memory_t *mems;   /* owned, nargs */
   int dst, src;          /* slots for ADD/COPY; a ReLU's src/dst (forward) or diff_dst/diff_src (backward) */
-  int aux;               /* HSIG_BWD, DW_WGRAD, GATE_GRAD: the forward's input */
-  guint block;           /* DW_WGRAD, GATE_GRAD: channels per block of their tensors' layout (1: nchw) */
+  int aux;               /* HSIG_BWD, DW_WGRAD, GATE_GRAD: the forward's input; MAXPOOL_*: the positions */
+  guint block;           /* DW_WGRAD, GATE_GRAD, MAXPOOL_*: channels per block of their tensors' layout (1: nchw) */
   ChanView from, to;     /* CHANNELS: n channels of h x w pixels (hw) from src to dst */
   gsize hw;
   gboolean zero_pad;     /* CHANNELS: dst's stored channels past the copied ones are zeroed (block padding) */
   size_t n;
   gboolean relu;         /* a ReLU or leaky ReLU step: frozen activations replace it */
   gboolean param_only;   /* only a parameter gradient needs it: an input-only backward skips it */
+  StepWhen when;
 } Step;
 
 typedef enum { ROLE_DEAD, ROLE_REAL, ROLE_ALIAS, ROLE_ZERO, ROLE_ZERO_BUF } Role;
@@ -126,9 +136,16 @@ typedef struct {
   /* ReLU and leaky ReLU while activations are frozen: which elements passed
    * (the output of the forward before freezing, > 0), owned */
   float *mask;
-  /* max pooling */
+  /* max pooling: oneDNN's workspace, or our window positions (ws_ours);
+   * a batch norm with its ReLU fused in: the ReLU's workspace */
   dnnl_memory_desc_t ws_md;
   int ws;
+  gboolean ws_ours;
+  /* a batch norm and the ReLU fused into it (cpu-forward.c): each other's
+   * node, -1 when not fused; the unfused forward's descriptor (owned), the
+   * hint of the unfused backward that frozen activations run */
+  int fused;
+  dnnl_primitive_desc_t plain_pd;
   /* loss */
   int prob;
 } CNode;
@@ -259,6 +276,10 @@ void sieve__cpu_dw_wgrad(Cpu *c, const Step *s);
 guint sieve__cpu_md_block(const dnnl_memory_desc_t *md);
 void sieve__cpu_channels(Cpu *c, const Step *s);
 void sieve__cpu_gate_grad(Cpu *c, const Step *s);
+/* Whether our max pool takes node v (a max pool reading nchw, nChw8c or
+ * nChw16c); its block then. */
+gboolean sieve__cpu_max_pool_ours(Cpu *c, guint v, guint *block);
+void sieve__cpu_max_pool(Cpu *c, const Step *s);
 
 /* ---- the SieveBackendClass methods, by file ------------------------------- */
 

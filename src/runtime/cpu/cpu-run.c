@@ -107,7 +107,8 @@ run(Cpu *c, GArray *list, GError **error)
   omp_set_num_threads((int)c->threads);
   for (guint i = 0; i < list->len; i++) {
     Step *s = c->steps->pdata[g_array_index(list, guint, i)];
-    if (s->param_only && c->input_only)
+    if ((s->param_only && c->input_only) || (s->when == WHEN_FROZEN && !c->frozen) ||
+        (s->when == WHEN_UNFROZEN && c->frozen))
       continue;
     switch (s->kind) {
     case STEP_PRIM:
@@ -154,6 +155,13 @@ run(Cpu *c, GArray *list, GError **error)
       break;
     case STEP_CHANNELS:
       sieve__cpu_channels(c, s);
+      break;
+    case STEP_RELU_MASK:
+      frozen_relu(c, s);
+      break;
+    case STEP_MAXPOOL_FWD:
+    case STEP_MAXPOOL_BWD:
+      sieve__cpu_max_pool(c, s);
       break;
     }
   }
