@@ -142,6 +142,10 @@ together(const SieveSpace *space, char **lines, const char *file, const SieveLat
       return rc;
     g_ptr_array_add(graphs, graph);
   }
+  /* The table's entries these candidates miss, measured together first. */
+  if (table != NULL &&
+      !sieve_latency_table_fill(table, (const SieveGraph *const *) graphs->pdata, graphs->len, &error))
+    return sieve_cli_fail(error);
   g_autofree SieveLatency *l = g_new0(SieveLatency, MAX(graphs->len, 1u));
   if (!sieve_latency_measure_together((const SieveGraph *const *) graphs->pdata, graphs->len, o, l, &error))
     return sieve_cli_fail(error);

@@ -277,7 +277,8 @@ sieve_latency_measure_together(const SieveGraph *const *graphs, guint n, const S
  * so that the table charges a network for the kernels it really runs: an
  * identity is its input; a zero, and a sum of nothing but zeros, is no
  * tensor; a sum of one non-zero term is that term; a second activation of
- * the same tensor with the same settings is the first one's output. */
+ * the same tensor with the same settings is the first one's output; a
+ * pool, crop or activation with f(0) = 0 of a zero is a zero. */
 typedef struct {
   guint *root;    /* the node whose tensor each node shares */
   gboolean *zero; /* no tensor at all */
@@ -555,12 +556,15 @@ sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes,
                             const SieveLatencyOptions *options, SieveLatency *out, GError **error)
 {
   g_return_val_if_fail((n == 0 || (graphs != NULL && nodes != NULL && out != NULL)) && options != NULL, FALSE);
+  for (guint i = 0; i < n; i++)
+    g_return_val_if_fail(graphs[i] != NULL && nodes[i] < sieve_graph_n_nodes(graphs[i]), FALSE);
+  if (n == 0)
+    return TRUE;
   memset(out, 0, n * sizeof *out);
   g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
   g_autofree guint *which = g_new(guint, n + 1); /* out index of each pair */
   guint m = 0;
   for (guint i = 0; i < n; i++) {
-    g_return_val_if_fail(nodes[i] < sieve_graph_n_nodes(graphs[i]), FALSE);
     const SieveGraphNode *node = sieve_graph_node(graphs[i], nodes[i]);
     if (node->kind == SIEVE_OP_INPUT) {
       /* input -> identity: what a network pays once per forward besides
@@ -619,6 +623,9 @@ sieve_latency_machine(const SieveLatencyOptions *options)
   g_autofree char *cpu = cpu_model();
   g_autofree char *threads = options->threads ? g_strdup_printf("%u", options->threads)
                                               : g_strdup_printf("all (%u)", g_get_num_processors());
-  return g_strdup_printf("host=%s\ncpu=%s\nlibrary=%s\nthreads=%s\nbatch=%u\n", g_get_host_name(), cpu,
+  /* kernels: the revision of what sieve runs around the library (its own
+   * max pool, fused batch norm + ReLU, folded zeros: 2); raised whenever
+   * that changes, so that a store measured before measures again. */
+  return g_strdup_printf("host=%s\ncpu=%s\nlibrary=%s\nkernels=2\nthreads=%s\nbatch=%u\n", g_get_host_name(), cpu,
                          sieve__cpu_library(), threads, MAX(options->batch, 1u));
 }

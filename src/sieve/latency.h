@@ -92,7 +92,7 @@ SIEVE_API void sieve_latency_options_read(const SieveOptions *options, SieveLate
 SIEVE_API gboolean sieve_latency_measure(const SieveGraph *graph, const SieveLatencyOptions *options,
                                          SieveLatency *out, GError **error);
 
-/* Measures graphs[0..n) (finished, one input shape) together, for a
+/* Measures graphs[0..n) (finished, one input shape; borrowed) together, for a
  * ranking that a machine whose speed drifts from one minute to the next
  * cannot reorder: all are compiled first, then timed in rounds, one timed
  * forward of each network per round (after an untimed one of the same
@@ -101,8 +101,9 @@ SIEVE_API gboolean sieve_latency_measure(const SieveGraph *graph, const SieveLat
  * further on.  A slowdown then lands on every network alike instead of on
  * those measured during it.  Stops once every median's interval is within
  * rel_ci, after max_runs rounds, or after n * max_seconds (each network's
- * budget, as if measured alone).  out[i] is graphs[i]'s.  Holds all n
- * compiled networks at once. */
+ * budget, untimed forwards included: about half the timed forwards it
+ * would get alone).  out[i] (the caller's array of n) is graphs[i]'s.
+ * Holds all n compiled networks at once. */
 SIEVE_API gboolean sieve_latency_measure_together(const SieveGraph *const *graphs, guint n,
                                                   const SieveLatencyOptions *options, SieveLatency *out,
                                                   GError **error);
@@ -114,7 +115,8 @@ SIEVE_API gboolean sieve_latency_measure_together(const SieveGraph *const *graph
 SIEVE_API char *sieve_latency_node_key(const SieveGraph *graph, guint node);
 /* Whether the runtime runs no kernel for node: an identity, a zero, a
  * loss, a sum of at most one non-zero term, a second activation of a
- * tensor already activated the same way (the runtime shares the first).
+ * tensor already activated the same way (the runtime shares the first),
+ * a pool, crop or activation with f(0) = 0 of a zero (itself a zero).
  * Such a node adds 0 to a prediction and is not measured. */
 SIEVE_API gboolean sieve_latency_node_is_free(const SieveGraph *graph, guint node);
 /* The key of every node a prediction sums over (live and not free), NULL
@@ -127,16 +129,20 @@ SIEVE_API gboolean sieve_latency_measure_node(const SieveGraph *graph, guint nod
                                               SieveLatency *out, GError **error);
 /* Measures node nodes[i] of graphs[i] for every i < n as
  * sieve_latency_measure_node does, but together: every operation's pair of
- * graphs compiled first, then all timed in rounds (one forward of each
- * per round), so that a machine whose speed drifts over the minutes the
- * whole takes slows every entry alike.  max_seconds is each operation's
- * budget.  out[i] is nodes[i]'s. */
+ * graphs compiled first (all 2n held at once), then all timed in rounds
+ * (one forward of each per round), so that a machine whose speed drifts
+ * over the minutes the whole takes slows every entry alike.  max_seconds
+ * is each operation's budget.  An input node is the bare call, timed on
+ * its own before the rounds; a free node (sieve_latency_node_is_free) is
+ * not measured: its out is all zeros, runs 0.  graphs and nodes are
+ * borrowed; out[i] (the caller's array of n) is nodes[i]'s. */
 SIEVE_API gboolean sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes, guint n,
                                                const SieveLatencyOptions *options, SieveLatency *out,
                                                GError **error);
 /* What the latency of this machine depends on besides the network, one
  * "what=value" per line: host, cpu (the model /proc/cpuinfo names), the
- * kernel library and its version, threads, batch. (transfer full) */
+ * kernel library and its version, the revision of sieve's own kernels,
+ * threads, batch. (transfer full) */
 SIEVE_API char *sieve_latency_machine(const SieveLatencyOptions *options);
 
 G_END_DECLS

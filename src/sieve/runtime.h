@@ -115,8 +115,9 @@ SIEVE_API gboolean sieve_runtime_read_input_grad(SieveRuntime *runtime, float *o
  * output; a node no gradient reaches reads zeros.  Nodes that share their
  * input's tensor (identity, a sum of one input, a second activation of the
  * same tensor) read that tensor's gradient, the sum over all its readers;
- * a zero operation, which the runtime folds away, and the loss (whose
- * gradient is 1) give an error.  Valid until the next forward. */
+ * a zero operation, and a pool, crop or activation with f(0) = 0 of a
+ * zero (sieve__node_keeps_zero), which the runtime folds away, and the
+ * loss (whose gradient is 1) give an error.  Valid until the next forward. */
 SIEVE_API gboolean sieve_runtime_read_grad(SieveRuntime *runtime, guint node, float *out, GError **error);
 /* Per example and channel, the sum over positions of node's output times
  * its gradient: dots gets batch * c doubles, example-major.  The term of

@@ -262,6 +262,7 @@ test_table_sum(void)
   g_assert_true(sieve_latency_table_predict(other, b, &p2, &error));
   g_assert_cmpuint(sieve_latency_table_n_measured(other), >, 0);
   g_assert_nonnull(strstr(sieve_latency_table_machine(t), "library=oneDNN "));
+  g_assert_nonnull(strstr(sieve_latency_table_machine(t), "\nkernels=")); /* sieve's own kernels' revision */
 }
 
 /* The least-squares line, against answers worked by hand. */

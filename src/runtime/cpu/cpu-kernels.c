@@ -302,7 +302,7 @@ max_pool_plane_bwd_avx2(const SieveOpAttrs *a, SieveShape is, SieveShape os, con
           __m256 sel = _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32((int)q)));
           if (_mm256_movemask_ps(sel) == 0)
             continue;
-          float *t = dx + corner + off[q] + g;
+          float *t = dx + (corner + off[q] + (gssize)g);
           _mm256_storeu_ps(t, _mm256_add_ps(_mm256_loadu_ps(t), _mm256_and_ps(d, sel)));
         }
       }
