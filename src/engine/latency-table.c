@@ -129,33 +129,53 @@ measure_entries(SieveLatencyTable *table, const SieveGraph *const *graphs, const
   return TRUE;
 }
 
-gboolean
-sieve_latency_table_fill(SieveLatencyTable *table, const SieveGraph *const *graphs, guint n, GError **error)
+/* Queues the entries of graph (keys: sieve_latency_node_keys's) that
+ * neither memory nor the store holds and that are not queued already. */
+static gboolean
+queue_missing(SieveLatencyTable *table, const SieveGraph *graph, GPtrArray *keys, GPtrArray *graphs, GArray *nodes,
+              GPtrArray *missing, GHashTable *queued, GError **error)
 {
-  g_return_val_if_fail(table != NULL && (graphs != NULL || n == 0), FALSE);
+  for (guint v = 0; v < keys->len; v++) {
+    const char *key = keys->pdata[v];
+    double ms;
+    if (key == NULL || g_hash_table_contains(queued, key)) /* dead, no kernel, or queued already */
+      continue;
+    if (!known_entry(table, key, &ms, error))
+      return FALSE;
+    if (!isnan(ms))
+      continue;
+    g_ptr_array_add(graphs, (gpointer) graph);
+    g_array_append_val(nodes, v);
+    g_ptr_array_add(missing, g_strdup(key));
+    g_hash_table_add(queued, missing->pdata[missing->len - 1]);
+  }
+  return TRUE;
+}
+
+/* Every entry of graphs[0..n) (keysets[i]: graphs[i]'s node keys) missing,
+ * measured together. */
+static gboolean
+fill(SieveLatencyTable *table, const SieveGraph *const *graphs, GPtrArray *const *keysets, guint n, GError **error)
+{
   g_autoptr(GPtrArray) missing_graphs = g_ptr_array_new();
   g_autoptr(GArray) missing_nodes = g_array_new(FALSE, FALSE, sizeof(guint));
   g_autoptr(GPtrArray) missing_keys = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GHashTable) queued = g_hash_table_new(g_str_hash, g_str_equal);
-  for (guint i = 0; i < n; i++) {
-    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graphs[i]);
-    for (guint v = 0; v < keys->len; v++) {
-      const char *key = keys->pdata[v];
-      double ms;
-      if (key == NULL || g_hash_table_contains(queued, key)) /* dead, no kernel, or queued already */
-        continue;
-      if (!known_entry(table, key, &ms, error))
-        return FALSE;
-      if (!isnan(ms))
-        continue;
-      g_ptr_array_add(missing_graphs, (gpointer) graphs[i]);
-      g_array_append_val(missing_nodes, v);
-      g_ptr_array_add(missing_keys, g_strdup(key));
-      g_hash_table_add(queued, missing_keys->pdata[missing_keys->len - 1]);
-    }
-  }
+  for (guint i = 0; i < n; i++)
+    if (!queue_missing(table, graphs[i], keysets[i], missing_graphs, missing_nodes, missing_keys, queued, error))
+      return FALSE;
   return measure_entries(table, (const SieveGraph *const *) missing_graphs->pdata, (const guint *) missing_nodes->data,
                          (char **) missing_keys->pdata, missing_keys->len, error);
+}
+
+gboolean
+sieve_latency_table_fill(SieveLatencyTable *table, const SieveGraph *const *graphs, guint n, GError **error)
+{
+  g_return_val_if_fail(table != NULL && (graphs != NULL || n == 0), FALSE);
+  g_autoptr(GPtrArray) keysets = g_ptr_array_new_with_free_func((GDestroyNotify) g_ptr_array_unref);
+  for (guint i = 0; i < n; i++)
+    g_ptr_array_add(keysets, sieve_latency_node_keys(graphs[i]));
+  return fill(table, graphs, (GPtrArray *const *) keysets->pdata, n, error);
 }
 
 /* The entry of key, node of graph (measured on a miss). */
@@ -190,11 +210,11 @@ sieve_latency_table_entry(SieveLatencyTable *table, const SieveGraph *graph, gui
 static gboolean
 sum_entries(SieveLatencyTable *table, const SieveGraph *graph, double *ms, GError **error)
 {
-  /* A network's missing entries measured together first. */
-  if (!sieve_latency_table_fill(table, &graph, 1, error))
+  /* A network's missing entries measured together first (its keys built once for both). */
+  g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+  if (!fill(table, &graph, &keys, 1, error))
     return FALSE;
   double sum = 0;
-  g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
   for (guint i = 0; i < keys->len; i++) {
     double e;
     if (keys->pdata[i] == NULL) /* dead, or no kernel runs */

@@ -214,6 +214,25 @@ make_input(const SieveGraph *graph, guint batch)
   return x;
 }
 
+/* graphs[0..n) compiled for inference by the options into *rts, each with
+ * its input (make_input) in *inputs, index for index. */
+static gboolean
+compile_all(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options, GPtrArray **rts,
+            GPtrArray **inputs, GError **error)
+{
+  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
+  *rts = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_runtime_free);
+  *inputs = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < n; i++) {
+    SieveRuntime *rt = sieve_runtime_new(graphs[i], &ro, error);
+    if (rt == NULL)
+      return FALSE;
+    g_ptr_array_add(*rts, rt);
+    g_ptr_array_add(*inputs, make_input(graphs[i], ro.batch));
+  }
+  return TRUE;
+}
+
 /* graphs[0..n) timed in turn (time_forwards), sharing one input shape. */
 static gboolean
 measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions *options, gboolean rewarm,
@@ -237,19 +256,10 @@ measure_many(const SieveGraph *const *graphs, guint n, const SieveLatencyOptions
       return FALSE;
     }
   }
-  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
-  g_autoptr(GPtrArray) rts = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_runtime_free);
-  for (guint i = 0; i < n; i++) {
-    SieveRuntime *rt = sieve_runtime_new(graphs[i], &ro, error);
-    if (rt == NULL)
-      return FALSE;
-    g_ptr_array_add(rts, rt);
-  }
-  g_autofree float *x = make_input(graphs[0], ro.batch);
-  g_autofree const float **xs = g_new(const float *, n);
-  for (guint i = 0; i < n; i++)
-    xs[i] = x;
-  return time_forwards((SieveRuntime **) rts->pdata, n, xs, options, NULL, rewarm, out, error);
+  g_autoptr(GPtrArray) rts = NULL, inputs = NULL;
+  return compile_all(graphs, n, options, &rts, &inputs, error) &&
+         time_forwards((SieveRuntime **) rts->pdata, n, (const float *const *) inputs->pdata, options, NULL, rewarm,
+                       out, error);
 }
 
 gboolean
@@ -520,16 +530,9 @@ node_graphs(const SieveGraph *graph, guint node, SieveGraph **op, SieveGraph **b
 static gboolean
 measure_pairs(SieveGraph **pairs, guint n, const SieveLatencyOptions *options, SieveLatency *out, GError **error)
 {
-  SieveRuntimeOptions ro = {.batch = MAX(options->batch, 1u), .threads = options->threads, .seed = 1};
-  g_autoptr(GPtrArray) rts = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_runtime_free);
-  g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < 2 * n; i++) {
-    SieveRuntime *rt = sieve_runtime_new(pairs[i], &ro, error);
-    if (rt == NULL)
-      return FALSE;
-    g_ptr_array_add(rts, rt);
-    g_ptr_array_add(inputs, make_input(pairs[i], ro.batch));
-  }
+  g_autoptr(GPtrArray) rts = NULL, inputs = NULL;
+  if (!compile_all((const SieveGraph *const *) pairs, 2 * n, options, &rts, &inputs, error))
+    return FALSE;
   Evict e = {.size = 2 * private_cache_bytes()};
   g_autofree guint8 *buffer = g_malloc0(e.size);
   e.bytes = buffer;
