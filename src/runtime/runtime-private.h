@@ -5,6 +5,9 @@
  * leaves a backend's files. */
 #pragma once
 
+#include "sieve-config.h"
+
+#include <sieve/rng.h>
 #include <sieve/runtime.h>
 
 typedef struct {
@@ -39,6 +42,16 @@ typedef struct {
 } SieveBackendClass;
 
 extern const SieveBackendClass sieve_backend_cpu;
+#ifdef SIEVE_HAVE_CUDA
+extern const SieveBackendClass sieve_backend_cuda;
+/* Whether a CUDA device can be used; when not, why (transfer full, nullable). */
+gboolean sieve__cuda_available(char **why);
+#endif
+
+/* The initial values of a parameter tensor (info->size floats into out),
+ * the same on every backend for one seed: backends draw their parameters
+ * in the order they number them, from one generator. */
+void sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, SieveRng *rng, float *out);
 
 /* "oneDNN 3.0.0": the CPU backend's kernel library and its version, which
  * the latency table's entries depend on. (transfer none) */

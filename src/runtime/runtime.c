@@ -15,20 +15,52 @@ struct _SieveRuntime {
   gboolean grads_done;    /* parameter gradients from the last backward (not an input-only one) */
 };
 
-static const SieveBackendClass *const backends[] = {&sieve_backend_cpu};
+static const SieveBackendClass *const backends[] = {
+  &sieve_backend_cpu,
+#ifdef SIEVE_HAVE_CUDA
+  &sieve_backend_cuda,
+#endif
+};
+
+/* "auto": the GPU when this build has the CUDA backend and the machine a
+ * GPU, else the CPU; sieve_runtime_describe says which it took. */
+static const char *
+resolve_device(const char *device, GError **error)
+{
+  if (device == NULL)
+    return "cpu";
+  if (g_str_equal(device, "auto")) {
+#ifdef SIEVE_HAVE_CUDA
+    if (sieve__cuda_available(NULL))
+      return "cuda";
+#endif
+    return "cpu";
+  }
+#ifndef SIEVE_HAVE_CUDA
+  if (g_str_equal(device, "cuda")) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "device \"cuda\": this build has no CUDA backend (it needs nvcc and cuDNN at build time; "
+                "meson setup -Dcuda=enabled says what is missing)");
+    return NULL;
+  }
+#endif
+  return device;
+}
 
 SieveRuntime *
 sieve_runtime_new(const SieveGraph *graph, const SieveRuntimeOptions *options, GError **error)
 {
   g_return_val_if_fail(graph != NULL && options != NULL, NULL);
   g_return_val_if_fail(options->n_keep == 0 || options->keep != NULL, NULL);
-  const char *device = options->device ? options->device : "cpu";
+  const char *device = resolve_device(options->device, error);
+  if (device == NULL)
+    return NULL;
   const SieveBackendClass *klass = NULL;
   for (guint i = 0; i < G_N_ELEMENTS(backends); i++)
     if (g_str_equal(backends[i]->name, device))
       klass = backends[i];
   if (klass == NULL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "unknown device \"%s\" (this build has: cpu)", device);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "unknown device \"%s\" (expected cpu, cuda or auto)", device);
     return NULL;
   }
   if (options->batch == 0) {
@@ -274,6 +306,29 @@ guint64
 sieve_runtime_memory_bytes(const SieveRuntime *rt)
 {
   return rt->klass->memory_bytes(rt->impl);
+}
+
+/* Kaiming-style initial values as PyTorch draws them by default
+ * (kaiming_uniform_ with a = sqrt(5); He et al. 2015, "Delving deep into
+ * rectifiers"): convolution and linear weights and biases U(-b, b) with
+ * b = 1/sqrt(fan_in); batch norm gamma 1, beta 0.  The gain sqrt(2) of
+ * He's ReLU derivation is deliberately not used: with batch norm after every convolution the scale of a weight does
+ * not change the function, only the effective learning rate (lr/|w|^2), and
+ * PyTorch's smaller weights are what NAS training recipes were tuned with. */
+void
+sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, SieveRng *rng, float *out)
+{
+  const SieveGraphNode *n = sieve_graph_node(graph, info->node);
+  if (n->kind == SIEVE_OP_BATCH_NORM) {
+    for (guint64 k = 0; k < info->size; k++)
+      out[k] = g_str_equal(info->name, "gamma") ? 1.0f : 0.0f;
+    return;
+  }
+  SieveShape is = sieve_graph_node(graph, n->inputs[0])->shape;
+  double fan_in = n->kind == SIEVE_OP_CONV2D ? (double)is.c / n->attrs.groups * n->attrs.kernel[0] * n->attrs.kernel[1]
+                                             : (double)is.c * is.h * is.w;
+  for (guint64 k = 0; k < info->size; k++)
+    out[k] = (float)((2 * sieve_rng_uniform(rng) - 1) / sqrt(fan_in));
 }
 
 gboolean

@@ -29,7 +29,8 @@ typedef enum {
 } SieveMode;
 
 typedef struct {
-  const char *device;  /* "cpu" (NULL means "cpu") */
+  const char *device;  /* "cpu" (NULL means "cpu"), "cuda" (the first GPU; an error when there is none), or
+                        * "auto" (cuda when this build has it and a GPU is present, else cpu) */
   guint batch;         /* examples per call, >= 1 */
   guint threads;       /* threads of one run; 0 = every core */
   gboolean backward;   /* also compile the backward pass */
@@ -43,7 +44,12 @@ typedef struct {
    * convolutions this way).  The array is read during sieve_runtime_new only. */
   const guint *keep;
   guint n_keep;
-  gpointer reserved[2];
+  /* Added in the reserved room: the convolutions' arithmetic on a GPU.
+   * NULL or "tf32": TF32 tensor cores allowed (PyTorch's default for
+   * convolutions; 10-bit mantissas in the products, float32 sums);
+   * "fp32": strict float32 (FMA only).  The CPU ignores it (always fp32). */
+  const char *precision;
+  gpointer reserved[1];
 } SieveRuntimeOptions;
 SIEVE_ABI_SIZE(SieveRuntimeOptions, 72);
 

@@ -34,8 +34,10 @@ case_new(SieveGraph *graph, guint batch, guint64 seed, gboolean input_grad)
   c->graph = graph;
   c->batch = batch;
   c->seed = seed;
-  SieveRuntimeOptions o = {
-    .batch = batch, .threads = 2, .backward = TRUE, .input_grad = input_grad, .keep_all = TRUE, .seed = seed};
+  /* SIEVE_TEST_DEVICE=cuda holds the CUDA backend to the same reference
+   * and tolerances (in strict float32: TF32 would not meet them). */
+  SieveRuntimeOptions o = {.device = g_getenv("SIEVE_TEST_DEVICE"), .precision = "fp32", .batch = batch,
+                           .threads = 2, .backward = TRUE, .input_grad = input_grad, .keep_all = TRUE, .seed = seed};
   GError *error = NULL;
   c->rt = sieve_runtime_new(graph, &o, &error);
   g_assert_no_error(error);

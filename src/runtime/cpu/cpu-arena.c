@@ -204,14 +204,8 @@ sieve__cpu_transfer(Cpu *c, const dnnl_memory_desc_t *plain, float *plain_ptr, c
   return TRUE;
 }
 
-/* Kaiming-style initial values as PyTorch draws them by default
- * (kaiming_uniform_ with a = sqrt(5); He et al. 2015, "Delving deep into
- * rectifiers"): convolution and linear weights and biases U(-b, b) with
- * b = 1/sqrt(fan_in); batch norm gamma 1, beta 0, running mean 0 and
- * variance 1.  The gain sqrt(2) of He's ReLU derivation is deliberately not
- * used: with batch norm after every convolution the scale of a weight does
- * not change the function, only the effective learning rate (lr/|w|^2), and
- * PyTorch's smaller weights are what NAS training recipes were tuned with. */
+/* The parameters' initial values (sieve__param_initial), running mean 0
+ * and variance 1. */
 gboolean
 sieve__cpu_init_params(Cpu *c, GError **error)
 {
@@ -219,22 +213,8 @@ sieve__cpu_init_params(Cpu *c, GError **error)
   sieve_rng_seed(&rng, c->options.seed);
   for (guint i = 0; i < c->params->len; i++) {
     Param *p = &g_array_index(c->params, Param, i);
-    const SieveGraphNode *n = c->nodes[p->info.node].n;
     g_autofree float *v = g_new(float, p->info.size);
-    double fan_in = n->kind == SIEVE_OP_LINEAR ? (double)sieve_graph_node(c->graph, n->inputs[0])->shape.c *
-                                                     sieve_graph_node(c->graph, n->inputs[0])->shape.h *
-                                                     sieve_graph_node(c->graph, n->inputs[0])->shape.w
-                                               : 0;
-    if (n->kind == SIEVE_OP_CONV2D) {
-      SieveShape is = sieve_graph_node(c->graph, n->inputs[0])->shape;
-      fan_in = (double)is.c / n->attrs.groups * n->attrs.kernel[0] * n->attrs.kernel[1];
-    }
-    for (guint64 k = 0; k < p->info.size; k++) {
-      if (n->kind == SIEVE_OP_BATCH_NORM)
-        v[k] = g_str_equal(p->info.name, "gamma") ? 1.0f : 0.0f;
-      else
-        v[k] = (float)((2 * sieve_rng_uniform(&rng) - 1) / sqrt(fan_in));
-    }
+    sieve__param_initial(c->graph, &p->info, &rng, v);
     if (!sieve__cpu_transfer(c, &p->plain, v, &p->md, sieve__cpu_slot_ptr(c, p->value), FALSE, error))
       return FALSE;
   }
