@@ -74,6 +74,7 @@ typedef struct {
   guint64 seed;             /* the proxies' weights and batch */
   char *dataset;            /* the batch's examples from this dataset (owned, nullable: N(0,1)) */
   char *data_dir;           /* (owned, nullable) */
+  char *device;             /* runtime device of the proxies ("cpu", "cuda", "auto") (owned) */
   const SieveNode *dataset_node;
 } SieveScreenStage;
 

@@ -22,7 +22,8 @@ G_BEGIN_DECLS
  *      sieve_candidate_get_workers (the evaluations run at once);
  *      sieve/latency.h (inference latency measured here, several networks or operations together) and
  *      SIEVE_STATUS_REJECTED;
- *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy. */
+ *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy;
+ *      SieveProxyOptions.device (the runtime device proxies run on). */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 

@@ -34,7 +34,7 @@
 
 #include "train-recipe.h"
 
-static const char *const devices[] = {"cpu", NULL};
+static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
 static const char *const keeps[] = {"none", "top", "all", NULL};
 
 static const SieveOptionSpec train_options[] = {
@@ -65,7 +65,9 @@ static const SieveOptionSpec train_options[] = {
                    "threads of each training, whatever the workers (0: the share above); fix it to compare "
                    "studies run with different workers bit for bit"),
   SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
-  SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
+  SIEVE_OPTION_CHOICE("device", "cpu", devices,
+                      "where networks train: cpu (oneDNN), cuda (a GPU; without one each trial fails with \"no CUDA "
+                      "device\") or auto (a GPU when one is present, else cpu)"),
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
                       "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
   SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
