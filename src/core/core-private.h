@@ -252,6 +252,7 @@ typedef struct {
   gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */
   guint workers;
+  gboolean workers_set;   /* written in the file (else the evaluator's own count applies) */
   gboolean tell_in_order; /* tell_order: trial (with several workers) */
   guint report_top;
   const SieveNode *pruner;   /* the `pruner:` section (borrowed from root), NULL: none */

@@ -12,7 +12,9 @@
  * The data are loaded once, at create, and shared, read-only, by every
  * trial.  With `workers: W` the engine runs W trainings at once, each with
  * its share of the threads (threads_per_worker); a training's result
- * depends only on its candidate, its options and its thread count.
+ * depends only on its candidate, its options and its thread count.  On a
+ * GPU, with workers unset, it asks the engine for per_gpu trainings at
+ * once: a NAS candidate is too small to keep a GPU busy alone.
  */
 #include <math.h>
 #include <string.h>
@@ -28,6 +30,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/result.h>
+#include <sieve/runtime.h>
 #include <sieve/space.h>
 #include <sieve/text.h>
 #include <sieve/train.h>
@@ -68,6 +71,10 @@ static const SieveOptionSpec train_options[] = {
   SIEVE_OPTION_CHOICE("device", "cpu", devices,
                       "where networks train: cpu (oneDNN), cuda (a GPU; without one each trial fails with \"no CUDA "
                       "device\") or auto (a GPU when one is present, else cpu)"),
+  SIEVE_OPTION_INT("per_gpu", "4", 1, 256,
+                   "on a GPU (device cuda, or auto that found one) and with the experiment's workers unset: the "
+                   "trainings that share the GPU at once, each with its own runtime (memory) and its share of the "
+                   "threads; a written workers wins; on the CPU unused (workers applies)"),
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
                       "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
   SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
@@ -114,7 +121,28 @@ typedef struct {
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
   TrainRecipe *recipe; /* the options the genotype sets */
   guint threads_per_worker; /* 0: threads / workers */
+  guint per_gpu;            /* trainings at once the engine is asked for: per_gpu on a GPU, else 1 */
 } Trainer;
+
+/* Whether device names a GPU this machine has: "cuda" as written (a
+ * machine without one then fails each trial with the runtime's message),
+ * "auto" when the runtime compiles a one-node network for "cuda". */
+static gboolean
+device_is_gpu(const char *device)
+{
+  if (g_str_equal(device, "cuda"))
+    return TRUE;
+  if (!g_str_equal(device, "auto"))
+    return FALSE;
+  g_autoptr(SieveGraph) g = sieve_graph_new("probe");
+  guint x = sieve_graph_input(g, 1, 1, 1);
+  if (!sieve_graph_finish(g, sieve_graph_linear(g, x, 1, FALSE), NULL))
+    return FALSE;
+  SieveRuntimeOptions o = {.device = "cuda", .batch = 1, .threads = 1};
+  SieveRuntime *rt = sieve_runtime_new(g, &o, NULL);
+  sieve_runtime_free(rt);
+  return rt != NULL;
+}
 
 /* "0.2860,..." as sieve writes numbers. */
 static char *
@@ -182,6 +210,7 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   /* Kept: the options need not outlive the evaluator. */
   self->device = g_strdup(sieve_options_get_string(options, "device"));
   t->device = self->device;
+  self->per_gpu = device_is_gpu(self->device) ? (guint)sieve_options_get_int(options, "per_gpu") : 1;
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
@@ -494,6 +523,12 @@ train_metrics(gpointer instance)
   return (const char *const *) self->metrics->pdata;
 }
 
+static guint
+train_workers(gpointer instance)
+{
+  return ((Trainer *)instance)->per_gpu;
+}
+
 static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
@@ -502,6 +537,7 @@ static const SieveEvaluatorClass train_class = {
   .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE,
   .fidelity = train_fidelity,
   .metrics = train_metrics,
+  .workers = train_workers,
 };
 
 static const SieveComponentInfo train_info = {
