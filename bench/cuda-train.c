@@ -126,6 +126,24 @@ steps(SieveRuntime *rt, const Batch *b, gint n)
       die(error);
 }
 
+/* Bytes of one example's activations: each live node's output in fp32,
+ * but for the input, identities and zeros (which hold no tensor of their
+ * own) and the loss.  What cuda_vs_torch.py's memory-traffic estimate
+ * starts from; a backend that fuses or shares buffers moves less. */
+static guint64
+activation_bytes(const SieveGraph *net)
+{
+  guint64 bytes = 0;
+  for (guint i = 0; i < sieve_graph_n_nodes(net); i++) {
+    const SieveGraphNode *n = sieve_graph_node(net, i);
+    if (!sieve_graph_node_live(net, i) || n->kind == SIEVE_OP_INPUT || n->kind == SIEVE_OP_IDENTITY ||
+        n->kind == SIEVE_OP_ZERO || n->kind == SIEVE_OP_SOFTMAX_CE)
+      continue;
+    bytes += (guint64)n->shape.c * n->shape.h * n->shape.w * sizeof(float);
+  }
+  return bytes;
+}
+
 static int
 cmd_train(SieveRegistry *registry, const Args *a)
 {
@@ -154,9 +172,10 @@ cmd_train(SieveRegistry *registry, const Args *a)
   g_string_append_printf(s,
                          "\"img_per_s\": %.1f, \"ms_per_step\": %.4f, \"loss\": %.6g, \"memory_bytes\": %" G_GUINT64_FORMAT
                          ", \"macs_per_image\": %" G_GUINT64_FORMAT ", \"params\": %" G_GUINT64_FORMAT
+                         ", \"activation_bytes_per_image\": %" G_GUINT64_FORMAT
                          ", \"compile_s\": %.3f, \"warmup_s\": %.3f}",
                          a->iters * (double)a->batch / dt, 1e3 * dt / a->iters, loss, sieve_runtime_memory_bytes(rt),
-                         sieve_graph_macs(net), sieve_graph_params(net), compile_s, warmup_s);
+                         sieve_graph_macs(net), sieve_graph_params(net), activation_bytes(net), compile_s, warmup_s);
   puts(s->str);
   g_free(b.x);
   g_free(b.y);
