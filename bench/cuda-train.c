@@ -184,9 +184,35 @@ cmd_train(SieveRegistry *registry, const Args *a)
 
 /* ---- several at once --------------------------------------------------- */
 
+/* a->archs networks drawn by the space with a->seed, built beforehand:
+ * spaces build from one thread, and building is the same on any device. */
+static GPtrArray *
+random_nets(const SieveSpace *space, const Args *a, gboolean loss)
+{
+  SieveRng rng;
+  sieve_rng_seed(&rng, (guint64)a->seed);
+  GPtrArray *nets = g_ptr_array_new_with_free_func((GDestroyNotify)sieve_graph_free);
+  for (gint i = 0; i < a->archs; i++)
+    g_ptr_array_add(nets, build(space, NULL, &rng, loss, NULL));
+  return nets;
+}
+
+/* Seconds that k threads of func(data) take, all started at once. */
+static double
+timed_threads(GThreadFunc func, gpointer data, gint k)
+{
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(GPtrArray) threads = g_ptr_array_new();
+  for (gint i = 0; i < k; i++)
+    g_ptr_array_add(threads, g_thread_new("worker", func, data));
+  for (guint i = 0; i < threads->len; i++)
+    g_thread_join(threads->pdata[i]);
+  return (g_get_monotonic_time() - t0) / 1e6;
+}
+
 typedef struct {
   const Args *a;
-  GPtrArray *nets; /* SieveGraph*, built beforehand: spaces build from one thread */
+  GPtrArray *nets; /* SieveGraph*, from random_nets */
   const Batch *b;
   gint next;       /* the next network to train (atomic) */
   guint threads;   /* of each runtime */
@@ -220,21 +246,10 @@ static int
 cmd_train_many(SieveRegistry *registry, const Args *a)
 {
   g_autoptr(SieveSpace) space = open_space(registry, a);
-  SieveRng rng;
-  sieve_rng_seed(&rng, (guint64)a->seed);
-  Many m = {a, g_ptr_array_new_with_free_func((GDestroyNotify)sieve_graph_free), NULL, 0, share(a), 0};
-  g_mutex_init(&m.lock);
-  for (gint i = 0; i < a->archs; i++)
-    g_ptr_array_add(m.nets, build(space, NULL, &rng, TRUE, NULL));
   Batch b = make_batch(a);
-  m.b = &b;
-  gint64 t0 = g_get_monotonic_time();
-  g_autoptr(GPtrArray) threads = g_ptr_array_new();
-  for (gint k = 0; k < a->concurrent; k++)
-    g_ptr_array_add(threads, g_thread_new("train", train_worker, &m));
-  for (guint k = 0; k < threads->len; k++)
-    g_thread_join(threads->pdata[k]);
-  double dt = (g_get_monotonic_time() - t0) / 1e6;
+  Many m = {a, random_nets(space, a, TRUE), &b, 0, share(a), 0};
+  g_mutex_init(&m.lock);
+  double dt = timed_threads(train_worker, &m, a->concurrent);
   printf("{\"what\": \"train-many\", \"device\": \"%s\", \"archs\": %d, \"concurrent\": %d, \"C\": %d, \"N\": %d, "
          "\"batch\": %d, \"steps_per_arch\": %d, \"aggregate_img_per_s\": %.1f, \"wall_s\": %.3f, "
          "\"max_memory_bytes\": %" G_GUINT64_FORMAT "}\n",
@@ -348,21 +363,8 @@ cmd_screen(SieveRegistry *registry, const Args *a)
   guint n = g_strv_length(names);
   if (!sieve_proxy_check_names((const char *const *)names, n, &error))
     die(error);
-  SieveRng rng;
-  sieve_rng_seed(&rng, (guint64)a->seed);
-  /* Built beforehand, outside the timed span: building is the space's
-   * work, the same on any device. */
-  Screen s = {a, g_ptr_array_new_with_free_func((GDestroyNotify)sieve_graph_free), (const char *const *)names, n,
-              share(a), 0, 0};
-  for (gint i = 0; i < a->archs; i++)
-    g_ptr_array_add(s.nets, build(space, NULL, &rng, FALSE, NULL));
-  gint64 t0 = g_get_monotonic_time();
-  g_autoptr(GPtrArray) threads = g_ptr_array_new();
-  for (gint k = 0; k < a->concurrent; k++)
-    g_ptr_array_add(threads, g_thread_new("screen", screen_worker, &s));
-  for (guint k = 0; k < threads->len; k++)
-    g_thread_join(threads->pdata[k]);
-  double dt = (g_get_monotonic_time() - t0) / 1e6;
+  Screen s = {a, random_nets(space, a, FALSE), (const char *const *)names, n, share(a), 0, 0};
+  double dt = timed_threads(screen_worker, &s, a->concurrent);
   printf("{\"what\": \"screen\", \"device\": \"%s\", \"archs\": %d, \"concurrent\": %d, \"batch\": %d, \"C\": %d, "
          "\"N\": %d, \"proxies\": %u, \"wall_s\": %.3f, \"archs_per_s\": %.1f, \"failed\": %d}\n",
          a->device, a->archs, a->concurrent, a->batch, a->C, a->N, n, dt, a->archs / dt, s.failed);
