@@ -139,8 +139,7 @@ device_is_gpu(const char *device)
   if (!sieve_graph_finish(g, sieve_graph_linear(g, x, 1, FALSE), NULL))
     return FALSE;
   SieveRuntimeOptions o = {.device = "cuda", .batch = 1, .threads = 1};
-  SieveRuntime *rt = sieve_runtime_new(g, &o, NULL);
-  sieve_runtime_free(rt);
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, NULL);
   return rt != NULL;
 }
 
