@@ -78,6 +78,16 @@ class TestDevice(Workdir):
         for r in rows:
             no_cuda(self, r["reason"])
 
+    @unittest.skipUnless(HAVE_DATA, "no Fashion-MNIST under /usr/share/datasets (dataset-fashion-mnist)")
+    def test_train_auto_without_gpu_is_cpu(self):
+        p, _ = self.run_study("auto", ", device: auto, per_gpu: 3")
+        self.assertNotIn("evaluations at once", p.stdout)
+        rows = export_rows(self.path("auto.sieve"), stable=False)
+        if rows[0]["status"] == "failed" and 'unknown device "auto"' in rows[0]["reason"]:
+            self.skipTest("this runtime predates device auto; needs issue 27's runtime change")
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 3, rows)
+        self.assertEqual({r["worker"] for r in rows}, {"0"})
+
     def test_bad_device_is_a_config_error(self):
         p, cfg = self.run_study("bad", ", device: gpu", check=2)
         self.assertRegex(p.stderr, re.escape(cfg) + r":6:\d+: option 'device' expects one of cpu, cuda, auto; "
