@@ -3,7 +3,7 @@ BUILD ?= build
 MESON_SETUP_FLAGS ?=
 SIEVE = $(BUILD)/src/cli/sieve
 
-.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel bench-hardware bench-store-pg
+.PHONY: all deps build run test fuzz clean bench bench-train bench-optimizers bench-lua bench-proxies bench-dedupe bench-report bench-darts bench-nb101 bench-nb101-train bench-parallel bench-hardware bench-store-pg bench-cuda
 
 all: build
 
@@ -102,3 +102,12 @@ bench-store-pg: build
 bench-parallel: build
 	scripts/setup.sh bench
 	/usr/bin/python3 bench/parallel_train.py --sieve $(SIEVE)
+
+# The runtime device against PyTorch on the GPU (issue 27), for the GPU
+# machine: no build there (no meson, GLib or oneDNN), so it runs a build
+# made here and carried along; PEER is the PyTorch peer, torch_nb201.py
+# beside it; PYTHON the one with CUDA PyTorch.  Not part of `make test`.
+PEER ?= ../shared/peers/torch_nb201_gpu.py
+PYTHON ?= python3
+bench-cuda:
+	$(PYTHON) bench/cuda_vs_torch.py --exe $(BUILD)/bench/cuda-train --peer $(PEER) --out $(BUILD)/cuda_vs_torch.json

@@ -1,5 +1,6 @@
 /* sieve proxies --space nb201 --proxies naswot,snip [--batch 64] [--input CxHxW | --dataset NAME]
- *               [--seed S] [--threads T] [--jobs J] [--set space.KEY=VALUE]... ARCH... | -
+ *               [--seed S] [--threads T] [--jobs J] [--device cpu|cuda|auto] [--set space.KEY=VALUE]...
+ *               ARCH... | -
  *
  * Scores architectures with zero-cost proxies and prints one JSON object
  * per architecture, in the order given:
@@ -221,7 +222,7 @@ int
 sieve_cmd_proxies(int argc, char **argv)
 {
   g_autofree char *space_name = NULL, *list = NULL, *input = NULL, *dataset = NULL, *data_dir = NULL;
-  g_autofree char *batch_file = NULL, *labels_file = NULL;
+  g_autofree char *batch_file = NULL, *labels_file = NULL, *device = NULL;
   gint batch = -1, threads = 0, jobs = 0;
   gint64 seed = 0;
   gboolean list_proxies = FALSE;
@@ -242,6 +243,9 @@ sieve_cmd_proxies(int argc, char **argv)
      "class ids of --batch-file's examples, an .npy of integers, shape (batch,) (default: seeded uniform)", "Y.npy"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "seed of the initial weights and the batch (default 0)", "S"},
     {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads in all (default: every core)", "T"},
+    {"device", 0, 0, G_OPTION_ARG_STRING, &device,
+     "runtime device of the passes: cpu (default), cuda (a GPU; an error when none), auto (a GPU when one is "
+     "present)", "DEVICE"},
     {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
      "architectures scored at once, each with T/J threads (default: 1, which measured fastest)", "J"},
     {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides, "set an option of the space, e.g. --set space.C=16",
@@ -294,6 +298,10 @@ sieve_cmd_proxies(int argc, char **argv)
     fprintf(stderr, "sieve proxies: --threads and --jobs take a positive count\n");
     return SIEVE_EXIT_USAGE;
   }
+  if (device && !g_strv_contains((const char *const[]){"cpu", "cuda", "auto", NULL}, device)) {
+    fprintf(stderr, "sieve proxies: --device %s: expected cpu, cuda or auto\n", device);
+    return SIEVE_EXIT_USAGE;
+  }
   if ((input != NULL) + (dataset != NULL) + (batch_file != NULL) > 1) {
     fprintf(stderr, "sieve proxies: --input, --dataset and --batch-file are exclusive (a dataset or a file brings "
                     "its own shape)\n");
@@ -315,6 +323,7 @@ sieve_cmd_proxies(int argc, char **argv)
   Job job = {.names = (const char **)names, .n_names = n_names};
   job.options.batch = batch > 0 ? (guint)batch : 64;
   job.options.seed = (guint64)seed;
+  job.options.device = device;
   guint total_threads = threads ? (guint)threads : g_get_num_processors();
   guint classes = 0;
   g_autofree char *in_origin = NULL;

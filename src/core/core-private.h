@@ -74,6 +74,7 @@ typedef struct {
   guint64 seed;             /* the proxies' weights and batch */
   char *dataset;            /* the batch's examples from this dataset (owned, nullable: N(0,1)) */
   char *data_dir;           /* (owned, nullable) */
+  char *device;             /* runtime device of the proxies ("cpu", "cuda", "auto") (owned) */
   const SieveNode *dataset_node;
 } SieveScreenStage;
 
@@ -251,6 +252,7 @@ typedef struct {
   gint64 budget_proposals;   /* 0: no limit; every proposal counts */
   double budget_seconds;     /* 0: no limit */
   guint workers;
+  gboolean workers_set;   /* written in the file (else the evaluator's own count applies) */
   gboolean tell_in_order; /* tell_order: trial (with several workers) */
   guint report_top;
   const SieveNode *pruner;   /* the `pruner:` section (borrowed from root), NULL: none */

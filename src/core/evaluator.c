@@ -87,6 +87,15 @@ sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator)
   return (evaluator->klass->flags & SIEVE_EVALUATOR_CONCURRENT) != 0;
 }
 
+guint
+sieve_evaluator_get_workers(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, 1);
+  if (!sieve_evaluator_is_concurrent(evaluator) || evaluator->klass->workers == NULL)
+    return 1;
+  return MAX(evaluator->klass->workers(evaluator->instance), 1);
+}
+
 gboolean
 sieve_evaluator_reports_intermediate(const SieveEvaluator *evaluator)
 {

@@ -27,7 +27,9 @@ static const SieveOptionSpec experiment_spec[] = {
     SIEVE_OPTION_INT("constraint_tries", "1000", 1, 1e12,
                      "stop the study after this many proposals in a row broke a constraint (the optimizer finds "
                      "nothing feasible)"),
-    SIEVE_OPTION_INT("workers", "1", 1, 1024, "evaluations run at once (needs a concurrent evaluator)"),
+    SIEVE_OPTION_INT("workers", "1", 1, 1024,
+                     "evaluations run at once (needs a concurrent evaluator; unset: 1, or what the evaluator asks "
+                     "for, e.g. train's per_gpu on a GPU)"),
     SIEVE_OPTION_CHOICE("tell_order", "completion", tell_orders,
                         "with workers > 1: completion tells each result as it finishes (no worker waits); trial "
                         "tells them in trial order and asks at the same points in every run (a reproducible study)"),
@@ -260,6 +262,7 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   }
   exp->seed = (guint64) sieve_options_get_int(top, "seed");
   exp->workers = (guint) sieve_options_get_int(top, "workers");
+  exp->workers_set = sieve_options_is_set(top, "workers");
   exp->tell_in_order = g_str_equal(sieve_options_get_string(top, "tell_order"), "trial");
   exp->constraint_tries = sieve_options_get_int(top, "constraint_tries");
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);

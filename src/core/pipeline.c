@@ -45,6 +45,7 @@ static const SieveOptionSpec screen_spec[] = {
      "seed of the proxies' initial weights and batch (default: the experiment's seed)",
      SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
     SIEVE_PROXY_DATA_OPTIONS,
+    SIEVE_PROXY_DEVICE_OPTION,
     SIEVE_OPTION_END,
 };
 
@@ -107,6 +108,7 @@ sieve_pipeline_clear(SievePipeline *pipeline)
   g_strfreev(pipeline->screen.proxies);
   g_free(pipeline->screen.dataset);
   g_free(pipeline->screen.data_dir);
+  g_free(pipeline->screen.device);
   g_free(pipeline->screen.weights);
   memset(pipeline, 0, sizeof *pipeline);
 }
@@ -184,6 +186,7 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
   out->proxy_batch = sieve_options_get_int(o, "batch_size");
   out->dataset = g_strdup(sieve_options_get_string(o, "dataset"));
   out->data_dir = g_strdup(sieve_options_get_string(o, "data_dir"));
+  out->device = g_strdup(sieve_options_get_string(o, "device"));
   out->dataset_node = sieve_options_node(o, "dataset");
   out->seed = sieve_options_is_set(o, "seed") ? (guint64) sieve_options_get_int(o, "seed") : seed;
   return TRUE;

@@ -1600,6 +1600,14 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
 
   gboolean queued = engine->queue_in_flight > 0;
   guint workers = queued ? engine->queue_in_flight : exp->workers;
+  /* An evaluator may ask for several at once (train's per_gpu on a GPU)
+   * where the file leaves workers unset; a written workers wins. */
+  if (!queued && !exp->workers_set && sieve_evaluator_get_workers(engine->evaluator) > 1) {
+    workers = sieve_evaluator_get_workers(engine->evaluator);
+    if (progress)
+      sieve_progress_message(progress, "evaluator '%s' runs %u evaluations at once (its own count; set workers "
+                             "to change it)", sieve_component_get_name(exp->evaluator.component), workers);
+  }
   g_autoptr(GHashTable) queue_jobs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify) job_free);
   GQueue queue_done = G_QUEUE_INIT;
   /* Workers check that they run what this sieve would (same version and

@@ -55,6 +55,7 @@ score_one(const SieveScreenStage *stage, const SieveSpace *space, const SievePro
   g_autoptr(SieveGraph) graph = sieve_space_build(space, genotype, &error);
   SieveProxyOptions options = {.batch = (guint) stage->proxy_batch,
                                .seed = stage->seed,
+                               .device = stage->device,
                                .inputs = batch ? batch->x : NULL,
                                .labels = batch ? batch->y : NULL};
   if (graph == NULL ||

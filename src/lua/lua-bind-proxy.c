@@ -1,7 +1,7 @@
 /* sieve: binding (scripts call C): sieve.proxies, zero-cost proxies from Lua.
  *
  *   local net = space:build(g)
- *   local scores, ms = sieve.proxies(net, {"synflow", "naswot"}, {batch = 32, seed = 1, threads = 1})
+ *   local scores, ms = sieve.proxies(net, {"synflow", "naswot"}, {batch = 32, seed = 1, threads = 1, device = "cpu"})
  *   print(scores.synflow, ms.synflow)
  *   for _, p in ipairs(sieve.proxy_list()) do print(p.name, p.help) end
  *   local ranks = sieve.rank_aggregate({{s11, s12}, {s21, s22}}, {1, 2})
@@ -46,7 +46,7 @@ check_names(lua_State *L, int idx, const char ***out)
   return (guint) n;
 }
 
-static const char *const option_keys[] = {"batch", "seed", "threads", NULL};
+static const char *const option_keys[] = {"batch", "seed", "threads", "device", NULL};
 
 /* An integer field of the options table at idx (nil: dflt). */
 static lua_Integer
@@ -68,7 +68,27 @@ opt_integer(lua_State *L, int idx, const char *key, lua_Integer dflt, lua_Intege
   return v;
 }
 
-/* sieve.proxies(graph, names, {batch = 64, seed = 0, threads = 0}) -> scores, ms */
+/* The device field of the options table at idx: "cpu", "cuda" or "auto"
+ * (nil: NULL, the runtime's cpu).  The string stays alive on the caller's
+ * table. */
+static const char *
+opt_device(lua_State *L, int idx)
+{
+  static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
+  if (lua_isnoneornil(L, idx) || lua_getfield(L, idx, "device") == LUA_TNIL) {
+    if (!lua_isnoneornil(L, idx))
+      lua_pop(L, 1);
+    return NULL;
+  }
+  const char *device = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  if (device == NULL || !g_strv_contains(devices, device))
+    luaL_error(L, "proxies: option 'device' expects cpu, cuda or auto, got %s",
+               device ? device : luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return device;
+}
+
+/* sieve.proxies(graph, names, {batch = 64, seed = 0, threads = 0, device = "cpu"}) -> scores, ms */
 static int
 proxies(lua_State *L)
 {
@@ -87,7 +107,7 @@ proxies(lua_State *L)
         known |= strcmp(key, option_keys[k]) == 0;
       if (!known) {
         const char *guess = key ? sieve_suggest(key, option_keys) : NULL;
-        return luaL_error(L, "proxies: unknown option '%s'%s%s%s; expected one of: batch, seed, threads",
+        return luaL_error(L, "proxies: unknown option '%s'%s%s%s; expected one of: batch, seed, threads, device",
                           key ? key : luaL_typename(L, -1), guess ? " (did you mean '" : "", guess ? guess : "",
                           guess ? "'?)" : "");
       }
@@ -97,6 +117,7 @@ proxies(lua_State *L)
   options.batch = (guint) opt_integer(L, 3, "batch", 0, 0, 1 << 20);
   options.threads = (guint) opt_integer(L, 3, "threads", 0, 0, 4096);
   options.seed = (guint64) opt_integer(L, 3, "seed", 0, 0, G_MAXINT64);
+  options.device = opt_device(L, 3);
   GError *error = NULL;
   if (!sieve_proxy_check_names(names, n, &error))
     return sieve__lua_error_gerror(L, error);

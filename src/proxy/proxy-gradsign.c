@@ -19,7 +19,8 @@
 gboolean
 sieve__proxy_gradsign(SieveProxyRun *run, double *score, GError **error)
 {
-  SieveRuntimeOptions o = {.batch = 1, .threads = run->threads, .backward = TRUE, .seed = run->seed};
+  SieveRuntimeOptions o = {
+    .device = run->device, .batch = 1, .threads = run->threads, .backward = TRUE, .seed = run->seed};
   g_autoptr(SieveRuntime) rt = sieve_runtime_new(run->graph, &o, error);
   if (rt == NULL)
     return FALSE;

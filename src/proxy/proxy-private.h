@@ -24,6 +24,7 @@ typedef struct {
   SieveRuntime *rt;        /* NULL until compiled */
   guint batch, threads;    /* threads resolved (>= 1) */
   guint64 seed;
+  const char *device;      /* runtime device (NULL: cpu), borrowed from the options */
   gsize in_size;           /* floats per example */
   guint n_classes;         /* floats per example of the output */
   const float *x;          /* batch * in_size */

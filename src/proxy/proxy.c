@@ -281,6 +281,7 @@ run_passes(SieveProxyRun *run, guint want, Clock *clock, double *value, GError *
      * enough. */
     gboolean weights_only = !(uses & (USE_FORWARD | USE_BACKWARD | USE_INPUT_GRAD | KEEP_FEATURES));
     SieveRuntimeOptions o = {
+      .device = run->device,
       .batch = weights_only ? 1 : run->batch,
       .threads = run->threads,
       .backward = (uses & (USE_BACKWARD | USE_INPUT_GRAD)) != 0,
@@ -386,6 +387,7 @@ sieve_proxy_compute(const SieveGraph *graph, const char *const *names, guint n, 
     .batch = options->batch ? options->batch : 64,
     .threads = options->threads ? options->threads : (guint)g_get_num_processors(),
     .seed = options->seed,
+    .device = options->device,
     .in_size = (gsize)in.c * in.h * in.w,
     .n_classes = out.c * out.h * out.w,
   };

@@ -42,7 +42,12 @@ typedef struct {
    * trial, so a misspelt metric costs no evaluation.  (transfer none): valid
    * as long as the instance.  May be NULL itself (ABI 2.1). */
   const char *const *(*metrics)(gpointer instance);
-  gpointer reserved[9];
+  /* The evaluations the instance runs at once when the experiment does not
+   * write `workers` (with SIEVE_EVALUATOR_CONCURRENT only): the train
+   * evaluator's per_gpu, the trainings that share one GPU.  0, or the
+   * field NULL itself: 1 (ABI 2.2). */
+  guint (*workers)(gpointer instance);
+  gpointer reserved[8];
 } SieveEvaluatorClass;
 SIEVE_ABI_SIZE(SieveEvaluatorClass, 120);
 
@@ -56,6 +61,10 @@ SIEVE_API void sieve_evaluator_free(SieveEvaluator *evaluator);
 SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate,
                                                 GError **error);
 SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
+/* The evaluations it asks to run at once when the experiment leaves
+ * `workers` unset (SieveEvaluatorClass.workers): >= 1, and 1 for an
+ * evaluator that is not concurrent. */
+SIEVE_API guint sieve_evaluator_get_workers(const SieveEvaluator *evaluator);
 /* Whether it reports intermediate values (SIEVE_EVALUATOR_INTERMEDIATE). */
 SIEVE_API gboolean sieve_evaluator_reports_intermediate(const SieveEvaluator *evaluator);
 /* (transfer none) (nullable): the fidelity it offers */

@@ -34,7 +34,11 @@ typedef struct {
   guint64 seed;          /* initial weights, and the batch when inputs is NULL */
   const float *inputs;   /* batch x input shape, plain NCHW; NULL: seeded N(0,1) */
   const gint32 *labels;  /* batch class ids; NULL: seeded uniform over the classes */
-  gpointer reserved[4];
+  /* Added in the reserved room (ABI 2.2): the runtime device every pass
+   * runs on, as SieveRuntimeOptions.device ("cpu", "cuda", "auto"); NULL
+   * means "cpu". */
+  const char *device;
+  gpointer reserved[3];
 } SieveProxyOptions;
 SIEVE_ABI_SIZE(SieveProxyOptions, 64);
 
@@ -112,6 +116,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProxyBatch, sieve_proxy_batch_free)
    0, {NULL}},                                                                                                   \
   {"data_dir", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,                                                       \
    "where the dataset's files are (default: its usual place)", 0, {NULL}}
+
+/* The option-table row `device`: the runtime device the proxies' passes
+ * run on, cpu (default), cuda or auto (a GPU when one is present). */
+#define SIEVE_PROXY_DEVICE_OPTION                                                                                \
+  SIEVE_OPTION_CHOICE("device", "cpu", ((const char *const[]){"cpu", "cuda", "auto", NULL}),                    \
+                      "runtime device of the proxies' passes: cpu (oneDNN), cuda (a GPU; without one scoring "  \
+                      "fails with \"no CUDA device\") or auto (a GPU when one is present, else cpu)")
 
 /* The `proxies` (a string list) and `weights` (a node) options of
  * options, as the screen stage and the proxy evaluator read them: at least

@@ -435,6 +435,12 @@ T.test("sieve.proxies: scores of an untrained network, by name", function()
            "another seed, another batch and initialisation")
   T.eq(sieve.proxies(net, "naswot", {batch = 8, seed = 3, threads = 1}).naswot, scores.naswot,
        "a proxy alone scores as in company")
+  local on_cpu = sieve.proxies(net, names, {batch = 8, seed = 3, threads = 1, device = "cpu"})
+  for _, name in ipairs(names) do T.eq(on_cpu[name], scores[name], name .. " on device cpu, the default") end
+  T.raises("proxies: option 'device' expects cpu, cuda or auto, got gpu",
+           function() sieve.proxies(net, "params", {device = "gpu"}) end)
+  T.raises("proxies: option 'device' expects cpu, cuda or auto, got number",
+           function() sieve.proxies(net, "params", {device = 1}) end)
   T.raises('unknown proxy "synflo', function() sieve.proxies(net, {"synflo"}) end)
   T.raises("proxies: unknown option 'bach' (did you mean 'batch'?)", function() sieve.proxies(net, "params", {bach = 2}) end)
   T.raises("proxies: option 'batch' expects an integer", function() sieve.proxies(net, "params", {batch = "x"}) end)

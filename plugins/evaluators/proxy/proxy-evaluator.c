@@ -84,6 +84,7 @@ static const SieveOptionSpec proxy_options[] = {
                    "reference sample"),
   SIEVE_PROXY_DATA_OPTIONS,
   SIEVE_OPTION_INT("threads", "0", 0, 1024, "threads of one trial's proxies (0: every core)"),
+  SIEVE_PROXY_DEVICE_OPTION,
   SIEVE_OPTION_END,
 };
 
@@ -101,12 +102,14 @@ typedef struct {
   double *mean, *sd; /* n: the reference's statistics of L (owned; 0 and 1 without one) */
   SieveProxyOptions proxy;
   SieveProxyBatch *batch; /* NULL: N(0,1) (owned) */
+  char *device;           /* proxy.device points here: the options need not outlive us (owned) */
 } Proxy;
 
 static void
 proxy_destroy(gpointer instance)
 {
   Proxy *self = instance;
+  g_free(self->device);
   g_strfreev(self->names);
   g_strfreev(self->time_names);
   g_strfreev(self->z_names);
@@ -241,6 +244,8 @@ proxy_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   self->proxy.batch = (guint) sieve_options_get_int(options, "batch_size");
   self->proxy.seed = (guint64) sieve_options_get_int(options, "seed");
   self->proxy.threads = (guint) sieve_options_get_int(options, "threads");
+  self->device = g_strdup(sieve_options_get_string(options, "device"));
+  self->proxy.device = self->device;
   const char *dataset = sieve_options_get_string(options, "dataset");
   if (dataset != NULL) {
     GError *local = NULL;

@@ -12,7 +12,9 @@
  * The data are loaded once, at create, and shared, read-only, by every
  * trial.  With `workers: W` the engine runs W trainings at once, each with
  * its share of the threads (threads_per_worker); a training's result
- * depends only on its candidate, its options and its thread count.
+ * depends only on its candidate, its options and its thread count.  On a
+ * GPU, with workers unset, it asks the engine for per_gpu trainings at
+ * once: a NAS candidate is too small to keep a GPU busy alone.
  */
 #include <math.h>
 #include <string.h>
@@ -28,13 +30,14 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/result.h>
+#include <sieve/runtime.h>
 #include <sieve/space.h>
 #include <sieve/text.h>
 #include <sieve/train.h>
 
 #include "train-recipe.h"
 
-static const char *const devices[] = {"cpu", NULL};
+static const char *const devices[] = {"cpu", "cuda", "auto", NULL};
 static const char *const keeps[] = {"none", "top", "all", NULL};
 
 static const SieveOptionSpec train_options[] = {
@@ -65,7 +68,13 @@ static const SieveOptionSpec train_options[] = {
                    "threads of each training, whatever the workers (0: the share above); fix it to compare "
                    "studies run with different workers bit for bit"),
   SIEVE_OPTION_INT("seed", "0", 0, G_MAXINT32, "initialisation, data order and split seed"),
-  SIEVE_OPTION_CHOICE("device", "cpu", devices, "where networks train"),
+  SIEVE_OPTION_CHOICE("device", "cpu", devices,
+                      "where networks train: cpu (oneDNN), cuda (a GPU; without one each trial fails with \"no CUDA "
+                      "device\") or auto (a GPU when one is present, else cpu)"),
+  SIEVE_OPTION_INT("per_gpu", "4", 1, 256,
+                   "on a GPU (device cuda, or auto that found one) and with the experiment's workers unset: the "
+                   "trainings that share the GPU at once, each with its own runtime (memory) and its share of the "
+                   "threads; a written workers wins; on the CPU unused (workers applies)"),
   SIEVE_OPTION_CHOICE("keep_weights", "none", keeps,
                       "keep trained weights in the store: none, the keep_top best trials by the objective, or all"),
   SIEVE_OPTION_INT("keep_top", "1", 1, 1e6, "with keep_weights: top, how many trials keep their weights"),
@@ -112,7 +121,27 @@ typedef struct {
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
   TrainRecipe *recipe; /* the options the genotype sets */
   guint threads_per_worker; /* 0: threads / workers */
+  guint per_gpu;            /* trainings at once the engine is asked for: per_gpu on a GPU, else 1 */
 } Trainer;
+
+/* Whether device names a GPU this machine has: "cuda" as written (a
+ * machine without one then fails each trial with the runtime's message),
+ * "auto" when the runtime compiles a one-node network for "cuda". */
+static gboolean
+device_is_gpu(const char *device)
+{
+  if (g_str_equal(device, "cuda"))
+    return TRUE;
+  if (!g_str_equal(device, "auto"))
+    return FALSE;
+  g_autoptr(SieveGraph) g = sieve_graph_new("probe");
+  guint x = sieve_graph_input(g, 1, 1, 1);
+  if (!sieve_graph_finish(g, sieve_graph_linear(g, x, 1, FALSE), NULL))
+    return FALSE;
+  SieveRuntimeOptions o = {.device = "cuda", .batch = 1, .threads = 1};
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, NULL);
+  return rt != NULL;
+}
 
 /* "0.2860,..." as sieve writes numbers. */
 static char *
@@ -180,6 +209,7 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   /* Kept: the options need not outlive the evaluator. */
   self->device = g_strdup(sieve_options_get_string(options, "device"));
   t->device = self->device;
+  self->per_gpu = device_is_gpu(self->device) ? (guint)sieve_options_get_int(options, "per_gpu") : 1;
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
@@ -492,6 +522,12 @@ train_metrics(gpointer instance)
   return (const char *const *) self->metrics->pdata;
 }
 
+static guint
+train_workers(gpointer instance)
+{
+  return ((Trainer *)instance)->per_gpu;
+}
+
 static const SieveEvaluatorClass train_class = {
   .create = train_create,
   .destroy = train_destroy,
@@ -500,6 +536,7 @@ static const SieveEvaluatorClass train_class = {
   .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE,
   .fidelity = train_fidelity,
   .metrics = train_metrics,
+  .workers = train_workers,
 };
 
 static const SieveComponentInfo train_info = {
