@@ -39,6 +39,16 @@ skip_without_gpu(void)
   return no_gpu != NULL;
 }
 
+/* The cases about the GPU itself (its precision, its memory, its device
+ * names) have nothing to check in a dry run on the CPU. */
+static gboolean
+skip_in_dry_run(void)
+{
+  if (!g_str_equal(gpu_device, "cuda"))
+    g_test_skip("a dry run on another device (SIEVE_TEST_CUDA_AS)");
+  return !g_str_equal(gpu_device, "cuda");
+}
+
 static SieveRuntime *
 compile(const SieveGraph *g, const char *device, guint batch, gboolean keep_all, const char *precision)
 {
@@ -473,11 +483,57 @@ test_steps(void)
   g_assert_cmpfloat(fabs(sieve_runtime_loss(cpu) - sieve_runtime_loss(gpu)), <=, 1e-4 * fabs(sieve_runtime_loss(cpu)));
 }
 
+/* Two backward passes after one forward, as the proxies run them (the
+ * loss's, then an input-only one): a runtime compiled with input_grad
+ * keeps what both read, and gives the CPU's gradients both times; a
+ * training runtime refuses the second with a message. */
+static void
+test_second_backward(void)
+{
+  if (skip_without_gpu())
+    return;
+  g_autoptr(SieveGraph) g = nb201(archs[0], 8, 1, 16, 3, TRUE);
+  g_autoptr(SieveRuntime) cpu = compile(g, "cpu", 8, FALSE, NULL);
+  g_autoptr(SieveRuntime) gpu = compile(g, gpu_device, 8, FALSE, "fp32");
+  gint32 labels[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  g_autofree float *x = randn(8 * 3 * 16 * 16, 77);
+  gsize n = 8 * 3 * 16 * 16;
+  g_autofree float *a = g_new(float, n), *b = g_new(float, n);
+  GError *error = NULL;
+  SieveRuntime *rts[2] = {cpu, gpu};
+  for (int k = 0; k < 2; k++) {
+    g_assert_true(sieve_runtime_forward(rts[k], x, labels, SIEVE_MODE_TRAIN, &error));
+    g_assert_true(sieve_runtime_backward(rts[k], NULL, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_cmpfloat(params_apart(cpu, gpu, 1, "the first backward"), <=, 1e-2);
+  for (int k = 0; k < 2; k++) {
+    g_assert_true(sieve_runtime_backward_input(rts[k], NULL, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_true(sieve_runtime_read_input_grad(cpu, a, &error) && sieve_runtime_read_input_grad(gpu, b, &error));
+  g_assert_no_error(error);
+  double r = rel_norm(b, a, n);
+  g_test_message("input gradient of the second backward within %.3g of the CPU's", r);
+  g_assert_cmpfloat(r, <=, 1e-4);
+  if (g_str_equal(gpu_device, "cuda")) {
+    SieveRuntimeOptions o = {.device = "cuda", .precision = "fp32", .batch = 8, .backward = TRUE, .seed = 11};
+    g_autoptr(SieveRuntime) train = sieve_runtime_new(g, &o, &error);
+    g_assert_no_error(error);
+    g_assert_true(sieve_runtime_forward(train, x, labels, SIEVE_MODE_TRAIN, &error));
+    g_assert_true(sieve_runtime_backward(train, NULL, &error));
+    g_assert_false(sieve_runtime_backward(train, NULL, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "a second backward"));
+    g_clear_error(&error);
+  }
+}
+
 /* TF32 (the default) stays near strict fp32. */
 static void
 test_tf32(void)
 {
-  if (skip_without_gpu())
+  if (skip_without_gpu() || skip_in_dry_run())
     return;
   g_autoptr(SieveGraph) g = nb201(archs[0], 16, 5, 32, 3, TRUE);
   g_autoptr(SieveRuntime) strict = compile(g, gpu_device, 32, FALSE, "fp32");
@@ -539,7 +595,7 @@ test_parity(void)
 static void
 test_oom(void)
 {
-  if (skip_without_gpu())
+  if (skip_without_gpu() || skip_in_dry_run())
     return;
   g_autoptr(SieveGraph) g = nb201(archs[0], 16, 5, 32, 3, TRUE);
   SieveRuntimeOptions o = {.device = gpu_device, .batch = 100000, .backward = TRUE, .seed = 1};
@@ -558,6 +614,8 @@ test_oom(void)
 static void
 test_device(void)
 {
+  if (skip_in_dry_run())
+    return;
   g_autoptr(SieveGraph) g = sieve_graph_new("tiny");
   guint x = sieve_graph_input(g, 1, 4, 4);
   GError *error = NULL;
@@ -617,6 +675,7 @@ main(int argc, char **argv)
     g_test_add_data_func(path, archs[i], test_nb201);
   }
   g_test_add_func("/runtime/cuda/steps", test_steps);
+  g_test_add_func("/runtime/cuda/second-backward", test_second_backward);
   g_test_add_func("/runtime/cuda/tf32", test_tf32);
   g_test_add_func("/runtime/cuda/oom", test_oom);
   g_test_add_func("/runtime/cuda/train-parity", test_parity);

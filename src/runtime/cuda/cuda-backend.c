@@ -39,6 +39,8 @@ cuda_destroy(gpointer impl)
   sieve__cuda_plan_free(c);
   if (c->arena)
     cudaFree(c->arena);
+  if (c->reduce)
+    cudaFree(c->reduce);
   if (c->staging)
     cudaFreeHost(c->staging);
   if (c->staged)
@@ -59,7 +61,7 @@ static gboolean
 fill(Cu *c, gint buf, float value, gsize n, GError **error)
 {
   sieve__cu_fill(c->stream, cu_ptr(c, buf), value, n);
-  CU_TRY(cudaPeekAtLastError(), "filling a buffer");
+  CU_TRY(cudaGetLastError(), "filling a buffer");
   return TRUE;
 }
 
@@ -76,11 +78,15 @@ init(Cu *c, GError **error)
     Param *p = &g_array_index(c->params, Param, i);
     sieve__param_initial(c->graph, &p->info, &rng, host + p->offset);
   }
-  CU_TRY(cudaMemcpy(cu_ptr(c, c->values), host, pf * sizeof(float), cudaMemcpyHostToDevice), "initial values");
-  CU_TRY(cudaMemset(cu_ptr(c, c->grads), 0, pf * sizeof(float)), "clearing gradients");
-  CU_TRY(cudaMemset(cu_ptr(c, c->velocity), 0, pf * sizeof(float)), "clearing velocities");
+  /* Everything on the runtime's own stream, which does not wait for the
+   * legacy one; the sync at the end makes host's buffer free again. */
+  CU_TRY(cudaMemcpyAsync(cu_ptr(c, c->values), host, pf * sizeof(float), cudaMemcpyHostToDevice, c->stream),
+         "initial values");
+  CU_TRY(cudaMemsetAsync(cu_ptr(c, c->grads), 0, pf * sizeof(float), c->stream), "clearing gradients");
+  CU_TRY(cudaMemsetAsync(cu_ptr(c, c->velocity), 0, pf * sizeof(float), c->stream), "clearing velocities");
   if (c->labels >= 0)
-    CU_TRY(cudaMemset(cu_ptr(c, c->labels), 0, c->options.batch * sizeof(gint32)), "clearing labels");
+    CU_TRY(cudaMemsetAsync(cu_ptr(c, c->labels), 0, c->options.batch * sizeof(gint32), c->stream),
+           "clearing labels");
   for (guint v = 0; v < c->n_nodes; v++) {
     CNode *x = &c->nodes[v];
     if (x->role == ROLE_ZERO_BUF && !fill(c, x->out, 0, x->elems, error))
@@ -123,10 +129,12 @@ cuda_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError
     cuda_destroy(c);
     return NULL;
   }
+  sieve__cu_set_multiprocessors(prop.multiProcessorCount);
   cudnnStatus_t st = cudnnCreate(&c->cudnn);
-  if (st != CUDNN_STATUS_SUCCESS || cudnnSetStream(c->cudnn, c->stream) != CUDNN_STATUS_SUCCESS) {
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = cudnnSetStream(c->cudnn, c->stream);
+  if (st != CUDNN_STATUS_SUCCESS) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "starting cuDNN: %s", cudnnGetErrorString(st));
-    c->cudnn = st == CUDNN_STATUS_SUCCESS ? c->cudnn : NULL;
     cuda_destroy(c);
     return NULL;
   }
@@ -167,8 +175,10 @@ cuda_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError
     cuda_destroy(c);
     return NULL;
   }
-  c->describe = g_strdup_printf("cuda (%s, cuDNN %zu.%zu.%zu, %s)", prop.name, cudnnGetVersion() / 10000,
-                                cudnnGetVersion() / 100 % 100, cudnnGetVersion() % 100,
+  /* cuDNN 9 numbers itself MMmmpp, cuDNN 8 Mmpp */
+  size_t v = cudnnGetVersion();
+  size_t major = v >= 90000 ? v / 10000 : v / 1000, minor = v >= 90000 ? v / 100 % 100 : v / 100 % 10;
+  c->describe = g_strdup_printf("cuda (%s, cuDNN %zu.%zu.%zu, %s)", prop.name, major, minor, v % 100,
                                 c->strict_fp32 ? "strict fp32" : "tf32 convolutions");
   return c;
 }
@@ -179,10 +189,17 @@ cuda_describe(gpointer impl)
   return ((Cu *)impl)->describe;
 }
 
+/* The arena, the pinned staging buffer, the reads' scratch and the frozen
+ * ReLUs' masks (not cuDNN's handle or the CUDA context). */
 static guint64
 cuda_memory_bytes(gpointer impl)
 {
-  return ((Cu *)impl)->arena_bytes;
+  Cu *c = impl;
+  guint64 bytes = c->arena_bytes + c->staging_bytes + c->reduce_bytes;
+  for (guint k = 0; k < c->n_order; k++)
+    if (c->nodes[c->order[k]].mask)
+      bytes += c->nodes[c->order[k]].elems;
+  return bytes;
 }
 
 const SieveBackendClass sieve_backend_cuda = {

@@ -529,11 +529,46 @@ bn_backward_data_kernel(const float *x, const float *dy, float *dx, const float 
   }
 }
 
+int multiprocessors = 132; /* an H100's, until the backend says */
+
 int
 bn_parts(int n, int c)
 {
-  int parts = (4 * 132 + c - 1) / c; /* about four blocks per multiprocessor of an H100 */
+  int parts = (4 * multiprocessors + c - 1) / c; /* about four blocks per multiprocessor */
   return parts < 1 ? 1 : parts > n ? n : parts;
+}
+
+/* One thread per 64-bit word of each example's signs: bit j of word w is
+ * element 64 w + j of the example being > 0. */
+__global__ void
+signs_kernel(const float *x, unsigned long long *codes, int batch, unsigned per, unsigned words)
+{
+  GRID_LOOP(i, (size_t)batch * words) {
+    unsigned b = i / words, w = i - b * words;
+    const float *e = x + (size_t)b * per;
+    unsigned long long word = 0;
+    unsigned end = min(per, 64 * w + 64);
+    for (unsigned k = 64 * w; k < end; k++)
+      word |= (unsigned long long)(e[k] > 0) << (k - 64 * w);
+    codes[i] = word;
+  }
+}
+
+/* One warp per plane: the sum over it of y * g, in double. */
+__global__ void
+channel_dots_kernel(const float *y, const float *g, double *dots, size_t nc, size_t hw)
+{
+  size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x % 32;
+  if (warp >= nc)
+    return;
+  double s = 0;
+  for (size_t k = lane; k < hw; k += 32)
+    s += (double)y[warp * hw + k] * g[warp * hw + k];
+  for (int o = 16; o > 0; o /= 2)
+    s += __shfl_down_sync(0xffffffffu, s, o);
+  if (lane == 0)
+    dots[warp] = s;
 }
 
 unsigned
@@ -710,6 +745,13 @@ sieve__cu_sgd(cudaStream_t s, float *w, const float *g, float *v, size_t n, cons
 }
 
 
+void
+sieve__cu_set_multiprocessors(int count)
+{
+  if (count > 0)
+    multiprocessors = count;
+}
+
 size_t
 sieve__cu_bn_scratch_bytes(int n, int c)
 {
@@ -751,6 +793,20 @@ sieve__cu_bn_backward(cudaStream_t s, const float *x, const float *dy, float *dx
   if (dx)
     bn_backward_data_kernel<<<blocks_for(total), THREADS, 0, s>>>(x, dy, dx, gamma, mean, invstd, chan, c, hw, total,
                                                                   acc);
+}
+
+void
+sieve__cu_signs(cudaStream_t s, const float *x, uint64_t *codes, int batch, size_t per)
+{
+  unsigned words = (unsigned)((per + 63) / 64);
+  signs_kernel<<<blocks_for((size_t)batch * words), THREADS, 0, s>>>(x, (unsigned long long *)codes, batch,
+                                                                     (unsigned)per, words);
+}
+
+void
+sieve__cu_channel_dots(cudaStream_t s, const float *y, const float *g, double *dots, size_t nc, size_t hw)
+{
+  channel_dots_kernel<<<warp_blocks(nc), THREADS, 0, s>>>(y, g, dots, nc, hw);
 }
 
 } // extern "C"

@@ -77,6 +77,9 @@ void sieve__cu_crop_backward(cudaStream_t s, const float *dy, float *dx, size_t 
  * momentum, PyTorch's convention; else the running ones).  gamma and beta
  * NULL: 1 and 0.  scratch: sieve__cu_bn_scratch_bytes. */
 size_t sieve__cu_bn_scratch_bytes(int n, int c);
+/* The GPU's multiprocessors, which batch norm sizes its grid by (set at
+ * compile time; every GPU of one process is taken to be alike). */
+void sieve__cu_set_multiprocessors(int count);
 void sieve__cu_bn_forward(cudaStream_t s, int train, const float *x, float *y, const float *gamma, const float *beta,
                           float *mean, float *invstd, float *run_mean, float *run_var, void *scratch, int n, int c,
                           size_t hw, float eps, float momentum);
@@ -88,6 +91,12 @@ void sieve__cu_bn_backward(cudaStream_t s, const float *x, const float *dy, floa
 /* The gradient dy handed to n_dst inputs at once (a sum's backward):
  * dst[k] = (acc[k] ? dst[k] : 0) + dy. */
 void sieve__cu_spread(cudaStream_t s, const float *dy, float *const *dst, const int *acc, int n_dst, size_t n);
+
+/* What the proxies read, reduced on the GPU before it comes down: each
+ * example's signs (per elements, 64 to a word, plain order), and per plane
+ * of hw the sum of y * g in double. */
+void sieve__cu_signs(cudaStream_t s, const float *x, uint64_t *codes, int batch, size_t per);
+void sieve__cu_channel_dots(cudaStream_t s, const float *y, const float *g, double *dots, size_t nc, size_t hw);
 
 /* The SGD hyperparameters, read by the update on the device so that a
  * captured step serves every learning rate of a schedule. */

@@ -183,6 +183,12 @@ lifetimes(Cu *c)
   guint N = c->n_nodes, INF = 2 * N + 1;
   gboolean bwd = c->options.backward;
 #define TB(v) (2 * N - 1 - (v))
+  /* What a backward step reads of the forward lives until that step in a
+   * training runtime (the memory then goes to gradients), and to the end
+   * where another backward may follow the same forward (the proxies run
+   * two: compiled with input_grad or kept nodes). */
+  c->repeatable = c->options.input_grad || c->options.keep_all || c->options.n_keep > 0;
+#define SAVED(v) (c->repeatable ? INF : TB(v))
   for (guint k = 0; k < c->options.n_keep; k++)
     if (c->options.keep[k] < N)
       c->nodes[c->nodes[c->options.keep[k]].root].kept = TRUE;
@@ -219,19 +225,19 @@ lifetimes(Cu *c)
     if (x->n->kind == SIEVE_OP_SOFTMAX_CE)
       c->loss = x->out;
     if (bwd && x->n->kind == SIEVE_OP_ACTIVATION && sieve__cu_act_uses_output(x->n->attrs.activation))
-      buf_extend(c, x->out, TB(v));
+      buf_extend(c, x->out, SAVED(v));
     /* Freezing reads every ReLU's output of the last forward, after
      * whatever pass came since. */
     if (bwd && x->n->kind == SIEVE_OP_ACTIVATION &&
         (x->n->attrs.activation == SIEVE_ACT_RELU || x->n->attrs.activation == SIEVE_ACT_LEAKY_RELU))
       buf_extend(c, x->out, INF);
     if (x->n->kind == SIEVE_OP_POOL && x->n->attrs.pool == SIEVE_POOL_MAX)
-      x->idx = buf_new(c, x->elems * sizeof(gint32), v, bwd ? TB(v) : v);
+      x->idx = buf_new(c, x->elems * sizeof(gint32), v, bwd ? SAVED(v) : v);
     for (guint i = 0; i < x->n_in; i++) {
       CNode *u = &c->nodes[x->in[i]];
       buf_extend(c, u->out, v);
       if (bwd && reads_input_backward(x))
-        buf_extend(c, u->out, TB(v));
+        buf_extend(c, u->out, SAVED(v));
     }
   }
   /* Gradients: from the backward step of the last reader to the node's own. */
@@ -254,6 +260,7 @@ lifetimes(Cu *c)
     x->grad = buf_new(c, x->elems * sizeof(float), first, forever ? INF : TB(v));
   }
 #undef TB
+#undef SAVED
 }
 
 /* ---- pass 3: the arena ---------------------------------------------------- */
@@ -393,13 +400,14 @@ choose(Cu *c, guint v, Choice out[3], GError **error)
                                          a->kernel[1], a->stride[0], a->stride[1], a->pad[0], a->pad[1],
                                          a->dilation[0], a->dilation[1], a->groups, c->strict_fp32, find, det,
                                          c->options.backward);
-  g_mutex_lock(&choice_lock);
+  /* Held while timing too: two threads that meet a new shape at once would
+   * each allocate cuDNN's trial buffers and time against each other. */
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&choice_lock);
   Choice *known = choices ? g_hash_table_lookup(choices, key) : NULL;
-  if (known)
+  if (known) {
     memcpy(out, known, 3 * sizeof(Choice));
-  g_mutex_unlock(&choice_lock);
-  if (known)
     return TRUE;
+  }
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   if (find)
@@ -433,11 +441,9 @@ choose(Cu *c, guint v, Choice out[3], GError **error)
               "%s: backward filter algorithms", sieve__cuda_node_desc(c, v));
     PICK(filt, count, out[2], det);
   }
-  g_mutex_lock(&choice_lock);
   if (!choices)
     choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_hash_table_replace(choices, g_strdup(key), g_memdup2(out, 3 * sizeof(Choice)));
-  g_mutex_unlock(&choice_lock);
   return TRUE;
 }
 
@@ -511,10 +517,9 @@ sieve__cuda_plan(Cu *c, GError **error)
     SieveShape ls = c->nodes[c->logits].n->shape;
     c->n_classes = ls.c * ls.h * ls.w;
   }
-  if (c->nodes[c->output].role != ROLE_REAL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is constant zero");
-    return FALSE;
-  }
+  /* An output that folds to zero is a tensor of zeros, as on the CPU. */
+  if (c->nodes[c->output].role == ROLE_ZERO)
+    c->nodes[c->output].role = ROLE_ZERO_BUF;
   for (guint v = 0; v < N; v++)
     if (c->nodes[v].role != ROLE_DEAD && c->nodes[v].elems >= ((gsize)1 << 31)) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,

@@ -21,7 +21,7 @@
  *     parameters, gradients and velocities each one contiguous array, so
  *     that the SGD update is one kernel; one cudaMalloc per runtime.
  * Running (cuda-run.c): a forward, a backward and an SGD step are each a
- * sequence of launches on the runtime's own stream; the second time a
+ * sequence of launches on the runtime's own stream; the third time a
  * sequence runs it is captured as a CUDA graph and from then on replayed
  * with one launch.  Tensors stay on the GPU; only the batch goes up and
  * what is read comes down.
@@ -110,6 +110,10 @@ typedef struct {
   float *staging;       /* pinned: the batch, the labels and the SGD hyperparameters on their way up */
   gsize staging_bytes;
   cudaEvent_t staged;   /* the last upload from staging has finished */
+  gpointer reduce;      /* scratch of the reads reduced on the GPU (cuda-read.c) */
+  gsize reduce_bytes;
+  gboolean repeatable;  /* a second backward may follow one forward (cuda-plan.c) */
+  gboolean backward_done; /* since the last forward */
   gboolean has_labels;
   gboolean loss_known;  /* loss_value holds the last forward's loss */
   double loss_value;
@@ -134,6 +138,7 @@ typedef struct {
   G_STMT_START {                                                                                                   \
     cudaError_t cu_err_ = (call);                                                                                  \
     if (cu_err_ != cudaSuccess) {                                                                                  \
+      (void)cudaGetLastError(); /* a non-sticky error must not fail the next call too */                           \
       g_autofree char *cu_what_ = g_strdup_printf(__VA_ARGS__);                                                    \
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s: %s", cu_what_, cudaGetErrorString(cu_err_));      \
       return FALSE;                                                                                                \

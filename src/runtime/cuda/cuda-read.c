@@ -13,14 +13,13 @@ download(Cu *c, void *dst, const void *src, gsize bytes, GError **error)
   return sieve__cuda_sync(c, error);
 }
 
+/* On the runtime's stream (a non-blocking one, which the legacy stream of
+ * plain cudaMemcpy does not order), finished before it returns. */
 static gboolean
 upload_now(Cu *c, void *dst, const void *src, gsize bytes, GError **error)
 {
-  /* From pageable memory cudaMemcpy returns once src may be reused. */
-  if (!sieve__cuda_sync(c, error))
-    return FALSE;
-  CU_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "writing to the GPU");
-  return TRUE;
+  CU_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), "writing to the GPU");
+  return sieve__cuda_sync(c, error);
 }
 
 static gboolean
@@ -91,43 +90,103 @@ sieve__cuda_read_input_grad(gpointer impl, float *out, GError **error)
   return download(c, out, cu_ptr(c, x->grad), x->elems * sizeof(float), error);
 }
 
-/* Bits in plain NCHW order of each example. */
+/* Where a node's output (or gradient) lives on the GPU for a reduction
+ * that runs there; NULL with zeros written by read_node's rules (a zero, no
+ * gradient) or with an error. */
+static const float *
+device_tensor(Cu *c, guint node, gboolean diff, gboolean *zero, GError **error)
+{
+  *zero = FALSE;
+  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
+    return NULL;
+  }
+  guint r = c->nodes[node].root;
+  CNode *x = &c->nodes[r];
+  if (x->role == ROLE_ZERO || x->role == ROLE_ZERO_BUF) {
+    if (diff) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s is a zero the runtime folds away: no gradient is computed for it",
+                  sieve__cuda_node_desc(c, node));
+      return NULL;
+    }
+    *zero = TRUE;
+    return NULL;
+  }
+  if (!x->kept || x->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "%s was not kept after its last use (compile with keep_all to read any node)",
+                sieve__cuda_node_desc(c, node));
+    return NULL;
+  }
+  if (diff && (x->grad < 0 || !c->written[r])) {
+    *zero = TRUE;
+    return NULL;
+  }
+  return cu_ptr(c, diff ? x->grad : x->out);
+}
+
+/* A scratch allocation of the runtime's own for reductions that come down. */
+static gpointer
+reduce_space(Cu *c, gsize bytes, GError **error)
+{
+  if (bytes > c->reduce_bytes) {
+    if (c->reduce)
+      cudaFree(c->reduce);
+    c->reduce = NULL;
+    c->reduce_bytes = 0;
+    CU_TRY(cudaMalloc(&c->reduce, bytes), "%zu bytes for a read", bytes);
+    c->reduce_bytes = bytes;
+  }
+  return c->reduce;
+}
+
+/* Bits in plain NCHW order of each example, packed on the GPU. */
 gboolean
 sieve__cuda_read_signs(gpointer impl, guint node, guint64 *codes, GError **error)
 {
   Cu *c = impl;
-  CNode *x = &c->nodes[node < c->n_nodes ? c->nodes[node].root : 0];
+  gboolean zero;
+  const float *src = device_tensor(c, node, FALSE, &zero, error);
+  CNode *x = &c->nodes[c->nodes[MIN(node, c->n_nodes - 1)].root];
   gsize per = (gsize)x->n->shape.c * x->n->shape.h * x->n->shape.w, words = (per + 63) / 64;
-  g_autofree float *v = g_new(float, per * c->options.batch);
-  if (!read_node(c, node, FALSE, v, error))
+  gsize bytes = c->options.batch * words * sizeof(guint64);
+  if (zero) {
+    memset(codes, 0, bytes);
+    return TRUE;
+  }
+  if (!src)
     return FALSE;
-  for (guint b = 0; b < c->options.batch; b++)
-    for (gsize w = 0; w < words; w++) {
-      guint64 word = 0;
-      for (gsize k = w * 64; k < MIN(per, w * 64 + 64); k++)
-        word |= (guint64)(v[b * per + k] > 0) << (k - w * 64);
-      codes[b * words + w] = word;
-    }
-  return TRUE;
+  gpointer out = reduce_space(c, bytes, error);
+  if (!out)
+    return FALSE;
+  sieve__cu_signs(c->stream, src, out, (int)c->options.batch, per);
+  CU_TRY(cudaGetLastError(), "packing signs");
+  return download(c, codes, out, bytes, error);
 }
 
 gboolean
 sieve__cuda_read_channel_dots(gpointer impl, guint node, double *dots, GError **error)
 {
   Cu *c = impl;
-  CNode *x = &c->nodes[node < c->n_nodes ? c->nodes[node].root : 0];
-  gsize hw = (gsize)x->n->shape.h * x->n->shape.w, C = x->n->shape.c, n = c->options.batch * C * hw;
-  g_autofree float *v = g_new(float, n);
-  g_autofree float *g = g_new(float, n);
-  if (!read_node(c, node, FALSE, v, error) || !read_node(c, node, TRUE, g, error))
+  gboolean zero_y, zero_g;
+  const float *y = device_tensor(c, node, FALSE, &zero_y, error);
+  if (!y && !zero_y)
     return FALSE;
-  for (gsize p = 0; p < c->options.batch * C; p++) {
-    double s = 0;
-    for (gsize k = 0; k < hw; k++)
-      s += (double)v[p * hw + k] * g[p * hw + k];
-    dots[p] = s;
+  const float *g = device_tensor(c, node, TRUE, &zero_g, error);
+  if (!g && !zero_g)
+    return FALSE;
+  CNode *x = &c->nodes[c->nodes[node].root];
+  gsize nc = (gsize)c->options.batch * x->n->shape.c, hw = (gsize)x->n->shape.h * x->n->shape.w;
+  if (zero_y || zero_g) {
+    memset(dots, 0, nc * sizeof(double));
+    return TRUE;
   }
-  return TRUE;
+  gpointer out = reduce_space(c, nc * sizeof(double), error);
+  if (!out)
+    return FALSE;
+  sieve__cu_channel_dots(c->stream, y, g, out, nc, hw);
+  CU_TRY(cudaGetLastError(), "channel dots");
+  return download(c, dots, out, nc * sizeof(double), error);
 }
 
 static CNode *
@@ -181,7 +240,7 @@ sieve__cuda_freeze(gpointer impl, gboolean freeze, GError **error)
       CU_TRY(cudaMalloc((void **)&x->mask, MAX(x->elems, 1)), "a frozen ReLU's mask (%zu bytes)", x->elems);
     sieve__cu_positive_mask(c->stream, cu_ptr(c, x->out), x->mask, x->elems);
   }
-  CU_TRY(cudaPeekAtLastError(), "freezing");
+  CU_TRY(cudaGetLastError(), "freezing");
   c->frozen = TRUE;
   return sieve__cuda_sync(c, error);
 }

@@ -23,6 +23,15 @@ is_relu(const SieveGraphNode *n)
                                             n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
 }
 
+/* The slope an activation's kernels take: a leaky ReLU's alpha; a ReLU's
+ * is 0 whatever alpha it was built with (its frozen form passes alpha x
+ * where the mask is off). */
+static float
+frozen_slope(const SieveGraphNode *n)
+{
+  return n->attrs.activation == SIEVE_ACT_RELU ? 0.0f : (float)n->attrs.alpha;
+}
+
 static SieveCuPool
 pool_of(const Cu *c, const CNode *x)
 {
@@ -68,7 +77,7 @@ forward_node(Cu *c, guint v, gboolean train, GError **error)
     break;
   }
   case SIEVE_OP_ACTIVATION:
-    sieve__cu_act_forward(s, (int)a->activation, (float)a->alpha, in0, y, x->elems,
+    sieve__cu_act_forward(s, (int)a->activation, frozen_slope(x->n), in0, y, x->elems,
                           c->frozen && is_relu(x->n) ? x->mask : NULL);
     break;
   case SIEVE_OP_POOL: {
@@ -193,7 +202,7 @@ issue_forward(Cu *c, gboolean train, GError **error)
       return FALSE;
   if (!mark(c, c->n_order, error))
     return FALSE;
-  CU_TRY(cudaPeekAtLastError(), "launching the forward");
+  CU_TRY(cudaGetLastError(), "launching the forward");
   return profile_pass(c, 0, FALSE, error);
 }
 
@@ -249,7 +258,10 @@ backward_node(Cu *c, guint v, GError **error)
     break;
   case SIEVE_OP_ACTIVATION:
     if ((dx = grad_target(c, x, 0, &acc)))
-      sieve__cu_act_backward(s, (int)a->activation, (float)a->alpha, in0, cu_ptr(c, x->out), dy, dx, x->elems,
+      /* only the tensor the derivative reads: the other may be gone */
+      sieve__cu_act_backward(s, (int)a->activation, frozen_slope(x->n),
+                             sieve__cu_act_uses_output(a->activation) ? NULL : in0,
+                             sieve__cu_act_uses_output(a->activation) ? cu_ptr(c, x->out) : NULL, dy, dx, x->elems,
                              c->frozen && is_relu(x->n) ? x->mask : NULL, acc);
     break;
   case SIEVE_OP_POOL:
@@ -361,7 +373,7 @@ issue_backward(Cu *c, GError **error)
   }
   if (!mark(c, c->n_order, error))
     return FALSE;
-  CU_TRY(cudaPeekAtLastError(), "launching the backward");
+  CU_TRY(cudaGetLastError(), "launching the backward");
   return profile_pass(c, 1, TRUE, error);
 }
 
@@ -370,7 +382,7 @@ issue_sgd(Cu *c, GError **error)
 {
   sieve__cu_sgd(c->stream, cu_ptr(c, c->values), cu_ptr(c, c->grads), cu_ptr(c, c->velocity), c->n_param_floats,
                 (const SieveCuSgd *)cu_ptr(c, c->hyper));
-  CU_TRY(cudaPeekAtLastError(), "launching the SGD step");
+  CU_TRY(cudaGetLastError(), "launching the SGD step");
   return TRUE;
 }
 
@@ -390,9 +402,10 @@ issue(Cu *c, Seq seq, GError **error)
   }
 }
 
-/* The first run of a sequence is issued launch by launch (cuDNN and the
- * kernels load lazily, which a capture must not see); the second is
- * captured and every later one replays the graph.  While activations are
+/* The first two runs of a sequence are issued launch by launch (cuDNN and
+ * the kernels load lazily, which a capture must not see, and a runtime
+ * that runs a pass once or twice, as the proxies' do, is not worth a
+ * capture); the third is captured and every later one replays the graph.  While activations are
  * frozen the masks change what runs: those passes are never captured.  A
  * capture that fails turns graphs off for this runtime (the describe text
  * says so) and the sequence runs launch by launch. */
@@ -407,13 +420,14 @@ run_seq(Cu *c, Seq seq, GError **error)
       memcpy(c->written, saved, c->n_nodes * sizeof(gboolean));
     return TRUE;
   }
-  if (c->graphs && !c->frozen && !c->profile && c->runs[seq] > 0) {
+  if (c->graphs && !c->frozen && !c->profile && c->runs[seq] >= 2) {
     GError *why = NULL;
     cudaGraph_t graph = NULL;
     CU_TRY(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "starting a capture");
     gboolean ok = issue(c, seq, &why);
     cudaError_t end = cudaStreamEndCapture(c->stream, &graph);
-    if (ok && end == cudaSuccess && cudaGraphInstantiate(&c->exec[seq], graph, 0) == cudaSuccess) {
+    cudaError_t inst = ok && end == cudaSuccess ? cudaGraphInstantiate(&c->exec[seq], graph, 0) : cudaSuccess;
+    if (ok && end == cudaSuccess && inst == cudaSuccess) {
       cudaGraphDestroy(graph);
       if (saved)
         memcpy(saved, c->written, c->n_nodes * sizeof(gboolean));
@@ -426,7 +440,7 @@ run_seq(Cu *c, Seq seq, GError **error)
     (void)cudaGetLastError();
     g_autofree char *old = c->describe;
     c->describe = g_strdup_printf("%s; CUDA graphs off (%s)", old,
-                                  why ? why->message : cudaGetErrorString(end != cudaSuccess ? end : cudaErrorUnknown));
+                                  why ? why->message : cudaGetErrorString(end != cudaSuccess ? end : inst));
     g_clear_error(&why);
     c->graphs = FALSE;
   }
@@ -480,6 +494,7 @@ sieve__cuda_forward(gpointer impl, const float *x, const gint32 *labels, SieveMo
     return FALSE;
   CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
   c->loss_known = FALSE;
+  c->backward_done = FALSE;
   return run_seq(c, mode == SIEVE_MODE_TRAIN ? SEQ_FWD_TRAIN : SEQ_FWD_EVAL, error);
 }
 
@@ -487,6 +502,12 @@ gboolean
 sieve__cuda_backward(gpointer impl, const float *output_grad, gboolean input_only, GError **error)
 {
   Cu *c = impl;
+  if (c->backward_done && !c->repeatable) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
+                "a second backward after one forward: this runtime gave the forward's tensors to the first "
+                "backward's gradients (compile with input_grad or kept nodes to run several)");
+    return FALSE;
+  }
   c->input_only = input_only;
   if (c->logits != G_MAXUINT) {
     if (!c->has_labels) {
@@ -504,7 +525,10 @@ sieve__cuda_backward(gpointer impl, const float *output_grad, gboolean input_onl
       return FALSE;
     CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
   }
-  return run_seq(c, input_only ? SEQ_BWD_INPUT : SEQ_BWD, error);
+  if (!run_seq(c, input_only ? SEQ_BWD_INPUT : SEQ_BWD, error))
+    return FALSE;
+  c->backward_done = TRUE;
+  return TRUE;
 }
 
 gboolean
