@@ -57,6 +57,10 @@ void sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, S
  * the latency table's entries depend on. (transfer none) */
 const char *sieve__cpu_library(void);
 
+/* For messages: "node 12 (conv2d "stage1.cell0.edge_1_0.conv")", valid
+ * until the thread's next call. (transfer none) */
+const char *sieve__node_desc(const SieveGraph *graph, guint v);
+
 /* Whether node's output is exactly zero whenever its first input is, for
  * every value of its parameters (it has none): a pooling or cropping of
  * zeros, or an activation with f(0) = 0.  A backend skips such a node

@@ -331,6 +331,17 @@ sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, SieveR
     out[k] = (float)((2 * sieve_rng_uniform(rng) - 1) / sqrt(fan_in));
 }
 
+const char *
+sieve__node_desc(const SieveGraph *graph, guint v)
+{
+  static GPrivate buf = G_PRIVATE_INIT(g_free);
+  const SieveGraphNode *n = sieve_graph_node(graph, v);
+  char *s = n->label ? g_strdup_printf("node %u (%s \"%s\")", v, sieve_op_kind_name(n->kind), n->label)
+                     : g_strdup_printf("node %u (%s)", v, sieve_op_kind_name(n->kind));
+  g_private_replace(&buf, s);
+  return s;
+}
+
 gboolean
 sieve__node_keeps_zero(const SieveGraphNode *node)
 {

@@ -6,13 +6,7 @@
 const char *
 sieve__cpu_node_desc(Cpu *c, guint v)
 {
-  /* For messages: "node 12 (conv2d "stage1.cell0.edge_1_0.conv")". */
-  static GPrivate buf = G_PRIVATE_INIT(g_free);
-  const SieveGraphNode *n = c->nodes[v].n;
-  char *s = n->label ? g_strdup_printf("node %u (%s \"%s\")", v, sieve_op_kind_name(n->kind), n->label)
-                     : g_strdup_printf("node %u (%s)", v, sieve_op_kind_name(n->kind));
-  g_private_replace(&buf, s);
-  return s;
+  return sieve__node_desc(c->graph, v);
 }
 
 /* ---- slots --------------------------------------------------------------- */

@@ -456,6 +456,17 @@ bn_partial_kernel(const float *a, const float *b, const float *shift, double *pa
   }
 }
 
+/* A channel's partial sums, added in the order of the parts. */
+__device__ inline void
+sum_parts(const double *partial, int ch, int parts, double *s1, double *s2)
+{
+  *s1 = *s2 = 0;
+  for (int p = 0; p < parts; p++) {
+    *s1 += partial[((size_t)ch * parts + p) * 2];
+    *s2 += partial[((size_t)ch * parts + p) * 2 + 1];
+  }
+}
+
 __global__ void
 bn_stats_kernel(const double *partial, int c, int parts, double count, float eps, float momentum, float *save_mean,
                 float *save_invstd, float *run_mean, float *run_var)
@@ -463,11 +474,8 @@ bn_stats_kernel(const double *partial, int c, int parts, double count, float eps
   int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c)
     return;
-  double s1 = 0, s2 = 0;
-  for (int p = 0; p < parts; p++) {
-    s1 += partial[((size_t)ch * parts + p) * 2];
-    s2 += partial[((size_t)ch * parts + p) * 2 + 1];
-  }
+  double s1, s2;
+  sum_parts(partial, ch, parts, &s1, &s2);
   double mean = s1 / count, var = fmax(s2 / count - mean * mean, 0.0);
   save_mean[ch] = (float)mean;
   save_invstd[ch] = (float)(1.0 / sqrt(var + eps));
@@ -501,11 +509,8 @@ bn_backward_stats_kernel(const double *partial, int c, int parts, double count, 
   int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c)
     return;
-  double s1 = 0, s2 = 0;
-  for (int p = 0; p < parts; p++) {
-    s1 += partial[((size_t)ch * parts + p) * 2];
-    s2 += partial[((size_t)ch * parts + p) * 2 + 1];
-  }
+  double s1, s2;
+  sum_parts(partial, ch, parts, &s1, &s2);
   double dg = s2 * invstd[ch];
   if (dgamma)
     dgamma[ch] = (float)dg;

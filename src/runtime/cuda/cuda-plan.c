@@ -7,12 +7,7 @@
 const char *
 sieve__cuda_node_desc(const Cu *c, guint v)
 {
-  static GPrivate buf = G_PRIVATE_INIT(g_free);
-  const SieveGraphNode *n = c->nodes[v].n;
-  char *s = n->label ? g_strdup_printf("node %u (%s \"%s\")", v, sieve_op_kind_name(n->kind), n->label)
-                     : g_strdup_printf("node %u (%s)", v, sieve_op_kind_name(n->kind));
-  g_private_replace(&buf, s);
-  return s;
+  return sieve__node_desc(c->graph, v);
 }
 
 void
