@@ -126,7 +126,8 @@ typedef struct {
 
 /* Whether device names a GPU this machine has: "cuda" as written (a
  * machine without one then fails each trial with the runtime's message),
- * "auto" when the runtime compiles a one-node network for "cuda". */
+ * "auto" when it resolves to the GPU, which it says on stdout ("device
+ * auto: cuda (NVIDIA H100 ...)" or "device auto: cpu (...)"). */
 static gboolean
 device_is_gpu(const char *device)
 {
@@ -138,9 +139,12 @@ device_is_gpu(const char *device)
   guint x = sieve_graph_input(g, 1, 1, 1);
   if (!sieve_graph_finish(g, sieve_graph_linear(g, x, 1, FALSE), NULL))
     return FALSE;
-  SieveRuntimeOptions o = {.device = "cuda", .batch = 1, .threads = 1};
+  SieveRuntimeOptions o = {.device = "auto", .batch = 1, .threads = 1};
   g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, NULL);
-  return rt != NULL;
+  if (rt == NULL)
+    return FALSE;
+  g_print("device auto: %s\n", sieve_runtime_describe(rt));
+  return g_str_has_prefix(sieve_runtime_describe(rt), "cuda");
 }
 
 /* "0.2860,..." as sieve writes numbers. */
