@@ -12,12 +12,18 @@ out=${OUT:-$root/.gpu/out}
 mkdir -p "$out"
 tar xJf .gpu/payload.tar.xz -C .gpu
 build=$(cat .gpu/build-root)
-[[ -e $build ]] || { mkdir -p "$(dirname "$build")" && ln -sfn "$root/.gpu/build" "$build"; }
+# The carried build must be the one that runs: a folder already at that
+# path (a stale build) is an error, a link is pointed at the carried one.
+if [[ -e $build && ! -L $build ]]; then
+  echo "gpu-check: $build exists and is not the carried build; move it away" >&2
+  exit 2
+fi
+mkdir -p "$(dirname "$build")" && ln -sfn "$root/.gpu/build" "$build"
 src=$(cat .gpu/source-root)
 [[ -e $src ]] || { mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"; }
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-} SIEVE_BUILD_ROOT=$build SIEVE_DATA_DIR=$root/.gpu/data
 export G_DEBUG=fatal-criticals PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 status=0
 if [[ $what == tests || $what == all ]]; then
   timeout 120 "$build/tests/runtime/test-runtime-cuda" > "$out/cuda.log" 2>&1 || status=1

@@ -3,7 +3,7 @@
 # `device` tool, which has the CUDA libraries but not GLib, Lua or oneDNN:
 # the build's programs, plugins and tests (stripped), the libraries they lack
 # there (../shared/device/bundle-libs), the PyTorch peer and Fashion-MNIST,
-# into .gpu/ (add /.gpu/ to .git/info/exclude, name .gpu in the run's carry),
+# into .gpu/ (ignored by .gitignore; name .gpu in the run's carry),
 # then on that machine: bash scripts/gpu-check.sh.
 #   usage: scripts/gpu-pack.sh [BUILD_DIR]   (default: build)
 set -euo pipefail

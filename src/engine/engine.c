@@ -1567,6 +1567,16 @@ trial_key(const Job *job)
   return key;
 }
 
+/* A component written in Lua: the builtin lua plugin's, or one a script
+ * registered (its file is the script). */
+static gboolean
+component_in_lua(const SieveComponent *component)
+{
+  const char *path = sieve_component_get_path(component);
+  return g_strcmp0(sieve_component_get_plugin_name(component), "lua") == 0 ||
+         (path != NULL && g_str_has_suffix(path, ".lua"));
+}
+
 gboolean
 sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress, GError **error)
 {
@@ -1603,10 +1613,20 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   /* An evaluator may ask for several at once (train's per_gpu on a GPU)
    * where the file leaves workers unset; a written workers wins. */
   if (!queued && !exp->workers_set && sieve_evaluator_get_workers(engine->evaluator) > 1) {
-    workers = sieve_evaluator_get_workers(engine->evaluator);
-    if (progress)
-      sieve_progress_message(progress, "evaluator '%s' runs %u evaluations at once (its own count; set workers "
-                             "to change it)", sieve_component_get_name(exp->evaluator.component), workers);
+    /* A Lua space builds networks on its script's thread only, and the
+     * evaluator builds them on its workers': stay at one. */
+    if (component_in_lua(exp->space.component)) {
+      if (progress)
+        sieve_progress_message(progress, "evaluator '%s' would run %u evaluations at once, but space '%s' runs in "
+                               "Lua, on one thread: 1 worker", sieve_component_get_name(exp->evaluator.component),
+                               sieve_evaluator_get_workers(engine->evaluator),
+                               sieve_component_get_name(exp->space.component));
+    } else {
+      workers = sieve_evaluator_get_workers(engine->evaluator);
+      if (progress)
+        sieve_progress_message(progress, "evaluator '%s' runs %u evaluations at once (its own count; set workers "
+                               "to change it)", sieve_component_get_name(exp->evaluator.component), workers);
+    }
   }
   g_autoptr(GHashTable) queue_jobs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, (GDestroyNotify) job_free);
   GQueue queue_done = G_QUEUE_INIT;

@@ -81,11 +81,15 @@ opt_device(lua_State *L, int idx)
     return NULL;
   }
   const char *device = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-  if (device == NULL || !g_strv_contains(devices, device))
-    luaL_error(L, "proxies: option 'device' expects cpu, cuda or auto, got %s",
-               device ? device : luaL_typename(L, -1));
-  lua_pop(L, 1);
-  return device;
+  /* The table's own string: the value read may not outlive the pop (an
+   * __index metamethod could have made it). */
+  for (guint i = 0; device && devices[i]; i++)
+    if (g_str_equal(devices[i], device)) {
+      lua_pop(L, 1);
+      return devices[i];
+    }
+  return luaL_error(L, "proxies: option 'device' expects cpu, cuda or auto, got %s",
+                    device ? device : luaL_typename(L, -1)), NULL;
 }
 
 /* sieve.proxies(graph, names, {batch = 64, seed = 0, threads = 0, device = "cpu"}) -> scores, ms */

@@ -9,6 +9,7 @@ many trainings at once only where the device is a GPU."""
 import json
 import os
 import re
+import shutil
 import sys
 import unittest
 
@@ -22,8 +23,10 @@ A2 = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|avg_pool_3x3~0|nor_conv_3x3~1|no
 # What the runtime says for cuda without a GPU: a build with the backend and
 # no device, or a build without it.
 NO_CUDA = re.compile(r"no CUDA device|no CUDA backend")
-# A runtime from before issue 27 knows only cpu.
-OLD_RUNTIME = 'unknown device "cuda"'
+# These cases are about a machine without a GPU; on one (the device tool's
+# GPU machine) the runtime tests under tests/runtime check the GPU itself.
+HAVE_GPU = shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidiactl")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 TRAIN = """name: dev
 seed: 2
@@ -39,11 +42,10 @@ COMPARED = ("number", "status", "genotype", "val_acc", "train_loss", "train_acc"
 
 def no_cuda(test, reason):
     """Asserts reason is the runtime's no-GPU message."""
-    if OLD_RUNTIME in reason:
-        test.skipTest(f"this runtime predates device cuda ({reason}); needs issue 27's runtime change")
     test.assertRegex(reason, NO_CUDA)
 
 
+@unittest.skipIf(HAVE_GPU, "this machine has a GPU: these cases are about one without")
 class TestDevice(Workdir):
     prefix = "sieve-device-"
 
@@ -82,11 +84,27 @@ class TestDevice(Workdir):
     def test_train_auto_without_gpu_is_cpu(self):
         p, _ = self.run_study("auto", ", device: auto, per_gpu: 3")
         self.assertNotIn("evaluations at once", p.stdout)
+        # auto says what it took, on stderr (stdout may be JSON)
+        self.assertRegex(p.stderr, r"device auto: cpu \(oneDNN")
         rows = export_rows(self.path("auto.sieve"), stable=False)
-        if rows[0]["status"] == "failed" and 'unknown device "auto"' in rows[0]["reason"]:
-            self.skipTest("this runtime predates device auto; needs issue 27's runtime change")
         self.assertEqual([r["status"] for r in rows], ["ok"] * 3, rows)
         self.assertEqual({r["worker"] for r in rows}, {"0"})
+
+    def test_per_gpu_with_a_lua_space_stays_at_one(self):
+        """A Lua space builds networks on its script's thread only: per_gpu
+        does not move the evaluations to other threads."""
+        script = os.path.join(ROOT, "search_spaces", "nb201.lua")
+        text = (TRAIN % {"extra": ", device: cuda, per_gpu: 3"}).replace(
+            "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+            "space: {plugin: lua, script: %s, options: {C: 4, N: 1, in_channels: 1, size: 28}}" % script)
+        cfg = self.write("lua.yaml", text)
+        p = sieve("run", cfg, "--store", self.path("lua.sieve"), check=0, timeout=300)
+        self.assertIn("evaluator 'train' would run 3 evaluations at once, but space 'lua' runs in Lua, on one "
+                      "thread: 1 worker", p.stdout)
+        rows = export_rows(self.path("lua.sieve"), stable=False)
+        self.assertEqual({r["worker"] for r in rows}, {"0"})
+        for r in rows:  # the runtime's message, not the Lua thread's
+            no_cuda(self, r["reason"])
 
     def test_bad_device_is_a_config_error(self):
         p, cfg = self.run_study("bad", ", device: gpu", check=2)
@@ -128,6 +146,7 @@ budget: {evaluations: 2}
         no_cuda(self, rows[0]["reason"])
 
 
+@unittest.skipIf(HAVE_GPU, "this machine has a GPU: these cases are about one without")
 class TestProxiesDevice(unittest.TestCase):
     SMALL = ["--set", "space.C=4", "--set", "space.N=1", "--input", "3x8x8", "--batch", "8", "--threads", "1",
              "--proxies", "snip,naswot,gradsign,synflow"]

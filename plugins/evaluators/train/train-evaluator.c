@@ -126,7 +126,7 @@ typedef struct {
 
 /* Whether device names a GPU this machine has: "cuda" as written (a
  * machine without one then fails each trial with the runtime's message),
- * "auto" when it resolves to the GPU, which it says on stdout ("device
+ * "auto" when it resolves to the GPU, which it says on stderr ("device
  * auto: cuda (NVIDIA H100 ...)" or "device auto: cpu (...)"). */
 static gboolean
 device_is_gpu(const char *device)
@@ -143,7 +143,7 @@ device_is_gpu(const char *device)
   g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, NULL);
   if (rt == NULL)
     return FALSE;
-  g_print("device auto: %s\n", sieve_runtime_describe(rt));
+  g_printerr("device auto: %s\n", sieve_runtime_describe(rt));
   return g_str_has_prefix(sieve_runtime_describe(rt), "cuda");
 }
 
