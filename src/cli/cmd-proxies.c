@@ -324,6 +324,11 @@ sieve_cmd_proxies(int argc, char **argv)
   job.options.batch = batch > 0 ? (guint)batch : 64;
   job.options.seed = (guint64)seed;
   job.options.device = device;
+  if (device && g_str_equal(device, "auto")) {
+    g_autofree char *why = NULL;
+    const char *took = sieve_runtime_resolve_device(device, &why);
+    fprintf(stderr, "device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
+  }
   guint total_threads = threads ? (guint)threads : g_get_num_processors();
   guint classes = 0;
   g_autofree char *in_origin = NULL;

@@ -22,20 +22,32 @@ static const SieveBackendClass *const backends[] = {
 #endif
 };
 
+const char *
+sieve_runtime_resolve_device(const char *device, char **why)
+{
+  if (why)
+    *why = NULL;
+  if (device == NULL)
+    return "cpu";
+  if (!g_str_equal(device, "auto"))
+    return device;
+#ifdef SIEVE_HAVE_CUDA
+  if (sieve__cuda_available(why))
+    return "cuda";
+#else
+  if (why)
+    *why = g_strdup("this build has no CUDA backend");
+#endif
+  return "cpu";
+}
+
 /* "auto": the GPU when this build has the CUDA backend and the machine a
  * GPU, else the CPU; sieve_runtime_describe says which it took. */
 static const char *
 resolve_device(const char *device, GError **error)
 {
-  if (device == NULL)
-    return "cpu";
-  if (g_str_equal(device, "auto")) {
-#ifdef SIEVE_HAVE_CUDA
-    if (sieve__cuda_available(NULL))
-      return "cuda";
-#endif
-    return "cpu";
-  }
+  if (device == NULL || g_str_equal(device, "auto"))
+    return sieve_runtime_resolve_device(device, NULL);
 #ifndef SIEVE_HAVE_CUDA
   if (g_str_equal(device, "cuda")) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,

@@ -23,7 +23,8 @@ G_BEGIN_DECLS
  *      sieve/latency.h (inference latency measured here, several networks or operations together) and
  *      SIEVE_STATUS_REJECTED;
  *      stores on PostgreSQL: sieve_store_canonical_name, sieve_store_is_url, sieve_store_copy;
- *      the CUDA backend: SieveRuntimeOptions.device "cuda" and "auto", SieveRuntimeOptions.precision;
+ *      the CUDA backend: SieveRuntimeOptions.device "cuda" and "auto", SieveRuntimeOptions.precision,
+ *      sieve_runtime_resolve_device;
  *      SieveProxyOptions.device (the runtime device proxies run on);
  *      SieveEvaluatorClass.workers and sieve_evaluator_get_workers (evaluations an evaluator runs at once). */
 #define SIEVE_ABI_MAJOR 2

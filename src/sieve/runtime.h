@@ -73,6 +73,13 @@ SIEVE_ABI_SIZE(SieveSgd, 64);
 
 typedef struct _SieveRuntime SieveRuntime;
 
+/* What a device name runs on here: "auto" gives "cuda" when this build has
+ * the CUDA backend and a GPU answers, else "cpu" (and, when why is not
+ * NULL, the reason in *why, transfer full); any other name is returned as
+ * given (NULL as "cpu").  What a tool says when the user wrote auto.
+ * (transfer none) */
+SIEVE_API const char *sieve_runtime_resolve_device(const char *device, char **why);
+
 /* (transfer full) compiles graph (which must be finished) for the device;
  * the runtime copies what it needs, graph may be freed afterwards.
  * Parameters get Kaiming-style initial values from options->seed. */

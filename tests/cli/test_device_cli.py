@@ -85,7 +85,7 @@ class TestDevice(Workdir):
         p, _ = self.run_study("auto", ", device: auto, per_gpu: 3")
         self.assertNotIn("evaluations at once", p.stdout)
         # auto says what it took, on stderr (stdout may be JSON)
-        self.assertRegex(p.stderr, r"device auto: cpu \(oneDNN")
+        self.assertRegex(p.stderr, r"device auto: cpu \((no CUDA|this build has no CUDA|CUDA driver)")
         rows = export_rows(self.path("auto.sieve"), stable=False)
         self.assertEqual([r["status"] for r in rows], ["ok"] * 3, rows)
         self.assertEqual({r["worker"] for r in rows}, {"0"})

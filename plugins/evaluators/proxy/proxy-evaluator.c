@@ -63,6 +63,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/proxy.h>
+#include <sieve/runtime.h>
 #include <sieve/result.h>
 #include <sieve/rng.h>
 #include <sieve/space.h>
@@ -245,6 +246,11 @@ proxy_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   self->proxy.seed = (guint64) sieve_options_get_int(options, "seed");
   self->proxy.threads = (guint) sieve_options_get_int(options, "threads");
   self->device = g_strdup(sieve_options_get_string(options, "device"));
+  if (g_str_equal(self->device, "auto")) {
+    g_autofree char *why = NULL;
+    const char *took = sieve_runtime_resolve_device(self->device, &why);
+    g_printerr("device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
+  }
   self->proxy.device = self->device;
   const char *dataset = sieve_options_get_string(options, "dataset");
   if (dataset != NULL) {

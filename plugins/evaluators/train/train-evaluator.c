@@ -127,24 +127,16 @@ typedef struct {
 /* Whether device names a GPU this machine has: "cuda" as written (a
  * machine without one then fails each trial with the runtime's message),
  * "auto" when it resolves to the GPU, which it says on stderr ("device
- * auto: cuda (NVIDIA H100 ...)" or "device auto: cpu (...)"). */
+ * auto: cuda", or "device auto: cpu (why)"; stdout may be JSON). */
 static gboolean
 device_is_gpu(const char *device)
 {
-  if (g_str_equal(device, "cuda"))
-    return TRUE;
   if (!g_str_equal(device, "auto"))
-    return FALSE;
-  g_autoptr(SieveGraph) g = sieve_graph_new("probe");
-  guint x = sieve_graph_input(g, 1, 1, 1);
-  if (!sieve_graph_finish(g, sieve_graph_linear(g, x, 1, FALSE), NULL))
-    return FALSE;
-  SieveRuntimeOptions o = {.device = "auto", .batch = 1, .threads = 1};
-  g_autoptr(SieveRuntime) rt = sieve_runtime_new(g, &o, NULL);
-  if (rt == NULL)
-    return FALSE;
-  g_printerr("device auto: %s\n", sieve_runtime_describe(rt));
-  return g_str_has_prefix(sieve_runtime_describe(rt), "cuda");
+    return g_str_equal(device, "cuda");
+  g_autofree char *why = NULL;
+  const char *took = sieve_runtime_resolve_device(device, &why);
+  g_printerr("device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
+  return g_str_equal(took, "cuda");
 }
 
 /* "0.2860,..." as sieve writes numbers. */
