@@ -13,6 +13,8 @@ struct _SieveRuntime {
   gboolean backward_done; /* a backward ran after the last forward */
   gboolean last_train;
   gboolean grads_done;    /* parameter gradients from the last backward (not an input-only one) */
+  guint n_classes;        /* the logits of a loss output; 0 when the output is no loss */
+  gboolean has_labels;    /* the last forward had labels for the loss */
 };
 
 static const SieveBackendClass *const backends[] = {
@@ -88,6 +90,11 @@ sieve_runtime_new(const SieveGraph *graph, const SieveRuntimeOptions *options, G
   if (impl == NULL)
     return NULL;
   SieveRuntime *rt = g_new0(SieveRuntime, 1);
+  const SieveGraphNode *out = sieve_graph_node(graph, sieve_graph_output(graph));
+  if (out->kind == SIEVE_OP_SOFTMAX_CE) {
+    SieveShape ls = sieve_graph_node(graph, out->inputs[0])->shape;
+    rt->n_classes = ls.c * ls.h * ls.w;
+  }
   rt->klass = klass;
   rt->impl = impl;
   rt->batch = options->batch;
@@ -121,8 +128,17 @@ gboolean
 sieve_runtime_forward(SieveRuntime *rt, const float *x, const gint32 *labels, SieveMode mode, GError **error)
 {
   g_return_val_if_fail(x != NULL, FALSE);
+  /* Checked here for every backend: a label is an index into the logits. */
+  if (labels && rt->n_classes)
+    for (guint b = 0; b < rt->batch; b++)
+      if (labels[b] < 0 || (guint)labels[b] >= rt->n_classes) {
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "label %d of example %u is outside 0..%u", labels[b], b,
+                    rt->n_classes - 1);
+        return FALSE;
+      }
   if (!rt->klass->forward(rt->impl, x, labels, mode, error))
     return FALSE;
+  rt->has_labels = labels && rt->n_classes;
   rt->forward_done = TRUE;
   rt->backward_done = FALSE;
   rt->last_train = mode == SIEVE_MODE_TRAIN;
@@ -168,6 +184,10 @@ backward(SieveRuntime *rt, const float *output_grad, gboolean input_only, GError
   }
   if (!rt->forward_done || !rt->last_train) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward needs a forward pass in train mode first");
+    return FALSE;
+  }
+  if (rt->n_classes && !rt->has_labels) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward through a loss needs the forward's labels");
     return FALSE;
   }
   if (!rt->klass->backward(rt->impl, output_grad, input_only, error))

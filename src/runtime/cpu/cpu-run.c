@@ -177,13 +177,7 @@ sieve__cpu_forward(gpointer impl, const float *x, const gint32 *labels, SieveMod
   if (in->out >= 0)
     memcpy(sieve__cpu_slot_ptr(c, in->out), x, sieve__cpu_md_bytes(&in->md));
   c->has_labels = FALSE;
-  if (labels && c->n_classes) {
-    for (guint b = 0; b < c->options.batch; b++)
-      if (labels[b] < 0 || (guint)labels[b] >= c->n_classes) {
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "label %d of example %u is outside 0..%u", labels[b], b,
-                    c->n_classes - 1);
-        return FALSE;
-      }
+  if (labels && c->n_classes) { /* in range: runtime.c checked them */
     /* A buffer of the runtime's own: the step must not allocate. */
     if (c->labels == NULL)
       c->labels = g_new(gint32, c->options.batch);
@@ -200,12 +194,7 @@ sieve__cpu_backward(gpointer impl, const float *output_grad, gboolean input_only
   Cpu *c = impl;
   c->input_only = input_only;
   CNode *o = &c->nodes[sieve__cpu_root(c, c->output)];
-  if (o->n->kind == SIEVE_OP_SOFTMAX_CE) {
-    if (!c->has_labels) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward through a loss needs the forward's labels");
-      return FALSE;
-    }
-  } else if (c->out_grad >= 0) {
+  if (o->n->kind != SIEVE_OP_SOFTMAX_CE && c->out_grad >= 0) { /* a loss's labels: runtime.c checked them */
     if (!output_grad) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is not a loss: give its gradient");
       return FALSE;

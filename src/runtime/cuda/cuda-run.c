@@ -476,16 +476,7 @@ sieve__cuda_forward(gpointer impl, const float *x, const gint32 *labels, SieveMo
   Cu *c = impl;
   CNode *in = &c->nodes[c->input];
   gsize xb = in->elems * sizeof(float), lb = c->options.batch * sizeof(gint32);
-  c->has_labels = FALSE;
-  if (labels && c->n_classes) {
-    for (guint b = 0; b < c->options.batch; b++)
-      if (labels[b] < 0 || (guint)labels[b] >= c->n_classes) {
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "label %d of example %u is outside 0..%u", labels[b], b,
-                    c->n_classes - 1);
-        return FALSE;
-      }
-    c->has_labels = TRUE;
-  }
+  c->has_labels = labels && c->n_classes; /* in range: runtime.c checked them */
   const void *parts[2] = {x, labels};
   gsize sizes[2] = {xb, lb};
   if (!upload(c, -1, parts, sizes, c->has_labels ? 2 : 1, error) || !send(c, cu_ptr(c, in->out), 0, xb, error))
@@ -509,12 +500,7 @@ sieve__cuda_backward(gpointer impl, const float *output_grad, gboolean input_onl
     return FALSE;
   }
   c->input_only = input_only;
-  if (c->logits != G_MAXUINT) {
-    if (!c->has_labels) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "backward through a loss needs the forward's labels");
-      return FALSE;
-    }
-  } else if (c->out_grad >= 0) {
+  if (c->logits == G_MAXUINT && c->out_grad >= 0) { /* a loss's labels: runtime.c checked them */
     if (!output_grad) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is not a loss: give its gradient");
       return FALSE;
