@@ -29,7 +29,8 @@
 #include <sieve/sieve.h>
 
 typedef struct {
-  char *device, *arch, *proxies;
+  char *device, *arch, *proxies, *arch_file;
+  GStrv listed; /* the architectures of --arch-file, one a line */
   gint C, N, in_ch, size, batch, iters, warmup, archs, concurrent, threads;
   gint64 seed;
 } Args;
@@ -184,7 +185,8 @@ cmd_train(SieveRegistry *registry, const Args *a)
 
 /* ---- several at once --------------------------------------------------- */
 
-/* a->archs networks drawn by the space with a->seed, built beforehand:
+/* a->archs networks drawn by the space with a->seed (or --arch-file's),
+ * built beforehand:
  * spaces build from one thread, and building is the same on any device. */
 static GPtrArray *
 random_nets(const SieveSpace *space, const Args *a, gboolean loss)
@@ -193,7 +195,7 @@ random_nets(const SieveSpace *space, const Args *a, gboolean loss)
   sieve_rng_seed(&rng, (guint64)a->seed);
   GPtrArray *nets = g_ptr_array_new_with_free_func((GDestroyNotify)sieve_graph_free);
   for (gint i = 0; i < a->archs; i++)
-    g_ptr_array_add(nets, build(space, NULL, &rng, loss, NULL));
+    g_ptr_array_add(nets, build(space, a->listed ? a->listed[i] : NULL, &rng, loss, NULL));
   return nets;
 }
 
@@ -306,7 +308,8 @@ cmd_proxies(SieveRegistry *registry, const Args *a)
   g_autofree double *per = g_new(double, (gsize)n * a->archs), *total = g_new(double, a->archs);
   /* Architecture -1 warms the device up (library handles, autotuning) and is not counted. */
   for (gint i = -1; i < a->archs; i++) {
-    g_autoptr(SieveGraph) net = build(space, NULL, &rng, FALSE, NULL);
+    /* the warm-up is the first architecture again, as the peer's */
+    g_autoptr(SieveGraph) net = build(space, a->listed ? a->listed[MAX(i, 0)] : NULL, &rng, FALSE, NULL);
     gint64 t0 = g_get_monotonic_time();
     if (!sieve_proxy_compute(net, (const char *const *)names, n, &o, scores, ms, &error))
       die(error);
@@ -393,6 +396,8 @@ main(int argc, char **argv)
       {"threads", 0, 0, G_OPTION_ARG_INT, &a.threads, "CPU threads in all (default: the runtime's)", "T"},
       {"proxies", 0, 0, G_OPTION_ARG_STRING, &a.proxies, "proxies, screen: all (default) or A,B,...", "LIST"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "weights, batch and architectures (default 0)", "S"},
+      {"arch-file", 0, 0, G_OPTION_ARG_FILENAME, &a.arch_file,
+       "train-many, proxies, screen: these architectures, one a line, instead of drawn ones (the peer's, say)", "FILE"},
       {NULL},
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("train|train-many|proxies|screen - NB201 on a runtime device");
@@ -406,6 +411,25 @@ main(int argc, char **argv)
     a.batch = proxyish ? 64 : 256;
   if (a.iters < 0)
     a.iters = g_str_equal(cmd, "train-many") ? 70 : 200;
+  if (a.arch_file) {
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(a.arch_file, &text, NULL, &error))
+      die(error);
+    g_auto(GStrv) lines = g_strsplit(g_strstrip(text), "\n", -1);
+    GPtrArray *kept = g_ptr_array_new();
+    for (guint i = 0; lines[i]; i++)
+      if (*g_strstrip(lines[i]))
+        g_ptr_array_add(kept, g_strdup(lines[i]));
+    g_ptr_array_add(kept, NULL);
+    a.listed = (GStrv)g_ptr_array_free(kept, FALSE);
+    if (a.archs < 0)
+      a.archs = (gint)g_strv_length(a.listed);
+    if (a.archs > (gint)g_strv_length(a.listed)) {
+      fprintf(stderr, "cuda-train: --archs %d but %s holds %u architectures\n", a.archs, a.arch_file,
+              g_strv_length(a.listed));
+      return 2;
+    }
+  }
   if (a.archs < 0)
     a.archs = g_str_equal(cmd, "screen") ? 10000 : g_str_equal(cmd, "proxies") ? 10 : 16;
   if (a.device == NULL)
@@ -443,5 +467,7 @@ main(int argc, char **argv)
   g_free(a.device);
   g_free(a.arch);
   g_free(a.proxies);
+  g_free(a.arch_file);
+  g_strfreev(a.listed);
   return rc;
 }

@@ -73,6 +73,21 @@ def run_json(cmd, timeout, what):
     return lines
 
 
+def peer_archs(peer, n, seed=0):
+    """The architectures the peer draws for its train-many and time-proxies
+    (torch_nb201.random_arch over random.Random(seed)), so that both sides
+    run the same cells; None when its module cannot be imported here."""
+    try:
+        import random
+        sys.path.insert(0, os.path.dirname(os.path.abspath(peer)))
+        import torch_nb201
+        rng = random.Random(seed)
+        return [torch_nb201.random_arch(rng) for _ in range(n)]
+    except Exception as e:  # no torch here: each side draws its own
+        print(f"  the peer's architectures: n/a ({type(e).__name__}: {e}); sieve draws its own", file=sys.stderr)
+        return None
+
+
 class Bench:
     def __init__(self, args):
         self.a = args
@@ -85,6 +100,16 @@ class Bench:
     def ours(self, *argv):
         return run_json([self.a.exe, *argv, "--device", self.a.device], self.a.timeout,
                         f"sieve {self.a.device} " + " ".join(argv[:1]))
+
+    def same_archs(self, n):
+        """--arch-file with the peer's n architectures (or nothing)."""
+        archs = peer_archs(self.a.peer, n)
+        if not archs:
+            return []
+        path = os.path.join(self.a.workdir, f"archs-{n}.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(archs) + "\n")
+        return ["--arch-file", path]
 
     def steps(self):
         return ("5", "2") if self.q else ("200", "20")
@@ -128,8 +153,9 @@ class Bench:
         peer_iters = str(int(steps) - int(warm))  # the peer counts its warm-up steps too
         r = self.peer("train-many", "--archs", n, "--iters", peer_iters, "--warmup", warm, "--mode", "eager")
         best = r[0]["aggregate_images_per_s"] if r else None
-        seq = self.ours("train-many", "--archs", n, "--iters", steps, "--concurrent", "1")
-        conc = self.ours("train-many", "--archs", n, "--iters", steps, "--concurrent", k)
+        same = self.same_archs(int(n))
+        seq = self.ours("train-many", "--archs", n, "--iters", steps, "--concurrent", "1", *same)
+        conc = self.ours("train-many", "--archs", n, "--iters", steps, "--concurrent", k, *same)
         ours = conc[0]["aggregate_img_per_s"] if conc else None
         return {"row": "many", "label": f"{n} random C16N5 candidates x {steps} steps, batch 256 (aggregate img/s)",
                 "pytorch": {"eager, one after another": best}, "pytorch_best": best, "target": 3.0,
@@ -143,10 +169,11 @@ class Bench:
         peer = {k: v["median_ms"] for k, v in r[0]["proxies"].items()} if r else {}
         # All of them in one call for the total (they share passes); each
         # alone for its own time, as the peer times them.
-        o = self.ours("proxies", "--archs", n, "--batch", "64", "--C", "16", "--N", "5", "--proxies", names)
+        same = self.same_archs(int(n))
+        o = self.ours("proxies", "--archs", n, "--batch", "64", "--C", "16", "--N", "5", "--proxies", names, *same)
         ours = {}
         for p in TABLE_PROXIES:
-            one = self.ours("proxies", "--archs", n, "--batch", "64", "--C", "16", "--N", "5", "--proxies", p)
+            one = self.ours("proxies", "--archs", n, "--batch", "64", "--C", "16", "--N", "5", "--proxies", p, *same)
             if one:
                 ours[p] = one[0]["median_ms"].get(p)
         ratios = {p: peer[p] / ours[p] for p in TABLE_PROXIES if peer.get(p) and ours.get(p)}
@@ -251,6 +278,11 @@ def main():
     ap.add_argument("--screen-archs", type=int, default=10000,
                     help="architectures of the screen row (the issue's 10,000; fewer where a call's time is short)")
     a = ap.parse_args()
+    import atexit
+    import shutil
+    import tempfile
+    a.workdir = tempfile.mkdtemp(prefix="cuda-bench-")
+    atexit.register(shutil.rmtree, a.workdir, True)
     rows = [r.strip() for r in a.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
