@@ -325,9 +325,9 @@ sieve_cmd_proxies(int argc, char **argv)
   job.options.seed = (guint64)seed;
   job.options.device = device;
   if (device && g_str_equal(device, "auto")) {
-    g_autofree char *why = NULL;
-    const char *took = sieve_runtime_resolve_device(device, &why);
-    fprintf(stderr, "device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
+    g_autofree char *note = NULL;
+    sieve_runtime_resolve_device(device, &note);
+    fprintf(stderr, "%s\n", note);
   }
   guint total_threads = threads ? (guint)threads : g_get_num_processors();
   guint classes = 0;

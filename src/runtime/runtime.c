@@ -25,22 +25,24 @@ static const SieveBackendClass *const backends[] = {
 };
 
 const char *
-sieve_runtime_resolve_device(const char *device, char **why)
+sieve_runtime_resolve_device(const char *device, char **note)
 {
-  if (why)
-    *why = NULL;
+  if (note)
+    *note = NULL;
   if (device == NULL)
     return "cpu";
   if (!g_str_equal(device, "auto"))
     return device;
+  g_autofree char *why = NULL;
 #ifdef SIEVE_HAVE_CUDA
-  if (sieve__cuda_available(why))
-    return "cuda";
+  const char *took = sieve__cuda_available(&why) ? "cuda" : "cpu";
 #else
-  if (why)
-    *why = g_strdup("this build has no CUDA backend");
+  const char *took = "cpu";
+  why = g_strdup("this build has no CUDA backend");
 #endif
-  return "cpu";
+  if (note)
+    *note = why ? g_strdup_printf("device auto: %s (%s)", took, why) : g_strdup_printf("device auto: %s", took);
+  return took;
 }
 
 /* "auto": the GPU when this build has the CUDA backend and the machine a

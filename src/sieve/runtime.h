@@ -74,11 +74,11 @@ SIEVE_ABI_SIZE(SieveSgd, 64);
 typedef struct _SieveRuntime SieveRuntime;
 
 /* What a device name runs on here: "auto" gives "cuda" when this build has
- * the CUDA backend and a GPU answers, else "cpu" (and, when why is not
- * NULL, the reason in *why, transfer full); any other name is returned as
- * given (NULL as "cpu").  What a tool says when the user wrote auto.
- * (transfer none) */
-SIEVE_API const char *sieve_runtime_resolve_device(const char *device, char **why);
+ * the CUDA backend and a GPU answers, else "cpu"; any other name is
+ * returned as given (NULL as "cpu").  For auto, and when note is not NULL,
+ * *note gets what a tool tells the user ("device auto: cuda", "device auto:
+ * cpu (the reason)"; transfer full), else NULL.  (transfer none) */
+SIEVE_API const char *sieve_runtime_resolve_device(const char *device, char **note);
 
 /* (transfer full) compiles graph (which must be finished) for the device;
  * the runtime copies what it needs, graph may be freed afterwards.

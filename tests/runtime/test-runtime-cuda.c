@@ -338,19 +338,10 @@ test_op(gconstpointer data)
 static SieveGraph *
 nb201(const char *arch, guint C, guint N, guint size, guint in_channels, gboolean with_loss)
 {
-  GError *error = NULL;
   g_autofree char *yaml =
     g_strdup_printf("{C: %u, N: %u, size: %u, in_channels: %u, classes: 10}", C, N, size, in_channels);
   g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", yaml, NULL);
-  g_autoptr(SieveGenotype) genotype = sieve_space_parse(space, arch, &error);
-  g_assert_no_error(error);
-  SieveGraph *graph = sieve_space_build(space, genotype, &error);
-  g_assert_no_error(error);
-  if (with_loss) {
-    sieve_graph_add_loss(graph, 0.1, &error);
-    g_assert_no_error(error);
-  }
-  return graph;
+  return test_space_net(space, arch, with_loss);
 }
 
 static const char *const archs[] = {

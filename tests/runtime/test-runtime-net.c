@@ -52,16 +52,7 @@ static SieveGraph *
 build(const char *arch, gboolean loss)
 {
   g_autoptr(SieveSpace) space = space_new();
-  GError *error = NULL;
-  g_autoptr(SieveGenotype) genotype = sieve_space_parse(space, arch, &error);
-  g_assert_no_error(error);
-  SieveGraph *graph = sieve_space_build(space, genotype, &error);
-  g_assert_no_error(error);
-  if (loss) {
-    sieve_graph_add_loss(graph, 0.1, &error);
-    g_assert_no_error(error);
-  }
-  return graph;
+  return test_space_net(space, arch, loss);
 }
 
 static const char *const archs[] = {

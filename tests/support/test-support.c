@@ -61,6 +61,21 @@ test_space_new(SieveRegistry *registry, const char *name, const char *yaml, cons
   return space;
 }
 
+SieveGraph *
+test_space_net(const SieveSpace *space, const char *arch, gboolean loss)
+{
+  GError *error = NULL;
+  g_autoptr(SieveGenotype) genotype = sieve_space_parse(space, arch, &error);
+  g_assert_no_error(error);
+  SieveGraph *graph = sieve_space_build(space, genotype, &error);
+  g_assert_no_error(error);
+  if (loss) {
+    sieve_graph_add_loss(graph, 0.1, &error);
+    g_assert_no_error(error);
+  }
+  return graph;
+}
+
 SieveEvaluator *
 test_evaluator_try(SieveRegistry *registry, const char *name, const SieveSpace *space, const char *yaml,
                    const char *base_dir, GError **error)

@@ -27,6 +27,10 @@ SieveSpace *test_space_try(SieveRegistry *registry, const char *name, const char
                            GError **error);
 /* The same, where any error fails the test.  (transfer full) */
 SieveSpace *test_space_new(SieveRegistry *registry, const char *name, const char *yaml, const char *base_dir);
+/* The network space builds of the genotype text arch, with the softmax
+ * cross-entropy appended (label smoothing 0.1) when loss; any error fails
+ * the test.  (transfer full) */
+SieveGraph *test_space_net(const SieveSpace *space, const char *arch, gboolean loss);
 
 /* An evaluator of registry's plugin name for space, options from YAML text
  * as test_options_from reads them; NULL with error set when they or the

@@ -247,9 +247,9 @@ proxy_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   self->proxy.threads = (guint) sieve_options_get_int(options, "threads");
   self->device = g_strdup(sieve_options_get_string(options, "device"));
   if (g_str_equal(self->device, "auto")) {
-    g_autofree char *why = NULL;
-    const char *took = sieve_runtime_resolve_device(self->device, &why);
-    g_printerr("device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
+    g_autofree char *note = NULL;
+    sieve_runtime_resolve_device(self->device, &note);
+    g_printerr("%s\n", note);
   }
   self->proxy.device = self->device;
   const char *dataset = sieve_options_get_string(options, "dataset");

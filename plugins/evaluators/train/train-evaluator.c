@@ -133,10 +133,10 @@ device_is_gpu(const char *device)
 {
   if (!g_str_equal(device, "auto"))
     return g_str_equal(device, "cuda");
-  g_autofree char *why = NULL;
-  const char *took = sieve_runtime_resolve_device(device, &why);
-  g_printerr("device auto: %s%s%s%s\n", took, why ? " (" : "", why ? why : "", why ? ")" : "");
-  return g_str_equal(took, "cuda");
+  g_autofree char *note = NULL;
+  gboolean gpu = g_str_equal(sieve_runtime_resolve_device(device, &note), "cuda");
+  g_printerr("%s\n", note);
+  return gpu;
 }
 
 /* "0.2860,..." as sieve writes numbers. */

@@ -223,8 +223,7 @@ lifetimes(Cu *c)
       buf_extend(c, x->out, SAVED(v));
     /* Freezing reads every ReLU's output of the last forward, after
      * whatever pass came since. */
-    if (bwd && x->n->kind == SIEVE_OP_ACTIVATION &&
-        (x->n->attrs.activation == SIEVE_ACT_RELU || x->n->attrs.activation == SIEVE_ACT_LEAKY_RELU))
+    if (bwd && sieve__cuda_is_relu(x->n))
       buf_extend(c, x->out, INF);
     if (x->n->kind == SIEVE_OP_POOL && x->n->attrs.pool == SIEVE_POOL_MAX)
       x->idx = buf_new(c, x->elems * sizeof(gint32), v, bwd ? SAVED(v) : v);

@@ -162,6 +162,14 @@ cu_ptr(const Cu *c, gint buf)
   return buf < 0 ? NULL : (float *)(c->arena + g_array_index(c->bufs, Buf, buf).offset);
 }
 
+/* A ReLU or leaky ReLU: what freezing activations freezes. */
+static inline gboolean
+sieve__cuda_is_relu(const SieveGraphNode *n)
+{
+  return n->kind == SIEVE_OP_ACTIVATION &&
+         (n->attrs.activation == SIEVE_ACT_RELU || n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
+}
+
 /* cuda-plan.c */
 gboolean sieve__cuda_plan(Cu *c, GError **error);
 void sieve__cuda_plan_free(Cu *c);

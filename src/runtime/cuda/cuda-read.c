@@ -22,77 +22,9 @@ upload_now(Cu *c, void *dst, const void *src, gsize bytes, GError **error)
   return sieve__cuda_sync(c, error);
 }
 
-static gboolean
-read_node(Cu *c, guint node, gboolean diff, float *out, GError **error)
-{
-  if (node >= c->n_nodes || c->nodes[node].role == ROLE_DEAD) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "node %u is not part of the compiled graph", node);
-    return FALSE;
-  }
-  guint r = c->nodes[node].root;
-  CNode *x = &c->nodes[r];
-  gsize n = x->elems;
-  if (x->role == ROLE_ZERO || x->role == ROLE_ZERO_BUF) {
-    if (diff) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "%s is a zero the runtime folds away: no gradient is computed for it",
-                  sieve__cuda_node_desc(c, node));
-      return FALSE;
-    }
-    memset(out, 0, n * sizeof(float));
-    return TRUE;
-  }
-  if (x->n->kind == SIEVE_OP_SOFTMAX_CE) {
-    if (diff) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the loss's gradient is 1: there is nothing to read");
-      return FALSE;
-    }
-    float v;
-    if (!download(c, &v, cu_ptr(c, x->out), sizeof v, error))
-      return FALSE;
-    for (guint b = 0; b < c->options.batch; b++)
-      out[b] = v;
-    return TRUE;
-  }
-  if (!x->kept) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME,
-                "%s was not kept after its last use (compile with keep_all to read any node)",
-                sieve__cuda_node_desc(c, node));
-    return FALSE;
-  }
-  if (diff && (x->grad < 0 || !c->written[r])) {
-    memset(out, 0, n * sizeof(float)); /* no gradient reaches it */
-    return TRUE;
-  }
-  return download(c, out, cu_ptr(c, diff ? x->grad : x->out), n * sizeof(float), error);
-}
-
-gboolean
-sieve__cuda_read(gpointer impl, guint node, float *out, GError **error)
-{
-  return read_node(impl, node, FALSE, out, error);
-}
-
-gboolean
-sieve__cuda_read_grad(gpointer impl, guint node, float *out, GError **error)
-{
-  return read_node(impl, node, TRUE, out, error);
-}
-
-gboolean
-sieve__cuda_read_input_grad(gpointer impl, float *out, GError **error)
-{
-  Cu *c = impl;
-  CNode *x = &c->nodes[c->input];
-  if (x->grad < 0 || !c->written[c->input]) {
-    memset(out, 0, x->elems * sizeof(float));
-    return TRUE;
-  }
-  return download(c, out, cu_ptr(c, x->grad), x->elems * sizeof(float), error);
-}
-
-/* Where a node's output (or gradient) lives on the GPU for a reduction
- * that runs there; NULL with zeros written by read_node's rules (a zero, no
- * gradient) or with an error. */
+/* Where a node's output (or gradient) lives on the GPU, for a copy or a
+ * reduction there; NULL with *zero (a folded zero, or a gradient nothing
+ * wrote: it reads zeros) or with an error. */
 static const float *
 device_tensor(Cu *c, guint node, gboolean diff, gboolean *zero, GError **error)
 {
@@ -123,6 +55,58 @@ device_tensor(Cu *c, guint node, gboolean diff, gboolean *zero, GError **error)
     return NULL;
   }
   return cu_ptr(c, diff ? x->grad : x->out);
+}
+
+/* A node's output or gradient, as sieve/runtime.h says which are readable
+ * and which read zeros. */
+static gboolean
+read_node(Cu *c, guint node, gboolean diff, float *out, GError **error)
+{
+  CNode *x = node < c->n_nodes ? &c->nodes[c->nodes[node].root] : NULL;
+  if (x && x->role == ROLE_REAL && x->n->kind == SIEVE_OP_SOFTMAX_CE) {
+    if (diff) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the loss's gradient is 1: there is nothing to read");
+      return FALSE;
+    }
+    /* one value stored (the batch mean), given to every example */
+    float v;
+    if (!download(c, &v, cu_ptr(c, x->out), sizeof v, error))
+      return FALSE;
+    for (guint b = 0; b < c->options.batch; b++)
+      out[b] = v;
+    return TRUE;
+  }
+  gboolean zero;
+  const float *src = device_tensor(c, node, diff, &zero, error);
+  if (zero) {
+    memset(out, 0, x->elems * sizeof(float));
+    return TRUE;
+  }
+  return src && download(c, out, src, x->elems * sizeof(float), error);
+}
+
+gboolean
+sieve__cuda_read(gpointer impl, guint node, float *out, GError **error)
+{
+  return read_node(impl, node, FALSE, out, error);
+}
+
+gboolean
+sieve__cuda_read_grad(gpointer impl, guint node, float *out, GError **error)
+{
+  return read_node(impl, node, TRUE, out, error);
+}
+
+gboolean
+sieve__cuda_read_input_grad(gpointer impl, float *out, GError **error)
+{
+  Cu *c = impl;
+  CNode *x = &c->nodes[c->input];
+  if (x->grad < 0 || !c->written[c->input]) {
+    memset(out, 0, x->elems * sizeof(float));
+    return TRUE;
+  }
+  return download(c, out, cu_ptr(c, x->grad), x->elems * sizeof(float), error);
 }
 
 /* A scratch allocation of the runtime's own for reductions that come down. */
@@ -233,8 +217,7 @@ sieve__cuda_freeze(gpointer impl, gboolean freeze, GError **error)
   }
   for (guint k = 0; k < c->n_order; k++) {
     CNode *x = &c->nodes[c->order[k]];
-    if (x->n->kind != SIEVE_OP_ACTIVATION ||
-        (x->n->attrs.activation != SIEVE_ACT_RELU && x->n->attrs.activation != SIEVE_ACT_LEAKY_RELU))
+    if (!sieve__cuda_is_relu(x->n))
       continue;
     if (x->mask == NULL)
       CU_TRY(cudaMalloc((void **)&x->mask, MAX(x->elems, 1)), "a frozen ReLU's mask (%zu bytes)", x->elems);

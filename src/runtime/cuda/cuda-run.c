@@ -16,13 +16,6 @@ param_ptr(const Cu *c, gint array, guint node, guint k)
   return cu_ptr(c, array) + p->offset;
 }
 
-static gboolean
-is_relu(const SieveGraphNode *n)
-{
-  return n->kind == SIEVE_OP_ACTIVATION && (n->attrs.activation == SIEVE_ACT_RELU ||
-                                            n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
-}
-
 /* The slope an activation's kernels take: a leaky ReLU's alpha; a ReLU's
  * is 0 whatever alpha it was built with (its frozen form passes alpha x
  * where the mask is off). */
@@ -78,7 +71,7 @@ forward_node(Cu *c, guint v, gboolean train, GError **error)
   }
   case SIEVE_OP_ACTIVATION:
     sieve__cu_act_forward(s, (int)a->activation, frozen_slope(x->n), in0, y, x->elems,
-                          c->frozen && is_relu(x->n) ? x->mask : NULL);
+                          c->frozen && sieve__cuda_is_relu(x->n) ? x->mask : NULL);
     break;
   case SIEVE_OP_POOL: {
     SieveCuPool p = pool_of(c, x);
@@ -262,7 +255,7 @@ backward_node(Cu *c, guint v, GError **error)
       sieve__cu_act_backward(s, (int)a->activation, frozen_slope(x->n),
                              sieve__cu_act_uses_output(a->activation) ? NULL : in0,
                              sieve__cu_act_uses_output(a->activation) ? cu_ptr(c, x->out) : NULL, dy, dx, x->elems,
-                             c->frozen && is_relu(x->n) ? x->mask : NULL, acc);
+                             c->frozen && sieve__cuda_is_relu(x->n) ? x->mask : NULL, acc);
     break;
   case SIEVE_OP_POOL:
     if ((dx = grad_target(c, x, 0, &acc))) {
@@ -448,25 +441,28 @@ run_seq(Cu *c, Seq seq, GError **error)
   return issue(c, seq, error);
 }
 
-/* Uploads go through one pinned buffer; before it is filled again the last
+/* One piece of an upload: bytes from host src to device dst. */
+typedef struct {
+  void *dst;
+  const void *src;
+  gsize bytes;
+} Piece;
+
+/* Uploads go through one pinned buffer, each piece after the last, copied
+ * on the runtime's stream; before the buffer is filled again the last
  * upload from it must have left. */
 static gboolean
-upload(Cu *c, gint buf, const void *const *parts, const gsize *sizes, guint n_parts, GError **error)
+upload(Cu *c, const Piece *pieces, guint n, GError **error)
 {
   CU_TRY(cudaEventSynchronize(c->staged), "waiting for the last upload");
   gsize at = 0;
-  for (guint i = 0; i < n_parts; i++) {
-    memcpy((char *)c->staging + at, parts[i], sizes[i]);
-    at += sizes[i];
+  for (guint i = 0; i < n; i++) {
+    char *stage = (char *)c->staging + at;
+    memcpy(stage, pieces[i].src, pieces[i].bytes);
+    CU_TRY(cudaMemcpyAsync(pieces[i].dst, stage, pieces[i].bytes, cudaMemcpyHostToDevice, c->stream), "uploading");
+    at += pieces[i].bytes;
   }
-  (void)buf;
-  return TRUE;
-}
-
-static gboolean
-send(Cu *c, float *dst, gsize from, gsize bytes, GError **error)
-{
-  CU_TRY(cudaMemcpyAsync(dst, (char *)c->staging + from, bytes, cudaMemcpyHostToDevice, c->stream), "uploading");
+  CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
   return TRUE;
 }
 
@@ -475,15 +471,11 @@ sieve__cuda_forward(gpointer impl, const float *x, const gint32 *labels, SieveMo
 {
   Cu *c = impl;
   CNode *in = &c->nodes[c->input];
-  gsize xb = in->elems * sizeof(float), lb = c->options.batch * sizeof(gint32);
   c->has_labels = labels && c->n_classes; /* in range: runtime.c checked them */
-  const void *parts[2] = {x, labels};
-  gsize sizes[2] = {xb, lb};
-  if (!upload(c, -1, parts, sizes, c->has_labels ? 2 : 1, error) || !send(c, cu_ptr(c, in->out), 0, xb, error))
+  Piece pieces[2] = {{cu_ptr(c, in->out), x, in->elems * sizeof(float)},
+                     {cu_ptr(c, c->labels), labels, c->options.batch * sizeof(gint32)}};
+  if (!upload(c, pieces, c->has_labels ? 2 : 1, error))
     return FALSE;
-  if (c->has_labels && !send(c, cu_ptr(c, c->labels), xb, lb, error))
-    return FALSE;
-  CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
   c->loss_known = FALSE;
   c->backward_done = FALSE;
   return run_seq(c, mode == SIEVE_MODE_TRAIN ? SEQ_FWD_TRAIN : SEQ_FWD_EVAL, error);
@@ -505,11 +497,9 @@ sieve__cuda_backward(gpointer impl, const float *output_grad, gboolean input_onl
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is not a loss: give its gradient");
       return FALSE;
     }
-    gsize bytes = c->nodes[c->output].elems * sizeof(float);
-    if (!upload(c, -1, (const void *const[]){output_grad}, &bytes, 1, error) ||
-        !send(c, cu_ptr(c, c->out_grad), 0, bytes, error))
+    Piece piece = {cu_ptr(c, c->out_grad), output_grad, c->nodes[c->output].elems * sizeof(float)};
+    if (!upload(c, &piece, 1, error))
       return FALSE;
-    CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
   }
   if (!run_seq(c, input_only ? SEQ_BWD_INPUT : SEQ_BWD, error))
     return FALSE;
@@ -522,11 +512,8 @@ sieve__cuda_sgd_step(gpointer impl, const SieveSgd *sgd, GError **error)
 {
   Cu *c = impl;
   SieveCuSgd h = {(float)sgd->lr, (float)sgd->momentum, (float)sgd->weight_decay, sgd->nesterov ? 1 : 0};
-  gsize bytes = sizeof h;
-  if (!upload(c, -1, (const void *const[]){&h}, &bytes, 1, error) || !send(c, cu_ptr(c, c->hyper), 0, bytes, error))
-    return FALSE;
-  CU_TRY(cudaEventRecord(c->staged, c->stream), "recording the upload");
-  return run_seq(c, SEQ_SGD, error);
+  Piece piece = {cu_ptr(c, c->hyper), &h, sizeof h};
+  return upload(c, &piece, 1, error) && run_seq(c, SEQ_SGD, error);
 }
 
 gboolean
