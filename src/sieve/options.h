@@ -61,7 +61,7 @@ SIEVE_ABI_SIZE(SieveOptionSpec, 80);
   {(n), SIEVE_OPTION_TYPE_FLOAT, (def), (lo), (hi), NULL, (help),                      \
    SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX | ((def) ? 0 : SIEVE_OPTION_REQUIRED), {NULL}}
 #define SIEVE_OPTION_STRING(n, def, help) {(n), SIEVE_OPTION_TYPE_STRING, (def), 0, 0, NULL, (help), (def) ? 0 : SIEVE_OPTION_REQUIRED, {NULL}}
-#define SIEVE_OPTION_CHOICE(n, def, ch, help) {(n), SIEVE_OPTION_TYPE_CHOICE, (def), 0, 0, (ch), (help), 0, {NULL}}
+#define SIEVE_OPTION_CHOICE(n, def, ch, help) {(n), SIEVE_OPTION_TYPE_CHOICE, (def), 0, 0, (ch), (help), (def) ? 0 : SIEVE_OPTION_REQUIRED, {NULL}}
 #define SIEVE_OPTION_PATH(n, def, help) {(n), SIEVE_OPTION_TYPE_PATH, (def), 0, 0, NULL, (help), (def) ? 0 : SIEVE_OPTION_REQUIRED, {NULL}}
 #define SIEVE_OPTION_STRING_LIST(n, def, help) {(n), SIEVE_OPTION_TYPE_STRING_LIST, (def), 0, 0, NULL, (help), 0, {NULL}}
 #define SIEVE_OPTION_NODE(n, help) {(n), SIEVE_OPTION_TYPE_NODE, NULL, 0, 0, NULL, (help), 0, {NULL}}

@@ -130,6 +130,14 @@ test_bad_config(void)
   g_assert_null(sieve_pruner_new(typo, ".", TRUE, &error));
   g_assert_nonnull(strstr(error->message, "warmup_steps"));
   g_clear_error(&error);
+  /* No kind at all: a located error naming the option, not a NULL kind read later. */
+  g_autoptr(SieveNode) none = sieve_node_parse_string("{warmup_steps: 2}", -1, "exp.yaml", &error);
+  g_assert_null(sieve_pruner_new(none, ".", TRUE, &error));
+  g_assert_nonnull(error);
+  g_assert_true(g_str_has_prefix(error->message, "exp.yaml:1:"));
+  g_assert_nonnull(strstr(error->message, "kind"));
+  g_test_message("%s", error->message);
+  g_clear_error(&error);
 }
 
 int
