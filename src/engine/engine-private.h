@@ -68,6 +68,22 @@ SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
 
+/* ==== the incumbent (incumbent.c) ==== */
+
+/* Whether value at fidelity beats best_value at best_fidelity by the
+ * incumbent rule: the higher fidelity wins (NAN fidelity is the evaluator's
+ * full one), then the better value; a NAN value never wins, and anything
+ * beats a NAN best_value. */
+SIEVE_INTERNAL_API gboolean sieve_incumbent_better(double fidelity, double value, double best_fidelity,
+                                                   double best_value, gboolean maximize);
+/* The ok trials with a value of objective, as indices into trials, best
+ * first by the incumbent rule (ties by number).  When their fidelities
+ * differ (*by_fidelity, nullable, set TRUE) each configuration (genotype)
+ * appears once, at the highest fidelity it reached: what the summary, the
+ * report and Lua's study:best() rank. (transfer full) */
+SIEVE_INTERNAL_API GArray *sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize,
+                                             gboolean *by_fidelity);
+
 /* ==== the summary (summary.c) ==== */
 
 /* Summary table of the top trials of a store: rank, trial, objective, the

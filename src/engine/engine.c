@@ -628,20 +628,14 @@ elapsed(const RunState *rs)
   return rs->elapsed_before + (g_get_monotonic_time() - rs->start) / 1e6;
 }
 
-/* The incumbent: the best at the highest fidelity reached (a value at a
- * rung below is no rival for one at full fidelity); NAN fidelity is the
- * evaluator's default, its full one. */
+/* The incumbent: the best at the highest fidelity reached (incumbent.c). */
 static void
 note_best(RunState *rs, gint64 number, double fidelity, double objective)
 {
   if (isnan(objective))
     return;
-  if (isnan(fidelity))
-    fidelity = INFINITY;
-  gboolean better = rs->best_number < 0 || fidelity > rs->best_fidelity ||
-                    (fidelity == rs->best_fidelity &&
-                     (rs->engine->exp->objectives[0].maximize ? objective > rs->best : objective < rs->best));
-  if (better) {
+  if (rs->best_number < 0 ||
+      sieve_incumbent_better(fidelity, objective, rs->best_fidelity, rs->best, rs->engine->exp->objectives[0].maximize)) {
     rs->best = objective;
     rs->best_number = number;
     rs->best_fidelity = fidelity;

@@ -8,44 +8,8 @@
 
 /* ---- one objective ---------------------------------------------------- */
 
-typedef struct {
-  const SieveTrial *trial;
-  double objective;
-  double fidelity; /* -inf for the evaluator's default */
-} Ranked;
-
-/* Multi-fidelity optimizers (hyperband, BOHB) store one trial per rung: a
- * score at 1 epoch is no rival for one at 27, so trials are ranked first
- * by the fidelity they ran at, then by the objective. */
-static gint
-compare_ranked(gconstpointer a, gconstpointer b, gpointer maximize)
-{
-  const Ranked *x = a, *y = b;
-  if (x->fidelity != y->fidelity)
-    return x->fidelity > y->fidelity ? -1 : 1;
-  if (x->objective != y->objective)
-    return (GPOINTER_TO_INT(maximize) ? x->objective > y->objective : x->objective < y->objective) ? -1 : 1;
-  return x->trial->number < y->trial->number ? -1 : 1;
-}
-
-/* Keeps, of each configuration (genotype), only its trial at the highest
- * fidelity it reached (the best one there); ranked must be sorted. */
-static void
-keep_highest_fidelity(GArray *ranked)
-{
-  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-  guint kept = 0;
-  for (guint i = 0; i < ranked->len; i++) {
-    Ranked r = g_array_index(ranked, Ranked, i);
-    if (r.trial->genotype != NULL && !g_hash_table_add(seen, r.trial->genotype))
-      continue;
-    g_array_index(ranked, Ranked, kept++) = r;
-  }
-  g_array_set_size(ranked, kept);
-}
-
-static void print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top,
-                      gboolean by_fidelity);
+static void print_top(FILE *out, GPtrArray *trials, GArray *ranked, const char *objective, gboolean maximize,
+                      guint top, gboolean by_fidelity);
 static gboolean print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *objective, GError **error);
 
 gboolean
@@ -55,7 +19,6 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
   guint counts[SIEVE_STATUS_REJECTED + 1] = {0};
   double cost = 0;
   /* Distinct hashes among the evaluated trials: with dedupe, each evaluation
@@ -68,19 +31,9 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
         t->hash != NULL)
       g_hash_table_add(hashes, t->hash);
     cost += sieve_result_get_cost(t->result);
-    double v;
-    if (t->status == SIEVE_STATUS_OK && sieve_result_get_metric(t->result, objective, &v) && !isnan(v)) {
-      Ranked r = {t, v, isnan(t->fidelity) ? -INFINITY : t->fidelity};
-      g_array_append_val(ranked, r);
-    }
   }
-  gboolean by_fidelity = FALSE;
-  for (guint i = 1; i < ranked->len; i++)
-    if (g_array_index(ranked, Ranked, i).fidelity != g_array_index(ranked, Ranked, 0).fidelity)
-      by_fidelity = TRUE;
-  g_array_sort_with_data(ranked, compare_ranked, GINT_TO_POINTER(maximize));
-  if (by_fidelity)
-    keep_highest_fidelity(ranked);
+  gboolean by_fidelity;
+  g_autoptr(GArray) ranked = sieve_trials_rank(trials, objective, maximize, &by_fidelity);
   guint distinct = g_hash_table_size(hashes);
 
   fprintf(out, "\n%u trials: %u ok, %u failed, %u pending", trials->len, counts[SIEVE_STATUS_OK],
@@ -102,7 +55,7 @@ sieve_print_summary(FILE *out, SieveStore *store, const char *objective, gboolea
     fprintf(out, "constraints: %u proposals rejected before evaluation (no evaluation spent on them)\n",
             counts[SIEVE_STATUS_REJECTED]);
   if (ranked->len > 0 && top > 0)
-    print_top(out, ranked, objective, maximize, top, by_fidelity);
+    print_top(out, trials, ranked, objective, maximize, top, by_fidelity);
   return print_finals(out, store, trials, objective, error);
 }
 
@@ -137,10 +90,11 @@ print_finals(FILE *out, SieveStore *store, GPtrArray *trials, const char *object
 }
 
 static void
-print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, guint top, gboolean by_fidelity)
+print_top(FILE *out, GPtrArray *trials, GArray *ranked, const char *objective, gboolean maximize, guint top,
+          gboolean by_fidelity)
 {
   /* Columns: the objective, then up to four other metrics of the best trial. */
-  const SieveResult *first = g_array_index(ranked, Ranked, 0).trial->result;
+  const SieveResult *first = ((const SieveTrial *) trials->pdata[g_array_index(ranked, guint, 0)])->result;
   g_autoptr(GPtrArray) columns = g_ptr_array_new();
   g_ptr_array_add(columns, (gpointer) objective);
   for (guint i = 0; i < sieve_result_n_metrics(first) && columns->len < 5; i++)
@@ -162,7 +116,7 @@ print_top(FILE *out, GArray *ranked, const char *objective, gboolean maximize, g
   g_string_append(line, "  genotype");
   fprintf(out, "%s\n", line->str);
   for (guint r = 0; r < n; r++) {
-    const SieveTrial *t = g_array_index(ranked, Ranked, r).trial;
+    const SieveTrial *t = trials->pdata[g_array_index(ranked, guint, r)];
     g_string_printf(line, "%4u %7" G_GINT64_FORMAT, r + 1, t->number);
     if (by_fidelity) {
       if (isnan(t->fidelity))

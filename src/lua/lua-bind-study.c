@@ -158,22 +158,9 @@ study_best(lua_State *L)
   StudyBox *box;
   int space_idx;
   GPtrArray *trials = check_trials(L, &box, &space_idx);
-  const SieveTrial *best = NULL;
-  double best_v = NAN, best_f = -INFINITY;
-  gboolean maximize = box->objectives.maximize[0];
-  /* The best at the highest fidelity reached (NAN: the evaluator's own, full
-   * one): in a multi-fidelity study, the incumbent at full fidelity. */
-  for (guint i = 0; i < trials->len; i++) {
-    const SieveTrial *t = trials->pdata[i];
-    double v, f = isnan(t->fidelity) ? INFINITY : t->fidelity;
-    if (t->status != SIEVE_STATUS_OK || !sieve_result_get_metric(t->result, box->objectives.metrics[0], &v) || isnan(v))
-      continue;
-    if (best == NULL || f > best_f || (f == best_f && (maximize ? v > best_v : v < best_v))) {
-      best = t;
-      best_v = v;
-      best_f = f;
-    }
-  }
+  /* The best at the highest fidelity reached, as the summary ranks. */
+  g_autoptr(GArray) ranked = sieve_trials_rank(trials, box->objectives.metrics[0], box->objectives.maximize[0], NULL);
+  const SieveTrial *best = ranked->len > 0 ? trials->pdata[g_array_index(ranked, guint, 0)] : NULL;
   if (best == NULL)
     lua_pushnil(L);
   else

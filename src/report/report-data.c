@@ -32,6 +32,9 @@ sieve_report_free(SieveReport *report)
     g_free(report->objectives[k].metric);
   g_free(report->objectives);
   g_free(report->objective);
+  if (report->ranked)
+    g_array_unref(report->ranked);
+  g_free(report->ranked_mask);
   if (report->pareto_points)
     g_array_unref(report->pareto_points);
   if (report->pareto_front)
@@ -209,19 +212,36 @@ compute_objective(SieveReport *report)
 {
   guint n = report->trials->len;
   report->objective = g_new(double, n ? n : 1);
+  report->ranked_mask = g_new0(gboolean, n ? n : 1);
   report->best = -1;
+  report->top_fidelity = NAN;
   const SieveReportObjective *o = report->n_objectives ? &report->objectives[0] : NULL;
   for (guint i = 0; i < n; i++) {
     const SieveTrial *t = report->trials->pdata[i];
     gboolean has = o && (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_CACHED);
-    double v = has ? sieve__report_metric(report, i, o->metric) : NAN;
-    report->objective[i] = v;
-    if (t->status != SIEVE_STATUS_OK || !isfinite(v))
-      continue;
-    double best = report->best >= 0 ? report->objective[report->best] : NAN;
-    if (report->best < 0 || (o->maximize ? v > best : v < best))
-      report->best = (gint) i;
+    report->objective[i] = has ? sieve__report_metric(report, i, o->metric) : NAN;
   }
+  if (o == NULL) {
+    report->ranked = g_array_new(FALSE, FALSE, sizeof(guint));
+    return;
+  }
+  /* The engine's incumbent and the summary's ranking: one rule. */
+  report->ranked = sieve_trials_rank(report->trials, o->metric, o->maximize, &report->by_fidelity);
+  for (guint r = 0; r < report->ranked->len; r++)
+    report->ranked_mask[g_array_index(report->ranked, guint, r)] = TRUE;
+  if (report->ranked->len > 0) {
+    report->best = (gint) g_array_index(report->ranked, guint, 0);
+    double f = ((const SieveTrial *) report->trials->pdata[report->best])->fidelity;
+    report->top_fidelity = isnan(f) ? INFINITY : f;
+  }
+}
+
+/* Whether trial i ran at the highest fidelity the study reached. */
+gboolean
+sieve__report_at_top_fidelity(const SieveReport *report, guint i)
+{
+  double f = ((const SieveTrial *) report->trials->pdata[i])->fidelity;
+  return (isnan(f) ? INFINITY : f) == report->top_fidelity;
 }
 
 /* Trial indices by the primary objective, best first, then by number. */
@@ -246,7 +266,7 @@ compute_pareto(SieveReport *report)
   GArray *values = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < report->trials->len; i++) {
     const SieveTrial *t = report->trials->pdata[i];
-    if (t->status != SIEVE_STATUS_OK)
+    if (t->status != SIEVE_STATUS_OK || (report->by_fidelity && !sieve__report_at_top_fidelity(report, i)))
       continue;
     double v[2];
     for (guint k = 0; k < 2; k++) {
@@ -298,9 +318,8 @@ compute_proxies(SieveReport *report)
   for (guint p = 0; p < n_names; p++) {
     guint n = 0;
     for (guint i = 0; i < report->trials->len; i++) {
-      const SieveTrial *t = report->trials->pdata[i];
       double x = sieve__report_metric(report, i, names[p]);
-      if (t->status == SIEVE_STATUS_OK && isfinite(x) && isfinite(report->objective[i])) {
+      if (report->ranked_mask[i] && isfinite(x) && isfinite(report->objective[i])) {
         xs[n] = x;
         ys[n++] = report->objective[i];
       }
@@ -339,7 +358,7 @@ compute_decisions(SieveReport *report)
   /* The ok trials with an objective: the sample of every decision's ANOVA. */
   g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < n; i++)
-    if (((const SieveTrial *) report->trials->pdata[i])->status == SIEVE_STATUS_OK && isfinite(report->objective[i]))
+    if (report->ranked_mask[i] && isfinite(report->objective[i]))
       g_array_append_val(rows, i);
   guint m = rows->len;
   if (m < 3)

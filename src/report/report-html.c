@@ -224,16 +224,18 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
   sieve__svg_begin(out, &plot, by_time ? "history-time" : "history-trial",
                    by_time ? "objective against time" : "objective against trial number",
                    by_time ? "time since the study started (s)" : "trial number", y_label);
-  /* Best so far over the ok trials in the order they finished: a step line
-   * with a corner at each improvement (exact at any study size). */
+  /* The incumbent over the ok trials in the order they finished (the best
+   * at the highest fidelity reached, as the engine keeps it): a step line
+   * with a corner at each change (exact at any study size). */
   GArray *bx = g_array_new(FALSE, FALSE, sizeof(double)), *by = g_array_new(FALSE, FALSE, sizeof(double));
-  double best = NAN, last_x = NAN;
+  double best = NAN, best_f = NAN, last_x = NAN;
   for (guint r = 0; r < n; r++) {
     guint i = g_array_index(shown, guint, r);
     if (trial_at(report, i)->status != SIEVE_STATUS_OK || !isfinite(ys[r]) || !isfinite(xs[r]))
       continue;
     last_x = xs[r];
-    if (isnan(best) || (o->maximize ? ys[r] > best : ys[r] < best)) {
+    if (sieve_incumbent_better(trial_at(report, i)->fidelity, ys[r], best_f, best, o->maximize)) {
+      best_f = trial_at(report, i)->fidelity;
       if (!isnan(best)) {
         g_array_append_val(bx, xs[r]);
         g_array_append_val(by, best);
@@ -285,16 +287,17 @@ section_history(GString *out, const SieveReport *report)
   }
   if (shown->len == 0 || report->n_objectives == 0)
     return;
-  /* Improvements of the best so far are always drawn. */
+  /* Changes of the incumbent are always drawn. */
   g_autofree gboolean *special = g_new0(gboolean, shown->len);
   const SieveReportObjective *o = &report->objectives[0];
-  double best = NAN;
+  double best = NAN, best_f = NAN;
   for (guint r = 0; r < shown->len; r++) {
     guint i = g_array_index(shown, guint, r);
     double v = report->objective[i];
     if (trial_at(report, i)->status == SIEVE_STATUS_OK && isfinite(v) &&
-        (isnan(best) || (o->maximize ? v > best : v < best))) {
+        sieve_incumbent_better(trial_at(report, i)->fidelity, v, best_f, best, o->maximize)) {
       best = v;
+      best_f = trial_at(report, i)->fidelity;
       special[r] = TRUE;
     }
   }
@@ -306,6 +309,10 @@ section_history(GString *out, const SieveReport *report)
                        "<span class=\"k\" style=\"border:1.5px solid #D55E00\"></span>failed (on the bottom edge) "
                        "<span class=\"k\" style=\"background:#E69F00;border-radius:0;height:3px\"></span>best so far"
                        "</p>\n");
+  if (report->by_fidelity)
+    g_string_append(out, "<p class=\"note\">The trials ran at several fidelities: the best so far is the best at the "
+                         "highest fidelity reached so far (a value at a lower rung is no rival), as `sieve run` keeps "
+                         "it.</p>\n");
   thinned_note(out, count_kept(keep, shown->len), shown->len, k, "trials", "trial that improved the best so far");
   g_string_append(out, "<div class=\"plots\">\n");
   history_plot(out, report, shown, keep, FALSE);
@@ -344,6 +351,10 @@ section_pareto(GString *out, const SieveReport *report)
                               "trials over %s (%s) and %s (%s), highlighted; dominated trials are faded.</p>\n",
                          report->pareto_front->len, n, a->metric, a->maximize ? "maximize" : "minimize", b->metric,
                          b->maximize ? "maximize" : "minimize");
+  if (report->by_fidelity)
+    g_string_append_printf(out, "<p class=\"note\">The trials ran at several fidelities: the front is over the %u at "
+                                "the highest reached (%g); a value at a lower rung is no rival.</p>\n",
+                           n, report->top_fidelity);
   thinned_note(out, count_kept(keep, n), n, k, "trials", "trial on the front");
   SieveSvgPlot plot = {.width = 620, .height = 380};
   sieve__svg_range(xy, n, 2, &plot.x0, &plot.x1);
@@ -517,7 +528,7 @@ section_proxies(GString *out, const SieveReport *report)
       continue;
     g_array_set_size(rows, 0);
     for (guint i = 0; i < report->trials->len; i++)
-      if (trial_at(report, i)->status == SIEVE_STATUS_OK && isfinite(report->objective[i]) &&
+      if (report->ranked_mask[i] && isfinite(report->objective[i]) &&
           isfinite(sieve__report_metric(report, i, proxy->name)))
         g_array_append_val(rows, i);
     guint n = rows->len;
@@ -565,7 +576,7 @@ parallel_coordinates(GString *out, const SieveReport *report)
   guint d = MIN(report->n_decisions, MAX_AXES);
   g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < report->trials->len; i++)
-    if (trial_at(report, i)->status == SIEVE_STATUS_OK && isfinite(report->objective[i]))
+    if (report->ranked_mask[i] && isfinite(report->objective[i]))
       g_array_append_val(rows, i);
   guint n = rows->len;
   const SieveReportObjective *o = &report->objectives[0];
@@ -581,9 +592,10 @@ parallel_coordinates(GString *out, const SieveReport *report)
   double width = left + right + 110.0 * d;
   double span = height - top - bottom;
   g_autofree char *thinned = k > 1 ? g_strdup_printf(" drawn of %u: every %u-th", n, k) : g_strdup("");
-  g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated trial (%u%s), one axis per decision "
+  g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated %s (%u%s), one axis per decision "
                               "(its range, choices in order from the bottom) and %s on the right; the colour goes "
                               "from dark blue (worst) to yellow (best).</p>\n",
+                         report->by_fidelity ? "configuration, at the highest fidelity it reached" : "trial",
                          count_kept(keep, n), thinned, o->metric);
   g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"parallel-plot\" "
                               "width=\"%g\" height=\"%g\" role=\"img\"><title>parallel coordinates</title>\n",
@@ -650,13 +662,14 @@ section_importance(GString *out, const SieveReport *report)
     return;
   const char *objective = objective_name(report);
   g_string_append_printf(out, "<section id=\"importance\"><h2>Decision importance</h2>\n<p>Method: for each "
-                              "decision separately, the share of the variance of %s over the evaluated trials that "
+                              "decision separately, the share of the variance of %s over the evaluated %s that "
                               "its levels explain (η², the between-group sum of squares over the total, of a one-way "
                               "analysis of variance; a number decision is cut into up to 8 quantile bins, an inactive "
                               "one is a level of its own). It is a main-effect estimate, simpler than fANOVA "
                               "(Hutter et al. 2014): interactions are not separated, and because an optimizer "
                               "samples decisions together the shares need not sum to 1.</p>\n",
-                         objective);
+                         objective,
+                         report->by_fidelity ? "configurations (each at the highest fidelity it reached)" : "trials");
   double row = 22, label = 170, width = 620;
   g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"importance-plot\" "
                               "width=\"%g\" height=\"%g\" role=\"img\"><title>decision importance (η²)</title>\n",
@@ -701,13 +714,9 @@ cell_value(GString *out, double v)
 static void
 section_top(GString *out, const SieveReport *report)
 {
-  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < report->trials->len; i++)
-    if (trial_at(report, i)->status == SIEVE_STATUS_OK && isfinite(report->objective[i]))
-      g_array_append_val(ranked, i);
+  const GArray *ranked = report->ranked;
   if (ranked->len == 0)
     return;
-  g_array_sort_with_data(ranked, sieve__report_compare_objective, (gpointer) report);
   guint n = MIN(report->top, ranked->len);
   /* Columns: the objectives, then other metrics of the best trial (up to
    * six in all), as the summary `sieve run` prints. */
@@ -732,10 +741,11 @@ section_top(GString *out, const SieveReport *report)
       g_hash_table_insert(hits, (gpointer) &t->cached_from, GUINT_TO_POINTER(count + 1));
     }
   }
-  g_string_append_printf(out, "<section id=\"top\"><h2>Top %u trials by %s</h2>\n<p class=\"note\">Click a column "
+  g_string_append_printf(out, "<section id=\"top\"><h2>Top %u %s by %s%s</h2>\n<p class=\"note\">Click a column "
                               "to sort; open a genotype to see its network.</p>\n<table id=\"top-table\" "
                               "class=\"sortable\"><thead><tr><th>rank</th><th>trial</th>",
-                         n, objective_name(report));
+                         n, report->by_fidelity ? "configurations" : "trials", objective_name(report),
+                         report->by_fidelity ? " at the highest fidelity each reached (higher fidelity first)" : "");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append(out, "<th>");
     sieve__report_append_escaped(out, columns->pdata[c]);

@@ -386,6 +386,68 @@ test_empty(Fixture *f, gconstpointer data)
   g_assert_null(strstr(html, "<circle"));
 }
 
+/* A multi-fidelity study (one trial per rung, as hyperband stores them):
+ * the best and the top table follow the incumbent rule of `sieve run`'s
+ * summary, the best at the highest fidelity reached, each configuration
+ * once; the Pareto front is over the highest fidelity only.  Before the
+ * rule was shared, the report's best was the lowest value at any rung
+ * (trial 0 here) and its table listed a configuration once per rung. */
+static void
+test_fidelity(Fixture *f, gconstpointer data)
+{
+  static const struct {
+    const char *genotype;
+    double fidelity, loss, lat;
+  } rungs[] = {
+      {"a", 1, 1.0, 5}, {"b", 1, 5.0, 5}, {"c", 1, 6.0, 5}, {"b", 3, 4.0, 5},
+      {"c", 3, 5.0, 5}, {"c", 9, 7.0, 5}, {"d", 3, 2.0, 1},
+  };
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_no_error(error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "config",
+                                       "objective: [{metric: loss, direction: minimize}, {metric: lat, direction: minimize}]\n",
+                                       &error));
+    for (guint i = 0; i < G_N_ELEMENTS(rungs); i++) {
+      gint64 number = sieve_store_add_trial(store, rungs[i].genotype, rungs[i].fidelity, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "loss", rungs[i].loss);
+      sieve_result_set_metric(r, "lat", rungs[i].lat);
+      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 0.5, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_true(report->by_fidelity);
+  /* c at 9, then d (2.0) and b (4.0) at 3, then a at 1. */
+  static const gint64 expected[] = {5, 6, 3, 0};
+  g_assert_cmpuint(report->ranked->len, ==, G_N_ELEMENTS(expected));
+  for (guint r = 0; r < G_N_ELEMENTS(expected); r++)
+    g_assert_cmpint(((const SieveTrial *) report->trials->pdata[g_array_index(report->ranked, guint, r)])->number, ==,
+                    expected[r]);
+  g_assert_cmpint(report->best, ==, 5);
+  g_assert_cmpfloat(report->objective[report->best], ==, 7.0);
+  /* Only trial 5 ran at fidelity 9: it alone is the front. */
+  g_assert_cmpuint(report->pareto_points->len, ==, 1);
+  g_assert_cmpuint(report->pareto_front->len, ==, 1);
+
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  g_assert_nonnull(strstr(html, "<dd id=\"best\" data-trial=\"5\">"));
+  const char *table = strstr(html, "id=\"top-table\"");
+  g_assert_nonnull(table);
+  guint rows = 0;
+  for (const char *p = strstr(table, "<tbody>"); (p = strstr(p + 1, "<tr>")) && p < strstr(table, "</tbody>");)
+    rows++;
+  g_assert_cmpuint(rows, ==, 4);
+  g_assert_nonnull(strstr(html, "at the highest fidelity each reached"));
+  g_autofree char *status = sieve_report_status_json(report);
+  g_assert_nonnull(strstr(status, "\"best\":{\"trial\":5,"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -395,6 +457,7 @@ main(int argc, char **argv)
   g_test_add_func("/report/pareto/brute-force", test_pareto_brute_force);
   g_test_add("/report/study/figures", Fixture, NULL, fixture_set_up, test_study, fixture_tear_down);
   g_test_add("/report/study/thinning", Fixture, NULL, fixture_set_up, test_thinning, fixture_tear_down);
+  g_test_add("/report/study/fidelity", Fixture, NULL, fixture_set_up, test_fidelity, fixture_tear_down);
   g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
   return g_test_run();
 }

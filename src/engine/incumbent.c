@@ -1,0 +1,72 @@
+/* sieve: the incumbent rule, one place for the engine, the summary, the
+ * report and Lua: in a multi-fidelity study (hyperband, BOHB store one
+ * trial per rung) a value at a lower fidelity is no rival for one at a
+ * higher, so the best is the best at the highest fidelity reached; NAN
+ * fidelity is the evaluator's default, its full one. */
+#include <math.h>
+
+#include "engine/engine-private.h"
+
+gboolean
+sieve_incumbent_better(double fidelity, double value, double best_fidelity, double best_value, gboolean maximize)
+{
+  if (isnan(value))
+    return FALSE;
+  if (isnan(best_value))
+    return TRUE;
+  fidelity = isnan(fidelity) ? INFINITY : fidelity;
+  best_fidelity = isnan(best_fidelity) ? INFINITY : best_fidelity;
+  if (fidelity != best_fidelity)
+    return fidelity > best_fidelity;
+  return maximize ? value > best_value : value < best_value;
+}
+
+typedef struct {
+  guint index;
+  gint64 number;
+  double value;
+  double fidelity;
+} Ranked;
+
+static gint
+compare_ranked(gconstpointer a, gconstpointer b, gpointer maximize)
+{
+  const Ranked *x = a, *y = b;
+  if (sieve_incumbent_better(x->fidelity, x->value, y->fidelity, y->value, GPOINTER_TO_INT(maximize)))
+    return -1;
+  if (sieve_incumbent_better(y->fidelity, y->value, x->fidelity, x->value, GPOINTER_TO_INT(maximize)))
+    return 1;
+  return x->number < y->number ? -1 : x->number > y->number;
+}
+
+GArray *
+sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, gboolean *by_fidelity)
+{
+  g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
+  gboolean mixed = FALSE;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    double v;
+    if (t->status != SIEVE_STATUS_OK || !sieve_result_get_metric(t->result, objective, &v) || isnan(v))
+      continue;
+    Ranked r = {i, t->number, v, isnan(t->fidelity) ? INFINITY : t->fidelity};
+    if (ranked->len > 0 && r.fidelity != g_array_index(ranked, Ranked, 0).fidelity)
+      mixed = TRUE;
+    g_array_append_val(ranked, r);
+  }
+  g_array_sort_with_data(ranked, compare_ranked, GINT_TO_POINTER(maximize));
+  /* Rungs of one configuration (genotype): only its first in this order,
+   * the trial at the highest fidelity it reached (the best one there). */
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  GArray *indices = g_array_sized_new(FALSE, FALSE, sizeof(guint), ranked->len);
+  for (guint k = 0; k < ranked->len; k++) {
+    guint i = g_array_index(ranked, Ranked, k).index;
+    const char *genotype = ((const SieveTrial *) trials->pdata[i])->genotype;
+    if (mixed && genotype != NULL && !g_hash_table_add(seen, (gpointer) genotype))
+      continue;
+    g_array_append_val(indices, i);
+  }
+  if (by_fidelity)
+    *by_fidelity = mixed;
+  return indices;
+}
