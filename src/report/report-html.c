@@ -319,6 +319,13 @@ section_history(GString *out, const SieveReport *report)
   if (isfinite(report->t0))
     history_plot(out, report, shown, keep, TRUE);
   g_string_append(out, "</div>");
+  guint infinite = 0;
+  for (guint i = 0; i < report->trials->len; i++)
+    infinite += isinf(report->objective[i]);
+  if (infinite > 0)
+    g_string_append_printf(out, "<p class=\"note\" id=\"off-scale\">%u trials with an infinite %s are off the scale "
+                                "and not drawn.</p>",
+                           infinite, o->metric);
   if (report->counts[SIEVE_STATUS_SCREENED] > 0)
     g_string_append_printf(out, "<p class=\"note\">%u screened-out proposals have no %s and are not drawn.</p>",
                            report->counts[SIEVE_STATUS_SCREENED], o->metric);
@@ -609,7 +616,7 @@ parallel_coordinates(GString *out, const SieveReport *report)
     for (guint a = 0; a <= d; a++) {
       double t;
       if (a == d) {
-        t = hi > lo ? (report->objective[i] - lo) / (hi - lo) : 0.5;
+        t = sieve__report_unit(report->objective[i], lo, hi);
       } else {
         const SieveDecision *decision = sieve_space_decision(report->space, a);
         double v = report->decisions[(gsize) i * report->n_decisions + a];
@@ -625,7 +632,7 @@ parallel_coordinates(GString *out, const SieveReport *report)
       px[a] = left + 110.0 * a;
       py[a] = top + span * (1 - t);
     }
-    double quality = hi > lo ? (report->objective[i] - lo) / (hi - lo) : 1;
+    double quality = hi > lo ? sieve__report_unit(report->objective[i], lo, hi) : 1;
     char colour[8];
     sieve__report_ramp(o->maximize ? quality : 1 - quality, colour);
     g_string_append_printf(out, "<polyline class=\"pc\" stroke=\"%s\" points=\"", colour);

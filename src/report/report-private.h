@@ -179,6 +179,9 @@ void sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const ch
 void sieve__svg_end(GString *out);
 /* Data to pixels. */
 double sieve__svg_x(const SieveSvgPlot *plot, double x);
+/* Where v lies in [lo, hi] (0 at lo, 1 at hi; 0.5 when hi <= lo), without
+ * overflow for ends near DBL_MAX. */
+double sieve__report_unit(double v, double lo, double hi);
 double sieve__svg_y(const SieveSvgPlot *plot, double y);
 /* The finite range of values[0..n) (stride apart), padded by 4% on each side;
  * [0, 1] when there is none. */

@@ -64,35 +64,46 @@ sieve__svg_range(const double *values, gsize n, gsize stride, double *lo, double
     *hi = 1;
     return;
   }
+  /* Values near DBL_MAX (a penalty an evaluator reports) are finite but
+   * their difference or a pad added to them is not: spans are computed on
+   * halves, and the padded ends stay finite. */
   if (a == b) {
     double pad = a == 0 ? 1 : fabs(a) * 0.05;
-    a -= pad;
-    b += pad;
+    a = MAX(a - pad, -G_MAXDOUBLE);
+    b = MIN(b + pad, G_MAXDOUBLE);
   }
-  double pad = (b - a) * 0.04;
-  *lo = a - pad;
-  *hi = b + pad;
+  double pad = (b / 2 - a / 2) * 0.08;
+  *lo = MAX(a - pad, -G_MAXDOUBLE);
+  *hi = MIN(b + pad, G_MAXDOUBLE);
+}
+
+double
+sieve__report_unit(double v, double lo, double hi)
+{
+  /* On halves: hi - lo overflows for ends of opposite sign near DBL_MAX. */
+  return hi > lo ? (v / 2 - lo / 2) / (hi / 2 - lo / 2) : 0.5;
 }
 
 double
 sieve__svg_x(const SieveSvgPlot *plot, double x)
 {
   double span = plot->width - plot->left - plot->right;
-  return plot->left + (x - plot->x0) / (plot->x1 - plot->x0) * span;
+  return plot->left + sieve__report_unit(x, plot->x0, plot->x1) * span;
 }
 
 double
 sieve__svg_y(const SieveSvgPlot *plot, double y)
 {
   double span = plot->height - plot->top - plot->bottom;
-  return plot->height - plot->bottom - (y - plot->y0) / (plot->y1 - plot->y0) * span;
+  return plot->height - plot->bottom - sieve__report_unit(y, plot->y0, plot->y1) * span;
 }
 
-/* A step of 1, 2 or 5 times a power of ten giving about five ticks. */
+/* A step of 1, 2 or 5 times a power of ten giving about five ticks over
+ * [lo, hi] (halved: hi - lo may overflow). */
 static double
-nice_step(double span)
+nice_step(double lo, double hi)
 {
-  double raw = span / 5;
+  double raw = (hi / 2 - lo / 2) / 2.5;
   double power = pow(10, floor(log10(raw)));
   double f = raw / power;
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * power;
@@ -124,8 +135,8 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
   double ya = plot->top, yb = plot->height - plot->bottom;
   g_string_append_printf(out, "<path class=\"axis\" d=\"M%g %gV%gH%g\"/>\n", xa, ya, yb, xb);
   /* Ticks: nice values inside the range, labelled with 4 digits. */
-  double step = nice_step(plot->x1 - plot->x0);
-  for (double v = ceil(plot->x0 / step) * step; v <= plot->x1 + step * 1e-9; v += step) {
+  double step = nice_step(plot->x0, plot->x1);
+  for (double v = ceil(plot->x0 / step) * step; isfinite(v) && v <= plot->x1 + step * 1e-9; v += step) {
     double px = sieve__svg_x(plot, v);
     g_string_append(out, "<path class=\"tick\" d=\"M");
     append_number(out, px);
@@ -135,8 +146,8 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
     sieve__report_append_value(out, fabs(v) < step * 1e-9 ? 0 : v);
     g_string_append(out, "</text>\n");
   }
-  step = nice_step(plot->y1 - plot->y0);
-  for (double v = ceil(plot->y0 / step) * step; v <= plot->y1 + step * 1e-9; v += step) {
+  step = nice_step(plot->y0, plot->y1);
+  for (double v = ceil(plot->y0 / step) * step; isfinite(v) && v <= plot->y1 + step * 1e-9; v += step) {
     double py = sieve__svg_y(plot, v);
     g_string_append_printf(out, "<path class=\"grid\" d=\"M%g ", xa);
     append_number(out, py);

@@ -448,6 +448,55 @@ test_fidelity(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(status, "\"best\":{\"trial\":5,"));
 }
 
+/* Objectives near DBL_MAX (a penalty an evaluator prints) and infinite
+ * ones: the axes stay finite (before, hi = b + pad overflowed and every
+ * point was drawn at cy="-nan" with no y tick labels), the infinite ones
+ * are counted off the scale. */
+static void
+test_huge_values(Fixture *f, gconstpointer data)
+{
+  static const double values[] = {3.0, G_MAXDOUBLE, 1.5, -G_MAXDOUBLE, INFINITY, 2.0};
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "objective", "value", &error));
+    g_assert_true(sieve_store_set_meta(store, "direction", "minimize", &error));
+    for (guint i = 0; i < G_N_ELEMENTS(values); i++) {
+      g_autofree char *genotype = g_strdup_printf("x=%u", i);
+      gint64 number = sieve_store_add_trial(store, genotype, NAN, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "value", values[i]);
+      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  g_assert_null(strstr(html, "nan"));
+  g_assert_null(strstr(html, "inf\""));
+  const char *plot = strstr(html, "id=\"history-trial\"");
+  g_assert_nonnull(plot);
+  const char *end = strstr(plot, "</svg>");
+  guint ticks = 0, points = 0;
+  for (const char *p = plot; (p = strstr(p, "text-anchor=\"end\">")) && p < end; p++)
+    ticks++;
+  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
+    points++;
+  g_assert_cmpuint(ticks, >=, 2);
+  g_assert_cmpuint(points, ==, G_N_ELEMENTS(values) - 1);
+  g_assert_nonnull(strstr(html, "<p class=\"note\" id=\"off-scale\">1 trials with an infinite value"));
+  /* The range helper alone: finite, ordered ends for the extremes. */
+  double lo, hi;
+  sieve__svg_range(values, G_N_ELEMENTS(values), 1, &lo, &hi);
+  g_assert_true(isfinite(lo) && isfinite(hi) && lo == -G_MAXDOUBLE && hi == G_MAXDOUBLE);
+  static const double one[] = {G_MAXDOUBLE, NAN};
+  sieve__svg_range(one, 2, 1, &lo, &hi);
+  g_assert_true(isfinite(lo) && isfinite(hi) && lo < hi);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,6 +507,7 @@ main(int argc, char **argv)
   g_test_add("/report/study/figures", Fixture, NULL, fixture_set_up, test_study, fixture_tear_down);
   g_test_add("/report/study/thinning", Fixture, NULL, fixture_set_up, test_thinning, fixture_tear_down);
   g_test_add("/report/study/fidelity", Fixture, NULL, fixture_set_up, test_fidelity, fixture_tear_down);
+  g_test_add("/report/study/huge-values", Fixture, NULL, fixture_set_up, test_huge_values, fixture_tear_down);
   g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
   return g_test_run();
 }
