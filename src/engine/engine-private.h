@@ -349,6 +349,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
  *   if (!sieve_study_open(store, experiment, resume, &error)) ...
  */
 
+/* The study key (study-key.c): what defines the study, one "path<TAB>value"
+ * line per setting with defaults written out, and the sha256 of each file
+ * that defines it; budget, workers, report and store left out.
+ * (transfer full) */
+char *sieve__study_key(const SieveExperiment *experiment);
+/* The first setting where two keys differ, "PATH: stored 'A', now 'B'" or
+ * the changed file named; NULL when they agree. (transfer full) */
+char *sieve__study_key_difference(const char *stored, const char *current);
+
 /* Creates the study's metadata, or checks that the experiment is the one
  * already stored (without resume, a store holding a study is refused).
  * Nothing stored is changed when the check fails. */

@@ -22,8 +22,10 @@ gboolean
 sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume, GError **error)
 {
   g_autofree char *identity = sieve_experiment_identity(exp);
+  g_autofree char *key = sieve__study_key(exp);
   GError *local = NULL;
   g_autofree char *stored = sieve_store_get_meta(store, "identity", &local);
+  g_autofree char *stored_key = local ? NULL : sieve_store_get_meta(store, "study_key", &local);
   if (local != NULL) {
     g_propagate_error(error, local);
     return FALSE;
@@ -37,8 +39,12 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
                 sieve_store_get_path(store), name ? name : "?", n);
     return FALSE;
   }
-  if (stored != NULL && strcmp(stored, identity) != 0) {
-    g_autofree char *diff = first_difference(stored, identity);
+  /* A store written before the study key (sieve 2.1) is checked as it was,
+   * on its canonical text, and gets the key on this first resume. */
+  g_autofree char *diff = stored_key != NULL          ? sieve__study_key_difference(stored_key, key)
+                          : stored != NULL && strcmp(stored, identity) != 0 ? first_difference(stored, identity)
+                                                                             : NULL;
+  if (diff != NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: the experiment differs from the study stored there (only budget, workers and report may "
                 "change on --resume); first difference: %s",
@@ -48,6 +54,8 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
   if (!sieve_store_begin(store, error))
     return FALSE;
   gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
+  if (ok && stored_key == NULL)
+    ok = sieve_store_set_meta(store, "study_key", key, error);
   if (ok && stored == NULL) {
     g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, exp->seed);
     g_autoptr(GDateTime) now = g_date_time_new_now_utc();

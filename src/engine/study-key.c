@@ -1,0 +1,314 @@
+/* sieve: the key of a study, what `--resume` compares: what defines the
+ * study, with its defaults written out (a default written or omitted is the
+ * same study), and the contents of the files that define it.
+ *
+ * The key is text, one "path<TAB>value" line per setting, sorted by path:
+ *
+ *   objective[0].direction	minimize
+ *   optimizer.seed	0
+ *   space.file	sp.yaml
+ *   space.file@sha256	5f2c...
+ *
+ * Left out: budget, workers and report (README: they may change on
+ * resume) and store (where the study is, not what it is). */
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include <sieve/text.h>
+
+#include "engine/engine-private.h"
+
+/* Files past this size are data (a dataset, a large table), not a
+ * definition: not digested. */
+#define MAX_DIGESTED_BYTES (16 << 20)
+
+static const char *const volatile_keys[] = {"budget", "workers", "report", "store", NULL};
+
+static void
+add_line(GPtrArray *lines, const char *path, const char *value)
+{
+  g_autofree char *escaped = g_strescape(value ? value : "(none)", NULL);
+  g_ptr_array_add(lines, g_strdup_printf("%s\t%s", path, escaped));
+}
+
+static gint
+compare_text(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Every scalar of node under path; map keys sorted (their order means
+ * nothing), lists in order. */
+static void
+add_node(GPtrArray *lines, const char *path, const SieveNode *node)
+{
+  switch (sieve_node_kind(node)) {
+  case SIEVE_NODE_SCALAR:
+    add_line(lines, path, sieve_node_text(node));
+    return;
+  case SIEVE_NODE_LIST:
+    if (sieve_node_size(node) == 0)
+      add_line(lines, path, "[]");
+    for (guint i = 0; i < sieve_node_size(node); i++) {
+      g_autofree char *sub = g_strdup_printf("%s[%u]", path, i);
+      add_node(lines, sub, sieve_node_nth(node, i));
+    }
+    return;
+  case SIEVE_NODE_MAP:
+    if (sieve_node_size(node) == 0)
+      add_line(lines, path, "{}");
+    for (guint i = 0; i < sieve_node_size(node); i++) {
+      g_autofree char *sub = g_strdup_printf("%s%s%s", path, path[0] ? "." : "",
+                                             sieve_node_text(sieve_node_nth_key(node, i)));
+      add_node(lines, sub, sieve_node_nth(node, i));
+    }
+    return;
+  }
+}
+
+/* A component's section: its plugin and every option of its table, set or
+ * defaulted, as the component reads them (a path as written: the digest
+ * line carries what it names). */
+static void
+add_section(GPtrArray *lines, const char *key, const SieveSection *section)
+{
+  g_autofree char *plugin = g_strconcat(key, ".plugin", NULL);
+  add_line(lines, plugin, sieve_component_get_name(section->component));
+  const SieveOptions *options = section->options;
+  for (const SieveOptionSpec *o = options ? sieve_options_spec(options) : NULL; o && o->name; o++) {
+    g_autofree char *path = g_strdup_printf("%s.%s", key, o->name);
+    char buf[SIEVE_TEXT_DOUBLE_SIZE];
+    switch (o->type) {
+    case SIEVE_OPTION_TYPE_BOOL:
+      add_line(lines, path, sieve_options_get_bool(options, o->name) ? "true" : "false");
+      break;
+    case SIEVE_OPTION_TYPE_INT: {
+      g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, sieve_options_get_int(options, o->name));
+      add_line(lines, path, v);
+      break;
+    }
+    case SIEVE_OPTION_TYPE_FLOAT:
+      add_line(lines, path, sieve_text_format_double_buf(sieve_options_get_double(options, o->name), buf));
+      break;
+    case SIEVE_OPTION_TYPE_PATH:
+      if (sieve_options_is_set(options, o->name) && sieve_options_node(options, o->name) != NULL) {
+        add_line(lines, path, sieve_node_text(sieve_options_node(options, o->name)));
+        break;
+      }
+      add_line(lines, path, sieve_options_get_string(options, o->name)); /* the default */
+      break;
+    case SIEVE_OPTION_TYPE_STRING:
+    case SIEVE_OPTION_TYPE_CHOICE:
+      add_line(lines, path, sieve_options_get_string(options, o->name));
+      break;
+    case SIEVE_OPTION_TYPE_STRING_LIST: {
+      const char *const *v = sieve_options_get_strv(options, o->name);
+      if (v == NULL)
+        add_line(lines, path, NULL);
+      for (guint i = 0; v && v[i]; i++) {
+        g_autofree char *sub = g_strdup_printf("%s[%u]", path, i);
+        add_line(lines, sub, v[i]);
+      }
+      break;
+    }
+    case SIEVE_OPTION_TYPE_NODE: {
+      const SieveNode *node = sieve_options_get_node(options, o->name);
+      if (node == NULL)
+        add_line(lines, path, NULL);
+      else
+        add_node(lines, path, node);
+      break;
+    }
+    }
+  }
+}
+
+/* The file a value names, when it is one that defines the study: a regular
+ * file (not a folder), small enough not to be data. (transfer full) */
+static char *
+defining_file(const SieveExperiment *exp, const char *value)
+{
+  if (value == NULL || value[0] == '\0')
+    return NULL;
+  g_autofree char *path = g_canonicalize_filename(value, exp->dir);
+  GStatBuf st;
+  if (g_stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_DIGESTED_BYTES)
+    return NULL;
+  return g_steal_pointer(&path);
+}
+
+static void
+add_digest(GPtrArray *lines, const SieveExperiment *exp, const char *path, const char *value)
+{
+  g_autofree char *file = defining_file(exp, value);
+  if (file == NULL)
+    return;
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+  g_autofree char *key = g_strconcat(path, "@sha256", NULL);
+  if (!g_file_get_contents(file, &contents, &length, NULL)) {
+    add_line(lines, key, "(unreadable)");
+    return;
+  }
+  g_autofree char *digest = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *) contents, length);
+  /* The file as resolved, for the message only: the digest is compared. */
+  g_autofree char *line = g_strdup_printf("%s %s", digest, file);
+  add_line(lines, key, line);
+}
+
+/* The files that define the study: the path options of its components
+ * (an hpo space's file, a Lua component's script, a tabular table) and,
+ * anywhere in the space, optimizer and evaluator sections, a `file` or
+ * `script` (a composed space's recipe file); the `lua.load` scripts.
+ * Datasets are not: the train evaluator names them by name or folder. */
+static void
+add_digests_under(GPtrArray *lines, const SieveExperiment *exp, const char *path, const char *key,
+                  const SieveNode *node)
+{
+  if (sieve_node_kind(node) == SIEVE_NODE_SCALAR) {
+    if (key && (strcmp(key, "file") == 0 || strcmp(key, "script") == 0))
+      add_digest(lines, exp, path, sieve_node_text(node));
+    return;
+  }
+  for (guint i = 0; i < sieve_node_size(node); i++) {
+    gboolean map = sieve_node_kind(node) == SIEVE_NODE_MAP;
+    const char *sub_key = map ? sieve_node_text(sieve_node_nth_key(node, i)) : key;
+    g_autofree char *sub = map ? g_strdup_printf("%s.%s", path, sub_key) : g_strdup_printf("%s[%u]", path, i);
+    add_digests_under(lines, exp, sub, sub_key, sieve_node_nth(node, i));
+  }
+}
+
+static void
+add_digests(GPtrArray *lines, const SieveExperiment *exp)
+{
+  static const char *const keys[] = {"space", "optimizer", "evaluator"};
+  const SieveSection *sections[] = {&exp->space, &exp->optimizer, &exp->evaluator};
+  g_autoptr(GHashTable) done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+    const SieveOptions *options = sections[k]->options;
+    for (const SieveOptionSpec *o = options ? sieve_options_spec(options) : NULL; o && o->name; o++)
+      if (o->type == SIEVE_OPTION_TYPE_PATH && sieve_options_is_set(options, o->name)) {
+        g_autofree char *path = g_strdup_printf("%s.%s", keys[k], o->name);
+        add_digest(lines, exp, path, sieve_node_text(sieve_options_node(options, o->name)));
+        g_hash_table_add(done, g_steal_pointer(&path));
+      }
+    const SieveNode *node = sieve_node_lookup(exp->root, keys[k]);
+    if (node == NULL || sieve_node_kind(node) != SIEVE_NODE_MAP)
+      continue;
+    for (guint i = 0; i < sieve_node_size(node); i++) {
+      const char *key = sieve_node_text(sieve_node_nth_key(node, i));
+      g_autofree char *path = g_strdup_printf("%s.%s", keys[k], key);
+      if (!g_hash_table_contains(done, path))
+        add_digests_under(lines, exp, path, key, sieve_node_nth(node, i));
+    }
+  }
+  const SieveNode *lua = sieve_node_lookup(exp->root, "lua");
+  const SieveNode *load = lua && sieve_node_kind(lua) == SIEVE_NODE_MAP ? sieve_node_lookup(lua, "load") : NULL;
+  if (load != NULL && sieve_node_kind(load) == SIEVE_NODE_SCALAR)
+    add_digest(lines, exp, "lua.load", sieve_node_text(load));
+  for (guint i = 0; load && sieve_node_kind(load) == SIEVE_NODE_LIST && i < sieve_node_size(load); i++) {
+    g_autofree char *path = g_strdup_printf("lua.load[%u]", i);
+    add_digest(lines, exp, path, sieve_node_text(sieve_node_nth(load, i)));
+  }
+}
+
+char *
+sieve__study_key(const SieveExperiment *exp)
+{
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+  char buf[32];
+  /* The top-level settings as read, defaults included. */
+  g_snprintf(buf, sizeof buf, "%" G_GUINT64_FORMAT, exp->seed);
+  add_line(lines, "seed", buf);
+  g_snprintf(buf, sizeof buf, "%" G_GUINT64_FORMAT, exp->optimizer_seed);
+  add_line(lines, "optimizer.seed", buf);
+  add_line(lines, "tell_order", exp->tell_in_order ? "trial" : "completion");
+  g_snprintf(buf, sizeof buf, "%" G_GINT64_FORMAT, exp->constraint_tries);
+  add_line(lines, "constraint_tries", buf);
+  for (guint k = 0; k < exp->n_objectives; k++) {
+    g_autofree char *metric = g_strdup_printf("objective[%u].metric", k);
+    g_autofree char *direction = g_strdup_printf("objective[%u].direction", k);
+    add_line(lines, metric, exp->objectives[k].metric);
+    add_line(lines, direction, exp->objectives[k].maximize ? "maximize" : "minimize");
+  }
+  add_section(lines, "space", &exp->space);
+  add_section(lines, "optimizer", &exp->optimizer);
+  add_section(lines, "evaluator", &exp->evaluator);
+  /* The rest as written: name, pipeline (an empty one is none), constraints,
+   * pruner, lua, plugin_path. */
+  static const char *const read[] = {"seed", "tell_order", "constraint_tries", "objective",
+                                     "space", "optimizer", "evaluator"};
+  for (guint i = 0; i < sieve_node_size(exp->root); i++) {
+    const char *key = sieve_node_text(sieve_node_nth_key(exp->root, i));
+    const SieveNode *value = sieve_node_nth(exp->root, i);
+    if (g_strv_contains(volatile_keys, key) || g_strv_contains((const char *const *) read, key) ||
+        (strcmp(key, "pipeline") == 0 && sieve_node_kind(value) == SIEVE_NODE_LIST && sieve_node_size(value) == 0))
+      continue;
+    add_node(lines, key, value);
+  }
+  add_digests(lines, exp);
+  g_ptr_array_sort(lines, compare_text);
+  GString *text = g_string_new(NULL);
+  for (guint i = 0; i < lines->len; i++)
+    g_string_append_printf(text, "%s\n", (const char *) lines->pdata[i]);
+  return g_string_free(text, FALSE);
+}
+
+/* path -> value of a key's lines. */
+static GHashTable *
+key_lines(const char *key)
+{
+  GHashTable *map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_auto(GStrv) lines = g_strsplit(key, "\n", -1);
+  for (guint i = 0; lines[i]; i++) {
+    char *tab = strchr(lines[i], '\t');
+    if (tab != NULL)
+      g_hash_table_insert(map, g_strndup(lines[i], tab - lines[i]), g_strcompress(tab + 1));
+  }
+  return map;
+}
+
+char *
+sieve__study_key_difference(const char *stored, const char *current)
+{
+  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GPtrArray) paths = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer path;
+  g_hash_table_iter_init(&it, a);
+  while (g_hash_table_iter_next(&it, &path, NULL))
+    g_ptr_array_add(paths, path);
+  g_hash_table_iter_init(&it, b);
+  while (g_hash_table_iter_next(&it, &path, NULL))
+    if (!g_hash_table_contains(a, path))
+      g_ptr_array_add(paths, path);
+  g_ptr_array_sort(paths, compare_text);
+  /* A changed file is named first: its path line may be unchanged. */
+  for (guint pass = 0; pass < 2; pass++)
+    for (guint i = 0; i < paths->len; i++) {
+      const char *p = paths->pdata[i];
+      const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
+      gboolean digest = g_str_has_suffix(p, "@sha256");
+      if (digest != (pass == 0))
+        continue;
+      if (digest && x != NULL && y != NULL) {
+        /* "SHA256 FILE": the contents decide, not where the file is. */
+        const char *file = strchr(y, ' ');
+        if (strncmp(x, y, 64) == 0)
+          continue;
+        g_autofree char *option = g_strndup(p, strlen(p) - strlen("@sha256"));
+        return g_strdup_printf("%s: the file %s changed since the study was stored (sha256 %.12s..., now %.12s...)",
+                               option, file ? file + 1 : "?", x, y);
+      }
+      if (g_strcmp0(x, y) == 0)
+        continue;
+      g_autofree char *option = digest ? g_strndup(p, strlen(p) - strlen("@sha256")) : g_strdup(p);
+      g_autofree char *was = x ? g_strdup_printf("'%s'", x) : g_strdup("(not set)");
+      g_autofree char *now = y ? g_strdup_printf("'%s'", y) : g_strdup("(not set)");
+      if (digest)
+        return g_strdup_printf("%s: a file %s the study (stored %s, now %s)", option,
+                               x ? "no longer defines" : "now defines", was, now);
+      return g_strdup_printf("%s: stored %s, now %s", option, was, now);
+    }
+  return NULL;
+}

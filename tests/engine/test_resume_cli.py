@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""What `sieve run --resume` accepts: the same study, however its defaults
+are written, with only budget, workers and report changed; and nothing
+else, the contents of the files that define it (a space file) included.
+Each refusal names the setting (or file) and both values."""
+import os
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
+from sieve_cli import Workdir, sieve  # noqa: E402
+
+SPACE = "parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float, low: 0, high: 15}\n"
+CONFIG = """name: r
+seed: 0
+space: {plugin: hpo, file: sp.yaml}
+optimizer: {plugin: random}
+evaluator: {plugin: function, function: branin}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 3}
+"""
+
+
+class Resume(Workdir):
+    prefix = "sieve-resume-"
+
+    def setUp(self):
+        super().setUp()
+        self.write("sp.yaml", SPACE)
+        self.config = self.write("r.yaml", CONFIG)
+        self.store = self.path("r.sieve")
+        sieve("run", self.config, "--store", self.store, "--quiet", check=0)
+        self.evaluations = 3
+
+    def resume(self, *sets, check):
+        self.evaluations += 1
+        args = ["run", self.config, "--store", self.store, "--resume", "--quiet",
+                "--set", f"budget.evaluations={self.evaluations}"]
+        for s in sets:
+            args += ["--set", s]
+        return sieve(*args, check=check)
+
+    def test_defaults_written_out_are_the_same_study(self):
+        # Each was refused when the comparison was on the config's text.
+        for s in ["tell_order=completion", "optimizer.seed=0", "pipeline=[]", "constraint_tries=1000",
+                  "objective.direction=minimize", "evaluator.function=branin", "workers=1", "report.top=3"]:
+            with self.subTest(set=s):
+                self.resume(s, check=0)
+
+    def test_changes_are_refused_with_the_setting_named(self):
+        for s, first in [("constraint_tries=5", "constraint_tries: stored '1000', now '5'"),
+                         ("optimizer.seed=4", "optimizer.seed: stored '0', now '4'"),
+                         ("tell_order=trial", "tell_order: stored 'completion', now 'trial'"),
+                         ("evaluator.function=rosenbrock", "evaluator.function: stored 'branin', now 'rosenbrock'")]:
+            with self.subTest(set=s):
+                p = self.resume(s, check=None)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn("the experiment differs from the study stored there", p.stderr)
+                self.assertIn("first difference: " + first, p.stderr)
+                self.evaluations -= 1
+
+    def test_a_changed_space_file_is_refused(self):
+        self.write("sp.yaml", SPACE.replace("low: -5, high: 10", "low: 50, high: 100"))
+        p = self.resume(check=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(f"first difference: space.file: the file {self.path('sp.yaml')} changed since the study "
+                      "was stored", p.stderr)
+        # The same contents again: the same study.
+        self.write("sp.yaml", SPACE)
+        self.evaluations -= 1
+        self.resume(check=0)
+
+    def test_a_store_from_before_the_key_resumes_and_gets_it(self):
+        # A store written before the study key: meta has no study_key.
+        with sqlite3.connect(self.store) as db:
+            db.execute("DELETE FROM meta WHERE key = 'study_key'")
+        # Its files were never digested: a changed one is not checked (as
+        # before), and the key is stored on this first resume ...
+        self.write("sp.yaml", SPACE.replace("high: 15", "high: 14"))
+        self.resume(check=0)
+        with sqlite3.connect(self.store) as db:
+            self.assertEqual(db.execute("SELECT count(*) FROM meta WHERE key = 'study_key'").fetchone()[0], 1)
+        # ... so the next change is.
+        self.write("sp.yaml", SPACE)
+        p = self.resume(check=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("space.file: the file", p.stderr)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
