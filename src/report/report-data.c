@@ -204,7 +204,7 @@ compute_counts(SieveReport *report)
   guint ok = report->counts[SIEVE_STATUS_OK];
   report->mean_ok_s = ok ? ok_cost / ok : NAN;
   report->saved_s = ok ? report->counts[SIEVE_STATUS_CACHED] * report->mean_ok_s : 0;
-  report->elapsed_s = isfinite(report->t0) && isfinite(last) ? last - report->t0 : NAN;
+  report->wall_s = isfinite(report->t0) && isfinite(last) ? last - report->t0 : NAN;
 }
 
 static void
@@ -421,6 +421,8 @@ sieve_report_new(SieveStore *store, const SieveSpace *space, GError **error)
   report->name = sieve_store_get_meta(store, "name", NULL);
   report->created = sieve_store_get_meta(store, "created", NULL);
   report->seed = sieve_store_get_meta(store, "seed", NULL);
+  g_autofree char *elapsed = sieve_store_get_meta(store, "elapsed_s", NULL);
+  report->elapsed_s = elapsed ? g_ascii_strtod(elapsed, NULL) : NAN;
   if (config != NULL) {
     g_autoptr(SieveNode) root = sieve_node_parse_string(config, -1, "stored config", NULL);
     if (root != NULL && sieve_node_kind(root) == SIEVE_NODE_MAP)

@@ -92,8 +92,12 @@ section_header(GString *out, const SieveReport *report)
   append_meta(out, "budget", report->budget);
   append_meta(out, "seed", report->seed);
   append_meta(out, "created", report->created);
+  /* The study's own time (a resumed study's pauses are not in it), then the
+   * span the trials cover, which includes them. */
   g_string_append(out, "<dt>elapsed (s)</dt><dd id=\"elapsed\">");
   sieve__report_append_value(out, report->elapsed_s);
+  g_string_append(out, "</dd><dt>wall span, first start to last finish (s)</dt><dd id=\"wall-span\">");
+  sieve__report_append_value(out, report->wall_s);
   g_string_append(out, "</dd><dt>evaluation time (s)</dt><dd id=\"evaluation-time\">");
   sieve__report_append_value(out, report->evaluation_s);
   g_string_append(out, "</dd>");

@@ -79,7 +79,9 @@ struct _SieveReport {
   double mean_ok_s;       /* mean cost of an ok trial, NAN when none */
   double saved_s;         /* cache hits times mean_ok_s */
   double t0;              /* the first trial's start (unix s), NAN when none */
-  double elapsed_s;       /* first start to last finish, NAN when none finished */
+  double elapsed_s;       /* the study's own time, summed over its runs (meta elapsed_s, what budget.seconds
+                           * counts), NAN when the store has none */
+  double wall_s;          /* first start to last finish, pauses between runs included; NAN when none finished */
   /* Per trial (index = position in trials): the primary objective as
    * reported, NAN where the trial has none (pending, failed, screened). */
   double *objective;
