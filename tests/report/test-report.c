@@ -234,6 +234,20 @@ write_study(const char *path, GArray *acc, GArray *lat, GArray *syn, guint *coun
   return n;
 }
 
+/* Occurrences of needle inside the <svg> whose id is id. */
+static guint
+count_in_plot(const char *html, const char *id, const char *needle)
+{
+  g_autofree char *attr = g_strdup_printf("id=\"%s\"", id);
+  const char *plot = strstr(html, attr);
+  g_assert_nonnull(plot);
+  const char *end = strstr(plot, "</svg>");
+  guint n = 0;
+  for (const char *p = plot; (p = strstr(p, needle)) && p < end; p++)
+    n++;
+  return n;
+}
+
 static void
 test_study(Fixture *f, gconstpointer data)
 {
@@ -319,11 +333,7 @@ test_study(Fixture *f, gconstpointer data)
   g_autofree char *front = g_strdup_printf("<p>%u non-dominated of %u evaluated", expected, m);
   g_assert_nonnull(strstr(html, front));
   /* History: ok + cached (with a value) + failed points, in each plot. */
-  const char *plot = strstr(html, "id=\"history-trial\"");
-  const char *end = strstr(plot, "</svg>");
-  guint points = 0;
-  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
-    points++;
+  guint points = count_in_plot(html, "history-trial", "<circle class=\"pt");
   g_assert_cmpuint(points, ==, counts[SIEVE_STATUS_OK] + counts[SIEVE_STATUS_CACHED] + counts[SIEVE_STATUS_FAILED]);
   /* Top table: report.top rows. */
   const char *table = strstr(html, "id=\"top-table\"");
@@ -339,35 +349,46 @@ test_study(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(status, "\"running\":[{\"trial\":58,\"genotype\":\"g58\",\"stage\":\"proposed\"}"));
 }
 
+/* A one-objective study of ok trials, one per value, each its own
+ * genotype (x=I), written through the store, then read as a report.
+ * (transfer full) */
+static SieveReport *
+single_objective_report(const char *path, const char *metric, const char *direction, const double *values, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "objective", metric, &error));
+    g_assert_true(sieve_store_set_meta(store, "direction", direction, &error));
+    for (guint i = 0; i < n; i++) {
+      g_autofree char *genotype = g_strdup_printf("x=%u", i);
+      gint64 number = sieve_store_add_trial(store, genotype, NAN, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, metric, values[i]);
+      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_READ, &error);
+  SieveReport *report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  return report;
+}
+
 static void
 test_thinning(Fixture *f, gconstpointer data)
 {
   /* More ok trials than a plot draws: the plot says so and stays under the
    * cap plus the improvements of the best. */
-  g_autoptr(GError) error = NULL;
-  {
-    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
-    g_assert_true(sieve_store_begin(store, &error));
-    g_assert_true(sieve_store_set_meta(store, "objective", "acc", &error));
-    g_assert_true(sieve_store_set_meta(store, "direction", "maximize", &error));
-    for (guint i = 0; i < 3 * SIEVE_REPORT_MAX_POINTS; i++) {
-      gint64 number = sieve_store_add_trial(store, "x", NAN, &error);
-      g_autoptr(SieveResult) r = sieve_result_new();
-      sieve_result_set_metric(r, "acc", (i * 7919) % 1000);
-      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
-    }
-    g_assert_true(sieve_store_commit(store, &error));
-  }
-  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
-  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
-  g_assert_no_error(error);
+  guint n = 3 * SIEVE_REPORT_MAX_POINTS;
+  g_autofree double *values = g_new(double, n);
+  for (guint i = 0; i < n; i++)
+    values[i] = (i * 7919) % 1000;
+  g_autoptr(SieveReport) report = single_objective_report(f->path, "acc", "maximize", values, n);
   g_autofree char *html = sieve_report_to_html(report, NULL);
   g_assert_nonnull(strstr(html, "class=\"note thinned\">Showing "));
-  const char *plot = strstr(html, "id=\"history-trial\"");
-  const char *end = strstr(plot, "</svg>");
-  guint points = 0;
-  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
-    points++;
+  guint points = count_in_plot(html, "history-trial", "<circle class=\"pt");
   g_assert_cmpuint(points, <=, SIEVE_REPORT_MAX_POINTS + 20);
   g_assert_cmpuint(points, >=, SIEVE_REPORT_MAX_POINTS);
 }
@@ -461,37 +482,13 @@ static void
 test_huge_values(Fixture *f, gconstpointer data)
 {
   static const double values[] = {3.0, G_MAXDOUBLE, 1.5, -G_MAXDOUBLE, INFINITY, 2.0};
-  g_autoptr(GError) error = NULL;
-  {
-    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
-    g_assert_true(sieve_store_begin(store, &error));
-    g_assert_true(sieve_store_set_meta(store, "objective", "value", &error));
-    g_assert_true(sieve_store_set_meta(store, "direction", "minimize", &error));
-    for (guint i = 0; i < G_N_ELEMENTS(values); i++) {
-      g_autofree char *genotype = g_strdup_printf("x=%u", i);
-      gint64 number = sieve_store_add_trial(store, genotype, NAN, &error);
-      g_autoptr(SieveResult) r = sieve_result_new();
-      sieve_result_set_metric(r, "value", values[i]);
-      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
-    }
-    g_assert_true(sieve_store_commit(store, &error));
-  }
-  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
-  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
-  g_assert_no_error(error);
+  g_autoptr(SieveReport) report = single_objective_report(f->path, "value", "minimize", values, G_N_ELEMENTS(values));
   g_autofree char *html = sieve_report_to_html(report, NULL);
   g_assert_null(strstr(html, "nan"));
   g_assert_null(strstr(html, "inf\""));
-  const char *plot = strstr(html, "id=\"history-trial\"");
-  g_assert_nonnull(plot);
-  const char *end = strstr(plot, "</svg>");
-  guint ticks = 0, points = 0;
-  for (const char *p = plot; (p = strstr(p, "text-anchor=\"end\">")) && p < end; p++)
-    ticks++;
-  for (const char *p = plot; (p = strstr(p, "<circle class=\"pt")) && p < end; p++)
-    points++;
-  g_assert_cmpuint(ticks, >=, 2);
-  g_assert_cmpuint(points, ==, G_N_ELEMENTS(values) - 1);
+  /* y tick labels, and every finite value drawn. */
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">"), >=, 2);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "<circle class=\"pt"), ==, G_N_ELEMENTS(values) - 1);
   g_assert_nonnull(strstr(html, "<p class=\"note\" id=\"off-scale\">1 trials with an infinite value"));
   /* The range helper alone: finite, ordered ends for the extremes. */
   double lo, hi;
