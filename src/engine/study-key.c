@@ -95,7 +95,9 @@ add_section(GPtrArray *lines, const char *key, const SieveSection *section)
         add_line(lines, path, sieve_node_text(sieve_options_node(options, o->name)));
         break;
       }
-      add_line(lines, path, sieve_options_get_string(options, o->name)); /* the default */
+      /* Unset: the table's default as written, not resolved (a moved
+       * folder is the same study). */
+      add_line(lines, path, o->default_text);
       break;
     case SIEVE_OPTION_TYPE_STRING:
     case SIEVE_OPTION_TYPE_CHOICE:
