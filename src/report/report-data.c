@@ -472,9 +472,16 @@ sieve_report_space_new(SieveStore *store, SieveRegistry *registry, GError **erro
   const SieveComponent *component = sieve_registry_require(registry, SIEVE_KIND_SPACE, plugin, sieve_node_lookup(section, "plugin"), error);
   if (component == NULL)
     return NULL;
-  /* Relative paths (an hpo space's file) are the config file's. */
+  /* Relative paths (an hpo space's file) are the config file's.  The store
+   * keeps the config's path as given on the command line (workers on other
+   * machines read it against their own folder); a relative one is taken
+   * here from the store's folder (where `sieve run` puts the store by
+   * default), so that options resolve against an absolute folder. */
   g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-  g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : NULL;
+  g_autofree char *store_dir = g_path_get_dirname(sieve_store_get_path(store));
+  g_autofree char *store_abs = g_canonicalize_filename(store_dir, NULL);
+  g_autofree char *config_abs = config_path ? g_canonicalize_filename(config_path, store_abs) : NULL;
+  g_autofree char *dir = config_abs ? g_path_get_dirname(config_abs) : NULL;
   static const char *const reserved[] = {"plugin", NULL};
   g_autofree char *context = g_strdup_printf("space '%s'", plugin);
   g_autoptr(SieveOptions) options =
