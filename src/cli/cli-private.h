@@ -38,6 +38,13 @@ SieveSpace *sieve_cli_open_space(SieveRegistry *registry, const char *name, char
  * genotype and d = 0); decisions their conditions switch off stay NAN. */
 void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPtrArray *out);
 
+/* Whether output (a file a command is about to write, what: how the user
+ * named it, e.g. "--output") is neither the study store store nor one of
+ * its SQLite side files (-wal, -shm, -journal); otherwise a
+ * SIEVE_ERROR_CONFIG naming both.  Call it before writing anything.  A
+ * postgresql:// store or a NULL output passes. */
+gboolean sieve_cli_check_output(const char *store, const char *output, const char *what, GError **error);
+
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */
 int sieve_cli_fail(GError *error);

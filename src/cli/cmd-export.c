@@ -45,6 +45,8 @@ sieve_cmd_export(int argc, char **argv)
     fprintf(stderr, "sieve export: unknown format '%s' (expected csv or json)\n", format);
     return SIEVE_EXIT_USAGE;
   }
+  if (!sieve_cli_check_output(argv[1], output, "--output", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
   if (store == NULL)
     return sieve_cli_fail(error);

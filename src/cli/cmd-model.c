@@ -252,6 +252,8 @@ cmd_export(int argc, char **argv)
     return SIEVE_EXIT_USAGE;
   }
   const char *path = out ? out : "model.onnx";
+  if (from_store && !sieve_cli_check_output(argv[1], path, out ? "--output" : "the default output", &error))
+    return sieve_cli_fail(error);
   g_auto(Model) m = {0};
   gint64 t0 = g_get_monotonic_time();
   if (from_store) {

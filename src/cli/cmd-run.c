@@ -168,6 +168,8 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
+  if (!sieve_cli_check_output(path, report_path, "--report", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
