@@ -58,15 +58,16 @@ compare_objective(gconstpointer a, gconstpointer b, gpointer user_data)
 int
 sieve_cmd_final(int argc, char **argv)
 {
-  gint best = 0;
+  g_autofree char *best_text = NULL, *trial_text = NULL, *epochs_given = NULL;
+  gint64 best = 0;
   gint64 trial = -1;
   double epochs = NAN;
   gboolean quiet = FALSE;
   g_auto(GStrv) sets = NULL;
   GOptionEntry entries[] = {
-      {"best", 'k', 0, G_OPTION_ARG_INT, &best, "train the K best trials by the objective (default 1)", "K"},
-      {"trial", 0, 0, G_OPTION_ARG_INT64, &trial, "train trial N", "N"},
-      {"epochs", 'e', 0, G_OPTION_ARG_DOUBLE, &epochs, "epochs (default: the evaluator's full budget)", "E"},
+      {"best", 'k', 0, G_OPTION_ARG_STRING, &best_text, "train the K best trials by the objective (default 1)", "K"},
+      {"trial", 0, 0, G_OPTION_ARG_STRING, &trial_text, "train trial N", "N"},
+      {"epochs", 'e', 0, G_OPTION_ARG_STRING, &epochs_given, "epochs (default: the evaluator's full budget)", "E"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "override an evaluator option, e.g. --set evaluator.lr=0.05",
        "evaluator.KEY=VALUE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress on stderr", NULL},
@@ -77,7 +78,11 @@ sieve_cmd_final(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (argc != 2 || (best > 0 && trial >= 0) || best < 0 || (!isnan(epochs) && !(epochs > 0))) {
+  if (!sieve_cli_parse_int("--best", best_text, 1, G_MAXINT, &best, &error) ||
+      !sieve_cli_parse_int("--trial", trial_text, 0, G_MAXINT64, &trial, &error) ||
+      !sieve_cli_parse_double("--epochs", epochs_given, 0, TRUE, INFINITY, &epochs, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2 || (best > 0 && trial >= 0)) {
     fprintf(stderr, "sieve final: expected STORE [--best K | --trial N] [--epochs E] (see 'sieve final --help')\n");
     return SIEVE_EXIT_USAGE;
   }

@@ -1,4 +1,5 @@
 /* sieve run CONFIG [--resume] [--store PATH] [--set KEY=VALUE]... */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,17 +94,18 @@ sieve_cmd_run(int argc, char **argv)
   g_autofree char *report_path = NULL;
   gint report_every = 0, local_workers = 0, in_flight = 0;
   double lease_s = 30, reconnect_s = 60;
+  g_autofree char *lease_text = NULL, *reconnect_text = NULL;
   GOptionEntry entries[] = {
       {"local-workers", 0, 0, G_OPTION_ARG_INT, &local_workers,
        "with a postgresql:// store, start N `sieve worker` processes on this machine", "N"},
-      {"lease", 0, 0, G_OPTION_ARG_DOUBLE, &lease_s,
+      {"lease", 0, 0, G_OPTION_ARG_STRING, &lease_text,
        "the --local-workers' lease: a killed run's evaluations go to other workers after S seconds (default 30)",
        "S"},
       {"in-flight", 0, 0, G_OPTION_ARG_INT, &in_flight,
        "with a postgresql:// store, evaluations queued or running at once (default: --local-workers, or "
        "the experiment's workers)",
        "N"},
-      {"reconnect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &reconnect_s,
+      {"reconnect-timeout", 0, 0, G_OPTION_ARG_STRING, &reconnect_text,
        "with a postgresql:// store, seconds to keep reconnecting to a server that went away before failing "
        "(default 60; 0: fail at once); the --local-workers too",
        "S"},
@@ -136,7 +138,10 @@ sieve_cmd_run(int argc, char **argv)
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (local_workers < 0 || in_flight < 0 || lease_s < 1 || reconnect_s < 0) {
+  if (!sieve_cli_parse_double("--lease", lease_text, 1, FALSE, INFINITY, &lease_s, &error) ||
+      !sieve_cli_parse_double("--reconnect-timeout", reconnect_text, 0, FALSE, INFINITY, &reconnect_s, &error))
+    return sieve_cli_fail(error);
+  if (local_workers < 0 || in_flight < 0) {
     fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s, "
                     "--reconnect-timeout 0 s or more\n");
     return SIEVE_EXIT_USAGE;
