@@ -85,6 +85,30 @@ stop_local_workers(GArray *children, gboolean now)
   g_array_set_size(children, 0);
 }
 
+/* What a failed run leaves and what to do next.  --resume is suggested
+ * only where it can help: it keeps the stored experiment (only budget,
+ * workers and report may change) and reads the same store, so an error of
+ * the experiment itself (a bad option, a network that does not fit its
+ * data) or of the store's content would stop it again at once. */
+static void
+explain_stop(const char *store, const GError *error)
+{
+  gboolean experiment = error->domain == SIEVE_ERROR &&
+                        (error->code == SIEVE_ERROR_CONFIG || error->code == SIEVE_ERROR_GRAPH);
+  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE;
+  if (experiment)
+    fprintf(stderr, "sieve: the study stopped on an error of its experiment (below), which --resume would meet again "
+                    "(a resumed study keeps its experiment); what finished is kept in %s: fix the experiment and "
+                    "start it with another --store\n", store);
+  else if (in_store)
+    fprintf(stderr, "sieve: the study stopped on an error of its store (below); %s is left as it is, and --resume "
+                    "would meet the same error unless its cause lies outside the file (a full disk, a lost server)\n",
+            store);
+  else
+    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume once the "
+                    "error below is dealt with)\n", store);
+}
+
 int
 sieve_cmd_run(int argc, char **argv)
 {
@@ -255,8 +279,7 @@ sieve_cmd_run(int argc, char **argv)
   }
   if (!ok) {
     /* What finished is stored; say so, then report the failure. */
-    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n",
-            sieve_store_get_path(store));
+    explain_stop(sieve_store_get_path(store), error);
     return sieve_cli_fail(error);
   }
   if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))
