@@ -207,6 +207,9 @@ sieve_cmd_final(int argc, char **argv)
   g_autoptr(SieveProgress) progress =
       sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(to_train->len + already), already,
                          objective->metric, objective->maximize);
+  /* Its lines name the trial trained again, not the final's own number
+   * (the table below has both). */
+  sieve_progress_set_noun(progress, "final of trial");
   if (!quiet)
     sieve_progress_message(progress, "final training of %u trial%s (%" G_GINT64_FORMAT " done before), epochs %s",
                            to_train->len, to_train->len == 1 ? "" : "s", already,
@@ -220,7 +223,9 @@ sieve_cmd_final(int argc, char **argv)
     if (g == NULL)
       return sieve_cli_fail(error);
     g_autoptr(SieveCandidate) candidate = sieve_candidate_new(g_steal_pointer(&g), NAN);
-    sieve_candidate_set_trial(candidate, number);
+    /* The trial's number: what an evaluator's messages and the progress
+     * name; the outcome is stored under the final's own number. */
+    sieve_candidate_set_trial(candidate, t->number);
     if (!quiet)
       sieve_candidate_set_report_func(candidate, on_report, progress);
     double started = g_get_real_time() / 1e6;
@@ -239,7 +244,7 @@ sieve_cmd_final(int argc, char **argv)
     }
     if (!ok)
       status = SIEVE_EXIT_FAILURE;
-    sieve_progress_trial(progress, number, sieve_result_get_status(result), sieve_engine_objective(exp, result),
+    sieve_progress_trial(progress, t->number, sieve_result_get_status(result), sieve_engine_objective(exp, result),
                          t->genotype, sieve_result_get_cost(result), sieve_result_get_reason(result));
   }
   sieve_progress_end(progress);
