@@ -129,8 +129,17 @@ sieve_cmd_final(int argc, char **argv)
       config, path, dir, (const char *const *)overrides->pdata, registry, refused, &error);
   sieve_cli_warn_refused(refused);
   if (exp == NULL) {
-    if (g_strrstr(error->message, "keep_weights"))
-      g_prefix_error(&error, "sieve final needs an evaluator that keeps weights (train): ");
+    /* The refused option is the one added above, not one the user wrote:
+     * say what it means instead. */
+    if (g_str_has_prefix(error->message, "--set evaluator.keep_weights=all:")) {
+      g_autoptr(SieveExperiment) plain =
+          sieve_experiment_load_string(config, path, dir, NULL, registry, NULL, NULL);
+      const char *name = plain ? sieve_component_get_name(plain->evaluator.component) : "?";
+      g_clear_error(&error);
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s: the study's evaluator '%s' keeps no weights; sieve final trains candidates again with an "
+                  "evaluator that does (train)", path, name);
+    }
     return sieve_cli_fail(error);
   }
 

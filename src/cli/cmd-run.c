@@ -170,6 +170,10 @@ sieve_cmd_run(int argc, char **argv)
                     "--reconnect-timeout 0 s or more\n");
     return SIEVE_EXIT_USAGE;
   }
+  if (store_path != NULL && store_path[0] == '\0') {
+    fprintf(stderr, "sieve run: --store '': expected a file name or a postgresql:// URL\n");
+    return SIEVE_EXIT_USAGE;
+  }
   sieve__db_set_reconnect_timeout(reconnect_s);
   if (report_every < 0 || (report_every > 0 && report_path == NULL)) {
     fprintf(stderr, "sieve run: --report-every needs --report FILE and a positive N\n");

@@ -75,5 +75,37 @@ class TestNumericOptions(sieve_cli.Workdir):
         self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--threads", "-1"], "--threads -1: expected")
 
 
+class TestNamesAndMessages(sieve_cli.Workdir):
+    """Bug hunt, item 8: an empty store, a name that moves or hides the
+    default store, a bogus location, an internal --set in a message."""
+    prefix = "sieve-names-"
+
+    def test_store_and_name(self):
+        os.mkdir(self.path("sub"))
+        for extra, wanted in [('store: ""', 'e.yaml:6:8: store: expected a file name or a postgresql:// URL'),
+                              ('name: ""', "e.yaml:6:7: name '': expected a study name without '/'"),
+                              ("name: ../escaped", "e.yaml:6:7: name '../escaped': expected a study name")]:
+            body = CONFIG.replace("name: options\n", "")
+            self.write(os.path.join("sub", "e.yaml"), body + extra + "\n")
+            p = sieve("run", "e.yaml", check=2, cwd=self.path("sub"))
+            self.assertIn(wanted, p.stderr)
+            self.assertEqual(sorted(os.listdir(self.dir)), ["sub"])
+            self.assertEqual(sorted(os.listdir(self.path("sub"))), ["e.yaml"])
+        cfg = self.write("o.yaml", CONFIG)
+        p = sieve("run", cfg, "--store", "", check=2, cwd=self.dir)
+        self.assertIn("--store '': expected a file name or a postgresql:// URL", p.stderr)
+        self.assertNotIn("a directory", p.stderr)
+
+    def test_locations_and_plain_messages(self):
+        p = sieve("hash", "--space", "hpo", "--all", check=2)
+        self.assertIn("sieve: --space hpo:1:1: space 'hpo' needs", p.stderr)
+        self.assertNotIn(":0:0:", p.stderr)
+        store = self.path("f.sieve")
+        sieve("run", self.write("o.yaml", CONFIG), "--store", store, "-q", check=0)
+        p = sieve("final", store, check=2)
+        self.assertIn(f"{store}: the study's evaluator 'function' keeps no weights", p.stderr)
+        self.assertNotIn("--set", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
