@@ -13,14 +13,7 @@ import sieve_cli  # noqa: E402
 from sieve_cli import sieve  # noqa: E402
 
 ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
-CONFIG = """\
-name: options
-space: {plugin: hpo, parameters: {x1: {type: float, low: -5, high: 10}, x2: {type: float, low: 0, high: 15}}}
-optimizer: {plugin: random}
-evaluator: {plugin: function, function: branin}
-objective: {metric: value, direction: minimize}
-budget: {evaluations: 3}
-"""
+CONFIG = sieve_cli.branin_config("options", 3)
 
 
 class TestNumericOptions(sieve_cli.Workdir):

@@ -13,14 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import sieve_cli  # noqa: E402
 from sieve_cli import export_rows, sieve  # noqa: E402
 
-CONFIG = """\
-name: guard
-space: {plugin: hpo, parameters: {x1: {type: float, low: -5, high: 10}, x2: {type: float, low: 0, high: 15}}}
-optimizer: {plugin: random}
-evaluator: {plugin: function, function: branin}
-objective: {metric: value, direction: minimize}
-budget: {evaluations: 6}
-"""
+CONFIG = sieve_cli.branin_config("guard", 6)
 
 
 class TestOutputIsNotTheStore(sieve_cli.Workdir):

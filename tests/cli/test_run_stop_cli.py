@@ -14,14 +14,7 @@ import sieve_cli  # noqa: E402
 from sieve_cli import export_rows, sieve  # noqa: E402
 
 DATA = os.environ.get("SIEVE_DATA_DIR", "/usr/share/datasets")
-BRANIN = """\
-name: stop
-space: {plugin: hpo, parameters: {x1: {type: float, low: -5, high: 10}, x2: {type: float, low: 0, high: 15}}}
-optimizer: {plugin: random}
-evaluator: {plugin: function, function: branin}
-objective: {metric: value, direction: minimize}
-budget: {evaluations: 3}
-"""
+BRANIN = sieve_cli.branin_config("stop", 3)
 
 
 class TestStopMessage(sieve_cli.Workdir):
