@@ -38,6 +38,24 @@ SieveSpace *sieve_cli_open_space(SieveRegistry *registry, const char *name, char
  * genotype and d = 0); decisions their conditions switch off stay NAN. */
 void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPtrArray *out);
 
+/* Whether output (a file a command is about to write, what: how the user
+ * named it, e.g. "--output") is neither the study store store nor one of
+ * its SQLite side files (-wal, -shm, -journal); otherwise a
+ * SIEVE_ERROR_CONFIG naming both.  Call it before writing anything.  A
+ * postgresql:// store or a NULL output passes. */
+gboolean sieve_cli_check_output(const char *store, const char *output, const char *what, GError **error);
+
+/* A numeric option read as text (G_OPTION_ARG_STRING), so that a value
+ * given is never mistaken for "not given": NULL text leaves *value (the
+ * default) alone; otherwise it must be a whole number in [min, max], or a
+ * finite number above min (above_min) or at least min, and at most max
+ * (INFINITY: no bound).  Else a G_OPTION_ERROR naming flag, the text and
+ * the range (exit status 2). */
+gboolean sieve_cli_parse_int(const char *flag, const char *text, gint64 min, gint64 max, gint64 *value,
+                             GError **error);
+gboolean sieve_cli_parse_double(const char *flag, const char *text, double min, gboolean above_min, double max,
+                                double *value, GError **error);
+
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */
 int sieve_cli_fail(GError *error);

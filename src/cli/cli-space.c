@@ -32,9 +32,12 @@ SieveSpace *
 sieve_cli_open_space(SieveRegistry *registry, const char *name, char **overrides, const char *command,
                      GError **error)
 {
-  g_autoptr(SieveNode) root = sieve_node_new_map("sieve", 0, 0);
-  SieveNode *section = sieve_node_new_map("--space", 0, 0);
-  sieve_node_map_set(section, "plugin", sieve_node_new_scalar(name, TRUE, "--space", 0, 0));
+  /* Errors about the section point at the flag as train's do ("--space
+   * hpo:1:1: ..."), not at a line 0 of no file. */
+  g_autofree char *flag = g_strdup_printf("--space %s", name);
+  g_autoptr(SieveNode) root = sieve_node_new_map(flag, 1, 1);
+  SieveNode *section = sieve_node_new_map(flag, 1, 1);
+  sieve_node_map_set(section, "plugin", sieve_node_new_scalar(name, TRUE, flag, 1, 1));
   sieve_node_map_set(root, "space", section);
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');

@@ -36,6 +36,20 @@ sieve_cmd_export(int argc, char **argv)
     fprintf(stderr, "sieve export: expected one STORE argument\n");
     return SIEVE_EXIT_USAGE;
   }
+  /* Alternatives: two of them would silently print only one. */
+  const char *given[3];
+  guint n_given = 0;
+  if (summary)
+    given[n_given++] = "--summary";
+  if (finals)
+    given[n_given++] = "--finals";
+  if (intermediate)
+    given[n_given++] = "--intermediate";
+  if (n_given > 1) {
+    fprintf(stderr, "sieve export: %s and %s are alternatives: give one of --summary, --finals, --intermediate\n",
+            given[0], given[1]);
+    return SIEVE_EXIT_USAGE;
+  }
   SieveExportFormat fmt;
   if (format == NULL || strcmp(format, "csv") == 0)
     fmt = SIEVE_EXPORT_CSV;
@@ -45,6 +59,8 @@ sieve_cmd_export(int argc, char **argv)
     fprintf(stderr, "sieve export: unknown format '%s' (expected csv or json)\n", format);
     return SIEVE_EXIT_USAGE;
   }
+  if (!sieve_cli_check_output(argv[1], output, "--output", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
   if (store == NULL)
     return sieve_cli_fail(error);

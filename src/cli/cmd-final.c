@@ -58,15 +58,16 @@ compare_objective(gconstpointer a, gconstpointer b, gpointer user_data)
 int
 sieve_cmd_final(int argc, char **argv)
 {
-  gint best = 0;
+  g_autofree char *best_text = NULL, *trial_text = NULL, *epochs_given = NULL;
+  gint64 best = 0;
   gint64 trial = -1;
   double epochs = NAN;
   gboolean quiet = FALSE;
   g_auto(GStrv) sets = NULL;
   GOptionEntry entries[] = {
-      {"best", 'k', 0, G_OPTION_ARG_INT, &best, "train the K best trials by the objective (default 1)", "K"},
-      {"trial", 0, 0, G_OPTION_ARG_INT64, &trial, "train trial N", "N"},
-      {"epochs", 'e', 0, G_OPTION_ARG_DOUBLE, &epochs, "epochs (default: the evaluator's full budget)", "E"},
+      {"best", 'k', 0, G_OPTION_ARG_STRING, &best_text, "train the K best trials by the objective (default 1)", "K"},
+      {"trial", 0, 0, G_OPTION_ARG_STRING, &trial_text, "train trial N", "N"},
+      {"epochs", 'e', 0, G_OPTION_ARG_STRING, &epochs_given, "epochs (default: the evaluator's full budget)", "E"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets, "override an evaluator option, e.g. --set evaluator.lr=0.05",
        "evaluator.KEY=VALUE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress on stderr", NULL},
@@ -77,7 +78,11 @@ sieve_cmd_final(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (argc != 2 || (best > 0 && trial >= 0) || best < 0 || (!isnan(epochs) && !(epochs > 0))) {
+  if (!sieve_cli_parse_int("--best", best_text, 1, G_MAXINT, &best, &error) ||
+      !sieve_cli_parse_int("--trial", trial_text, 0, G_MAXINT64, &trial, &error) ||
+      !sieve_cli_parse_double("--epochs", epochs_given, 0, TRUE, INFINITY, &epochs, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2 || (best > 0 && trial >= 0)) {
     fprintf(stderr, "sieve final: expected STORE [--best K | --trial N] [--epochs E] (see 'sieve final --help')\n");
     return SIEVE_EXIT_USAGE;
   }
@@ -124,8 +129,17 @@ sieve_cmd_final(int argc, char **argv)
       config, path, dir, (const char *const *)overrides->pdata, registry, refused, &error);
   sieve_cli_warn_refused(refused);
   if (exp == NULL) {
-    if (g_strrstr(error->message, "keep_weights"))
-      g_prefix_error(&error, "sieve final needs an evaluator that keeps weights (train): ");
+    /* The refused option is the one added above, not one the user wrote:
+     * say what it means instead. */
+    if (g_str_has_prefix(error->message, "--set evaluator.keep_weights=all:")) {
+      g_autoptr(SieveExperiment) plain =
+          sieve_experiment_load_string(config, path, dir, NULL, registry, NULL, NULL);
+      const char *name = plain ? sieve_component_get_name(plain->evaluator.component) : "?";
+      g_clear_error(&error);
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s: the study's evaluator '%s' keeps no weights; sieve final trains candidates again with an "
+                  "evaluator that does (train)", path, name);
+    }
     return sieve_cli_fail(error);
   }
 
@@ -202,6 +216,9 @@ sieve_cmd_final(int argc, char **argv)
   g_autoptr(SieveProgress) progress =
       sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(to_train->len + already), already,
                          objective->metric, objective->maximize);
+  /* Its lines name the trial trained again, not the final's own number
+   * (the table below has both). */
+  sieve_progress_set_noun(progress, "final of trial");
   if (!quiet)
     sieve_progress_message(progress, "final training of %u trial%s (%" G_GINT64_FORMAT " done before), epochs %s",
                            to_train->len, to_train->len == 1 ? "" : "s", already,
@@ -215,7 +232,9 @@ sieve_cmd_final(int argc, char **argv)
     if (g == NULL)
       return sieve_cli_fail(error);
     g_autoptr(SieveCandidate) candidate = sieve_candidate_new(g_steal_pointer(&g), NAN);
-    sieve_candidate_set_trial(candidate, number);
+    /* The trial's number: what an evaluator's messages and the progress
+     * name; the outcome is stored under the final's own number. */
+    sieve_candidate_set_trial(candidate, t->number);
     if (!quiet)
       sieve_candidate_set_report_func(candidate, on_report, progress);
     double started = g_get_real_time() / 1e6;
@@ -234,7 +253,7 @@ sieve_cmd_final(int argc, char **argv)
     }
     if (!ok)
       status = SIEVE_EXIT_FAILURE;
-    sieve_progress_trial(progress, number, sieve_result_get_status(result), sieve_engine_objective(exp, result),
+    sieve_progress_trial(progress, t->number, sieve_result_get_status(result), sieve_engine_objective(exp, result),
                          t->genotype, sieve_result_get_cost(result), sieve_result_get_reason(result));
   }
   sieve_progress_end(progress);

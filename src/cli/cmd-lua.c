@@ -1,4 +1,5 @@
 /* sieve lua [--allow LIBS] [--path DIR]... [limits] SCRIPT.lua [ARGS...] */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ sieve_cmd_lua(int argc, char **argv)
 {
   g_autofree char *allow = NULL;
   g_auto(GStrv) paths = NULL;
+  g_autofree char *instructions_text = NULL, *seconds_text = NULL, *memory_text = NULL;
   gint64 instructions = 0, memory_mb = -1;
   double seconds = 0;
   GOptionEntry entries[] = {
@@ -18,11 +20,11 @@ sieve_cmd_lua(int argc, char **argv)
        "evaluator), plugins (plugin_path of configs it runs) (comma-separated)",
        "GRANTS"},
       {"path", 'p', 0, G_OPTION_ARG_FILENAME_ARRAY, &paths, "also let require find modules in DIR", "DIR"},
-      {"instructions", 0, 0, G_OPTION_ARG_INT64, &instructions, "stop the script after N Lua instructions (0: never)",
+      {"instructions", 0, 0, G_OPTION_ARG_STRING, &instructions_text, "stop the script after N Lua instructions (0: never)",
        "N"},
-      {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "stop the script after S seconds of running Lua (0: never)",
+      {"seconds", 0, 0, G_OPTION_ARG_STRING, &seconds_text, "stop the script after S seconds of running Lua (0: never)",
        "S"},
-      {"memory-mb", 0, 0, G_OPTION_ARG_INT64, &memory_mb, "cap the script's Lua memory at M MiB (0: none; default 1024)",
+      {"memory-mb", 0, 0, G_OPTION_ARG_STRING, &memory_text, "cap the script's Lua memory at M MiB (0: none; default 1024)",
        "M"},
       {NULL},
   };
@@ -43,10 +45,11 @@ sieve_cmd_lua(int argc, char **argv)
     fprintf(stderr, "sieve lua: expected a SCRIPT.lua argument (see 'sieve lua --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (instructions < 0 || seconds < 0 || memory_mb < -1) {
-    fprintf(stderr, "sieve lua: limits must be >= 0\n");
-    return SIEVE_EXIT_USAGE;
-  }
+  /* 2^44 MiB: the most whose bytes still fit a guint64. */
+  if (!sieve_cli_parse_int("--instructions", instructions_text, 0, G_MAXINT64, &instructions, &error) ||
+      !sieve_cli_parse_double("--seconds", seconds_text, 0, FALSE, INFINITY, &seconds, &error) ||
+      !sieve_cli_parse_int("--memory-mb", memory_text, 0, G_GINT64_CONSTANT(1) << 44, &memory_mb, &error))
+    return sieve_cli_fail(error);
 
   SieveLuaSettings settings;
   sieve_lua_settings_init(&settings);

@@ -252,6 +252,8 @@ cmd_export(int argc, char **argv)
     return SIEVE_EXIT_USAGE;
   }
   const char *path = out ? out : "model.onnx";
+  if (from_store && !sieve_cli_check_output(argv[1], path, out ? "--output" : "the default output", &error))
+    return sieve_cli_fail(error);
   g_auto(Model) m = {0};
   gint64 t0 = g_get_monotonic_time();
   if (from_store) {
@@ -382,12 +384,14 @@ static int
 cmd_eval(int argc, char **argv)
 {
   g_autofree char *dataset = NULL, *data_dir = NULL, *input = NULL, *output = NULL;
-  gint threads = 0, batch = 0, repeat = 20;
+  g_autofree char *threads_text = NULL, *batch_text = NULL;
+  gint64 threads = 0, batch = 0; /* 0: not given */
+  gint repeat = 20;
   GOptionEntry entries[] = {
       {"dataset", 'd', 0, G_OPTION_ARG_STRING, &dataset, "the test split of fashion-mnist, mnist, cifar10 ...", "NAME"},
       {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "where the dataset's files are", "DIR"},
-      {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "batch size (default: the training's)", "N"},
-      {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads (default: every core)", "N"},
+      {"batch", 'b', 0, G_OPTION_ARG_STRING, &batch_text, "batch size (default: the training's)", "N"},
+      {"threads", 't', 0, G_OPTION_ARG_STRING, &threads_text, "threads (default: every core)", "N"},
       {"repeat", 0, 0, G_OPTION_ARG_INT, &repeat, "one-example forwards timed for the latency (default 20)", "N"},
       {"input", 0, 0, G_OPTION_ARG_FILENAME, &input, "instead: run on an N x C x H x W .npy (no normalisation)", "X.npy"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "with --input: where the logits go (.npy)", "Y.npy"},
@@ -397,6 +401,9 @@ cmd_eval(int argc, char **argv)
   g_option_context_add_main_entries(context, entries, NULL);
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
+    return sieve_cli_fail(error);
+  if (!sieve_cli_parse_int("--batch", batch_text, 1, 65536, &batch, &error) ||
+      !sieve_cli_parse_int("--threads", threads_text, 0, 1024, &threads, &error))
     return sieve_cli_fail(error);
   if (argc != 2 || (!dataset && !input) || (input && !output) || repeat < 1) {
     fprintf(stderr, "sieve model eval: expected MODEL --dataset NAME, or MODEL --input X.npy --output Y.npy\n");

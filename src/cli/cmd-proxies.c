@@ -223,14 +223,16 @@ sieve_cmd_proxies(int argc, char **argv)
 {
   g_autofree char *space_name = NULL, *list = NULL, *input = NULL, *dataset = NULL, *data_dir = NULL;
   g_autofree char *batch_file = NULL, *labels_file = NULL, *device = NULL;
-  gint batch = -1, threads = 0, jobs = 0;
+  g_autofree char *batch_text = NULL;
+  gint threads = 0, jobs = 0;
+  gint64 batch = -1; /* -1: not given */
   gint64 seed = 0;
   gboolean list_proxies = FALSE;
   g_auto(GStrv) overrides = NULL;
   GOptionEntry entries[] = {
     {"space", 0, 0, G_OPTION_ARG_STRING, &space_name, "architecture space plugin (default nb201)", "NAME"},
     {"proxies", 'p', 0, G_OPTION_ARG_STRING, &list, "comma-separated proxies (see --list)", "A,B,..."},
-    {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "examples in the batch (default 64)", "N"},
+    {"batch", 'b', 0, G_OPTION_ARG_STRING, &batch_text, "examples in the batch (default 64)", "N"},
     {"input", 0, 0, G_OPTION_ARG_STRING, &input,
      "shape of the random N(0,1) batch, e.g. 3x32x32 (default: the network's input; nb201's input options follow it)",
      "CxHxW"},
@@ -282,18 +284,11 @@ sieve_cmd_proxies(int argc, char **argv)
                     "see 'sieve proxies --help'\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch == 0 || batch < -1) {
-    fprintf(stderr, "sieve proxies: --batch %d: a batch needs at least one example\n", batch);
-    return SIEVE_EXIT_USAGE;
-  }
   /* Bounded before anything is allocated by it: a proxy's batch is tens to
    * hundreds of examples, and a typo such as 100000000 would otherwise end
    * in an abort inside the allocator. */
-  if (batch > SIEVE_PROXIES_MAX_BATCH) {
-    fprintf(stderr, "sieve proxies: --batch %d: at most %d examples (a proxy needs tens to hundreds)\n", batch,
-            SIEVE_PROXIES_MAX_BATCH);
-    return SIEVE_EXIT_USAGE;
-  }
+  if (!sieve_cli_parse_int("--batch", batch_text, 1, SIEVE_PROXIES_MAX_BATCH, &batch, &error))
+    return sieve_cli_fail(error);
   if (threads < 0 || jobs < 0) {
     fprintf(stderr, "sieve proxies: --threads and --jobs take a positive count\n");
     return SIEVE_EXIT_USAGE;
@@ -338,7 +333,8 @@ sieve_cmd_proxies(int argc, char **argv)
     if (given == NULL)
       return sieve_cli_fail(error);
     if (batch > 0 && (guint)batch != given->n) {
-      fprintf(stderr, "sieve proxies: --batch %d, but %s holds %u examples\n", batch, batch_file, given->n);
+      fprintf(stderr, "sieve proxies: --batch %" G_GINT64_FORMAT ", but %s holds %u examples\n", batch, batch_file,
+              given->n);
       return SIEVE_EXIT_USAGE;
     }
     in_origin = g_strdup_printf("--batch-file %s", batch_file);

@@ -39,6 +39,9 @@ sieve_cmd_report(int argc, char **argv)
     fprintf(stderr, "sieve report: expected one STORE argument (see 'sieve report --help')\n");
     return SIEVE_EXIT_USAGE;
   }
+  g_autofree char *path = output ? g_strdup(output) : default_output(argv[1]);
+  if (!sieve_cli_check_output(argv[1], path, output ? "--output" : "the report", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
   if (store == NULL)
     return sieve_cli_fail(error);
@@ -51,7 +54,6 @@ sieve_cmd_report(int argc, char **argv)
   if (report == NULL)
     return sieve_cli_fail(error);
   g_autofree char *html = sieve_report_to_html(report, NULL);
-  g_autofree char *path = output ? g_strdup(output) : default_output(argv[1]);
   if (!g_file_set_contents(path, html, -1, &error))
     return sieve_cli_fail(error);
   printf("report: %s (%u trials, %zu KB)\n", path, report->trials->len, (strlen(html) + 1023) / 1024);

@@ -1,4 +1,5 @@
 /* sieve run CONFIG [--resume] [--store PATH] [--set KEY=VALUE]... */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,6 +85,30 @@ stop_local_workers(GArray *children, gboolean now)
   g_array_set_size(children, 0);
 }
 
+/* What a failed run leaves and what to do next.  --resume is suggested
+ * only where it can help: it keeps the stored experiment (only budget,
+ * workers and report may change) and reads the same store, so an error of
+ * the experiment itself (a bad option, a network that does not fit its
+ * data) or of the store's content would stop it again at once. */
+static void
+explain_stop(const char *store, const GError *error)
+{
+  gboolean experiment = error->domain == SIEVE_ERROR &&
+                        (error->code == SIEVE_ERROR_CONFIG || error->code == SIEVE_ERROR_GRAPH);
+  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE;
+  if (experiment)
+    fprintf(stderr, "sieve: the study stopped on an error of its experiment (below), which --resume would meet again "
+                    "(a resumed study keeps its experiment); what finished is kept in %s: fix the experiment and "
+                    "start it with another --store\n", store);
+  else if (in_store)
+    fprintf(stderr, "sieve: the study stopped on an error of its store (below); %s is left as it is, and --resume "
+                    "would meet the same error unless its cause lies outside the file (a full disk, a lost server)\n",
+            store);
+  else
+    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume once the "
+                    "error below is dealt with)\n", store);
+}
+
 int
 sieve_cmd_run(int argc, char **argv)
 {
@@ -93,17 +118,18 @@ sieve_cmd_run(int argc, char **argv)
   g_autofree char *report_path = NULL;
   gint report_every = 0, local_workers = 0, in_flight = 0;
   double lease_s = 30, reconnect_s = 60;
+  g_autofree char *lease_text = NULL, *reconnect_text = NULL;
   GOptionEntry entries[] = {
       {"local-workers", 0, 0, G_OPTION_ARG_INT, &local_workers,
        "with a postgresql:// store, start N `sieve worker` processes on this machine", "N"},
-      {"lease", 0, 0, G_OPTION_ARG_DOUBLE, &lease_s,
+      {"lease", 0, 0, G_OPTION_ARG_STRING, &lease_text,
        "the --local-workers' lease: a killed run's evaluations go to other workers after S seconds (default 30)",
        "S"},
       {"in-flight", 0, 0, G_OPTION_ARG_INT, &in_flight,
        "with a postgresql:// store, evaluations queued or running at once (default: --local-workers, or "
        "the experiment's workers)",
        "N"},
-      {"reconnect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &reconnect_s,
+      {"reconnect-timeout", 0, 0, G_OPTION_ARG_STRING, &reconnect_text,
        "with a postgresql:// store, seconds to keep reconnecting to a server that went away before failing "
        "(default 60; 0: fail at once); the --local-workers too",
        "S"},
@@ -136,9 +162,16 @@ sieve_cmd_run(int argc, char **argv)
     fprintf(stderr, "sieve run: expected one CONFIG argument (see 'sieve run --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (local_workers < 0 || in_flight < 0 || lease_s < 1 || reconnect_s < 0) {
+  if (!sieve_cli_parse_double("--lease", lease_text, 1, FALSE, INFINITY, &lease_s, &error) ||
+      !sieve_cli_parse_double("--reconnect-timeout", reconnect_text, 0, FALSE, INFINITY, &reconnect_s, &error))
+    return sieve_cli_fail(error);
+  if (local_workers < 0 || in_flight < 0) {
     fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s, "
                     "--reconnect-timeout 0 s or more\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (store_path != NULL && store_path[0] == '\0') {
+    fprintf(stderr, "sieve run: --store '': expected a file name or a postgresql:// URL\n");
     return SIEVE_EXIT_USAGE;
   }
   sieve__db_set_reconnect_timeout(reconnect_s);
@@ -168,6 +201,8 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
+  if (!sieve_cli_check_output(path, report_path, "--report", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL || !sieve_study_open(store, exp, resume, &error))
     return sieve_cli_fail(error);
@@ -248,8 +283,7 @@ sieve_cmd_run(int argc, char **argv)
   }
   if (!ok) {
     /* What finished is stored; say so, then report the failure. */
-    fprintf(stderr, "sieve: the study stopped; finished trials are kept in %s (continue with --resume)\n",
-            sieve_store_get_path(store));
+    explain_stop(sieve_store_get_path(store), error);
     return sieve_cli_fail(error);
   }
   if (!sieve_print_summary(stdout, store, exp->objectives[0].metric, exp->objectives[0].maximize, exp->report_top, &error))

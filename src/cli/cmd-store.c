@@ -25,6 +25,9 @@ sieve_cmd_store(int argc, char **argv)
   }
   g_autofree char *src_name = sieve_store_canonical_name(argv[2]);
   g_autofree char *dst_name = sieve_store_canonical_name(argv[3]);
+  /* A copy onto its own source (or the source's -wal) would lose both. */
+  if (!sieve_cli_check_output(src_name, dst_name, "DST", &error))
+    return sieve_cli_fail(error);
   g_autoptr(SieveStore) src = sieve_store_open(src_name, SIEVE_STORE_READ, &error);
   if (src == NULL)
     return sieve_cli_fail(error);

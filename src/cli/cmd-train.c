@@ -35,19 +35,14 @@ set_value(SieveNode *map, const char *key, const char *text, gboolean quoted, co
   sieve_node_map_set(map, key, sieve_node_new_scalar(text, quoted, origin, 1, 1));
 }
 
-static void
-set_number(SieveNode *map, const char *key, double value, const char *flag)
-{
-  char text[SIEVE_TEXT_DOUBLE_SIZE];
-  set_value(map, key, sieve_text_format_double_buf(value, text), FALSE, flag);
-}
-
 int
 sieve_cmd_train(int argc, char **argv)
 {
   g_autofree char *space = NULL, *arch = NULL, *dataset = NULL, *data_dir = NULL, *device = NULL;
-  double epochs = NAN, lr = NAN;
-  gint batch = 0, threads = -1, seed = -1, validation = -1, limit = -1;
+  /* The numbers as given: the option tables check them (range, type) as
+   * they would in an experiment file, naming the flag; NULL: not given. */
+  g_autofree char *epochs = NULL, *lr = NULL, *batch = NULL, *threads = NULL, *seed = NULL, *validation = NULL,
+                  *limit = NULL;
   gboolean dump = FALSE, quiet = FALSE;
   g_auto(GStrv) overrides = NULL;
   GOptionEntry entries[] = {
@@ -56,13 +51,13 @@ sieve_cmd_train(int argc, char **argv)
       {"dataset", 'd', 0, G_OPTION_ARG_STRING, &dataset, "fashion-mnist (default), mnist, cifar10, cifar100, csv:PATH",
        "NAME"},
       {"data-dir", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "where the dataset's files are", "DIR"},
-      {"epochs", 'e', 0, G_OPTION_ARG_DOUBLE, &epochs, "epochs (fractional allowed; default 1)", "E"},
-      {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "batch size (default 128)", "N"},
-      {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &lr, "peak learning rate (default 0.1)", "LR"},
-      {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads (default: every core)", "N"},
-      {"seed", 0, 0, G_OPTION_ARG_INT, &seed, "seed of initialisation and data order (default 0)", "S"},
-      {"validation", 0, 0, G_OPTION_ARG_INT, &validation, "training examples held out (default 5000)", "N"},
-      {"train-limit", 0, 0, G_OPTION_ARG_INT, &limit, "train on at most N examples (default all)", "N"},
+      {"epochs", 'e', 0, G_OPTION_ARG_STRING, &epochs, "epochs (fractional allowed; default 1)", "E"},
+      {"batch", 'b', 0, G_OPTION_ARG_STRING, &batch, "batch size (default 128)", "N"},
+      {"lr", 0, 0, G_OPTION_ARG_STRING, &lr, "peak learning rate (default 0.1)", "LR"},
+      {"threads", 't', 0, G_OPTION_ARG_STRING, &threads, "threads (default: every core)", "N"},
+      {"seed", 0, 0, G_OPTION_ARG_STRING, &seed, "seed of initialisation and data order (default 0)", "S"},
+      {"validation", 0, 0, G_OPTION_ARG_STRING, &validation, "training examples held out (default 5000)", "N"},
+      {"train-limit", 0, 0, G_OPTION_ARG_STRING, &limit, "train on at most N examples (default all)", "N"},
       {"device", 0, 0, G_OPTION_ARG_STRING, &device,
        "cpu (default), cuda (a GPU; an error when none) or auto (a GPU when one is present, else cpu)", "DEVICE"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
@@ -116,20 +111,15 @@ sieve_cmd_train(int argc, char **argv)
     set_value(ev_map, "data_dir", data_dir, TRUE, "--data-dir");
   if (device)
     set_value(ev_map, "device", device, TRUE, "--device");
-  if (!isnan(epochs))
-    set_number(ev_map, "epochs", epochs, "--epochs");
-  if (!isnan(lr))
-    set_number(ev_map, "lr", lr, "--lr");
-  if (batch > 0)
-    set_number(ev_map, "batch_size", batch, "--batch");
-  if (threads >= 0)
-    set_number(ev_map, "threads", threads, "--threads");
-  if (seed >= 0)
-    set_number(ev_map, "seed", seed, "--seed");
-  if (validation >= 0)
-    set_number(ev_map, "validation", validation, "--validation");
-  if (limit >= 0)
-    set_number(ev_map, "train_limit", limit, "--train-limit");
+  const struct {
+    const char *key, *text, *flag;
+  } numbers[] = {{"epochs", epochs, "--epochs"},      {"lr", lr, "--lr"},
+                 {"batch_size", batch, "--batch"},    {"threads", threads, "--threads"},
+                 {"seed", seed, "--seed"},            {"validation", validation, "--validation"},
+                 {"train_limit", limit, "--train-limit"}};
+  for (guint i = 0; i < G_N_ELEMENTS(numbers); i++)
+    if (numbers[i].text != NULL)
+      set_value(ev_map, numbers[i].key, numbers[i].text, FALSE, numbers[i].flag);
   SieveNode *objective = sieve_node_new_map("sieve train", 1, 1);
   sieve_node_map_set(root, "objective", objective);
   set_value(objective, "metric", "val_acc", TRUE, NULL);

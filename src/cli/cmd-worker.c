@@ -9,6 +9,7 @@
  * leases of the evaluations under way every third of the lease, so that a
  * worker that dies (kill -9, a lost machine) loses them within one lease
  * and another worker evaluates them again. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -208,15 +209,16 @@ sieve_cmd_worker(int argc, char **argv)
 {
   gint threads = 1;
   double lease_s = 30, idle_exit_s = 0, reconnect_s = 60;
+  g_autofree char *lease_text = NULL, *idle_text = NULL, *reconnect_text = NULL;
   gboolean quiet = FALSE, with_parent = FALSE;
   GOptionEntry entries[] = {
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "evaluations at once in this process (default 1)", "T"},
-      {"lease", 0, 0, G_OPTION_ARG_DOUBLE, &lease_s,
+      {"lease", 0, 0, G_OPTION_ARG_STRING, &lease_text,
        "seconds a claim stays valid without renewal: a dead worker's evaluations go elsewhere after this (default 30)",
        "S"},
-      {"idle-exit", 0, 0, G_OPTION_ARG_DOUBLE, &idle_exit_s,
+      {"idle-exit", 0, 0, G_OPTION_ARG_STRING, &idle_text,
        "exit after S seconds with nothing to evaluate (default: only when the study is finished)", "S"},
-      {"reconnect-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &reconnect_s,
+      {"reconnect-timeout", 0, 0, G_OPTION_ARG_STRING, &reconnect_text,
        "seconds to keep reconnecting to a server that went away before failing (default 60; 0: fail at once)",
        "S"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "print only errors", NULL},
@@ -234,7 +236,11 @@ sieve_cmd_worker(int argc, char **argv)
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
     return sieve_cli_fail(error);
-  if (argc != 2 || threads < 1 || lease_s < 1 || idle_exit_s < 0 || reconnect_s < 0) {
+  if (!sieve_cli_parse_double("--lease", lease_text, 1, FALSE, INFINITY, &lease_s, &error) ||
+      !sieve_cli_parse_double("--idle-exit", idle_text, 0, FALSE, INFINITY, &idle_exit_s, &error) ||
+      !sieve_cli_parse_double("--reconnect-timeout", reconnect_text, 0, FALSE, INFINITY, &reconnect_s, &error))
+    return sieve_cli_fail(error);
+  if (argc != 2 || threads < 1) {
     fprintf(stderr, "sieve worker: expected one STORE argument, --threads >= 1, --lease >= 1, "
                     "--reconnect-timeout >= 0\n");
     return SIEVE_EXIT_USAGE;

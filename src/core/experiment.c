@@ -251,9 +251,17 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   g_autoptr(SieveOptions) top = sieve_options_new(experiment_spec, exp->root, NULL, exp->dir, "the experiment", error);
   if (top == NULL)
     return NULL;
-  if (sieve_options_is_set(top, "name"))
-    exp->name = g_strdup(sieve_options_get_string(top, "name"));
-  else {
+  if (sieve_options_is_set(top, "name")) {
+    /* The default store is NAME.sieve in the current folder: a name must
+     * not hide it (".sieve") or put it elsewhere ("../x"). */
+    const char *name = sieve_options_get_string(top, "name");
+    if (name[0] == '\0' || strchr(name, G_DIR_SEPARATOR) != NULL) {
+      sieve_options_set_error(top, "name", error, "name '%s': expected a study name without '/' (not empty); "
+                              "'store:' sets where the study is kept", name);
+      return NULL;
+    }
+    exp->name = g_strdup(name);
+  } else {
     g_autofree char *base = g_path_get_basename(exp->path);
     char *dot = strrchr(base, '.');
     if (dot && dot != base)
@@ -265,6 +273,10 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   exp->workers_set = sieve_options_is_set(top, "workers");
   exp->tell_in_order = g_str_equal(sieve_options_get_string(top, "tell_order"), "trial");
   exp->constraint_tries = sieve_options_get_int(top, "constraint_tries");
+  if (sieve_options_is_set(top, "store") && sieve_options_get_string(top, "store")[0] == '\0') {
+    sieve_options_set_error(top, "store", error, "store: expected a file name or a postgresql:// URL, not ''");
+    return NULL;
+  }
   g_autofree char *store_default = g_strconcat(exp->name, ".sieve", NULL);
   exp->store_path = sieve_store_canonical_name(
       sieve_options_is_set(top, "store") ? sieve_options_get_string(top, "store") : store_default);

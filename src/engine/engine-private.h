@@ -62,6 +62,9 @@ SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const ch
  * trial is stored finished, cached or screened: what `sieve run --report
  * --report-every` hangs its rewrite on.  hook NULL removes it. */
 typedef void (*SieveProgressHook)(gpointer data);
+/* What a line calls the numbers it shows (default "trial"): `sieve final`
+ * shows its trainings by their trial's number as "final of trial". */
+SIEVE_INTERNAL_API void sieve_progress_set_noun(SieveProgress *progress, const char *noun);
 SIEVE_INTERNAL_API void sieve_progress_set_hook(SieveProgress *progress, SieveProgressHook hook, gpointer data);
 /* Ends the status line. */
 SIEVE_INTERNAL_API void sieve_progress_end(SieveProgress *progress);

@@ -27,7 +27,15 @@ struct _SieveProgress {
   gint64 last_activity_print;
   SieveProgressHook hook; /* after each finished proposal (nullable) */
   gpointer hook_data;
+  char *noun; /* "trial", or what the caller's numbers count */
 };
+
+void
+sieve_progress_set_noun(SieveProgress *progress, const char *noun)
+{
+  g_free(progress->noun);
+  progress->noun = g_strdup(noun);
+}
 
 void
 sieve_progress_set_hook(SieveProgress *progress, SieveProgressHook hook, gpointer data)
@@ -54,6 +62,7 @@ sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 alread
   p->budget = budget;
   p->done = already;
   p->objective = g_strdup(objective);
+  p->noun = g_strdup("trial");
   p->maximize = maximize;
   p->best_number = -1;
   p->best = NAN;
@@ -68,6 +77,7 @@ sieve_progress_free(SieveProgress *progress)
   if (progress == NULL)
     return;
   g_free(progress->objective);
+  g_free(progress->noun);
   g_free(progress->activity);
   g_mutex_clear(&progress->lock);
   g_free(progress);
@@ -149,7 +159,7 @@ sieve_progress_activity(SieveProgress *p, gint64 trial, const char *text)
       draw(p);
   } else if (now - p->last_activity_print > 5000000) {
     /* Logs get a line every few seconds, not one per batch. */
-    fprintf(p->out, "  trial %s\n", p->activity);
+    fprintf(p->out, "  %s %s\n", p->noun, p->activity);
     fflush(p->out);
     p->last_activity_print = now;
   }
@@ -186,13 +196,13 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
   }
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
   if (status == SIEVE_STATUS_FAILED || status == SIEVE_STATUS_PRUNED)
-    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s (%.3g s): %s | %s\n", p->done, budget,
-            number, sieve_status_to_string(status), cost, reason ? reason : "no reason given", genotype);
+    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s %" G_GINT64_FORMAT " %s (%.3g s): %s | %s\n", p->done, budget,
+            p->noun, number, sieve_status_to_string(status), cost, reason ? reason : "no reason given", genotype);
   else
     fprintf(p->out,
-            "[%" G_GINT64_FORMAT "%s] trial %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT
+            "[%" G_GINT64_FORMAT "%s] %s %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT
             ") | %s\n",
-            p->done, budget, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
+            p->done, budget, p->noun, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
             p->best_number, genotype);
   fflush(p->out);
   g_mutex_unlock(&p->lock);

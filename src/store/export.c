@@ -3,7 +3,11 @@
  * CSV (RFC 4180 quoting, "\n" line ends): one header line
  *   number,status,genotype,fidelity,<metrics>,cost_s,started,finished,worker,hash_kind,hash,cached_from,reason
  * where <metrics> is every metric name in order of first appearance across
- * the trials (in trial order).  A missing value (no such metric, a pending
+ * the trials (in trial order).  Column names are unique: a metric named as
+ * a fixed column of its table (a command evaluator's "fidelity" or
+ * "cost_s", the train evaluator's "epochs" among the finals' columns), or
+ * whose name starts with "metric.", is written "metric." + its name.  JSON
+ * keeps the metrics apart in their own object, under their own names.  A missing value (no such metric, a pending
  * trial's timings and worker, no hash, no cached_from, no reason, a NAN
  * fidelity or cost) is an empty cell; a non-finite metric is nan, inf or -inf.
  *
@@ -71,6 +75,37 @@ csv_field(GString *out, const char *text)
   }
   g_string_append_c(out, '"');
 }
+
+/* A metric's column: see the rule at the top; fixed: the table's other
+ * columns, NULL-terminated. */
+static void
+csv_metric_name(GString *out, const char *name, const char *const *fixed)
+{
+  gboolean clash = g_str_has_prefix(name, "metric.") || g_strv_contains(fixed, name);
+  g_autofree char *column = clash ? g_strconcat("metric.", name, NULL) : NULL;
+  csv_field(out, column ? column : name);
+}
+
+static void
+csv_header(GString *out, const char *const *before, GPtrArray *names, const char *const *after,
+           const char *const *fixed)
+{
+  for (guint i = 0; before[i]; i++)
+    g_string_append_printf(out, "%s%s", i ? "," : "", before[i]);
+  for (guint i = 0; i < names->len; i++) {
+    g_string_append_c(out, ',');
+    csv_metric_name(out, names->pdata[i], fixed);
+  }
+  for (guint i = 0; after[i]; i++)
+    g_string_append_printf(out, ",%s", after[i]);
+  g_string_append_c(out, '\n');
+}
+
+static const char *const trial_columns[] = {"number", "status", "genotype", "fidelity", "cost_s", "started",
+                                            "finished", "worker", "hash_kind", "hash", "cached_from", "reason",
+                                            NULL};
+static const char *const final_columns[] = {"final", "trial", "status", "genotype", "epochs", "settings",
+                                            "cost_s", "started", "finished", "reason", NULL};
 
 /* NAN: an empty cell. */
 static void
@@ -215,12 +250,8 @@ sieve_store_export(SieveStore *store, SieveExportFormat format, GOutputStream *o
           g_ptr_array_add(names, (gpointer) name);
       }
     }
-    g_string_append(buf, "number,status,genotype,fidelity");
-    for (guint i = 0; i < names->len; i++) {
-      g_string_append_c(buf, ',');
-      csv_field(buf, names->pdata[i]);
-    }
-    g_string_append(buf, ",cost_s,started,finished,worker,hash_kind,hash,cached_from,reason\n");
+    csv_header(buf, (const char *const[]){"number", "status", "genotype", "fidelity", NULL}, names, trial_columns + 4,
+               trial_columns);
     for (guint i = 0; i < trials->len; i++) {
       csv_trial(buf, trials->pdata[i], names);
       if (buf->len >= FLUSH_AT && !flush(store, out, buf, error))
@@ -323,12 +354,8 @@ sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputSt
   g_autoptr(GString) buf = g_string_new(NULL);
   gboolean csv = format == SIEVE_EXPORT_CSV;
   if (csv) {
-    g_string_append(buf, "final,trial,status,genotype,epochs,settings");
-    for (guint k = 0; k < names->len; k++) {
-      g_string_append_c(buf, ',');
-      csv_field(buf, names->pdata[k]);
-    }
-    g_string_append(buf, ",cost_s,started,finished,reason\n");
+    csv_header(buf, (const char *const[]){"final", "trial", "status", "genotype", "epochs", "settings", NULL}, names,
+               final_columns + 6, final_columns);
   } else {
     g_string_append_c(buf, '[');
   }
@@ -379,6 +406,10 @@ sieve_store_export_finals(SieveStore *store, SieveExportFormat format, GOutputSt
       }
       g_string_append(buf, "},\"cost_s\":");
       json_real(buf, sieve_result_get_cost(f->result));
+      g_string_append(buf, ",\"started\":");
+      json_real(buf, f->started);
+      g_string_append(buf, ",\"finished\":");
+      json_real(buf, f->finished);
       g_string_append(buf, ",\"reason\":");
       sieve_json_append_string(buf, f->reason);
       g_string_append_c(buf, '}');

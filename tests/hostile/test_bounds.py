@@ -28,7 +28,7 @@ READ_ONLY_USER = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
 class Bounds(Scratch):
     def test_huge_batch(self):
         p = proxies("--batch", "100000000")
-        self.expect(p, 2, "--batch 100000000: at most 8192 examples")
+        self.expect(p, 2, "--batch 100000000: expected a whole number from 1 to 8192")
 
     def test_npy_huge_shape(self):
         # The product 2^32 * 2^32 wraps to 0 in 64 bits, which matched the

@@ -18,6 +18,17 @@ VOLATILE = {"cost_s", "started", "finished", "worker"}
 PROGRESS = re.compile(r"^\[(\d+)/")
 
 
+def branin_config(name, evaluations):
+    """A small study's experiment text: random search on Branin, quick."""
+    return (f"name: {name}\n"
+            "space: {plugin: hpo, parameters: {x1: {type: float, low: -5, high: 10}, "
+            "x2: {type: float, low: 0, high: 15}}}\n"
+            "optimizer: {plugin: random}\n"
+            "evaluator: {plugin: function, function: branin}\n"
+            "objective: {metric: value, direction: minimize}\n"
+            f"budget: {{evaluations: {evaluations}}}\n")
+
+
 def sieve(*args, check=None, timeout=120, cwd=None):
     """Runs sieve; check: the exit status wanted (an AssertionError with
     the ends of both outputs otherwise)."""

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""`sieve export` and `sieve final` (bug hunt, items 2-5): the export's
+alternatives are exclusive, CSV column names are unique (a metric named as
+a fixed column is written metric.NAME) so that csv.DictReader reads the
+right one, the finals' JSON has their timings, and `sieve final`'s progress
+names the trial it trains again, not the final's own number."""
+import csv
+import io
+import json
+import os
+import sys
+import unittest
+
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import sieve_cli  # noqa: E402
+from sieve_cli import sieve  # noqa: E402
+
+DATA = os.environ.get("SIEVE_DATA_DIR", "/usr/share/datasets")
+
+# A program whose metrics are named like the export's fixed columns.
+PROGRAM = """\
+import json, sys
+json.load(sys.stdin)
+print(json.dumps({"value": 1.5, "fidelity": 4, "cost_s": 3, "metric.value": 2, "number": 7}))
+"""
+COMMAND = """\
+name: clash
+space: {plugin: hpo, parameters: {x: {type: float, low: 0, high: 1}}}
+optimizer: {plugin: random}
+evaluator: {plugin: command, argv: [%s, clash.py], stdin: json, timeout: 30}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 2}
+""" % json.dumps(sys.executable)
+
+
+def csv_rows(text):
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+class TestExport(sieve_cli.Workdir):
+    prefix = "sieve-export-"
+
+    def test_unique_columns(self):
+        self.write("clash.py", PROGRAM)
+        cfg = self.write("clash.yaml", COMMAND)
+        store = self.path("clash.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        out = sieve("export", store, check=0).stdout
+        header = out.splitlines()[0].split(",")
+        self.assertEqual(len(header), len(set(header)), header)
+        self.assertEqual(header[:9], ["number", "status", "genotype", "fidelity", "value", "metric.fidelity",
+                                      "metric.cost_s", "metric.metric.value", "metric.number"])
+        rows = csv_rows(out)
+        self.assertEqual([r["number"] for r in rows], ["0", "1"])
+        for r in rows:
+            self.assertEqual(r["status"], "ok")
+            self.assertEqual(r["fidelity"], "")  # the trial's: none chosen
+            self.assertEqual((r["value"], r["metric.fidelity"], r["metric.cost_s"], r["metric.metric.value"],
+                              r["metric.number"]), ("1.5", "4", "3", "2", "7"))
+            self.assertNotEqual(r["cost_s"], "3")  # the evaluation's wall time
+        # JSON keeps the metrics apart under their own names.
+        data = json.loads(sieve("export", store, "-f", "json", check=0).stdout)
+        self.assertEqual(data[0]["metrics"], {"value": 1.5, "fidelity": 4, "cost_s": 3, "metric.value": 2,
+                                              "number": 7})
+        self.assertIsNone(data[0]["fidelity"])
+
+    def test_alternatives(self):
+        cfg = self.write("clash.yaml", COMMAND)
+        self.write("clash.py", PROGRAM)
+        store = self.path("a.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        for a, b in [("--summary", "--finals"), ("--finals", "--intermediate"), ("--summary", "--intermediate")]:
+            p = sieve("export", store, a, b, check=2)
+            self.assertIn(f"{a} and {b} are alternatives", p.stderr)
+            self.assertEqual(p.stdout, "")
+
+
+@unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")
+class TestFinal(sieve_cli.Workdir):
+    prefix = "sieve-final-"
+
+    def test_final_export_and_progress(self):
+        cfg = self.write("w.yaml", f"""\
+name: w
+space: {{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: train, dataset: fashion-mnist, data_dir: {os.path.join(DATA, "fashion-mnist")},
+  train_limit: 64, validation: 32, batch_size: 16, epochs: 1, test: false, threads: 1}}
+objective: {{metric: val_acc}}
+budget: {{evaluations: 3}}
+""")
+        store = self.path("w.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        p = sieve("final", store, "--trial", "2", "--epochs", "1", check=0)
+        # The final is number 0 and trains trial 2: its lines say trial 2.
+        self.assertRegex(p.stdout, r"(?m)^0\s+2\s")
+        self.assertRegex(p.stderr, r"(?m)^\[1/1\] final of trial 2 ok ")
+        self.assertRegex(p.stderr, r"(?m)^  final of trial #2 epoch ")
+        self.assertNotIn("trial 0", p.stderr)
+        self.assertNotIn("#0", p.stderr)
+        # What is stored is the final's: number 0, trial 2, with its weights.
+        out = sieve("export", store, "--finals", check=0).stdout
+        header = out.splitlines()[0].split(",")
+        self.assertEqual(len(header), len(set(header)), header)
+        (row,) = csv_rows(out)
+        self.assertEqual((row["final"], row["trial"], row["status"], row["epochs"]), ("0", "2", "ok", "1"))
+        self.assertEqual(row["metric.epochs"], "1")  # the train evaluator's metric, apart from the column
+        (final,) = json.loads(sieve("export", store, "--finals", "-f", "json", check=0).stdout)
+        self.assertEqual((final["final"], final["trial"]), (0, 2))
+        self.assertEqual(final["metrics"]["epochs"], 1)
+        self.assertAlmostEqual(final["started"], float(row["started"]), places=3)
+        self.assertAlmostEqual(final["finished"], float(row["finished"]), places=3)
+        self.assertLessEqual(final["started"], final["finished"])
+        sieve("model", "export", store, "--final", "0", "-o", self.path("f.safetensors"), check=0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

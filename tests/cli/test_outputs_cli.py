@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Commands that read a study and write a file refuse, before writing
+anything, a file that is the study's store or one of its SQLite side files
+(-wal, -shm, -journal): `sieve report S -o S` once replaced a study with
+its HTML page (bug hunt, item 1)."""
+import os
+import sqlite3
+import sys
+import unittest
+
+ROOT = os.environ["SIEVE_SOURCE_ROOT"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import sieve_cli  # noqa: E402
+from sieve_cli import export_rows, sieve  # noqa: E402
+
+CONFIG = sieve_cli.branin_config("guard", 6)
+
+
+class TestOutputIsNotTheStore(sieve_cli.Workdir):
+    prefix = "sieve-outputs-"
+
+    def setUp(self):
+        super().setUp()
+        self.cfg = self.write("guard.yaml", CONFIG)
+        self.store = self.path("s.sieve")
+        sieve("run", self.cfg, "--store", self.store, "-q", check=0)
+        self.rows = export_rows(self.store)
+        self.assertEqual(len(self.rows), 6)
+
+    def assert_intact(self, store=None):
+        store = store or self.store
+        with open(store, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\0", f"{store} is no longer an SQLite file")
+        con = sqlite3.connect(store)
+        try:
+            self.assertEqual(con.execute("pragma integrity_check").fetchone()[0], "ok")
+        finally:
+            con.close()
+        self.assertEqual(export_rows(store), self.rows)
+
+    def refused(self, *args, names=(), cwd=None):
+        p = sieve(*args, check=2, cwd=cwd)
+        for name in names:
+            self.assertIn(name, p.stderr)
+        self.assertIn("would destroy the study", p.stderr)
+        self.assertEqual(p.stdout, "")
+        return p
+
+    def test_report(self):
+        self.refused("report", self.store, "-o", self.store, names=[self.store])
+        # Other spellings of the same file: a relative path, "..", a link.
+        os.mkdir(self.path("x"))
+        self.refused("report", "s.sieve", "-o", os.path.join(self.dir, "x", "..", "s.sieve"), cwd=self.dir)
+        self.refused("report", "s.sieve", "--output", "./s.sieve", cwd=self.dir)
+        os.symlink(self.store, self.path("link.html"))
+        self.refused("report", self.store, "-o", self.path("link.html"))
+        os.link(self.store, self.path("hard.html"))
+        self.refused("report", self.store, "-o", self.path("hard.html"))
+        # The side files, whether SQLite left them or not.
+        for side in ("-wal", "-shm", "-journal"):
+            p = self.refused("report", self.store, "-o", self.store + side, names=[self.store + side, self.store])
+            self.assertIn(f"SQLite {side[1:]} file", p.stderr)
+            self.assert_intact()
+        # A file beside the store is fine.
+        sieve("report", self.store, "-o", self.path("s.html"), check=0)
+        self.assert_intact()
+
+    def test_export(self):
+        self.refused("export", self.store, "-o", self.store, names=[self.store])
+        self.refused("export", self.store, "--finals", "--output", self.store + "-wal")
+        self.refused("export", self.store, "--summary", "-f", "json", "-o", self.store + "-shm")
+        self.assert_intact()
+        sieve("export", self.store, "-o", self.path("s.csv"), check=0)
+
+    def test_model_export(self):
+        # Refused before the trial is even looked up (this one kept no weights).
+        self.refused("model", "export", self.store, "--trial", "1", "-o", self.store, names=[self.store])
+        self.assert_intact()
+
+    def test_run_report(self):
+        fresh = self.path("new.sieve")
+        self.refused("run", self.cfg, "--store", fresh, "--report", fresh, names=[fresh])
+        self.assertFalse(os.path.exists(fresh), "the refused run created its store")
+        self.refused("run", self.cfg, "--store", self.store, "--resume", "--report", self.store + "-wal")
+        self.assert_intact()
+
+    def test_store_copy(self):
+        self.refused("store", "copy", self.store, self.store, names=[self.store])
+        self.refused("store", "copy", self.store, self.store + "-wal")
+        self.assert_intact()
+        sieve("store", "copy", self.store, self.path("copy.sieve"), check=0)
+        self.assert_intact(self.path("copy.sieve"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
