@@ -16,6 +16,14 @@ G_BEGIN_DECLS
 
 #define SIEVE_INTERNAL_API __attribute__((visibility("default"))) extern
 
+/* ==== output files ==== */
+/* Write size bytes of data to path whole: a regular file (or a new one)
+ * through a temporary file renamed over it, fsync'ed first when durable; a
+ * device or a pipe that exists (/dev/null, a FIFO) written into, never
+ * replaced.  Errors are SIEVE_ERROR_IO "PATH: cannot write: why". */
+SIEVE_INTERNAL_API gboolean sieve__file_write(const char *path, const void *data, gsize size, gboolean durable,
+                                              GError **error);
+
 /* ==== the inside of SieveNode ==== */
 /* sieve: the inside of SieveNode, shared by node.c (the tree), node-yaml.c
  * (the parser) and options.c (validation).  Not installed. */

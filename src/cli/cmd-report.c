@@ -5,6 +5,7 @@
 
 #include "cli/cli-private.h"
 #include "report/report-private.h"
+#include "base/base-private.h"
 
 /* "runs/study.sieve" -> "runs/study.html": the report beside its store. */
 static char *
@@ -54,7 +55,7 @@ sieve_cmd_report(int argc, char **argv)
   if (report == NULL)
     return sieve_cli_fail(error);
   g_autofree char *html = sieve_report_to_html(report, NULL);
-  if (!g_file_set_contents(path, html, -1, &error))
+  if (!sieve__file_write(path, html, strlen(html), FALSE, &error))
     return sieve_cli_fail(error);
   printf("report: %s (%u trials, %zu KB)\n", path, report->trials->len, (strlen(html) + 1023) / 1024);
   if (open_it) {

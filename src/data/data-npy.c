@@ -302,5 +302,5 @@ sieve__npz_write(const char *path, const char *const *names, GBytes *const *arra
   put32(out, dir_size);
   put32(out, dir_offset);
   put16(out, 0);
-  return g_file_set_contents(path, (const char *)out->data, out->len, error);
+  return sieve__file_write(path, out->data, out->len, FALSE, error);
 }

@@ -10,6 +10,7 @@
 #include <json-glib/json-glib.h>
 
 #include "model/model-private.h"
+#include "base/base-private.h"
 
 typedef struct {
   char *name;
@@ -525,15 +526,7 @@ sieve_model_write_file(const char *path, GBytes *bytes, GError **error)
   g_return_val_if_fail(path != NULL && bytes != NULL, FALSE);
   gsize size = 0;
   const char *data = g_bytes_get_data(bytes, &size);
-  GError *local = NULL;
-  /* CONSISTENT: a temporary file and rename(); DURABLE: fsync() first. */
-  if (!g_file_set_contents_full(path, data ? data : "", (gssize)size,
-                                G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE, 0644, &local)) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, local->message);
-    g_error_free(local);
-    return FALSE;
-  }
-  return TRUE;
+  return sieve__file_write(path, data, size, TRUE, error);
 }
 
 gboolean

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report/report-private.h"
+#include "base/base-private.h"
 
 /* Rows of the Pareto front's table and of the failures' table. */
 #define MAX_FRONT_ROWS 50
@@ -980,6 +981,5 @@ sieve_report_write(SieveStore *store, const SieveSpace *space, const char *path,
   if (report == NULL)
     return FALSE;
   g_autofree char *html = sieve_report_to_html(report, NULL);
-  /* g_file_set_contents writes a temporary file and renames it. */
-  return g_file_set_contents(path, html, -1, error);
+  return sieve__file_write(path, html, strlen(html), FALSE, error);
 }

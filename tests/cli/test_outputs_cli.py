@@ -2,8 +2,12 @@
 """Commands that read a study and write a file refuse, before writing
 anything, a file that is the study's store or one of its SQLite side files
 (-wal, -shm, -journal): `sieve report S -o S` once replaced a study with
-its HTML page (bug hunt, item 1)."""
+its HTML page (bug hunt, item 1).  And an output that is a pipe or a device
+is written into, not replaced: `--report /dev/null` once turned /dev/null
+into a plain file."""
 import os
+import stat
+import threading
 import sqlite3
 import sys
 import unittest
@@ -90,6 +94,34 @@ class TestOutputIsNotTheStore(sieve_cli.Workdir):
         self.assert_intact()
         sieve("store", "copy", self.store, self.path("copy.sieve"), check=0)
         self.assert_intact(self.path("copy.sieve"))
+
+
+class TestOutputIntoAPipe(sieve_cli.Workdir):
+    prefix = "sieve-fifo-"
+
+    def read_fifo(self, fifo, got):
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    def written_through(self, fifo, *args):
+        got = []
+        reader = threading.Thread(target=self.read_fifo, args=(fifo, got), daemon=True)
+        reader.start()
+        sieve(*args, check=0)
+        reader.join(30)
+        self.assertFalse(reader.is_alive(), "nothing opened the pipe for writing")
+        self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode), f"{fifo} was replaced by a plain file")
+        return got[0]
+
+    def test_report_into_fifo(self):
+        cfg = self.write("fifo.yaml", sieve_cli.branin_config("fifo", 3))
+        store = self.path("f.sieve")
+        fifo = self.path("page.fifo")
+        os.mkfifo(fifo)
+        page = self.written_through(fifo, "run", cfg, "--store", store, "-q", "--report", fifo)
+        self.assertIn(b"<html", page[:200].lower())
+        page = self.written_through(fifo, "report", store, "-o", fifo)
+        self.assertIn(b"</html>", page[-200:].lower())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+/* sieve: writing an output file (a report, a weights file, an .npy) whole. */
+#include "base/base-private.h"
+
+#include <sieve/abi.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Into a file that exists and is not a regular file: a device or a pipe. */
+static gboolean
+write_in_place(const char *path, const char *data, gsize size, GError **error)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  gsize done = 0;
+  while (done < size) {
+    gssize n = write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      close(fd);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, g_strerror(e));
+      return FALSE;
+    }
+    done += (gsize) n;
+  }
+  if (close(fd) != 0) {
+    int e = errno;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sieve__file_write(const char *path, const void *data, gsize size, gboolean durable, GError **error)
+{
+  g_return_val_if_fail(path != NULL && (data != NULL || size == 0), FALSE);
+  const char *bytes = data != NULL ? data : "";
+  struct stat st;
+  /* stat, not lstat: a link to a device is a device. */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: it is a folder", path);
+      return FALSE;
+    }
+    /* A regular file is replaced by a temporary one renamed over it, so
+     * that a reader never sees half of it; done to /dev/null or a FIFO, that
+     * rename would replace the device itself with a plain file (as root,
+     * `--report /dev/null` did). Those are written into instead. */
+    return write_in_place(path, bytes, size, error);
+  }
+  GError *local = NULL;
+  GFileSetContentsFlags flags = G_FILE_SET_CONTENTS_CONSISTENT | (durable ? G_FILE_SET_CONTENTS_DURABLE : 0);
+  if (!g_file_set_contents_full(path, bytes, (gssize) size, flags, 0666, &local)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return TRUE;
+}
