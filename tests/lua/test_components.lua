@@ -110,6 +110,21 @@ T.test("a Lua evaluator reports intermediate values; a pruner stops it; the stud
   T.eq(study:count("pruned"), pruned)
 end)
 
+T.test("a Lua space's number ranges stay finite and exact", function()
+  local n = 0
+  local function space_with(decl)
+    n = n + 1
+    local name = "range-" .. n
+    sieve.register_space{name = name, create = function(self, b) decl(b) end,
+                         format = function() return "" end, parse = function() return {} end}
+    return sieve.space(name)
+  end
+  T.raises("the range [-1e+308, 1e+308] is wider than the largest double",
+           space_with, function(b) b:float("x", -1e308, 1e308) end)
+  T.raises("int bounds must lie within +-2^53", space_with, function(b) b:int("n", 0, 1 << 60) end)
+  T.eq(#space_with(function(b) b:float("x", -1e307, 1e307) end), 1)
+end)
+
 T.test("an option default YAML cannot hold is an error, not a missing default", function()
   local function ask() return {} end
   local err = T.raises("option 'shape' of 'bad-default': default: expected a list or a map with string keys", function()
