@@ -125,6 +125,21 @@ T.test("a Lua space's number ranges stay finite and exact", function()
   T.eq(#space_with(function(b) b:float("x", -1e307, 1e307) end), 1)
 end)
 
+T.test("optimizers never parse their own proposals back (a space whose parse fails does not abort them)", function()
+  sieve.register_space{name = "one-way", create = function(self, b) b:float("x", 0, 1) end,
+    format = function(self, g) return string.format("x%.17g", g:get("x")) end,
+    parse = function(self, text) return nil, "cannot read '" .. text .. "'" end}
+  sieve.register_evaluator{name = "identity-x",
+    evaluate = function(self, c) return {metrics = {value = c.genotype:get("x")}} end}
+  for _, o in ipairs({"tpe", "evolution", "local_search", "reinforce", "random"}) do
+    local space = sieve.space("one-way")
+    local study = sieve.study{space = space, optimizer = o, evaluator = sieve.evaluator("identity-x", space, {}),
+                              seed = 1, objective = {metric = "value", direction = "minimize"}}
+    study:run(12)
+    T.eq(study:count("ok"), 12, o)
+  end
+end)
+
 T.test("an option default YAML cannot hold is an error, not a missing default", function()
   local function ask() return {} end
   local err = T.raises("option 'shape' of 'bad-default': default: expected a list or a map with string keys", function()

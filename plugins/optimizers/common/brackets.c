@@ -186,7 +186,7 @@ bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer us
   }
   Entry *e = entry_new(b->space, g, k->fidelity[0]);
   g_autofree char *text = sieve_space_format(b->space, g);
-  opt_seen_add(&b->sampled, text);
+  opt_seen_add(&b->sampled, text, g);
   g_ptr_array_add(k->entries[0], e);
   return propose(b, e, k->fidelity[0]);
 }
@@ -349,6 +349,5 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
       }
   }
   b->opened = g_variant_get_uint64(opened);
-  opt_seen_load(&b->sampled, sampled);
-  return TRUE;
+  return opt_seen_load(&b->sampled, sampled, error);
 }
