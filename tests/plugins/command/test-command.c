@@ -472,6 +472,10 @@ test_create_errors(void)
                       "test.yaml:2:6: cwd '/nonexistent/sieve-test' is not a folder");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 4, max: 2}\n",
                       "test.yaml:2:39: the fidelity's max (2) is below its min (4)");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1, max: .inf}\n",
+                      "test.yaml:2:39: option 'max' expects a finite float >= 0, got .inf");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: .nan, max: 2}\n",
+                      "test.yaml:2:31: option 'min' expects a finite float >= 0, got .nan");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 0, max: 2}\n",
                       "test.yaml:2:31: the fidelity's min must be > 0, got 0");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1, mx: 2}\n",

@@ -881,6 +881,24 @@ test_bad_options(void)
                "test.yaml:1:*: min_fidelity 30 is outside the evaluator's fidelity 'budget' [1, 27]");
   expect_error("successive_halving", "{eta: 50}", 1, &budget_fidelity,
                "test.yaml:1:*: the fidelity range [1, 27] of 'budget' is narrower than one step of eta = 50*");
+  /* eta^s_max configurations for the most aggressive bracket: a wide range
+   * is refused at its limit, not wrapped to 0 (no candidates) by a cast. */
+  static const SieveFidelity wide = {"budget", 1, 1e20, FALSE, {NULL}};
+  static const SieveFidelity edge = {"budget", 1, 531441, TRUE, {NULL}}; /* 3^12 */
+  static const SieveFidelity over = {"budget", 1, 1594323, TRUE, {NULL}}; /* 3^13 */
+  const char *const bracketed[] = {"successive_halving", "hyperband", "bohb", "asha"};
+  for (guint i = 0; i < G_N_ELEMENTS(bracketed); i++) {
+    expect_error(bracketed[i], "{}", 1, &wide,
+                 "test.yaml:1:*: the fidelity range [1, 1e+20] of 'budget' with eta = 3 has 41 rungs above the "
+                 "first, so one configuration reaches the full fidelity for every 3.65e+19 started; at most "
+                 "1000000 are allowed*");
+    expect_error(bracketed[i], "{eta: 3}", 1, &over, "test.yaml:1:7: *13 rungs above the first*1.59e+06 started*");
+    g_autoptr(SieveSpace) space = test_space("nb201");
+    GError *error = NULL;
+    g_autoptr(SieveOptimizer) o = optimizer_try(bracketed[i], space, NULL, 1, 1, &edge, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(o);
+  }
   expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
