@@ -389,7 +389,7 @@ test_hpo_errors(void)
   } cases[] = {
     {"hpo-unknown-key.yaml", 4, 34, "unknown key 'lo' in parameter 'lr' (did you mean 'low'?)"},
     {"hpo-low-high.yaml", 3, 34, "'high' of 'x' must be greater than 'low' (2), got 1"},
-    {"hpo-too-wide.yaml", 3, 40, "the range of 'x' (-1e308 to 1e308) is wider than the largest double "
+    {"hpo-too-wide.yaml", 3, 39, "the range of 'x' (-1e308 to 1e308) is wider than the largest double "
                                  "(1.79769e+308): narrow it"},
     {"hpo-log-low.yaml", 3, 26, "'lr' is on a log scale, so 'low' must be > 0, got 0"},
     {"hpo-int-log.yaml", 2, 23, "'n' is on a log scale, so 'low' must be > 0, got -1"},
