@@ -979,7 +979,13 @@ test_function_errors(void)
      "'x2' does not fit: it is conditional (the function needs every input)"},
     {bs, "function: branni\n", "test.yaml:1:11: option 'function' expects one of branin, hartmann6, rosenbrock; "
                                "got 'branni' (did you mean 'branin'?)"},
-    {bs, "function: branin\nnoise: -1\n", "test.yaml:2:8: option 'noise' expects a float >= 0, got -1"},
+    {bs, "function: branin\nnoise: -1\n", "test.yaml:2:8: option 'noise' expects a finite float >= 0, got -1"},
+    {bs, "function: branin\nnoise: .inf\n", "test.yaml:2:8: option 'noise' expects a finite float >= 0, got .inf"},
+    /* An infinite delay was cast to gulong microseconds: no sleep at all. */
+    {bs, "function: branin\ndelay: .inf\n", "test.yaml:2:8: option 'delay' expects a float in [0, 86400], got .inf"},
+    {bs, "function: branin\ndelay: 1e300\n", "test.yaml:2:8: option 'delay' expects a float in [0, 86400], got 1e300"},
+    {bs, "function: branin\nfidelity_bias: .inf\n",
+     "test.yaml:2:16: option 'fidelity_bias' expects a finite float >= 0, got .inf"},
     {bs, "function: rosenbrock\ndimension: 1\n", "test.yaml:2:12: option 'dimension' expects an integer in [2, 1000], got 1"},
   };
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {

@@ -461,6 +461,9 @@ test_create_errors(void)
   assert_create_error("argv: [echo, 'a}b']\n",
                       "test.yaml:1:14: argv item 2 'a}b': unmatched '}' at character 2 (write }} for a literal brace)");
   assert_create_error("argv: []\n", "test.yaml:1:7: argv needs at least the program to run");
+  /* An infinite timeout overflowed the gint64 deadline. */
+  assert_create_error("argv: [echo]\ntimeout: .inf\n",
+                      "test.yaml:2:10: option 'timeout' expects a float in [0, 10000000], got .inf");
   assert_create_error("argv: [echo]\nenv: {'A=B': x}\n",
                       "test.yaml:2:7: 'A=B' is not an environment variable name (letters, digits and _)");
   assert_create_error("argv: [echo]\nenv: {A: '{nope}'}\n",
