@@ -117,6 +117,11 @@ check_props(Parse *p, const yaml_event_t *event, const yaml_char_t *anchor, cons
   if (tag == NULL)
     return TRUE;
   const char *t = (const char *)tag;
+  if (strcmp(t, YAML_STR_TAG) == 0 && event->type != YAML_SCALAR_EVENT) {
+    error_at(p, &event->start_mark, "'!!str' makes a scalar a string; it cannot tag a %s",
+             event->type == YAML_MAPPING_START_EVENT ? "map" : "list");
+    return FALSE;
+  }
   if (strcmp(t, "!") == 0 || strcmp(t, YAML_STR_TAG) == 0) {
     if (quoted)
       *quoted = TRUE; /* "!!str 1" is the string "1" */

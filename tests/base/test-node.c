@@ -331,6 +331,9 @@ test_parse_errors(void)
       {"a: b: c\n", "s:1:5: mapping values are not allowed in this context"},
       {"x: !!int 3\n", "s:1:4: tags are not supported ('!!int')"},
       {"x: !custom 3\n", "s:1:4: tags are not supported ('!custom')"},
+      /* !!str applies to scalars; on a map it was dropped silently. */
+      {"budget: !!str {evaluations: 3}\n", "s:1:9: '!!str' makes a scalar a string; it cannot tag a map"},
+      {"budget: !!str [1]\n", "s:1:9: '!!str' makes a scalar a string; it cannot tag a list"},
       {"? [a]\n: 1\n", "s:1:3: map keys must be scalars, not a list"},
       {"ok: 1\nbad: \"\xff\"\n", "s:2:7: invalid leading UTF-8 octet"},
       {"{a: 1, a: 2}", "s:1:8: duplicate key 'a' (first written at line 1, column 2)"},
