@@ -1005,6 +1005,23 @@ test_function_errors(void)
   g_assert_cmpfloat(evaluate_at(e, ints, (double[]){1, 1}, 2, 0, NULL), ==, 0);
 }
 
+/* `sieve plugins --describe` ends with an example section: each must work
+ * as written (compose's and hpo's were {plugin: NAME}, which they refuse). */
+static void
+test_examples(void)
+{
+  guint n = 0;
+  const SieveComponentKind kinds[] = {SIEVE_KIND_SPACE, SIEVE_KIND_OPTIMIZER, SIEVE_KIND_EVALUATOR};
+  for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
+    g_autoptr(GPtrArray) components = sieve_registry_list(registry, kinds[k]);
+    for (guint i = 0; i < components->len; i++, n++) {
+      g_test_message("%s", sieve_component_get_name(components->pdata[i]));
+      test_component_example(registry, components->pdata[i]);
+    }
+  }
+  g_assert_cmpuint(n, >=, 21); /* 6 spaces and compose, 9 optimizers, 6 evaluators */
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1014,6 +1031,7 @@ main(int argc, char **argv)
     source_root = SIEVE_SOURCE_ROOT;
   registry = test_registry_load();
 
+  g_test_add_func("/plugins/examples", test_examples);
   g_test_add_func("/plugins/nb201/decisions", test_nb201_decisions);
   g_test_add_func("/plugins/nb201/round-trip", test_nb201_round_trip);
   g_test_add_func("/plugins/nb201/bad-strings", test_nb201_bad_strings);

@@ -368,6 +368,7 @@ static const SieveComponentInfo command_info = {
   .summary = "runs a program per trial; its last stdout line, a JSON object, gives the metrics",
   .options = command_options,
   .klass = &command_class,
+  .example = "{plugin: command, argv: [python3, examples/command/objective.py], stdin: json, timeout: 60}",
 };
 
 static gboolean

@@ -291,6 +291,7 @@ static const SieveComponentInfo function_info = {
   .summary = "standard HPO test functions (branin, hartmann6, rosenbrock) with known optima",
   .options = function_options,
   .klass = &function_class,
+  .example = "{plugin: function, function: branin}",
 };
 
 static gboolean

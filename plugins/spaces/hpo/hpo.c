@@ -409,6 +409,7 @@ static const SieveComponentInfo hpo_info = {
   .summary = "hyper-parameter space from YAML (categorical, int, float, conditions)",
   .options = hpo_options,
   .klass = &hpo_class,
+  .example = "{plugin: hpo, file: search_spaces/branin.yaml}",
 };
 
 static gboolean
