@@ -1005,6 +1005,39 @@ test_function_errors(void)
   g_assert_cmpfloat(evaluate_at(e, ints, (double[]){1, 1}, 2, 0, NULL), ==, 0);
 }
 
+/* Fashion-MNIST (1x28x28, 10 classes) against networks of another shape is
+ * refused when the evaluator is created, at the dataset's line, naming the
+ * space options to set; it was a failed first trial of a stored study. */
+static void
+test_train_shapes(void)
+{
+  static const struct {
+    const char *space, *message;
+  } cases[] = {
+      {"{C: 4, N: 1}", "test.yaml:1:11: dataset 'fashion-mnist' is 1x28x28 per example with 10 classes, but space "
+                       "'nb201' builds networks that take 3x32x32 and give 10 outputs: set in_channels: 1, size: 28 "
+                       "in the space"},
+      {"{C: 4, N: 1, in_channels: 1, size: 28, classes: 5}",
+       "test.yaml:1:11: dataset 'fashion-mnist' is 1x28x28 per example with 10 classes, but space 'nb201' builds "
+       "networks that take 1x28x28 and give 5 outputs: set classes: 10 in the space"},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autoptr(SieveSpace) space = space_new("nb201", cases[k].space);
+    GError *error = NULL;
+    g_autoptr(SieveEvaluator) e = test_evaluator_try(
+        registry, "train", space, "{dataset: fashion-mnist, train_limit: 64, validation: 32, test: false}", NULL,
+        &error);
+    g_assert_null(e);
+    g_assert_nonnull(error);
+    g_assert_cmpstr(error->message, ==, cases[k].message);
+    g_error_free(error);
+  }
+  g_autoptr(SieveSpace) fits = space_new("nb201", "{C: 4, N: 1, in_channels: 1, size: 28}");
+  g_autoptr(SieveEvaluator) e = test_evaluator_new(
+      registry, "train", fits, "{dataset: fashion-mnist, train_limit: 64, validation: 32, test: false}", NULL);
+  g_assert_nonnull(e);
+}
+
 /* `sieve plugins --describe` ends with an example section: each must work
  * as written (compose's and hpo's were {plugin: NAME}, which they refuse). */
 static void
@@ -1032,6 +1065,7 @@ main(int argc, char **argv)
   registry = test_registry_load();
 
   g_test_add_func("/plugins/examples", test_examples);
+  g_test_add_func("/plugins/train/shapes", test_train_shapes);
   g_test_add_func("/plugins/nb201/decisions", test_nb201_decisions);
   g_test_add_func("/plugins/nb201/round-trip", test_nb201_round_trip);
   g_test_add_func("/plugins/nb201/bad-strings", test_nb201_bad_strings);

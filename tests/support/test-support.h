@@ -44,8 +44,8 @@ SieveEvaluator *test_evaluator_new(SieveRegistry *registry, const char *name, co
 /* c created from the example `sieve plugins --describe` shows
  * (SieveComponentInfo.example, else {plugin: NAME}) with its paths relative
  * to $SIEVE_SOURCE_ROOT: a space as it is, an optimizer on nb201 with a
- * fidelity (budget, 1 to 27), an evaluator on nb201 or, when nb201 does
- * not fit it, on search_spaces/branin.yaml.  A refusal fails the test,
+ * fidelity (budget, 1 to 27), an evaluator on the first that fits it of
+ * nb201, nb201 for one-channel 28x28 images and search_spaces/branin.yaml.  A refusal fails the test,
  * naming the component, its example and the error. */
 void test_component_example(SieveRegistry *registry, const SieveComponent *c);
 
