@@ -35,6 +35,23 @@ error_at(Parse *p, const yaml_mark_t *mark, const char *format, ...)
               (guint)mark->line + 1, (guint)mark->column + 1, message);
 }
 
+/* The byte at mark's line and column (columns count characters), or 0. */
+static char
+char_at(const Parse *p, const yaml_mark_t *mark)
+{
+  gsize i = 0;
+  for (gsize line = 0; line < mark->line && i < p->len; i++)
+    if (p->input[i] == '\n')
+      line++;
+  for (gsize column = 0; i < p->len && p->input[i] != '\n'; i++) {
+    if (((guchar) p->input[i] & 0xc0) == 0x80)
+      continue; /* inside a UTF-8 sequence */
+    if (column++ == mark->column)
+      return p->input[i];
+  }
+  return 0;
+}
+
 static void
 parser_error(Parse *p)
 {
@@ -68,10 +85,14 @@ parser_error(Parse *p)
   const char *problem = y->problem ? y->problem : "invalid YAML";
   if (y->error == YAML_MEMORY_ERROR)
     problem = "out of memory";
+  /* libyaml's words for a tab where a token should start do not say that
+   * the character it found is a tab. */
+  gboolean tab = y->error == YAML_SCANNER_ERROR && char_at(p, &mark) == '\t' && strstr(problem, "tab") == NULL;
+  const char *hint = tab ? "; a tab cannot indent YAML: use spaces" : "";
   if (y->context)
-    error_at(p, &mark, "%s (%s)", problem, y->context);
+    error_at(p, &mark, "%s (%s)%s", problem, y->context, hint);
   else
-    error_at(p, &mark, "%s", problem);
+    error_at(p, &mark, "%s%s", problem, hint);
 }
 
 static gboolean
@@ -96,6 +117,11 @@ check_props(Parse *p, const yaml_event_t *event, const yaml_char_t *anchor, cons
   if (tag == NULL)
     return TRUE;
   const char *t = (const char *)tag;
+  if (strcmp(t, YAML_STR_TAG) == 0 && event->type != YAML_SCALAR_EVENT) {
+    error_at(p, &event->start_mark, "'!!str' makes a scalar a string; it cannot tag a %s",
+             event->type == YAML_MAPPING_START_EVENT ? "map" : "list");
+    return FALSE;
+  }
   if (strcmp(t, "!") == 0 || strcmp(t, YAML_STR_TAG) == 0) {
     if (quoted)
       *quoted = TRUE; /* "!!str 1" is the string "1" */
@@ -280,6 +306,13 @@ sieve_node_parse_string(const char *text, gssize len, const char *origin, GError
   Parse p = {0};
   p.input = text;
   p.len = len < 0 ? strlen(text) : (gsize)len;
+  /* A UTF-8 byte order mark (editors on Windows write one): libyaml keeps
+   * it as content when told the encoding, and the encoding stays forced so
+   * that a bad byte is reported, not guessed at. */
+  if (p.len >= 3 && memcmp(p.input, "\xef\xbb\xbf", 3) == 0) {
+    p.input += 3;
+    p.len -= 3;
+  }
   p.origin = g_ref_string_new_intern(origin ? origin : "<string>");
   p.error = error;
   if (!yaml_parser_initialize(&p.parser)) {

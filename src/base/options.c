@@ -55,16 +55,26 @@ type_name(SieveOptionType type)
   return "?";
 }
 
+/* A bound of +-INFINITY lets infinity in and +-G_MAXDOUBLE keeps it out
+ * (a finite option); neither is shown as a range. */
 static gboolean
 has_min(const SieveOptionSpec *o)
 {
-  return (o->flags & SIEVE_OPTION_HAS_MIN) && !(isinf(o->min) && o->min < 0);
+  return (o->flags & SIEVE_OPTION_HAS_MIN) && o->min > -G_MAXDOUBLE;
 }
 
 static gboolean
 has_max(const SieveOptionSpec *o)
 {
-  return (o->flags & SIEVE_OPTION_HAS_MAX) && !(isinf(o->max) && o->max > 0);
+  return (o->flags & SIEVE_OPTION_HAS_MAX) && o->max < G_MAXDOUBLE;
+}
+
+/* A float bounded at +-G_MAXDOUBLE: says "finite", as the range does not. */
+static gboolean
+says_finite(const SieveOptionSpec *o)
+{
+  return o->type == SIEVE_OPTION_TYPE_FLOAT && (((o->flags & SIEVE_OPTION_HAS_MIN) && o->min == -G_MAXDOUBLE) ||
+                                                ((o->flags & SIEVE_OPTION_HAS_MAX) && o->max == G_MAXDOUBLE));
 }
 
 static void
@@ -117,7 +127,7 @@ sieve_option_spec_expected(const SieveOptionSpec *option)
   case SIEVE_OPTION_TYPE_INT:
     return g_strdup_printf("integer%s%s", sep, range);
   case SIEVE_OPTION_TYPE_FLOAT:
-    return g_strdup_printf("float%s%s", sep, range);
+    return g_strdup_printf("%sfloat%s%s", says_finite(option) ? "finite " : "", sep, range);
   case SIEVE_OPTION_TYPE_CHOICE: {
     g_autofree char *choices = choices_text(option);
     return g_strdup_printf("one of: %s", choices);
@@ -149,6 +159,8 @@ sieve_option_spec_describe(const SieveOptionSpec *spec)
     g_autofree char *range = range_text(o);
     if (range[0])
       g_string_append_printf(out, ", range %s", range);
+    if (says_finite(o))
+      g_string_append(out, ", finite");
     if (o->type == SIEVE_OPTION_TYPE_CHOICE) {
       g_autofree char *choices = choices_text(o);
       g_string_append_printf(out, ", one of: %s", choices);
@@ -227,10 +239,12 @@ read_value(const SieveOptionSpec *o, SieveNode *node, gboolean is_default, const
         goto type_error;
       x = v->d;
     }
-    /* NaN compares false with everything: a bounded option refuses it. */
-    gboolean below = has_min(o) && !(x >= o->min);
-    gboolean above = has_max(o) && !(x <= o->max);
-    if (below || above) {
+    /* NaN compares false with everything: a bounded option refuses it, and
+     * an unbounded one too (no option takes "not a number" to mean
+     * something; it would only switch a comparison off). */
+    gboolean below = (o->flags & SIEVE_OPTION_HAS_MIN) && !(x >= o->min);
+    gboolean above = (o->flags & SIEVE_OPTION_HAS_MAX) && !(x <= o->max);
+    if (below || above || isnan(x)) {
       sieve_node_set_error(error, node, "option '%s' expects %s %s, got %s", o->name,
                            is_int ? "an" : "a", expected, node->text);
       return FALSE;

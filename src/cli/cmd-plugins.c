@@ -29,6 +29,11 @@ describe(const SieveComponent *c)
     g_autofree char *text = sieve_option_spec_describe(info->options);
     fputs(text, stdout);
   }
+  if (info->example != NULL) {
+    printf("\nexample (paths relative to the source tree):\n  %s: %s\n", sieve_component_kind_to_string(info->kind),
+           info->example);
+    return;
+  }
   printf("\nexample:\n  %s: {plugin: %s", sieve_component_kind_to_string(info->kind), info->name);
   for (const SieveOptionSpec *o = info->options; o && o->name; o++)
     if (o->flags & SIEVE_OPTION_REQUIRED)

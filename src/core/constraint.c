@@ -27,8 +27,12 @@ static const SieveOptionSpec constraint_spec[] = {
                         "a metric known before evaluation: params, macs, predicted_latency_ms (the latency table's "
                         "sum), latency_ms, latency_iqr_ms, latency_cpu_ms, peak_mem_mb (measured here), or a "
                         "zero-cost proxy"),
-    {"max", SIEVE_OPTION_TYPE_FLOAT, NULL, -1e300, 1e300, NULL, "the largest value allowed", 0, {NULL}},
-    {"min", SIEVE_OPTION_TYPE_FLOAT, NULL, -1e300, 1e300, NULL, "the smallest value allowed", 0, {NULL}},
+    /* Optional, finite: an infinite bound is no bound (leave it out), and the
+     * violation (value - max) / |max| needs a finite one. */
+    {"max", SIEVE_OPTION_TYPE_FLOAT, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, NULL, "the largest value allowed",
+     SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+    {"min", SIEVE_OPTION_TYPE_FLOAT, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, NULL, "the smallest value allowed",
+     SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
     SIEVE_OPTION_END,
 };
 

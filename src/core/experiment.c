@@ -113,6 +113,15 @@ apply_overrides(SieveNode *root, const char *const *overrides, GError **error)
   return TRUE;
 }
 
+static gboolean
+spec_has(const SieveOptionSpec *spec, const char *name)
+{
+  for (const SieveOptionSpec *o = spec; o && o->name; o++)
+    if (strcmp(o->name, name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 /* A plugin section: a map with `plugin:` (or just the plugin's name). */
 static gboolean
 load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind kind, const char *key,
@@ -162,7 +171,19 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
   static const char *const reserved_plain[] = {"plugin", NULL};
   static const char *const reserved_optimizer[] = {"plugin", "seed", NULL};
   g_autofree char *context = g_strdup_printf("%s '%s'", key, name);
-  section->options = sieve_options_new(sieve_component_get_info(section->component)->options, node,
+  const SieveOptionSpec *spec = sieve_component_get_info(section->component)->options;
+  /* The top-level seed is the seed of every component that does not set
+   * its own (the optimizer's is read in resolve): a copy of the section
+   * gets it, so that the stored experiment text stays as written and a
+   * seed out of a component's range is reported where it was written. */
+  g_autoptr(SieveNode) seeded = NULL;
+  const SieveNode *top_seed = sieve_node_lookup(exp->root, "seed");
+  if (kind != SIEVE_KIND_OPTIMIZER && top_seed != NULL && sieve_node_lookup(node, "seed") == NULL &&
+      spec_has(spec, "seed")) {
+    seeded = sieve_node_copy(node);
+    sieve_node_map_set(seeded, "seed", sieve_node_copy(top_seed));
+  }
+  section->options = sieve_options_new(spec, seeded ? seeded : node,
                                        kind == SIEVE_KIND_OPTIMIZER ? reserved_optimizer : reserved_plain,
                                        exp->dir, context, error);
   return section->options != NULL;

@@ -8,8 +8,9 @@
 
 static const SieveOptionSpec fidelity_spec[] = {
     SIEVE_OPTION_STRING("name", NULL, "what the number means, e.g. epochs"),
-    SIEVE_OPTION_FLOAT("min", NULL, 0, INFINITY, "the cheapest fidelity (> 0)"),
-    SIEVE_OPTION_FLOAT("max", NULL, 0, INFINITY, "the full fidelity"),
+    /* Finite: optimizers compute rungs as max eta^-k and evaluators run at them. */
+    SIEVE_OPTION_FLOAT("min", NULL, 0, G_MAXDOUBLE, "the cheapest fidelity (> 0)"),
+    SIEVE_OPTION_FLOAT("max", NULL, 0, G_MAXDOUBLE, "the full fidelity"),
     SIEVE_OPTION_BOOL("integer", "false", "only whole values make sense"),
     SIEVE_OPTION_END,
 };

@@ -307,4 +307,5 @@ const SieveComponentInfo sieve__compose_info = {
   .summary = "several spaces as one: an architecture and its training recipe searched together",
   .options = compose_options,
   .klass = &compose_class,
+  .example = "{plugin: compose, parts: [{plugin: nb201}, {plugin: hpo, file: search_spaces/recipe.yaml}]}",
 };

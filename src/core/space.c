@@ -104,6 +104,7 @@ guint
 sieve_space_add_float(SieveSpace *space, const char *name, double low, double high, gboolean log)
 {
   g_return_val_if_fail(space != NULL && isfinite(low) && isfinite(high) && low <= high, 0);
+  g_return_val_if_fail(isfinite(high - low), 0); /* samplers draw low + u * (high - low) */
   g_return_val_if_fail(!log || low > 0, 0);
   guint i = add_decision(space, name, SIEVE_DECISION_FLOAT);
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);

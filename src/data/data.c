@@ -38,6 +38,19 @@ sieve_dataset_free(SieveDataset *ds)
   g_free(ds);
 }
 
+/* ds's name without the annotation a subset or split added: a subset of a
+ * subset says what it is once ("fashion-mnist/train (64 examples)"), not
+ * "(split: 59968 kept) (split: 64 kept)". (transfer full) */
+static char *
+base_name(const SieveDataset *ds)
+{
+  const char *open = strstr(ds->name, " (");
+  gsize len = strlen(ds->name);
+  if (open != NULL && len > 0 && ds->name[len - 1] == ')')
+    return g_strndup(ds->name, (gsize) (open - ds->name));
+  return g_strdup(ds->name);
+}
+
 static SieveDataset *
 subset_named(const SieveDataset *ds, const guint *indices, guint n, char *name /* (transfer full) */)
 {
@@ -65,7 +78,8 @@ sieve_dataset_subset(const SieveDataset *ds, const guint *indices, guint n)
 {
   g_return_val_if_fail(ds != NULL, NULL);
   g_return_val_if_fail(indices != NULL || n == 0, NULL);
-  return subset_named(ds, indices, n, g_strdup_printf("%s (subset of %u)", ds->name, n));
+  g_autofree char *base = base_name(ds);
+  return subset_named(ds, indices, n, g_strdup_printf("%s (%u examples)", base, n));
 }
 
 typedef struct {
@@ -147,8 +161,9 @@ sieve_dataset_split(const SieveDataset *ds, guint n_second, guint64 seed, SieveD
       idx_first[a++] = i;
   }
   g_assert(a == n - n_second && b == n_second);
-  *first = subset_named(ds, idx_first, a, g_strdup_printf("%s (split: %u kept)", ds->name, a));
-  *second = subset_named(ds, idx_second, b, g_strdup_printf("%s (split: %u held out)", ds->name, b));
+  g_autofree char *base = base_name(ds);
+  *first = subset_named(ds, idx_first, a, g_strdup_printf("%s (%u examples)", base, a));
+  *second = subset_named(ds, idx_second, b, g_strdup_printf("%s (%u held out)", base, b));
 }
 
 void

@@ -614,6 +614,12 @@ builder_number(lua_State *L, gboolean integer)
     return luaL_error(L, "decision '%s': expected finite low <= high, got [%f, %f]", name, low, high);
   if (log && low <= 0)
     return luaL_error(L, "decision '%s': a log scale needs low > 0", name);
+  /* Genotypes hold doubles (ints exact within 2^53) and samplers draw
+   * low + u * (high - low), which must stay finite. */
+  if (integer && (fabs(low) > 0x1p53 || fabs(high) > 0x1p53))
+    return luaL_error(L, "decision '%s': int bounds must lie within +-2^53, got [%f, %f]", name, low, high);
+  if (!isfinite(high - low))
+    return luaL_error(L, "decision '%s': the range [%f, %f] is wider than the largest double", name, low, high);
   guint i = integer ? sieve_space_add_int(space, name, (gint64) low, (gint64) high, log)
                     : sieve_space_add_float(space, name, low, high, log);
   lua_pushinteger(L, (lua_Integer) i + 1);

@@ -8,7 +8,7 @@
 #include "lua/lua-private.h"
 
 const SieveOptionSpec sieve__lua_builtin_options[] = {
-    SIEVE_OPTION_PATH("script", NULL, "Lua file that registers the component (sieve.register_optimizer{...} ...)"),
+    SIEVE_OPTION_PATH("script", NULL, "Lua file that registers the component (sieve.register_space, _optimizer or _evaluator{...})"),
     {"name", SIEVE_OPTION_TYPE_STRING, NULL, 0, 0, NULL,
      "which of the script's components of this kind to use (default: its only one)", 0, {NULL}},
     SIEVE_OPTION_NODE("options", "options of the script's component, checked against the table it declares"),
@@ -75,11 +75,14 @@ sieve__lua_builtin_instance_new(SieveComponentKind kind, SieveSpace *space, cons
 
 static const SieveComponentInfo builtin_infos[] = {
     {SIEVE_KIND_SPACE, "lua", "a search space written in Lua (script: a file calling sieve.register_space)",
-     sieve__lua_builtin_options, &sieve__lua_impl_space_class, {NULL}},
+     sieve__lua_builtin_options, &sieve__lua_impl_space_class,
+     "{plugin: lua, script: search_spaces/nb201.lua, options: {C: 8, N: 1}}", {NULL}},
     {SIEVE_KIND_OPTIMIZER, "lua", "an optimizer written in Lua (script: a file calling sieve.register_optimizer)",
-     sieve__lua_builtin_options, &sieve__lua_impl_optimizer_class, {NULL}},
+     sieve__lua_builtin_options, &sieve__lua_impl_optimizer_class,
+     "{plugin: lua, script: examples/lua/evolution.lua, options: {population: 20, sample: 5}}", {NULL}},
     {SIEVE_KIND_EVALUATOR, "lua", "an evaluator written in Lua (script: a file calling sieve.register_evaluator)",
-     sieve__lua_builtin_options, &sieve__lua_impl_evaluator_class, {NULL}},
+     sieve__lua_builtin_options, &sieve__lua_impl_evaluator_class, "{plugin: lua, script: examples/lua/branin.lua}",
+     {NULL}},
 };
 
 static gboolean

@@ -26,7 +26,8 @@ G_BEGIN_DECLS
  *      the CUDA backend: SieveRuntimeOptions.device "cuda" and "auto", SieveRuntimeOptions.precision,
  *      sieve_runtime_resolve_device;
  *      SieveProxyOptions.device (the runtime device proxies run on);
- *      SieveEvaluatorClass.workers and sieve_evaluator_get_workers (evaluations an evaluator runs at once). */
+ *      SieveEvaluatorClass.workers and sieve_evaluator_get_workers (evaluations an evaluator runs at once);
+ *      SieveComponentInfo.example (a section that validates, shown by `sieve plugins --describe`). */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 

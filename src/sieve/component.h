@@ -28,7 +28,12 @@ typedef struct {
   const char *summary;            /* one line */
   const SieveOptionSpec *options; /* terminated by SIEVE_OPTION_END; may be NULL */
   gconstpointer klass;            /* const SieveSpaceClass / SieveOptimizerClass / SieveEvaluatorClass * */
-  gpointer reserved[4];
+  /* A section that validates and creates, YAML flow with paths relative to
+   * the source tree: "{plugin: hpo, file: search_spaces/branin.yaml}";
+   * NULL: {plugin: NAME} is one (ABI 2.2).  `sieve plugins --describe`
+   * shows it. */
+  const char *example;
+  gpointer reserved[3];
 } SieveComponentInfo;
 SIEVE_ABI_SIZE(SieveComponentInfo, 72);
 

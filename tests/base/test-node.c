@@ -310,7 +310,7 @@ test_parse_errors(void)
       {"node-bad-syntax.yaml",
        "node-bad-syntax.yaml:4:7: did not find expected ',' or ']' (while parsing a flow sequence)"},
       {"node-tab.yaml", "node-tab.yaml:3:1: found character that cannot start any token "
-                        "(while scanning for the next token)"},
+                        "(while scanning for the next token); a tab cannot indent YAML: use spaces"},
       {"node-anchor.yaml",
        "node-anchor.yaml:1:11: anchors are not supported ('&base'): write the value out in full"},
       {"node-duplicate.yaml",
@@ -331,9 +331,20 @@ test_parse_errors(void)
       {"a: b: c\n", "s:1:5: mapping values are not allowed in this context"},
       {"x: !!int 3\n", "s:1:4: tags are not supported ('!!int')"},
       {"x: !custom 3\n", "s:1:4: tags are not supported ('!custom')"},
+      /* !!str applies to scalars; on a map it was dropped silently. */
+      {"budget: !!str {evaluations: 3}\n", "s:1:9: '!!str' makes a scalar a string; it cannot tag a map"},
+      {"budget: !!str [1]\n", "s:1:9: '!!str' makes a scalar a string; it cannot tag a list"},
       {"? [a]\n: 1\n", "s:1:3: map keys must be scalars, not a list"},
       {"ok: 1\nbad: \"\xff\"\n", "s:2:7: invalid leading UTF-8 octet"},
       {"{a: 1, a: 2}", "s:1:8: duplicate key 'a' (first written at line 1, column 2)"},
+      /* The tab is found by line and character column (after a 2-byte é). */
+      {"\xc3\xa9: 1\nb:\n\tc: 2\n", "s:3:1: found character that cannot start any token "
+                                  "(while scanning for the next token); a tab cannot indent YAML: use spaces"},
+      /* libyaml names the tab itself here: no second hint. */
+      {"a: 1\nb:\n  c: 2\n\t d: 3\n",
+       "s:4:1: found a tab character that violates indentation (while scanning a plain scalar)"},
+      /* After a byte order mark, marks count from the first character. */
+      {"\xef\xbb\xbf" "a: 1\nb: [1, 2\n", "s:3:1: did not find expected ',' or ']' (while parsing a flow sequence)"},
   };
   for (guint k = 0; k < G_N_ELEMENTS(strings); k++) {
     g_autoptr(GError) error = NULL;
@@ -341,6 +352,18 @@ test_parse_errors(void)
     g_assert_null(root);
     g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
     g_assert_cmpstr(error->message, ==, strings[k].message);
+  }
+
+  /* A UTF-8 byte order mark (Windows editors) is skipped, not content:
+   * it gave "did not find expected <document start>". */
+  {
+    g_autoptr(GError) bom_error = NULL;
+    g_autoptr(SieveNode) bom = sieve_node_parse_string("\xef\xbb\xbf" "a: 1\n", -1, "s", &bom_error);
+    g_assert_no_error(bom_error);
+    const SieveNode *a = sieve_node_lookup(bom, "a");
+    g_assert_nonnull(a);
+    g_assert_cmpstr(sieve_node_text(a), ==, "1");
+    g_assert_cmpuint(sieve_node_column(sieve_node_nth_key(bom, 0)), ==, 1);
   }
 
   /* Nesting past any sane depth is refused, not a stack overflow. */

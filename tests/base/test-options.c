@@ -264,6 +264,28 @@ test_range(void)
   g_assert_cmpint(sieve_options_get_int(options, "offset"), ==, G_MININT64);
 }
 
+/* NaN is refused by every float option, bounded or not; a bound of
+ * G_MAXDOUBLE keeps infinity out and says so. */
+static void
+test_nan_and_finite(void)
+{
+  static const SieveOptionSpec floats[] = {
+      {"bound", SIEVE_OPTION_TYPE_FLOAT, NULL, 0, 0, NULL, "unbounded, optional", 0, {NULL}},
+      SIEVE_OPTION_FLOAT("seconds", "0", 0, G_MAXDOUBLE, "finite"),
+      SIEVE_OPTION_END,
+  };
+  ASSERT_ERROR(floats, "optimizer: {bound: .nan}\n", "exp.yaml:1:20: option 'bound' expects a float, got .nan");
+  ASSERT_ERROR(floats, "optimizer: {seconds: .inf}\n",
+               "exp.yaml:1:22: option 'seconds' expects a finite float >= 0, got .inf");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SieveOptions) options = validate(floats, "optimizer: {bound: -.inf, seconds: 1e308}\n", &error);
+  g_assert_no_error(error);
+  g_assert_true(isinf(sieve_options_get_double(options, "bound")));
+  g_assert_cmpfloat(sieve_options_get_double(options, "seconds"), ==, 1e308);
+  g_autofree char *text = sieve_option_spec_describe(floats);
+  g_assert_nonnull(strstr(text, "seconds (float, default 0, range >= 0, finite)"));
+}
+
 static void
 test_choice(void)
 {
@@ -450,6 +472,7 @@ main(int argc, char **argv)
   g_test_add_func("/options/unknown", test_unknown);
   g_test_add_func("/options/wrong-type", test_wrong_type);
   g_test_add_func("/options/range", test_range);
+  g_test_add_func("/options/nan-and-finite", test_nan_and_finite);
   g_test_add_func("/options/choice", test_choice);
   g_test_add_func("/options/required", test_required);
   g_test_add_func("/options/path", test_path);

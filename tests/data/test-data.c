@@ -878,6 +878,22 @@ test_subset(void)
   g_assert_cmpfloat(ds->x[14], ==, 7.0f);
   g_autoptr(SieveDataset) none = sieve_dataset_subset(ds, NULL, 0);
   g_assert_cmpuint(none->n, ==, 0);
+
+  /* A split of a split names its data once, as the train evaluator's
+   * validation hold-out then train_limit make it; it read
+   * "indexed (split: 7 kept) (split: 3 kept)". */
+  g_assert_cmpstr(sub->name, ==, "indexed (4 examples)");
+  SieveDataset *kept, *held, *kept2, *held2;
+  sieve_dataset_split(ds, 2, 1, &kept, &held);
+  sieve_dataset_split(kept, 5, 1, &kept2, &held2);
+  g_assert_cmpstr(kept->name, ==, "indexed (8 examples)");
+  g_assert_cmpstr(held->name, ==, "indexed (2 held out)");
+  g_assert_cmpstr(kept2->name, ==, "indexed (3 examples)");
+  g_assert_cmpstr(held2->name, ==, "indexed (5 held out)");
+  sieve_dataset_free(kept);
+  sieve_dataset_free(held);
+  sieve_dataset_free(kept2);
+  sieve_dataset_free(held2);
 }
 
 /* Which original examples a part holds, checked to be in increasing order. */

@@ -370,6 +370,10 @@ test_config_errors(void)
       {"constraints:\n  - {metric: params, max: 1e6}\n  - {metric: macs, max: lots}\n",
        "test.yaml:8:25: option 'max' expects a number, got 'lots'"},
       {"constraints: [{metric: params}]\n", "test.yaml:6:15: constraint #1 on 'params' has no bound"},
+      /* NaN compared false and switched the constraint off; inf is no bound. */
+      {"constraints: [{metric: params, max: .nan}]\n", "test.yaml:6:37: option 'max' expects a finite float, got .nan"},
+      {"constraints: [{metric: params, min: -.inf}]\n",
+       "test.yaml:6:37: option 'min' expects a finite float, got -.inf"},
       {"constraints: [{metric: params, min: 5, max: 1}]\n", "test.yaml:6:37: constraint #1: min (5) is above max (1)"},
       {"constraints: [{metric: params, mx: 1}]\n", "test.yaml:6:32: unknown option 'mx' for constraint #1 (did you "
                                                    "mean 'max'?)"},

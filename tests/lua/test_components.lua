@@ -110,6 +110,36 @@ T.test("a Lua evaluator reports intermediate values; a pruner stops it; the stud
   T.eq(study:count("pruned"), pruned)
 end)
 
+T.test("a Lua space's number ranges stay finite and exact", function()
+  local n = 0
+  local function space_with(decl)
+    n = n + 1
+    local name = "range-" .. n
+    sieve.register_space{name = name, create = function(self, b) decl(b) end,
+                         format = function() return "" end, parse = function() return {} end}
+    return sieve.space(name)
+  end
+  T.raises("the range [-1e+308, 1e+308] is wider than the largest double",
+           space_with, function(b) b:float("x", -1e308, 1e308) end)
+  T.raises("int bounds must lie within +-2^53", space_with, function(b) b:int("n", 0, 1 << 60) end)
+  T.eq(#space_with(function(b) b:float("x", -1e307, 1e307) end), 1)
+end)
+
+T.test("optimizers never parse their own proposals back (a space whose parse fails does not abort them)", function()
+  sieve.register_space{name = "one-way", create = function(self, b) b:float("x", 0, 1) end,
+    format = function(self, g) return string.format("x%.17g", g:get("x")) end,
+    parse = function(self, text) return nil, "cannot read '" .. text .. "'" end}
+  sieve.register_evaluator{name = "identity-x",
+    evaluate = function(self, c) return {metrics = {value = c.genotype:get("x")}} end}
+  for _, o in ipairs({"tpe", "evolution", "local_search", "reinforce", "random"}) do
+    local space = sieve.space("one-way")
+    local study = sieve.study{space = space, optimizer = o, evaluator = sieve.evaluator("identity-x", space, {}),
+                              seed = 1, objective = {metric = "value", direction = "minimize"}}
+    study:run(12)
+    T.eq(study:count("ok"), 12, o)
+  end
+end)
+
 T.test("an option default YAML cannot hold is an error, not a missing default", function()
   local function ask() return {} end
   local err = T.raises("option 'shape' of 'bad-default': default: expected a list or a map with string keys", function()

@@ -133,3 +133,61 @@ test_remove_dir(const char *dir)
     g_dir_close(d);
   g_rmdir(dir);
 }
+
+void
+test_component_example(SieveRegistry *registry, const SieveComponent *c)
+{
+  const SieveComponentInfo *info = sieve_component_get_info(c);
+  const char *root = g_getenv("SIEVE_SOURCE_ROOT");
+  g_assert_nonnull(root);
+  g_autofree char *fallback = g_strdup_printf("{plugin: %s}", info->name);
+  const char *example = info->example ? info->example : fallback;
+  const char *kind = sieve_component_kind_to_string(info->kind);
+  GError *error = NULL;
+  /* From the root, as `sieve run` from there: compose resolves its parts'
+   * paths against the experiment file's folder, here the current one. */
+  g_autofree char *cwd = g_get_current_dir();
+  g_assert_cmpint(g_chdir(root), ==, 0);
+  g_autoptr(SieveNode) map = sieve_node_parse_string(example, -1, "example", &error);
+  g_autoptr(SieveOptions) options = NULL;
+  if (map != NULL) {
+    const SieveNode *plugin = sieve_node_lookup(map, "plugin");
+    if (plugin == NULL || g_strcmp0(sieve_node_text(plugin), info->name) != 0)
+      g_error("%s %s: the example %s does not name plugin %s", kind, info->name, example, info->name);
+    static const char *const plain[] = {"plugin", NULL}, *const optimizer[] = {"plugin", "seed", NULL};
+    options = sieve_options_new(info->options, map, info->kind == SIEVE_KIND_OPTIMIZER ? optimizer : plain, root,
+                                kind, &error);
+  }
+  gboolean ok = options != NULL;
+  if (ok && info->kind == SIEVE_KIND_SPACE) {
+    g_autoptr(SieveSpace) space = sieve_space_new(c, options, &error);
+    ok = space != NULL;
+  } else if (ok && info->kind == SIEVE_KIND_OPTIMIZER) {
+    g_autoptr(SieveSpace) nb201 = test_space_new(registry, "nb201", NULL, root);
+    static const SieveFidelity budget = {"budget", 1, 27, TRUE, {NULL}};
+    static const char *const names[] = {"value", NULL};
+    SieveStudyInfo study = {.seed = 1, .n_objectives = 1, .objective_names = names, .fidelity = &budget};
+    g_autoptr(SieveOptimizer) optimizer = sieve_optimizer_new(c, nb201, options, &study, &error);
+    ok = optimizer != NULL;
+  } else if (ok) {
+    g_autoptr(SieveSpace) nb201 = test_space_new(registry, "nb201", NULL, root);
+    g_autoptr(SieveEvaluator) on_nb201 = sieve_evaluator_new(c, nb201, options, &error);
+    ok = on_nb201 != NULL;
+    /* Then nb201 shaped for Fashion-MNIST (as `sieve train` shapes it), and
+     * a space of float decisions x1, x2. */
+    static const struct {
+      const char *name, *yaml;
+    } others[] = {{"nb201", "{in_channels: 1, size: 28}"}, {"hpo", "{file: search_spaces/branin.yaml}"}};
+    for (guint i = 0; i < G_N_ELEMENTS(others) && !ok; i++) {
+      g_test_message("%s %s refuses the last space (%s): trying %s %s", kind, info->name, error->message,
+                     others[i].name, others[i].yaml);
+      g_clear_error(&error);
+      g_autoptr(SieveSpace) other = test_space_new(registry, others[i].name, others[i].yaml, root);
+      g_autoptr(SieveEvaluator) on_other = sieve_evaluator_new(c, other, options, &error);
+      ok = on_other != NULL;
+    }
+  }
+  g_assert_cmpint(g_chdir(cwd), ==, 0);
+  if (!ok)
+    g_error("%s %s: its example %s does not work: %s", kind, info->name, example, error->message);
+}

@@ -41,6 +41,14 @@ SieveEvaluator *test_evaluator_try(SieveRegistry *registry, const char *name, co
 SieveEvaluator *test_evaluator_new(SieveRegistry *registry, const char *name, const SieveSpace *space,
                                    const char *yaml, const char *base_dir);
 
+/* c created from the example `sieve plugins --describe` shows
+ * (SieveComponentInfo.example, else {plugin: NAME}) with its paths relative
+ * to $SIEVE_SOURCE_ROOT: a space as it is, an optimizer on nb201 with a
+ * fidelity (budget, 1 to 27), an evaluator on the first that fits it of
+ * nb201, nb201 for one-channel 28x28 images and search_spaces/branin.yaml.  A refusal fails the test,
+ * naming the component, its example and the error. */
+void test_component_example(SieveRegistry *registry, const SieveComponent *c);
+
 /* result's metric name; a missing one fails the test, naming it. */
 double test_metric(const SieveResult *result, const char *name);
 

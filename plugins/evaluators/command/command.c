@@ -74,7 +74,9 @@ static const SieveOptionSpec command_options[] = {
    SIEVE_OPTION_REQUIRED, {NULL}},
   SIEVE_OPTION_CHOICE("stdin", "none", stdin_modes,
                       "json: write {trial, genotype, fidelity, params} as one JSON object on the program's stdin"),
-  SIEVE_OPTION_FLOAT("timeout", "0", 0, INFINITY,
+  /* At most 10^7 s (about 16 weeks): the deadline is counted in gint64
+   * microseconds, which an infinite timeout overflowed. */
+  SIEVE_OPTION_FLOAT("timeout", "0", 0, 1e7,
                      "seconds before the program and its children are killed and the trial fails (0: none)"),
   SIEVE_OPTION_PATH("cwd", ".", "folder the program runs in (default: the experiment file's folder)"),
   SIEVE_OPTION_NODE("env", "map of extra environment variables; the values are templates too"),
@@ -366,6 +368,7 @@ static const SieveComponentInfo command_info = {
   .summary = "runs a program per trial; its last stdout line, a JSON object, gives the metrics",
   .options = command_options,
   .klass = &command_class,
+  .example = "{plugin: command, argv: [python3, examples/command/objective.py], stdin: json, timeout: 60}",
 };
 
 static gboolean

@@ -53,12 +53,15 @@ static const SieveOptionSpec function_options[] = {
   {"dimension", SIEVE_OPTION_TYPE_INT, NULL, 2, 1000, NULL,
    "number of inputs x1..xd (rosenbrock: default 2; branin is 2-d, hartmann6 6-d)",
    SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
-  SIEVE_OPTION_FLOAT("noise", "0", 0, INFINITY, "standard deviation of Gaussian noise added to the value"),
+  /* Finite: an infinite noise or bias makes every value inf or NaN. */
+  SIEVE_OPTION_FLOAT("noise", "0", 0, G_MAXDOUBLE, "standard deviation of Gaussian noise added to the value"),
   SIEVE_OPTION_INT("seed", "0", 0, 9007199254740992.0, "seed of the noise (mixed with the trial number)"),
-  SIEVE_OPTION_FLOAT("delay", "0", 0, INFINITY, "seconds each evaluation sleeps, to simulate an expensive one"),
+  /* At most a day: the sleep is counted in gulong microseconds, which an
+   * infinite delay overflowed to no sleep at all. */
+  SIEVE_OPTION_FLOAT("delay", "0", 0, 86400, "seconds each evaluation sleeps, to simulate an expensive one"),
   SIEVE_OPTION_NODE("fidelity", "offer a fidelity {name: budget, min: 1, max: 27, integer: true}: lower ones add a "
                     "known distortion (see fidelity_bias)"),
-  SIEVE_OPTION_FLOAT("fidelity_bias", "1", 0, INFINITY,
+  SIEVE_OPTION_FLOAT("fidelity_bias", "1", 0, G_MAXDOUBLE,
                      "size of the distortion at fidelity b: bias (1 - b/max) (1 + sin(5 sum x)) / 2"),
   SIEVE_OPTION_END,
 };
@@ -288,6 +291,7 @@ static const SieveComponentInfo function_info = {
   .summary = "standard HPO test functions (branin, hartmann6, rosenbrock) with known optima",
   .options = function_options,
   .klass = &function_class,
+  .example = "{plugin: function, function: branin}",
 };
 
 static gboolean

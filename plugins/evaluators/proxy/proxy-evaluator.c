@@ -352,6 +352,7 @@ static const SieveComponentInfo proxy_info = {
              "`score`: the proxy, or the weighted mean of several standardised sign(s)*log(1+|s|)",
   .options = proxy_options,
   .klass = &proxy_class,
+  .example = "{plugin: proxy, proxies: [naswot], batch_size: 32}",
 };
 
 static gboolean

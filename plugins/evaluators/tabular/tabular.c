@@ -322,6 +322,7 @@ static const SieveComponentInfo tabular_info = {
   .summary = "looks results up in a CSV table of precomputed evaluations (e.g. NAS-Bench-201)",
   .options = tabular_options,
   .klass = &tabular_class,
+  .example = "{plugin: tabular, table: data/nb201/nb201.csv, metrics: [cifar10_valid_acc]}",
 };
 
 static gboolean

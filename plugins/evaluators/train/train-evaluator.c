@@ -154,6 +154,46 @@ floats_text(const float *v, guint n)
 
 static void train_destroy(gpointer instance);
 
+/* The dataset against the networks the space builds (their input shape,
+ * their outputs), checked at create so that a mismatch is a config error at
+ * the dataset's line before the study stores a trial, not a failed first
+ * trial.  The hint names the options the bundled network spaces take. */
+static gboolean
+check_shapes(const SieveSpace *space, const SieveOptions *options, const SieveDataset *ds, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(SieveGraph) net = sieve_space_build_sample(space, 0, &local);
+  if (net == NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  const SieveGraphNode *in = sieve_graph_node(net, sieve_graph_input_node(net));
+  const SieveGraphNode *out = sieve_graph_node(net, sieve_graph_output(net));
+  gboolean input = in->shape.c == ds->channels && in->shape.h == ds->height && in->shape.w == ds->width;
+  gboolean classes = out->shape.c >= ds->n_classes;
+  if (input && classes)
+    return TRUE;
+  g_autoptr(GString) set = g_string_new(NULL);
+  if (in->shape.c != ds->channels)
+    g_string_append_printf(set, "in_channels: %u, ", ds->channels);
+  if (in->shape.h != ds->height || in->shape.w != ds->width) {
+    if (ds->height == ds->width)
+      g_string_append_printf(set, "size: %u, ", ds->height);
+    else
+      g_string_append_printf(set, "an input of %ux%u, ", ds->height, ds->width);
+  }
+  if (!classes)
+    g_string_append_printf(set, "classes: %u, ", ds->n_classes);
+  g_string_truncate(set, set->len - 2);
+  sieve_options_set_error(options, "dataset", error,
+                          "dataset '%s' is %ux%ux%u per example with %u classes, but space '%s' builds networks "
+                          "that take %ux%ux%u and give %u outputs: set %s in the space",
+                          sieve_options_get_string(options, "dataset"), ds->channels, ds->height, ds->width,
+                          ds->n_classes, sieve_space_get_name(space), in->shape.c, in->shape.h, in->shape.w,
+                          out->shape.c, set->str);
+  return FALSE;
+}
+
 static gpointer
 train_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
@@ -234,6 +274,10 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
                              sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
     sieve_options_set_error(options, "dataset", error, "%s", local->message);
     g_error_free(local);
+    train_destroy(self);
+    return NULL;
+  }
+  if (!check_shapes(space, options, self->data.train, error)) {
     train_destroy(self);
     return NULL;
   }
@@ -541,6 +585,8 @@ static const SieveComponentInfo train_info = {
   .summary = "trains the candidate's network on a dataset (SGD, cosine schedule) and reports its accuracy",
   .options = train_options,
   .klass = &train_class,
+  .example = "{plugin: train, dataset: fashion-mnist, train_limit: 6000, epochs: 1}"
+             "  # 1x28x28 images: the space needs in_channels: 1, size: 28",
 };
 
 static gboolean

@@ -166,7 +166,7 @@ asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     if (g == NULL)
       break; /* a finite space, every configuration started */
     g_autofree char *text = sieve_space_format(self->space, g);
-    opt_seen_add(&self->seen, text);
+    opt_seen_add(&self->seen, text, g);
     Entry *e = add_entry(self, sieve_genotype_copy(g), 0);
     g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[0]));
   }
@@ -252,8 +252,8 @@ asha_load(gpointer instance, GVariant *state, GError **error)
   self->rng = restored;
   opt_seen_clear(&self->seen);
   opt_seen_init(&self->seen, self->space);
-  if (!opt_seen_load(&self->seen, seen)) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: a configuration in 'seen' is not of the space");
+  if (!opt_seen_load(&self->seen, seen, error)) {
+    g_prefix_error(error, "asha state: ");
     return FALSE;
   }
   g_ptr_array_unref(self->entries);

@@ -107,6 +107,19 @@ opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo 
                             min, f->max, f->name, eta);
     return FALSE;
   }
+  /* The most aggressive bracket starts eta^levels configurations to bring
+   * one to the full fidelity (and ASHA's bottom rung needs as many before
+   * its top rung sees one): past a limit the range is a mistake, and a
+   * count that does not fit a guint would wrap. */
+  double first = pow(eta, levels);
+  if (!(first <= OPT_BRACKETS_MAX_CONFIGS)) {
+    sieve_options_set_error(options, "eta", error,
+                            "the fidelity range [%g, %g] of '%s' with eta = %g has %.0f rungs above the first, so "
+                            "one configuration reaches the full fidelity for every %.3g started; at most %d are "
+                            "allowed (raise min_fidelity or eta, or narrow the evaluator's fidelity)",
+                            min, f->max, f->name, eta, levels, first, OPT_BRACKETS_MAX_CONFIGS);
+    return FALSE;
+  }
   b->space = space;
   b->eta = eta;
   b->min_fidelity = min;
@@ -186,7 +199,7 @@ bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer us
   }
   Entry *e = entry_new(b->space, g, k->fidelity[0]);
   g_autofree char *text = sieve_space_format(b->space, g);
-  opt_seen_add(&b->sampled, text);
+  opt_seen_add(&b->sampled, text, g);
   g_ptr_array_add(k->entries[0], e);
   return propose(b, e, k->fidelity[0]);
 }
@@ -349,6 +362,5 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
       }
   }
   b->opened = g_variant_get_uint64(opened);
-  opt_seen_load(&b->sampled, sampled);
-  return TRUE;
+  return opt_seen_load(&b->sampled, sampled, error);
 }

@@ -55,14 +55,19 @@ typedef struct {
   OptSeen sampled;     /* texts of every configuration started in a rung 0 */
 } OptBrackets;
 
+/* Most configurations a rung 0 may need (eta^s_max): a million, past which
+ * a fidelity range is taken for a mistake (1 to 1e20 epochs). */
+#define OPT_BRACKETS_MAX_CONFIGS 1000000
+
 /* New configurations for rung 0 of a bracket: a genotype not in
  * b->sampled (which the scheduler fills), or NULL when none is left.
  * fidelity: the rung's. (transfer full) (nullable) */
 typedef SieveGenotype *(*OptBracketSample)(gpointer user, OptBrackets *b, double fidelity);
 
 /* Options read: eta, min_fidelity (and n_configs when not hyperband).
- * Fails (located at the option) when the study has no fidelity or the
- * options do not fit it. */
+ * Fails (located at the option) when the study has no fidelity, the
+ * options do not fit it, or the brackets would need more than
+ * OPT_BRACKETS_MAX_CONFIGS configurations in a first rung. */
 gboolean opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo *study,
                            const SieveOptions *options, gboolean hyperband, const char *who, GError **error);
 void opt_brackets_clear(OptBrackets *b);

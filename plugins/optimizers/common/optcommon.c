@@ -120,16 +120,13 @@ values_key(const SieveGenotype *g)
 }
 
 gboolean
-opt_seen_add(OptSeen *seen, const char *text)
+opt_seen_add(OptSeen *seen, const char *text, const SieveGenotype *g)
 {
   if (g_hash_table_contains(seen->set, text))
     return FALSE;
   char *copy = g_strdup(text);
   g_ptr_array_add(seen->order, copy);
   g_hash_table_add(seen->set, copy);
-  GError *error = NULL;
-  g_autoptr(SieveGenotype) g = sieve_space_parse(seen->space, text, &error);
-  g_assert_no_error(error); /* texts come from the space's own format */
   g_hash_table_add(seen->values, values_key(g));
   return TRUE;
 }
@@ -160,15 +157,24 @@ opt_seen_save(const OptSeen *seen)
 }
 
 gboolean
-opt_seen_load(OptSeen *seen, GVariant *texts)
+opt_seen_load(OptSeen *seen, GVariant *texts, GError **error)
 {
   g_hash_table_remove_all(seen->set);
   g_hash_table_remove_all(seen->values);
   g_ptr_array_set_size(seen->order, 0);
   gsize n = 0;
   g_autofree const char **v = g_variant_get_strv(texts, &n);
-  for (gsize i = 0; i < n; i++)
-    opt_seen_add(seen, v[i]);
+  for (gsize i = 0; i < n; i++) {
+    /* A saved state is input (a store, possibly of another version of the
+     * space): a text the space cannot read is an error, not an abort. */
+    GError *local = NULL;
+    g_autoptr(SieveGenotype) g = sieve_space_parse(seen->space, v[i], &local);
+    if (g == NULL) {
+      g_propagate_prefixed_error(error, local, "saved proposal #%" G_GSIZE_FORMAT ": ", i + 1);
+      return FALSE;
+    }
+    opt_seen_add(seen, v[i], g);
+  }
   return TRUE;
 }
 
@@ -412,7 +418,7 @@ opt_propose(GPtrArray *out, OptSeen *seen, const SieveSpace *space, SieveRng *rn
   if (g == NULL)
     return NULL;
   SieveCandidate *c = sieve_candidate_new(g, NAN);
-  opt_seen_add(seen, sieve_candidate_get_text(c));
+  opt_seen_add(seen, sieve_candidate_get_text(c), sieve_candidate_get_genotype(c));
   g_ptr_array_add(out, c);
   return c;
 }

@@ -5,7 +5,7 @@
  *   opt_seen_init(&seen, space);
  *   g_autoptr(SieveGenotype) child = opt_mutate(space, parent, &rng);
  *   g_autofree char *text = sieve_space_format(space, child);
- *   if (opt_seen_add(&seen, text))        // TRUE: never proposed before
+ *   if (opt_seen_add(&seen, text, child)) // TRUE: never proposed before
  *     ...
  *   GVariant *v = opt_seen_save(&seen);   // "as", proposal order
  *   opt_seen_clear(&seen);
@@ -56,14 +56,18 @@ typedef struct {
 
 void opt_seen_init(OptSeen *seen, const SieveSpace *space);
 void opt_seen_clear(OptSeen *seen);
-/* TRUE if text (a canonical genotype text of the space) was new; it is added. */
-gboolean opt_seen_add(OptSeen *seen, const char *text);
+/* TRUE if text (g's canonical text, sieve_space_format) was new; it is
+ * added.  g gives the values directly: a text is never parsed back here, so
+ * a space whose parse cannot read its own format fails the study elsewhere
+ * with an error rather than aborting an optimizer. */
+gboolean opt_seen_add(OptSeen *seen, const char *text, const SieveGenotype *g);
 gboolean opt_seen_contains(const OptSeen *seen, const char *text);
 /* Whether a genotype equal to g was added. */
 gboolean opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g);
 guint opt_seen_size(const OptSeen *seen);
 GVariant *opt_seen_save(const OptSeen *seen); /* "as" (transfer floating) */
-gboolean opt_seen_load(OptSeen *seen, GVariant *texts);
+/* Replaces seen by saved texts; FALSE + error on a text the space cannot parse. */
+gboolean opt_seen_load(OptSeen *seen, GVariant *texts, GError **error);
 
 /* Key of a genotype at a fidelity: the text alone when fidelity is NAN,
  * else "fidelity@text" (fidelity in shortest round-trip form). (transfer full) */

@@ -389,7 +389,8 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
   }
   if (!sieve_rng_load(&self->rng, rng, error))
     return FALSE;
-  opt_seen_load(&self->seen, seen);
+  if (!opt_seen_load(&self->seen, seen, error))
+    return FALSE;
   self->proposed = g_variant_get_uint64(proposed);
   g_ptr_array_unref(self->members);
   self->members = g_steal_pointer(&loaded);

@@ -57,8 +57,8 @@ typedef struct {
   GArray *value_list; /* double, same order */
   Phase phase;
   guint need;         /* SAMPLING: finished samples needed before climbing */
-  GPtrArray *pool;    /* texts sampled in this phase (char*) */
-  GPtrArray *spare;   /* texts proposed at random while a step waited */
+  GPtrArray *pool;    /* SieveCandidate* sampled in this phase */
+  GPtrArray *spare;   /* SieveCandidate* proposed at random while a step waited */
   SieveGenotype *centre;
   double centre_value;
   GPtrArray *neighbours; /* SieveGenotype* of the centre */
@@ -101,8 +101,8 @@ local_search_create(const SieveSpace *space, const SieveOptions *options, const 
   self->value_list = g_array_new(FALSE, FALSE, sizeof(double));
   self->phase = PHASE_SAMPLING;
   self->need = self->initial;
-  self->pool = g_ptr_array_new_with_free_func(g_free);
-  self->spare = g_ptr_array_new_with_free_func(g_free);
+  self->pool = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  self->spare = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
   self->neighbours = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
   self->neighbour_texts = g_ptr_array_new_with_free_func(g_free);
   return self;
@@ -154,9 +154,8 @@ restart(LocalSearch *self)
   self->phase = PHASE_SAMPLING;
   self->need = 1;
   g_ptr_array_set_size(self->pool, 0);
-  for (guint i = 0; i < self->spare->len; i++)
-    g_ptr_array_add(self->pool, g_strdup(self->spare->pdata[i]));
-  g_ptr_array_set_size(self->spare, 0);
+  g_ptr_array_extend_and_steal(self->pool, g_steal_pointer(&self->spare));
+  self->spare = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
 }
 
 /* Advance the state machine as far as what is known allows.  Returns FALSE
@@ -169,7 +168,7 @@ decide(LocalSearch *self)
     gint best = -1;
     double best_value = -INFINITY, v;
     for (guint i = 0; i < self->pool->len; i++)
-      if (lookup_value(self, self->pool->pdata[i], &v)) {
+      if (lookup_value(self, sieve_candidate_get_text(self->pool->pdata[i]), &v)) {
         finished++;
         if (best < 0 || v > best_value) {
           best = (gint) i;
@@ -178,9 +177,7 @@ decide(LocalSearch *self)
       }
     if (finished < self->need)
       return FALSE;
-    GError *error = NULL;
-    SieveGenotype *g = sieve_space_parse(self->space, self->pool->pdata[best], &error);
-    g_assert_no_error(error); /* texts come from this space's own format */
+    SieveGenotype *g = sieve_genotype_copy(sieve_candidate_get_genotype(self->pool->pdata[best]));
     g_ptr_array_set_size(self->pool, 0);
     set_centre(self, g, best_value);
     return TRUE;
@@ -244,11 +241,9 @@ local_search_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     SieveCandidate *c = opt_propose(out, &self->seen, self->space, &self->rng, g);
     if (c == NULL)
       break;
-    const char *text = sieve_candidate_get_text(c);
-    if (self->phase == PHASE_SAMPLING)
-      g_ptr_array_add(self->pool, g_strdup(text));
-    else if (spare)
-      g_ptr_array_add(self->spare, g_strdup(text));
+    if (self->phase == PHASE_SAMPLING || spare)
+      g_ptr_array_add(self->phase == PHASE_SAMPLING ? self->pool : self->spare,
+                      sieve_candidate_new(sieve_genotype_copy(sieve_candidate_get_genotype(c)), NAN));
     added++;
   }
   return TRUE; /* fewer than n only when no unproposed genotype is left */
@@ -271,6 +266,15 @@ strv_of(GPtrArray *texts)
   return g_variant_new_strv((const char *const *) texts->pdata, texts->len);
 }
 
+static GVariant *
+texts_of(GPtrArray *candidates)
+{
+  g_autofree const char **texts = g_new(const char *, candidates->len + 1);
+  for (guint i = 0; i < candidates->len; i++)
+    texts[i] = sieve_candidate_get_text(candidates->pdata[i]);
+  return g_variant_new_strv(texts, candidates->len);
+}
+
 /* State: {"rng", "seen": as, "known": as, "values": ad (fitness of known),
  *  "phase": u, "need": u, "pool": as, "spare": as, "centre": ad (empty
  *  before the first climb), "centre_value": d, "neighbours": aad, "pos": u} */
@@ -288,8 +292,8 @@ local_search_save(gpointer instance, GError **error)
                                                         self->value_list->len, sizeof(double)));
   g_variant_dict_insert_value(&dict, "phase", g_variant_new_uint32(self->phase));
   g_variant_dict_insert_value(&dict, "need", g_variant_new_uint32(self->need));
-  g_variant_dict_insert_value(&dict, "pool", strv_of(self->pool));
-  g_variant_dict_insert_value(&dict, "spare", strv_of(self->spare));
+  g_variant_dict_insert_value(&dict, "pool", texts_of(self->pool));
+  g_variant_dict_insert_value(&dict, "spare", texts_of(self->spare));
   g_variant_dict_insert_value(&dict, "centre",
                               self->centre ? opt_genotype_save(self->centre)
                                            : g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, NULL, 0, sizeof(double)));
@@ -299,14 +303,21 @@ local_search_save(gpointer instance, GError **error)
   return g_variant_dict_end(&dict);
 }
 
-static void
-load_texts(GPtrArray *into, GVariant *strv)
+/* Saved texts back into candidates of the space (a state is input: a text
+ * the space cannot read is an error). */
+static GPtrArray *
+load_candidates(const SieveSpace *space, GVariant *strv, GError **error)
 {
-  g_ptr_array_set_size(into, 0);
+  g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
   gsize n = 0;
   g_autofree const char **v = g_variant_get_strv(strv, &n);
-  for (gsize i = 0; i < n; i++)
-    g_ptr_array_add(into, g_strdup(v[i]));
+  for (gsize i = 0; i < n; i++) {
+    SieveGenotype *g = sieve_space_parse(space, v[i], error);
+    if (g == NULL)
+      return NULL;
+    g_ptr_array_add(loaded, sieve_candidate_new(g, NAN));
+  }
+  return g_steal_pointer(&loaded);
 }
 
 static gboolean
@@ -326,7 +337,7 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
   for (guint k = 0; k < G_N_ELEMENTS(keys) && ok; k++)
     ok = (v[k] = opt_state_lookup(state, keys[k].key, G_VARIANT_TYPE(keys[k].type), error)) != NULL;
   g_autoptr(SieveGenotype) centre = NULL;
-  g_autoptr(GPtrArray) neighbours = NULL;
+  g_autoptr(GPtrArray) neighbours = NULL, pool = NULL, spare = NULL;
   gsize n_known = 0, n_values = 0;
   if (ok) {
     n_known = g_variant_n_children(v[2]);
@@ -343,8 +354,12 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     ok = (neighbours = opt_genotypes_load(self->space, v[10], error)) != NULL;
   if (ok)
     ok = sieve_rng_load(&self->rng, v[0], error);
+  if (ok)
+    ok = (pool = load_candidates(self->space, v[6], error)) != NULL &&
+         (spare = load_candidates(self->space, v[7], error)) != NULL;
+  if (ok)
+    ok = opt_seen_load(&self->seen, v[1], error);
   if (ok) {
-    opt_seen_load(&self->seen, v[1]);
     g_hash_table_remove_all(self->values);
     g_ptr_array_set_size(self->value_order, 0);
     g_array_set_size(self->value_list, 0);
@@ -354,8 +369,10 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
       record_value(self, known[i], values[i]);
     self->phase = g_variant_get_uint32(v[4]) == PHASE_CLIMB ? PHASE_CLIMB : PHASE_SAMPLING;
     self->need = g_variant_get_uint32(v[5]);
-    load_texts(self->pool, v[6]);
-    load_texts(self->spare, v[7]);
+    g_ptr_array_unref(self->pool);
+    self->pool = g_steal_pointer(&pool);
+    g_ptr_array_unref(self->spare);
+    self->spare = g_steal_pointer(&spare);
     g_clear_pointer(&self->centre, sieve_genotype_free);
     self->centre = g_steal_pointer(&centre);
     self->centre_value = g_variant_get_double(v[9]);

@@ -248,7 +248,8 @@ reinforce_load(gpointer instance, GVariant *state, GError **error)
   if (!sieve_rng_load(&self->rng, rng, error))
     return FALSE;
   memcpy(self->logits->data, v, n * sizeof(double));
-  opt_seen_load(&self->seen, seen);
+  if (!opt_seen_load(&self->seen, seen, error))
+    return FALSE;
   self->baseline = g_variant_get_double(baseline);
   self->spread = g_variant_get_double(spread);
   self->rewards = g_variant_get_uint64(rewards);

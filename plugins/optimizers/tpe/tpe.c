@@ -130,8 +130,7 @@ tpe_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) seen = opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error);
   if (seen == NULL || !opt_tpe_data_load(&self->data, state, "", error) || !sieve_rng_load(&self->rng, rng, error))
     return FALSE;
-  opt_seen_load(&self->seen, seen);
-  return TRUE;
+  return opt_seen_load(&self->seen, seen, error);
 }
 
 static const SieveOptimizerClass tpe_class = {

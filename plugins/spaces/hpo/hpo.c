@@ -138,6 +138,14 @@ read_range(SieveSpace *space, const char *name, const SieveNode *spec, gboolean 
                          sieve_node_text(sieve_node_lookup(spec, "low")), sieve_node_text(high_node));
     return FALSE;
   }
+  /* Samplers and models work on low + u * (high - low): a width past
+   * DBL_MAX would give inf (ints are within +-2^53, so never). */
+  if (!isfinite(value[1] - value[0])) {
+    sieve_node_set_error(error, high_node,
+                         "the range of '%s' (%s to %s) is wider than the largest double (%g): narrow it", name,
+                         sieve_node_text(sieve_node_lookup(spec, "low")), sieve_node_text(high_node), G_MAXDOUBLE);
+    return FALSE;
+  }
   gboolean log = FALSE;
   const SieveNode *log_node = sieve_node_lookup(spec, "log");
   if (log_node != NULL && !sieve_node_get_bool(log_node, &log, error))
@@ -401,6 +409,7 @@ static const SieveComponentInfo hpo_info = {
   .summary = "hyper-parameter space from YAML (categorical, int, float, conditions)",
   .options = hpo_options,
   .klass = &hpo_class,
+  .example = "{plugin: hpo, file: search_spaces/branin.yaml}",
 };
 
 static gboolean

@@ -461,6 +461,9 @@ test_create_errors(void)
   assert_create_error("argv: [echo, 'a}b']\n",
                       "test.yaml:1:14: argv item 2 'a}b': unmatched '}' at character 2 (write }} for a literal brace)");
   assert_create_error("argv: []\n", "test.yaml:1:7: argv needs at least the program to run");
+  /* An infinite timeout overflowed the gint64 deadline. */
+  assert_create_error("argv: [echo]\ntimeout: .inf\n",
+                      "test.yaml:2:10: option 'timeout' expects a float in [0, 10000000], got .inf");
   assert_create_error("argv: [echo]\nenv: {'A=B': x}\n",
                       "test.yaml:2:7: 'A=B' is not an environment variable name (letters, digits and _)");
   assert_create_error("argv: [echo]\nenv: {A: '{nope}'}\n",
@@ -472,6 +475,10 @@ test_create_errors(void)
                       "test.yaml:2:6: cwd '/nonexistent/sieve-test' is not a folder");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 4, max: 2}\n",
                       "test.yaml:2:39: the fidelity's max (2) is below its min (4)");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1, max: .inf}\n",
+                      "test.yaml:2:39: option 'max' expects a finite float >= 0, got .inf");
+  assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: .nan, max: 2}\n",
+                      "test.yaml:2:31: option 'min' expects a finite float >= 0, got .nan");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 0, max: 2}\n",
                       "test.yaml:2:31: the fidelity's min must be > 0, got 0");
   assert_create_error("argv: [echo]\nfidelity: {name: epochs, min: 1, mx: 2}\n",

@@ -316,6 +316,72 @@ test_bad_state(void)
   }
 }
 
+/* state with the string list saved under key (at any depth) replaced by
+ * one text no space reads; *found tells whether there was one. (transfer full) */
+static GVariant *
+with_bad_texts(GVariant *state, const char *key, gboolean *found)
+{
+  if (g_variant_is_of_type(state, G_VARIANT_TYPE("{sv}"))) {
+    g_autofree char *name = NULL;
+    g_autoptr(GVariant) value = NULL;
+    g_variant_get(state, "{sv}", &name, &value);
+    if (strcmp(name, key) == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE_STRING_ARRAY)) {
+      static const char *const bad[] = {"not a genotype", NULL};
+      *found = TRUE;
+      return g_variant_ref_sink(g_variant_new("{sv}", name, g_variant_new_strv(bad, -1)));
+    }
+    g_autoptr(GVariant) replaced = with_bad_texts(value, key, found);
+    return g_variant_ref_sink(g_variant_new("{sv}", name, replaced));
+  }
+  if (!g_variant_is_container(state) || g_variant_is_of_type(state, G_VARIANT_TYPE_VARIANT))
+    return g_variant_ref(state);
+  GVariantBuilder builder;
+  g_variant_builder_init(&builder, g_variant_get_type(state));
+  for (gsize i = 0; i < g_variant_n_children(state); i++) {
+    g_autoptr(GVariant) child = g_variant_get_child_value(state, i);
+    g_autoptr(GVariant) replaced = with_bad_texts(child, key, found);
+    g_variant_builder_add_value(&builder, replaced);
+  }
+  return g_variant_ref_sink(g_variant_builder_end(&builder));
+}
+
+/* A saved proposal the space cannot parse (a store edited, or written by
+ * another version of the space) is an error from load, never an abort. */
+static void
+test_bad_saved_text(void)
+{
+  g_autoptr(SieveSpace) space = test_space("mlp");
+  /* seen: every optimizer's proposals; sampled: the bracket ones'; pool: the
+   * samples local search climbs from. */
+  static const char *const keys[] = {"seen", "sampled", "pool"};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *label = case_label(&cases[i]);
+    Driver d;
+    driver_init(&d, case_new(&cases[i], space, 1), 1);
+    driver_run(&d, 4, 2, 1, FALSE);
+    GError *error = NULL;
+    g_autoptr(GVariant) state = sieve_optimizer_save(d.opt, &error);
+    g_assert_no_error(error);
+    guint tried = 0;
+    for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+      gboolean found = FALSE;
+      g_autoptr(GVariant) bad = with_bad_texts(state, keys[k], &found);
+      if (!found)
+        continue;
+      g_test_message("%s, '%s'", label, keys[k]);
+      tried++;
+      g_autoptr(SieveOptimizer) fresh = case_new(&cases[i], space, 1);
+      g_assert_false(sieve_optimizer_load(fresh, bad, &error));
+      g_assert_nonnull(error);
+      if (strstr(error->message, "not a genotype") == NULL)
+        g_error("%s, '%s': the error does not name the text: %s", label, keys[k], error->message);
+      g_clear_error(&error);
+    }
+    g_assert_cmpuint(tried, >, 0);
+    driver_clear(&d);
+  }
+}
+
 /* ---- conditions, asynchrony, exhaustion -------------------------------- */
 
 /* The mlp space has decisions active only for one optimizer choice: every
@@ -815,6 +881,24 @@ test_bad_options(void)
                "test.yaml:1:*: min_fidelity 30 is outside the evaluator's fidelity 'budget' [1, 27]");
   expect_error("successive_halving", "{eta: 50}", 1, &budget_fidelity,
                "test.yaml:1:*: the fidelity range [1, 27] of 'budget' is narrower than one step of eta = 50*");
+  /* eta^s_max configurations for the most aggressive bracket: a wide range
+   * is refused at its limit, not wrapped to 0 (no candidates) by a cast. */
+  static const SieveFidelity wide = {"budget", 1, 1e20, FALSE, {NULL}};
+  static const SieveFidelity edge = {"budget", 1, 531441, TRUE, {NULL}}; /* 3^12 */
+  static const SieveFidelity over = {"budget", 1, 1594323, TRUE, {NULL}}; /* 3^13 */
+  const char *const bracketed[] = {"successive_halving", "hyperband", "bohb", "asha"};
+  for (guint i = 0; i < G_N_ELEMENTS(bracketed); i++) {
+    expect_error(bracketed[i], "{}", 1, &wide,
+                 "test.yaml:1:*: the fidelity range [1, 1e+20] of 'budget' with eta = 3 has 41 rungs above the "
+                 "first, so one configuration reaches the full fidelity for every 3.65e+19 started; at most "
+                 "1000000 are allowed*");
+    expect_error(bracketed[i], "{eta: 3}", 1, &over, "test.yaml:1:7: *13 rungs above the first*1.59e+06 started*");
+    g_autoptr(SieveSpace) space = test_space("nb201");
+    GError *error = NULL;
+    g_autoptr(SieveOptimizer) o = optimizer_try(bracketed[i], space, NULL, 1, 1, &edge, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(o);
+  }
   expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
@@ -834,6 +918,7 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/resume/nb201", "nb201", test_resume);
   g_test_add_data_func("/optimizers/resume/mlp", "mlp", test_resume);
   g_test_add_func("/optimizers/bad-state", test_bad_state);
+  g_test_add_func("/optimizers/bad-saved-text", test_bad_saved_text);
   g_test_add_func("/optimizers/conditions", test_conditions);
   g_test_add_data_func("/optimizers/async/nb201", "nb201", test_async);
   g_test_add_data_func("/optimizers/async/mlp", "mlp", test_async);
