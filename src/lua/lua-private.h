@@ -308,6 +308,11 @@ void sieve__lua_open_space(lua_State *L, int sieve_idx);
 void sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned);
 /* (transfer none); raises a Lua error when idx is not a live space */
 SieveSpace *sieve__lua_check_space(lua_State *L, int idx);
+/* (transfer none) (nullable) the live space at idx, without raising. */
+SieveSpace *sieve__lua_to_space(lua_State *L, int idx);
+/* Counts a call that holds the space at idx across the script's callbacks
+ * (delta +1 before, -1 after): closing the space meanwhile is an error. */
+void sieve__lua_space_busy(lua_State *L, int idx, int delta);
 /* Drops a borrowed space box's pointer (its owner is about to free it). */
 void sieve__lua_invalidate_space(lua_State *L, int idx);
 /* Pushes a genotype userdata owning g, whose space is the space userdata at space_idx. */
@@ -362,6 +367,9 @@ void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
 
 /* lua-bind-evaluator.c */
 void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+/* Evaluates c with the evaluator userdata at idx (its space marked busy, the
+ * evaluator not closable meanwhile).  (transfer full) */
+SieveResult *sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **error);
 /* A fidelity as a table {name, min, max, integer}. */
 void sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity);
 
