@@ -66,6 +66,13 @@ sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity)
   lua_setfield(L, -2, "integer");
 }
 
+SieveEvaluator *
+sieve__lua_to_evaluator(lua_State *L, int idx)
+{
+  EvaluatorBox *box = luaL_testudata(L, idx, SIEVE_LUA_EVALUATOR);
+  return box ? box->evaluator : NULL;
+}
+
 SieveResult *
 sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **error)
 {

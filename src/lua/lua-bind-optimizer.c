@@ -40,6 +40,8 @@ optimizer_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
+  static const char *const keys[] = {"seed", "objective", NULL};
+  sieve__lua_check_keys(L, 4, "sieve.optimizer's study", keys);
   const SieveComponent *c;
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, name, 3, &c);
   lua_Integer seed = 0;

@@ -595,6 +595,8 @@ study_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
+  static const char *const keys[] = {"space", "optimizer", "evaluator", "objective", "seed", "store", "name", NULL};
+  sieve__lua_check_keys(L, 1, "sieve.study", keys);
   lua_getfield(L, 1, "space");
   if (!luaL_testudata(L, 2, SIEVE_LUA_SPACE))
     return luaL_error(L, "study needs space = a sieve.space, got a %s", luaL_typename(L, 2));
@@ -639,6 +641,20 @@ study_new(lua_State *L)
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, study, 2);
   sieve__lua_check_objectives(L, 1, &box->objectives);
+  /* As `sieve run` refuses it: an objective the evaluator says it never
+   * reports (a misspelt metric would fail every trial). */
+  SieveEvaluator *evaluator = sieve__lua_to_evaluator(L, 3);
+  for (guint k = 0; evaluator != NULL && k < box->objectives.n; k++) {
+    char *message = sieve_engine_objective_undeclared(sieve_component_get_name(sieve_evaluator_get_component(evaluator)),
+                                                      sieve_evaluator_get_metrics(evaluator), box->objectives.metrics[k]);
+    if (message != NULL) {
+      luaL_where(L, 1);
+      lua_pushstring(L, message);
+      g_free(message); /* before raising: it skips C cleanups */
+      lua_concat(L, 2);
+      return lua_error(L);
+    }
+  }
   const SieveComponent *c;
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, opt_name, 8, &c);
   box->options = options; /* freed with the study, even on a raise */
@@ -726,6 +742,8 @@ run_new(lua_State *L)
   gboolean resume = FALSE, progress = FALSE;
   if (!lua_isnil(L, 2))
     luaL_checktype(L, 2, LUA_TTABLE);
+  static const char *const keys[] = {"set", "store", "resume", "progress", NULL};
+  sieve__lua_check_keys(L, 2, "sieve.run", keys);
   GPtrArray *overrides = g_ptr_array_new_with_free_func(g_free);
   if (!lua_isnil(L, 2)) {
     lua_getfield(L, 2, "store");

@@ -367,6 +367,8 @@ void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
 
 /* lua-bind-evaluator.c */
 void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+/* (transfer none) (nullable) the live evaluator at idx, without raising. */
+SieveEvaluator *sieve__lua_to_evaluator(lua_State *L, int idx);
 /* Evaluates c with the evaluator userdata at idx (its space marked busy, the
  * evaluator not closable meanwhile).  (transfer full) */
 SieveResult *sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **error);
@@ -387,6 +389,10 @@ void sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs);
  * at the caller's file:line); raises a Lua error on either.  (transfer full) */
 SieveOptions *sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const char *name, int idx,
                                                  const SieveComponent **component);
+
+/* Raises "FILE:LINE: what: unknown option 'k' (did you mean ...)" for a key
+ * of the table at idx (when it is one) not among keys (NULL-terminated). */
+void sieve__lua_check_keys(lua_State *L, int idx, const char *what, const char *const *keys);
 
 /* The objectives of a study written in Lua: `objective = "name"`,
  * {metric = "name", direction = "minimize"} or a list of those. */

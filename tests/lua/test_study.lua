@@ -130,4 +130,26 @@ T.test("an objective that is nan or -inf fails its trial, as under sieve run", f
   st:close()
 end)
 
+T.test("misspelt keys of sieve.study, its objective, sieve.optimizer and sieve.run are errors", function()
+  local space = sieve.space("hpo", {file = branin})
+  local ev = sieve.evaluator("function", space, {["function"] = "branin"})
+  local ok, err = pcall(function()
+    sieve.study{space = space, optimizer = "random", evaluator = ev, stor = "kept.sieve"}
+  end)
+  T.eq(ok, false)
+  T.truthy(err:find("^[^:]*test_study%.lua:%d+: sieve%.study: unknown option 'stor' %(did you mean 'store'%?%)"), err)
+  T.raises("sieve.study: unknown option 'sed' (did you mean 'seed'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, sed = 7})
+  T.raises("objective: unknown option 'directon' (did you mean 'direction'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {metric = "value", directon = "minimize"}})
+  T.raises("objective: unknown option 'metirc'", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {{metirc = "value"}}})
+  T.raises("evaluator 'function' does not report the objective metric 'valeu' (did you mean 'value'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {metric = "valeu"}})
+  T.raises("sieve.optimizer's study: unknown option 'seeed'", sieve.optimizer, "random", space, {}, {seeed = 3})
+  T.raises("sieve.run: unknown option 'resum' (did you mean 'resume'?)", sieve.run, "missing.yaml",
+           {store = "x.sieve", resum = true})
+  T.raises("sieve.run: unknown option 'sett' (did you mean 'set'?)", sieve.run, "missing.yaml", {sett = {}})
+end)
+
 T.done()
