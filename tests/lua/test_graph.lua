@@ -70,6 +70,9 @@ T.test("every builder: add, concat, groups, dilation, activations, pools, identi
   local cat = g:concat({sum, g:zero(x)}, {label = "cat"})
   T.eq((g:shape(cat)), 16)
   T.eq(g:node(cat).label, "cat")
+  -- the list form without its options table
+  T.eq(#g:node(g:add({x, d})).inputs, 2)
+  T.eq((g:shape(g:concat({x, d}))), 16)
   for _, name in ipairs(sieve.graph.activations) do
     local a = g[name](g, cat)
     T.eq(g:node(a).activation, name)
