@@ -35,6 +35,7 @@ evaluator_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
+  lua_settop(L, 3); /* the options, or nil (none): the box goes above them */
   EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
   box->evaluator = NULL;
   box->options = NULL;
