@@ -396,12 +396,15 @@ study_tell(lua_State *L)
     lua_getfield(L, 2, "number");
   else
     lua_pushvalue(L, 2);
-  if (!lua_isinteger(L, -1))
+  int whole = 0;
+  lua_Integer number = lua_tointegerx(L, -1, &whole);
+  if (!whole && lua_type(L, -1) == LUA_TNUMBER)
+    return luaL_error(L, "study:tell: a trial number is a whole number, got %f", lua_tonumber(L, -1));
+  if (!whole)
     return luaL_error(L, "study:tell needs a trial (the table study:ask returned) or its number, got %s %s",
                       lua_istable(L, 2) ? "a trial whose number is" : "a", luaL_typename(L, -1));
-  lua_Integer number = lua_tointeger(L, -1);
   lua_pop(L, 1);
-  if (number == box->run_trial)
+  if (box->run_trial >= 0 && number == box->run_trial)
     return luaL_error(L, "trial %I is being evaluated by study:run, which tells it when its evaluation returns",
                       number);
   /* (numbers are gint keys: one out of range was never asked) */

@@ -152,4 +152,22 @@ T.test("misspelt keys of sieve.study, its objective, sieve.optimizer and sieve.r
   T.raises("sieve.run: unknown option 'sett' (did you mean 'set'?)", sieve.run, "missing.yaml", {sett = {}})
 end)
 
+T.test("study:tell checks the trial number", function()
+  local space = sieve.space("hpo", {file = branin})
+  local st = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("hooked", space, {}),
+                         objective = {metric = "value"}, seed = 1}
+  local t = st:ask()
+  T.eq(t.number, 0)
+  local r = {metrics = {value = 1}}
+  T.raises("trial 4294967296 was not asked in this session", st.tell, st, 2^32, r)
+  T.raises("trial -1 was not asked", st.tell, st, -1, r)
+  T.raises("study:tell: a trial number is a whole number, got ", st.tell, st, {number = 0 / 0}, r)
+  T.raises("study:tell: a trial number is a whole number, got 0.5", st.tell, st, 0.5, r)
+  T.raises("got a trial whose number is nil", st.tell, st, {}, r)
+  T.eq(st:count("pending"), 1, "trial 0 is still pending")
+  st:tell(t, r)
+  T.eq(st:count("ok"), 1)
+  st:close()
+end)
+
 T.done()
