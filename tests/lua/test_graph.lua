@@ -469,6 +469,13 @@ T.test("sieve.rank_aggregate: mean ranks, 0 the worst, NaN lowest", function()
   T.raises("row 2 has 3 scores, row 1 has 2", function() sieve.rank_aggregate({{1, 2}, {1, 2, 3}}) end)
   T.raises("2 weights for 1 scores per row", function() sieve.rank_aggregate({{1}, {2}}, {1, 2}) end)
   T.raises("score 1 of row 1 is a string", function() sieve.rank_aggregate({{"a"}}) end)
+  T.raises("test_graph.lua:473: rank_aggregate: the weights sum to 0", function()
+    sieve.rank_aggregate({{1, 2}, {3, 4}}, {0, 0}) end)
+  T.raises("rank_aggregate: weight 1 is nan; weights are finite numbers >= 0", sieve.rank_aggregate,
+           {{1, 2}, {3, 4}}, {0 / 0 > 0 and 0 or math.abs(0 / 0), -1})
+  T.raises("rank_aggregate: weight 2 is -1.0; weights are finite", sieve.rank_aggregate, {{1, 2}, {3, 4}}, {1, -1})
+  T.raises("rank_aggregate: weight 1 is inf", sieve.rank_aggregate, {{1, 2}, {3, 4}}, {math.huge, 1})
+  T.raises("rank_aggregate: weight 1 is a string, not a number", sieve.rank_aggregate, {{1}}, {"x"})
 end)
 
 T.test("graphs dropped in a loop are collected as they go", function()
