@@ -471,6 +471,9 @@ void sieve__lua_instance_destroy(gpointer instance);
 void sieve__lua_instance_push_method(SieveLuaInstance *inst, const char *field);
 /* Whether the definition has a function field. */
 gboolean sieve__lua_instance_has_method(SieveLuaInstance *inst, const char *field);
+/* The prefix of an error about what method field returned: "KIND 'NAME', field() (FILE:LINE): ", without
+ * the component where the core adds it.  (transfer full) */
+char *sieve__lua_instance_prefix(SieveLuaInstance *inst, const char *field);
 /* Calls the method pushed below nargs arguments; errors name the component and the method. */
 gboolean sieve__lua_instance_call(SieveLuaInstance *inst, const char *field, int nargs, int nresults, GError **error);
 /* FALSE and an error when called from another thread than the host's. */

@@ -170,4 +170,25 @@ T.test("study:tell checks the trial number", function()
   st:close()
 end)
 
+T.test("errors about what a Lua component returned name it once and point at its function", function()
+  local space = sieve.space("hpo", {file = branin})
+  sieve.register_optimizer{name = "returns-a-number", ask = function(self, n)
+    return 5
+  end}
+  sieve.register_evaluator{name = "returns-a-string", evaluate = function(self, c)
+    return {metrics = {value = "x"}}
+  end}
+  local st = sieve.study{space = space, optimizer = "returns-a-number", evaluator = sieve.evaluator("hooked", space),
+                         objective = {metric = "value"}}
+  local ok, err = pcall(st.run, st, 1)
+  T.eq(ok, false)
+  T.truthy(err:find("optimizer 'returns%-a%-number': ask%(%) %(.*test_study%.lua:%d+%): must return a list of " ..
+                    "genotypes, got a number"), err)
+  st:close()
+  local ev = sieve.evaluator("returns-a-string", space)
+  ok, err = pcall(ev.evaluate, ev, space:sample(sieve.rng(1)))
+  T.eq(ok, false)
+  T.truthy(err:find("^evaluator 'returns%-a%-string': evaluate%(%) %(.*test_study%.lua:%d+%): result metrics"), err)
+end)
+
 T.done()
