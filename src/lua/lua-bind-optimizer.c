@@ -28,6 +28,8 @@ check_optimizer(lua_State *L, int idx)
   OptimizerBox *box = luaL_checkudata(L, idx, SIEVE_LUA_OPTIMIZER);
   if (box->optimizer == NULL)
     luaL_error(L, "this optimizer is closed");
+  if (box->busy > 0) /* a Lua optimizer's method calling its own userdata: it would recurse until the C stack ends */
+    luaL_error(L, "this optimizer is running (its ask, tell, save or load called back into it)");
   lua_getiuservalue(L, idx, 1);
   sieve__lua_check_space(L, -1); /* its space must still be alive */
   lua_pop(L, 1);

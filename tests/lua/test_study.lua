@@ -56,6 +56,17 @@ T.test("a Lua optimizer calling back into its study is refused", function()
   mode = nil
   T.eq(st:run(1), 1)
   st:close()
+  -- a sieve.optimizer whose own ask calls it again
+  local opt
+  sieve.register_optimizer{name = "self-asking", ask = function(self, n)
+    if mode == "self" then opt:ask(1) end
+    return {self.space:sample(self.rng)}
+  end}
+  opt = sieve.optimizer("self-asking", sieve.space("hpo", {file = branin}))
+  mode = "self"
+  T.raises("this optimizer is running (its ask, tell, save or load called back into it)", opt.ask, opt, 1)
+  mode = nil
+  T.eq(#opt:ask(1), 1, "and works after")
 end)
 
 T.test("closing the study's space or evaluator inside a callback is an error", function()
