@@ -465,6 +465,18 @@ report_activity(gpointer user_data, const SieveCandidate *candidate, const char 
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
+void
+sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v)
+{
+  guint i = 0;
+  while (i < values->len && g_array_index(values, SieveIntermediate, i).step < v->step)
+    i++;
+  if (i < values->len && g_array_index(values, SieveIntermediate, i).step == v->step)
+    g_array_index(values, SieveIntermediate, i) = *v;
+  else
+    g_array_insert_val(values, i, *v);
+}
+
 /* An intermediate value from the evaluation (any thread): kept with the job
  * (a step reported again replaces its value) and judged by the pruner. */
 static gboolean
@@ -473,13 +485,7 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   Job *job = user_data;
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
-  guint i = 0;
-  while (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step < step)
-    i++;
-  if (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step == step)
-    g_array_index(job->intermediate, SieveIntermediate, i) = v;
-  else
-    g_array_insert_val(job->intermediate, i, v);
+  sieve_engine_keep_intermediate(job->intermediate, &v);
   if (job->pruned)
     return FALSE;
   if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,

@@ -80,20 +80,20 @@ sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **erro
   idx = lua_absindex(L, idx);
   EvaluatorBox *box = luaL_testudata(L, idx, SIEVE_LUA_EVALUATOR);
   lua_getiuservalue(L, idx, 1);
-  if (box == NULL || box->evaluator == NULL || sieve__lua_to_space(L, -1) == NULL) {
-    lua_pop(L, 1);
+  gboolean live = box != NULL && box->evaluator != NULL && sieve__lua_to_space(L, -1) != NULL;
+  lua_pop(L, 1);
+  if (!live) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "this evaluator (or its space) is closed");
     return NULL;
   }
   /* The evaluator's script may close its space or itself: refused while
    * this holds their pointers (the evaluation's errors come back as a
    * GError, never a raise through here). */
-  sieve__lua_space_busy(L, -1, +1);
+  sieve__lua_space_busy(L, idx, +1);
   box->busy++;
   SieveResult *result = sieve_evaluator_evaluate(box->evaluator, c, error);
   box->busy--;
-  sieve__lua_space_busy(L, -1, -1);
-  lua_pop(L, 1);
+  sieve__lua_space_busy(L, idx, -1);
   return result;
 }
 

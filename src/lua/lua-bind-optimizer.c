@@ -77,9 +77,7 @@ optimizer_new(lua_State *L)
 static void
 optimizer_busy(lua_State *L, OptimizerBox *box, int delta)
 {
-  lua_getiuservalue(L, 1, 1);
-  sieve__lua_space_busy(L, -1, delta);
-  lua_pop(L, 1);
+  sieve__lua_space_busy(L, 1, delta);
   box->busy += delta;
 }
 

@@ -69,10 +69,13 @@ sieve__lua_invalidate_space(lua_State *L, int idx)
 }
 
 void
-sieve__lua_space_busy(lua_State *L, int idx, int delta)
+sieve__lua_space_busy(lua_State *L, int owner, int delta)
 {
-  SpaceBox *box = luaL_checkudata(L, idx, SIEVE_LUA_SPACE);
-  box->busy += delta;
+  lua_getiuservalue(L, owner, 1);
+  SpaceBox *box = luaL_testudata(L, -1, SIEVE_LUA_SPACE);
+  if (box != NULL)
+    box->busy += delta;
+  lua_pop(L, 1);
 }
 
 static int

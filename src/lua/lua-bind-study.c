@@ -103,9 +103,7 @@ check_study(lua_State *L, int idx, gboolean live)
 static void
 study_enter(lua_State *L, StudyBox *box, int delta)
 {
-  lua_getiuservalue(L, 1, 1);
-  sieve__lua_space_busy(L, -1, delta);
-  lua_pop(L, 1);
+  sieve__lua_space_busy(L, 1, delta);
   box->running += delta;
 }
 
@@ -432,16 +430,9 @@ study_tell(lua_State *L)
 static gboolean
 on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {
-  GArray *values = user_data;
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
-  guint i = 0;
-  while (i < values->len && g_array_index(values, SieveIntermediate, i).step < step)
-    i++;
-  if (i < values->len && g_array_index(values, SieveIntermediate, i).step == step)
-    g_array_index(values, SieveIntermediate, i) = v;
-  else
-    g_array_insert_val(values, i, v);
+  sieve_engine_keep_intermediate(user_data, &v);
   return TRUE; /* no pruner in a Lua study */
 }
 

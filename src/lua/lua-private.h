@@ -310,9 +310,10 @@ void sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned);
 SieveSpace *sieve__lua_check_space(lua_State *L, int idx);
 /* (transfer none) (nullable) the live space at idx, without raising. */
 SieveSpace *sieve__lua_to_space(lua_State *L, int idx);
-/* Counts a call that holds the space at idx across the script's callbacks
+/* Counts a call that holds the space of the userdata at owner (its user
+ * value 1: a study, evaluator or optimizer) across the script's callbacks
  * (delta +1 before, -1 after): closing the space meanwhile is an error. */
-void sieve__lua_space_busy(lua_State *L, int idx, int delta);
+void sieve__lua_space_busy(lua_State *L, int owner, int delta);
 /* Drops a borrowed space box's pointer (its owner is about to free it). */
 void sieve__lua_invalidate_space(lua_State *L, int idx);
 /* Pushes a genotype userdata owning g, whose space is the space userdata at space_idx. */

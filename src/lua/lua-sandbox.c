@@ -475,25 +475,15 @@ safe_table(lua_State *L)
   return lua_gettop(L);
 }
 
+/* Replaces LIB.NAME with wrapper, whose upvalues are the real function and
+ * "LIB.NAME" (string functions are also reached as ("x"):NAME through the
+ * string metatable's __index, which is the same table). */
 static void
-wrap_table(lua_State *L, const char *name)
+wrap(lua_State *L, const char *lib, const char *name, lua_CFunction wrapper)
 {
-  lua_getglobal(L, LUA_TABLIBNAME);
+  lua_getglobal(L, lib);
   lua_getfield(L, -1, name);
-  lua_pushfstring(L, "table.%s", name);
-  lua_pushcclosure(L, safe_table, 2);
-  lua_setfield(L, -2, name);
-  lua_pop(L, 1);
-}
-
-/* Replaces string.NAME (also reached as ("x"):NAME through the string
- * metatable's __index, which is the same table). */
-static void
-wrap_string(lua_State *L, const char *name, lua_CFunction wrapper)
-{
-  lua_getglobal(L, LUA_STRLIBNAME);
-  lua_getfield(L, -1, name);
-  lua_pushfstring(L, "string.%s", name);
+  lua_pushfstring(L, "%s.%s", lib, name);
   lua_pushcclosure(L, wrapper, 2);
   lua_setfield(L, -2, name);
   lua_pop(L, 1);
@@ -587,11 +577,11 @@ sieve__lua_sandbox_open(SieveLuaHost *host)
   open_gc_sentinels(L);
   static const char *const patterns[] = {"find", "match", "gmatch", "gsub", NULL};
   for (guint i = 0; patterns[i]; i++)
-    wrap_string(L, patterns[i], safe_pattern);
-  wrap_string(L, "rep", safe_rep);
+    wrap(L, LUA_STRLIBNAME, patterns[i], safe_pattern);
+  wrap(L, LUA_STRLIBNAME, "rep", safe_rep);
   static const char *const tables[] = {"move", "concat", "insert", "remove", "sort", NULL};
   for (guint i = 0; tables[i]; i++)
-    wrap_table(L, tables[i]);
+    wrap(L, LUA_TABLIBNAME, tables[i], safe_table);
 
   if (!(allow & SIEVE_LUA_ALLOW_OS)) {
     /* Keep only what reads the clock and formats dates. */
