@@ -147,6 +147,13 @@ local function plural(n) return n == 1 and "" or "s" end
 
 -- The arch string as {edge = op}, or nil and a message with the character
 -- position (1-based), as the C plugin's parser says it.
+-- Whether the text from p reads as one more operation ("op~N|"): else it
+-- is stray text, and "extra operation" would mislead.
+local function looks_like_operation(text, p)
+  local tilde, bar = text:find("~", p, true), text:find("|", p, true)
+  return tilde ~= nil and bar ~= nil and tilde > p and tilde < bar
+end
+
 local function parse(text)
   if text:sub(1, 1) ~= "|" then
     return nil, "missing leading '|' at character 1 (an arch string looks like |op~0|+|op~0|op~1|+|op~0|op~1|op~2|)"
@@ -188,6 +195,9 @@ local function parse(text)
     -- The node is complete: then comes "+|" before the next node, or the end.
     local c = text:sub(p, p)
     if j + 1 < NODES then
+      if c ~= "+" and c ~= "" and not looks_like_operation(text, p) then
+        return nil, string.format("expected '+|' after node %d at character %d, got '%s'", j, p, c)
+      end
       if c ~= "+" and c ~= "" then
         return nil, string.format("node %d needs %d input%s, got %d (extra operation at character %d)", j, j,
                                   plural(j), count_inputs(text, node_start), p)
@@ -203,6 +213,9 @@ local function parse(text)
     elseif c ~= "" then
       if c == "+" then
         return nil, string.format("unexpected '+' at character %d: the cell has only 3 nodes", p)
+      end
+      if not looks_like_operation(text, p) then
+        return nil, string.format("trailing characters at character %d after the last node: '%s'", p, text:sub(p))
       end
       return nil, string.format("node %d needs %d inputs, got %d (extra operation at character %d)", j, j,
                                 count_inputs(text, node_start), p)

@@ -151,6 +151,23 @@ SIEVE_INTERNAL_API char *sieve_engine_describe_pipeline(const SieveEngine *engin
 /* Ask the run in progress to stop after the trials in flight (signal safe). */
 SIEVE_INTERNAL_API void sieve_engine_request_stop(void);
 
+/* The engine's rule for an OK result's objectives (metrics[0..n)), shared
+ * with Lua studies: one that is not a finite number, or missing, fails the
+ * result with the reason.  Returns the index of the first missing one, with
+ * *missing (transfer full; may be NULL) "the objective metric 'm' (did you
+ * mean ...); it reported: ..."; -1 otherwise. */
+SIEVE_INTERNAL_API gint sieve_engine_check_objectives(SieveResult *result, const char *const *metrics, guint n,
+                                                      char **missing);
+/* Keeps v in values (SieveIntermediate by step; a repeated step replaces
+ * the earlier value): how an evaluation's reported values are kept, by the
+ * engine and by Lua studies. */
+SIEVE_INTERNAL_API void sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
+/* NULL when an evaluator that declares the metrics it reports (declared,
+ * NULL: it does not say) reports metric; else the error message, with a
+ * did-you-mean (transfer full). */
+SIEVE_INTERNAL_API char *sieve_engine_objective_undeclared(const char *evaluator, const char *const *declared,
+                                                           const char *metric);
+
 /* The primary objective's value of a result, as reported (NAN when not OK or missing). */
 SIEVE_INTERNAL_API double sieve_engine_objective(const SieveExperiment *experiment, const SieveResult *result);
 /* All the experiment's objectives of a result, larger is better (minimized

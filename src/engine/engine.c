@@ -281,6 +281,17 @@ check_pipeline(SieveEngine *engine, GError **error)
   return TRUE;
 }
 
+char *
+sieve_engine_objective_undeclared(const char *evaluator, const char *const *declared, const char *metric)
+{
+  if (declared == NULL || g_strv_contains(declared, metric))
+    return NULL;
+  const char *guess = sieve_suggest(metric, declared);
+  g_autofree char *all = declared[0] ? g_strjoinv(", ", (char **) declared) : g_strdup("none");
+  return g_strdup_printf("evaluator '%s' does not report the objective metric '%s'%s%s%s; it reports: %s", evaluator,
+                         metric, guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "", all);
+}
+
 /* An objective the evaluator says it never reports is refused before the
  * store is opened and before any evaluation (a misspelt metric would
  * otherwise show only after a first, perhaps long, training). */
@@ -288,18 +299,16 @@ static gboolean
 check_objectives_declared(SieveEngine *engine, GError **error)
 {
   const char *const *metrics = sieve_evaluator_get_metrics(engine->evaluator);
-  if (metrics == NULL)
-    return TRUE;
   for (guint k = 0; k < engine->exp->n_objectives; k++) {
     const SieveObjective *objective = &engine->exp->objectives[k];
-    if (g_strv_contains(metrics, objective->metric) || sieve_constrainer_computes(engine->exp, objective->metric))
+    if (sieve_constrainer_computes(engine->exp, objective->metric))
       continue;
-    const char *guess = sieve_suggest(objective->metric, metrics);
-    g_autofree char *all = metrics[0] ? g_strjoinv(", ", (char **) metrics) : g_strdup("none");
-    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
-    sieve_node_set_error(error, objective->node, "evaluator '%s' does not report the objective metric '%s'%s; it reports: %s",
-                         sieve_component_get_name(engine->exp->evaluator.component), objective->metric, hint, all);
-    return FALSE;
+    g_autofree char *message = sieve_engine_objective_undeclared(
+        sieve_component_get_name(engine->exp->evaluator.component), metrics, objective->metric);
+    if (message != NULL) {
+      sieve_node_set_error(error, objective->node, "%s", message);
+      return FALSE;
+    }
   }
   return TRUE;
 }
@@ -456,6 +465,18 @@ report_activity(gpointer user_data, const SieveCandidate *candidate, const char 
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
+void
+sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v)
+{
+  guint i = 0;
+  while (i < values->len && g_array_index(values, SieveIntermediate, i).step < v->step)
+    i++;
+  if (i < values->len && g_array_index(values, SieveIntermediate, i).step == v->step)
+    g_array_index(values, SieveIntermediate, i) = *v;
+  else
+    g_array_insert_val(values, i, *v);
+}
+
 /* An intermediate value from the evaluation (any thread): kept with the job
  * (a step reported again replaces its value) and judged by the pruner. */
 static gboolean
@@ -464,13 +485,7 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   Job *job = user_data;
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
-  guint i = 0;
-  while (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step < step)
-    i++;
-  if (i < job->intermediate->len && g_array_index(job->intermediate, SieveIntermediate, i).step == step)
-    g_array_index(job->intermediate, SieveIntermediate, i) = v;
-  else
-    g_array_insert_val(job->intermediate, i, v);
+  sieve_engine_keep_intermediate(job->intermediate, &v);
   if (job->pruned)
     return FALSE;
   if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,
@@ -977,48 +992,62 @@ finish_told(RunState *rs, Job *job)
  * evaluator reports (a program's null, a string, NaN, a missing member)
  * is checked here, before the result is stored, and a result that fails
  * the check is stored as a failed trial with the reason, so the study
- * goes on.  One exception: while no trial of the study has reported the
- * objective at all, a missing one means a typo in the experiment or the
- * wrong evaluator, and the study stops at once (error set, FALSE) rather
- * than spend the budget on trials that all fail the same way. */
+ * goes on (Lua studies apply the same rule). */
+gint
+sieve_engine_check_objectives(SieveResult *result, const char *const *metrics, guint n, char **missing)
+{
+  if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
+    return -1;
+  for (guint k = 0; k < n; k++) {
+    double value;
+    if (sieve_result_get_metric(result, metrics[k], &value)) {
+      if (!isfinite(value)) {
+        g_autofree char *text = sieve_text_format_double(value);
+        sieve_result_set_failed(result, "the objective metric '%s' is %s, not a finite number", metrics[k], text);
+        return -1;
+      }
+      continue;
+    }
+    guint n_reported = sieve_result_n_metrics(result);
+    g_autofree const char **names = g_new0(const char *, n_reported + 1);
+    for (guint i = 0; i < n_reported; i++)
+      names[i] = sieve_result_metric_name(result, i);
+    const char *guess = sieve_suggest(metrics[k], names);
+    g_autofree char *all = n_reported ? g_strjoinv(", ", (char **) names) : g_strdup("none");
+    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
+    if (missing != NULL)
+      *missing = g_strdup_printf("the objective metric '%s'%s; it reported: %s", metrics[k], hint, all);
+    sieve_result_set_failed(result, "no number for the objective metric '%s'%s (numeric metrics reported: %s)",
+                            metrics[k], hint, all);
+    return (gint) k;
+  }
+  return -1;
+}
+
+/* The engine's use of that rule.  One exception: while no trial of the
+ * study has reported the objective at all, a missing one means a typo in
+ * the experiment or the wrong evaluator, and the study stops at once
+ * (error set, FALSE) rather than spend the budget on trials that all fail
+ * the same way. */
 static gboolean
 check_objective(RunState *rs, SieveResult *result, GError **error)
 {
   SieveEngine *engine = rs->engine;
   if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
     return TRUE;
-  const char *evaluator = sieve_component_get_name(engine->exp->evaluator.component);
-  for (guint k = 0; k < engine->exp->n_objectives; k++) {
-    const SieveObjective *objective = &engine->exp->objectives[k];
-    double value;
-    if (sieve_result_get_metric(result, objective->metric, &value)) {
-      if (!isfinite(value)) {
-        g_autofree char *text = sieve_text_format_double(value);
-        sieve_result_set_failed(result, "the objective metric '%s' is %s, not a finite number", objective->metric,
-                                text);
-        rs->objective_seen = TRUE;
-        return TRUE;
-      }
-      continue;
-    }
-    guint n = sieve_result_n_metrics(result);
-    g_autofree const char **names = g_new0(const char *, n + 1);
-    for (guint i = 0; i < n; i++)
-      names[i] = sieve_result_metric_name(result, i);
-    const char *guess = sieve_suggest(objective->metric, names);
-    g_autofree char *all = n ? g_strjoinv(", ", (char **) names) : g_strdup("none");
-    g_autofree char *hint = guess ? g_strdup_printf(" (did you mean '%s'?)", guess) : g_strdup("");
-    if (!rs->objective_seen) {
-      sieve_node_set_error(error, objective->node,
-                           "evaluator '%s' did not report the objective metric '%s'%s; it reported: %s", evaluator,
-                           objective->metric, hint, all);
-    }
-    sieve_result_set_failed(result, "no number for the objective metric '%s'%s (numeric metrics reported: %s)",
-                            objective->metric, hint, all);
-    return rs->objective_seen;
+  const char *metrics[engine->exp->n_objectives + 1];
+  for (guint k = 0; k < engine->exp->n_objectives; k++)
+    metrics[k] = engine->exp->objectives[k].metric;
+  g_autofree char *missing = NULL;
+  gint k = sieve_engine_check_objectives(result, metrics, engine->exp->n_objectives, &missing);
+  if (k < 0) {
+    rs->objective_seen = TRUE;
+    return TRUE;
   }
-  rs->objective_seen = TRUE;
-  return TRUE;
+  if (!rs->objective_seen)
+    sieve_node_set_error(error, engine->exp->objectives[k].node, "evaluator '%s' did not report %s",
+                         sieve_component_get_name(engine->exp->evaluator.component), missing);
+  return rs->objective_seen;
 }
 
 /* ---- the stages ------------------------------------------------------- */

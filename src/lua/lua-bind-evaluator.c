@@ -14,6 +14,7 @@ typedef struct {
   SieveEvaluator *evaluator;
   SieveOptions *options; /* as long as the evaluator: the engine keeps a component's options for its life, and
                           * plugins may borrow from them (train keeps its device name) */
+  guint busy;            /* evaluations running: closing it then is an error, not a use after free */
 } EvaluatorBox;
 
 static EvaluatorBox *
@@ -34,9 +35,11 @@ evaluator_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
+  lua_settop(L, 3); /* the options, or nil (none): the box goes above them */
   EvaluatorBox *box = lua_newuserdatauv(L, sizeof(EvaluatorBox), 1);
   box->evaluator = NULL;
   box->options = NULL;
+  box->busy = 0;
   luaL_setmetatable(L, SIEVE_LUA_EVALUATOR);
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
@@ -64,11 +67,41 @@ sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity)
   lua_setfield(L, -2, "integer");
 }
 
+SieveEvaluator *
+sieve__lua_to_evaluator(lua_State *L, int idx)
+{
+  EvaluatorBox *box = luaL_testudata(L, idx, SIEVE_LUA_EVALUATOR);
+  return box ? box->evaluator : NULL;
+}
+
+SieveResult *
+sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **error)
+{
+  idx = lua_absindex(L, idx);
+  EvaluatorBox *box = luaL_testudata(L, idx, SIEVE_LUA_EVALUATOR);
+  lua_getiuservalue(L, idx, 1);
+  gboolean live = box != NULL && box->evaluator != NULL && sieve__lua_to_space(L, -1) != NULL;
+  lua_pop(L, 1);
+  if (!live) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "this evaluator (or its space) is closed");
+    return NULL;
+  }
+  /* The evaluator's script may close its space or itself: refused while
+   * this holds their pointers (the evaluation's errors come back as a
+   * GError, never a raise through here). */
+  sieve__lua_space_busy(L, idx, +1);
+  box->busy++;
+  SieveResult *result = sieve_evaluator_evaluate(box->evaluator, c, error);
+  box->busy--;
+  sieve__lua_space_busy(L, idx, -1);
+  return result;
+}
+
 /* ev:evaluate(genotype | text | {decision = value}[, fidelity]) */
 static int
 evaluator_evaluate(lua_State *L)
 {
-  EvaluatorBox *box = check_evaluator(L, 1);
+  check_evaluator(L, 1);
   double fidelity = luaL_optnumber(L, 3, NAN);
   lua_settop(L, 3);
   lua_getiuservalue(L, 1, 1);
@@ -78,7 +111,7 @@ evaluator_evaluate(lua_State *L)
   if (g == NULL)
     return sieve__lua_error_gerror(L, error);
   SieveCandidate *candidate = sieve_candidate_new(g, fidelity);
-  SieveResult *result = sieve_evaluator_evaluate(box->evaluator, candidate, &error);
+  SieveResult *result = sieve__lua_evaluator_run(L, 1, candidate, &error);
   sieve_candidate_free(candidate); /* before any raise: it skips C cleanups */
   if (result == NULL)
     return sieve__lua_error_gerror(L, error);
@@ -109,6 +142,15 @@ evaluator_gc(lua_State *L)
 }
 
 static int
+evaluator_close(lua_State *L)
+{
+  EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
+  if (box->busy > 0)
+    return luaL_error(L, "this evaluator is evaluating: close it after evaluate returns");
+  return evaluator_gc(L);
+}
+
+static int
 evaluator_tostring(lua_State *L)
 {
   EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
@@ -124,7 +166,7 @@ static const luaL_Reg evaluator_methods[] = {
 };
 
 static const luaL_Reg evaluator_metamethods[] = {
-    {"__gc", evaluator_gc}, {"__close", evaluator_gc}, {"__tostring", evaluator_tostring}, {NULL, NULL},
+    {"__gc", evaluator_gc}, {"__close", evaluator_close}, {"__tostring", evaluator_tostring}, {NULL, NULL},
 };
 
 void

@@ -453,6 +453,7 @@ add_variadic(lua_State *L, SieveOpKind kind)
   guint n;
   if (lua_istable(L, 2)) {
     opts = 3;
+    lua_settop(L, 3); /* the options, or nil: the scratch below goes above them */
     check_keys(L, 3, op, label_keys);
     n = (guint) lua_rawlen(L, 2);
   } else

@@ -19,6 +19,7 @@ typedef struct {
   SieveLuaObjectives objectives;
   SieveOptions *options; /* as long as the optimizer: the engine keeps a component's options for its life,
                           * and plugins may borrow from them */
+  guint busy;            /* asks and tells running: closing it then is an error, not a use after free */
 } OptimizerBox;
 
 static OptimizerBox *
@@ -27,6 +28,8 @@ check_optimizer(lua_State *L, int idx)
   OptimizerBox *box = luaL_checkudata(L, idx, SIEVE_LUA_OPTIMIZER);
   if (box->optimizer == NULL)
     luaL_error(L, "this optimizer is closed");
+  if (box->busy > 0) /* a Lua optimizer's method calling its own userdata: it would recurse until the C stack ends */
+    luaL_error(L, "this optimizer is running (its ask, tell, save or load called back into it)");
   lua_getiuservalue(L, idx, 1);
   sieve__lua_check_space(L, -1); /* its space must still be alive */
   lua_pop(L, 1);
@@ -39,6 +42,8 @@ optimizer_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
+  static const char *const keys[] = {"seed", "objective", NULL};
+  sieve__lua_check_keys(L, 4, "sieve.optimizer's study", keys);
   const SieveComponent *c;
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, name, 3, &c);
   lua_Integer seed = 0;
@@ -67,6 +72,15 @@ optimizer_new(lua_State *L)
   return 1;
 }
 
+/* Marks the optimizer at 1 and its space busy (delta +1) or done (-1)
+ * around a call into it that may run its script. */
+static void
+optimizer_busy(lua_State *L, OptimizerBox *box, int delta)
+{
+  sieve__lua_space_busy(L, 1, delta);
+  box->busy += delta;
+}
+
 static int
 optimizer_ask(lua_State *L)
 {
@@ -75,7 +89,10 @@ optimizer_ask(lua_State *L)
   luaL_argcheck(L, n >= 0 && n <= G_MAXINT32, 2, "expected a count >= 0");
   g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
   GError *error = NULL;
-  if (!sieve_optimizer_ask(box->optimizer, (guint) n, out, &error)) {
+  optimizer_busy(L, box, +1);
+  gboolean asked = sieve_optimizer_ask(box->optimizer, (guint) n, out, &error);
+  optimizer_busy(L, box, -1);
+  if (!asked) {
     g_clear_pointer(&out, g_ptr_array_unref); /* before raising: it skips C cleanups */
     return sieve__lua_error_gerror(L, error);
   }
@@ -114,7 +131,9 @@ optimizer_tell(lua_State *L)
   SieveCandidate *candidate = sieve_candidate_new(g, fidelity);
   double told[box->objectives.n];
   sieve__lua_orient(&box->objectives, result, told);
+  optimizer_busy(L, box, +1);
   gboolean ok = sieve_optimizer_tell(box->optimizer, candidate, result, told, &error);
+  optimizer_busy(L, box, -1);
   sieve_candidate_free(candidate); /* before any raise: it skips C cleanups */
   sieve_result_free(result);
   if (!ok)
@@ -128,7 +147,9 @@ optimizer_save(lua_State *L)
 {
   OptimizerBox *box = check_optimizer(L, 1);
   GError *error = NULL;
+  optimizer_busy(L, box, +1);
   GVariant *state = sieve_optimizer_save(box->optimizer, &error);
+  optimizer_busy(L, box, -1);
   if (state == NULL)
     return sieve__lua_error_gerror(L, error);
   char *text = g_variant_print(state, TRUE);
@@ -147,7 +168,9 @@ optimizer_load(lua_State *L)
   GVariant *state = g_variant_parse(NULL, text, NULL, NULL, &error);
   if (state == NULL)
     return sieve__lua_error_gerror(L, error);
+  optimizer_busy(L, box, +1);
   gboolean ok = sieve_optimizer_load(box->optimizer, state, &error);
+  optimizer_busy(L, box, -1);
   g_variant_unref(state);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
@@ -162,6 +185,15 @@ optimizer_gc(lua_State *L)
   g_clear_pointer(&box->options, sieve_options_free);
   sieve__lua_objectives_clear(&box->objectives);
   return 0;
+}
+
+static int
+optimizer_close(lua_State *L)
+{
+  OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
+  if (box->busy > 0)
+    return luaL_error(L, "this optimizer is running (ask or tell): close it after that call returns");
+  return optimizer_gc(L);
 }
 
 static int
@@ -180,7 +212,7 @@ static const luaL_Reg optimizer_methods[] = {
 };
 
 static const luaL_Reg optimizer_metamethods[] = {
-    {"__gc", optimizer_gc}, {"__close", optimizer_gc}, {"__tostring", optimizer_tostring}, {NULL, NULL},
+    {"__gc", optimizer_gc}, {"__close", optimizer_close}, {"__tostring", optimizer_tostring}, {NULL, NULL},
 };
 
 void

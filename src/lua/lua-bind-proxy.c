@@ -204,11 +204,21 @@ rank_aggregate(lua_State *L)
     luaL_checktype(L, 2, LUA_TTABLE);
     if ((lua_Integer) lua_rawlen(L, 2) != cols)
       return luaL_error(L, "rank_aggregate: %I weights for %I scores per row", (lua_Integer) lua_rawlen(L, 2), cols);
+    /* The proxy library's precondition (a weighted mean of ranks): each
+     * weight finite and >= 0, and some weight > 0. */
+    double sum = 0;
     for (lua_Integer c = 1; c <= cols; c++) {
-      lua_rawgeti(L, 2, c);
-      weights[c - 1] = luaL_checknumber(L, -1);
+      if (lua_rawgeti(L, 2, c) != LUA_TNUMBER)
+        return luaL_error(L, "rank_aggregate: weight %I is a %s, not a number", c, luaL_typename(L, -1));
+      double w = lua_tonumber(L, -1);
+      if (!isfinite(w) || w < 0)
+        return luaL_error(L, "rank_aggregate: weight %I is %f; weights are finite numbers >= 0", c, w);
+      weights[c - 1] = w;
+      sum += w;
       lua_pop(L, 1);
     }
+    if (!(sum > 0))
+      return luaL_error(L, "rank_aggregate: the weights sum to 0; at least one must be > 0");
   }
   sieve_proxy_rank_aggregate(scores, (guint) rows, (guint) cols, weighted ? weights : NULL, out);
   lua_createtable(L, (int) rows, 0);

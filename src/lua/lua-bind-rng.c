@@ -68,7 +68,12 @@ rng_int(lua_State *L)
   SieveRng *rng = sieve__lua_check_rng(L, 1);
   lua_Integer lo = luaL_checkinteger(L, 2), hi = luaL_checkinteger(L, 3);
   luaL_argcheck(L, lo <= hi, 3, "expected low <= high");
-  lua_pushinteger(L, lo + (lua_Integer) sieve_rng_below(rng, (guint64) (hi - lo) + 1));
+  /* The width in unsigned arithmetic: hi - lo overflows a signed integer
+   * past 2^63, and the whole 64-bit range has 2^64 values, one more than
+   * a guint64 holds (then every 64-bit draw is one of them). */
+  guint64 width = (guint64) hi - (guint64) lo;
+  guint64 draw = width == G_MAXUINT64 ? sieve_rng_next(rng) : sieve_rng_below(rng, width + 1);
+  lua_pushinteger(L, (lua_Integer) ((guint64) lo + draw));
   return 1;
 }
 

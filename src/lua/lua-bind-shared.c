@@ -34,6 +34,36 @@ sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs)
   lua_pop(L, 1);
 }
 
+/* ---- option tables ------------------------------------------------------------ */
+
+void
+sieve__lua_check_keys(lua_State *L, int idx, const char *what, const char *const *keys)
+{
+  idx = lua_absindex(L, idx);
+  if (!lua_istable(L, idx))
+    return;
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING && g_strv_contains(keys, lua_tostring(L, -1)))
+      continue;
+    /* A misspelt key would be dropped silently (a store never made, a seed
+     * not set): refused, with the closest one. */
+    const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    const char *guess = key ? sieve_suggest(key, keys) : NULL;
+    char *all = g_strjoinv(", ", (char **) keys);
+    luaL_where(L, 1);
+    if (key != NULL)
+      lua_pushfstring(L, "%s: unknown option '%s'%s%s%s (it takes %s)", what, key, guess ? " (did you mean '" : "",
+                      guess ? guess : "", guess ? "'?)" : "", all);
+    else
+      lua_pushfstring(L, "%s: option names are strings, got a %s key (it takes %s)", what, luaL_typename(L, -2), all);
+    g_free(all); /* before raising: it skips C cleanups */
+    lua_concat(L, 2);
+    lua_error(L);
+  }
+}
+
 /* ---- components and their options ------------------------------------------ */
 
 /* Checks that the value at idx is a table of options and turns it into
@@ -141,6 +171,21 @@ void
 sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
 {
   memset(out, 0, sizeof *out);
+  /* The keys of each objective table first, before anything is allocated
+   * (a raise skips C cleanups). */
+  static const char *const keys[] = {"metric", "direction", NULL};
+  if (lua_istable(L, idx)) {
+    lua_getfield(L, idx, "objective");
+    lua_Integer n = lua_istable(L, -1) ? (lua_Integer) lua_rawlen(L, -1) : 0;
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      sieve__lua_check_keys(L, -1, "objective", keys);
+      lua_pop(L, 1);
+    }
+    if (n == 0)
+      sieve__lua_check_keys(L, -1, "objective", keys);
+    lua_pop(L, 1);
+  }
   GPtrArray *metrics = g_ptr_array_new_with_free_func(g_free);
   GArray *maximize = g_array_new(FALSE, FALSE, sizeof(gboolean));
   const char *why = NULL;

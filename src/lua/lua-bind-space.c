@@ -19,6 +19,7 @@
 typedef struct {
   SieveSpace *space; /* NULL once freed or invalidated */
   gboolean owned;
+  guint busy;        /* calls of a study, evaluator or optimizer on it now running (sieve__lua_space_busy) */
 } SpaceBox;
 
 typedef struct {
@@ -39,6 +40,7 @@ sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned)
   SpaceBox *box = lua_newuserdatauv(L, sizeof(SpaceBox), 0);
   box->space = space;
   box->owned = owned;
+  box->busy = 0;
   luaL_setmetatable(L, SIEVE_LUA_SPACE);
 }
 
@@ -51,12 +53,29 @@ sieve__lua_check_space(lua_State *L, int idx)
   return box->space;
 }
 
+SieveSpace *
+sieve__lua_to_space(lua_State *L, int idx)
+{
+  SpaceBox *box = luaL_testudata(L, idx, SIEVE_LUA_SPACE);
+  return box ? box->space : NULL;
+}
+
 void
 sieve__lua_invalidate_space(lua_State *L, int idx)
 {
   SpaceBox *box = luaL_checkudata(L, idx, SIEVE_LUA_SPACE);
   if (!box->owned)
     box->space = NULL;
+}
+
+void
+sieve__lua_space_busy(lua_State *L, int owner, int delta)
+{
+  lua_getiuservalue(L, owner, 1);
+  SpaceBox *box = luaL_testudata(L, -1, SIEVE_LUA_SPACE);
+  if (box != NULL)
+    box->busy += delta;
+  lua_pop(L, 1);
 }
 
 static int
@@ -67,6 +86,19 @@ space_gc(lua_State *L)
     sieve_space_free(box->space);
   box->space = NULL;
   return 0;
+}
+
+/* __close: a study, evaluator or optimizer running on the space holds its
+ * pointer across the script's callbacks, so a close from one of them is an
+ * error (no __gc can come then: the running call references the box). */
+static int
+space_close(lua_State *L)
+{
+  SpaceBox *box = luaL_checkudata(L, 1, SIEVE_LUA_SPACE);
+  if (box->busy > 0)
+    return luaL_error(L, "this space is in use by a running study, evaluator or optimizer call: close it after "
+                         "that call returns");
+  return space_gc(L);
 }
 
 static int
@@ -740,7 +772,7 @@ static const luaL_Reg builder_methods[] = {
 };
 
 static const luaL_Reg space_metamethods[] = {
-    {"__gc", space_gc}, {"__close", space_gc}, {"__tostring", space_tostring}, {"__len", space_len}, {NULL, NULL},
+    {"__gc", space_gc}, {"__close", space_close}, {"__tostring", space_tostring}, {"__len", space_len}, {NULL, NULL},
 };
 
 static const luaL_Reg genotype_metamethods[] = {

@@ -36,6 +36,13 @@ typedef struct {
   SieveLuaObjectives objectives;
   GHashTable *in_flight;      /* trial number -> SieveCandidate* asked, not told */
   GQueue pending;             /* SieveCandidate* stored pending before this session */
+  /* Its calls on the stack: the script's callbacks (the evaluator's and a
+   * Lua optimizer's methods) may call back into the study, which refuses
+   * what would free or re-enter what those calls hold. */
+  guint running;              /* run, ask or tell on the stack: close is refused, and a second run */
+  gboolean in_optimizer;      /* inside the optimizer's ask or tell: ask and tell are refused too */
+  gint64 run_trial;           /* the trial run is evaluating (it tells it), -1 */
+  GArray *intermediate;       /* SieveIntermediate the trial run evaluates reported, by step */
 } StudyBox;
 
 /* user values: 1 space, 2 evaluator (nil) */
@@ -47,6 +54,7 @@ study_close(StudyBox *box)
   g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
+  g_clear_pointer(&box->intermediate, g_array_unref);
   if (box->store != NULL) {
     g_autofree char *path = g_strdup(sieve_store_get_path(box->store));
     g_clear_pointer(&box->store, sieve_store_close);
@@ -84,7 +92,19 @@ check_study(lua_State *L, int idx, gboolean live)
     sieve__lua_check_space(L, -1);
     lua_pop(L, 1);
   }
+  if (live && box->in_optimizer)
+    luaL_error(L, "this study's optimizer is running (its ask or tell called back into the study): a study cannot "
+                  "ask, tell or run from inside its own optimizer");
   return box;
+}
+
+/* Around a call of the study at 1 that runs the script's callbacks: the
+ * study and its space cannot be closed meanwhile. */
+static void
+study_enter(lua_State *L, StudyBox *box, int delta)
+{
+  sieve__lua_space_busy(L, 1, delta);
+  box->running += delta;
 }
 
 static StudyBox *
@@ -93,6 +113,7 @@ push_study(lua_State *L)
   StudyBox *box = lua_newuserdatauv(L, sizeof(StudyBox), 2);
   memset(box, 0, sizeof *box);
   g_queue_init(&box->pending);
+  box->run_trial = -1;
   luaL_setmetatable(L, SIEVE_LUA_STUDY);
   return box;
 }
@@ -265,7 +286,10 @@ ask_one(StudyBox *box, GError **error)
   if (!g_queue_is_empty(&box->pending))
     return g_queue_pop_head(&box->pending);
   g_autoptr(GPtrArray) asked = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-  if (!sieve_optimizer_ask(box->optimizer, 1, asked, error))
+  box->in_optimizer = TRUE;
+  gboolean ok = sieve_optimizer_ask(box->optimizer, 1, asked, error);
+  box->in_optimizer = FALSE;
+  if (!ok)
     return NULL;
   if (asked->len == 0)
     return NULL;
@@ -303,7 +327,9 @@ study_ask(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
   GError *error = NULL;
+  study_enter(L, box, +1);
   SieveCandidate *c = ask_one(box, &error);
+  study_enter(L, box, -1);
   if (c == NULL) {
     if (error != NULL)
       return sieve__lua_error_gerror(L, error);
@@ -316,17 +342,30 @@ study_ask(lua_State *L)
   return 1;
 }
 
+/* Stores a told trial (with the intermediate values its evaluation
+ * reported, may be NULL) and tells the optimizer, in one transaction.  The
+ * result goes through the engine's rule first: an objective that is not a
+ * finite number, or missing, fails the trial with the reason. */
 static gboolean
-tell_one(StudyBox *box, SieveCandidate *c, const SieveResult *result, double started, GError **error)
+tell_one(StudyBox *box, SieveCandidate *c, SieveResult *result, double started, const GArray *intermediate,
+         GError **error)
 {
+  sieve_engine_check_objectives(result, (const char *const *) box->objectives.metrics, box->objectives.n, NULL);
   double told[box->objectives.n];
   sieve__lua_orient(&box->objectives, result, told);
   if (!sieve_store_begin(box->store, error))
     return FALSE;
-  if (!sieve_store_finish_trial(box->store, sieve_candidate_get_trial(c), result, started, g_get_real_time() / 1e6, 0,
-                                -1, error) ||
-      !sieve_optimizer_tell(box->optimizer, c, result, told, error) || !save_optimizer(box, error) ||
-      !sieve_store_commit(box->store, error)) {
+  gint64 number = sieve_candidate_get_trial(c);
+  gboolean ok = intermediate == NULL || intermediate->len == 0 ||
+                sieve_store_set_intermediate(box->store, number, (const SieveIntermediate *) intermediate->data,
+                                             intermediate->len, error);
+  ok = ok && sieve_store_finish_trial(box->store, number, result, started, g_get_real_time() / 1e6, 0, -1, error);
+  if (ok) {
+    box->in_optimizer = TRUE;
+    ok = sieve_optimizer_tell(box->optimizer, c, result, told, error);
+    box->in_optimizer = FALSE;
+  }
+  if (!ok || !save_optimizer(box, error) || !sieve_store_commit(box->store, error)) {
     sieve_store_rollback(box->store);
     return FALSE;
   }
@@ -338,21 +377,33 @@ static int
 study_tell(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
-  lua_Integer number;
-  if (lua_istable(L, 2)) {
+  if (lua_istable(L, 2))
     lua_getfield(L, 2, "number");
-    number = luaL_checkinteger(L, -1);
-    lua_pop(L, 1);
-  } else
-    number = luaL_checkinteger(L, 2);
-  SieveCandidate *c = g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
+  else
+    lua_pushvalue(L, 2);
+  int whole = 0;
+  lua_Integer number = lua_tointegerx(L, -1, &whole);
+  if (!whole && lua_type(L, -1) == LUA_TNUMBER)
+    return luaL_error(L, "study:tell: a trial number is a whole number, got %f", lua_tonumber(L, -1));
+  if (!whole)
+    return luaL_error(L, "study:tell needs a trial (the table study:ask returned) or its number, got %s %s",
+                      lua_istable(L, 2) ? "a trial whose number is" : "a", luaL_typename(L, -1));
+  lua_pop(L, 1);
+  if (box->run_trial >= 0 && number == box->run_trial)
+    return luaL_error(L, "trial %I is being evaluated by study:run, which tells it when its evaluation returns",
+                      number);
+  /* (numbers are gint keys: one out of range was never asked) */
+  SieveCandidate *c = number < 0 || number > G_MAXINT ? NULL
+                                                      : g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
   if (c == NULL)
     return luaL_error(L, "trial %I was not asked in this session, or is already told", number);
   GError *error = NULL;
   SieveResult *result = sieve__lua_to_result(L, 3, &error);
   if (result == NULL)
     return sieve__lua_error_gerror(L, error);
-  gboolean ok = tell_one(box, c, result, g_get_real_time() / 1e6, &error);
+  study_enter(L, box, +1);
+  gboolean ok = tell_one(box, c, result, g_get_real_time() / 1e6, NULL, &error);
+  study_enter(L, box, -1);
   sieve_result_free(result);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
@@ -360,60 +411,76 @@ study_tell(lua_State *L)
   return 0;
 }
 
+/* An intermediate value of the trial run evaluates (c.report in a Lua
+ * evaluator): kept by step, a repeated step replacing the earlier one, as
+ * the engine keeps them; stored with the trial. */
+static gboolean
+on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
+                         .value = value};
+  sieve_engine_keep_intermediate(user_data, &v);
+  return TRUE; /* no pruner in a Lua study */
+}
+
 /* study:run(n): n rounds of ask, evaluate (the study's evaluator), tell.
- * Returns how many trials finished (fewer when the optimizer ran out). */
+ * Returns how many trials finished (fewer when the optimizer ran out).
+ * The evaluator gets the study's candidate: its trial number, and the
+ * intermediate values it reports go into the store with the trial. */
 static int
 study_run(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
   lua_Integer n = luaL_checkinteger(L, 2);
+  if (box->running > 0)
+    return luaL_error(L, "study:run called while this study is running (from its evaluator or optimizer): a study "
+                         "runs one loop at a time");
+  lua_settop(L, 2);
   lua_getiuservalue(L, 1, 2);
-  if (!luaL_testudata(L, -1, SIEVE_LUA_EVALUATOR))
+  if (!luaL_testudata(L, 3, SIEVE_LUA_EVALUATOR))
     return luaL_error(L, "study:run needs the study's evaluator (sieve.study{evaluator = ...})");
-  int ev = lua_gettop(L);
-  lua_getfield(L, ev, "evaluate");
-  int evaluate = lua_gettop(L);
+  if (box->intermediate == NULL)
+    box->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  /* No raise from here to study_enter(-1): errors are GErrors. */
+  study_enter(L, box, +1);
   lua_Integer done = 0;
+  GError *error = NULL;
   for (; done < n; done++) {
-    GError *error = NULL;
     SieveCandidate *c = ask_one(box, &error);
-    if (c == NULL) {
-      if (error != NULL)
-        return sieve__lua_error_gerror(L, error);
+    if (c == NULL)
       break;
-    }
-    /* Through the evaluator's Lua method, so that evaluation errors carry
-     * the same messages as ev:evaluate(). */
-    g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
+    gint64 number = sieve_candidate_get_trial(c);
+    g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) number), c);
     double started = g_get_real_time() / 1e6;
-    lua_pushvalue(L, evaluate);
-    lua_pushvalue(L, ev);
-    lua_getiuservalue(L, 1, 1);
-    sieve__lua_push_genotype(L, -1, sieve_genotype_copy(sieve_candidate_get_genotype(c)));
-    lua_remove(L, -2);
-    if (isnan(sieve_candidate_get_fidelity(c)))
-      lua_pushnil(L);
-    else
-      lua_pushnumber(L, sieve_candidate_get_fidelity(c));
-    lua_call(L, 3, 1);
-    SieveResult *result = sieve__lua_to_result(L, -1, &error);
-    lua_pop(L, 1);
-    if (result == NULL)
-      return sieve__lua_error_gerror(L, error);
-    gboolean ok = tell_one(box, c, result, started, &error);
-    sieve_result_free(result);
+    g_array_set_size(box->intermediate, 0);
+    sieve_candidate_set_intermediate_func(c, on_intermediate, box->intermediate);
+    box->run_trial = number;
+    SieveResult *result = sieve__lua_evaluator_run(L, 3, c, &error);
+    box->run_trial = -1;
+    sieve_candidate_set_intermediate_func(c, NULL, NULL);
+    gboolean ok = result != NULL && tell_one(box, c, result, started, box->intermediate, &error);
+    g_clear_pointer(&result, sieve_result_free);
     if (!ok)
-      return sieve__lua_error_gerror(L, error);
-    g_hash_table_remove(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)));
+      break;
+    g_hash_table_remove(box->in_flight, GINT_TO_POINTER((gint) number));
   }
+  study_enter(L, box, -1);
+  if (error != NULL)
+    return sieve__lua_error_gerror(L, error);
   lua_pushinteger(L, done);
   return 1;
 }
 
+/* study:close() and __close; refused while one of its calls runs (the
+ * store, optimizer and trials it holds are in use). */
 static int
 study_close_method(lua_State *L)
 {
-  study_close(luaL_checkudata(L, 1, SIEVE_LUA_STUDY));
+  StudyBox *box = luaL_checkudata(L, 1, SIEVE_LUA_STUDY);
+  if (box->running > 0)
+    return luaL_error(L, "the study is running (study:run, ask or tell is on the stack): close it after that call "
+                         "returns");
+  study_close(box);
   return 0;
 }
 
@@ -509,6 +576,8 @@ study_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
+  static const char *const keys[] = {"space", "optimizer", "evaluator", "objective", "seed", "store", "name", NULL};
+  sieve__lua_check_keys(L, 1, "sieve.study", keys);
   lua_getfield(L, 1, "space");
   if (!luaL_testudata(L, 2, SIEVE_LUA_SPACE))
     return luaL_error(L, "study needs space = a sieve.space, got a %s", luaL_typename(L, 2));
@@ -553,6 +622,20 @@ study_new(lua_State *L)
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, study, 2);
   sieve__lua_check_objectives(L, 1, &box->objectives);
+  /* As `sieve run` refuses it: an objective the evaluator says it never
+   * reports (a misspelt metric would fail every trial). */
+  SieveEvaluator *evaluator = sieve__lua_to_evaluator(L, 3);
+  for (guint k = 0; evaluator != NULL && k < box->objectives.n; k++) {
+    char *message = sieve_engine_objective_undeclared(sieve_component_get_name(sieve_evaluator_get_component(evaluator)),
+                                                      sieve_evaluator_get_metrics(evaluator), box->objectives.metrics[k]);
+    if (message != NULL) {
+      luaL_where(L, 1);
+      lua_pushstring(L, message);
+      g_free(message); /* before raising: it skips C cleanups */
+      lua_concat(L, 2);
+      return lua_error(L);
+    }
+  }
   const SieveComponent *c;
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, opt_name, 8, &c);
   box->options = options; /* freed with the study, even on a raise */
@@ -640,6 +723,8 @@ run_new(lua_State *L)
   gboolean resume = FALSE, progress = FALSE;
   if (!lua_isnil(L, 2))
     luaL_checktype(L, 2, LUA_TTABLE);
+  static const char *const keys[] = {"set", "store", "resume", "progress", NULL};
+  sieve__lua_check_keys(L, 2, "sieve.run", keys);
   GPtrArray *overrides = g_ptr_array_new_with_free_func(g_free);
   if (!lua_isnil(L, 2)) {
     lua_getfield(L, 2, "store");
@@ -689,7 +774,7 @@ static const luaL_Reg study_methods[] = {
 };
 
 static const luaL_Reg study_metamethods[] = {
-    {"__gc", study_gc}, {"__close", study_gc}, {NULL, NULL},
+    {"__gc", study_gc}, {"__close", study_close_method}, {NULL, NULL},
 };
 
 static const luaL_Reg study_funcs[] = {

@@ -61,8 +61,10 @@ evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **
   GError *local = NULL;
   SieveResult *result = sieve__lua_to_result(L, -1, &local);
   lua_settop(L, top);
-  if (result == NULL)
-    g_propagate_prefixed_error(error, local, "evaluator '%s', evaluate(): ", inst->def->name);
+  if (result == NULL) {
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "evaluate");
+    g_propagate_prefixed_error(error, local, "%s", prefix);
+  }
   return result;
 }
 

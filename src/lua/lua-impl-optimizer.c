@@ -60,8 +60,9 @@ optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
   if (!sieve__lua_instance_call(inst, "ask", 1, 1, error))
     return FALSE;
   if (!lua_istable(L, -1)) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s': ask() must return a list of genotypes, got a %s",
-                inst->def->name, luaL_typename(L, -1));
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "ask");
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "%smust return a list of genotypes, got a %s", prefix,
+                luaL_typename(L, -1));
     lua_settop(L, top);
     return FALSE;
   }
@@ -75,8 +76,8 @@ optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     SieveCandidate *c = to_candidate(L, -1, space_idx, &local);
     lua_pop(L, 1);
     if (c == NULL) {
-      g_propagate_prefixed_error(error, local, "optimizer '%s': ask() item %" G_GINT64_FORMAT ": ", inst->def->name,
-                                 (gint64) i);
+      g_autofree char *prefix = sieve__lua_instance_prefix(inst, "ask");
+      g_propagate_prefixed_error(error, local, "%sitem %" G_GINT64_FORMAT ": ", prefix, (gint64) i);
       lua_settop(L, top);
       return FALSE;
     }
@@ -142,8 +143,8 @@ optimizer_save(gpointer instance, GError **error)
   int self = lua_gettop(L);
   lua_getfield(L, self, "rng");
   if (!luaL_testudata(L, -1, SIEVE_LUA_RNG)) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s': self.rng is no longer a sieve.rng",
-                inst->def->name);
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "save");
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "%sself.rng is no longer a sieve.rng", prefix);
     lua_settop(L, top);
     return NULL;
   }
@@ -162,7 +163,8 @@ optimizer_save(gpointer instance, GError **error)
   lua_settop(L, top);
   if (state == NULL) {
     g_variant_unref(g_variant_ref_sink(rng));
-    g_prefix_error(error, "optimizer '%s': ", inst->def->name);
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "save");
+    g_prefix_error(error, "%s", prefix);
     return NULL;
   }
   GVariantDict dict;

@@ -42,7 +42,12 @@ space_format(gpointer instance, const SieveSpace *space, const SieveGenotype *ge
     lua_settop(L, top);
     return text;
   }
-  g_warning("%s", error ? error->message : "space format() did not return a string");
+  if (error != NULL)
+    g_warning("%s", error->message);
+  else {
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "format");
+    g_warning("%smust return a string, got a %s (the generic text stands in)", prefix, luaL_typename(L, -1));
+  }
   g_clear_error(&error);
   lua_settop(L, top);
   return sieve__space_generic_format(space, genotype);

@@ -6,6 +6,8 @@
  * definition (or, through the builtin `lua` component, in a host of its
  * own), and only the thread of that host may call into it.
  */
+#include <string.h>
+
 #include "lua/lua-private.h"
 
 /* Pushes the definition's function `field` (or nil) and self. */
@@ -35,11 +37,52 @@ sieve__lua_instance_on_host_thread(SieveLuaInstance *inst, const char *field, GE
   return FALSE;
 }
 
+/* The core prefixes "optimizer 'NAME': " to what an optimizer's ask, tell,
+ * save and load report, and "evaluator 'NAME': " to evaluate's; NAME is the
+ * definition's own unless it runs through the builtin `lua` component (a
+ * host of its own), whose name is 'lua'.  Then the instance's messages
+ * leave the component out. */
+static gboolean
+core_prefixes(SieveLuaInstance *inst, const char *field)
+{
+  static const char *const prefixed[] = {"ask", "tell", "save", "load", NULL};
+  return inst->own_host == NULL &&
+         ((inst->def->kind == SIEVE_KIND_OPTIMIZER && g_strv_contains(prefixed, field)) ||
+          (inst->def->kind == SIEVE_KIND_EVALUATOR && strcmp(field, "evaluate") == 0));
+}
+
+char *
+sieve__lua_instance_prefix(SieveLuaInstance *inst, const char *field)
+{
+  gboolean core = core_prefixes(inst, field);
+  /* Where the method is defined: an error about what it returned is
+   * raised where the engine or the study called it, far from the script. */
+  lua_State *L = inst->host->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, inst->def->table_ref);
+  lua_getfield(L, -1, field);
+  lua_Debug ar;
+  g_autofree char *where = NULL;
+  if (lua_isfunction(L, -1) && lua_getinfo(L, ">S", &ar) && ar.linedefined > 0)
+    where = g_strdup_printf(" (%s:%d)", ar.short_src, ar.linedefined);
+  else
+    lua_pop(L, 1);
+  lua_pop(L, 1);
+  if (core)
+    return g_strdup_printf("%s()%s: ", field, where ? where : "");
+  return g_strdup_printf("%s '%s', %s()%s: ", sieve_component_kind_to_string(inst->def->kind), inst->def->name, field,
+                         where ? where : "");
+}
+
 gboolean
 sieve__lua_instance_call(SieveLuaInstance *inst, const char *field, int nargs, int nresults, GError **error)
 {
   if (!sieve__lua_call(inst->host, nargs + 1, nresults, error)) {
-    g_prefix_error(error, "%s '%s', %s(): ", sieve_component_kind_to_string(inst->def->kind), inst->def->name, field);
+    /* (the Lua message already names the script line) */
+    if (core_prefixes(inst, field))
+      g_prefix_error(error, "%s(): ", field);
+    else
+      g_prefix_error(error, "%s '%s', %s(): ", sieve_component_kind_to_string(inst->def->kind), inst->def->name,
+                     field);
     return FALSE;
   }
   return TRUE;

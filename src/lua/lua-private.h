@@ -308,6 +308,12 @@ void sieve__lua_open_space(lua_State *L, int sieve_idx);
 void sieve__lua_push_space(lua_State *L, SieveSpace *space, gboolean owned);
 /* (transfer none); raises a Lua error when idx is not a live space */
 SieveSpace *sieve__lua_check_space(lua_State *L, int idx);
+/* (transfer none) (nullable) the live space at idx, without raising. */
+SieveSpace *sieve__lua_to_space(lua_State *L, int idx);
+/* Counts a call that holds the space of the userdata at owner (its user
+ * value 1: a study, evaluator or optimizer) across the script's callbacks
+ * (delta +1 before, -1 after): closing the space meanwhile is an error. */
+void sieve__lua_space_busy(lua_State *L, int owner, int delta);
 /* Drops a borrowed space box's pointer (its owner is about to free it). */
 void sieve__lua_invalidate_space(lua_State *L, int idx);
 /* Pushes a genotype userdata owning g, whose space is the space userdata at space_idx. */
@@ -362,6 +368,11 @@ void sieve__lua_open_optimizer(lua_State *L, int sieve_idx);
 
 /* lua-bind-evaluator.c */
 void sieve__lua_open_evaluator(lua_State *L, int sieve_idx);
+/* (transfer none) (nullable) the live evaluator at idx, without raising. */
+SieveEvaluator *sieve__lua_to_evaluator(lua_State *L, int idx);
+/* Evaluates c with the evaluator userdata at idx (its space marked busy, the
+ * evaluator not closable meanwhile).  (transfer full) */
+SieveResult *sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, GError **error);
 /* A fidelity as a table {name, min, max, integer}. */
 void sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity);
 
@@ -379,6 +390,10 @@ void sieve__lua_set_funcs(lua_State *L, int sieve_idx, const luaL_Reg *funcs);
  * at the caller's file:line); raises a Lua error on either.  (transfer full) */
 SieveOptions *sieve__lua_check_component_options(lua_State *L, SieveComponentKind kind, const char *name, int idx,
                                                  const SieveComponent **component);
+
+/* Raises "FILE:LINE: what: unknown option 'k' (did you mean ...)" for a key
+ * of the table at idx (when it is one) not among keys (NULL-terminated). */
+void sieve__lua_check_keys(lua_State *L, int idx, const char *what, const char *const *keys);
 
 /* The objectives of a study written in Lua: `objective = "name"`,
  * {metric = "name", direction = "minimize"} or a list of those. */
@@ -457,6 +472,9 @@ void sieve__lua_instance_destroy(gpointer instance);
 void sieve__lua_instance_push_method(SieveLuaInstance *inst, const char *field);
 /* Whether the definition has a function field. */
 gboolean sieve__lua_instance_has_method(SieveLuaInstance *inst, const char *field);
+/* The prefix of an error about what method field returned: "KIND 'NAME', field() (FILE:LINE): ", without
+ * the component where the core adds it.  (transfer full) */
+char *sieve__lua_instance_prefix(SieveLuaInstance *inst, const char *field);
 /* Calls the method pushed below nargs arguments; errors name the component and the method. */
 gboolean sieve__lua_instance_call(SieveLuaInstance *inst, const char *field, int nargs, int nresults, GError **error);
 /* FALSE and an error when called from another thread than the host's. */

@@ -20,7 +20,14 @@
  *   - string.rep, find, match, gmatch and gsub, which can run for hours in
  *     one C call: each estimates its worst case (the bytes it would write,
  *     the backtracking its pattern allows on that subject) and refuses
- *     what the call's limit could not stop.
+ *     what the call's limit could not stop;
+ *   - table.move, concat, insert, remove and sort, whose loops run over a
+ *     range the script gives (or a __len it defines), not the table's
+ *     contents: table.move({}, 1, 2^40, 1, {}) is 2^40 turns in one C
+ *     call.  Each is held to its range the same way.  (table.unpack and
+ *     string.byte stop at the stack's size, utf8's functions and
+ *     string.format at their subject's, the rest of the allowed library is
+ *     bounded by what it is given.)
  */
 #include "sieve-config.h"
 
@@ -432,14 +439,51 @@ safe_rep(lua_State *L)
   return 1;
 }
 
-/* Replaces string.NAME (also reached as ("x"):NAME through the string
- * metatable's __index, which is the same table). */
-static void
-wrap_string(lua_State *L, const char *name, lua_CFunction wrapper)
+/* table.move(a1, f, e, t[, a2]): e - f + 1 turns; concat(list, sep, i, j):
+ * j - i + 1; insert(t, pos, v) and remove(t[, pos]): up to #t; sort(t):
+ * about #t log2 #t comparisons.  The real function is upvalue 1.  A
+ * length comes from __len when the table has one (as the real function
+ * reads it); arguments of the wrong type are left to the real function's
+ * messages. */
+static int
+safe_table(lua_State *L)
 {
-  lua_getglobal(L, LUA_STRLIBNAME);
+  const char *fn = lua_tostring(L, lua_upvalueindex(2));
+  int nargs = lua_gettop(L);
+  double steps = 0;
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    int ok2, ok3, ok4;
+    double a2 = (double) lua_tointegerx(L, 2, &ok2), a3 = (double) lua_tointegerx(L, 3, &ok3);
+    double a4 = (double) lua_tointegerx(L, 4, &ok4);
+    if (strcmp(fn, "table.move") == 0) {
+      if (ok2 && ok3 && a3 >= a2)
+        steps = a3 - a2 + 1;
+    } else if (strcmp(fn, "table.concat") == 0) {
+      double i = ok3 ? a3 : 1;
+      double j = ok4 ? a4 : lua_isnoneornil(L, 4) ? (double) luaL_len(L, 1) : i;
+      steps = j >= i ? j - i + 1 : 0;
+    } else if (strcmp(fn, "table.insert") != 0 || nargs == 3) {
+      double n = (double) luaL_len(L, 1);
+      steps = strcmp(fn, "table.sort") == 0 ? n * log2(n + 2) : n;
+    }
+  }
+  if (steps > 0)
+    check_steps(L, fn, steps, "use a smaller range, or a loop in Lua");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_callk(L, nargs, LUA_MULTRET, 0, finish_k);
+  return lua_gettop(L);
+}
+
+/* Replaces LIB.NAME with wrapper, whose upvalues are the real function and
+ * "LIB.NAME" (string functions are also reached as ("x"):NAME through the
+ * string metatable's __index, which is the same table). */
+static void
+wrap(lua_State *L, const char *lib, const char *name, lua_CFunction wrapper)
+{
+  lua_getglobal(L, lib);
   lua_getfield(L, -1, name);
-  lua_pushfstring(L, "string.%s", name);
+  lua_pushfstring(L, "%s.%s", lib, name);
   lua_pushcclosure(L, wrapper, 2);
   lua_setfield(L, -2, name);
   lua_pop(L, 1);
@@ -533,8 +577,11 @@ sieve__lua_sandbox_open(SieveLuaHost *host)
   open_gc_sentinels(L);
   static const char *const patterns[] = {"find", "match", "gmatch", "gsub", NULL};
   for (guint i = 0; patterns[i]; i++)
-    wrap_string(L, patterns[i], safe_pattern);
-  wrap_string(L, "rep", safe_rep);
+    wrap(L, LUA_STRLIBNAME, patterns[i], safe_pattern);
+  wrap(L, LUA_STRLIBNAME, "rep", safe_rep);
+  static const char *const tables[] = {"move", "concat", "insert", "remove", "sort", NULL};
+  for (guint i = 0; tables[i]; i++)
+    wrap(L, LUA_TABLIBNAME, tables[i], safe_table);
 
   if (!(allow & SIEVE_LUA_ALLOW_OS)) {
     /* Keep only what reads the clock and formats dates. */

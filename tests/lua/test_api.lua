@@ -23,6 +23,22 @@ T.test("rng is seeded and reproducible", function()
   local sum = 0
   for _, v in ipairs(list) do sum = sum + v end
   T.eq(sum, 15, "shuffle keeps the elements")
+  -- ranges wider than 2^63 (hi - lo overflowed): both halves are drawn
+  local neg, pos = 0, 0
+  for _ = 1, 200 do
+    local k = a:int(math.mininteger, math.maxinteger)
+    if k < 0 then neg = neg + 1 else pos = pos + 1 end
+    local m = a:int(-2, math.maxinteger)
+    T.truthy(m >= -2, "int in a wide range")
+  end
+  T.truthy(neg > 50 and pos > 50, "the full 64-bit range: " .. neg .. " negative, " .. pos .. " not")
+  T.eq(a:int(math.maxinteger, math.maxinteger), math.maxinteger)
+  T.eq(a:int(math.mininteger, math.mininteger), math.mininteger)
+end)
+
+T.test("sieve.evaluator without an options table validates as an empty one", function()
+  T.raises("missing required option 'function' for evaluator 'function'", sieve.evaluator, "function", nb)
+  T.raises("missing required option 'function' for evaluator 'function'", sieve.evaluator, "function", nb, nil)
 end)
 
 T.test("spaces describe their decisions", function()

@@ -70,6 +70,9 @@ T.test("every builder: add, concat, groups, dilation, activations, pools, identi
   local cat = g:concat({sum, g:zero(x)}, {label = "cat"})
   T.eq((g:shape(cat)), 16)
   T.eq(g:node(cat).label, "cat")
+  -- the list form without its options table
+  T.eq(#g:node(g:add({x, d})).inputs, 2)
+  T.eq((g:shape(g:concat({x, d}))), 16)
   for _, name in ipairs(sieve.graph.activations) do
     local a = g[name](g, cat)
     T.eq(g:node(a).activation, name)
@@ -285,7 +288,9 @@ T.test("nb201.lua: the same decisions and arch strings as the C plugin", functio
                "|none~0+|none~0|none~1|+|none~0|none~1|none~2|", "|none~0|+|none~0|none~1|",
                "|none~0|+|none~0|none~1|none~2|+|none~0|none~1|none~2|",
                "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|+", "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|x",
-               "|none~0|+|none~0|+|none~0|none~1|none~2|"}
+               "|none~0|+|none~0|+|none~0|none~1|none~2|", "|none~0|+|none~0|none~1|+|none~0|none~1|none~2| ",
+               "|none~0|x+|none~0|none~1|+|none~0|none~1|none~2|",
+               "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|none~3|"}
   for _, text in ipairs(bad) do
     local ok1, e1 = pcall(c.parse, c, text)
     local ok2, e2 = pcall(l.parse, l, text)
@@ -466,6 +471,14 @@ T.test("sieve.rank_aggregate: mean ranks, 0 the worst, NaN lowest", function()
   T.raises("row 2 has 3 scores, row 1 has 2", function() sieve.rank_aggregate({{1, 2}, {1, 2, 3}}) end)
   T.raises("2 weights for 1 scores per row", function() sieve.rank_aggregate({{1}, {2}}, {1, 2}) end)
   T.raises("score 1 of row 1 is a string", function() sieve.rank_aggregate({{"a"}}) end)
+  local ok, err = pcall(function() sieve.rank_aggregate({{1, 2}, {3, 4}}, {0, 0}) end)
+  T.eq(ok, false)
+  T.truthy(err:find("test_graph%.lua:%d+: rank_aggregate: the weights sum to 0; at least one must be > 0"), err)
+  T.raises("rank_aggregate: weight 1 is nan; weights are finite numbers >= 0", sieve.rank_aggregate,
+           {{1, 2}, {3, 4}}, {0 / 0 > 0 and 0 or math.abs(0 / 0), -1})
+  T.raises("rank_aggregate: weight 2 is -1.0; weights are finite", sieve.rank_aggregate, {{1, 2}, {3, 4}}, {1, -1})
+  T.raises("rank_aggregate: weight 1 is inf", sieve.rank_aggregate, {{1, 2}, {3, 4}}, {math.huge, 1})
+  T.raises("rank_aggregate: weight 1 is a string, not a number", sieve.rank_aggregate, {{1}}, {"x"})
 end)
 
 T.test("graphs dropped in a loop are collected as they go", function()

@@ -252,6 +252,8 @@ test_bad_strings(void)
      "at character 19: the operation name in pair 1 of normal has no closing '"},
     {"Genotype(normal=[('sep_conv_3x3', x)])",
      "at character 35: expected the input of pair 1 of normal (an integer), got 'x'"},
+    {"Genotype(normal=[('sep_conv_3x3', 99999999999999999999)])",
+     "at character 35: the input of pair 1 of normal 99999999999999999999 is out of range (a 64-bit integer)"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), reduce=" CELL ", reduce_concat=[2, 3, 4, 5]) x",
      "at character 419: unexpected 'x' after the closing ')'"},
   };

@@ -25,6 +25,7 @@
  * build() makes the evaluation network (darts-network.c); its size options
  * are C, layers, in_channels, size and classes, whose defaults are the
  * paper's CIFAR-10 network (C = 36, 20 cells). */
+#include <errno.h>
 #include <string.h>
 
 #include <sieve/abi.h>
@@ -259,7 +260,13 @@ integer(Parser *ps, const char *what, gint64 *out, const char **at)
     return FALSE;
   }
   char *end = NULL;
+  errno = 0;
   *out = g_ascii_strtoll(ps->p, &end, 10);
+  if (errno == ERANGE) { /* strtoll clamps: 99999999999999999999 would read as 2^63 - 1 */
+    g_autofree char *digits = g_strndup(ps->p, end - ps->p);
+    parse_error(ps, ps->p, "%s %s is out of range (a 64-bit integer)", what, digits);
+    return FALSE;
+  }
   ps->p = end;
   return TRUE;
 }

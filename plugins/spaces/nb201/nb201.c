@@ -146,6 +146,15 @@ count_inputs(const char *p)
   return n;
 }
 
+/* Whether the text at p reads as one more operation ("op~N|"): else it is
+ * stray text, and "extra operation" would mislead. */
+static gboolean
+looks_like_operation(const char *p)
+{
+  const char *tilde = strchr(p, '~'), *bar = strchr(p, '|');
+  return tilde != NULL && bar != NULL && tilde > p && tilde < bar;
+}
+
 static SieveGenotype *
 nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError **error)
 {
@@ -215,6 +224,11 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
     }
     /* The node is complete: then comes "+|" before the next node, or the end. */
     if (j + 1 < NB201_NODES) {
+      if (*p != '+' && *p != '\0' && !looks_like_operation(p)) {
+        g_autofree char *what = describe_at(p);
+        parse_error(error, "expected '+|' after node %u at character %u, got %s", j, AT(p), what);
+        return NULL;
+      }
       if (*p != '+' && *p != '\0') {
         parse_error(error, "node %u needs %u input%s, got %u (extra operation at character %u)", j, j,
                     j == 1 ? "" : "s", count_inputs(node_start), AT(p));
@@ -235,6 +249,8 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
     } else if (*p != '\0') {
       if (*p == '+')
         parse_error(error, "unexpected '+' at character %u: the cell has only 3 nodes", AT(p));
+      else if (!looks_like_operation(p))
+        parse_error(error, "trailing characters at character %u after the last node: '%s'", AT(p), p);
       else
         parse_error(error, "node %u needs %u inputs, got %u (extra operation at character %u)", j, j,
                     count_inputs(node_start), AT(p));

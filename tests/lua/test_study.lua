@@ -1,0 +1,205 @@
+-- Regressions of sieve.study: callbacks that call back into the study (close,
+-- run, tell, closing the space) while study:run holds it, what study:run
+-- stores, and the option tables it takes.  Run by meson through `sieve lua`.
+local T = require("sieve.testing")
+local root = assert(arg[1], "usage: sieve lua test_study.lua SOURCE_ROOT")
+local branin = root .. "/search_spaces/branin.yaml"
+
+-- A Lua evaluator whose evaluate runs hook(study, c) first, and a study on it.
+local hook
+local study
+sieve.register_evaluator{name = "hooked", evaluate = function(self, c)
+  if hook then hook(study, c) end
+  return {metrics = {value = c.genotype:get("x1")}}
+end}
+local function hooked_study(space, optimizer)
+  study = sieve.study{space = space, optimizer = optimizer or "random", evaluator = sieve.evaluator("hooked", space, {}),
+                      objective = {metric = "value", direction = "minimize"}, seed = 1}
+  return study
+end
+
+T.test("study:close from the evaluator while study:run runs is an error, not a crash", function()
+  local st = hooked_study(sieve.space("hpo", {file = branin}))
+  hook = function(s) s:close() end
+  T.raises("the study is running", st.run, st, 2)
+  hook = nil
+  T.eq(st:run(2), 2, "the study still runs after")
+  st:close()
+end)
+
+T.test("study:run from the evaluator is refused, not recursed", function()
+  local st = hooked_study(sieve.space("hpo", {file = branin}))
+  hook = function(s) s:run(2) end
+  T.raises("a study runs one loop at a time", st.run, st, 2)
+  hook = nil
+  T.eq(st:count("pending"), 1, "only the trial of the outer run is pending")
+  st:close()
+end)
+
+T.test("a Lua optimizer calling back into its study is refused", function()
+  local mode
+  sieve.register_optimizer{name = "reentrant", ask = function(self, n)
+    if mode == "close" then study:close() end
+    if mode == "run" then study:run(1) end
+    if mode == "ask" then study:ask() end
+    return {self.space:sample(self.rng)}
+  end, tell = function(self, t) if mode == "tellclose" then study:close() end end}
+  local st = hooked_study(sieve.space("hpo", {file = branin}), "reentrant")
+  mode = "close"
+  T.raises("the study is running", st.run, st, 1)
+  mode = "run"
+  T.raises("a study cannot ask, tell or run from inside its own optimizer", st.run, st, 1)
+  mode = "ask"
+  T.raises("a study cannot ask, tell or run from inside its own optimizer", st.ask, st)
+  mode = "tellclose"
+  T.raises("the study is running", st.run, st, 1)
+  mode = nil
+  T.eq(st:run(1), 1)
+  st:close()
+  -- a sieve.optimizer whose own ask calls it again
+  local opt
+  sieve.register_optimizer{name = "self-asking", ask = function(self, n)
+    if mode == "self" then opt:ask(1) end
+    return {self.space:sample(self.rng)}
+  end}
+  opt = sieve.optimizer("self-asking", sieve.space("hpo", {file = branin}))
+  mode = "self"
+  T.raises("this optimizer is running (its ask, tell, save or load called back into it)", opt.ask, opt, 1)
+  mode = nil
+  T.eq(#opt:ask(1), 1, "and works after")
+end)
+
+T.test("closing the study's space or evaluator inside a callback is an error", function()
+  local space = sieve.space("hpo", {file = branin})
+  local st = hooked_study(space)
+  hook = function()
+    local s <close> = space
+  end
+  T.raises("this space is in use", st.run, st, 2)
+  local ev = sieve.evaluator("hooked", space, {})
+  hook = function()
+    getmetatable(ev).__close(ev)
+  end
+  T.raises("this evaluator is evaluating", ev.evaluate, ev, space:sample(sieve.rng(1)))
+  hook = nil
+  T.eq(st:run(1), 1, "space and study are still usable")
+  st:close()
+  local s <close> = space -- closing it after the calls is fine
+end)
+
+T.test("study:tell of the trial study:run evaluates is an error", function()
+  local st = hooked_study(sieve.space("hpo", {file = branin}))
+  hook = function(s, c) s:tell(c.number, {metrics = {value = 5}}) end
+  T.raises("trial 0 is being evaluated by study:run", st.run, st, 1)
+  hook = nil
+  st:close()
+end)
+
+T.test("study:run evaluates the study's trial: its number and intermediate values reach the store", function()
+  local numbers = {}
+  sieve.register_evaluator{name = "curve", evaluate = function(self, c)
+    numbers[#numbers + 1] = c.number
+    for step = 1, 3 do c.report(step, step * 0.5) end
+    return {metrics = {value = 1}}
+  end}
+  local space = sieve.space("hpo", {file = branin})
+  local st = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("curve", space, {}),
+                         objective = {metric = "value"}, seed = 1}
+  T.eq(st:run(2), 2)
+  T.eq(numbers[1], 0)
+  T.eq(numbers[2], 1)
+  local rows = st:intermediate()
+  T.eq(#rows, 6, "three steps of two trials")
+  T.eq(rows[4].trial, 1)
+  T.eq(rows[4].step, 1)
+  T.eq(rows[6].value, 1.5)
+  st:close()
+end)
+
+T.test("an objective that is nan or -inf fails its trial, as under sieve run", function()
+  local values = {0 / 0, -math.huge, 2}
+  local i = 0
+  sieve.register_evaluator{name = "nonfinite", evaluate = function(self, c)
+    i = i + 1
+    return {metrics = {value = values[i]}}
+  end}
+  local space = sieve.space("hpo", {file = branin})
+  local st = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("nonfinite", space, {}),
+                         objective = {metric = "value", direction = "minimize"}, seed = 1}
+  T.eq(st:run(3), 3)
+  local status, reason = {}, {}
+  for t in st:trials() do status[#status + 1], reason[#reason + 1] = t.status, t.reason end
+  T.eq(status[1], "failed")
+  T.truthy(reason[1]:find("the objective metric 'value' is nan, not a finite number", 1, true), reason[1])
+  T.eq(status[2], "failed")
+  T.truthy(reason[2]:find("is -inf", 1, true), reason[2])
+  T.eq(status[3], "ok")
+  T.eq(st:best().metrics.value, 2, "the best is the finite one")
+  local t = st:ask()
+  st:tell(t, {metrics = {value = 0 / 0}})
+  T.eq(st:count("failed"), 3, "study:tell applies the same rule")
+  st:close()
+end)
+
+T.test("misspelt keys of sieve.study, its objective, sieve.optimizer and sieve.run are errors", function()
+  local space = sieve.space("hpo", {file = branin})
+  local ev = sieve.evaluator("function", space, {["function"] = "branin"})
+  local ok, err = pcall(function()
+    sieve.study{space = space, optimizer = "random", evaluator = ev, stor = "kept.sieve"}
+  end)
+  T.eq(ok, false)
+  T.truthy(err:find("^[^:]*test_study%.lua:%d+: sieve%.study: unknown option 'stor' %(did you mean 'store'%?%)"), err)
+  T.raises("sieve.study: unknown option 'sed' (did you mean 'seed'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, sed = 7})
+  T.raises("objective: unknown option 'directon' (did you mean 'direction'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {metric = "value", directon = "minimize"}})
+  T.raises("objective: unknown option 'metirc'", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {{metirc = "value"}}})
+  T.raises("evaluator 'function' does not report the objective metric 'valeu' (did you mean 'value'?)", sieve.study,
+           {space = space, optimizer = "random", evaluator = ev, objective = {metric = "valeu"}})
+  T.raises("sieve.optimizer's study: unknown option 'seeed'", sieve.optimizer, "random", space, {}, {seeed = 3})
+  T.raises("sieve.run: unknown option 'resum' (did you mean 'resume'?)", sieve.run, "missing.yaml",
+           {store = "x.sieve", resum = true})
+  T.raises("sieve.run: unknown option 'sett' (did you mean 'set'?)", sieve.run, "missing.yaml", {sett = {}})
+end)
+
+T.test("study:tell checks the trial number", function()
+  local space = sieve.space("hpo", {file = branin})
+  local st = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("hooked", space, {}),
+                         objective = {metric = "value"}, seed = 1}
+  local t = st:ask()
+  T.eq(t.number, 0)
+  local r = {metrics = {value = 1}}
+  T.raises("trial 4294967296 was not asked in this session", st.tell, st, 2^32, r)
+  T.raises("trial -1 was not asked", st.tell, st, -1, r)
+  T.raises("study:tell: a trial number is a whole number, got ", st.tell, st, {number = 0 / 0}, r)
+  T.raises("study:tell: a trial number is a whole number, got 0.5", st.tell, st, 0.5, r)
+  T.raises("got a trial whose number is nil", st.tell, st, {}, r)
+  T.eq(st:count("pending"), 1, "trial 0 is still pending")
+  st:tell(t, r)
+  T.eq(st:count("ok"), 1)
+  st:close()
+end)
+
+T.test("errors about what a Lua component returned name it once and point at its function", function()
+  local space = sieve.space("hpo", {file = branin})
+  sieve.register_optimizer{name = "returns-a-number", ask = function(self, n)
+    return 5
+  end}
+  sieve.register_evaluator{name = "returns-a-string", evaluate = function(self, c)
+    return {metrics = {value = "x"}}
+  end}
+  local st = sieve.study{space = space, optimizer = "returns-a-number", evaluator = sieve.evaluator("hooked", space),
+                         objective = {metric = "value"}}
+  local ok, err = pcall(st.run, st, 1)
+  T.eq(ok, false)
+  T.truthy(err:find("optimizer 'returns%-a%-number': ask%(%) %(.*test_study%.lua:%d+%): must return a list of " ..
+                    "genotypes, got a number"), err)
+  st:close()
+  local ev = sieve.evaluator("returns-a-string", space)
+  ok, err = pcall(ev.evaluate, ev, space:sample(sieve.rng(1)))
+  T.eq(ok, false)
+  T.truthy(err:find("^evaluator 'returns%-a%-string': evaluate%(%) %(.*test_study%.lua:%d+%): result metrics"), err)
+end)
+
+T.done()
