@@ -761,7 +761,9 @@ read_tensor(Rd t, SieveWeights *w, const char *origin, GError **error)
                 origin, name);
     return FALSE;
   }
-  g_autofree float *values = g_new(float, MAX(count, 1));
+  /* Not g_autofree: a 'goto bad' above would jump past its initialisation
+   * and free an undefined pointer on the way out. */
+  float *values = g_new(float, MAX(count, 1));
   for (guint64 k = 0; k < count; k++) {
     guint32 bits;
     memcpy(&bits, raw.p + 4 * k, 4);
@@ -769,6 +771,7 @@ read_tensor(Rd t, SieveWeights *w, const char *origin, GError **error)
     memcpy(&values[k], &bits, 4);
   }
   sieve_weights_add(w, name, ndims, dims, values);
+  g_free(values);
   return TRUE;
 bad:
   g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: not a valid ONNX file: a malformed initializer", origin);

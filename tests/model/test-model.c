@@ -226,6 +226,23 @@ test_broken_files(void)
   g_clear_error(&error);
 }
 
+/* An ONNX model whose one initializer is cut short: a parse error naming the
+ * file (the decoder once freed an undefined pointer on this path). */
+static void
+test_broken_initializer(void)
+{
+  /* ModelProto.graph (7) { GraphProto.initializer (5) { TensorProto.name (8):
+   * a length of 16 with no bytes after it } } */
+  static const guint8 model[] = {0x3A, 0x04, 0x2A, 0x02, 0x42, 0x10};
+  g_autoptr(GBytes) bytes = g_bytes_new_static(model, sizeof model);
+  GError *error = NULL;
+  g_assert_null(sieve_onnx_decode(bytes, "cut.onnx", &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE);
+  g_assert_nonnull(strstr(error->message, "cut.onnx"));
+  g_assert_nonnull(strstr(error->message, "malformed initializer"));
+  g_error_free(error);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -233,5 +250,6 @@ main(int argc, char **argv)
   g_test_add_func("/model/weights/round-trip", test_round_trip);
   g_test_add_func("/model/weights/wrong-network", test_wrong_network);
   g_test_add_func("/model/weights/broken-files", test_broken_files);
+  g_test_add_func("/model/onnx/broken-initializer", test_broken_initializer);
   return g_test_run();
 }
