@@ -67,8 +67,10 @@ sieve__svg_range(const double *values, gsize n, gsize stride, double *lo, double
   /* Values near DBL_MAX (a penalty an evaluator reports) are finite but
    * their difference or a pad added to them is not: spans are computed on
    * halves, and the padded ends stay finite. */
-  if (a == b) {
-    double pad = a == 0 ? 1 : fabs(a) * 0.05;
+  /* Ends a few float steps apart (0.3 and 0.1 + 0.2) are one value: a span
+   * that small would give ticks closer than the doubles can tell apart. */
+  if (b / 2 - a / 2 <= MAX(fabs(a), fabs(b)) * 1e-9) {
+    double pad = a == 0 && b == 0 ? 1 : MAX(fabs(a), fabs(b)) * 0.05;
     a = MAX(a - pad, -G_MAXDOUBLE);
     b = MIN(b + pad, G_MAXDOUBLE);
   }
@@ -97,6 +99,9 @@ sieve__svg_y(const SieveSvgPlot *plot, double y)
   double span = plot->height - plot->top - plot->bottom;
   return plot->height - plot->bottom - sieve__report_unit(y, plot->y0, plot->y1) * span;
 }
+
+/* nice_step gives about five; more than this means the range was degenerate. */
+#define MAX_TICKS 32
 
 /* A step of 1, 2 or 5 times a power of ten giving about five ticks over
  * [lo, hi] (halved: hi - lo may overflow). */
@@ -135,8 +140,13 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
   double ya = plot->top, yb = plot->height - plot->bottom;
   g_string_append_printf(out, "<path class=\"axis\" d=\"M%g %gV%gH%g\"/>\n", xa, ya, yb, xb);
   /* Ticks: nice values inside the range, labelled with 4 digits. */
-  double step = nice_step(plot->x0, plot->x1);
-  for (double v = ceil(plot->x0 / step) * step; isfinite(v) && v <= plot->x1 + step * 1e-9; v += step) {
+  /* Ticks are counted, not stepped until past the end: a step below the
+   * spacing of the doubles there would never get past it. */
+  double step = nice_step(plot->x0, plot->x1), first = ceil(plot->x0 / step) * step;
+  for (int i = 0; i < MAX_TICKS; i++) {
+    double v = first + i * step;
+    if (!isfinite(v) || v > plot->x1 + step * 1e-9)
+      break;
     double px = sieve__svg_x(plot, v);
     g_string_append(out, "<path class=\"tick\" d=\"M");
     append_number(out, px);
@@ -147,7 +157,11 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
     g_string_append(out, "</text>\n");
   }
   step = nice_step(plot->y0, plot->y1);
-  for (double v = ceil(plot->y0 / step) * step; isfinite(v) && v <= plot->y1 + step * 1e-9; v += step) {
+  first = ceil(plot->y0 / step) * step;
+  for (int i = 0; i < MAX_TICKS; i++) {
+    double v = first + i * step;
+    if (!isfinite(v) || v > plot->y1 + step * 1e-9)
+      break;
     double py = sieve__svg_y(plot, v);
     g_string_append_printf(out, "<path class=\"grid\" d=\"M%g ", xa);
     append_number(out, py);

@@ -499,6 +499,24 @@ test_huge_values(Fixture *f, gconstpointer data)
   g_assert_true(isfinite(lo) && isfinite(hi) && lo < hi);
 }
 
+/* Values a float step apart (0.3 and 0.1 + 0.2; 1e17 and the next double):
+ * the plot has a few ticks (before, the tick loop's v += step never moved v
+ * and the page grew until memory ran out). */
+static void
+test_close_values(Fixture *f, gconstpointer data)
+{
+  static const double values[] = {0.3, 0.1 + 0.2, 0.3};
+  g_autoptr(SieveReport) report = single_objective_report(f->path, "value", "minimize", values, G_N_ELEMENTS(values));
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  guint ticks = count_in_plot(html, "history-trial", "text-anchor=\"end\">");
+  g_assert_cmpuint(ticks, >=, 2);
+  g_assert_cmpuint(ticks, <=, 32);
+  double lo, hi;
+  static const double far[] = {1e17, 1e17 + 16};
+  sieve__svg_range(far, 2, 1, &lo, &hi);
+  g_assert_cmpfloat(hi - lo, >=, 1e17 * 0.09);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -510,6 +528,7 @@ main(int argc, char **argv)
   g_test_add("/report/study/thinning", Fixture, NULL, fixture_set_up, test_thinning, fixture_tear_down);
   g_test_add("/report/study/fidelity", Fixture, NULL, fixture_set_up, test_fidelity, fixture_tear_down);
   g_test_add("/report/study/huge-values", Fixture, NULL, fixture_set_up, test_huge_values, fixture_tear_down);
+  g_test_add("/report/study/close-values", Fixture, NULL, fixture_set_up, test_close_values, fixture_tear_down);
   g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
   return g_test_run();
 }
