@@ -85,11 +85,11 @@ stop_local_workers(GArray *children, gboolean now)
   g_array_set_size(children, 0);
 }
 
-/* What a failed run leaves and what to do next.  --resume is suggested
- * only where it can help: it keeps the stored experiment (only budget,
- * workers and report may change) and reads the same store, so an error of
- * the experiment itself (a bad option, a network that does not fit its
- * data) or of the store's content would stop it again at once. */
+/* What a failed run leaves and what to do next.  --resume keeps the stored
+ * experiment (only budget, workers and report may change) and reads the
+ * same store: a fix to the experiment file needs another store, a fix
+ * outside it (the program an evaluator runs, a data file) can resume, and
+ * an error of the store's content would stop it again at once. */
 static void
 explain_stop(const char *store, const GError *error)
 {
@@ -97,9 +97,10 @@ explain_stop(const char *store, const GError *error)
                         (error->code == SIEVE_ERROR_CONFIG || error->code == SIEVE_ERROR_GRAPH);
   gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE;
   if (experiment)
-    fprintf(stderr, "sieve: the study stopped on an error of its experiment (below), which --resume would meet again "
-                    "(a resumed study keeps its experiment); what finished is kept in %s: fix the experiment and "
-                    "start it with another --store\n", store);
+    fprintf(stderr, "sieve: the study stopped on an error of its experiment (below); what finished is kept in %s. "
+                    "A resumed study keeps its experiment: if the fix is in the experiment file, start it with "
+                    "another --store; if it lies outside (a program the evaluator runs, a data file), continue "
+                    "with --resume\n", store);
   else if (in_store)
     fprintf(stderr, "sieve: the study stopped on an error of its store (below); %s is left as it is, and --resume "
                     "would meet the same error unless its cause lies outside the file (a full disk, a lost server)\n",

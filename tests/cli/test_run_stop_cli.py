@@ -13,7 +13,6 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import sieve_cli  # noqa: E402
 from sieve_cli import export_rows, sieve  # noqa: E402
 
-DATA = os.environ.get("SIEVE_DATA_DIR", "/usr/share/datasets")
 BRANIN = sieve_cli.branin_config("stop", 3)
 
 
@@ -36,23 +35,32 @@ class TestStopMessage(sieve_cli.Workdir):
         # Kept as it was: the three trials still read.
         self.assertEqual(len(export_rows(store)), 3)
 
-    @unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")
     def test_experiment_error(self):
-        # nb201's default 3x32x32 input on 1x28x28 images: found at the first trial.
-        cfg = self.write("t.yaml", f"""\
-name: shape
-space: {{plugin: nb201, C: 4, N: 1}}
+        # The objective is never reported: the fix is in the experiment file
+        # (the metric's name; another store) or in the program (--resume).
+        prog = self.write("miss.sh", "#!/bin/sh\necho '{\"other\": 1.5}'\n")
+        os.chmod(prog, 0o755)
+        cfg = self.write("m.yaml", f"""\
+name: miss
+space: {{plugin: hpo, parameters: {{x1: {{type: float, low: -5, high: 10}}}}}}
 optimizer: {{plugin: random}}
-evaluator: {{plugin: train, dataset: fashion-mnist, data_dir: {os.path.join(DATA, "fashion-mnist")}, train_limit: 64, validation: 32, batch_size: 16}}
-objective: {{metric: val_acc}}
-budget: {{evaluations: 1}}
+evaluator: {{plugin: command, argv: [{prog}, "{{trial}}"]}}
+objective: {{metric: value, direction: minimize}}
+budget: {{evaluations: 2}}
 """)
-        p = sieve("run", cfg, "--store", self.path("t.sieve"), check=2)
-        self.assertIn("1x28x28 per example but the network takes 3x32x32", p.stderr)
-        self.assertNotIn("continue with --resume", p.stderr)
+        store = self.path("m.sieve")
+        p = sieve("run", cfg, "--store", store, check=2)
+        self.assertIn("did not report the objective metric 'value'", p.stderr)
+        self.assertNotIn("continue with --resume once", p.stderr)
         self.assertIn("stopped on an error of its experiment", p.stderr)
         self.assertIn("start it with another --store", p.stderr)
-
+        # The program fixed, the study resumes from the same store.
+        self.write("miss.sh", "#!/bin/sh\necho '{\"value\": 1.5}'\n")
+        os.chmod(prog, 0o755)
+        sieve("run", cfg, "--store", store, "--resume", "-q", check=0)
+        statuses = [r["status"] for r in export_rows(store)]
+        self.assertEqual(len(statuses), 2)  # the budget counts the trial that stopped it
+        self.assertEqual(statuses[-1], "ok")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
