@@ -66,62 +66,110 @@ add_node(GPtrArray *lines, const char *path, const SieveNode *node)
   }
 }
 
-/* A component's section: its plugin and every option of its table, set or
- * defaulted, as the component reads them (a path as written: the digest
- * line carries what it names). */
+/* One option's lines, as the component reads it (a path as written: the
+ * digest line carries what it names). */
 static void
-add_section(GPtrArray *lines, const char *key, const SieveSection *section)
+add_option(GPtrArray *lines, const SieveOptions *options, const SieveOptionSpec *o, const char *path)
+{
+  char buf[SIEVE_TEXT_DOUBLE_SIZE];
+  switch (o->type) {
+  case SIEVE_OPTION_TYPE_BOOL:
+    add_line(lines, path, sieve_options_get_bool(options, o->name) ? "true" : "false");
+    break;
+  case SIEVE_OPTION_TYPE_INT: {
+    g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, sieve_options_get_int(options, o->name));
+    add_line(lines, path, v);
+    break;
+  }
+  case SIEVE_OPTION_TYPE_FLOAT:
+    add_line(lines, path, sieve_text_format_double_buf(sieve_options_get_double(options, o->name), buf));
+    break;
+  case SIEVE_OPTION_TYPE_PATH:
+    if (sieve_options_is_set(options, o->name) && sieve_options_node(options, o->name) != NULL) {
+      add_line(lines, path, sieve_node_text(sieve_options_node(options, o->name)));
+      break;
+    }
+    /* Unset: the table's default as written, not resolved (a moved
+     * folder is the same study). */
+    add_line(lines, path, o->default_text);
+    break;
+  case SIEVE_OPTION_TYPE_STRING:
+  case SIEVE_OPTION_TYPE_CHOICE:
+    add_line(lines, path, sieve_options_get_string(options, o->name));
+    break;
+  case SIEVE_OPTION_TYPE_STRING_LIST: {
+    const char *const *v = sieve_options_get_strv(options, o->name);
+    if (v == NULL)
+      add_line(lines, path, NULL);
+    for (guint i = 0; v && v[i]; i++) {
+      g_autofree char *sub = g_strdup_printf("%s[%u]", path, i);
+      add_line(lines, sub, v[i]);
+    }
+    break;
+  }
+  case SIEVE_OPTION_TYPE_NODE: {
+    const SieveNode *node = sieve_options_get_node(options, o->name);
+    if (node == NULL)
+      add_line(lines, path, NULL);
+    else
+      add_node(lines, path, node);
+    break;
+  }
+  }
+}
+
+/* The table's defaults, read as the component's options are (NULL when the
+ * table cannot stand without a value: then every option is written).
+ * Options that need a value have none to compare with and are left out. */
+static SieveOptions *
+table_defaults(const SieveOptions *options, const char *base_dir, GArray *spec)
+{
+  /* spec holds the table the result reads (the caller keeps it alive). */
+  for (const SieveOptionSpec *o = sieve_options_spec(options); o && o->name; o++)
+    if (!(o->flags & SIEVE_OPTION_REQUIRED))
+      g_array_append_val(spec, *o);
+  SieveOptionSpec end = SIEVE_OPTION_END;
+  g_array_append_val(spec, end);
+  return sieve_options_new((const SieveOptionSpec *) spec->data, NULL, NULL, base_dir, "defaults", NULL);
+}
+
+static gboolean
+same_lines(const GPtrArray *a, const GPtrArray *b)
+{
+  if (a->len != b->len)
+    return FALSE;
+  for (guint i = 0; i < a->len; i++)
+    if (strcmp(a->pdata[i], b->pdata[i]) != 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* A component's section: its plugin and every option of its table that
+ * differs from the table's default, so that a default written or omitted
+ * is the same study, and so is one resumed by a version of the plugin that
+ * has gained an option (its default keeps the old behaviour). */
+static void
+add_section(GPtrArray *lines, const char *key, const SieveSection *section, const char *base_dir)
 {
   g_autofree char *plugin = g_strconcat(key, ".plugin", NULL);
   add_line(lines, plugin, sieve_component_get_name(section->component));
   const SieveOptions *options = section->options;
-  for (const SieveOptionSpec *o = options ? sieve_options_spec(options) : NULL; o && o->name; o++) {
+  if (options == NULL)
+    return;
+  g_autoptr(GArray) spec = g_array_new(FALSE, TRUE, sizeof(SieveOptionSpec));
+  g_autoptr(SieveOptions) defaults = table_defaults(options, base_dir, spec);
+  for (const SieveOptionSpec *o = sieve_options_spec(options); o && o->name; o++) {
     g_autofree char *path = g_strdup_printf("%s.%s", key, o->name);
-    char buf[SIEVE_TEXT_DOUBLE_SIZE];
-    switch (o->type) {
-    case SIEVE_OPTION_TYPE_BOOL:
-      add_line(lines, path, sieve_options_get_bool(options, o->name) ? "true" : "false");
-      break;
-    case SIEVE_OPTION_TYPE_INT: {
-      g_autofree char *v = g_strdup_printf("%" G_GINT64_FORMAT, sieve_options_get_int(options, o->name));
-      add_line(lines, path, v);
-      break;
+    g_autoptr(GPtrArray) now = g_ptr_array_new_with_free_func(g_free);
+    add_option(now, options, o, path);
+    if (defaults != NULL && !(o->flags & SIEVE_OPTION_REQUIRED)) {
+      g_autoptr(GPtrArray) by_default = g_ptr_array_new_with_free_func(g_free);
+      add_option(by_default, defaults, o, path);
+      if (same_lines(now, by_default))
+        continue;
     }
-    case SIEVE_OPTION_TYPE_FLOAT:
-      add_line(lines, path, sieve_text_format_double_buf(sieve_options_get_double(options, o->name), buf));
-      break;
-    case SIEVE_OPTION_TYPE_PATH:
-      if (sieve_options_is_set(options, o->name) && sieve_options_node(options, o->name) != NULL) {
-        add_line(lines, path, sieve_node_text(sieve_options_node(options, o->name)));
-        break;
-      }
-      /* Unset: the table's default as written, not resolved (a moved
-       * folder is the same study). */
-      add_line(lines, path, o->default_text);
-      break;
-    case SIEVE_OPTION_TYPE_STRING:
-    case SIEVE_OPTION_TYPE_CHOICE:
-      add_line(lines, path, sieve_options_get_string(options, o->name));
-      break;
-    case SIEVE_OPTION_TYPE_STRING_LIST: {
-      const char *const *v = sieve_options_get_strv(options, o->name);
-      if (v == NULL)
-        add_line(lines, path, NULL);
-      for (guint i = 0; v && v[i]; i++) {
-        g_autofree char *sub = g_strdup_printf("%s[%u]", path, i);
-        add_line(lines, sub, v[i]);
-      }
-      break;
-    }
-    case SIEVE_OPTION_TYPE_NODE: {
-      const SieveNode *node = sieve_options_get_node(options, o->name);
-      if (node == NULL)
-        add_line(lines, path, NULL);
-      else
-        add_node(lines, path, node);
-      break;
-    }
-    }
+    for (guint i = 0; i < now->len; i++)
+      g_ptr_array_add(lines, g_strdup(now->pdata[i]));
   }
 }
 
@@ -191,7 +239,9 @@ add_digests(GPtrArray *lines, const SieveExperiment *exp)
     for (const SieveOptionSpec *o = options ? sieve_options_spec(options) : NULL; o && o->name; o++)
       if (o->type == SIEVE_OPTION_TYPE_PATH && sieve_options_is_set(options, o->name)) {
         g_autofree char *path = g_strdup_printf("%s.%s", keys[k], o->name);
-        add_digest(lines, exp, path, sieve_node_text(sieve_options_node(options, o->name)));
+        /* Resolved as the component reads it (~ expanded, relative to the
+         * experiment's folder). */
+        add_digest(lines, exp, path, sieve_options_get_string(options, o->name));
         g_hash_table_add(done, g_steal_pointer(&path));
       }
     const SieveNode *node = sieve_node_lookup(exp->root, keys[k]);
@@ -233,9 +283,9 @@ sieve__study_key(const SieveExperiment *exp)
     add_line(lines, metric, exp->objectives[k].metric);
     add_line(lines, direction, exp->objectives[k].maximize ? "maximize" : "minimize");
   }
-  add_section(lines, "space", &exp->space);
-  add_section(lines, "optimizer", &exp->optimizer);
-  add_section(lines, "evaluator", &exp->evaluator);
+  add_section(lines, "space", &exp->space, exp->dir);
+  add_section(lines, "optimizer", &exp->optimizer, exp->dir);
+  add_section(lines, "evaluator", &exp->evaluator, exp->dir);
   /* The rest as written: name, pipeline (an empty one is none), constraints,
    * pruner, lua, plugin_path. */
   static const char *const read[] = {"seed", "tell_order", "constraint_tries", "objective",

@@ -70,6 +70,34 @@ class Resume(Workdir):
         self.evaluations -= 1
         self.resume(check=0)
 
+    def test_a_component_that_gains_an_option_resumes(self):
+        # The key holds a component's options that differ from their
+        # defaults only: a plugin that gains an option with a default that
+        # keeps its old behaviour resumes the studies it started. Here the
+        # function evaluator's 'noise' stands for such an option: a key
+        # stored without it resumes; one whose value differs does not.
+        with sqlite3.connect(self.store) as db:
+            key = db.execute("SELECT value FROM meta WHERE key = 'study_key'").fetchone()[0]
+        self.assertIn("evaluator.function\tbranin", key)
+        self.assertNotIn("evaluator.noise", key)
+        self.resume("evaluator.noise=0", check=0)
+        p = self.resume("evaluator.noise=0.5", check=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("first difference: evaluator.noise: stored (not set), now '0.5'", p.stderr)
+        # A space file given as ~/...: digested as the component reads it.
+        home = self.path("home")
+        os.mkdir(home)
+        self.write(os.path.join("home", "sp.yaml"), SPACE)
+        env = dict(os.environ, HOME=home)
+        config = self.write("h.yaml", CONFIG.replace("file: sp.yaml", "file: ~/sp.yaml"))
+        store = self.path("h.sieve")
+        sieve("run", config, "--store", store, "--quiet", check=0, env=env)
+        self.write(os.path.join("home", "sp.yaml"), SPACE.replace("high: 15", "high: 14"))
+        p = sieve("run", config, "--store", store, "--resume", "--quiet", "--set", "budget.evaluations=4",
+                  check=None, env=env)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("space.file: the file", p.stderr)
+
     def test_a_store_from_before_the_key_resumes_and_gets_it(self):
         # A store written before the study key: meta has no study_key.
         with sqlite3.connect(self.store) as db:

@@ -29,10 +29,10 @@ def branin_config(name, evaluations):
             f"budget: {{evaluations: {evaluations}}}\n")
 
 
-def sieve(*args, check=None, timeout=120, cwd=None):
+def sieve(*args, check=None, timeout=120, cwd=None, env=None):
     """Runs sieve; check: the exit status wanted (an AssertionError with
     the ends of both outputs otherwise)."""
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     if check is not None and p.returncode != check:
         raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
                              f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
