@@ -95,7 +95,10 @@ explain_stop(const char *store, const GError *error)
 {
   gboolean experiment = error->domain == SIEVE_ERROR &&
                         (error->code == SIEVE_ERROR_CONFIG || error->code == SIEVE_ERROR_GRAPH);
-  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE;
+  /* A server's store fails when the server is away, which --resume
+   * outlasts; a file's store error is about its content. */
+  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE &&
+                      !g_str_has_prefix(store, "postgresql:") && !g_str_has_prefix(store, "postgres:");
   if (experiment)
     fprintf(stderr, "sieve: the study stopped on an error of its experiment (below); what finished is kept in %s. "
                     "A resumed study keeps its experiment: if the fix is in the experiment file, start it with "
