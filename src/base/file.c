@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,29 @@ write_in_place(const char *path, const char *data, gsize size, GError **error)
   return TRUE;
 }
 
+/* What a symbolic link at path names, or NULL when path is no link.
+ * (transfer full) */
+static char *
+link_target(const char *path)
+{
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+    return NULL;
+  char *real = realpath(path, NULL);
+  if (real != NULL) {
+    char *copy = g_strdup(real);
+    free(real);
+    return copy;
+  }
+  /* A dangling link: the file it would name, made where it points. */
+  g_autofree char *text = g_file_read_link(path, NULL);
+  if (text == NULL)
+    return NULL;
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *absolute = g_canonicalize_filename(dir, NULL);
+  return g_canonicalize_filename(text, absolute);
+}
+
 gboolean
 sieve__file_write(const char *path, const void *data, gsize size, gboolean durable, GError **error)
 {
@@ -57,6 +81,11 @@ sieve__file_write(const char *path, const void *data, gsize size, gboolean durab
      * `--report /dev/null` did). Those are written into instead. */
     return write_in_place(path, bytes, size, error);
   }
+  /* A link to a regular file (or to none yet): the file it names is
+   * replaced, the link kept. */
+  g_autofree char *target = link_target(path);
+  if (target != NULL)
+    path = target;
   GError *local = NULL;
   GFileSetContentsFlags flags = G_FILE_SET_CONTENTS_CONSISTENT | (durable ? G_FILE_SET_CONTENTS_DURABLE : 0);
   if (!g_file_set_contents_full(path, bytes, (gssize) size, flags, 0666, &local)) {

@@ -20,7 +20,8 @@ sieve_cli_parse_int(const char *flag, const char *text, gint64 min, gint64 max, 
     *value = v;
     return TRUE;
   }
-  if (max >= G_MAXINT)
+  /* G_MAXINT and G_MAXINT64 say "no bound of its own"; any other is one. */
+  if (max == G_MAXINT || max == G_MAXINT64)
     g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                 "%s %s: expected a whole number of at least %" G_GINT64_FORMAT, flag, text, min);
   else

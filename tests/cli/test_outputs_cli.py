@@ -122,6 +122,19 @@ class TestOutputIntoAPipe(sieve_cli.Workdir):
         self.assertIn(b"<html", page[:200].lower())
         page = self.written_through(fifo, "report", store, "-o", fifo)
         self.assertIn(b"</html>", page[-200:].lower())
+        rows = self.written_through(fifo, "export", store, "-o", fifo)
+        self.assertEqual(len(rows.decode().splitlines()), 4)  # the header and 3 trials
+
+    def test_report_through_a_link(self):
+        # A link to a file (or to none yet): the file is written, the link kept.
+        store = self.path("l.sieve")
+        sieve("run", self.write("l.yaml", sieve_cli.branin_config("l", 2)), "--store", store, "-q", check=0)
+        os.symlink("page.html", self.path("link.html"))
+        for _ in range(2):
+            sieve("report", store, "-o", self.path("link.html"), check=0)
+            self.assertTrue(os.path.islink(self.path("link.html")))
+            with open(self.path("page.html")) as f:
+                self.assertIn("</html>", f.read())
 
 
 if __name__ == "__main__":
