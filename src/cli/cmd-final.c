@@ -38,23 +38,6 @@ same_settings(const SieveFinal *f, const char *settings, double epochs)
   return g_strcmp0(f->settings, settings) == 0 && (isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs);
 }
 
-static gint
-compare_objective(gconstpointer a, gconstpointer b, gpointer user_data)
-{
-  const SieveExperiment *exp = user_data;
-  const SieveTrial *x = *(SieveTrial *const *)a, *y = *(SieveTrial *const *)b;
-  double vx = sieve_engine_objective(exp, x->result), vy = sieve_engine_objective(exp, y->result);
-  if (!exp->objectives[0].maximize) {
-    vx = -vx;
-    vy = -vy;
-  }
-  if (isnan(vx) != isnan(vy))
-    return isnan(vx) ? 1 : -1;
-  if (vx != vy)
-    return vx > vy ? -1 : 1;
-  return x->number < y->number ? -1 : 1;
-}
-
 int
 sieve_cmd_final(int argc, char **argv)
 {
@@ -156,13 +139,12 @@ sieve_cmd_final(int argc, char **argv)
     }
     g_ptr_array_add(chosen, trials->pdata[trial]);
   } else {
-    g_autoptr(GPtrArray) ok = g_ptr_array_new();
-    for (guint i = 0; i < trials->len; i++)
-      if (((SieveTrial *)trials->pdata[i])->status == SIEVE_STATUS_OK)
-        g_ptr_array_add(ok, trials->pdata[i]);
-    g_ptr_array_sort_with_data(ok, compare_objective, exp);
-    for (guint i = 0; i < ok->len && chosen->len < (guint)best; i++)
-      g_ptr_array_add(chosen, ok->pdata[i]);
+    /* The summary's ranking: in a multi-fidelity study each configuration
+     * once, at the highest fidelity it reached (not a lucky low rung, nor
+     * one configuration twice). */
+    g_autoptr(GArray) ranked = sieve_trials_rank(trials, exp->objectives[0].metric, exp->objectives[0].maximize, NULL);
+    for (guint i = 0; i < ranked->len && chosen->len < (guint)best; i++)
+      g_ptr_array_add(chosen, trials->pdata[g_array_index(ranked, guint, i)]);
     if (chosen->len == 0) {
       g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no finished trial to train again", path);
       return sieve_cli_fail(error);
