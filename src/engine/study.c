@@ -63,6 +63,7 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
     ok = sieve_store_set_meta(store, "identity", identity, error) &&
          sieve_store_set_meta(store, "name", exp->name, error) &&
          sieve_store_set_meta(store, "config_path", exp->path, error) &&
+         sieve_store_set_meta(store, "config_dir", exp->dir, error) &&
          sieve_store_set_meta(store, "seed", seed, error) &&
          sieve_store_set_meta(store, "objective", exp->objectives[0].metric, error) &&
          sieve_store_set_meta(store, "direction", exp->objectives[0].maximize ? "maximize" : "minimize", error) &&

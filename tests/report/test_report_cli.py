@@ -24,9 +24,9 @@ SPACE = "parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float
 class RelativeConfig(Workdir):
     prefix = "sieve-report-cli-"
 
-    def report(self):
+    def report(self, store="r.sieve"):
         out = self.path("r.html")
-        sieve("report", self.path("r.sieve"), "-o", out, check=0, cwd="/")
+        sieve("report", self.path(store), "-o", out, check=0, cwd="/")
         with open(out) as f:
             html = f.read()
         self.assertNotIn("could not be rebuilt", html)
@@ -42,6 +42,13 @@ class RelativeConfig(Workdir):
         with sqlite3.connect(self.path("r.sieve")) as db:
             self.assertEqual(db.execute("SELECT value FROM meta WHERE key = 'config_path'").fetchone()[0], "r.yaml")
         self.report()
+
+    def test_store_elsewhere(self):
+        # The config relative to the cwd, the store in another folder: the
+        # store keeps the config's folder (config_dir), not only its path.
+        os.mkdir(self.path("out"))
+        sieve("run", "r.yaml", "--store", "out/o.sieve", "--quiet", check=0, cwd=self.dir)
+        self.report("out/o.sieve")
 
 
 if __name__ == "__main__":
