@@ -168,7 +168,8 @@ opt_bracketopt_load(gpointer instance, GVariant *state, GError **error)
   if (!opt_state_check(state, error))
     return FALSE;
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
-  if (rng == NULL || !opt_brackets_load(&self->brackets, state, error))
+  SieveRng restored;
+  if (rng == NULL || !sieve_rng_load(&restored, rng, error) || !opt_brackets_load(&self->brackets, state, error))
     return FALSE;
   if (self->method == OPT_BRACKETS_BOHB) {
     g_autoptr(GVariant) fid = opt_state_lookup(state, "fidelity", G_VARIANT_TYPE("ad"), error);
@@ -184,5 +185,6 @@ opt_bracketopt_load(gpointer instance, GVariant *state, GError **error)
     g_array_set_size(self->data_fidelity, 0);
     g_array_append_vals(self->data_fidelity, v, (guint) n);
   }
-  return sieve_rng_load(&self->rng, rng, error);
+  self->rng = restored;
+  return TRUE;
 }
