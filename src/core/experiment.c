@@ -113,13 +113,35 @@ apply_overrides(SieveNode *root, const char *const *overrides, GError **error)
   return TRUE;
 }
 
-static gboolean
-spec_has(const SieveOptionSpec *spec, const char *name)
+static const SieveOptionSpec *
+spec_find(const SieveOptionSpec *spec, const char *name)
 {
   for (const SieveOptionSpec *o = spec; o && o->name; o++)
     if (strcmp(o->name, name) == 0)
-      return TRUE;
-  return FALSE;
+      return o;
+  return NULL;
+}
+
+/* The seed a component gets from the top-level seed: the seed itself when
+ * the component's range holds it, else a splitmix64 mix of it (Steele,
+ * Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA
+ * 2014) reduced into the range, so that a top-level seed up to 2^53 never
+ * makes a component with a narrower seed (train's is 0..2^31-1) refuse the
+ * experiment.  Deterministic: the same top-level seed always maps to the
+ * same component seed. */
+static gint64
+component_seed(guint64 seed, const SieveOptionSpec *option)
+{
+  double lo = (option->flags & SIEVE_OPTION_HAS_MIN) ? option->min : 0.0;
+  double hi = (option->flags & SIEVE_OPTION_HAS_MAX) ? option->max : 9007199254740992.0;
+  if ((double) seed >= lo && (double) seed <= hi)
+    return (gint64) seed;
+  guint64 z = seed + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  guint64 width = (guint64) (hi - lo) + 1;
+  return (gint64) lo + (gint64) (z % width);
 }
 
 /* A plugin section: a map with `plugin:` (or just the plugin's name). */
@@ -174,14 +196,22 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
   const SieveOptionSpec *spec = sieve_component_get_info(section->component)->options;
   /* The top-level seed is the seed of every component that does not set
    * its own (the optimizer's is read in resolve): a copy of the section
-   * gets it, so that the stored experiment text stays as written and a
-   * seed out of a component's range is reported where it was written. */
+   * gets it, so that the stored experiment text stays as written; one the
+   * component's range cannot hold is mapped into it (component_seed). */
   g_autoptr(SieveNode) seeded = NULL;
   const SieveNode *top_seed = sieve_node_lookup(exp->root, "seed");
+  const SieveOptionSpec *seed_option = spec_find(spec, "seed");
   if (kind != SIEVE_KIND_OPTIMIZER && top_seed != NULL && sieve_node_lookup(node, "seed") == NULL &&
-      spec_has(spec, "seed")) {
+      seed_option != NULL) {
     seeded = sieve_node_copy(node);
-    sieve_node_map_set(seeded, "seed", sieve_node_copy(top_seed));
+    if (seed_option->type == SIEVE_OPTION_TYPE_INT) {
+      g_autofree char *text = g_strdup_printf("%" G_GINT64_FORMAT, component_seed(exp->seed, seed_option));
+      sieve_node_map_set(seeded, "seed",
+                         sieve_node_new_scalar(text, FALSE, sieve_node_origin(top_seed), sieve_node_line(top_seed),
+                                               sieve_node_column(top_seed)));
+    } else {
+      sieve_node_map_set(seeded, "seed", sieve_node_copy(top_seed));
+    }
   }
   section->options = sieve_options_new(spec, seeded ? seeded : node,
                                        kind == SIEVE_KIND_OPTIMIZER ? reserved_optimizer : reserved_plain,

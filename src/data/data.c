@@ -40,14 +40,20 @@ sieve_dataset_free(SieveDataset *ds)
 
 /* ds's name without the annotation a subset or split added: a subset of a
  * subset says what it is once ("fashion-mnist/train (64 examples)"), not
- * "(split: 59968 kept) (split: 64 kept)". (transfer full) */
+ * "(split: 59968 kept) (split: 64 kept)".  Only that suffix goes, " (N
+ * examples)" or " (N held out)" at the end: a folder named "x (v2)" keeps
+ * its name. (transfer full) */
 static char *
 base_name(const SieveDataset *ds)
 {
-  const char *open = strstr(ds->name, " (");
-  gsize len = strlen(ds->name);
-  if (open != NULL && len > 0 && ds->name[len - 1] == ')')
-    return g_strndup(ds->name, (gsize) (open - ds->name));
+  const char *open = g_strrstr(ds->name, " (");
+  if (open != NULL) {
+    const char *p = open + 2, *digits = p;
+    while (g_ascii_isdigit(*p))
+      p++;
+    if (p > digits && (strcmp(p, " examples)") == 0 || strcmp(p, " held out)") == 0))
+      return g_strndup(ds->name, (gsize) (open - ds->name));
+  }
   return g_strdup(ds->name);
 }
 

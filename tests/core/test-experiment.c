@@ -64,16 +64,46 @@ test_seed_reaches_components(void)
   g_autoptr(SieveExperiment) plain = load_ok(tabular);
   g_assert_nonnull(plain->evaluator.options);
 
-  /* A seed a component cannot take is reported where it was written. */
-  g_autoptr(GError) error = NULL;
+  /* A top-level seed the component's range cannot hold (train's seed is
+   * 0..2^31-1) is mapped into it, deterministically, never refused: such
+   * studies could be started before the seed reached the evaluator. */
   g_autoptr(SieveExperiment) big =
-      load("seed: 4294967296\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
-           "evaluator: {plugin: train, dataset: fashion-mnist}\nobjective: {metric: val_acc}\n"
+      load_ok("seed: 4294967296\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+              "evaluator: {plugin: train, dataset: fashion-mnist}\nobjective: {metric: val_acc}\n"
+              "budget: {evaluations: 1}\n");
+  gint64 mapped = sieve_options_get_int(big->evaluator.options, "seed");
+  g_assert_cmpint(mapped, >=, 0);
+  g_assert_cmpint(mapped, <=, G_MAXINT32);
+  g_assert_cmpuint(big->optimizer_seed, ==, 4294967296ULL);
+  g_autoptr(SieveExperiment) again =
+      load_ok("seed: 4294967296\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+              "evaluator: {plugin: train, dataset: fashion-mnist}\nobjective: {metric: val_acc}\n"
+              "budget: {evaluations: 1}\n");
+  g_assert_cmpint(sieve_options_get_int(again->evaluator.options, "seed"), ==, mapped);
+  /* Neighbouring seeds map to different component seeds. */
+  g_autoptr(SieveExperiment) next =
+      load_ok("seed: 4294967297\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+              "evaluator: {plugin: train, dataset: fashion-mnist}\nobjective: {metric: val_acc}\n"
+              "budget: {evaluations: 1}\n");
+  g_assert_cmpint(sieve_options_get_int(next->evaluator.options, "seed"), !=, mapped);
+  /* A seed within the range is passed as it is. */
+  g_autoptr(SieveExperiment) fits =
+      load_ok("seed: 2147483647\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+              "evaluator: {plugin: train, dataset: fashion-mnist}\nobjective: {metric: val_acc}\n"
+              "budget: {evaluations: 1}\n");
+  g_assert_cmpint(sieve_options_get_int(fits->evaluator.options, "seed"), ==, G_MAXINT32);
+
+  /* The component's own seed out of its range stays an error, at its line. */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SieveExperiment) own_big =
+      load("seed: 1\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+           "evaluator: {plugin: train, dataset: fashion-mnist, seed: 4294967296}\nobjective: {metric: val_acc}\n"
            "budget: {evaluations: 1}\n",
            &error);
-  g_assert_null(big);
+  g_assert_null(own_big);
   g_assert_nonnull(error);
-  g_assert_true(g_str_has_prefix(error->message, "test.yaml:1:7: option 'seed' expects an integer in [0, 2147483647]"));
+  g_assert_true(g_str_has_prefix(error->message, "test.yaml:4:"));
+  g_assert_nonnull(strstr(error->message, "option 'seed' expects an integer in [0, 2147483647]"));
 }
 
 int

@@ -894,6 +894,20 @@ test_subset(void)
   sieve_dataset_free(held);
   sieve_dataset_free(kept2);
   sieve_dataset_free(held2);
+
+  /* Only sieve's own suffix goes: a folder "x (v2)" kept its "x" alone. */
+  g_free(ds->name);
+  ds->name = g_strdup("x (v2)");
+  g_autoptr(SieveDataset) named = sieve_dataset_subset(ds, idx, 4);
+  g_assert_cmpstr(named->name, ==, "x (v2) (4 examples)");
+  static const guint first_two[2] = {0, 1};
+  g_autoptr(SieveDataset) renamed = sieve_dataset_subset(named, first_two, 2);
+  g_assert_cmpstr(renamed->name, ==, "x (v2) (2 examples)");
+  sieve_dataset_split(named, 1, 1, &kept, &held);
+  g_assert_cmpstr(kept->name, ==, "x (v2) (3 examples)");
+  g_assert_cmpstr(held->name, ==, "x (v2) (1 held out)");
+  sieve_dataset_free(kept);
+  sieve_dataset_free(held);
 }
 
 /* Which original examples a part holds, checked to be in increasing order. */

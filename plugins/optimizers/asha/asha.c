@@ -249,13 +249,12 @@ asha_load(gpointer instance, GVariant *state, GError **error)
     *e = (Entry){g, rung, done, fitness, promoted};
     g_ptr_array_add(loaded, e);
   }
-  self->rng = restored;
-  opt_seen_clear(&self->seen);
-  opt_seen_init(&self->seen, self->space);
+  /* seen is the last part that can fail, and leaves self as it was. */
   if (!opt_seen_load(&self->seen, seen, error)) {
     g_prefix_error(error, "asha state: ");
     return FALSE;
   }
+  self->rng = restored;
   g_ptr_array_unref(self->entries);
   self->entries = g_steal_pointer(&loaded);
   g_hash_table_remove_all(self->index);

@@ -168,21 +168,38 @@ opt_bracketopt_load(gpointer instance, GVariant *state, GError **error)
   if (!opt_state_check(state, error))
     return FALSE;
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
-  if (rng == NULL || !opt_brackets_load(&self->brackets, state, error))
+  SieveRng restored;
+  if (rng == NULL || !sieve_rng_load(&restored, rng, error))
     return FALSE;
+  /* All or nothing: BOHB's data is read into a temporary and checked
+   * before the brackets (which replace theirs only on success) are loaded;
+   * everything is kept only when all parts have loaded. */
+  g_autoptr(GVariant) fid = NULL;
+  OptTpeData data;
+  opt_tpe_data_init(&data, self->space);
+  gboolean ok = TRUE;
   if (self->method == OPT_BRACKETS_BOHB) {
-    g_autoptr(GVariant) fid = opt_state_lookup(state, "fidelity", G_VARIANT_TYPE("ad"), error);
-    if (fid == NULL || !opt_tpe_data_load(&self->data, state, "", error))
-      return FALSE;
+    ok = (fid = opt_state_lookup(state, "fidelity", G_VARIANT_TYPE("ad"), error)) != NULL &&
+         opt_tpe_data_load(&data, state, "", error);
+    if (ok && g_variant_n_children(fid) != opt_tpe_data_size(&data)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu fidelities for %u results",
+                  g_variant_n_children(fid), opt_tpe_data_size(&data));
+      ok = FALSE;
+    }
+  }
+  if (ok)
+    ok = opt_brackets_load(&self->brackets, state, error);
+  if (ok && fid != NULL) {
+    OptTpeData old = self->data;
+    self->data = data;
+    data = old; /* freed below */
     gsize n = 0;
     const double *v = g_variant_get_fixed_array(fid, &n, sizeof(double));
-    if (n != opt_tpe_data_size(&self->data)) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu fidelities for %u results", n,
-                  opt_tpe_data_size(&self->data));
-      return FALSE;
-    }
     g_array_set_size(self->data_fidelity, 0);
     g_array_append_vals(self->data_fidelity, v, (guint) n);
   }
-  return sieve_rng_load(&self->rng, rng, error);
+  opt_tpe_data_clear(&data);
+  if (ok)
+    self->rng = restored;
+  return ok;
 }

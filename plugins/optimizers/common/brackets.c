@@ -349,6 +349,9 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
       }
     }
   }
+  /* The last part that can fail, and it leaves b->sampled as it was. */
+  if (!opt_seen_load(&b->sampled, sampled, error))
+    return FALSE;
   g_hash_table_remove_all(b->pending);
   g_ptr_array_unref(b->active);
   b->active = g_steal_pointer(&active);
@@ -362,5 +365,5 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
       }
   }
   b->opened = g_variant_get_uint64(opened);
-  return opt_seen_load(&b->sampled, sampled, error);
+  return TRUE;
 }

@@ -157,24 +157,41 @@ opt_seen_save(const OptSeen *seen)
 }
 
 gboolean
-opt_seen_load(OptSeen *seen, GVariant *texts, GError **error)
+opt_seen_parse(OptSeen *out, const SieveSpace *space, GVariant *texts, GError **error)
 {
-  g_hash_table_remove_all(seen->set);
-  g_hash_table_remove_all(seen->values);
-  g_ptr_array_set_size(seen->order, 0);
+  opt_seen_init(out, space);
   gsize n = 0;
   g_autofree const char **v = g_variant_get_strv(texts, &n);
   for (gsize i = 0; i < n; i++) {
     /* A saved state is input (a store, possibly of another version of the
      * space): a text the space cannot read is an error, not an abort. */
     GError *local = NULL;
-    g_autoptr(SieveGenotype) g = sieve_space_parse(seen->space, v[i], &local);
+    g_autoptr(SieveGenotype) g = sieve_space_parse(space, v[i], &local);
     if (g == NULL) {
       g_propagate_prefixed_error(error, local, "saved proposal #%" G_GSIZE_FORMAT ": ", i + 1);
+      opt_seen_clear(out);
       return FALSE;
     }
-    opt_seen_add(seen, v[i], g);
+    opt_seen_add(out, v[i], g);
   }
+  return TRUE;
+}
+
+void
+opt_seen_replace(OptSeen *seen, OptSeen *loaded)
+{
+  opt_seen_clear(seen);
+  *seen = *loaded;
+  *loaded = (OptSeen){0};
+}
+
+gboolean
+opt_seen_load(OptSeen *seen, GVariant *texts, GError **error)
+{
+  OptSeen loaded;
+  if (!opt_seen_parse(&loaded, seen->space, texts, error))
+    return FALSE;
+  opt_seen_replace(seen, &loaded);
   return TRUE;
 }
 

@@ -66,8 +66,15 @@ gboolean opt_seen_contains(const OptSeen *seen, const char *text);
 gboolean opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g);
 guint opt_seen_size(const OptSeen *seen);
 GVariant *opt_seen_save(const OptSeen *seen); /* "as" (transfer floating) */
-/* Replaces seen by saved texts; FALSE + error on a text the space cannot parse. */
+/* Replaces seen by saved texts; FALSE + error on a text the space cannot
+ * parse, seen then left as it was (a failed load() must not leave an
+ * optimizer half restored). */
 gboolean opt_seen_load(OptSeen *seen, GVariant *texts, GError **error);
+/* The two halves of opt_seen_load, for a load() with several fallible
+ * parts: parse initialises out (cleared again on failure); replace moves
+ * loaded into seen, freeing seen's old contents. */
+gboolean opt_seen_parse(OptSeen *out, const SieveSpace *space, GVariant *texts, GError **error);
+void opt_seen_replace(OptSeen *seen, OptSeen *loaded);
 
 /* Key of a genotype at a fidelity: the text alone when fidelity is NAN,
  * else "fidelity@text" (fidelity in shortest round-trip form). (transfer full) */

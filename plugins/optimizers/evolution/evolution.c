@@ -387,10 +387,13 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
     m->violation = i < n_violations ? vs[i] : 0;
     g_ptr_array_add(loaded, m);
   }
-  if (!sieve_rng_load(&self->rng, rng, error))
+  /* All or nothing: the rng into a temporary, seen last (it is). */
+  SieveRng restored;
+  if (!sieve_rng_load(&restored, rng, error))
     return FALSE;
   if (!opt_seen_load(&self->seen, seen, error))
     return FALSE;
+  self->rng = restored;
   self->proposed = g_variant_get_uint64(proposed);
   g_ptr_array_unref(self->members);
   self->members = g_steal_pointer(&loaded);

@@ -352,14 +352,16 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     ok = (centre = opt_genotype_load(self->space, v[8], error)) != NULL;
   if (ok)
     ok = (neighbours = opt_genotypes_load(self->space, v[10], error)) != NULL;
+  SieveRng restored;
   if (ok)
-    ok = sieve_rng_load(&self->rng, v[0], error);
+    ok = sieve_rng_load(&restored, v[0], error);
   if (ok)
     ok = (pool = load_candidates(self->space, v[6], error)) != NULL &&
          (spare = load_candidates(self->space, v[7], error)) != NULL;
   if (ok)
     ok = opt_seen_load(&self->seen, v[1], error);
   if (ok) {
+    self->rng = restored;
     g_hash_table_remove_all(self->values);
     g_ptr_array_set_size(self->value_order, 0);
     g_array_set_size(self->value_list, 0);

@@ -245,11 +245,12 @@ reinforce_load(gpointer instance, GVariant *state, GError **error)
                 self->logits->len);
     return FALSE;
   }
-  if (!sieve_rng_load(&self->rng, rng, error))
+  /* All or nothing: the rng into a temporary, seen last (it is). */
+  SieveRng restored;
+  if (!sieve_rng_load(&restored, rng, error) || !opt_seen_load(&self->seen, seen, error))
     return FALSE;
+  self->rng = restored;
   memcpy(self->logits->data, v, n * sizeof(double));
-  if (!opt_seen_load(&self->seen, seen, error))
-    return FALSE;
   self->baseline = g_variant_get_double(baseline);
   self->spread = g_variant_get_double(spread);
   self->rewards = g_variant_get_uint64(rewards);

@@ -128,9 +128,19 @@ tpe_load(gpointer instance, GVariant *state, GError **error)
   if (rng == NULL)
     return FALSE;
   g_autoptr(GVariant) seen = opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error);
-  if (seen == NULL || !opt_tpe_data_load(&self->data, state, "", error) || !sieve_rng_load(&self->rng, rng, error))
+  /* All or nothing: every part is read into a temporary, and the data
+   * (which replaces its arrays only once it has checked them) last. */
+  SieveRng restored;
+  OptSeen loaded;
+  if (seen == NULL || !sieve_rng_load(&restored, rng, error) || !opt_seen_parse(&loaded, self->space, seen, error))
     return FALSE;
-  return opt_seen_load(&self->seen, seen, error);
+  if (!opt_tpe_data_load(&self->data, state, "", error)) {
+    opt_seen_clear(&loaded);
+    return FALSE;
+  }
+  self->rng = restored;
+  opt_seen_replace(&self->seen, &loaded);
+  return TRUE;
 }
 
 static const SieveOptimizerClass tpe_class = {
