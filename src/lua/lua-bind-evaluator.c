@@ -132,12 +132,21 @@ evaluator_fidelity(lua_State *L)
   return 1;
 }
 
+static void
+evaluator_release(EvaluatorBox *box)
+{
+  g_clear_pointer(&box->evaluator, sieve_evaluator_free);
+  g_clear_pointer(&box->options, sieve_options_free);
+}
+
+/* A real collection cannot come while it evaluates (the call holds it); a
+ * __gc reached some other way then leaves it alone. */
 static int
 evaluator_gc(lua_State *L)
 {
   EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
-  g_clear_pointer(&box->evaluator, sieve_evaluator_free);
-  g_clear_pointer(&box->options, sieve_options_free);
+  if (box->busy == 0)
+    evaluator_release(box);
   return 0;
 }
 
@@ -147,7 +156,8 @@ evaluator_close(lua_State *L)
   EvaluatorBox *box = luaL_checkudata(L, 1, SIEVE_LUA_EVALUATOR);
   if (box->busy > 0)
     return luaL_error(L, "this evaluator is evaluating: close it after evaluate returns");
-  return evaluator_gc(L);
+  evaluator_release(box);
+  return 0;
 }
 
 static int

@@ -153,30 +153,7 @@ check_keys(lua_State *L, int arg, const char *op, const char *const *keys)
   if (lua_isnoneornil(L, arg))
     return;
   luaL_checktype(L, arg, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, arg) != 0) {
-    lua_pop(L, 1);
-    const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    gboolean known = FALSE;
-    for (guint k = 0; key && keys[k]; k++)
-      known |= strcmp(keys[k], key) == 0;
-    if (known)
-      continue;
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (guint k = 0; keys[k]; k++) {
-      if (k)
-        luaL_addstring(&b, ", ");
-      luaL_addstring(&b, keys[k]);
-    }
-    luaL_pushresult(&b);
-    const char *guess = key ? sieve_suggest(key, keys) : NULL;
-    if (key == NULL)
-      luaL_error(L, "%s: options are named by strings (%s), not a %s", op, lua_tostring(L, -1),
-                 luaL_typename(L, -2));
-    luaL_error(L, "%s: unknown option '%s'%s%s%s; expected one of: %s", op, key, guess ? " (did you mean '" : "",
-               guess ? guess : "", guess ? "'?)" : "", lua_tostring(L, -1));
-  }
+  sieve__lua_check_keys(L, arg, op, keys);
 }
 
 /* An unsigned integer field of the options at arg; dflt < 0: required. */

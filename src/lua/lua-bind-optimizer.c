@@ -177,13 +177,22 @@ optimizer_load(lua_State *L)
   return 0;
 }
 
+static void
+optimizer_release(OptimizerBox *box)
+{
+  g_clear_pointer(&box->optimizer, sieve_optimizer_free);
+  g_clear_pointer(&box->options, sieve_options_free);
+  sieve__lua_objectives_clear(&box->objectives);
+}
+
+/* A real collection cannot come while it runs (the call holds it); a __gc
+ * reached some other way then leaves it alone. */
 static int
 optimizer_gc(lua_State *L)
 {
   OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
-  g_clear_pointer(&box->optimizer, sieve_optimizer_free);
-  g_clear_pointer(&box->options, sieve_options_free);
-  sieve__lua_objectives_clear(&box->objectives);
+  if (box->busy == 0)
+    optimizer_release(box);
   return 0;
 }
 
@@ -193,7 +202,8 @@ optimizer_close(lua_State *L)
   OptimizerBox *box = luaL_checkudata(L, 1, SIEVE_LUA_OPTIMIZER);
   if (box->busy > 0)
     return luaL_error(L, "this optimizer is running (ask or tell): close it after that call returns");
-  return optimizer_gc(L);
+  optimizer_release(box);
+  return 0;
 }
 
 static int

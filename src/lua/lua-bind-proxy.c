@@ -102,20 +102,7 @@ proxies(lua_State *L)
   guint n = check_names(L, 2, &names); /* the array stays on the stack */
   if (!lua_isnoneornil(L, 3)) {
     luaL_checktype(L, 3, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, 3) != 0) {
-      lua_pop(L, 1);
-      const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-      gboolean known = FALSE;
-      for (guint k = 0; key && option_keys[k]; k++)
-        known |= strcmp(key, option_keys[k]) == 0;
-      if (!known) {
-        const char *guess = key ? sieve_suggest(key, option_keys) : NULL;
-        return luaL_error(L, "proxies: unknown option '%s'%s%s%s; expected one of: batch, seed, threads, device",
-                          key ? key : luaL_typename(L, -1), guess ? " (did you mean '" : "", guess ? guess : "",
-                          guess ? "'?)" : "");
-      }
-    }
+    sieve__lua_check_keys(L, 3, "proxies", option_keys);
   }
   SieveProxyOptions options = {0};
   options.batch = (guint) opt_integer(L, 3, "batch", 0, 0, 1 << 20);

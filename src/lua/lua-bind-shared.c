@@ -16,6 +16,11 @@ void
 sieve__lua_new_class(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *metamethods)
 {
   luaL_newmetatable(L, name);
+  /* getmetatable returns the class name, not the table: a script calling
+   * __gc or replacing a metamethod itself would free what a running call
+   * holds. */
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "__metatable");
   if (metamethods != NULL)
     luaL_setfuncs(L, metamethods, 0);
   if (methods != NULL) {

@@ -78,13 +78,22 @@ sieve__lua_space_busy(lua_State *L, int owner, int delta)
   lua_pop(L, 1);
 }
 
+static void
+space_release(SpaceBox *box)
+{
+  if (box->owned && box->space != NULL)
+    sieve_space_free(box->space);
+  box->space = NULL;
+}
+
+/* A real collection cannot come while a call runs on it (the call holds
+ * it); a __gc reached some other way then leaves it alone. */
 static int
 space_gc(lua_State *L)
 {
   SpaceBox *box = luaL_checkudata(L, 1, SIEVE_LUA_SPACE);
-  if (box->owned && box->space != NULL)
-    sieve_space_free(box->space);
-  box->space = NULL;
+  if (box->busy == 0)
+    space_release(box);
   return 0;
 }
 
@@ -98,7 +107,8 @@ space_close(lua_State *L)
   if (box->busy > 0)
     return luaL_error(L, "this space is in use by a running study, evaluator or optimizer call: close it after "
                          "that call returns");
-  return space_gc(L);
+  space_release(box);
+  return 0;
 }
 
 static int

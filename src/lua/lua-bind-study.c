@@ -40,7 +40,7 @@ typedef struct {
    * Lua optimizer's methods) may call back into the study, which refuses
    * what would free or re-enter what those calls hold. */
   guint running;              /* run, ask or tell on the stack: close is refused, and a second run */
-  gboolean in_optimizer;      /* inside the optimizer's ask or tell: ask and tell are refused too */
+  gboolean in_optimizer;      /* inside the optimizer's ask, tell, save or load: ask and tell are refused too */
   gint64 run_trial;           /* the trial run is evaluating (it tells it), -1 */
   GArray *intermediate;       /* SieveIntermediate the trial run evaluates reported, by step */
 } StudyBox;
@@ -72,10 +72,14 @@ study_close(StudyBox *box)
   sieve__lua_objectives_clear(&box->objectives);
 }
 
+/* A real collection cannot happen while one of its calls runs (the call
+ * holds it); a __gc reached some other way then leaves it alone. */
 static int
 study_gc(lua_State *L)
 {
-  study_close(luaL_checkudata(L, 1, SIEVE_LUA_STUDY));
+  StudyBox *box = luaL_checkudata(L, 1, SIEVE_LUA_STUDY);
+  if (box->running == 0 && !box->in_optimizer)
+    study_close(box);
   return 0;
 }
 
@@ -93,7 +97,7 @@ check_study(lua_State *L, int idx, gboolean live)
     lua_pop(L, 1);
   }
   if (live && box->in_optimizer)
-    luaL_error(L, "this study's optimizer is running (its ask or tell called back into the study): a study cannot "
+    luaL_error(L, "this study's optimizer is running (its ask, tell, save or load called back into the study): a study cannot "
                   "ask, tell or run from inside its own optimizer");
   return box;
 }
@@ -271,10 +275,15 @@ study_trials(lua_State *L)
 
 /* ---- the live loop ------------------------------------------------------------ */
 
+/* A Lua optimizer's save runs inside the store's transaction: a call back
+ * into the study from there (a tell, which begins one) is refused as from
+ * its ask or tell. */
 static gboolean
 save_optimizer(StudyBox *box, GError **error)
 {
+  box->in_optimizer = TRUE;
   g_autoptr(GVariant) state = sieve_optimizer_save(box->optimizer, error);
+  box->in_optimizer = FALSE;
   return state != NULL && sieve_store_save_state(box->store, "optimizer", state, error);
 }
 
@@ -504,7 +513,10 @@ study_resume(StudyBox *box, SieveSpace *space, GError **error)
     g_propagate_error(error, local);
     return FALSE;
   }
-  if (state != NULL && !sieve_optimizer_load(box->optimizer, state, error))
+  box->in_optimizer = TRUE;
+  gboolean loaded = state == NULL || sieve_optimizer_load(box->optimizer, state, error);
+  box->in_optimizer = FALSE;
+  if (!loaded)
     return FALSE;
   g_autoptr(GPtrArray) pending = sieve_store_list_trials(box->store, TRUE, error);
   if (pending == NULL)

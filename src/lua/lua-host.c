@@ -388,6 +388,11 @@ sieve__lua_error_gerror(lua_State *L, GError *error)
   luaL_where(L, 1);
   size_t n;
   const char *where = lua_tolstring(L, -1, &n);
+  /* A callee that failed without setting its GError (a g_return_val_if_fail
+   * guard, which only logs a critical) must not crash the host: a Lua
+   * error that says so instead. */
+  if (error == NULL)
+    return luaL_error(L, "internal error: a sieve call failed without saying why (see the log for a critical)");
   if (n > 2 && strncmp(error->message, where, n - 2) == 0)
     lua_pushstring(L, error->message);
   else

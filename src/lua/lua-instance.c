@@ -62,9 +62,13 @@ sieve__lua_instance_prefix(SieveLuaInstance *inst, const char *field)
   lua_getfield(L, -1, field);
   lua_Debug ar;
   g_autofree char *where = NULL;
-  if (lua_isfunction(L, -1) && lua_getinfo(L, ">S", &ar) && ar.linedefined > 0)
-    where = g_strdup_printf(" (%s:%d)", ar.short_src, ar.linedefined);
-  else
+  /* lua_getinfo with '>' pops the function itself, whatever it finds (a C
+   * function has linedefined -1, a load() chunk 0): only a value that is
+   * not a function is left to pop. */
+  if (lua_isfunction(L, -1)) {
+    if (lua_getinfo(L, ">S", &ar) && ar.linedefined > 0)
+      where = g_strdup_printf(" (%s:%d)", ar.short_src, ar.linedefined);
+  } else
     lua_pop(L, 1);
   lua_pop(L, 1);
   if (core)

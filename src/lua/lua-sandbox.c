@@ -440,35 +440,59 @@ safe_rep(lua_State *L)
 }
 
 /* table.move(a1, f, e, t[, a2]): e - f + 1 turns; concat(list, sep, i, j):
- * j - i + 1; insert(t, pos, v) and remove(t[, pos]): up to #t; sort(t):
- * about #t log2 #t comparisons.  The real function is upvalue 1.  A
- * length comes from __len when the table has one (as the real function
- * reads it); arguments of the wrong type are left to the real function's
- * messages. */
+ * j - i + 1; insert(t, pos, v): the #t - pos + 1 elements it shifts up,
+ * remove(t[, pos]) the #t - pos it shifts down (an append or a pop costs
+ * one step); sort(t): about #t log2 #t comparisons.  The real function is
+ * upvalue 1.  Stricter than stock Lua, which takes anything with the
+ * metamethods it uses: the first argument must be a table (a string's
+ * __index would let table.move("", 1, 2^40, 1, {}) loop uncosted), and a
+ * table whose __len could answer the real function otherwise than the
+ * check (it is called again there) is refused by insert, remove and sort;
+ * concat gets the length measured here as its j.  Other arguments of the
+ * wrong type are left to the real function's messages. */
 static int
 safe_table(lua_State *L)
 {
   const char *fn = lua_tostring(L, lua_upvalueindex(2));
+  luaL_checktype(L, 1, LUA_TTABLE);
+  gboolean has_len = luaL_getmetafield(L, 1, "__len") != LUA_TNIL;
+  if (has_len)
+    lua_pop(L, 1);
   int nargs = lua_gettop(L);
   double steps = 0;
-  if (lua_type(L, 1) == LUA_TTABLE) {
-    int ok2, ok3, ok4;
-    double a2 = (double) lua_tointegerx(L, 2, &ok2), a3 = (double) lua_tointegerx(L, 3, &ok3);
-    double a4 = (double) lua_tointegerx(L, 4, &ok4);
-    if (strcmp(fn, "table.move") == 0) {
-      if (ok2 && ok3 && a3 >= a2)
-        steps = a3 - a2 + 1;
-    } else if (strcmp(fn, "table.concat") == 0) {
-      double i = ok3 ? a3 : 1;
-      double j = ok4 ? a4 : lua_isnoneornil(L, 4) ? (double) luaL_len(L, 1) : i;
-      steps = j >= i ? j - i + 1 : 0;
-    } else if (strcmp(fn, "table.insert") != 0 || nargs == 3) {
-      double n = (double) luaL_len(L, 1);
-      steps = strcmp(fn, "table.sort") == 0 ? n * log2(n + 2) : n;
+  int ok2, ok3, ok4;
+  double a2 = (double) lua_tointegerx(L, 2, &ok2), a3 = (double) lua_tointegerx(L, 3, &ok3);
+  double a4 = (double) lua_tointegerx(L, 4, &ok4);
+  if (strcmp(fn, "table.move") == 0) {
+    if (ok2 && ok3 && a3 >= a2)
+      steps = a3 - a2 + 1;
+  } else if (strcmp(fn, "table.concat") == 0) {
+    double i = ok3 ? a3 : 1, j = ok4 ? a4 : i;
+    if (lua_isnoneornil(L, 4)) { /* #list, measured once: the real concat gets it as j */
+      lua_Integer len = luaL_len(L, 1);
+      lua_settop(L, MAX(nargs, 4));
+      lua_pushinteger(L, len);
+      lua_replace(L, 4);
+      nargs = 4;
+      j = (double) len;
     }
+    steps = j >= i ? j - i + 1 : 0;
+  } else {
+    double n = (double) luaL_len(L, 1);
+    /* a position out of range is the real function's error, at once */
+    gboolean at = nargs >= 2 && ok2 && a2 >= 1 && a2 <= n + 1;
+    if (strcmp(fn, "table.sort") == 0)
+      steps = n * log2(n + 2);
+    else if (strcmp(fn, "table.insert") == 0)
+      steps = nargs == 3 && at ? n - a2 + 2 : 1;
+    else /* table.remove */
+      steps = at ? n - a2 + 1 : 1;
   }
   if (steps > 0)
     check_steps(L, fn, steps, "use a smaller range, or a loop in Lua");
+  if (has_len && strcmp(fn, "table.move") != 0 && strcmp(fn, "table.concat") != 0)
+    return luaL_error(L, "%s: a table with a __len metamethod is refused in the sandbox (the length it checks could "
+                         "differ from the one the call then uses); use a plain table or a loop in Lua", fn);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_callk(L, nargs, LUA_MULTRET, 0, finish_k);

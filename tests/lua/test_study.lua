@@ -78,7 +78,7 @@ T.test("closing the study's space or evaluator inside a callback is an error", f
   T.raises("this space is in use", st.run, st, 2)
   local ev = sieve.evaluator("hooked", space, {})
   hook = function()
-    getmetatable(ev).__close(ev)
+    local e <close> = ev
   end
   T.raises("this evaluator is evaluating", ev.evaluate, ev, space:sample(sieve.rng(1)))
   hook = nil
@@ -200,6 +200,54 @@ T.test("errors about what a Lua component returned name it once and point at its
   ok, err = pcall(ev.evaluate, ev, space:sample(sieve.rng(1)))
   T.eq(ok, false)
   T.truthy(err:find("^evaluator 'returns%-a%-string': evaluate%(%) %(.*test_study%.lua:%d+%): result metrics"), err)
+end)
+
+T.test("getmetatable of sieve's objects gives their class name: no __gc to call on one in use", function()
+  local space = sieve.space("hpo", {file = branin})
+  local st = hooked_study(space)
+  local ev = sieve.evaluator("hooked", space, {})
+  local opt = sieve.optimizer("random", space)
+  T.eq(getmetatable(st), "sieve.study")
+  T.eq(getmetatable(ev), "sieve.evaluator")
+  T.eq(getmetatable(space), "sieve.space")
+  T.eq(getmetatable(opt), "sieve.optimizer")
+  hook = function(s) getmetatable(s).__gc(s) end
+  T.raises("attempt to call a nil value (field '__gc')", st.run, st, 2)
+  hook = nil
+  T.eq(st:run(2), 2, "the study still runs after")
+  st:close()
+end)
+
+T.test("a Lua optimizer's save calling back into its study is refused, not a crash", function()
+  local st, pending
+  sieve.register_optimizer{name = "saver", ask = function(self, n) return {self.space:sample(self.rng)} end,
+    save = function(self)
+      if pending then local p = pending; pending = nil; st:tell(p, {metrics = {value = 2}}) end
+      return {}
+    end}
+  st = sieve.study{space = sieve.space("hpo", {file = branin}), optimizer = "saver",
+                   objective = {metric = "value"}, seed = 1}
+  local a = st:ask()
+  pending = st:ask()
+  local p = pending
+  T.raises("a study cannot ask, tell or run from inside its own optimizer", st.tell, st, a, {metrics = {value = 1}})
+  st:tell(a, {metrics = {value = 1}})
+  st:tell(p, {metrics = {value = 2}})
+  T.eq(st:count("pending"), 0)
+  st:close()
+end)
+
+T.test("a Lua method that is a C function or a load() chunk: its errors name what it returned", function()
+  local space = sieve.space("hpo", {file = branin})
+  sieve.register_optimizer{name = "chunk", ask = load("return \"text\"")}
+  local opt = sieve.optimizer("chunk", space)
+  T.raises("got a string", opt.ask, opt, 1)
+  sieve.register_optimizer{name = "chunksave", ask = function(self) return {self.space:sample(self.rng)} end,
+    save = load("return print")}
+  local st = sieve.study{space = space, optimizer = "chunksave", objective = {metric = "value"}, seed = 1}
+  T.raises("save()", st.ask, st)
+  st:close()
+  local s <close> = space -- not left busy
 end)
 
 T.done()
