@@ -267,12 +267,19 @@ sieve_cmd_worker(int argc, char **argv)
   for (;;) {
     store = sieve_store_open(url, SIEVE_STORE_READ, &error);
     g_autofree char *config = store ? sieve_store_get_meta(store, "config", NULL) : NULL;
-    if (config != NULL)
+    /* The study is stored before its coordinator sets up the queue (meta
+     * "queue" says it has): a worker that claimed in between met no queue
+     * table and stopped. */
+    g_autofree char *queue = config ? sieve_store_get_meta(store, "queue", NULL) : NULL;
+    if (queue != NULL)
       break;
     gboolean absent = store != NULL || g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND) ||
                       (error && g_str_has_suffix(error->message, "not a sieve store (an empty study)"));
     if (!absent || (idle_exit_s > 0 && (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s)) {
-      if (error == NULL)
+      if (error == NULL && config != NULL)
+        g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: its study has no queue open for workers (its "
+                    "coordinator, `sieve run` on this store, has not started)", sieve_store_get_path(store));
+      else if (error == NULL)
         g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", sieve_store_get_path(store));
       return sieve_cli_fail(error);
     }
