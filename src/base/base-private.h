@@ -23,6 +23,12 @@ G_BEGIN_DECLS
  * replaced.  Errors are SIEVE_ERROR_IO "PATH: cannot write: why". */
 SIEVE_INTERNAL_API gboolean sieve__file_write(const char *path, const void *data, gsize size, gboolean durable,
                                               GError **error);
+/* Whether path exists and is neither a regular file nor a folder (a device,
+ * a pipe, a socket): written into, never replaced. */
+SIEVE_INTERNAL_API gboolean sieve__file_is_special(const char *path);
+/* Opens such a file for writing: a descriptor, or -1 and an error
+ * "PATH: cannot write: why" (SIEVE_ERROR_IO). */
+SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **error);
 
 /* ==== the inside of SieveNode ==== */
 /* sieve: the inside of SieveNode, shared by node.c (the tree), node-yaml.c

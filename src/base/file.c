@@ -9,16 +9,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Into a file that exists and is not a regular file: a device or a pipe. */
-static gboolean
-write_in_place(const char *path, const char *data, gsize size, GError **error)
+int
+sieve__file_open_in_place(const char *path, GError **error)
 {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", path, g_strerror(e));
-    return FALSE;
   }
+  return fd;
+}
+
+gboolean
+sieve__file_is_special(const char *path)
+{
+  struct stat st;
+  /* stat, not lstat: a link to a device is a device. */
+  return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/* Into a file that exists and is not a regular file: a device or a pipe. */
+static gboolean
+write_in_place(const char *path, const char *data, gsize size, GError **error)
+{
+  int fd = sieve__file_open_in_place(path, error);
+  if (fd < 0)
+    return FALSE;
   gsize done = 0;
   while (done < size) {
     gssize n = write(fd, data + done, size - done);
@@ -68,13 +84,11 @@ sieve__file_write(const char *path, const void *data, gsize size, gboolean durab
 {
   g_return_val_if_fail(path != NULL && (data != NULL || size == 0), FALSE);
   const char *bytes = data != NULL ? data : "";
-  struct stat st;
-  /* stat, not lstat: a link to a device is a device. */
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: it is a folder", path);
-      return FALSE;
-    }
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: it is a folder", path);
+    return FALSE;
+  }
+  if (sieve__file_is_special(path)) {
     /* A regular file is replaced by a temporary one renamed over it, so
      * that a reader never sees half of it; done to /dev/null or a FIFO, that
      * rename would replace the device itself with a plain file (as root,

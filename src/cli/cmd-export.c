@@ -1,13 +1,10 @@
 /* sieve export STORE [--format csv|json] [--summary|--finals|--intermediate] */
-#include <errno.h>
-#include <fcntl.h>
 #include <gio/gunixoutputstream.h>
-#include <glib/gstdio.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <string.h>
 
 #include "cli/cli-private.h"
+#include "base/base-private.h"
 
 int
 sieve_cmd_export(int argc, char **argv)
@@ -69,16 +66,12 @@ sieve_cmd_export(int argc, char **argv)
   if (store == NULL)
     return sieve_cli_fail(error);
   g_autoptr(GOutputStream) out = NULL;
-  GStatBuf st;
-  if (output != NULL && g_stat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+  if (output != NULL && sieve__file_is_special(output)) {
     /* A device or a pipe (-o /dev/null, a FIFO): written into; GIO's
      * replace refuses what is not a regular file. */
-    int fd = g_open(output, O_WRONLY | O_CLOEXEC, 0);
-    if (fd < 0) {
-      int e = errno;
-      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write: %s", output, g_strerror(e));
+    int fd = sieve__file_open_in_place(output, &error);
+    if (fd < 0)
       return sieve_cli_fail(error);
-    }
     out = g_unix_output_stream_new(fd, TRUE);
   } else if (output != NULL) {
     g_autoptr(GFile) file = g_file_new_for_commandline_arg(output);

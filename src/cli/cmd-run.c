@@ -97,8 +97,7 @@ explain_stop(const char *store, const GError *error)
                         (error->code == SIEVE_ERROR_CONFIG || error->code == SIEVE_ERROR_GRAPH);
   /* A server's store fails when the server is away, which --resume
    * outlasts; a file's store error is about its content. */
-  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE &&
-                      !g_str_has_prefix(store, "postgresql:") && !g_str_has_prefix(store, "postgres:");
+  gboolean in_store = error->domain == SIEVE_ERROR && error->code == SIEVE_ERROR_STORE && !sieve_store_is_url(store);
   if (experiment)
     fprintf(stderr, "sieve: the study stopped on an error of its experiment (below); what finished is kept in %s. "
                     "A resumed study keeps its experiment: if the fix is in the experiment file, start it with "
