@@ -44,12 +44,15 @@ sieve__proxy_zen(SieveProxyRun *run, guint features, double *score, GError **err
   SieveRng rng;
   sieve_rng_seed(&rng, run->seed ^ ZEN_STREAM);
   g_autofree float *buf = NULL;
+  g_autofree double *draw = NULL;
   for (guint k = 0; k < run->weights->len; k++) {
     guint i = g_array_index(run->weights, guint, k);
     guint64 size = sieve_runtime_param_info(rt, i)->size;
     buf = g_renew(float, buf, size);
+    draw = g_renew(double, draw, size);
+    sieve_rng_normal_fill(&rng, draw, size, run->threads);
     for (guint64 j = 0; j < size; j++)
-      buf[j] = (float)sieve_rng_normal(&rng);
+      buf[j] = (float)draw[j];
     if (!sieve_runtime_set_param(rt, i, buf, error))
       return FALSE;
   }
@@ -67,10 +70,13 @@ sieve__proxy_zen(SieveProxyRun *run, guint features, double *score, GError **err
   gsize in = (gsize)run->batch * run->in_size;
   g_autofree float *z1 = g_new(float, in);
   g_autofree float *z2 = g_new(float, in);
+  draw = g_renew(double, draw, in);
+  sieve_rng_normal_fill(&rng, draw, in, run->threads);
   for (gsize k = 0; k < in; k++)
-    z1[k] = (float)sieve_rng_normal(&rng);
+    z1[k] = (float)draw[k];
+  sieve_rng_normal_fill(&rng, draw, in, run->threads);
   for (gsize k = 0; k < in; k++)
-    z2[k] = (float)(z1[k] + ZEN_ALPHA * sieve_rng_normal(&rng));
+    z2[k] = (float)(z1[k] + ZEN_ALPHA * draw[k]);
   SieveShape fs = sieve_graph_node(g, features)->shape;
   gsize fn = (gsize)run->batch * fs.c * fs.h * fs.w;
   g_autofree float *f1 = g_new(float, fn);

@@ -249,8 +249,10 @@ make_batch(SieveProxyRun *run, const SieveProxyOptions *o, float **x_owned, gint
     run->x = o->inputs;
   } else {
     *x_owned = g_new(float, n);
+    g_autofree double *draw = g_new(double, n);
+    sieve_rng_normal_fill(&rng, draw, n, run->threads);
     for (gsize k = 0; k < n; k++)
-      (*x_owned)[k] = (float)sieve_rng_normal(&rng);
+      (*x_owned)[k] = (float)draw[k];
     run->x = *x_owned;
   }
   if (o->labels) {

@@ -361,8 +361,9 @@ sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, SieveR
   SieveShape is = sieve_graph_node(graph, n->inputs[0])->shape;
   double fan_in = n->kind == SIEVE_OP_CONV2D ? (double)is.c / n->attrs.groups * n->attrs.kernel[0] * n->attrs.kernel[1]
                                              : (double)is.c * is.h * is.w;
+  double root = sqrt(fan_in);
   for (guint64 k = 0; k < info->size; k++)
-    out[k] = (float)((2 * sieve_rng_uniform(rng) - 1) / sqrt(fan_in));
+    out[k] = (float)((2 * sieve_rng_uniform(rng) - 1) / root);
 }
 
 const char *

@@ -30,6 +30,11 @@ SIEVE_API guint64 sieve_rng_below(SieveRng *rng, guint64 n);
 /* Standard normal deviate (Box-Muller, no cached second value so the
  * state alone determines the stream). */
 SIEVE_API double sieve_rng_normal(SieveRng *rng);
+/* n standard normal deviates into out (caller's), exactly the values n
+ * calls of sieve_rng_normal would give, with the same state after: the
+ * uniforms are drawn in order and the transform is spread over up to
+ * threads threads (0: all processors). */
+SIEVE_API void sieve_rng_normal_fill(SieveRng *rng, double *out, gsize n, guint threads);
 /* Derive an independent generator for a sub-stream (e.g. one per worker). */
 SIEVE_API void sieve_rng_split(SieveRng *rng, SieveRng *child);
 

@@ -123,6 +123,26 @@ test_repair(void)
   g_assert_true(sieve_space_validate(space, g, NULL));
 }
 
+/* The parallel fill gives exactly the sequential stream and leaves the
+ * same state, below and above the size where it goes parallel. */
+static void
+test_rng_normal_fill(void)
+{
+  const gsize sizes[] = {0, 7, 16383, 16384, 100003};
+  for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
+    SieveRng a, b;
+    sieve_rng_seed(&a, 9 + s);
+    sieve_rng_seed(&b, 9 + s);
+    g_autofree double *fill = g_new(double, sizes[s] + 1);
+    sieve_rng_normal_fill(&a, fill, sizes[s], 4);
+    for (gsize k = 0; k < sizes[s]; k++) {
+      double one = sieve_rng_normal(&b);
+      g_assert_true(memcmp(&one, &fill[k], sizeof one) == 0);
+    }
+    g_assert_cmpuint(sieve_rng_next(&a), ==, sieve_rng_next(&b));
+  }
+}
+
 static void
 test_rng(void)
 {
@@ -203,6 +223,7 @@ main(int argc, char **argv)
   g_test_add_func("/space/parse-errors", test_parse_errors);
   g_test_add_func("/space/repair", test_repair);
   g_test_add_func("/rng/streams", test_rng);
+  g_test_add_func("/rng/normal-fill", test_rng_normal_fill);
   g_test_add_func("/result/basics", test_result);
   return g_test_run();
 }
