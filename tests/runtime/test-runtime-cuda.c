@@ -520,6 +520,121 @@ test_second_backward(void)
   }
 }
 
+/* Runtimes compiled and freed from several threads at once reuse the
+ * pool's streams, cuDNN handles, pinned buffers and stream-ordered memory
+ * (cuda-pool.c): each must give the very bits it gives compiled alone.
+ * The jobs also read parameters and gradients before their passes, so a
+ * host copy (cuda-read.c) not dropped by a backward shows as stale
+ * gradients, and one not updated by set_param as a stale parameter. */
+#define POOL_JOBS 12
+#define POOL_THREADS 4
+
+typedef struct {
+  const SieveGraph *g;
+  const float *x;
+  guint seed;
+  gboolean peek; /* read parameters and gradients before the passes */
+  float *grad;   /* the first and last parameters' gradients, out */
+  guint64 n_first, n_last;
+  gboolean ok;
+} PoolJob;
+
+static void
+pool_job(PoolJob *j)
+{
+  SieveRuntimeOptions o = {.device = gpu_device, .precision = "fp32", .batch = 8, .threads = 1, .backward = TRUE,
+                           .seed = j->seed};
+  GError *error = NULL;
+  g_autoptr(SieveRuntime) rt = sieve_runtime_new(j->g, &o, &error);
+  if (rt == NULL) {
+    g_test_message("job %u: %s", j->seed, error->message);
+    g_error_free(error);
+    return;
+  }
+  guint last = sieve_runtime_n_params(rt) - 1;
+  j->n_first = sieve_runtime_param_info(rt, 0)->size;
+  j->n_last = sieve_runtime_param_info(rt, last)->size;
+  gint32 labels[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  gboolean ok = TRUE;
+  if (j->peek) {
+    g_autofree float *w = g_new(float, j->n_last), *w0 = g_new(float, j->n_first), *back = g_new(float, MAX(j->n_first, j->n_last));
+    g_autofree float *g0 = g_new(float, j->n_first);
+    ok = sieve_runtime_get_param(rt, last, w, &error) && sieve_runtime_get_param(rt, 0, w0, &error);
+    /* A write through set_param is what the next read gives, and leaves
+     * the other parameters as they were. */
+    g_autofree float *moved = g_new(float, j->n_last);
+    for (guint64 k = 0; ok && k < j->n_last; k++)
+      moved[k] = w[k] + 0.25f;
+    ok = ok && sieve_runtime_set_param(rt, last, moved, &error) && sieve_runtime_get_param(rt, last, back, &error);
+    ok = ok && memcmp(moved, back, j->n_last * sizeof(float)) == 0;
+    ok = ok && sieve_runtime_set_param(rt, last, w, &error) && sieve_runtime_get_param(rt, 0, back, &error) &&
+         memcmp(w0, back, j->n_first * sizeof(float)) == 0;
+    /* Gradients of another batch, read: the passes below must replace them. */
+    g_autofree float *other = randn(8 * 3 * 16 * 16, 1000 + j->seed);
+    ok = ok && sieve_runtime_forward(rt, other, labels, SIEVE_MODE_TRAIN, &error) &&
+         sieve_runtime_backward(rt, NULL, &error) && sieve_runtime_get_grad(rt, 0, g0, &error);
+  }
+  ok = ok && sieve_runtime_forward(rt, j->x, labels, SIEVE_MODE_TRAIN, &error) &&
+       sieve_runtime_backward(rt, NULL, &error) && sieve_runtime_get_grad(rt, 0, j->grad, &error) &&
+       sieve_runtime_get_grad(rt, last, j->grad + j->n_first, &error);
+  if (error) {
+    g_test_message("job %u: %s", j->seed, error->message);
+    g_error_free(error);
+  }
+  j->ok = ok;
+}
+
+static gpointer
+pool_thread(gpointer data)
+{
+  PoolJob **jobs = data;
+  for (guint k = 0; jobs[k]; k++)
+    pool_job(jobs[k]);
+  return NULL;
+}
+
+static void
+test_pool(void)
+{
+  if (skip_without_gpu())
+    return;
+  g_autoptr(SieveGraph) g = nb201(archs[0], 8, 1, 16, 3, TRUE);
+  g_autofree float *x = randn(8 * 3 * 16 * 16, 21);
+  PoolJob alone[POOL_JOBS], shared[POOL_JOBS];
+  gsize cap = 1 << 20;
+  for (guint i = 0; i < POOL_JOBS; i++) {
+    alone[i] = (PoolJob){.g = g, .x = x, .seed = 1 + i % (POOL_JOBS / 2), .grad = g_new0(float, cap)};
+    shared[i] = alone[i];
+    shared[i].peek = TRUE;
+    shared[i].grad = g_new0(float, cap);
+    pool_job(&alone[i]);
+    g_assert_true(alone[i].ok);
+    g_assert_cmpuint(alone[i].n_first + alone[i].n_last, <=, cap);
+  }
+  PoolJob *lists[POOL_THREADS][POOL_JOBS / POOL_THREADS + 1];
+  for (guint t = 0; t < POOL_THREADS; t++) {
+    guint k = 0;
+    for (guint i = t; i < POOL_JOBS; i += POOL_THREADS)
+      lists[t][k++] = &shared[i];
+    lists[t][k] = NULL;
+  }
+  GThread *threads[POOL_THREADS];
+  for (guint t = 0; t < POOL_THREADS; t++)
+    threads[t] = g_thread_new("pool", pool_thread, lists[t]);
+  for (guint t = 0; t < POOL_THREADS; t++)
+    g_thread_join(threads[t]);
+  for (guint i = 0; i < POOL_JOBS; i++) {
+    g_assert_true(shared[i].ok);
+    gsize n = alone[i].n_first + alone[i].n_last;
+    g_assert_cmpmem(shared[i].grad, n * sizeof(float), alone[i].grad, n * sizeof(float));
+    /* Two seeds apart give two networks: the comparison can fail. */
+    if (i + 1 < POOL_JOBS && alone[i].seed != alone[i + 1].seed)
+      g_assert_true(memcmp(alone[i].grad, alone[i + 1].grad, n * sizeof(float)) != 0);
+    g_free(alone[i].grad);
+    g_free(shared[i].grad);
+  }
+}
+
 /* TF32 (the default) stays near strict fp32. */
 static void
 test_tf32(void)
@@ -667,6 +782,7 @@ main(int argc, char **argv)
   }
   g_test_add_func("/runtime/cuda/steps", test_steps);
   g_test_add_func("/runtime/cuda/second-backward", test_second_backward);
+  g_test_add_func("/runtime/cuda/pool", test_pool);
   g_test_add_func("/runtime/cuda/tf32", test_tf32);
   g_test_add_func("/runtime/cuda/oom", test_oom);
   g_test_add_func("/runtime/cuda/train-parity", test_parity);

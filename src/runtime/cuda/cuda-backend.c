@@ -37,18 +37,15 @@ cuda_destroy(gpointer impl)
     if (c->exec[s])
       cudaGraphExecDestroy(c->exec[s]);
   sieve__cuda_plan_free(c);
-  if (c->arena)
-    cudaFree(c->arena);
-  if (c->reduce)
-    cudaFree(c->reduce);
-  if (c->staging)
-    cudaFreeHost(c->staging);
-  if (c->staged)
-    cudaEventDestroy(c->staged);
-  if (c->cudnn)
-    cudnnDestroy(c->cudnn);
-  if (c->stream)
-    cudaStreamDestroy(c->stream);
+  if (c->lane) {
+    sieve__cuda_release(c->lane, c->arena);
+    sieve__cuda_release(c->lane, c->reduce);
+    /* Waits for the stream: the staging buffer is idle after it. */
+    sieve__cuda_lane_give(c->lane);
+  }
+  sieve__cuda_pinned_give(c->staging, c->staging_cap);
+  g_free(c->mirror[MIRROR_VALUES]);
+  g_free(c->mirror[MIRROR_GRADS]);
   g_free(c->written);
   g_free(c->written_seq[0]);
   g_free(c->written_seq[1]);
@@ -120,39 +117,42 @@ cuda_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError
   c->written = g_new0(gboolean, c->n_nodes);
   c->written_seq[0] = g_new0(gboolean, c->n_nodes);
   c->written_seq[1] = g_new0(gboolean, c->n_nodes);
-  struct cudaDeviceProp prop;
-  gboolean ok = cudaSetDevice(0) == cudaSuccess && cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
-                cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess &&
-                cudaEventCreateWithFlags(&c->staged, cudaEventDisableTiming) == cudaSuccess;
-  if (!ok) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "setting up the GPU: %s", cudaGetErrorString(cudaGetLastError()));
+  /* SIEVE_CUDA_PROFILE=1: where compiling goes, printed with the passes */
+  gint64 t0 = g_get_monotonic_time();
+#define LAP(k)                                                                                                     \
+  G_STMT_START {                                                                                                   \
+    gint64 t_ = g_get_monotonic_time();                                                                            \
+    c->prof_compile[k] = (t_ - t0) / 1e3;                                                                          \
+    t0 = t_;                                                                                                       \
+  }                                                                                                                \
+  G_STMT_END
+  SieveCudaDevice dev;
+  gboolean got = sieve__cuda_device_info(&dev, error);
+  LAP(0);
+  if (!got || !sieve__cuda_lane_take(&c->lane, error)) {
     cuda_destroy(c);
     return NULL;
   }
-  sieve__cu_set_multiprocessors(prop.multiProcessorCount);
-  cudnnStatus_t st = cudnnCreate(&c->cudnn);
-  if (st == CUDNN_STATUS_SUCCESS)
-    st = cudnnSetStream(c->cudnn, c->stream);
-  if (st != CUDNN_STATUS_SUCCESS) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "starting cuDNN: %s", cudnnGetErrorString(st));
-    cuda_destroy(c);
-    return NULL;
-  }
+  c->stream = c->lane->stream;
+  c->cudnn = c->lane->cudnn;
+  c->staged = c->lane->staged;
+  sieve__cu_set_multiprocessors(dev.multiprocessors);
+  LAP(1);
   if (!sieve__cuda_plan(c, error)) {
     cuda_destroy(c);
     return NULL;
   }
   c->options.keep = NULL; /* read during compilation only */
   c->options.n_keep = 0;
+  LAP(2);
   size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);
-  if (cudaMalloc((void **)&c->arena, MAX(c->arena_bytes, 256)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    c->arena = NULL;
+  if (!sieve__cuda_alloc(c->lane, c->arena_bytes, (void **)&c->arena)) {
     sieve__cuda_oom(c, free_b, error);
     cuda_destroy(c);
     return NULL;
   }
+  LAP(3);
   c->profile = g_strcmp0(g_getenv("SIEVE_CUDA_PROFILE"), "1") == 0;
   if (c->profile) {
     c->marks = g_new0(cudaEvent_t, c->n_order + 1);
@@ -164,21 +164,23 @@ cuda_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError
   CNode *in = &c->nodes[c->input];
   c->staging_bytes = MAX(in->elems * sizeof(float) + c->options.batch * sizeof(gint32),
                          MAX(c->nodes[c->output].elems * sizeof(float), sizeof(SieveCuSgd)));
-  if (cudaMallocHost((void **)&c->staging, c->staging_bytes) != cudaSuccess) {
-    (void)cudaGetLastError();
-    c->staging = NULL;
+  c->staging = sieve__cuda_pinned_take(c->staging_bytes, &c->staging_cap);
+  if (c->staging == NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "out of pinned host memory (%zu bytes)", c->staging_bytes);
     cuda_destroy(c);
     return NULL;
   }
+  LAP(4);
   if (!init(c, error)) {
     cuda_destroy(c);
     return NULL;
   }
+  LAP(5);
+#undef LAP
   /* cuDNN 9 numbers itself MMmmpp, cuDNN 8 Mmpp */
   size_t v = cudnnGetVersion();
   size_t major = v >= 90000 ? v / 10000 : v / 1000, minor = v >= 90000 ? v / 100 % 100 : v / 100 % 10;
-  c->describe = g_strdup_printf("cuda (%s, cuDNN %zu.%zu.%zu, %s)", prop.name, major, minor, v % 100,
+  c->describe = g_strdup_printf("cuda (%s, cuDNN %zu.%zu.%zu, %s)", dev.name, major, minor, v % 100,
                                 c->strict_fp32 ? "strict fp32" : "tf32 convolutions");
   return c;
 }

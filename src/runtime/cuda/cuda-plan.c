@@ -580,8 +580,8 @@ sieve__cuda_plan_free(Cu *c)
       cudnnDestroyConvolutionDescriptor(x->cbwd_data);
     if (x->cbwd_filter)
       cudnnDestroyConvolutionDescriptor(x->cbwd_filter);
-    if (x->mask)
-      cudaFree(x->mask);
+    if (x->mask && c->lane)
+      sieve__cuda_release(c->lane, x->mask);
     g_free(x->in);
   }
   g_free(c->nodes);

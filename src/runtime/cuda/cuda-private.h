@@ -80,6 +80,22 @@ typedef struct {
   gsize offset; /* floats into the parameter arrays */
 } Param;
 
+/* A stream with its cuDNN handle and the event of its last upload:
+ * taken from the process's pool by a runtime, given back when it is
+ * freed (cuda-pool.c). */
+typedef struct {
+  cudaStream_t stream;
+  cudnnHandle_t cudnn;
+  cudaEvent_t staged;
+} CuLane;
+
+typedef struct {
+  char name[256];
+  int multiprocessors;
+} SieveCudaDevice;
+
+enum { MIRROR_VALUES, MIRROR_GRADS };
+
 /* The sequences a runtime captures as CUDA graphs. */
 typedef enum { SEQ_FWD_TRAIN, SEQ_FWD_EVAL, SEQ_BWD, SEQ_BWD_INPUT, SEQ_SGD, N_SEQ } Seq;
 
@@ -104,12 +120,20 @@ typedef struct {
   gint prob, loss, labels, hyper, out_grad;
   gsize arena_bytes;
   char *arena;
-  /* host side */
+  /* host side: the lane's stream, handle and event, copied for brevity */
+  CuLane *lane;
   cudaStream_t stream;
   cudnnHandle_t cudnn;
   float *staging;       /* pinned: the batch, the labels and the SGD hyperparameters on their way up */
   gsize staging_bytes;
+  gsize staging_cap;    /* what the pinned buffer from the pool holds */
   cudaEvent_t staged;   /* the last upload from staging has finished */
+  /* Host copies of the whole parameter and gradient arrays, fetched in one
+   * copy at the first get_param / get_grad after anything changed them:
+   * the proxies read every weight and gradient one tensor at a time, and
+   * a synchronised copy each cost more than the passes (cuda-read.c). */
+  float *mirror[2];     /* MIRROR_VALUES, MIRROR_GRADS */
+  gboolean mirror_ok[2];
   gpointer reduce;      /* scratch of the reads reduced on the GPU (cuda-read.c) */
   gsize reduce_bytes;
   gboolean repeatable;  /* a second backward may follow one forward (cuda-plan.c) */
@@ -125,6 +149,7 @@ typedef struct {
    * before each node; each node's time adds to its operation's row, and
    * the table goes to stderr when the runtime is freed. */
   gboolean profile;
+  double prof_compile[6]; /* ms: device, lane, plan, memory, pinned, initial values */
   cudaEvent_t *marks;   /* n_order + 1 */
   double prof_ms[2][SIEVE_N_OPS];
   double *prof_node[2]; /* per node of the order */
@@ -170,6 +195,23 @@ sieve__cuda_is_relu(const SieveGraphNode *n)
          (n->attrs.activation == SIEVE_ACT_RELU || n->attrs.activation == SIEVE_ACT_LEAKY_RELU);
 }
 
+/* cuda-pool.c: what runtimes reuse, process-wide */
+/* The device's name and multiprocessors, queried once; sets device 0 for
+ * the calling thread. */
+gboolean sieve__cuda_device_info(SieveCudaDevice *out, GError **error);
+/* A lane of the pool, or a new one; owned by the caller until given back
+ * (which waits for its stream) or freed. */
+gboolean sieve__cuda_lane_take(CuLane **out, GError **error);
+void sieve__cuda_lane_give(CuLane *lane);
+void sieve__cuda_lane_free(CuLane *lane);
+/* Pinned host memory of at least bytes (*got: how much), or NULL; given
+ * back with the size *got said. */
+float *sieve__cuda_pinned_take(gsize bytes, gsize *got);
+void sieve__cuda_pinned_give(float *ptr, gsize bytes);
+/* Device memory ordered on the lane's stream (cudaMallocAsync): FALSE when
+ * the GPU has not that much; released likewise, waiting for nothing. */
+gboolean sieve__cuda_alloc(CuLane *lane, gsize bytes, void **out);
+void sieve__cuda_release(CuLane *lane, void *ptr);
 /* cuda-plan.c */
 gboolean sieve__cuda_plan(Cu *c, GError **error);
 void sieve__cuda_plan_free(Cu *c);
@@ -194,6 +236,9 @@ gboolean sieve__cuda_set_running(gpointer impl, guint node, const float *mean, c
 gboolean sieve__cuda_freeze(gpointer impl, gboolean freeze, GError **error);
 guint sieve__cuda_n_params(gpointer impl);
 const SieveParamInfo *sieve__cuda_param_info(gpointer impl, guint i);
+/* Forgets the host copies: whatever may change parameters or gradients
+ * on the GPU calls it first. */
+void sieve__cuda_mirror_drop(Cu *c);
 gboolean sieve__cuda_get_param(gpointer impl, guint i, float *out, GError **error);
 gboolean sieve__cuda_set_param(gpointer impl, guint i, const float *values, GError **error);
 gboolean sieve__cuda_get_grad(gpointer impl, guint i, float *out, GError **error);

@@ -114,11 +114,13 @@ static gpointer
 reduce_space(Cu *c, gsize bytes, GError **error)
 {
   if (bytes > c->reduce_bytes) {
-    if (c->reduce)
-      cudaFree(c->reduce);
+    sieve__cuda_release(c->lane, c->reduce);
     c->reduce = NULL;
     c->reduce_bytes = 0;
-    CU_TRY(cudaMalloc(&c->reduce, bytes), "%zu bytes for a read", bytes);
+    if (!sieve__cuda_alloc(c->lane, bytes, &c->reduce)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "out of GPU memory: %zu bytes for a read", bytes);
+      return NULL;
+    }
     c->reduce_bytes = bytes;
   }
   return c->reduce;
@@ -219,8 +221,11 @@ sieve__cuda_freeze(gpointer impl, gboolean freeze, GError **error)
     CNode *x = &c->nodes[c->order[k]];
     if (!sieve__cuda_is_relu(x->n))
       continue;
-    if (x->mask == NULL)
-      CU_TRY(cudaMalloc((void **)&x->mask, MAX(x->elems, 1)), "a frozen ReLU's mask (%zu bytes)", x->elems);
+    if (x->mask == NULL && !sieve__cuda_alloc(c->lane, x->elems, (void **)&x->mask)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "out of GPU memory: a frozen ReLU's mask (%zu bytes)",
+                  x->elems);
+      return FALSE;
+    }
     sieve__cu_positive_mask(c->stream, cu_ptr(c, x->out), x->mask, x->elems);
   }
   CU_TRY(cudaGetLastError(), "freezing");
@@ -250,28 +255,59 @@ param_at(Cu *c, gint array, guint i, gsize *bytes)
   return cu_ptr(c, array) + p->offset;
 }
 
+void
+sieve__cuda_mirror_drop(Cu *c)
+{
+  c->mirror_ok[MIRROR_VALUES] = c->mirror_ok[MIRROR_GRADS] = FALSE;
+}
+
+/* Parameter i's slice of the parameter or gradient array, from the host
+ * copy (fetched whole when it is stale). */
+static gboolean
+mirrored(Cu *c, int which, guint i, float *out, GError **error)
+{
+  if (!c->mirror_ok[which]) {
+    gsize n = MAX(c->n_param_floats, 1);
+    if (c->mirror[which] == NULL)
+      c->mirror[which] = g_new(float, n);
+    if (!download(c, c->mirror[which], cu_ptr(c, which == MIRROR_VALUES ? c->values : c->grads), n * sizeof(float),
+                  error))
+      return FALSE;
+    c->mirror_ok[which] = TRUE;
+  }
+  Param *p = &g_array_index(c->params, Param, i);
+  memcpy(out, c->mirror[which] + p->offset, p->info.size * sizeof(float));
+  return TRUE;
+}
+
 gboolean
 sieve__cuda_get_param(gpointer impl, guint i, float *out, GError **error)
 {
-  gsize bytes;
-  float *src = param_at(impl, ((Cu *)impl)->values, i, &bytes);
-  return download(impl, out, src, bytes, error);
+  return mirrored(impl, MIRROR_VALUES, i, out, error);
 }
 
 gboolean
 sieve__cuda_set_param(gpointer impl, guint i, const float *values, GError **error)
 {
+  Cu *c = impl;
   gsize bytes;
-  float *dst = param_at(impl, ((Cu *)impl)->values, i, &bytes);
-  return upload_now(impl, dst, values, bytes, error);
+  float *dst = param_at(c, c->values, i, &bytes);
+  gboolean was = c->mirror_ok[MIRROR_VALUES];
+  c->mirror_ok[MIRROR_VALUES] = FALSE;
+  if (!upload_now(c, dst, values, bytes, error))
+    return FALSE;
+  /* A valid host copy stays valid with the same values written into it. */
+  if (was) {
+    memcpy(c->mirror[MIRROR_VALUES] + g_array_index(c->params, Param, i).offset, values, bytes);
+    c->mirror_ok[MIRROR_VALUES] = TRUE;
+  }
+  return TRUE;
 }
 
 gboolean
 sieve__cuda_get_grad(gpointer impl, guint i, float *out, GError **error)
 {
-  gsize bytes;
-  float *src = param_at(impl, ((Cu *)impl)->grads, i, &bytes);
-  return download(impl, out, src, bytes, error);
+  return mirrored(impl, MIRROR_GRADS, i, out, error);
 }
 
 gboolean

@@ -154,6 +154,15 @@ void
 sieve__cuda_profile_print(Cu *c)
 {
   static const char *const phases[2] = {"forward", "backward"};
+  static const char *const steps[G_N_ELEMENTS(c->prof_compile)] = {"device", "lane", "plan", "memory", "pinned",
+                                                                   "initial values"};
+  double compile = 0;
+  for (guint k = 0; k < G_N_ELEMENTS(c->prof_compile); k++)
+    compile += c->prof_compile[k];
+  g_printerr("profile compile: %.3f ms (", compile);
+  for (guint k = 0; k < G_N_ELEMENTS(c->prof_compile); k++)
+    g_printerr("%s%s %.3f", k ? ", " : "", steps[k], c->prof_compile[k]);
+  g_printerr(")\n");
   for (int p = 0; p < 2; p++) {
     double total = 0;
     for (int k = 0; k < SIEVE_N_OPS; k++)
@@ -471,6 +480,7 @@ sieve__cuda_forward(gpointer impl, const float *x, const gint32 *labels, SieveMo
 {
   Cu *c = impl;
   CNode *in = &c->nodes[c->input];
+  sieve__cuda_mirror_drop(c);
   c->has_labels = labels && c->n_classes; /* in range: runtime.c checked them */
   Piece pieces[2] = {{cu_ptr(c, in->out), x, in->elems * sizeof(float)},
                      {cu_ptr(c, c->labels), labels, c->options.batch * sizeof(gint32)}};
@@ -492,6 +502,7 @@ sieve__cuda_backward(gpointer impl, const float *output_grad, gboolean input_onl
     return FALSE;
   }
   c->input_only = input_only;
+  sieve__cuda_mirror_drop(c);
   if (c->logits == G_MAXUINT && c->out_grad >= 0) { /* a loss's labels: runtime.c checked them */
     if (!output_grad) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_RUNTIME, "the graph's output is not a loss: give its gradient");
@@ -511,6 +522,7 @@ gboolean
 sieve__cuda_sgd_step(gpointer impl, const SieveSgd *sgd, GError **error)
 {
   Cu *c = impl;
+  sieve__cuda_mirror_drop(c);
   SieveCuSgd h = {(float)sgd->lr, (float)sgd->momentum, (float)sgd->weight_decay, sgd->nesterov ? 1 : 0};
   Piece piece = {cu_ptr(c, c->hyper), &h, sizeof h};
   return upload(c, &piece, 1, error) && run_seq(c, SEQ_SGD, error);
