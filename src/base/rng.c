@@ -93,19 +93,25 @@ sieve_rng_normal_fill(SieveRng *rng, double *out, gsize n, guint threads)
       out[k] = sieve_rng_normal(rng);
     return;
   }
-  g_autofree double *u2 = g_new(double, n);
-  for (gsize k = 0; k < n; k++) {
-    double u1;
-    do
-      u1 = sieve_rng_uniform(rng);
-    while (u1 <= 0.0);
-    out[k] = u1;
-    u2[k] = sieve_rng_uniform(rng);
-  }
+  /* In chunks, so that the second uniforms take a bounded buffer. */
+  const gsize chunk = (gsize)1 << 20;
+  g_autofree double *u2 = g_new(double, MIN(n, chunk));
   int nt = threads ? (int)threads : (int)g_get_num_processors();
+  for (gsize at = 0; at < n; at += chunk) {
+    gsize m = MIN(chunk, n - at);
+    double *o = out + at;
+    for (gsize k = 0; k < m; k++) {
+      double u1;
+      do
+        u1 = sieve_rng_uniform(rng);
+      while (u1 <= 0.0);
+      o[k] = u1;
+      u2[k] = sieve_rng_uniform(rng);
+    }
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (gsize k = 0; k < n; k++)
-    out[k] = sqrt(-2.0 * log(out[k])) * cos(2.0 * G_PI * u2[k]);
+    for (gsize k = 0; k < m; k++)
+      o[k] = sqrt(-2.0 * log(o[k])) * cos(2.0 * G_PI * u2[k]);
+  }
 }
 
 void

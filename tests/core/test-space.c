@@ -128,7 +128,7 @@ test_repair(void)
 static void
 test_rng_normal_fill(void)
 {
-  const gsize sizes[] = {0, 7, 16383, 16384, 100003};
+  const gsize sizes[] = {0, 7, 16383, 16384, 100003, (1 << 20) + 5}; /* below, at, past the parallel size; two chunks */
   for (guint s = 0; s < G_N_ELEMENTS(sizes); s++) {
     SieveRng a, b;
     sieve_rng_seed(&a, 9 + s);

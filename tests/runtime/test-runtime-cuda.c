@@ -522,10 +522,12 @@ test_second_backward(void)
 
 /* Runtimes compiled and freed from several threads at once reuse the
  * pool's streams, cuDNN handles, pinned buffers and stream-ordered memory
- * (cuda-pool.c): each must give the very bits it gives compiled alone.
- * The jobs also read parameters and gradients before their passes, so a
- * host copy (cuda-read.c) not dropped by a backward shows as stale
- * gradients, and one not updated by set_param as a stale parameter. */
+ * (cuda-pool.c), and capture CUDA graphs while others compile: each must
+ * give the very bits it gives compiled alone.  The jobs also read
+ * parameters and gradients before their passes, so a host copy
+ * (cuda-read.c) not dropped by a pass or an SGD step shows as stale
+ * gradients or parameters, and one not updated by set_param as a stale
+ * parameter. */
 #define POOL_JOBS 12
 #define POOL_THREADS 4
 
@@ -534,7 +536,8 @@ typedef struct {
   const float *x;
   guint seed;
   gboolean peek; /* read parameters and gradients before the passes */
-  float *grad;   /* the first and last parameters' gradients, out */
+  float *grad;   /* out: the first and last parameters' first gradients, the last's
+                  * last gradient and its value after four SGD steps */
   guint64 n_first, n_last;
   gboolean ok;
 } PoolJob;
@@ -574,9 +577,22 @@ pool_job(PoolJob *j)
     ok = ok && sieve_runtime_forward(rt, other, labels, SIEVE_MODE_TRAIN, &error) &&
          sieve_runtime_backward(rt, NULL, &error) && sieve_runtime_get_grad(rt, 0, g0, &error);
   }
-  ok = ok && sieve_runtime_forward(rt, j->x, labels, SIEVE_MODE_TRAIN, &error) &&
-       sieve_runtime_backward(rt, NULL, &error) && sieve_runtime_get_grad(rt, 0, j->grad, &error) &&
-       sieve_runtime_get_grad(rt, last, j->grad + j->n_first, &error);
+  /* Four steps: the third run of each sequence is captured as a CUDA
+   * graph (while other threads compile and free runtimes) and the fourth
+   * replays it; the SGD steps move the parameters read at the end. */
+  SieveSgd sgd = {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = TRUE};
+  for (int step = 0; ok && step < 4; step++) {
+    ok = sieve_runtime_forward(rt, j->x, labels, SIEVE_MODE_TRAIN, &error) && sieve_runtime_backward(rt, NULL, &error);
+    if (ok && step == 0)
+      ok = sieve_runtime_get_grad(rt, 0, j->grad, &error) && sieve_runtime_get_grad(rt, last, j->grad + j->n_first, &error);
+    if (ok && j->peek) { /* a host copy of the parameters, valid until the step */
+      g_autofree float *before = g_new(float, j->n_last);
+      ok = sieve_runtime_get_param(rt, last, before, &error);
+    }
+    ok = ok && sieve_runtime_sgd_step(rt, &sgd, &error);
+  }
+  ok = ok && sieve_runtime_get_grad(rt, last, j->grad + j->n_first + j->n_last, &error) &&
+       sieve_runtime_get_param(rt, last, j->grad + j->n_first + 2 * j->n_last, &error);
   if (error) {
     g_test_message("job %u: %s", j->seed, error->message);
     g_error_free(error);
@@ -609,7 +625,7 @@ test_pool(void)
     shared[i].grad = g_new0(float, cap);
     pool_job(&alone[i]);
     g_assert_true(alone[i].ok);
-    g_assert_cmpuint(alone[i].n_first + alone[i].n_last, <=, cap);
+    g_assert_cmpuint(alone[i].n_first + 3 * alone[i].n_last, <=, cap);
   }
   PoolJob *lists[POOL_THREADS][POOL_JOBS / POOL_THREADS + 1];
   for (guint t = 0; t < POOL_THREADS; t++) {
@@ -625,7 +641,7 @@ test_pool(void)
     g_thread_join(threads[t]);
   for (guint i = 0; i < POOL_JOBS; i++) {
     g_assert_true(shared[i].ok);
-    gsize n = alone[i].n_first + alone[i].n_last;
+    gsize n = alone[i].n_first + 3 * alone[i].n_last;
     g_assert_cmpmem(shared[i].grad, n * sizeof(float), alone[i].grad, n * sizeof(float));
     /* Two seeds apart give two networks: the comparison can fail. */
     if (i + 1 < POOL_JOBS && alone[i].seed != alone[i + 1].seed)

@@ -37,13 +37,17 @@ cuda_destroy(gpointer impl)
     if (c->exec[s])
       cudaGraphExecDestroy(c->exec[s]);
   sieve__cuda_plan_free(c);
+  gboolean idle = TRUE;
   if (c->lane) {
     sieve__cuda_release(c->lane, c->arena);
     sieve__cuda_release(c->lane, c->reduce);
     /* Waits for the stream: the staging buffer is idle after it. */
-    sieve__cuda_lane_give(c->lane);
+    idle = sieve__cuda_lane_give(c->lane);
   }
-  sieve__cuda_pinned_give(c->staging, c->staging_cap);
+  if (idle)
+    sieve__cuda_pinned_give(c->staging, c->staging_cap);
+  else if (c->staging)
+    cudaFreeHost(c->staging);
   g_free(c->mirror[MIRROR_VALUES]);
   g_free(c->mirror[MIRROR_GRADS]);
   g_free(c->written);
@@ -145,8 +149,7 @@ cuda_compile(const SieveGraph *graph, const SieveRuntimeOptions *options, GError
   c->options.keep = NULL; /* read during compilation only */
   c->options.n_keep = 0;
   LAP(2);
-  size_t free_b = 0, total_b = 0;
-  cudaMemGetInfo(&free_b, &total_b);
+  gsize free_b = sieve__cuda_free_bytes();
   if (!sieve__cuda_alloc(c->lane, c->arena_bytes, (void **)&c->arena)) {
     sieve__cuda_oom(c, free_b, error);
     cuda_destroy(c);

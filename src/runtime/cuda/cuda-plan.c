@@ -402,6 +402,10 @@ choose(Cu *c, guint v, Choice out[3], GError **error)
     memcpy(out, known, 3 * sizeof(Choice));
     return TRUE;
   }
+  /* cuDNN's trial buffers come from plain cudaMalloc, which cannot take
+   * what the pool of freed runtimes holds: a choice made short of memory
+   * would be kept for the whole process. */
+  sieve__cuda_pool_trim();
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   if (find)
@@ -525,8 +529,8 @@ sieve__cuda_plan(Cu *c, GError **error)
   /* The tensors alone must fit before cuDNN is asked about algorithms
    * (which it cannot find for tensors the GPU cannot hold). */
   place(c);
-  size_t free_b = 0, total_b = 0;
-  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && c->arena_bytes > free_b) {
+  gsize free_b = sieve__cuda_free_bytes();
+  if (c->arena_bytes > free_b) {
     sieve__cuda_oom(c, free_b, error);
     return FALSE;
   }

@@ -10,7 +10,8 @@
  * candidates on one GPU, every runtime that finished stalled the others'
  * streams.  So handles, streams and pinned buffers go back to a pool when
  * a runtime is freed, and device memory comes from CUDA's stream-ordered
- * allocator (cudaMallocAsync), whose frees wait for nothing. */
+ * allocator (cudaMallocAsync), whose frees wait for nothing (plain
+ * cudaMalloc on a device without memory pools). */
 #include "runtime/cuda/cuda-private.h"
 
 /* Pinned buffers kept for reuse at most: beyond, they are freed. */
@@ -24,6 +25,7 @@ typedef struct {
 static GMutex pool_lock;
 static GPtrArray *lanes;  /* CuLane *, idle */
 static GArray *pinned;    /* Pinned, idle */
+static gboolean async_alloc; /* the device has memory pools (cudaMallocAsync) */
 
 gboolean
 sieve__cuda_device_info(SieveCudaDevice *out, GError **error)
@@ -40,11 +42,15 @@ sieve__cuda_device_info(SieveCudaDevice *out, GError **error)
       g_strlcpy(info.name, prop.name, sizeof info.name);
       info.multiprocessors = prop.multiProcessorCount;
       /* Memory freed into the default pool stays there for the next
-       * runtime instead of going back to the driver at every sync. */
+       * runtime instead of going back to the driver at every sync, up to a
+       * quarter of the GPU (what several small candidates at once use);
+       * what it holds idle counts as free (sieve__cuda_free_bytes). */
+      int pools = 0;
       cudaMemPool_t mem;
-      guint64 keep = G_MAXUINT64;
-      if (cudaDeviceGetDefaultMemPool(&mem, 0) == cudaSuccess)
-        cudaMemPoolSetAttribute(mem, cudaMemPoolAttrReleaseThreshold, &keep);
+      guint64 keep = prop.totalGlobalMem / 4;
+      async_alloc = cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0) == cudaSuccess && pools &&
+                    cudaDeviceGetDefaultMemPool(&mem, 0) == cudaSuccess &&
+                    cudaMemPoolSetAttribute(mem, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess;
     }
     (void)cudaGetLastError();
     g_once_init_leave(&once, 1);
@@ -105,23 +111,24 @@ sieve__cuda_lane_free(CuLane *lane)
   g_free(lane);
 }
 
-void
+gboolean
 sieve__cuda_lane_give(CuLane *lane)
 {
   if (lane == NULL)
-    return;
+    return TRUE;
   /* Idle before anyone else may queue work on it; a lane whose stream
    * failed is not handed on. */
   if (cudaStreamSynchronize(lane->stream) != cudaSuccess) {
     (void)cudaGetLastError();
     sieve__cuda_lane_free(lane);
-    return;
+    return FALSE;
   }
   g_mutex_lock(&pool_lock);
   if (lanes == NULL)
     lanes = g_ptr_array_new();
   g_ptr_array_add(lanes, lane);
   g_mutex_unlock(&pool_lock);
+  return TRUE;
 }
 
 float *
@@ -169,10 +176,44 @@ sieve__cuda_pinned_give(float *ptr, gsize bytes)
     cudaFreeHost(ptr);
 }
 
+/* Gives the driver back what the default pool holds idle. */
+void
+sieve__cuda_pool_trim(void)
+{
+  cudaMemPool_t mem;
+  if (async_alloc && (cudaDeviceGetDefaultMemPool(&mem, 0) != cudaSuccess || cudaMemPoolTrimTo(mem, 0) != cudaSuccess))
+    (void)cudaGetLastError();
+}
+
+gsize
+sieve__cuda_free_bytes(void)
+{
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return G_MAXSIZE; /* unknown: let the allocation say */
+  }
+  cudaMemPool_t mem;
+  guint64 reserved = 0, used = 0;
+  if (async_alloc && cudaDeviceGetDefaultMemPool(&mem, 0) == cudaSuccess &&
+      cudaMemPoolGetAttribute(mem, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+      cudaMemPoolGetAttribute(mem, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
+    free_b += reserved - used;
+  (void)cudaGetLastError();
+  return free_b;
+}
+
 gboolean
 sieve__cuda_alloc(CuLane *lane, gsize bytes, void **out)
 {
   *out = NULL;
+  if (!async_alloc) {
+    if (cudaMalloc(out, MAX(bytes, 256)) == cudaSuccess)
+      return TRUE;
+    (void)cudaGetLastError();
+    *out = NULL;
+    return FALSE;
+  }
   if (cudaMallocAsync(out, MAX(bytes, 256), lane->stream) == cudaSuccess)
     return TRUE;
   (void)cudaGetLastError();
@@ -191,6 +232,6 @@ sieve__cuda_alloc(CuLane *lane, gsize bytes, void **out)
 void
 sieve__cuda_release(CuLane *lane, void *ptr)
 {
-  if (ptr && cudaFreeAsync(ptr, lane->stream) != cudaSuccess)
+  if (ptr && (async_alloc ? cudaFreeAsync(ptr, lane->stream) : cudaFree(ptr)) != cudaSuccess)
     (void)cudaGetLastError();
 }

@@ -202,7 +202,9 @@ gboolean sieve__cuda_device_info(SieveCudaDevice *out, GError **error);
 /* A lane of the pool, or a new one; owned by the caller until given back
  * (which waits for its stream) or freed. */
 gboolean sieve__cuda_lane_take(CuLane **out, GError **error);
-void sieve__cuda_lane_give(CuLane *lane);
+/* FALSE when its stream had failed (the lane is freed, not pooled, and
+ * what it used may still be in flight). */
+gboolean sieve__cuda_lane_give(CuLane *lane);
 void sieve__cuda_lane_free(CuLane *lane);
 /* Pinned host memory of at least bytes (*got: how much), or NULL; given
  * back with the size *got said. */
@@ -212,6 +214,9 @@ void sieve__cuda_pinned_give(float *ptr, gsize bytes);
  * the GPU has not that much; released likewise, waiting for nothing. */
 gboolean sieve__cuda_alloc(CuLane *lane, gsize bytes, void **out);
 void sieve__cuda_release(CuLane *lane, void *ptr);
+/* Free device memory, counting what the pool holds idle. */
+gsize sieve__cuda_free_bytes(void);
+void sieve__cuda_pool_trim(void);
 /* cuda-plan.c */
 gboolean sieve__cuda_plan(Cu *c, GError **error);
 void sieve__cuda_plan_free(Cu *c);
