@@ -4,6 +4,7 @@
 
 #include <glib.h>
 #include <sieve/node.h>
+#include <sieve/options.h>
 
 G_BEGIN_DECLS
 
@@ -29,6 +30,19 @@ SIEVE_INTERNAL_API gboolean sieve__file_is_special(const char *path);
 /* Opens such a file for writing: a descriptor, or -1 and an error
  * "PATH: cannot write: why" (SIEVE_ERROR_IO). */
 SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **error);
+
+/* ==== options as JSON ==== */
+/* Every option of a validated set, defaults included, as one JSON object in
+ * the table's order: numbers and booleans as JSON's, strings, lists, and an
+ * any-value option as its tree.  What a weights file carries to build its
+ * network again (the cache key's text is engine's sieve_options_to_canonical,
+ * which must not change).  (transfer full) */
+SIEVE_INTERNAL_API char *sieve__options_to_json(const SieveOptions *options);
+/* Parses such an object into a map for sieve_options_new; also reads what
+ * sieve wrote before: a float option as a quoted number, an any-value
+ * option as a string of YAML.  Errors name origin. (transfer full) */
+SIEVE_INTERNAL_API SieveNode *sieve__options_json_parse(const SieveOptionSpec *spec, const char *json,
+                                                        const char *origin, GError **error);
 
 /* ==== the inside of SieveNode ==== */
 /* sieve: the inside of SieveNode, shared by node.c (the tree), node-yaml.c

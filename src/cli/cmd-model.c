@@ -22,7 +22,7 @@
 /* ---- a network from a weights file's metadata --------------------------------- */
 
 /* (transfer full) the space plugin name with options (a JSON object, as
- * sieve_options_to_canonical writes it, nullable) and overrides
+ * sieve__options_to_json writes it, nullable) and overrides
  * ("space.KEY=VALUE"). */
 static SieveSpace *
 space_new(SieveRegistry *registry, const char *name, const char *options_json, char **overrides, const char *origin,
@@ -31,7 +31,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
   const SieveComponent *c = sieve_registry_require(registry, SIEVE_KIND_SPACE, name, NULL, error);
   if (c == NULL)
     return NULL;
-  g_autoptr(SieveNode) map = options_json ? sieve_node_parse_string(options_json, -1, origin, error)
+  const SieveOptionSpec *spec = sieve_component_get_info(c)->options;
+  g_autoptr(SieveNode) map = options_json ? sieve__options_json_parse(spec, options_json, origin, error)
                                           : sieve_node_new_map(origin, 1, 1);
   if (map == NULL)
     return NULL;
@@ -47,8 +48,7 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
   }
   const char *reserved[] = {"plugin", NULL};
   g_autofree char *context = g_strdup_printf("space '%s'", name);
-  g_autoptr(SieveOptions) options =
-      sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, context, error);
+  g_autoptr(SieveOptions) options = sieve_options_new(spec, map, reserved, NULL, context, error);
   if (options == NULL)
     return NULL;
   return sieve_space_new(c, options, error);
@@ -140,7 +140,7 @@ static void
 describe_origin(SieveWeights *w, const SieveExperiment *exp, const char *genotype, const char *store, const char *what,
                 gint64 number)
 {
-  g_autofree char *options = sieve_options_to_canonical(exp->space.options);
+  g_autofree char *options = sieve__options_to_json(exp->space.options);
   g_autofree char *n = g_strdup_printf("%" G_GINT64_FORMAT, number);
   sieve_weights_set_meta(w, "space", sieve_component_get_name(exp->space.component));
   sieve_weights_set_meta(w, "space_options", options);
@@ -304,9 +304,9 @@ cmd_export(int argc, char **argv)
         sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "space", &error);
     if (options == NULL)
       return sieve_cli_fail(error);
-    g_autofree char *canonical = sieve_options_to_canonical(options);
+    g_autofree char *json = sieve__options_to_json(options);
     sieve_weights_set_meta(m.weights, "space", space ? space : "nb201");
-    sieve_weights_set_meta(m.weights, "space_options", canonical);
+    sieve_weights_set_meta(m.weights, "space_options", json);
     sieve_weights_set_meta(m.weights, "genotype", text);
   }
   const SieveGraphNode *in = sieve_graph_node(m.net, sieve_graph_input_node(m.net));

@@ -71,7 +71,9 @@ add_option(JsonBuilder *b, const SieveOptions *options, const SieveOptionSpec *o
     json_builder_add_int_value(b, sieve_options_get_int(options, o->name));
     return;
   case SIEVE_OPTION_TYPE_FLOAT: {
-    /* As text: JSON generators print doubles in their own ways. */
+    /* As text: JSON generators print doubles in their own ways.  The cache
+     * keys of every store hold this text, so it stays as it is; files that
+     * carry options write sieve__options_to_json's real numbers. */
     char buf[SIEVE_TEXT_DOUBLE_SIZE];
     sieve_text_format_double_buf(sieve_options_get_double(options, o->name), buf);
     json_builder_add_string_value(b, buf);
