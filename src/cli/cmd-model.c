@@ -356,16 +356,24 @@ eval_inputs(const Model *m, const char *model_path, const char *input, const cha
 {
   GError *error = NULL;
   g_autoptr(SieveNpy) x = sieve__npy_read(input, &error);
-  g_autofree float *values = x ? sieve__npy_to_f32(x, input, &error) : NULL;
-  if (values == NULL)
+  if (x == NULL)
     return sieve_cli_fail(error);
   const SieveGraphNode *in = sieve_graph_node(m->net, sieve_graph_input_node(m->net));
-  guint64 ex = (guint64)in->shape.c * in->shape.h * in->shape.w;
-  if (x->ndims != 4 || x->dims[1] * x->dims[2] * x->dims[3] != ex || x->dims[0] == 0) {
-    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: expected an N x %u x %u x %u array for %s", input,
+  g_autofree char *shape = sieve__npy_shape_text(x);
+  if (x->ndims != 4 || x->dims[1] != in->shape.c || x->dims[2] != in->shape.h || x->dims[3] != in->shape.w) {
+    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: shape %s, expected (N, %u, %u, %u) for %s", input, shape,
                 in->shape.c, in->shape.h, in->shape.w, model_path);
     return sieve_cli_fail(error);
   }
+  /* No examples, no output: an empty file of logits would hide the mistake. */
+  if (x->dims[0] == 0 || x->dims[0] > G_MAXUINT) {
+    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: shape %s: %s", input, shape,
+                x->dims[0] == 0 ? "no examples to evaluate" : "more examples than one run takes");
+    return sieve_cli_fail(error);
+  }
+  g_autofree float *values = sieve__npy_to_f32(x, input, &error);
+  if (values == NULL)
+    return sieve_cli_fail(error);
   guint n = (guint)x->dims[0];
   g_autoptr(SieveRuntime) rt = compile_with_weights(m, n, FALSE, model_path, &error);
   if (rt == NULL || !sieve_runtime_forward(rt, values, NULL, SIEVE_MODE_EVAL, &error))

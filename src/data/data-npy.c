@@ -151,7 +151,10 @@ sieve__npy_decode(const guint8 *bytes, gsize size, const char *name, GError **er
     sieve__npy_free(a);
     return fail(error, name, msg), NULL;
   }
-  a->data = g_memdup2(bytes + start + hlen, want);
+  /* Never NULL, even for no elements: the conversions copy from it. */
+  a->data = g_malloc(MAX(want, 1));
+  if (want > 0)
+    memcpy(a->data, bytes + start + hlen, want);
   return a;
 }
 
@@ -163,6 +166,16 @@ sieve__npy_read(const char *path, GError **error)
   if (!g_file_get_contents(path, &contents, &size, error))
     return NULL;
   return sieve__npy_decode((const guint8 *)contents, size, path, error);
+}
+
+char *
+sieve__npy_shape_text(const SieveNpy *a)
+{
+  GString *out = g_string_new("(");
+  for (guint d = 0; d < a->ndims; d++)
+    g_string_append_printf(out, "%s%" G_GUINT64_FORMAT, d > 0 ? ", " : "", a->dims[d]);
+  g_string_append(out, a->ndims == 1 ? ",)" : ")");
+  return g_string_free(out, FALSE);
 }
 
 void

@@ -74,6 +74,8 @@ SIEVE_INTERNAL_API SieveNpy *sieve__npy_read(const char *path, GError **error);
 /* (transfer full) what sieve__npy_read parses, from memory; name: for messages. */
 SIEVE_INTERNAL_API SieveNpy *sieve__npy_decode(const guint8 *bytes, gsize size, const char *name, GError **error);
 SIEVE_INTERNAL_API void sieve__npy_free(SieveNpy *array);
+/* The shape as NumPy prints it, "(0, 1, 28, 28)", "(8,)", "()". (transfer full) */
+SIEVE_INTERNAL_API char *sieve__npy_shape_text(const SieveNpy *array);
 /* (transfer full) the elements as float (from f32 or f64) or as int32
  * (from i32, i64 or u8, each in range); NULL + error otherwise. */
 SIEVE_INTERNAL_API float *sieve__npy_to_f32(const SieveNpy *array, const char *name, GError **error);

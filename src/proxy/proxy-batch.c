@@ -83,10 +83,11 @@ sieve_proxy_batch_read(const char *inputs, const char *labels, GError **error)
     return NULL;
   if (x->ndims != 4 || x->dims[0] == 0 || x->dims[0] > G_MAXUINT || x->dims[1] * x->dims[2] * x->dims[3] == 0 ||
       MAX(MAX(x->dims[1], x->dims[2]), x->dims[3]) > G_MAXUINT) {
+    g_autofree char *shape = sieve__npy_shape_text(x);
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
-                "%s: expected a batch of images, shape (batch, channels, height, width), none of them 0; it has %u "
-                "dimensions",
-                inputs, x->ndims);
+                "%s: expected a batch of images, shape (batch, channels, height, width), none of them 0; its shape "
+                "is %s",
+                inputs, shape);
     return NULL;
   }
   g_autofree float *values = sieve__npy_to_f32(x, inputs, error);

@@ -63,5 +63,48 @@ class TestModelMetadata(sieve_cli.Workdir):
         self.assertIn("parameters: ", info)
 
 
+def npy_f32(path, shape, values=None):
+    """An .npy of '<f4' as numpy.save writes it."""
+    count = 1
+    for d in shape:
+        count *= d
+    text = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
+        ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
+    text += " " * ((64 - (10 + len(text) + 1) % 64) % 64) + "\n"
+    data = struct.pack("<%df" % count, *(values or [0.5] * count))
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode() + data)
+
+
+NB201_ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+NB201_SMALL = ["--set", "space.C=4", "--set", "space.N=1", "--set", "space.in_channels=1", "--set", "space.size=8"]
+
+
+class TestEmptyInputs(sieve_cli.Workdir):
+    prefix = "sieve-data-"
+
+    def test_model_eval_empty(self):
+        """No examples is an error that says so, for weights and ONNX files
+        alike; a zero elsewhere in the shape is the wrong shape, named."""
+        for model in ("net.safetensors", "net.onnx"):
+            sieve("model", "export", "--space", "nb201", "--arch", NB201_ARCH, *NB201_SMALL, "-o", self.path(model),
+                  check=0)
+        npy_f32(self.path("zero.npy"), (0, 1, 8, 8))
+        npy_f32(self.path("zeroc.npy"), (3, 0, 8, 8))
+        npy_f32(self.path("two.npy"), (2, 1, 8, 8))
+        for model in ("net.safetensors", "net.onnx"):
+            p = sieve("model", "eval", self.path(model), "--input", self.path("zero.npy"), "-o", self.path("z.npy"),
+                      check=2)
+            self.assertIn("zero.npy: shape (0, 1, 8, 8): no examples to evaluate", p.stderr)
+            p = sieve("model", "eval", self.path(model), "--input", self.path("zeroc.npy"), "-o", self.path("z.npy"),
+                      check=2)
+            self.assertIn("zeroc.npy: shape (3, 0, 8, 8), expected (N, 1, 8, 8)", p.stderr)
+            self.assertFalse(os.path.exists(self.path("z.npy")))
+            sieve("model", "eval", self.path(model), "--input", self.path("two.npy"), "-o", self.path("y.npy"),
+                  check=0)
+            with open(self.path("y.npy"), "rb") as f:
+                self.assertIn(b"'shape': (2, 10)", f.read(128))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
