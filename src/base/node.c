@@ -186,6 +186,10 @@ char *
 sieve_node_where(const SieveNode *node)
 {
   g_return_val_if_fail(node != NULL, NULL);
+  /* Line 0: a value given on the command line, whose origin ("--lr 0.5")
+   * is all there is to say. */
+  if (node->line == 0)
+    return g_strdup(node->origin);
   return g_strdup_printf("%s:%u:%u", node->origin, node->line, node->column);
 }
 
@@ -495,8 +499,8 @@ sieve_node_set_error(GError **error, const SieveNode *node, const char *format, 
     g_set_error_literal(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, message);
     return;
   }
-  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u:%u: %s", node->origin, node->line,
-              node->column, message);
+  g_autofree char *where = sieve_node_where(node);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: %s", where, message);
 }
 
 /* ---- --set overrides ------------------------------------------------------ */

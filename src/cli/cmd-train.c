@@ -6,6 +6,7 @@
  * messages as an experiment file. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli-private.h"
@@ -27,12 +28,29 @@ on_report(gpointer user_data, const SieveCandidate *candidate, const char *text,
 }
 
 /* map[key] = text, a scalar that names the flag it came from ("--dataset
- * foo"), or the command when flag is NULL. */
+ * foo"), or the command when flag is NULL.  Line 0: a flag has no line
+ * and column, its messages read "--dataset foo: ...". */
 static void
 set_value(SieveNode *map, const char *key, const char *text, gboolean quoted, const char *flag)
 {
   g_autofree char *origin = flag ? g_strdup_printf("%s %s", flag, text) : g_strdup("sieve train");
-  sieve_node_map_set(map, key, sieve_node_new_scalar(text, quoted, origin, 1, 1));
+  sieve_node_map_set(map, key, sieve_node_new_scalar(text, quoted, origin, 0, 0));
+}
+
+/* A flag and a --set of the same option would disagree with no way to
+ * tell which one counts: refused, naming both. */
+static gboolean
+check_not_set_twice(const char *section, const char *key, const char *flag, const char *text, char **overrides,
+                    GError **error)
+{
+  g_autofree char *prefix = g_strdup_printf("%s.%s=", section, key);
+  for (guint i = 0; text && overrides && overrides[i]; i++)
+    if (g_str_has_prefix(overrides[i], prefix)) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s %s and --set %s both set %s.%s: give one of them", flag, text, overrides[i], section, key);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 int
@@ -82,6 +100,12 @@ sieve_cmd_train(int argc, char **argv)
     return SIEVE_EXIT_USAGE;
   }
   const char *ds = dataset ? dataset : "fashion-mnist";
+  GError *twice = NULL;
+  if (!check_not_set_twice("space", "plugin", "--space", space, overrides, &twice) ||
+      !check_not_set_twice("evaluator", "dataset", "--dataset", dataset, overrides, &twice) ||
+      !check_not_set_twice("evaluator", "data_dir", "--data-dir", data_dir, overrides, &twice) ||
+      !check_not_set_twice("evaluator", "device", "--device", device, overrides, &twice))
+    return sieve_cli_fail(twice);
   /* The experiment the flags describe, built as a tree: each value a
    * scalar node that names its flag, so that a bad one is reported as
    * "--dataset foo:1:1: ..." and no text can change the structure. */
@@ -90,6 +114,9 @@ sieve_cmd_train(int argc, char **argv)
   SieveNode *space_map = sieve_node_new_map("sieve train", 1, 1);
   sieve_node_map_set(root, "space", space_map);
   set_value(space_map, "plugin", space ? space : "nb201", TRUE, "--space");
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (g_str_has_prefix(overrides[i], "evaluator.dataset="))
+      ds = overrides[i] + strlen("evaluator.dataset="); /* the one the evaluator gets */
   gboolean gray = g_str_equal(ds, "fashion-mnist") || g_str_equal(ds, "mnist");
   gboolean user_in = FALSE, user_size = FALSE;
   for (guint i = 0; overrides && overrides[i]; i++) {
@@ -106,7 +133,10 @@ sieve_cmd_train(int argc, char **argv)
   SieveNode *ev_map = sieve_node_new_map("sieve train", 1, 1);
   sieve_node_map_set(root, "evaluator", ev_map);
   set_value(ev_map, "plugin", "train", TRUE, NULL);
-  set_value(ev_map, "dataset", ds, TRUE, "--dataset");
+  if (dataset)
+    set_value(ev_map, "dataset", ds, TRUE, "--dataset");
+  else
+    sieve_node_map_set(ev_map, "dataset", sieve_node_new_scalar(ds, TRUE, "sieve train's default dataset", 0, 0));
   if (data_dir)
     set_value(ev_map, "data_dir", data_dir, TRUE, "--data-dir");
   if (device)
@@ -117,9 +147,12 @@ sieve_cmd_train(int argc, char **argv)
                  {"batch_size", batch, "--batch"},    {"threads", threads, "--threads"},
                  {"seed", seed, "--seed"},            {"validation", validation, "--validation"},
                  {"train_limit", limit, "--train-limit"}};
-  for (guint i = 0; i < G_N_ELEMENTS(numbers); i++)
+  for (guint i = 0; i < G_N_ELEMENTS(numbers); i++) {
+    if (!check_not_set_twice("evaluator", numbers[i].key, numbers[i].flag, numbers[i].text, overrides, &error))
+      return sieve_cli_fail(error);
     if (numbers[i].text != NULL)
       set_value(ev_map, numbers[i].key, numbers[i].text, FALSE, numbers[i].flag);
+  }
   SieveNode *objective = sieve_node_new_map("sieve train", 1, 1);
   sieve_node_map_set(root, "objective", objective);
   set_value(objective, "metric", "val_acc", TRUE, NULL);

@@ -111,6 +111,13 @@ test_parse_marks(void)
   g_autofree char *where = sieve_node_where(at(root, "budget.evaluations"));
   g_autofree char *expected = g_strdup_printf("%s:5:16", path);
   g_assert_cmpstr(where, ==, expected);
+  /* Line 0, a flag's value: its origin alone, in messages too. */
+  g_autoptr(SieveNode) flag = sieve_node_new_scalar("0.5", FALSE, "--lr 0.5", 0, 0);
+  g_autofree char *flag_where = sieve_node_where(flag);
+  g_assert_cmpstr(flag_where, ==, "--lr 0.5");
+  g_autoptr(GError) flag_error = NULL;
+  sieve_node_set_error(&flag_error, flag, "too %s", "high");
+  g_assert_cmpstr(flag_error->message, ==, "--lr 0.5: too high");
 
   g_assert_cmpstr(sieve_node_text(at(root, "strings.plain")), ==, "hello world");
   g_assert_cmpstr(sieve_node_text(at(root, "strings.literal")), ==, "line one\nline two\n");

@@ -106,5 +106,40 @@ class TestEmptyInputs(sieve_cli.Workdir):
                 self.assertIn(b"'shape': (2, 10)", f.read(128))
 
 
+class TestTrainFlags(sieve_cli.Workdir):
+    prefix = "sieve-data-"
+
+    def train(self, *args, check=2):
+        return sieve("train", "-q", "--arch", NB201_ARCH, "--set", "space.C=4", "--set", "space.N=1", "--threads", "1",
+                     *args, check=check, cwd=self.dir)
+
+    def test_flag_and_set_clash(self):
+        """A flag and a --set of the same option: refused in either order,
+        naming both, before anything trains."""
+        for args, flag, setting in [(["--lr", "0.5", "--set", "evaluator.lr=0.01"], "--lr 0.5", "evaluator.lr=0.01"),
+                                    (["--set", "evaluator.lr=0.01", "--lr", "0.5"], "--lr 0.5", "evaluator.lr=0.01"),
+                                    (["--epochs", "3", "--set", "evaluator.epochs=2"], "--epochs 3",
+                                     "evaluator.epochs=2"),
+                                    (["--data-dir", "small", "--set", "evaluator.data_dir=c10"], "--data-dir small",
+                                     "evaluator.data_dir=c10"),
+                                    (["--dataset", "mnist", "--set", "evaluator.dataset=cifar10"], "--dataset mnist",
+                                     "evaluator.dataset=cifar10")]:
+            p = self.train(*args)
+            self.assertIn(f"sieve: {flag} and --set {setting} both set {setting.split('=')[0]}: give one of them",
+                          p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_locations(self):
+        """A flag's value has no line and column; a data_dir from --set is
+        named where the dataset does not load; the default dataset is not
+        a flag."""
+        os.mkdir(self.path("c10"))
+        p = self.train("--set", "evaluator.data_dir=c10")
+        self.assertIn("sieve: sieve train's default dataset: fashion-mnist: no train images in c10", p.stderr)
+        self.assertIn("(data_dir at --set evaluator.data_dir=c10:1:1)", p.stderr)
+        p = self.train("--batch", "0")
+        self.assertIn("sieve: --batch 0: option 'batch_size'", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -32,7 +32,7 @@ class TestNumericOptions(sieve_cli.Workdir):
                                  ("--seed", "-1", "seed"), ("--train-limit", "-1", "train_limit"),
                                  ("--epochs", "0", "epochs"), ("--epochs", "nan", "epochs"),
                                  ("--lr", "inf", "lr")]:
-            self.bad(["train", "-q", "--arch", ARCH, flag, value], f"{flag} {value}:1:1: option '{key}'")
+            self.bad(["train", "-q", "--arch", ARCH, flag, value], f"{flag} {value}: option '{key}'")
         self.bad(["train", "-q", "--arch", ARCH, "--batch", "-5"], "[1, 65536]")
 
     def test_lua(self):

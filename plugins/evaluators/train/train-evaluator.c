@@ -272,7 +272,11 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
                              (guint)sieve_options_get_int(options, "validation"),
                              (guint)sieve_options_get_int(options, "train_limit"),
                              sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
-    sieve_options_set_error(options, "dataset", error, "%s", local->message);
+    /* Located at the dataset; the folder may have come from elsewhere (a --set). */
+    const SieveNode *dir = sieve_options_is_set(options, "data_dir") ? sieve_options_node(options, "data_dir") : NULL;
+    g_autofree char *dir_where = dir ? sieve_node_where(dir) : NULL;
+    sieve_options_set_error(options, "dataset", error, "%s%s%s%s", local->message, dir ? " (data_dir at " : "",
+                            dir ? dir_where : "", dir ? ")" : "");
     g_error_free(local);
     train_destroy(self);
     return NULL;
