@@ -382,6 +382,14 @@ sieve_train_continue(const SieveGraph *net, const SieveDataset *train, const Sie
                             .crop_pad = o->crop_pad,
                             .flip = o->flip,
                             .seed = o->seed ^ 0x9e3779b97f4a7c15ull};
+  /* The batcher's precondition, as an error: a recipe may set these per trial. */
+  if ((o->crop_pad > 0 || o->flip) && train->height <= 1 && train->width <= 1) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "augmentation needs images: crop_pad and flip crop and mirror pictures, but the examples are "
+                "%ux%ux%u (tabular data); set crop_pad: 0 and flip: false",
+                train->channels, train->height, train->width);
+    return FALSE;
+  }
   g_autoptr(SieveBatcher) batcher = sieve_batcher_new(train, &bo);
   guint per_epoch = sieve_batcher_batches_per_epoch(batcher);
   guint steps = (guint)ceil(o->epochs * per_epoch - 1e-9);

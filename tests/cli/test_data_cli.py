@@ -141,5 +141,53 @@ class TestTrainFlags(sieve_cli.Workdir):
         self.assertIn("sieve: --batch 0: option 'batch_size'", p.stderr)
 
 
+def iris_like(path, rows=40, labels=None):
+    """A small CSV of four features and a label column, as iris.csv."""
+    with open(path, "w") as f:
+        f.write("a,b,c,d,label\n")
+        for i in range(rows):
+            label = labels[i] if labels else str(i % 3)
+            f.write(f"{i % 7 * 0.5},{i % 5},{(i * 3) % 11 / 10},{i % 2},{label}\n")
+
+
+NB101_TABULAR = "{plugin: nb101, stem_channels: 8, stacks: 1, cells: 1, in_channels: 4, size: 1, classes: 3}"
+
+
+class TestTabular(sieve_cli.Workdir):
+    prefix = "sieve-data-"
+
+    def config(self, evaluator, space=NB101_TABULAR):
+        return self.write("exp.yaml", f"""\
+name: tab
+space: {space}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: train, dataset: csv:rows.csv, validation: 8, epochs: 1, batch_size: 8, threads: 1{evaluator}}}
+objective: {{metric: val_acc, direction: maximize}}
+budget: {{evaluations: 1}}
+""")
+
+    def run_config(self, evaluator, check=2, space=NB101_TABULAR):
+        return sieve("run", self.config(evaluator, space), "--quiet", "--store", self.path("s.sieve"), check=check,
+                     cwd=self.dir)
+
+    def test_augmentation_needs_images(self):
+        """crop_pad or flip on rows: a config error at its line, no GLib
+        critical, in a study and from sieve train's --set."""
+        iris_like(self.path("rows.csv"))
+        p = self.run_config(", test: false, crop_pad: 4")
+        self.assertRegex(p.stderr, r"exp\.yaml:4:\d+: augmentation needs images: crop_pad pads and crops pictures, "
+                                   r"but dataset 'csv:rows.csv' is 4x1x1 per example \(tabular data\); set crop_pad: 0")
+        self.assertNotIn("CRITICAL", p.stderr)
+        p = self.run_config(", test: false, flip: true")
+        self.assertIn("augmentation needs images: flip mirrors pictures", p.stderr)
+        p = sieve("train", "-q", "--space", "nb101", "--arch", NB101_ARCH, "--set", "space.stem_channels=8",
+                  "--set", "space.stacks=1", "--set", "space.cells=1", "--set", "space.in_channels=4",
+                  "--set", "space.size=1", "--set", "space.classes=3", "--dataset", "csv:rows.csv",
+                  "--validation", "8", "--set", "evaluator.test=false", "--set", "evaluator.crop_pad=4",
+                  "--threads", "1", check=2, cwd=self.dir)
+        self.assertIn("sieve: --set evaluator.crop_pad=4:1:1: augmentation needs images", p.stderr)
+        self.assertNotIn("CRITICAL", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

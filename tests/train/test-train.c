@@ -228,6 +228,34 @@ test_mismatch(void)
   g_assert_nonnull(strstr(error->message, "1x28x28 per example but the network takes 3x32x32"));
 }
 
+/* Crop and flip on tabular rows (4x1x1): an error that says augmentation
+ * needs images, not the batcher's failed assertion. */
+static void
+test_augmentation_tabular(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SieveGraph) net = sieve_graph_new("tabular");
+  guint h = sieve_graph_linear(net, sieve_graph_input(net, 4, 1, 1), 3, TRUE);
+  g_assert_true(sieve_graph_finish(net, h, &error));
+  g_autoptr(SieveDataset) rows = sieve_dataset_new(8, 4, 1, 1, 3, "rows");
+  for (guint i = 0; i < 8; i++)
+    rows->y[i] = (gint32)(i % 3);
+  for (guint with_flip = 0; with_flip < 2; with_flip++) {
+    SieveTrainOptions o;
+    sieve_train_options_init(&o);
+    o.batch_size = 4;
+    o.threads = 1;
+    o.crop_pad = with_flip ? 0 : 2;
+    o.flip = with_flip;
+    SieveTrainReport r;
+    g_assert_false(sieve_train(net, rows, NULL, NULL, &o, &r, &error));
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
+    g_assert_nonnull(strstr(error->message, "augmentation needs images"));
+    g_assert_nonnull(strstr(error->message, "4x1x1"));
+    g_clear_error(&error);
+  }
+}
+
 static void
 test_command(void)
 {
@@ -326,6 +354,7 @@ main(int argc, char **argv)
   g_test_add_func("/train/continuation", test_continuation);
   g_test_add_func("/train/divergence", test_divergence);
   g_test_add_func("/train/mismatch", test_mismatch);
+  g_test_add_func("/train/augmentation-tabular", test_augmentation_tabular);
   g_test_add_func("/train/command", test_command);
   g_test_add_func("/train/command-data-dir", test_command_data_dir);
   int status = g_test_run();

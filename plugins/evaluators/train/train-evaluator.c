@@ -194,6 +194,25 @@ check_shapes(const SieveSpace *space, const SieveOptions *options, const SieveDa
   return FALSE;
 }
 
+/* Crops and flips of a 1x1 "image" would only zero or keep tabular rows
+ * (the batcher refuses them): a config error at the option's line. */
+static gboolean
+check_augmentation(const SieveOptions *options, const SieveDataset *ds, GError **error)
+{
+  if (ds->height > 1 || ds->width > 1)
+    return TRUE;
+  gint64 pad = sieve_options_get_int(options, "crop_pad");
+  if (pad == 0 && !sieve_options_get_bool(options, "flip"))
+    return TRUE;
+  const char *name = pad > 0 ? "crop_pad" : "flip";
+  sieve_options_set_error(options, name, error,
+                          "augmentation needs images: %s %s pictures, but dataset '%s' is %ux%ux%u per example "
+                          "(tabular data); set %s",
+                          name, pad > 0 ? "pads and crops" : "mirrors", sieve_options_get_string(options, "dataset"),
+                          ds->channels, ds->height, ds->width, pad > 0 ? "crop_pad: 0" : "flip: false");
+  return FALSE;
+}
+
 static gpointer
 train_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
@@ -281,7 +300,8 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     train_destroy(self);
     return NULL;
   }
-  if (!check_shapes(space, options, self->data.train, error)) {
+  if (!check_shapes(space, options, self->data.train, error) ||
+      !check_augmentation(options, self->data.train, error)) {
     train_destroy(self);
     return NULL;
   }
