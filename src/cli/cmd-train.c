@@ -90,7 +90,8 @@ sieve_cmd_train(int argc, char **argv)
       context, "Example:\n  sieve train --space nb201 --set space.C=8 --set space.N=1 --set space.in_channels=1 \\\n"
                "    --set space.size=28 --arch '|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|"
                "nor_conv_3x3~1|skip_connect~2|' --dataset fashion-mnist --epochs 1\n"
-               "For nb201 on a one-channel 28x28 dataset, in_channels and size are set for you when not given.");
+               "For nb201 on a one-channel 28x28 dataset, in_channels and size are set for you when not given;\n"
+               "a csv: dataset has no test split, so test_acc is left out (evaluator.test=false).");
   g_option_context_add_main_entries(context, entries, NULL);
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))
@@ -147,6 +148,10 @@ sieve_cmd_train(int argc, char **argv)
                  {"batch_size", batch, "--batch"},    {"threads", threads, "--threads"},
                  {"seed", seed, "--seed"},            {"validation", validation, "--validation"},
                  {"train_limit", limit, "--train-limit"}};
+  /* A CSV file has no test split (sieve_train_data_load): none is asked of
+   * it unless a --set does. */
+  if (g_str_has_prefix(ds, "csv:"))
+    sieve_node_map_set(ev_map, "test", sieve_node_new_scalar("false", FALSE, "sieve train (csv: has no test split)", 0, 0));
   for (guint i = 0; i < G_N_ELEMENTS(numbers); i++) {
     if (!check_not_set_twice("evaluator", numbers[i].key, numbers[i].flag, numbers[i].text, overrides, &error))
       return sieve_cli_fail(error);

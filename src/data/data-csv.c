@@ -9,6 +9,19 @@
 
 #include "data/data-private.h"
 
+/* Whether a label is written as a number ("-1", "1.0", "+2", ".5e3"): a
+ * sign, digits or a point first, and strtod takes all of it. */
+static gboolean
+looks_numeric(const char *text)
+{
+  const char *p = text + (*text == '+' || *text == '-');
+  if (!g_ascii_isdigit(*p) && *p != '.')
+    return FALSE;
+  char *end = NULL;
+  g_ascii_strtod(text, &end);
+  return end != text && *end == '\0';
+}
+
 SieveDataset *
 sieve_dataset_load_csv(const char *path, const char *label_column, GError **error)
 {
@@ -110,6 +123,24 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
       g_hash_table_insert(ids, copy, GINT_TO_POINTER(id + 1));
       guint64 v = 0;
       gboolean is_int = g_ascii_string_to_unsigned(copy, 10, 0, 65535, &v, NULL);
+      /* A number that is no class id (-1, 1.0, 1e3, 70000), or ids and
+       * names mixed, would silently turn every label into a name numbered
+       * by first appearance: "1" would no longer be class 1. */
+      if (!is_int && looks_numeric(copy)) {
+        sieve_csv_reader_set_error(csv, label, error,
+                                   "label '%s' in column '%s' is a number but not a class id: numeric labels are "
+                                   "class ids, integers from 0 to 65535 (text labels are class names)",
+                                   copy, names[label]);
+        return NULL;
+      }
+      if (texts->len > 1 && is_int != all_ints) {
+        sieve_csv_reader_set_error(csv, label, error,
+                                   "label '%s' in column '%s' is %s, but label '%s' before it is %s: the labels of "
+                                   "a file are all class ids (integers from 0) or all class names",
+                                   copy, names[label], is_int ? "a class id" : "a class name",
+                                   (const char *) texts->pdata[0], is_int ? "a class name" : "a class id");
+        return NULL;
+      }
       guint iv = (guint) v;
       g_array_append_val(int_values, iv);
       all_ints = all_ints && is_int;

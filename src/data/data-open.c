@@ -161,7 +161,7 @@ sieve_dataset_open(const char *name, const char *dir, const char *split, GError 
     }
     if (strcmp(split, "train") != 0) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
-                  "%s has only a train split (the whole file); hold out test examples with a split", name);
+                  "%s has no test split: a CSV file is one set of examples, read as the train split", name);
       return NULL;
     }
     g_autofree char *full = dir != NULL && !g_path_is_absolute(path) ? g_build_filename(dir, path, NULL)

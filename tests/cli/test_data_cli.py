@@ -188,6 +188,51 @@ budget: {{evaluations: 1}}
         self.assertIn("sieve: --set evaluator.crop_pad=4:1:1: augmentation needs images", p.stderr)
         self.assertNotIn("CRITICAL", p.stderr)
 
+    def test_no_test_split(self):
+        """The default test: true on a CSV file says what to do; sieve
+        train asks no test split of one, and its flags have no :1:1."""
+        iris_like(self.path("rows.csv"))
+        p = self.run_config("")
+        self.assertRegex(p.stderr, r"exp\.yaml:4:\d+: csv:rows.csv has no test split: a CSV file is one set of "
+                                   r"examples, of which only the validation examples are held out; set test: false")
+        self.run_config(", test: false", check=0)
+        args = ["train", "-q", "--space", "nb101", "--arch", NB101_ARCH, "--set", "space.stem_channels=8",
+                "--set", "space.stacks=1", "--set", "space.cells=1", "--set", "space.in_channels=4",
+                "--set", "space.size=1", "--set", "space.classes=3", "--dataset", "csv:rows.csv", "--threads", "1"]
+        p = sieve(*args, check=2, cwd=self.dir)
+        self.assertIn("sieve: --dataset csv:rows.csv: validation 5000 must be smaller than the 40 training examples",
+                      p.stderr)
+        out = json.loads(sieve(*args, "--validation", "8", "--batch", "8", check=0, cwd=self.dir).stdout)
+        self.assertEqual(out["status"], "ok")
+        self.assertNotIn("test_acc", out)
+
+    def test_tabular_advice(self):
+        """Advice a space can take: nb201 (size >= 4) is told of nb101 with
+        stacks: 1, and that advice runs."""
+        iris_like(self.path("rows.csv"))
+        p = self.run_config(", test: false", space="{plugin: nb201, C: 4, N: 1}")
+        self.assertIn("dataset 'csv:rows.csv' is tabular (4 features per example, 3 classes), but space 'nb201' "
+                      "builds networks that take 3x32x32 inputs: for tabular data use a space whose networks take "
+                      "1x1 inputs, such as nb101 with stacks: 1, size: 1, in_channels: 4, classes: 3", p.stderr)
+        self.assertNotIn("size: 1 in the space", p.stderr)
+        p = self.run_config(", test: false", space="{plugin: nb101, stem_channels: 8, cells: 1}")
+        self.assertIn("such as nb101 with stacks: 1, size: 1", p.stderr)
+        self.run_config(", test: false", space="{plugin: nb101, stem_channels: 8, cells: 1, stacks: 1, size: 1, "
+                        "in_channels: 4, classes: 3}", check=0)
+
+    def test_numeric_labels(self):
+        """-1 or 1.0 among class ids: an error at its row and column, not
+        every label silently renumbered as a name."""
+        labels = [str(i % 3) for i in range(40)]
+        for bad, line in [("-1", 7), ("1.0", 7)]:
+            labels[5] = bad
+            iris_like(self.path("rows.csv"), labels=labels)
+            p = self.run_config(", test: false")
+            self.assertIn(f"rows.csv:{line}:", p.stderr)
+            self.assertIn(f"label '{bad}' in column 'label' is a number but not a class id", p.stderr)
+        iris_like(self.path("rows.csv"), labels=["cat", "dog", "bird"] * 13 + ["cat"])
+        self.run_config(", test: false", check=0)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

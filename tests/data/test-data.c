@@ -586,9 +586,11 @@ test_csv_strings(Fixture *f, gconstpointer data)
   g_assert_cmpstr(named->name, ==, "csv:iris.csv/train");
   g_assert_cmpuint(named->n, ==, 4);
   assert_error(sieve_dataset_open("csv:iris.csv", f->dir, "test", &error), &error, SIEVE_ERROR_NOT_FOUND,
-               "only a train split", NULL);
+               "has no test split: a CSV file is one set of examples", NULL);
   g_clear_error(&error);
 }
+
+static void check_csv_error(Fixture *f, const char *text, const char *label, const char *where, const char *what);
 
 static void
 test_csv_int_labels(Fixture *f, gconstpointer data)
@@ -610,13 +612,26 @@ test_csv_int_labels(Fixture *f, gconstpointer data)
   g_assert_cmpuint(lf->channels, ==, 1);
   g_assert_cmpfloat(lf->x[1], ==, 0.25f);
   g_assert_cmpint(lf->y[0], ==, 1);
-  /* Negative and huge integers are mapped as texts. */
-  g_autofree char *neg = write_text(f->dir, "neg.csv", "a,label\n1,-1\n2,70000\n3,-1\n");
-  g_autoptr(SieveDataset) ln = sieve_dataset_load_csv(neg, NULL, &error);
+  /* A number that is no class id, or ids and names mixed, is an error at
+   * its row and column: once they were all mapped as names by first
+   * appearance, and "1" was no longer class 1. */
+  check_csv_error(f, "a,label\n1,0\n2,-1\n", NULL, ":3:3: ",
+                  "label '-1' in column 'label' is a number but not a class id: numeric labels are class ids, "
+                  "integers from 0 to 65535 (text labels are class names)");
+  check_csv_error(f, "a,label\n1,0\n2,1\n3,1.0\n", NULL, ":4:3: ", "label '1.0' in column 'label' is a number");
+  check_csv_error(f, "a,label\n1,70000\n", NULL, ":2:3: ", "label '70000' in column 'label' is a number");
+  check_csv_error(f, "a,label\n1,+2\n", NULL, ":2:3: ", "label '+2' in column 'label' is a number");
+  check_csv_error(f, "a,label\n1,2\n2,cat\n", NULL, ":3:3: ",
+                  "label 'cat' in column 'label' is a class name, but label '2' before it is a class id: the labels "
+                  "of a file are all class ids (integers from 0) or all class names");
+  check_csv_error(f, "a,label\n1,cat\n2,3\n", NULL, ":3:3: ", "label '3' in column 'label' is a class id");
+  /* Names that start like numbers but are not, and 'nan', stay names. */
+  g_autofree char *names = write_text(f->dir, "names.csv", "a,label\n1,nan\n2,1st\n3,-x\n4,nan\n");
+  g_autoptr(SieveDataset) ln = sieve_dataset_load_csv(names, NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(ln->n_classes, ==, 2);
-  g_assert_cmpint(ln->y[2], ==, 0);
-  g_assert_cmpstr(ln->class_names[1], ==, "70000");
+  g_assert_cmpuint(ln->n_classes, ==, 3);
+  g_assert_cmpint(ln->y[3], ==, 0);
+  g_assert_cmpstr(ln->class_names[1], ==, "1st");
 }
 
 static void

@@ -173,6 +173,20 @@ check_shapes(const SieveSpace *space, const SieveOptions *options, const SieveDa
   gboolean classes = out->shape.c >= ds->n_classes;
   if (input && classes)
     return TRUE;
+  /* Rows of features are 1x1 "images": of the network spaces in the box
+   * only nb101 takes them (its pooling is between stacks, the others
+   * halve their input twice or more), so "size: 1" is no advice for them. */
+  if (!input && ds->height == 1 && ds->width == 1) {
+    sieve_options_set_error(options, "dataset", error,
+                            "dataset '%s' is tabular (%u features per example, %u classes), but space '%s' builds "
+                            "networks that take %ux%ux%u inputs: for tabular data use a space whose networks take "
+                            "1x1 inputs, such as nb101 with stacks: 1, size: 1, in_channels: %u, classes: %u "
+                            "(nb201, darts and mobilenet need images of at least 4x4)",
+                            sieve_options_get_string(options, "dataset"), ds->channels, ds->n_classes,
+                            sieve_space_get_name(space), in->shape.c, in->shape.h, in->shape.w, ds->channels,
+                            MAX(ds->n_classes, 2));
+    return FALSE;
+  }
   g_autoptr(GString) set = g_string_new(NULL);
   if (in->shape.c != ds->channels)
     g_string_append_printf(set, "in_channels: %u, ", ds->channels);
