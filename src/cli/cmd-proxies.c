@@ -363,6 +363,15 @@ sieve_cmd_proxies(int argc, char **argv)
                          &error);
   if (job.space == NULL)
     return sieve_cli_fail(error);
+  /* The screen stage's check, before any candidate: a batch whose labels
+   * the space's networks cannot give fails here whatever examples the
+   * draw happened to take. */
+  if (given != NULL) {
+    g_autoptr(SieveGraph) sample = sieve_space_build_sample(job.space, job.options.seed, &error);
+    g_autofree char *builder = g_strdup_printf("space %s", sieve_space_get_name(job.space));
+    if (sample == NULL || !sieve_proxy_batch_check(given, sample, builder, &error))
+      return sieve_cli_fail(error);
+  }
 
   g_autoptr(GArray) items = read_items(argc, argv);
   job.items = (Item *)items->data;

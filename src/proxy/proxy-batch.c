@@ -66,10 +66,11 @@ sieve_proxy_batch_check(const SieveProxyBatch *batch, const SieveGraph *graph, c
   guint outputs = out.c * out.h * out.w;
   if (in.c == batch->shape.c && in.h == batch->shape.h && in.w == batch->shape.w && outputs >= batch->classes)
     return TRUE;
+  g_autofree char *classes = batch->classes ? g_strdup_printf(" in %u classes", batch->classes) : g_strdup("");
   g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-              "%s has %ux%ux%u examples in %u classes, but %s builds networks for %ux%ux%u inputs with %u outputs: "
+              "%s has %ux%ux%u examples%s, but %s builds networks for %ux%ux%u inputs with %u outputs: "
               "set the space's options to match (nb201: in_channels, size, classes)",
-              batch->source, batch->shape.c, batch->shape.h, batch->shape.w, batch->classes, builder, in.c, in.h,
+              batch->source, batch->shape.c, batch->shape.h, batch->shape.w, classes, builder, in.c, in.h,
               in.w, outputs);
   return FALSE;
 }
@@ -94,6 +95,7 @@ sieve_proxy_batch_read(const char *inputs, const char *labels, GError **error)
   if (values == NULL)
     return NULL;
   g_autofree gint32 *ids = NULL;
+  guint classes = 0;
   if (labels != NULL) {
     g_autoptr(SieveNpy) y = sieve__npy_read(labels, error);
     if (y == NULL)
@@ -107,15 +109,18 @@ sieve_proxy_batch_read(const char *inputs, const char *labels, GError **error)
     ids = sieve__npy_to_i32(y, labels, error);
     if (ids == NULL)
       return NULL;
-    for (guint64 b = 0; b < y->dims[0]; b++)
+    for (guint64 b = 0; b < y->dims[0]; b++) {
       if (ids[b] < 0) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: label %" G_GUINT64_FORMAT " is %d; class ids start at 0",
                     labels, b, ids[b]);
         return NULL;
       }
+      classes = MAX(classes, (guint)ids[b] + 1); /* what sieve_proxy_batch_check holds the networks to */
+    }
   }
   SieveProxyBatch *batch = g_new0(SieveProxyBatch, 1);
   batch->n = x->dims[0];
+  batch->classes = classes;
   batch->shape = (SieveShape){x->dims[1], x->dims[2], x->dims[3]};
   batch->x = g_steal_pointer(&values);
   batch->y = g_steal_pointer(&ids);

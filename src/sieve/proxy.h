@@ -74,7 +74,7 @@ SIEVE_API void sieve_proxy_rank_aggregate(const double *scores, guint n_candidat
 
 typedef struct {
   guint n;            /* examples */
-  guint classes;      /* classes of the dataset drawn from; 0 when unknown (a batch file) */
+  guint classes;      /* classes of the dataset drawn from, or 1 + a labels file's largest id; 0 when unknown */
   SieveShape shape;   /* of one example */
   float *x;           /* n x shape, plain NCHW (owned) */
   gint32 *y;          /* n class ids; NULL when a batch file came without labels (owned) */

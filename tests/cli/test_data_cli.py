@@ -233,6 +233,21 @@ budget: {{evaluations: 1}}
         iris_like(self.path("rows.csv"), labels=["cat", "dog", "bird"] * 13 + ["cat"])
         self.run_config(", test: false", check=0)
 
+    def test_proxies_label_check(self):
+        """sieve proxies on a CSV whose labels go past the space's classes:
+        refused up front for any batch size, as the screen stage does."""
+        iris_like(self.path("rows.csv"), labels=["0", "7"] + ["1"] * 38)
+        args = ["proxies", "--space", "nb101", "--set", "space.stem_channels=8", "--set", "space.stacks=1",
+                "--set", "space.cells=1", "--set", "space.in_channels=4", "--set", "space.size=1",
+                "--set", "space.classes=3", "--dataset", "csv:rows.csv", "--proxies", "snip", "--threads", "1"]
+        for batch in ("2", "4", "8"):
+            p = sieve(*args, "--batch", batch, NB101_ARCH, check=2, cwd=self.dir)
+            self.assertIn("sieve: dataset csv:rows.csv has 4x1x1 examples in 8 classes, but space nb101 builds "
+                          "networks for 4x1x1 inputs with 3 outputs", p.stderr)
+            self.assertEqual(p.stdout, "")
+        args[args.index("space.classes=3")] = "space.classes=8"
+        sieve(*args, "--batch", "4", NB101_ARCH, check=0, cwd=self.dir)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -141,9 +141,10 @@ class TestProxiesCli(unittest.TestCase):
                   "--proxies", "naswot,snip,jacob_cov", A1, check=0)
         r = lines(p.stdout)[0]
         self.assertTrue(all(math.isfinite(r[k]) for k in ("naswot", "snip", "jacob_cov")))
-        # A space set to another shape is an error naming both.
+        # A space set to another shape is an error naming both, before any
+        # candidate (the screen stage's check).
         p = sieve("--set", "space.C=4", "--set", "space.N=1", "--set", "space.size=32", "--batch", "16",
-                  "--dataset", "fashion-mnist", "--proxies", "snip", A1, check=1)
+                  "--dataset", "fashion-mnist", "--proxies", "snip", A1, check=2)
         self.assertIn("1x28x28", p.stderr)
         self.assertIn("1x32x32", p.stderr)
 

@@ -75,7 +75,8 @@ class BatchFile(unittest.TestCase):
             (["--batch-file", a["labels"]], 1, "shape (batch, channels, height, width)"),
             (["--batch-file", a["inputs"], "--labels-file", a["inputs"]], 1, "one class id per example"),
             (["--batch-file", os.path.join(self.tmp.name, "missing.npy")], 1, "missing.npy"),
-            (["--batch-file", self.files["small"]["inputs"], "--set", "space.size=16"], 1, "3x16x16 inputs, not the 3x8x8"),
+            (["--batch-file", self.files["small"]["inputs"], "--set", "space.size=16"], 2,
+             "has 3x8x8 examples, but space nb201 builds networks for 3x16x16 inputs"),
         ]
         for args, status, fragment in cases:
             with self.subTest(args=args):
