@@ -35,6 +35,7 @@ struct _SieveCsvReader {
   guint header_line;
   guint n_header;   /* fields of the header, 0 until it is read */
   gboolean spent;   /* at the end, or after an error */
+  const char *encoding; /* a byte-order mark's other than UTF-8 ("UTF-16LE"): refused at the first record */
   GArray *fields;   /* of Field, the current record's, reused */
 };
 
@@ -48,6 +49,15 @@ reader_new_take(const char *path, char *text, gsize length)
   r->p = text;
   if (length >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) /* a UTF-8 byte-order mark */
     r->p += 3;
+  else if (length >= 4 && (memcmp(text, "\xFF\xFE\0\0", 4) == 0 || memcmp(text, "\0\0\xFE\xFF", 4) == 0))
+    r->encoding = text[0] ? "UTF-32LE" : "UTF-32BE";
+  else if (length >= 2 && (memcmp(text, "\xFF\xFE", 2) == 0 || memcmp(text, "\xFE\xFF", 2) == 0))
+    r->encoding = (guint8) text[0] == 0xFF ? "UTF-16LE" : "UTF-16BE";
+  /* Lines ended by CR alone (classic Mac OS, some spreadsheet exports):
+   * when no LF is anywhere, each CR ends a line. */
+  if (memchr(text, '\n', length) == NULL)
+    for (char *c = memchr(text, '\r', length); c != NULL; c = memchr(c + 1, '\r', (gsize) (text + length - c - 1)))
+      *c = '\n';
   r->line_start = r->p;
   r->line = 1;
   r->fields = g_array_new(FALSE, FALSE, sizeof(Field));
@@ -162,6 +172,9 @@ sieve_csv_reader_next(SieveCsvReader *reader, GError **error)
   g_array_set_size(r->fields, 0);
   if (r->spent)
     return FALSE;
+  if (r->encoding != NULL)
+    return fail(r, 1, 1, error, "the file is %s text (its byte-order mark says so); sieve reads CSV as UTF-8: convert "
+                "it, e.g. iconv -f %s -t UTF-8", r->encoding, r->encoding);
 
   /* Skip lines that hold only blanks. */
   for (;;) {

@@ -765,6 +765,32 @@ check_csv_reader_error(const char *text, const char *message, const char *record
   g_clear_error(&error);
 }
 
+/* Lines ended by CR alone are lines; UTF-16 and UTF-32 files are named
+ * by their byte-order mark, not read as one odd header. */
+static void
+test_csv_reader_encodings(void)
+{
+  check_csv_records("a,b\r1,2\r\r3,\"x\ry\"\r", "1|[a]|[b]\n2|[1]|[2]\n4|[3]|[x\ny]\n");
+  static const struct {
+    const char *bytes;
+    gsize n;
+    const char *name;
+  } marks[] = {{"\xFF\xFE" "a\0,\0b\0\n\0", 10, "UTF-16LE"},
+               {"\xFE\xFF\0a\0,\0b\0\n", 10, "UTF-16BE"},
+               {"\xFF\xFE\0\0" "a\0\0\0", 8, "UTF-32LE"}};
+  for (guint i = 0; i < G_N_ELEMENTS(marks); i++) {
+    GError *error = NULL;
+    g_autofree char *got = csv_records(marks[i].bytes, (gssize) marks[i].n, &error);
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE);
+    g_autofree char *want = g_strdup_printf("mem.csv:1:1: the file is %s text (its byte-order mark says so); sieve "
+                                            "reads CSV as UTF-8: convert it, e.g. iconv -f %s -t UTF-8",
+                                            marks[i].name, marks[i].name);
+    g_assert_cmpstr(error->message, ==, want);
+    g_assert_cmpstr(got, ==, "");
+    g_clear_error(&error);
+  }
+}
+
 static void
 test_csv_reader_errors(void)
 {
@@ -1317,6 +1343,7 @@ main(int argc, char **argv)
   TEST("/data/csv/errors", test_csv_errors);
   g_test_add_func("/data/csv-reader/records", test_csv_reader_records);
   g_test_add_func("/data/csv-reader/errors", test_csv_reader_errors);
+  g_test_add_func("/data/csv-reader/encodings", test_csv_reader_encodings);
   TEST("/data/csv-reader/file", test_csv_reader_file);
   g_test_add_func("/data/open/errors", test_open_errors);
   g_test_add_func("/data/subset", test_subset);
