@@ -19,7 +19,8 @@
  *  - Fields are separated by ','.  A field in '"' quotes may hold commas,
  *    line breaks (kept as they are in the file) and quotes, each written "".
  *    A '"' inside an unquoted field is an error.
- *  - Records end with LF or CRLF; the last one may end with the file.
+ *  - Records end with LF or CRLF; the last one may end with the file.  In a
+ *    file with no LF at all, each CR ends a line (classic Mac OS exports).
  *  - Allowance 1: spaces and tabs around a field are not part of it
  *    (` 6.4 , "a, b" ` reads as `6.4` and `a, b`); write a field in quotes
  *    to keep spaces inside it.  RFC 4180 would keep them; no file sieve
@@ -27,7 +28,8 @@
  *    would not parse.
  *  - Allowance 2: a line holding only spaces (or nothing) is no record; it
  *    still counts for line numbers.  Files often end with one.
- *  - A UTF-8 byte-order mark at the start is skipped.
+ *  - A UTF-8 byte-order mark at the start is skipped; a UTF-16 or UTF-32
+ *    one is an error that names the encoding (the text is read as UTF-8).
  *  - A record has at most 1,048,576 (2^20) fields; more is an error at the
  *    first field over.
  *
