@@ -38,6 +38,8 @@ SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **erro
  * network again (the cache key's text is engine's sieve_options_to_canonical,
  * which must not change).  (transfer full) */
 SIEVE_INTERNAL_API char *sieve__options_to_json(const SieveOptions *options);
+/* The entry of spec (nullable) named name, or NULL. (transfer none) */
+SIEVE_INTERNAL_API const SieveOptionSpec *sieve__option_spec_find(const SieveOptionSpec *spec, const char *name);
 /* Parses such an object into a map for sieve_options_new; also reads what
  * sieve wrote before: a float option as a quoted number, an any-value
  * option as a string of YAML.  Errors name origin. (transfer full) */

@@ -141,15 +141,6 @@ sieve__options_to_json(const SieveOptions *options)
 
 /* ---- reading ------------------------------------------------------------ */
 
-static const SieveOptionSpec *
-spec_find(const SieveOptionSpec *spec, const char *name)
-{
-  for (const SieveOptionSpec *o = spec; o && o->name; o++)
-    if (strcmp(o->name, name) == 0)
-      return o;
-  return NULL;
-}
-
 /* What sieve wrote before its numbers were JSON numbers: a float option as
  * a string ("0.003", "inf"), an any-value option as a string of YAML.  The
  * same value as the config gave it, or NULL to keep the node as it is.
@@ -194,7 +185,7 @@ sieve__options_json_parse(const SieveOptionSpec *spec, const char *json, const c
   for (guint i = 0; i < sieve_node_size(map); i++) {
     const char *name = sieve_node_text(sieve_node_nth_key(map, i));
     GError *local = NULL;
-    SieveNode *value = upgrade(spec_find(spec, name), sieve_node_nth(map, i), &local);
+    SieveNode *value = upgrade(sieve__option_spec_find(spec, name), sieve_node_nth(map, i), &local);
     if (local != NULL) {
       g_propagate_error(error, local);
       return NULL;

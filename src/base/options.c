@@ -77,6 +77,15 @@ says_finite(const SieveOptionSpec *o)
                                                 ((o->flags & SIEVE_OPTION_HAS_MAX) && o->max == G_MAXDOUBLE));
 }
 
+const SieveOptionSpec *
+sieve__option_spec_find(const SieveOptionSpec *spec, const char *name)
+{
+  for (const SieveOptionSpec *o = spec; o && o->name; o++)
+    if (strcmp(o->name, name) == 0)
+      return o;
+  return NULL;
+}
+
 static void
 append_number(GString *out, const SieveOptionSpec *o, double v)
 {

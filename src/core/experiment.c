@@ -113,15 +113,6 @@ apply_overrides(SieveNode *root, const char *const *overrides, GError **error)
   return TRUE;
 }
 
-static const SieveOptionSpec *
-spec_find(const SieveOptionSpec *spec, const char *name)
-{
-  for (const SieveOptionSpec *o = spec; o && o->name; o++)
-    if (strcmp(o->name, name) == 0)
-      return o;
-  return NULL;
-}
-
 /* The seed a component gets from the top-level seed: the seed itself when
  * the component's range holds it, else a splitmix64 mix of it (Steele,
  * Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA
@@ -200,7 +191,7 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
    * component's range cannot hold is mapped into it (component_seed). */
   g_autoptr(SieveNode) seeded = NULL;
   const SieveNode *top_seed = sieve_node_lookup(exp->root, "seed");
-  const SieveOptionSpec *seed_option = spec_find(spec, "seed");
+  const SieveOptionSpec *seed_option = sieve__option_spec_find(spec, "seed");
   if (kind != SIEVE_KIND_OPTIMIZER && top_seed != NULL && sieve_node_lookup(node, "seed") == NULL &&
       seed_option != NULL) {
     seeded = sieve_node_copy(node);
