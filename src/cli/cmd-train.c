@@ -109,7 +109,7 @@ sieve_cmd_train(int argc, char **argv)
     return sieve_cli_fail(twice);
   /* The experiment the flags describe, built as a tree: each value a
    * scalar node that names its flag, so that a bad one is reported as
-   * "--dataset foo:1:1: ..." and no text can change the structure. */
+   * "--dataset foo: ..." and no text can change the structure. */
   g_autoptr(SieveNode) root = sieve_node_new_map("sieve train", 1, 1);
   set_value(root, "name", "train", TRUE, NULL);
   SieveNode *space_map = sieve_node_new_map("sieve train", 1, 1);
