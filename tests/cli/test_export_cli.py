@@ -113,6 +113,12 @@ budget: {{evaluations: 3}}
         self.assertAlmostEqual(final["finished"], float(row["finished"]), places=3)
         self.assertLessEqual(final["started"], final["finished"])
         sieve("model", "export", store, "--final", "0", "-o", self.path("f.safetensors"), check=0)
+        # -q prints nothing and still stores the final (it crashed writing
+        # its progress line to no stream).
+        p = sieve("final", store, "--trial", "1", "--epochs", "0.5", "-q", check=0)
+        self.assertEqual(p.stderr, "")
+        finals = json.loads(sieve("export", store, "--finals", "-f", "json", check=0).stdout)
+        self.assertEqual([(f["final"], f["trial"], f["status"]) for f in finals], [(0, 2, "ok"), (1, 1, "ok")])
 
 
 if __name__ == "__main__":
