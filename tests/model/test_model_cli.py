@@ -144,6 +144,15 @@ class ModelCli(unittest.TestCase):
         p = sieve("model", "info", self.path("cut.onnx"))
         self.assertIn(p.returncode, (1, 2))
         self.assertIn("cut.onnx", p.stderr)
+        # Two batch dimensions asked for: refused, not one of them ignored.
+        for batch in (["--batch", "3", "--dynamic-batch"], ["--dynamic-batch", "--batch", "1"]):
+            p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), *batch, "-o", self.path("b.onnx"))
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--dynamic-batch", p.stderr)
+            self.assertFalse(os.path.exists(self.path("b.onnx")))
+        p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), "--batch", "0", "-o", self.path("b.onnx"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
     def test_final_killed_and_resumed(self):
