@@ -92,8 +92,15 @@ sieve_cmd_final(int argc, char **argv)
   }
   /* The study's evaluator, its options overridden, weights kept. */
   g_autoptr(GPtrArray) overrides = g_ptr_array_new();
-  for (guint i = 0; sets && sets[i]; i++)
+  for (guint i = 0; sets && sets[i]; i++) {
+    /* Not overridden in silence: a final is trained for its weights. */
+    if (g_str_has_prefix(sets[i], "evaluator.keep_weights=") && !g_str_equal(sets[i], "evaluator.keep_weights=all")) {
+      fprintf(stderr, "sieve final: --set %s: a final always keeps its weights (what `sieve model export --final` "
+              "writes); leave keep_weights out\n", sets[i]);
+      return SIEVE_EXIT_USAGE;
+    }
     g_ptr_array_add(overrides, sets[i]);
+  }
   g_ptr_array_add(overrides, (gpointer) "evaluator.keep_weights=all");
   /* --epochs is the full budget of this training (the evaluator's fidelity
    * range ends there), not a fidelity inside the search's range. */
