@@ -11,6 +11,7 @@ config error at the option, before a store or a final is written."""
 import gzip
 import os
 import re
+import sqlite3
 import struct
 import sys
 import unittest
@@ -176,6 +177,30 @@ class TestTrainFaults(Workdir):
         cfg = self.write("val.yaml", (STUDY % {"name": "v", "data": self.data, "states": self.path("s"), "n": 1,
                                                "extra": ""}).replace("validation: 100", "validation: 400"))
         self.assert_refused_at(cfg, "validation", 400, "validation 400 must be smaller than the 400 training examples")
+
+    def test_refused_final_is_not_left_pending(self):
+        store, _ = self.run_study(self.study("final", "states", n=1))
+        p = sieve("final", store, "--trial", "0", "--set", "evaluator.batch_size=500", "--quiet", check=2)
+        self.assertIn("--set evaluator.batch_size=500:1:1: batch_size 500 needs at least", p.stderr)
+        db = sqlite3.connect(store)
+        try:
+            self.assertEqual(db.execute("select count(*) from finals").fetchone()[0], 0)
+        finally:
+            db.close()
+        summary = sieve("export", store, "--summary", check=0).stdout.splitlines()
+        self.assertEqual(dict(zip(summary[0].split(","), summary[1].split(",")))["finals_pending"], "0")
+        # A final an earlier version left pending with these refused settings is failed with the reason.
+        db = sqlite3.connect(store)
+        try:
+            with db:
+                db.execute("insert into finals (number, trial, genotype, status, settings) select 0, 0, genotype, "
+                           "'pending', 'evaluator.batch_size=500' from trials where number = 0")
+            sieve("final", store, "--trial", "0", "--set", "evaluator.batch_size=500", "--quiet", check=2)
+            status, reason = db.execute("select status, reason from finals where number = 0").fetchone()
+        finally:
+            db.close()
+        self.assertEqual(status, "failed")
+        self.assertIn("batch_size 500 needs at least that many training examples", reason)
 
 
 if __name__ == "__main__":
