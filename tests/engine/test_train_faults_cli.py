@@ -33,13 +33,8 @@ budget: {evaluations: %(n)d}
 """
 RECIPE = """name: recipe
 seed: 1
-space:
-  plugin: compose
-  parts:
-    - {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}
-    - plugin: hpo
-      parameters:
-        batch_size: ["16", "512"]
+space: {plugin: compose, parts: [{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28},
+                                  {plugin: hpo, parameters: {batch_size: ["16", "512"]}}]}
 optimizer: {plugin: random}
 evaluator: {plugin: train, dataset: fashion-mnist, data_dir: %(data)s, validation: 100, test: false, epochs: 0.25,
             threads: 1}
