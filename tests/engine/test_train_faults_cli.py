@@ -122,7 +122,7 @@ class TestTrainFaults(Workdir):
         for name in files:
             os.truncate(os.path.join(self.path("states"), name), 100)
         _, p = self.run_study(self.study("damaged", "states", n=6), "--resume")
-        dropped = re.findall(r"warning: dropped the training state (\S+) \(it is damaged\)", p.stderr)
+        dropped = re.findall(r"warning: dropped the training state (\S+) \(it is damaged", p.stderr)
         self.assertTrue(dropped, p.stderr)
         for path in dropped:
             self.assertIn(os.path.basename(path), files)
@@ -132,6 +132,26 @@ class TestTrainFaults(Workdir):
         self.assertTrue(promoted)
         for r in promoted:
             self.assertEqual(float(r["epochs_run"]), 5 / 9, r)
+
+    def test_state_of_another_training_is_not_used(self):
+        """State files renamed to each other's keys (what a copy between
+        folders can do) are another training's: dropped, and retrained to the
+        result of a study that kept its own."""
+        store, _ = self.run_study(self.study("swapped", "states"))
+        ref, _ = self.run_study(self.study("ref", "ref-states"))
+        self.run_study(self.study("ref", "ref-states", n=6), "--resume")
+        names = sorted(os.listdir(self.path("states")))
+        paths = [os.path.join(self.path("states"), n) for n in names]
+        contents = []
+        for path in paths:
+            with open(path, "rb") as f:
+                contents.append(f.read())
+        for path, content in zip(paths, contents[1:] + contents[:1]):
+            with open(path, "wb") as f:
+                f.write(content)
+        _, p = self.run_study(self.study("swapped", "states", n=6), "--resume")
+        self.assertRegex(p.stderr, r"warning: dropped the training state \S+ \(it is damaged, or another training's\)")
+        self.assertEqual(computed(export_rows(store)), computed(export_rows(ref)))
 
     def test_recipe_batch_larger_than_data_fails_its_trial(self):
         cfg = self.write("recipe.yaml", RECIPE % {"data": self.data})

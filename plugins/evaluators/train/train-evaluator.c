@@ -486,7 +486,9 @@ state_key(const Trainer *self, const SieveGraph *net, const char *text, const Si
 }
 
 /* A state file, named by its key: its epochs (8 bytes), the SHA-256 of the
- * trainer's state (32 bytes), then the state. */
+ * key and the trainer's state (32 bytes), then the state.  The key in the
+ * digest makes a file copied or renamed to another training's name as
+ * unusable as a damaged one. */
 #define STATE_HEADER (sizeof(double) + 32)
 
 static char *
@@ -496,17 +498,25 @@ state_path(const Trainer *self, const char *key)
   return g_build_filename(self->state_dir, name, NULL);
 }
 
-/* Whether data is a state file whose content is what was written. */
+/* The digest a state file of key holds for its state. */
+static void
+state_digest(const char *key, const guint8 *state, gsize len, guint8 digest[32])
+{
+  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(sum, (const guchar *) key, -1);
+  g_checksum_update(sum, state, len);
+  gsize n = 32;
+  g_checksum_get_digest(sum, digest, &n);
+}
+
+/* Whether data is the state file key's training wrote, unchanged. */
 static gboolean
-state_file_intact(const guint8 *data, gsize len)
+state_file_intact(const char *key, const guint8 *data, gsize len)
 {
   if (len <= STATE_HEADER)
     return FALSE;
-  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
-  g_checksum_update(sum, data + STATE_HEADER, len - STATE_HEADER);
   guint8 digest[32];
-  gsize n = sizeof digest;
-  g_checksum_get_digest(sum, digest, &n);
+  state_digest(key, data + STATE_HEADER, len - STATE_HEADER, digest);
   return memcmp(digest, data + sizeof(double), sizeof digest) == 0;
 }
 
@@ -559,8 +569,8 @@ state_take(Trainer *self, const char *key, double epochs)
       if (!g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
         state_drop_locked(self, key, local->message);
       g_error_free(local);
-    } else if (!state_file_intact((const guint8 *) data, len)) {
-      state_drop_locked(self, key, "it is damaged");
+    } else if (!state_file_intact(key, (const guint8 *) data, len)) {
+      state_drop_locked(self, key, "it is damaged, or another training's");
     } else {
       memcpy(&e, data, sizeof e);
       if (e <= epochs) {
@@ -596,10 +606,7 @@ state_put(Trainer *self, const char *key, double epochs, GBytes *bytes)
       const guint8 *data = g_bytes_get_data(bytes, &len);
       g_autofree guint8 *buf = g_malloc(len + STATE_HEADER);
       memcpy(buf, &epochs, sizeof epochs);
-      g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
-      g_checksum_update(sum, data, len);
-      gsize n = 32;
-      g_checksum_get_digest(sum, buf + sizeof epochs, &n);
+      state_digest(key, data, len, buf + sizeof epochs);
       memcpy(buf + STATE_HEADER, data, len);
       g_mkdir_with_parents(self->state_dir, 0700);
       /* A state that cannot be written costs a retraining later, not a result. */
