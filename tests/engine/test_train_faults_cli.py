@@ -80,9 +80,9 @@ class TestTrainFaults(Workdir):
         self.data = self.path("small")
         write_idx(self.data, self.images, self.labels, 400, 100)
 
-    def study(self, name, states, n=3, extra=""):
-        return self.write(name + ".yaml", STUDY % {"name": name, "data": self.data, "states": self.path(states),
-                                                   "n": n, "extra": extra})
+    def study(self, name, states, n=3, extra="", epochs=1):
+        text = STUDY % {"name": name, "data": self.data, "states": self.path(states), "n": n, "extra": extra}
+        return self.write(name + ".yaml", text.replace("epochs: 1,", f"epochs: {epochs},"))
 
     def run_study(self, cfg, *args, check=0):
         store = cfg[:-len(".yaml")] + ".sieve"
@@ -103,9 +103,12 @@ class TestTrainFaults(Workdir):
         # Each trained what its fidelity asks: 3 of 9 steps, nothing taken from the first study.
         self.assertEqual([float(r["epochs_run"]) for r in export_rows(other)], [3 / 9] * 3)
         self.assertTrue(kept <= set(os.listdir(self.path("states"))), "the first study's states were replaced")
-        # Another schedule (constant lr) on the same folder: a study of its own, not an error.
-        constant, _ = self.run_study(self.study("constant", "states", extra=", cosine: false"))
-        self.assertEqual([r["status"] for r in export_rows(constant)], ["ok"] * 3)
+        # Another schedule (2 epochs: 18 steps, where a state of the first has 9) on the same
+        # folder: a study of its own, not an error that stops it.
+        longer, _ = self.run_study(self.study("longer", "states", epochs=2))
+        rows = export_rows(longer)
+        self.assertEqual([(r["status"], r["fidelity"]) for r in rows], [("ok", "0.25")] * 3)
+        self.assertEqual(rows[0]["genotype"], export_rows(first)[0]["genotype"], "not the same configuration")
         # Promotions of the first study still continue from its own states.
         self.run_study(self.study("first", "states", n=6), "--resume")
         promoted = export_rows(first)[3:]
