@@ -165,7 +165,9 @@ class ModelCli(unittest.TestCase):
         dst.close()
         args = [SIEVE, "final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false"]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Killed once the finals are stored as pending and training started.
+        # Killed once the finals are stored as pending: the evaluator (and its
+        # data) is made before they are stored, so the first training starts
+        # right then and two tiny ones can end within a fixed wait.
         deadline = time.time() + 120
         while time.time() < deadline:
             db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
@@ -173,8 +175,7 @@ class ModelCli(unittest.TestCase):
             db.close()
             if n:
                 break
-            time.sleep(0.05)
-        time.sleep(0.3)
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         db = sqlite3.connect(store)
