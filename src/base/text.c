@@ -1,5 +1,6 @@
 /* sieve: numbers and JSON strings as sieve writes them (sieve/text.h). */
 #include <math.h>
+#include <string.h>
 
 #include <sieve/text.h>
 
@@ -73,4 +74,48 @@ sieve_json_append_double(GString *out, double value)
     return;
   }
   sieve_text_append_double(out, value);
+}
+
+guint
+sieve_text_char_number(const char *text, const char *at)
+{
+  g_return_val_if_fail(text != NULL && at >= text, 0);
+  if (g_utf8_validate(text, at - text, NULL))
+    return (guint) g_utf8_pointer_to_offset(text, at) + 1;
+  return (guint) (at - text) + 1;
+}
+
+/* The length in bytes of the valid UTF-8 character at p, 0 if none. */
+static gsize
+utf8_char_length(const char *p)
+{
+  gunichar c = g_utf8_get_char_validated(p, -1);
+  if (c == (gunichar) -1 || c == (gunichar) -2 || c == 0)
+    return 0;
+  return (gsize) (g_utf8_next_char(p) - p);
+}
+
+char *
+sieve_text_quote_at(const char *p, const char *extra, guint max)
+{
+  g_return_val_if_fail(p != NULL, NULL);
+  if (*p == '\0')
+    return g_strdup("the end of the text");
+  const char *end = p;
+  for (guint n = 0; n < max && *end != '\0'; n++) {
+    gsize len = 0;
+    if (g_ascii_isalnum(*end) || (extra != NULL && !((guchar) *end & 0x80) && strchr(extra, *end) != NULL))
+      len = 1;
+    else if ((guchar) *end & 0x80)
+      len = utf8_char_length(end);
+    if (len == 0)
+      break;
+    end += len;
+  }
+  if (end > p)
+    return g_strdup_printf("'%.*s'", (int) (end - p), p);
+  gsize len = utf8_char_length(p);
+  if (len > 0)
+    return g_strdup_printf("'%.*s'", (int) len, p);
+  return g_strdup_printf("\\x%02X", (guchar) *p);
 }

@@ -38,6 +38,33 @@ same_settings(const SieveFinal *f, const char *settings, double epochs)
   return g_strcmp0(f->settings, settings) == 0 && (isnan(f->epochs) ? isnan(epochs) : f->epochs == epochs);
 }
 
+/* Fails the jobs' finals that an earlier run left pending with settings
+ * the evaluator refuses (reason): a final the same request can never train
+ * is failed with its reason, not pending forever. */
+static gboolean
+fail_pending(SieveStore *store, GArray *jobs, const char *reason)
+{
+  GError *error = NULL;
+  g_autoptr(SieveResult) result = sieve_result_new();
+  sieve_result_set_failed(result, "%s", reason);
+  double now = g_get_real_time() / 1e6;
+  if (!sieve_store_begin(store, &error))
+    goto fail;
+  for (guint i = 0; i < jobs->len; i++) {
+    gint64 final = g_array_index(jobs, FinalJob, i).final;
+    if (final >= 0 && !sieve_store_finish_final(store, final, result, now, now, &error)) {
+      sieve_store_rollback(store);
+      goto fail;
+    }
+  }
+  if (sieve_store_commit(store, &error))
+    return TRUE;
+  sieve_store_rollback(store);
+fail:
+  g_error_free(error);
+  return FALSE;
+}
+
 int
 sieve_cmd_final(int argc, char **argv)
 {
@@ -92,8 +119,15 @@ sieve_cmd_final(int argc, char **argv)
   }
   /* The study's evaluator, its options overridden, weights kept. */
   g_autoptr(GPtrArray) overrides = g_ptr_array_new();
-  for (guint i = 0; sets && sets[i]; i++)
+  for (guint i = 0; sets && sets[i]; i++) {
+    /* Not overridden in silence: a final is trained for its weights. */
+    if (g_str_has_prefix(sets[i], "evaluator.keep_weights=") && !g_str_equal(sets[i], "evaluator.keep_weights=all")) {
+      fprintf(stderr, "sieve final: --set %s: a final always keeps its weights (what `sieve model export --final` "
+              "writes); leave keep_weights out\n", sets[i]);
+      return SIEVE_EXIT_USAGE;
+    }
     g_ptr_array_add(overrides, sets[i]);
+  }
   g_ptr_array_add(overrides, (gpointer) "evaluator.keep_weights=all");
   /* --epochs is the full budget of this training (the evaluator's fidelity
    * range ends there), not a fidelity inside the search's range. */
@@ -157,11 +191,10 @@ sieve_cmd_final(int argc, char **argv)
   g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, &error);
   if (finals == NULL)
     return sieve_cli_fail(error);
-  /* The finals still to train: new ones and those a kill left pending. */
+  /* The finals still to train: those a kill left pending (final >= 0) and
+   * new ones (final -1, stored below). */
   g_autoptr(GArray) to_train = g_array_new(FALSE, FALSE, sizeof(FinalJob));
   gint64 already = 0;
-  if (!sieve_store_begin(store, &error))
-    return sieve_cli_fail(error);
   for (guint i = 0; i < chosen->len; i++) {
     const SieveTrial *t = chosen->pdata[i];
     const SieveFinal *same = NULL;
@@ -174,26 +207,44 @@ sieve_cmd_final(int argc, char **argv)
       already++;
       continue;
     }
-    gint64 n = same ? same->number : sieve_store_add_final(store, t->number, t->genotype, epochs, settings, &error);
-    if (n < 0) {
+    FinalJob job = {same ? same->number : -1, t->number};
+    g_array_append_val(to_train, job);
+  }
+
+  /* The evaluator before anything is stored: settings it refuses (--set
+   * evaluator.batch_size larger than the data) leave no final pending. */
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  if (space == NULL)
+    return sieve_cli_fail(error);
+  g_autoptr(SieveEvaluator) evaluator =
+      to_train->len ? sieve_evaluator_new(exp->evaluator.component, space, exp->evaluator.options, &error) : NULL;
+  if (to_train->len && evaluator == NULL) {
+    /* Refused at one of this request's own --set settings (the error
+     * starts there), which are part of a final's identity: finals an
+     * earlier run left pending with them can never train.  A refusal at the
+     * study's own file (a data folder gone) may pass; those stay pending. */
+    if (g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG) && g_str_has_prefix(error->message, "--set ") &&
+        !fail_pending(store, to_train, error->message))
+      fprintf(stderr, "sieve: warning: the refused finals could not be marked failed\n");
+    return sieve_cli_fail(error);
+  }
+  if (!sieve_store_begin(store, &error))
+    return sieve_cli_fail(error);
+  for (guint i = 0; i < to_train->len; i++) {
+    FinalJob *job = &g_array_index(to_train, FinalJob, i);
+    if (job->final >= 0)
+      continue;
+    const SieveTrial *t = trials->pdata[job->trial];
+    if ((job->final = sieve_store_add_final(store, t->number, t->genotype, epochs, settings, &error)) < 0) {
       sieve_store_rollback(store);
       return sieve_cli_fail(error);
     }
-    FinalJob job = {n, t->number};
-    g_array_append_val(to_train, job);
   }
   if (!sieve_store_commit(store, &error)) {
     sieve_store_rollback(store);
     return sieve_cli_fail(error);
   }
 
-  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
-  if (space == NULL)
-    return sieve_cli_fail(error);
-  g_autoptr(SieveEvaluator) evaluator =
-      to_train->len ? sieve_evaluator_new(exp->evaluator.component, space, exp->evaluator.options, &error) : NULL;
-  if (to_train->len && evaluator == NULL)
-    return sieve_cli_fail(error);
   const SieveObjective *objective = &exp->objectives[0];
   g_autoptr(SieveProgress) progress =
       sieve_progress_new(quiet ? NULL : stderr, !quiet && isatty(STDERR_FILENO), (gint64)(to_train->len + already), already,

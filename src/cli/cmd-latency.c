@@ -11,7 +11,9 @@
  * --arch-file FILE: one candidate a line, each measured in turn; with
  * --together all compiled first and timed in rounds
  * (sieve_latency_measure_together), for a ranking that the machine's
- * drifting speed does not reorder.
+ * drifting speed does not reorder.  A line that is no candidate is
+ * reported with its FILE:LINE and the others are still measured, as `sieve
+ * hash` and `sieve proxies` do; the exit status is then 1.
  *
  * --table: the per-operation latency table of a space (ProxylessNAS,
  * FBNet): every distinct operation key that the space's networks contain
@@ -104,20 +106,40 @@ print_candidate(const SieveSpace *space, const SieveGenotype *g, const SieveGrap
   return SIEVE_EXIT_OK;
 }
 
+/* A built candidate measured and printed. */
+static int
+measure_candidate(const SieveSpace *space, const SieveGenotype *g, const SieveGraph *graph,
+                  const SieveLatencyOptions *o, SieveLatencyTable *table)
+{
+  GError *error = NULL;
+  SieveLatency l;
+  if (!sieve_latency_measure(graph, o, &l, &error))
+    return sieve_cli_fail(error);
+  return print_candidate(space, g, graph, &l, o, table);
+}
+
 static int
 one_candidate(const SieveSpace *space, const char *arch, const char *where, const SieveLatencyOptions *o,
               SieveLatencyTable *table)
 {
-  GError *error = NULL;
   g_autoptr(SieveGenotype) g = NULL;
   g_autoptr(SieveGraph) graph = NULL;
   int rc = build_candidate(space, arch, where, &g, &graph);
   if (rc != SIEVE_EXIT_OK)
     return rc;
-  SieveLatency l;
-  if (!sieve_latency_measure(graph, o, &l, &error))
-    return sieve_cli_fail(error);
-  return print_candidate(space, g, graph, &l, o, table);
+  return measure_candidate(space, g, graph, o, table);
+}
+
+/* After the lines of --arch-file: how many were no candidate (reported as
+ * they came), and the exit status. */
+static int
+arch_file_status(const char *file, guint failed, guint total)
+{
+  if (failed == 0)
+    return SIEVE_EXIT_OK;
+  fprintf(stderr, "sieve latency: %u of %u candidate%s of %s could not be measured\n", failed, total,
+          total == 1 ? "" : "s", file);
+  return SIEVE_EXIT_FAILURE;
 }
 
 /* --arch-file --together: every candidate compiled first, then measured in
@@ -126,6 +148,7 @@ static int
 together(const SieveSpace *space, char **lines, const char *file, const SieveLatencyOptions *o,
          SieveLatencyTable *table)
 {
+  guint failed = 0, total = 0;
   GError *error = NULL;
   g_autoptr(GPtrArray) genotypes = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_genotype_free);
   g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
@@ -135,13 +158,17 @@ together(const SieveSpace *space, char **lines, const char *file, const SieveLat
     g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
     SieveGenotype *g;
     SieveGraph *graph;
-    int rc = build_candidate(space, lines[i], where, &g, &graph);
-    if (g != NULL)
-      g_ptr_array_add(genotypes, g);
-    if (rc != SIEVE_EXIT_OK)
-      return rc;
+    total++;
+    if (build_candidate(space, lines[i], where, &g, &graph) != SIEVE_EXIT_OK) {
+      g_clear_pointer(&g, sieve_genotype_free);
+      failed++;
+      continue;
+    }
+    g_ptr_array_add(genotypes, g);
     g_ptr_array_add(graphs, graph);
   }
+  if (graphs->len == 0)
+    return arch_file_status(file, failed, total);
   /* The table's entries these candidates miss, measured together first. */
   if (table != NULL &&
       !sieve_latency_table_fill(table, (const SieveGraph *const *) graphs->pdata, graphs->len, &error))
@@ -154,7 +181,7 @@ together(const SieveSpace *space, char **lines, const char *file, const SieveLat
     if (rc != SIEVE_EXIT_OK)
       return rc;
   }
-  return SIEVE_EXIT_OK;
+  return arch_file_status(file, failed, total);
 }
 
 /* --arch or --arch-file: each candidate compiled, measured and freed in
@@ -180,15 +207,23 @@ candidates(const SieveSpace *space, const char *arch, const char *file, const Si
     g_strstrip(lines[i]);
   if (all_together)
     return together(space, lines, file, o, table);
+  guint failed = 0, total = 0;
   for (guint i = 0; lines[i] != NULL; i++) {
     if (lines[i][0] == '\0' || lines[i][0] == '#')
       continue;
     g_autofree char *where = g_strdup_printf("%s:%u", file, i + 1);
-    int rc = one_candidate(space, lines[i], where, o, table);
+    total++;
+    g_autoptr(SieveGenotype) g = NULL;
+    g_autoptr(SieveGraph) graph = NULL;
+    if (build_candidate(space, lines[i], where, &g, &graph) != SIEVE_EXIT_OK) {
+      failed++;
+      continue;
+    }
+    int rc = measure_candidate(space, g, graph, o, table);
     if (rc != SIEVE_EXIT_OK)
       return rc;
   }
-  return SIEVE_EXIT_OK;
+  return arch_file_status(file, failed, total);
 }
 
 typedef struct {

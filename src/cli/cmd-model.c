@@ -223,7 +223,9 @@ cmd_export(int argc, char **argv)
   gint64 trial = -1, final = -1;
   g_autofree char *out = NULL, *space = NULL, *arch = NULL, *weights = NULL;
   g_auto(GStrv) overrides = NULL;
-  gint batch = 1, seed = 0;
+  g_autofree char *batch_text = NULL;
+  gint64 batch = 1;
+  gint seed = 0;
   gboolean dynamic = FALSE;
   GOptionEntry entries[] = {
       {"trial", 0, 0, G_OPTION_ARG_INT64, &trial, "export trial N's kept weights", "N"},
@@ -235,18 +237,24 @@ cmd_export(int argc, char **argv)
       {"seed", 0, 0, G_OPTION_ARG_INT, &seed, "initial weights' seed (without --weights)", "S"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &out,
        "the file: .safetensors writes the weights file, anything else ONNX (default model.onnx)", "FILE"},
-      {"batch", 'b', 0, G_OPTION_ARG_INT, &batch, "the ONNX input's batch size (default 1)", "N"},
+      {"batch", 'b', 0, G_OPTION_ARG_STRING, &batch_text, "the ONNX input's batch size (default 1)", "N"},
       {"dynamic-batch", 0, 0, G_OPTION_ARG_NONE, &dynamic, "a symbolic batch dimension instead", NULL},
       {NULL},
   };
   g_autoptr(GOptionContext) context = g_option_context_new("[STORE] - write a trained network as ONNX or weights");
   g_option_context_add_main_entries(context, entries, NULL);
   GError *error = NULL;
-  if (!g_option_context_parse(context, &argc, &argv, &error))
+  if (!g_option_context_parse(context, &argc, &argv, &error) ||
+      !sieve_cli_parse_int("--batch", batch_text, 1, 65536, &batch, &error))
     return sieve_cli_fail(error);
+  if (batch_text && dynamic) {
+    fprintf(stderr, "sieve model export: --batch %s and --dynamic-batch ask for two batch dimensions: give one\n",
+            batch_text);
+    return SIEVE_EXIT_USAGE;
+  }
   gboolean from_store = argc == 2 && (trial >= 0) != (final >= 0) && !space && !arch && !weights;
   gboolean from_arch = argc == 1 && arch && trial < 0 && final < 0;
-  if ((!from_store && !from_arch) || batch < 1) {
+  if (!from_store && !from_arch) {
     fprintf(stderr, "sieve model export: expected STORE --trial N | --final N, or --space S --arch TEXT [--weights FILE] "
                     "(see 'sieve model export --help')\n");
     return SIEVE_EXIT_USAGE;

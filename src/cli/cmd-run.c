@@ -246,14 +246,12 @@ sieve_cmd_run(int argc, char **argv)
   g_autoptr(SieveSpace) report_space = report_path ? sieve_report_space_new(store, registry, NULL) : NULL;
   ReportEvery every = {store, report_space, report_path, report_every, 0};
   /* With --quiet the engine gets no progress, except to call the hook:
-   * then one that prints to nowhere. */
-  FILE *devnull = NULL;
+   * then one that prints nothing. */
   g_autoptr(SieveProgress) silent = NULL;
   SieveProgress *shown = quiet ? NULL : progress;
   if (report_every > 0) {
     if (shown == NULL) {
-      devnull = fopen("/dev/null", "w");
-      silent = sieve_progress_new(devnull, FALSE, exp->budget_evaluations, total - pending,
+      silent = sieve_progress_new(NULL, FALSE, exp->budget_evaluations, total - pending,
                                   exp->objectives[0].metric, exp->objectives[0].maximize);
       shown = silent;
     }
@@ -274,8 +272,6 @@ sieve_cmd_run(int argc, char **argv)
   /* They exit once the study is finished; otherwise they are stopped. */
   stop_local_workers(children, !ok || interrupts);
   g_clear_pointer(&silent, sieve_progress_free);
-  if (devnull != NULL)
-    fclose(devnull);
   if (report_path != NULL) {
     /* Also when the study stopped on an error: what finished is worth seeing. */
     g_autoptr(GError) report_error = NULL;

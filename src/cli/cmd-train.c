@@ -110,9 +110,9 @@ sieve_cmd_train(int argc, char **argv)
   /* The experiment the flags describe, built as a tree: each value a
    * scalar node that names its flag, so that a bad one is reported as
    * "--dataset foo: ..." and no text can change the structure. */
-  g_autoptr(SieveNode) root = sieve_node_new_map("sieve train", 1, 1);
+  g_autoptr(SieveNode) root = sieve_node_new_map("sieve train", 0, 0);
   set_value(root, "name", "train", TRUE, NULL);
-  SieveNode *space_map = sieve_node_new_map("sieve train", 1, 1);
+  SieveNode *space_map = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "space", space_map);
   set_value(space_map, "plugin", space ? space : "nb201", TRUE, "--space");
   for (guint i = 0; overrides && overrides[i]; i++)
@@ -131,7 +131,7 @@ sieve_cmd_train(int argc, char **argv)
       set_value(space_map, "size", "28", FALSE, "--dataset");
   }
   set_value(root, "optimizer", "random", TRUE, NULL);
-  SieveNode *ev_map = sieve_node_new_map("sieve train", 1, 1);
+  SieveNode *ev_map = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "evaluator", ev_map);
   set_value(ev_map, "plugin", "train", TRUE, NULL);
   if (dataset)
@@ -158,11 +158,11 @@ sieve_cmd_train(int argc, char **argv)
     if (numbers[i].text != NULL)
       set_value(ev_map, numbers[i].key, numbers[i].text, FALSE, numbers[i].flag);
   }
-  SieveNode *objective = sieve_node_new_map("sieve train", 1, 1);
+  SieveNode *objective = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "objective", objective);
   set_value(objective, "metric", "val_acc", TRUE, NULL);
   set_value(objective, "direction", "maximize", TRUE, NULL);
-  SieveNode *budget = sieve_node_new_map("sieve train", 1, 1);
+  SieveNode *budget = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "budget", budget);
   set_value(budget, "evaluations", "1", FALSE, NULL);
 

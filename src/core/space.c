@@ -1,4 +1,5 @@
 /* sieve: search spaces, decisions and genotypes. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -727,6 +728,15 @@ sieve__space_generic_format(const SieveSpace *space, const SieveGenotype *genoty
   return g_string_free(out, FALSE);
 }
 
+/* The message sieve_space_validate gives, with the value as written. */
+static gboolean
+out_of_range(const SieveDecision *d, const char *text, GError **error)
+{
+  g_autofree char *lo = sieve_text_format_double(d->low), *hi = sieve_text_format_double(d->high);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' = %s is outside [%s, %s]", d->name, text, lo, hi);
+  return FALSE;
+}
+
 static gboolean
 parse_value(const SieveDecision *d, const char *text, double *out, GError **error)
 {
@@ -745,11 +755,16 @@ parse_value(const SieveDecision *d, const char *text, double *out, GError **erro
     return FALSE;
   }
   case SIEVE_DECISION_INT: {
+    errno = 0;
     gint64 v = g_ascii_strtoll(text, &end, 10);
     if (*text == '\0' || *end != '\0') {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects an integer, got '%s'", d->name, text);
       return FALSE;
     }
+    /* Checked here, on the text: strtoll clamps what overflows to
+     * +-2^63, and the error must quote what was written. */
+    if (errno == ERANGE || (double) v < d->low || (double) v > d->high)
+      return out_of_range(d, text, error);
     *out = (double) v;
     return TRUE;
   }
@@ -759,6 +774,8 @@ parse_value(const SieveDecision *d, const char *text, double *out, GError **erro
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "'%s' expects a number, got '%s'", d->name, text);
       return FALSE;
     }
+    if (!(v >= d->low && v <= d->high))
+      return out_of_range(d, text, error);
     *out = v;
     return TRUE;
   }

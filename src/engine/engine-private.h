@@ -23,7 +23,9 @@ G_BEGIN_DECLS
 
 typedef struct _SieveProgress SieveProgress;
 
-/* budget: evaluations to reach (0: none); already: finished before this run. (transfer full) */
+/* out (nullable): where it prints; NULL counts and calls the hook but prints
+ * nothing (--quiet).  budget: evaluations to reach (0: none); already:
+ * finished before this run. (transfer full) */
 SIEVE_INTERNAL_API SieveProgress *sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 already,
                                   const char *objective, gboolean maximize);
 SIEVE_INTERNAL_API void sieve_progress_free(SieveProgress *progress);

@@ -58,7 +58,7 @@ sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 alread
 {
   SieveProgress *p = g_new0(SieveProgress, 1);
   p->out = out;
-  p->interactive = interactive;
+  p->interactive = interactive && out != NULL;
   p->budget = budget;
   p->done = already;
   p->objective = g_strdup(objective);
@@ -157,7 +157,7 @@ sieve_progress_activity(SieveProgress *p, gint64 trial, const char *text)
   if (p->interactive) {
     if (now - p->last_draw > 100000)
       draw(p);
-  } else if (now - p->last_activity_print > 5000000) {
+  } else if (p->out != NULL && now - p->last_activity_print > 5000000) {
     /* Logs get a line every few seconds, not one per batch. */
     fprintf(p->out, "  %s %s\n", p->noun, p->activity);
     fflush(p->out);
@@ -190,6 +190,11 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
      * of trials a second and the terminal must not be the bottleneck. */
     if (g_get_monotonic_time() - p->last_draw > 100000 || p->done == p->budget)
       draw(p);
+    g_mutex_unlock(&p->lock);
+    call_hook(p);
+    return;
+  }
+  if (p->out == NULL) {
     g_mutex_unlock(&p->lock);
     call_hook(p);
     return;
@@ -229,6 +234,8 @@ note_unevaluated(SieveProgress *p, const char *line)
       draw(p);
     return;
   }
+  if (p->out == NULL)
+    return;
   g_autofree char *budget = p->budget > 0 ? g_strdup_printf("/%" G_GINT64_FORMAT, p->budget) : g_strdup("");
   fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s\n", p->done, budget, line);
   fflush(p->out);
@@ -283,6 +290,8 @@ sieve_progress_set_rejected(SieveProgress *progress, gint64 rejected)
 void
 sieve_progress_message(SieveProgress *progress, const char *format, ...)
 {
+  if (progress->out == NULL)
+    return;
   va_list ap;
   va_start(ap, format);
   g_autofree char *text = g_strdup_vprintf(format, ap);
@@ -303,5 +312,6 @@ sieve_progress_end(SieveProgress *progress)
     fputc('\n', progress->out);
     progress->line_open = FALSE;
   }
-  fflush(progress->out);
+  if (progress->out != NULL)
+    fflush(progress->out);
 }

@@ -607,6 +607,12 @@ check_builder(lua_State *L, const char **name)
   *name = luaL_checkstring(L, 2);
   if ((*name)[0] == '\0')
     luaL_error(L, "a decision needs a name");
+  /* The genotype text is "name=value,name=value": a name holding either
+   * separator could be written but never read back (a study's --resume
+   * would stop at it). */
+  if (strpbrk(*name, ",="))
+    luaL_error(L, "decision name '%s' holds '%c': the genotype text (name=value,...) could not read it back",
+               *name, *strpbrk(*name, ",="));
   if (sieve_space_find(box->space, *name) >= 0)
     luaL_error(L, "decision '%s' is declared twice", *name);
   return box->space;

@@ -28,6 +28,8 @@
 enum { WIRE_VARINT = 0, WIRE_BYTES = 2, WIRE_FIXED32 = 5 };
 enum { ATTR_FLOAT = 1, ATTR_INT = 2, ATTR_TENSOR = 4, ATTR_INTS = 7 };
 enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+#define INPUT_NAME "input"
+#define OUTPUT_NAME "logits"
 
 /* ---- the protobuf writer ------------------------------------------------------ */
 
@@ -103,6 +105,7 @@ typedef struct {
   guint counter;    /* for unique helper names */
   SieveRuntime *constants; /* the graph on a zero input, for nodes that do not depend on it */
   guint output;            /* the node the model ends in */
+  GHashTable *written;     /* names of the float initializers written */
   GError **error;
 } Enc;
 
@@ -137,6 +140,7 @@ add_initializer_f32(Enc *e, const char *name, guint ndims, const guint64 *dims, 
   Pb *t = g_byte_array_new();
   tensor_proto(t, name, ndims, dims, ONNX_FLOAT, le, n * 4);
   pb_msg(e->initializers, 5, t);
+  g_hash_table_add(e->written, g_strdup(name));
 }
 
 static void
@@ -255,6 +259,35 @@ materialise(Enc *e, guint v)
   gboolean flat = v == e->output && n->kind == SIEVE_OP_LINEAR;
   add_initializer_f32(e, e->name[v], flat ? 2 : 4, dims, value);
   return e->name[v];
+}
+
+/* The model's output when it does not depend on the input: the constant
+ * z, whose batch is e->batch.  With a symbolic batch (e->batch 0) z holds
+ * one row, expanded to the input's N (Shape, Slice, Concat, Expand: opset
+ * 13's own), so that the output has the N rows it declares. */
+static void
+emit_constant_output(Enc *e, const char *z)
+{
+  if (e->batch > 0) {
+    emit(e, "Identity", &z, 1, OUTPUT_NAME, NULL, 0);
+    return;
+  }
+  const SieveGraphNode *n = sieve_graph_node(e->graph, e->output);
+  gboolean flat = n->kind == SIEVE_OP_LINEAR;
+  g_autofree char *shape = fresh(e, "input_shape");
+  g_autofree char *zero = fresh(e, "batch_starts");
+  g_autofree char *one = fresh(e, "batch_ends");
+  g_autofree char *batch = fresh(e, "batch");
+  g_autofree char *rest = fresh(e, "row_shape");
+  g_autofree char *target = fresh(e, "output_shape");
+  const char *input = INPUT_NAME;
+  emit(e, "Shape", &input, 1, shape, NULL, 0);
+  add_initializer_i64(e, zero, 1, (gint64[]){0});
+  add_initializer_i64(e, one, 1, (gint64[]){1});
+  emit(e, "Slice", (const char *[]){shape, zero, one}, 3, batch, NULL, 0);
+  add_initializer_i64(e, rest, flat ? 1 : 3, (gint64[]){n->shape.c, n->shape.h, n->shape.w});
+  emit(e, "Concat", (const char *[]){batch, rest}, 2, target, (Attr[]){{"axis", ATTR_INT, .i = 0}}, 1);
+  emit(e, "Expand", (const char *[]){z, target}, 2, OUTPUT_NAME, NULL, 0);
 }
 
 /* The initializer for node v's tensor what, which the weights must hold. */
@@ -511,8 +544,6 @@ value_info(const char *name, guint ndims, const gint64 *dims)
   return vi;
 }
 
-#define INPUT_NAME "input"
-#define OUTPUT_NAME "logits"
 
 GBytes *
 sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const SieveOnnxOptions *options,
@@ -534,6 +565,7 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
   e.name = g_new0(char *, n_nodes);
   e.zero = g_new0(gboolean, n_nodes);
   e.output = output;
+  e.written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   /* constant[v]: v does not depend on the input (zeros and what only they feed). */
   g_autofree gboolean *constant = g_new0(gboolean, n_nodes);
   gboolean ok = TRUE;
@@ -569,21 +601,33 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
       } else {
         const char *x = materialise(&e, last);
         e.name[v] = g_strdup(OUTPUT_NAME);
-        emit(&e, "Identity", &x, 1, OUTPUT_NAME, NULL, 0);
+        if (constant[last])
+          emit_constant_output(&e, x);
+        else
+          emit(&e, "Identity", &x, 1, OUTPUT_NAME, NULL, 0);
       }
       continue;
     }
     if (constant[v]) {
       /* Computed only where something reads it (materialise). */
-      if (is_output) {
-        const char *z = materialise(&e, v);
-        emit(&e, "Identity", &z, 1, OUTPUT_NAME, NULL, 0);
-      }
+      if (is_output)
+        emit_constant_output(&e, materialise(&e, v));
       continue;
     }
     g_autofree char *prefix = sieve_weights_node_name(graph, v);
     e.name[v] = is_output ? g_strdup(OUTPUT_NAME) : g_strdup(prefix);
     ok = emit_node(&e, v, e.name[v], is_output);
+  }
+  /* The weights of what became constants: no node reads them, but sieve
+   * rebuilds the network from the file (model info, model eval), and its
+   * runtime needs every parameter, not the constants computed from them. */
+  for (guint i = 0; ok && i < sieve_weights_n_tensors(weights); i++) {
+    const char *name = sieve_weights_tensor_name(weights, i);
+    guint ndims = 0;
+    const guint64 *dims = NULL;
+    const float *data = sieve_weights_lookup(weights, name, &ndims, &dims);
+    if (!g_hash_table_contains(e.written, name))
+      add_initializer_f32(&e, name, ndims, dims, data);
   }
   ok = ok && (error == NULL || *error == NULL);
   g_clear_pointer(&e.constants, sieve_runtime_free);
@@ -624,6 +668,7 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
     g_free(e.name[v]);
   g_free(e.name);
   g_free(e.zero);
+  g_hash_table_unref(e.written);
   g_byte_array_unref(e.nodes);
   g_byte_array_unref(e.initializers);
   if (!ok)

@@ -41,4 +41,14 @@ SIEVE_API void sieve_json_append_string(GString *out, const char *text);
  * infinities; sieve's readers take these strings back). */
 SIEVE_API void sieve_json_append_double(GString *out, double value);
 
+/* For a parser's messages: the 1-based number of the character at in text,
+ * counting UTF-8 characters (bytes where text is not valid UTF-8 up to at). */
+SIEVE_API guint sieve_text_char_number(const char *text, const char *at);
+/* For a parser's messages: what stands at p, quoted whole: the run of
+ * ASCII letters and digits, characters of extra (nullable) and non-ASCII
+ * characters there, at most max characters of it; else the one character
+ * there ('ö', not half of it; a byte that is not UTF-8 as \xNN); "the end
+ * of the text" at its end.  (transfer full) */
+SIEVE_API char *sieve_text_quote_at(const char *p, const char *extra, guint max);
+
 G_END_DECLS

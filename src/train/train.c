@@ -36,14 +36,6 @@ sieve_train_data_load(const char *dataset, const char *dir, guint validation, gu
                       gboolean normalize, guint64 seed, SieveTrainData *out, GError **error)
 {
   *out = (SieveTrainData){0};
-  /* No option splits a test set off a CSV file: say so before reading it. */
-  if (with_test && g_str_has_prefix(dataset, "csv:")) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                "%s has no test split: a CSV file is one set of examples, of which only the validation examples "
-                "are held out; set test: false",
-                dataset);
-    return FALSE;
-  }
   g_autoptr(SieveDataset) all = sieve_dataset_open(dataset, dir, "train", error);
   if (all == NULL)
     return FALSE;

@@ -131,12 +131,12 @@ class TestTrainFlags(sieve_cli.Workdir):
 
     def test_locations(self):
         """A flag's value has no line and column; a data_dir from --set is
-        named where the dataset does not load; the default dataset is not
-        a flag."""
+        named where the dataset does not load."""
         os.mkdir(self.path("c10"))
         p = self.train("--set", "evaluator.data_dir=c10")
-        self.assertIn("sieve: sieve train's default dataset: fashion-mnist: no train images in c10", p.stderr)
-        self.assertIn("(data_dir at --set evaluator.data_dir=c10:1:1)", p.stderr)
+        self.assertIn("sieve: --set evaluator.data_dir=c10:1:1: fashion-mnist: no train images in c10", p.stderr)
+        p = self.train("--dataset", "no-such-set")
+        self.assertIn("sieve: --dataset no-such-set: unknown dataset 'no-such-set'", p.stderr)
         p = self.train("--batch", "0")
         self.assertIn("sieve: --batch 0: option 'batch_size'", p.stderr)
 
@@ -200,8 +200,7 @@ budget: {{evaluations: 1}}
                 "--set", "space.stacks=1", "--set", "space.cells=1", "--set", "space.in_channels=4",
                 "--set", "space.size=1", "--set", "space.classes=3", "--dataset", "csv:rows.csv", "--threads", "1"]
         p = sieve(*args, check=2, cwd=self.dir)
-        self.assertIn("sieve: --dataset csv:rows.csv: validation 5000 must be smaller than the 40 training examples",
-                      p.stderr)
+        self.assertIn("sieve: sieve train: validation 5000 must be smaller than the 40 training examples", p.stderr)
         out = json.loads(sieve(*args, "--validation", "8", "--batch", "8", check=0, cwd=self.dir).stdout)
         self.assertEqual(out["status"], "ok")
         self.assertNotIn("test_acc", out)

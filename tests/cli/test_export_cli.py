@@ -113,6 +113,16 @@ budget: {{evaluations: 3}}
         self.assertAlmostEqual(final["finished"], float(row["finished"]), places=3)
         self.assertLessEqual(final["started"], final["finished"])
         sieve("model", "export", store, "--final", "0", "-o", self.path("f.safetensors"), check=0)
+        # -q prints nothing and still stores the final (it crashed writing
+        # its progress line to no stream).
+        p = sieve("final", store, "--trial", "1", "--epochs", "0.5", "-q", check=0)
+        self.assertEqual(p.stderr, "")
+        finals = json.loads(sieve("export", store, "--finals", "-f", "json", check=0).stdout)
+        self.assertEqual([(f["final"], f["trial"], f["status"]) for f in finals], [(0, 2, "ok"), (1, 1, "ok")])
+        # keep_weights other than all is refused, not overridden in silence; nothing trained
+        p = sieve("final", store, "--trial", "0", "--epochs", "0.5", "--set", "evaluator.keep_weights=none", check=2)
+        self.assertIn("--set evaluator.keep_weights=none: a final always keeps its weights", p.stderr)
+        self.assertEqual(len(json.loads(sieve("export", store, "--finals", "-f", "json", check=0).stdout)), 2)
 
 
 if __name__ == "__main__":

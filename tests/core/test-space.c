@@ -104,6 +104,15 @@ test_parse_errors(void)
   assert_parse_error(space, "optimiser=sgd", "unknown decision 'optimiser' (did you mean 'optimizer'?)");
   assert_parse_error(space, "optimizer=sgd,lr=2,momentum=0.5,batch=64,layers=2", "'lr' = 2 is outside [1e-05, 0.1]");
   assert_parse_error(space, "optimizer=sgd,lr=0.1,momentum=0.5,batch=64.5,layers=2", "'batch' expects an integer, got '64.5'");
+  /* Out of range: the value as written, not strtoll's clamp to 2^63 - 1
+   * nor the nearest double. */
+  assert_parse_error(space, "optimizer=sgd,lr=0.1,momentum=0.5,batch=64,layers=99999999999999999999",
+                     "'layers' = 99999999999999999999 is outside [1, 8]");
+  assert_parse_error(space, "optimizer=sgd,lr=0.1,momentum=0.5,batch=64,layers=-99999999999999999999",
+                     "'layers' = -99999999999999999999 is outside [1, 8]");
+  assert_parse_error(space, "optimizer=sgd,lr=0.1,momentum=0.5,batch=9007199254740993,layers=2",
+                     "'batch' = 9007199254740993 is outside [16, 512]");
+  assert_parse_error(space, "optimizer=sgd,lr=1e-1000,momentum=0.5,batch=64,layers=2", "'lr' = 1e-1000 is outside [1e-05, 0.1]");
   assert_parse_error(space, "optimizer=sgd,lr", "expected name=value, got 'lr'");
   assert_parse_error(space, "optimizer=sgd,optimizer=adam", "'optimizer' given twice");
 }

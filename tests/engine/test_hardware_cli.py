@@ -76,11 +76,21 @@ class Latency(unittest.TestCase):
         self.assertEqual([g["predicted_latency_ms"] for g in together], [g["predicted_latency_ms"] for g in got])
         bad = sieve("latency", "--space", "nb201", "--arch", ARCH, "--together", check=2)
         self.assertIn("--together", bad.stderr)
-        with open(listing, "a") as f:
+        # a line that is no candidate is named by file and line, the others are still measured (as
+        # `sieve hash` and `sieve proxies` do), and the exit status is 1
+        with open(listing, "w") as f:
+            f.write(f"{ARCH}\n|nor_conv_3x3~0|\n{other}\n")
+        for mode in ([], ["--together"]):
+            bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK, check=1)
+            self.assertIn(f"{listing}:2", bad.stderr)
+            self.assertIn(f"1 of 3 candidates of {listing} could not be measured", bad.stderr)
+            self.assertEqual([json.loads(l)["genotype"] for l in bad.stdout.splitlines()], [ARCH, other])
+        with open(listing, "w") as f:
             f.write("|nor_conv_3x3~0|\n")
         for mode in ([], ["--together"]):
-            bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK, check=2)
-            self.assertIn(f"{listing}:5", bad.stderr)
+            bad = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK, check=1)
+            self.assertIn(f"{listing}:1", bad.stderr)
+            self.assertEqual(bad.stdout, "")
         bad = sieve("latency", "--space", "nb201", "--arch", "|nor_conv_3x3~0|", check=2)
         self.assertIn("--arch", bad.stderr)
         sieve("latency", "--space", "nb201", check=2)

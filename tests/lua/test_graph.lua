@@ -208,10 +208,32 @@ sieve.register_space{
   end,
 }
 
+-- Decision names the genotype text (name=value,...) cannot read back.
+sieve.register_space{
+  name = "bad_names",
+  options = {name = "a=b,c"},
+  create = function(self, b)
+    BAD_NAME_LINE = here() + 1
+    b:categorical(self.options.name, {"x", "y"})
+  end,
+}
+
 sieve.register_space{
   name = "no_build",
   create = function(self, b) b:int("n", 1, 3) end,
 }
+
+T.test("a decision name holding ',' or '=' is refused where the script declares it", function()
+  for _, case in ipairs({{"a=b,c", "'='"}, {"a,b", "','"}}) do
+    local err = T.raises("decision name '" .. case[1] .. "' holds " .. case[2], function()
+      sieve.space("bad_names", {name = case[1]})
+    end)
+    T.truthy(err:find("test_graph.lua:" .. BAD_NAME_LINE .. ":", 1, true), "the error names the line: " .. err)
+  end
+  -- Any other name round-trips through the genotype text.
+  local sp = sieve.space("bad_names", {name = "a.b-c d%e"})
+  T.eq(sp:format(sp:parse("a.b-c d%e=y")), "a.b-c d%e=y")
+end)
 
 T.test("a Lua space builds networks through the C space API", function()
   local chain = sieve.space("chain", {depth = 3, width = 6})

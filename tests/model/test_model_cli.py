@@ -144,6 +144,15 @@ class ModelCli(unittest.TestCase):
         p = sieve("model", "info", self.path("cut.onnx"))
         self.assertIn(p.returncode, (1, 2))
         self.assertIn("cut.onnx", p.stderr)
+        # Two batch dimensions asked for: refused, not one of them ignored.
+        for batch in (["--batch", "3", "--dynamic-batch"], ["--dynamic-batch", "--batch", "1"]):
+            p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), *batch, "-o", self.path("b.onnx"))
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--dynamic-batch", p.stderr)
+            self.assertFalse(os.path.exists(self.path("b.onnx")))
+        p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), "--batch", "0", "-o", self.path("b.onnx"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
     def test_final_killed_and_resumed(self):
@@ -156,7 +165,9 @@ class ModelCli(unittest.TestCase):
         dst.close()
         args = [SIEVE, "final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false"]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Killed once the finals are stored as pending and training started.
+        # Killed once the finals are stored as pending: the evaluator (and its
+        # data) is made before they are stored, so the first training starts
+        # right then and two tiny ones can end within a fixed wait.
         deadline = time.time() + 120
         while time.time() < deadline:
             db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
@@ -164,8 +175,7 @@ class ModelCli(unittest.TestCase):
             db.close()
             if n:
                 break
-            time.sleep(0.05)
-        time.sleep(0.3)
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         db = sqlite3.connect(store)

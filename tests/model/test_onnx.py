@@ -81,6 +81,73 @@ def check_onnx(path, expected_output):
     return {p.key: p.value for p in model.metadata_props}
 
 
+def graph_output_shape(path):
+    """The output's shape as onnx's shape inference derives it from the graph
+    alone (the declared shape cleared), propagating the values of shape
+    tensors (Shape, Slice, Concat): a symbolic dimension comes back as its
+    name ('N')."""
+    model = onnx.load(path)
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    return [d.dim_value or d.dim_param for d in inferred.graph.output[0].type.tensor_type.shape.dim]
+
+
+def randomise(init, weights, np_rng):
+    """The weights file init again as weights, with random batch-norm
+    statistics and affine terms; its metadata."""
+    meta, tensors = read_safetensors(init)
+    for name, v in tensors.items():
+        if name.endswith(".running_mean") or name.endswith(".beta"):
+            tensors[name] = np_rng.uniform(-0.5, 0.5, v.shape).astype(np.float32)
+        elif name.endswith(".running_var") or name.endswith(".gamma"):
+            tensors[name] = np_rng.uniform(0.5, 1.5, v.shape).astype(np.float32)
+    meta.pop("sieve.data_sha256", None)  # the data changed
+    write_safetensors(weights, meta, tensors)
+    return meta
+
+
+# NAS-Bench-201 cells where part of the network no longer depends on the
+# input, so that the export computes it as a constant: a convolution of a
+# zero (node 1 is none), a zero-only path to the output, and cells whose
+# output is cut off (a constant classifier).
+FOLDED_CELLS = [
+    "|none~0|+|skip_connect~0|nor_conv_3x3~1|+|skip_connect~0|none~1|nor_conv_1x1~2|",
+    "|none~0|+|none~0|nor_conv_1x1~1|+|nor_conv_3x3~0|avg_pool_3x3~1|none~2|",
+    "|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|none~1|nor_conv_3x3~2|",
+    "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|",
+    "|none~0|+|none~0|nor_conv_3x3~1|+|none~0|avg_pool_3x3~1|nor_conv_1x1~2|",
+]
+
+
+def check_folded(d, xpath, np_rng):
+    """Each of FOLDED_CELLS exported at batch 2 and with a symbolic batch:
+    onnx accepts the file, the output's shape derived from the graph is the
+    one declared (N rows for --dynamic-batch, also where the output is a
+    constant), and sieve reads its own ONNX back (model info, model eval)
+    with the very logits of the weights file."""
+    for i, arch in enumerate(FOLDED_CELLS):
+        space = ["--space", "nb201", "--set", "space.C=4", "--set", "space.N=1"]
+        init = os.path.join(d, f"folded{i}.safetensors")
+        run(SIEVE, "model", "export", *space, "--arch", arch, "--seed", str(i), "-o", init)
+        weights = os.path.join(d, f"folded{i}-random.safetensors")
+        randomise(init, weights, np_rng)
+        ypath = os.path.join(d, f"folded{i}.y.npy")
+        run(SIEVE, "model", "eval", weights, "--input", xpath, "--output", ypath)
+        y = np.load(ypath)
+        for batch, declared in ((["--batch", "2"], [2, 10]), (["--dynamic-batch"], ["N", 10])):
+            model = os.path.join(d, f"folded{i}{batch[0]}.onnx")
+            run(SIEVE, "model", "export", *space, "--arch", arch, "--weights", weights, *batch, "-o", model)
+            check_onnx(model, [0 if v == "N" else v for v in declared])
+            got = graph_output_shape(model)
+            assert got == declared, f"{arch} {batch[0]}: the graph computes {got}, the model declares {declared}"
+            info = run(SIEVE, "model", "info", model).stdout
+            assert f"genotype: {arch}\n" in info, info
+            back = os.path.join(d, f"folded{i}{batch[0]}.y.npy")
+            run(SIEVE, "model", "eval", model, "--input", xpath, "--output", back)
+            assert np.array_equal(np.load(back), y), f"{arch} {batch[0]}: model eval of the ONNX differs"
+        print(f"folded {arch}: onnx accepts it, output shapes as declared, sieve reads it back")
+
+
 def opencv_difference(path, x, y):
     net = cv2.dnn.readNetFromONNX(path)
     net.setInput(x)
@@ -133,16 +200,9 @@ def main():
             space = ["--space", "nb201", "--set", f"space.C={C}", "--set", "space.N=1"]
             init = os.path.join(d, f"nb{i}.safetensors")
             run(SIEVE, "model", "export", *space, "--arch", arch, "--seed", str(i), "-o", init)
-            meta, tensors = read_safetensors(init)
-            assert meta["genotype"] == arch, (meta["genotype"], arch)
-            for name, v in tensors.items():
-                if name.endswith(".running_mean") or name.endswith(".beta"):
-                    tensors[name] = np_rng.uniform(-0.5, 0.5, v.shape).astype(np.float32)
-                elif name.endswith(".running_var") or name.endswith(".gamma"):
-                    tensors[name] = np_rng.uniform(0.5, 1.5, v.shape).astype(np.float32)
-            meta.pop("sieve.data_sha256", None)  # the data changed
             weights = os.path.join(d, f"nb{i}-random.safetensors")
-            write_safetensors(weights, meta, tensors)
+            meta = randomise(init, weights, np_rng)
+            assert meta["genotype"] == arch, (meta["genotype"], arch)
             model = os.path.join(d, f"nb{i}.onnx")
             run(SIEVE, "model", "export", *space, "--arch", arch, "--weights", weights, "--batch", "2", "-o", model)
             ypath = os.path.join(d, f"nb{i}.y.npy")
@@ -158,6 +218,7 @@ def main():
             worst.append((rel, arch))
             assert rel <= TOLERANCE, f"{arch} (C={C}): OpenCV differs from sieve by {rel:.2e} (relative)"
         print(f"nb201: {cut_off} cut-off cells checked by onnx only")
+        check_folded(d, xpath, np_rng)
         print(f"nb201: 50 networks, largest OpenCV relative difference {max(w for w, _ in worst[-50:]):.2e}")
     print(f"largest relative difference overall: {max(worst)[0]:.2e} ({max(worst)[1]})")
 

@@ -252,6 +252,16 @@ test_bad_strings(void)
      "at character 19: the operation name in pair 1 of normal has no closing '"},
     {"Genotype(normal=[('sep_conv_3x3', x)])",
      "at character 35: expected the input of pair 1 of normal (an integer), got 'x'"},
+    /* Non-ASCII: whole characters quoted (a fullwidth digit is not an
+     * integer), positions counted in characters. */
+    {"Genotype(normal=[('sep_conv_3x3', \xef\xbc\x90)])",
+     "at character 35: expected the input of pair 1 of normal (an integer), got '\xef\xbc\x90'"},
+    {"Genotype(normal=[('s\xc3\xa9p_conv_3x3', 0), ('sep_conv_3x3', 1)])",
+     "at character 20: unknown operation 's\xc3\xa9p_conv_3x3' in pair 1 of normal " OPS},
+    {"Genotype(\xc3\xa9=[])",
+     "at character 10: expected a field name (normal, normal_concat, reduce, reduce_concat), got '\xc3\xa9'"},
+    {"Genotype(normal=[('sep_conv_3x3', 0) \xe2\x80\x94 ('sep_conv_3x3', 1)])",
+     "at character 38: expected ',' or ']' between the elements of normal, got '\xe2\x80\x94'"},
     {"Genotype(normal=[('sep_conv_3x3', 99999999999999999999)])",
      "at character 35: the input of pair 1 of normal 99999999999999999999 is out of range (a 64-bit integer)"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), reduce=" CELL ", reduce_concat=[2, 3, 4, 5]) x",

@@ -1039,7 +1039,8 @@ test_train_shapes(void)
   }
   g_autoptr(SieveSpace) fits = space_new("nb201", "{C: 4, N: 1, in_channels: 1, size: 28}");
   g_autoptr(SieveEvaluator) e = test_evaluator_new(
-      registry, "train", fits, "{dataset: fashion-mnist, train_limit: 64, validation: 32, test: false}", NULL);
+      registry, "train", fits, "{dataset: fashion-mnist, train_limit: 64, validation: 32, test: false, batch_size: 32}",
+      NULL);
   g_assert_nonnull(e);
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <xxhash.h>
 
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
@@ -116,8 +117,9 @@ typedef struct {
   guint report_every; /* steps between intermediate values, 0: each epoch */
   gboolean continuation;
   char *state_dir;    /* (nullable) where continuation states live, else states */
+  char *data_digest;  /* with continuation: the training split's content (XXH3-128, hex) */
   GMutex lock;        /* guards states and state_dir's files */
-  GHashTable *states; /* genotype text -> State* at the highest fidelity below the full one */
+  GHashTable *states; /* state_key -> State* at the highest fidelity below the full one */
   GPtrArray *metrics; /* the names evaluate() reports, NULL-terminated */
   TrainRecipe *recipe; /* the options the genotype sets */
   guint threads_per_worker; /* 0: threads / workers */
@@ -152,7 +154,54 @@ floats_text(const float *v, guint n)
   return g_string_free(s, FALSE);
 }
 
+/* The content of ds, normalised as trained on (transfer full): its shape,
+ * examples and labels through XXH3-128, fast enough for the full sets
+ * (Fashion-MNIST's training split in tens of milliseconds). */
+static char *
+dataset_digest(const SieveDataset *ds)
+{
+  XXH3_state_t *state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  guint32 dims[5] = {ds->n, ds->channels, ds->height, ds->width, ds->n_classes};
+  XXH3_128bits_update(state, dims, sizeof dims);
+  XXH3_128bits_update(state, ds->x, (gsize)ds->n * ds->channels * ds->height * ds->width * sizeof(float));
+  XXH3_128bits_update(state, ds->y, (gsize)ds->n * sizeof(gint32));
+  XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  return g_strdup_printf("%016" G_GINT64_MODIFIER "x%016" G_GINT64_MODIFIER "x", (guint64)h.high64, (guint64)h.low64);
+}
+
 static void train_destroy(gpointer instance);
+
+/* The option a problem with the dataset's files is written at: data_dir
+ * when it was written and the name is one that has files there (an unknown
+ * name is the dataset's fault), else dataset. */
+static const char *
+files_option(const SieveOptions *options)
+{
+  static const char *const named[] = {"fashion-mnist", "mnist", "cifar10", "cifar100", NULL};
+  const char *dataset = sieve_options_get_string(options, "dataset");
+  gboolean has_files = g_str_has_prefix(dataset, "csv:") || g_strv_contains(named, dataset);
+  return has_files && sieve_options_is_set(options, "data_dir") ? "data_dir" : "dataset";
+}
+
+/* The test split against the training split: a network that trains on one
+ * must take the other, or every trial would fail at its test pass. */
+static gboolean
+check_test_split(const SieveOptions *options, const SieveDataset *train, const SieveDataset *test, GError **error)
+{
+  if (test == NULL)
+    return TRUE;
+  if (test->channels == train->channels && test->height == train->height && test->width == train->width &&
+      test->n_classes <= train->n_classes)
+    return TRUE;
+  sieve_options_set_error(options, files_option(options), error,
+                          "the test split of dataset '%s' is %ux%ux%u per example with %u classes, but its training "
+                          "split is %ux%ux%u with %u classes: the two splits must match (or set test: false)",
+                          sieve_options_get_string(options, "dataset"), test->channels, test->height, test->width,
+                          test->n_classes, train->channels, train->height, train->width, train->n_classes);
+  return FALSE;
+}
 
 /* The dataset against the networks the space builds (their input shape,
  * their outputs), checked at create so that a mismatch is a config error at
@@ -301,21 +350,43 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   for (guint i = 0; i < G_N_ELEMENTS(always); i++)
     g_ptr_array_add(self->metrics, (gpointer) always[i]);
   g_ptr_array_add(self->metrics, NULL);
+  /* Before the loader, which says the same as a config error that would
+   * read as the validation split's: located at test, or at the dataset
+   * when test is its default. */
+  if (sieve_options_get_bool(options, "test") && g_str_has_prefix(self->dataset, "csv:")) {
+    sieve_options_set_error(options, sieve_options_is_set(options, "test") ? "test" : "dataset", error,
+                            "%s has no test split: a CSV file is one set of examples, of which only the validation "
+                            "examples are held out; set test: false",
+                            self->dataset);
+    train_destroy(self);
+    return NULL;
+  }
   if (!sieve_train_data_load(self->dataset, sieve_options_get_string(options, "data_dir"),
                              (guint)sieve_options_get_int(options, "validation"),
                              (guint)sieve_options_get_int(options, "train_limit"),
                              sieve_options_get_bool(options, "test"), FALSE, t->seed, &self->data, &local)) {
-    /* Located at the dataset; the folder may have come from elsewhere (a --set). */
-    const SieveNode *dir = sieve_options_is_set(options, "data_dir") ? sieve_options_node(options, "data_dir") : NULL;
-    g_autofree char *dir_where = dir ? sieve_node_where(dir) : NULL;
-    sieve_options_set_error(options, "dataset", error, "%s%s%s%s", local->message, dir ? " (data_dir at " : "",
-                            dir ? dir_where : "", dir ? ")" : "");
+    /* A config error of the loader is the validation split that does not
+     * fit; the others are the files'. */
+    const char *at = g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_CONFIG) ? "validation" : files_option(options);
+    sieve_options_set_error(options, at, error, "%s", local->message);
     g_error_free(local);
     train_destroy(self);
     return NULL;
   }
   if (!check_shapes(space, options, self->data.train, error) ||
+      !check_test_split(options, self->data.train, self->data.test, error) ||
       !check_augmentation(options, self->data.train, error)) {
+    train_destroy(self);
+    return NULL;
+  }
+  /* A batch size a candidate's recipe does not set holds for every trial:
+   * one larger than the training split fails them all, so it is refused
+   * here; one a recipe sets fails only its own trials (train_evaluate). */
+  if (!train_recipe_sets(recipe, "batch_size") && t->batch_size > self->data.train->n) {
+    sieve_options_set_error(options, "batch_size", error,
+                            "batch_size %u needs at least that many training examples, but the training split of "
+                            "dataset '%s' has %u (after validation and train_limit)",
+                            t->batch_size, self->dataset, self->data.train->n);
     train_destroy(self);
     return NULL;
   }
@@ -328,6 +399,8 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
     self->mean = floats_text(mean, C);
     self->std = floats_text(std, C);
   }
+  if (self->continuation)
+    self->data_digest = dataset_digest(self->data.train);
   return self;
 }
 
@@ -342,6 +415,7 @@ train_destroy(gpointer instance)
   g_free(self->dataset);
   g_hash_table_unref(self->states);
   g_free(self->state_dir);
+  g_free(self->data_digest);
   g_mutex_clear(&self->lock);
   g_free(self->mean);
   g_free(self->std);
@@ -429,38 +503,124 @@ on_progress(gpointer user_data, const char *phase, double epoch, double epochs, 
   sieve_candidate_report(r->candidate, text, steps ? (double)step / steps : 1.0);
 }
 
-/* A state file: its epochs (8 bytes) then the trainer's state; one per
- * configuration, named by the SHA-256 of its genotype text. */
+/* The key of a training's state: the SHA-256 of everything that decides
+ * the training up to any step.  The network as built (the genotype text and
+ * the space's options both shape it), the options after the candidate's
+ * recipe (batch size, learning rate, schedule, augmentation, seed, and the
+ * thread count and device, which decide its numbers bit for bit), the
+ * schedule's epochs, and the training split's content (dataset, data_dir,
+ * validation, train_limit, normalize).  Not the epochs trained: a state
+ * continues into a higher fidelity.  A study with another recipe sharing
+ * state_dir gets other keys, so it neither reads nor overwrites this one's
+ * states. */
 static char *
-state_path(const Trainer *self, const char *text)
+state_key(const Trainer *self, const SieveGraph *net, const char *text, const SieveTrainOptions *o)
 {
-  g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
-  g_autofree char *name = g_strconcat(digest, ".state", NULL);
+  g_autofree char *graph = sieve_graph_dump(net);
+  g_autoptr(GString) s = g_string_new("sieve-train-state 1\n");
+  g_string_append_printf(s, "genotype %s\n%sdata %s\n", text, graph, self->data_digest);
+  /* %a: every double exactly. */
+  g_string_append_printf(s,
+                         "schedule %a\nbatch_size %u\nlr %a\nmomentum %a\nnesterov %d\nweight_decay %a\nwarmup %a\n"
+                         "cosine %d\nlabel_smoothing %a\ncrop_pad %u\nflip %d\nseed %" G_GUINT64_FORMAT
+                         "\nthreads %u\ndevice %s\n",
+                         self->fidelity.max, o->batch_size, o->lr, o->momentum, o->nesterov != 0, o->weight_decay,
+                         o->warmup_epochs, o->cosine != 0, o->label_smoothing, o->crop_pad, o->flip != 0, o->seed,
+                         o->threads ? o->threads : (guint)g_get_num_processors(), o->device ? o->device : "cpu");
+  return g_compute_checksum_for_string(G_CHECKSUM_SHA256, s->str, (gssize)s->len);
+}
+
+/* A state file, named by its key: its epochs (8 bytes), the SHA-256 of the
+ * key and the trainer's state (32 bytes), then the state.  The key in the
+ * digest makes a file copied or renamed to another training's name as
+ * unusable as a damaged one. */
+#define STATE_HEADER (sizeof(double) + 32)
+
+static char *
+state_path(const Trainer *self, const char *key)
+{
+  g_autofree char *name = g_strconcat(key, ".state", NULL);
   return g_build_filename(self->state_dir, name, NULL);
 }
 
-/* The state text stopped at, below epochs (transfer full) (nullable). */
+/* The digest a state file of key holds for its state. */
+static void
+state_digest(const char *key, const guint8 *state, gsize len, guint8 digest[32])
+{
+  g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+  g_checksum_update(sum, (const guchar *) key, -1);
+  g_checksum_update(sum, state, len);
+  gsize n = 32;
+  g_checksum_get_digest(sum, digest, &n);
+}
+
+/* Whether data is the state file key's training wrote, unchanged. */
+static gboolean
+state_file_intact(const char *key, const guint8 *data, gsize len)
+{
+  if (len <= STATE_HEADER)
+    return FALSE;
+  guint8 digest[32];
+  state_digest(key, data + STATE_HEADER, len - STATE_HEADER, digest);
+  return memcmp(digest, data + sizeof(double), sizeof digest) == 0;
+}
+
+/* Forgets key's state, saying why on stderr (naming its file): a lost state
+ * costs a retraining, never a different result nor a stopped study.  Called
+ * with the lock held. */
+static void
+state_drop_locked(Trainer *self, const char *key, const char *why)
+{
+  if (self->state_dir == NULL) {
+    g_hash_table_remove(self->states, key);
+    g_printerr("sieve: warning: dropped the training state kept in memory (%s); the configuration trains from the "
+               "start\n", why);
+    return;
+  }
+  g_autofree char *path = state_path(self, key);
+  g_unlink(path);
+  g_printerr("sieve: warning: dropped the training state %s (%s); the configuration trains from the start\n", path,
+             why);
+}
+
+static void
+state_drop(Trainer *self, const char *key, const char *why)
+{
+  g_mutex_lock(&self->lock);
+  state_drop_locked(self, key, why);
+  g_mutex_unlock(&self->lock);
+}
+
+/* The state key's training stopped at, below epochs (transfer full)
+ * (nullable). */
 static State *
-state_take(Trainer *self, const char *text, double epochs)
+state_take(Trainer *self, const char *key, double epochs)
 {
   g_mutex_lock(&self->lock);
   State *found = NULL;
   if (self->state_dir == NULL) {
-    State *s = g_hash_table_lookup(self->states, text);
+    State *s = g_hash_table_lookup(self->states, key);
     if (s != NULL && s->epochs <= epochs) {
       found = g_new(State, 1);
       *found = (State){s->epochs, g_bytes_ref(s->bytes)};
     }
   } else {
-    g_autofree char *path = state_path(self, text);
+    g_autofree char *path = state_path(self, key);
     g_autofree char *data = NULL;
     gsize len = 0;
+    GError *local = NULL;
     double e;
-    if (g_file_get_contents(path, &data, &len, NULL) && len > sizeof e) {
+    if (!g_file_get_contents(path, &data, &len, &local)) {
+      if (!g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        state_drop_locked(self, key, local->message);
+      g_error_free(local);
+    } else if (!state_file_intact(key, (const guint8 *) data, len)) {
+      state_drop_locked(self, key, "it is damaged, or another training's");
+    } else {
       memcpy(&e, data, sizeof e);
       if (e <= epochs) {
         found = g_new(State, 1);
-        *found = (State){e, g_bytes_new(data + sizeof e, len - sizeof e)};
+        *found = (State){e, g_bytes_new(data + STATE_HEADER, len - STATE_HEADER)};
       }
     }
   }
@@ -468,33 +628,34 @@ state_take(Trainer *self, const char *text, double epochs)
   return found;
 }
 
-/* Keeps text's state at epochs (bytes NULL: none is needed any more, the
+/* Keeps key's state at epochs (bytes NULL: none is needed any more, the
  * full fidelity was reached); a file is replaced atomically. */
 static void
-state_put(Trainer *self, const char *text, double epochs, GBytes *bytes)
+state_put(Trainer *self, const char *key, double epochs, GBytes *bytes)
 {
   g_mutex_lock(&self->lock);
   if (self->state_dir == NULL) {
     if (bytes == NULL)
-      g_hash_table_remove(self->states, text);
+      g_hash_table_remove(self->states, key);
     else {
       State *s = g_new(State, 1);
       *s = (State){epochs, g_bytes_ref(bytes)};
-      g_hash_table_replace(self->states, g_strdup(text), s);
+      g_hash_table_replace(self->states, g_strdup(key), s);
     }
   } else {
-    g_autofree char *path = state_path(self, text);
+    g_autofree char *path = state_path(self, key);
     if (bytes == NULL) {
       g_unlink(path);
     } else {
       gsize len = 0;
       const guint8 *data = g_bytes_get_data(bytes, &len);
-      g_autofree guint8 *buf = g_malloc(len + sizeof epochs);
+      g_autofree guint8 *buf = g_malloc(len + STATE_HEADER);
       memcpy(buf, &epochs, sizeof epochs);
-      memcpy(buf + sizeof epochs, data, len);
+      state_digest(key, data, len, buf + sizeof epochs);
+      memcpy(buf + STATE_HEADER, data, len);
       g_mkdir_with_parents(self->state_dir, 0700);
       /* A state that cannot be written costs a retraining later, not a result. */
-      g_file_set_contents(path, (const char *) buf, (gssize)(len + sizeof epochs), NULL);
+      g_file_set_contents(path, (const char *) buf, (gssize)(len + STATE_HEADER), NULL);
     }
   }
   g_mutex_unlock(&self->lock);
@@ -525,6 +686,13 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
+  if (o.batch_size > self->data.train->n) {
+    /* This candidate's recipe asks for it (the configured batch size was
+     * checked at create): its trial fails, the study goes on. */
+    sieve_result_set_failed(result, "batch size %u needs at least that many training examples, but the training "
+                            "split of dataset '%s' has %u", o.batch_size, self->dataset, self->data.train->n);
+    return result;
+  }
   Reporter reporter = {candidate, 0, self, &o, NULL, FALSE, 0};
   o.progress = on_progress;
   o.progress_data = &reporter;
@@ -535,18 +703,29 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     o.done_data = &reporter;
   }
   SieveTrainReport r;
-  const char *text = sieve_candidate_get_text(candidate);
   g_autoptr(GBytes) next = NULL;
-  State *from = self->continuation ? state_take(self, text, o.epochs) : NULL;
+  g_autofree char *key = self->continuation ? state_key(self, net, sieve_candidate_get_text(candidate), &o) : NULL;
+  State *from = key ? state_take(self, key, o.epochs) : NULL;
   /* With continuation every training follows the full fidelity's schedule. */
   double schedule = self->continuation ? MAX(self->fidelity.max, o.epochs) : o.epochs;
   gboolean keep_state = self->continuation && o.epochs < self->fidelity.max;
   gboolean trained = sieve_train_continue(net, self->data.train, self->data.val, self->data.test, &o, schedule,
                                           from ? from->bytes : NULL, keep_state ? &next : NULL, &r, &local);
+  if (!trained && from != NULL && g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_CONFIG)) {
+    /* The state was refused before any step (the data and batch size were
+     * checked above): dropped, and the configuration trained from the
+     * start, as if it had been lost. */
+    state_drop(self, key, local->message);
+    g_clear_error(&local);
+    g_clear_pointer(&from, state_free);
+    reporter = (Reporter){candidate, 0, self, &o, NULL, FALSE, 0};
+    trained = sieve_train_continue(net, self->data.train, self->data.val, self->data.test, &o, schedule, NULL,
+                                   keep_state ? &next : NULL, &r, &local);
+  }
   if (from)
     state_free(from);
   if (trained && self->continuation)
-    state_put(self, text, o.epochs, next);
+    state_put(self, key, o.epochs, next);
   g_autoptr(GBytes) weights = g_steal_pointer(&reporter.weights);
   if (!trained) {
     if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||

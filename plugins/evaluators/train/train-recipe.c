@@ -176,6 +176,15 @@ train_recipe_new(const SieveSpace *space, const SieveOptionSpec *spec, GError **
   return recipe;
 }
 
+gboolean
+train_recipe_sets(const TrainRecipe *recipe, const char *option)
+{
+  for (guint k = 0; k < recipe->bindings->len; k++)
+    if (g_str_equal(g_array_index(recipe->bindings, Binding, k).field->option, option))
+      return TRUE;
+  return FALSE;
+}
+
 void
 train_recipe_apply(const TrainRecipe *recipe, const SieveGenotype *genotype, SieveTrainOptions *o)
 {

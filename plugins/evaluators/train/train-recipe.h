@@ -21,6 +21,9 @@ typedef struct _TrainRecipe TrainRecipe;
  * names the decision and where it was declared.  (transfer full) */
 TrainRecipe *train_recipe_new(const SieveSpace *space, const SieveOptionSpec *spec, GError **error);
 void train_recipe_free(TrainRecipe *recipe);
+/* Whether a decision of the recipe sets option (some candidates may still
+ * leave it at the configured value, where the decision is inactive). */
+gboolean train_recipe_sets(const TrainRecipe *recipe, const char *option);
 /* Writes the genotype's active recipe decisions into o. */
 void train_recipe_apply(const TrainRecipe *recipe, const SieveGenotype *genotype, SieveTrainOptions *o);
 /* "epochs, batch_size, lr, ...": what a genotype can set. (transfer none) */

@@ -34,6 +34,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/space.h>
+#include <sieve/text.h>
 
 #include "darts-network.h"
 
@@ -194,21 +195,14 @@ parse_error(Parser *ps, const char *at, const char *format, ...)
   va_end(args);
   if (ps->error && *ps->error == NULL)
     g_set_error(ps->error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "darts genotype: at character %u: %s",
-                (guint) (at - ps->text) + 1, message);
+                sieve_text_char_number(ps->text, at), message);
 }
 
 /* What stands at p, for messages. (transfer full) */
 static char *
 describe_at(const char *p)
 {
-  if (*p == '\0')
-    return g_strdup("the end of the text");
-  const char *end = p;
-  while (*end && (g_ascii_isalnum(*end) || *end == '_'))
-    end++;
-  if (end > p)
-    return g_strdup_printf("'%.*s'", (int) MIN(end - p, 24), p);
-  return g_strdup_printf("'%c'", *p);
+  return sieve_text_quote_at(p, "_", 24);
 }
 
 static void

@@ -31,6 +31,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/space.h>
+#include <sieve/text.h>
 
 #include "mobilenet-network.h"
 
@@ -339,7 +340,7 @@ static gboolean
 parse_block(const Mobilenet *self, SieveGenotype *g, guint k, guint i, guint j, const char *text, const char *p,
             const char *end, GError **error)
 {
-  guint at = (guint)(p - text) + 1;
+  guint at = sieve_text_char_number(text, p);
   g_autofree char *tok = g_strndup(p, end - p);
   if (strcmp(tok, "skip") == 0) {
     if (j == 0) {
@@ -403,7 +404,7 @@ mb_parse(gpointer instance, const SieveSpace *space, const char *text, GError **
       while (*end && *end != ',' && *end != '/')
         end++;
       if (end == p) {
-        parse_error(error, "expected block s%ub%u at character %u, got %s", i + 1, j + 1, (guint)(p - text) + 1,
+        parse_error(error, "expected block s%ub%u at character %u, got %s", i + 1, j + 1, sieve_text_char_number(text, p),
                     *p ? (*p == ',' ? "','" : "'/'") : "the end of the text");
         return NULL;
       }
@@ -413,7 +414,7 @@ mb_parse(gpointer instance, const SieveSpace *space, const char *text, GError **
       gboolean last_block = j + 1 == nb, last_stage = i + 1 == self->sk.n_stages;
       char want = !last_block ? ',' : !last_stage ? '/' : '\0';
       if (*p != want) {
-        guint at = (guint)(p - text) + 1;
+        guint at = sieve_text_char_number(text, p);
         if (want == ',')
           parse_error(error, "stage %u has %u block positions, the text gives %u (at character %u: expected ',')", i + 1,
                       nb, j + 1, at);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include <sieve/abi.h>
+#include <sieve/text.h>
 
 #include "nb101-text.h"
 
@@ -30,7 +31,7 @@ typedef struct {
 } Scan;
 
 /* 1-based character number of q, for messages. */
-#define AT(s, q) ((guint) ((q) - (s)->text) + 1)
+#define AT(s, q) sieve_text_char_number((s)->text, (q))
 
 static void
 skip_space(Scan *s)
@@ -39,24 +40,10 @@ skip_space(Scan *s)
     s->p++;
 }
 
-/* What stands at the scanner, for messages. (transfer full) */
-static char *
-found(const Scan *s)
-{
-  if (*s->p == '\0')
-    return g_strdup("the end of the text");
-  const char *end = s->p;
-  while (*end != '\0' && end - s->p < 16 && (g_ascii_isalnum(*end) || *end == '-' || *end == '_'))
-    end++;
-  if (end == s->p)
-    return g_strdup_printf("'%c'", *s->p);
-  return g_strdup_printf("'%.*s'", (int) (end - s->p), s->p);
-}
-
 static gboolean
 fail(Scan *s, const char *what)
 {
-  g_autofree char *got = found(s);
+  g_autofree char *got = sieve_text_quote_at(s->p, "-_", 16);
   g_set_error(s->error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "at character %u: expected %s, got %s", AT(s, s->p), what,
               got);
   return FALSE;
@@ -159,6 +146,21 @@ parse_matrix(Scan *s, guint8 rows[NB101_MAX_VERTICES][NB101_MAX_VERTICES])
   return n;
 }
 
+/* Past an op name: ASCII letters, digits, '-', '_', and any other (valid
+ * UTF-8) character whole, so that a message quotes the name as written. */
+static void
+skip_name(Scan *s)
+{
+  for (;;) {
+    if (g_ascii_isalnum(*s->p) || *s->p == '-' || *s->p == '_')
+      s->p++;
+    else if ((guchar) *s->p >= 0x80 && g_utf8_get_char_validated(s->p, -1) < 0x110000)
+      s->p = g_utf8_next_char(s->p);
+    else
+      return;
+  }
+}
+
 /* One op name, quoted or not: its index among input (-1), the operations
  * (0..2) and output (-2), or -3 on error. */
 static int
@@ -169,8 +171,7 @@ parse_op(Scan *s, guint v, guint n)
   if (quote)
     s->p++;
   const char *start = s->p;
-  while (g_ascii_isalnum(*s->p) || *s->p == '-' || *s->p == '_')
-    s->p++;
+  skip_name(s);
   g_autofree char *name = g_strndup(start, s->p - start);
   if (quote && *s->p != quote) {
     g_set_error(s->error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "at character %u: expected the closing %c of op %u",
@@ -204,6 +205,51 @@ parse_op(Scan *s, guint v, guint n)
   return -3;
 }
 
+/* The op list [input,...,output] of a cell of n vertices into ops[]. */
+static gboolean
+parse_ops(Scan *s, guint n, int ops[NB101_MAX_VERTICES])
+{
+  if (!expect(s, '[', "'[' opening the op list"))
+    return FALSE;
+  for (guint v = 0; v < n; v++) {
+    g_autofree char *want = g_strdup_printf("',' and op %u (the matrix has %u vertices)", v, n);
+    if (v > 0 && !expect(s, ',', want))
+      return FALSE;
+    ops[v] = parse_op(s, v, n);
+    if (ops[v] == -3)
+      return FALSE;
+  }
+  g_autofree char *close = g_strdup_printf("']' closing the op list after %u ops (one per vertex of the matrix)", n);
+  return expect(s, ']', close);
+}
+
+/* Past an op list before the matrix that sizes it (Python's keywords in
+ * the other order): its syntax only; parse_ops reads it once n is known. */
+static gboolean
+skip_ops(Scan *s)
+{
+  if (!expect(s, '[', "'[' opening the op list"))
+    return FALSE;
+  for (;;) {
+    skip_space(s);
+    char quote = (*s->p == '\'' || *s->p == '"') ? *s->p : 0;
+    if (quote)
+      s->p++;
+    skip_name(s);
+    if (quote && *s->p != quote)
+      return fail(s, quote == '"' ? "the closing \" of an op" : "the closing ' of an op");
+    if (quote)
+      s->p++;
+    skip_space(s);
+    if (*s->p == ']') {
+      s->p++;
+      return TRUE;
+    }
+    if (!expect(s, ',', "',' or ']' in the op list"))
+      return FALSE;
+  }
+}
+
 gboolean
 nb101_text_parse(const char *text, Nb101Cell *raw, GError **error)
 {
@@ -211,33 +257,44 @@ nb101_text_parse(const char *text, Nb101Cell *raw, GError **error)
   gboolean wrapped = accept_word(&s, "ModelSpec");
   if (wrapped && !expect(&s, '(', "'(' after ModelSpec"))
     return FALSE;
-  if (!accept_word(&s, "matrix"))
+  /* ModelSpec(ops=..., matrix=...) is the same call in Python: the ops
+   * are read once the matrix has said how many there are. */
+  const char *ops_at = NULL;
+  if (accept_word(&s, "ops")) {
+    if (!expect(&s, '=', "'=' after ops"))
+      return FALSE;
+    skip_space(&s);
+    ops_at = s.p;
+    if (!skip_ops(&s))
+      return FALSE;
+    skip_space(&s);
+    if (*s.p == ',')
+      s.p++;
+    if (!accept_word(&s, "matrix"))
+      return fail(&s, "'matrix=' after the op list");
+  } else if (!accept_word(&s, "matrix")) {
     return fail(&s, "'matrix=' (the text looks like matrix=[[0,1,...],...],ops=[input,...,output])");
+  }
   if (!expect(&s, '=', "'=' after matrix"))
     return FALSE;
   guint8 rows[NB101_MAX_VERTICES][NB101_MAX_VERTICES] = {{0}};
   guint n = parse_matrix(&s, rows);
   if (n == 0)
     return FALSE;
-  skip_space(&s);
-  if (*s.p == ',')
-    s.p++;
-  if (!accept_word(&s, "ops"))
-    return fail(&s, "'ops=' after the matrix");
-  if (!expect(&s, '=', "'=' after ops") || !expect(&s, '[', "'[' opening the op list"))
-    return FALSE;
   int ops[NB101_MAX_VERTICES];
-  for (guint v = 0; v < n; v++) {
-    g_autofree char *want = g_strdup_printf("',' and op %u (the matrix has %u vertices)", v, n);
-    if (v > 0 && !expect(&s, ',', want))
+  if (ops_at != NULL) {
+    Scan o = {text, ops_at, error};
+    if (!parse_ops(&o, n, ops))
       return FALSE;
-    ops[v] = parse_op(&s, v, n);
-    if (ops[v] == -3)
+  } else {
+    skip_space(&s);
+    if (*s.p == ',')
+      s.p++;
+    if (!accept_word(&s, "ops"))
+      return fail(&s, "'ops=' after the matrix");
+    if (!expect(&s, '=', "'=' after ops") || !parse_ops(&s, n, ops))
       return FALSE;
   }
-  g_autofree char *close = g_strdup_printf("']' closing the op list after %u ops (one per vertex of the matrix)", n);
-  if (!expect(&s, ']', close))
-    return FALSE;
   if (wrapped && !expect(&s, ')', "')' closing ModelSpec("))
     return FALSE;
   skip_space(&s);

@@ -22,6 +22,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/space.h>
+#include <sieve/text.h>
 
 #include "nb201-network.h"
 
@@ -121,13 +122,11 @@ parse_error(GError **error, const char *format, ...)
   g_set_error_literal(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, message);
 }
 
-/* What stands at p, for messages: "'x'" or "the end". (transfer full) */
+/* What stands at p, for messages: "'x'" (a whole UTF-8 character) or "the end". (transfer full) */
 static char *
 describe_at(const char *p)
 {
-  if (*p == '\0')
-    return g_strdup("the end of the text");
-  return g_strdup_printf("'%c'", *p);
+  return sieve_text_quote_at(p, NULL, 1);
 }
 
 /* How many '|'-separated operations node j holds starting at p (which
@@ -161,7 +160,7 @@ nb201_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   g_autoptr(SieveGenotype) genotype = sieve_genotype_new(space);
   const char *p = text;
   /* Positions in messages are 1-based character numbers. */
-#define AT(q) ((guint) ((q) - text) + 1)
+#define AT(q) sieve_text_char_number(text, (q))
 
   if (*p != '|') {
     parse_error(error, "missing leading '|' at character 1 (an arch string looks like "

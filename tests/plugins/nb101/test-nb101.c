@@ -31,6 +31,11 @@ static SieveRegistry *registry;
   "ModelSpec(matrix=[[0, 1, 1, 1, 0, 1, 0], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 1, 0, 0]," \
   " [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0]], ops=['input', 'conv1x1-bn-relu',"    \
   " 'conv3x3-bn-relu', 'conv3x3-bn-relu', 'conv3x3-bn-relu', 'maxpool3x3', 'output'])"
+/* ... with Python's keywords in the other order ... */
+#define INCEPTION_README_OPS_FIRST                                                                      \
+  "ModelSpec(ops=[\"input\", \"conv1x1-bn-relu\", \"conv3x3-bn-relu\", \"conv3x3-bn-relu\", \"conv3x3-bn-relu\", " \
+  "\"maxpool3x3\", \"output\"], matrix=[[0, 1, 1, 1, 0, 1, 0], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1], "      \
+  "[0, 0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0]])"
 /* ... and as the dataset stores it (module_adjacency, module_operations). */
 #define INCEPTION_DATASET                                                                                \
   "matrix=[[0,1,1,1,1,0,0],[0,0,0,0,0,0,1],[0,0,0,0,0,0,1],[0,0,0,0,0,0,1],[0,0,0,0,0,1,0],[0,0,0,0,0,0,1]," \
@@ -79,6 +84,8 @@ test_published_params(void)
   g_autoptr(SieveSpace) space = space_new(NULL);
   g_assert_cmpuint(params(space, INCEPTION_DATASET), ==, 2694282);
   g_assert_cmpuint(params(space, INCEPTION_README), ==, 2694282);
+  /* Python's keywords in the other order call the same ModelSpec. */
+  g_assert_cmpuint(params(space, INCEPTION_README_OPS_FIRST), ==, 2694282);
   g_assert_cmpuint(params(space, LARGEST), ==, 49979274);
   g_assert_cmpuint(params(space, SMALLEST), ==, 227274);
 }
@@ -124,6 +131,25 @@ test_errors(void)
     {"matrix=[[0,1],[0,0]],ops=[conv3x3-bn-relu,output]", "at character 27: op 0 must be 'input'"},
     {"matrix=[[0,1,1],[0,0,1],[0,0,0]],ops=[input,output]", "at character 45: op 1 is 'output', but the matrix has 3 vertices"},
     {"matrix=[[0,1],[0,0]],ops=[input,output] x", "at character 41: expected the end of the text, got 'x'"},
+    /* Non-ASCII: the whole name or character quoted, positions in characters. */
+    {"matrix=[[0,1,1],[0,0,1],[0,0,0]],ops=[input,c\xc3\xb6nv3x3-bn-relu,output]",
+     "at character 45: unknown operation 'c\xc3\xb6nv3x3-bn-relu' for op 1"},
+    {"matrix=[[0,1,1],[0,0,1],[0,0,0]],ops=[input,'c\xc3\xb6nv3x3-bn-relu',output]",
+     "at character 46: unknown operation 'c\xc3\xb6nv3x3-bn-relu' for op 1"},
+    {"matrix=[[0,1],[0,0]],ops=[input,output] \xc3\xb6x", "at character 41: expected the end of the text, got '\xc3\xb6x'"},
+    {"matrix=[[0,1],[0,0]],ops=[input,output] \xef\xbc\x90", "at character 41: expected the end of the text, got '\xef\xbc\x90'"},
+    {"matrix=[[0,1],[0,\xc3\xb6]],ops=[input,output]", "at character 18: expected 0 or 1 (an entry of the adjacency matrix), "
+     "got '\xc3\xb6'"},
+    /* The ops before the matrix: checked against it, positions in the op list. */
+    {"ModelSpec(ops=['input','output'],matrix=[[0,1,1],[0,0,1],[0,0,0]])",
+     "at character 25: op 1 is 'output', but the matrix has 3 vertices"},
+    {"ModelSpec(ops=['input','output','output'],matrix=[[0,1],[0,0]])",
+     "at character 32: expected ']' closing the op list after 2 ops (one per vertex of the matrix), got ','"},
+    {"ModelSpec(ops=['input',conv5x5,'output'],matrix=[[0,1,1],[0,0,1],[0,0,0]])",
+     "at character 24: unknown operation 'conv5x5' for op 1"},
+    {"ModelSpec(ops=['input' 'output'],matrix=[[0,1],[0,0]])", "at character 24: expected ',' or ']' in the op list"},
+    {"ops=[input,output],matrix=[[0,1],[0,0]", "at character 39: expected ',' or ']' after a row of the matrix, got the end of the text"},
+    {"ops=[input,output]", "at character 19: expected 'matrix=' after the op list, got the end of the text"},
     {"matrix=[[0,1,0],[0,0,0],[0,0,0]],ops=[input,maxpool3x3,output]",
      "the cell is disconnected: no path leads from its input (vertex 0) to its output"},
     {"matrix=[[0,1,1,1,1,1,1],[0,0,1,1,0,0,0],[0,0,0,1,0,0,0],[0,0,0,0,1,0,0],[0,0,0,0,0,1,0],[0,0,0,0,0,0,1],"
