@@ -95,6 +95,24 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"parameters: {int(float(self.rows[trial]['params']))}", info)
         self.assertIn(f"macs: {int(float(self.rows[trial]['macs']))}", info)
 
+    def test_lua_space_weights_build_again(self):
+        # A Lua space's options in a file's metadata: the script's own options (a node, written as its
+        # YAML text) and the options left unset (null) read back, so the file builds its network again.
+        script = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")
+        with open(self.path("lua.yaml"), "w") as f:
+            f.write(CONFIG.replace("name: tiny", "name: lua").replace(
+                "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+                f"space: {{plugin: lua, script: {script}, options: {{C: 4, N: 1, in_channels: 1, size: 28}}}}")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("lua.sieve")
+        sieve("run", "lua.yaml", "--store", store, "--quiet", check=0, cwd=self.dir)
+        row = next(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
+        out = self.path("lua0.safetensors")
+        sieve("model", "export", store, "--trial", "0", "-o", out, check=0)
+        info = sieve("model", "info", out, check=0).stdout
+        self.assertIn(f"genotype: {row['genotype']}", info)
+        self.assertIn(f"parameters: {int(float(row['params']))}", info)
+
     def test_bad_input(self):
         before = digest(self.store)
         missing = [n for n in self.rows if n not in self.kept][0]
