@@ -221,8 +221,10 @@ sieve_cmd_final(int argc, char **argv)
   if (to_train->len && evaluator == NULL) {
     /* Refused at one of this request's own --set settings (the error
      * starts there), which are part of a final's identity: finals an
-     * earlier run left pending with them can never train.  A refusal at the
-     * study's own file (a data folder gone) may pass; those stay pending. */
+     * earlier run left pending with them can never train.  Only a CONFIG
+     * error repeats for sure: a file's (a data folder gone, even one a
+     * --set names) has its own code and may pass, as may a refusal at the
+     * study's own file; those finals stay pending. */
     if (g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG) && g_str_has_prefix(error->message, "--set ") &&
         !fail_pending(store, to_train, error->message))
       fprintf(stderr, "sieve: warning: the refused finals could not be marked failed\n");

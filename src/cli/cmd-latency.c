@@ -70,7 +70,14 @@ build_candidate(const SieveSpace *space, const char *arch, const char *where, Si
     return SIEVE_EXIT_USAGE;
   }
   *graph = sieve_space_build(space, *genotype, &error);
-  return *graph ? SIEVE_EXIT_OK : sieve_cli_fail(error);
+  if (*graph)
+    return SIEVE_EXIT_OK;
+  /* A network the space cannot build from a well-formed text: named by
+   * where too, as a line that does not parse. */
+  fprintf(stderr, "sieve latency: %s: %s\n", where, error->message);
+  int code = g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG) ? SIEVE_EXIT_USAGE : SIEVE_EXIT_FAILURE;
+  g_error_free(error);
+  return code;
 }
 
 /* One JSON object a line for a measured candidate. table: NULL without --predict. */

@@ -102,6 +102,7 @@ typedef struct {
   Pb *initializers; /* GraphProto.initializer fields */
   char **name;      /* per graph node: its tensor's name, NULL while a zero nobody materialised */
   gboolean *zero;   /* per graph node: identically zero */
+  gboolean *constant; /* per graph node: does not depend on the input (set up to the node emitted) */
   guint counter;    /* for unique helper names */
   SieveRuntime *constants; /* the graph on a zero input, for nodes that do not depend on it */
   guint output;            /* the node the model ends in */
@@ -261,25 +262,19 @@ materialise(Enc *e, guint v)
   return e->name[v];
 }
 
-/* The model's output when it does not depend on the input: the constant
- * z, whose batch is e->batch.  With a symbolic batch (e->batch 0) z holds
- * one row, expanded to the input's N (Shape, Slice, Concat, Expand: opset
- * 13's own), so that the output has the N rows it declares. */
+/* out: the constant z (one row, node v's value) expanded to the input's N
+ * rows (Shape, Slice, Concat, Expand: opset 13's own), for a symbolic
+ * batch.  flat: z is N x K (a classifier's logits), else N x C x H x W. */
 static void
-emit_constant_output(Enc *e, const char *z)
+emit_expand_to_batch(Enc *e, const char *z, guint v, gboolean flat, const char *out)
 {
-  if (e->batch > 0) {
-    emit(e, "Identity", &z, 1, OUTPUT_NAME, NULL, 0);
-    return;
-  }
-  const SieveGraphNode *n = sieve_graph_node(e->graph, e->output);
-  gboolean flat = n->kind == SIEVE_OP_LINEAR;
+  const SieveGraphNode *n = sieve_graph_node(e->graph, v);
   g_autofree char *shape = fresh(e, "input_shape");
   g_autofree char *zero = fresh(e, "batch_starts");
   g_autofree char *one = fresh(e, "batch_ends");
   g_autofree char *batch = fresh(e, "batch");
   g_autofree char *rest = fresh(e, "row_shape");
-  g_autofree char *target = fresh(e, "output_shape");
+  g_autofree char *target = fresh(e, "batch_shape");
   const char *input = INPUT_NAME;
   emit(e, "Shape", &input, 1, shape, NULL, 0);
   add_initializer_i64(e, zero, 1, (gint64[]){0});
@@ -287,7 +282,21 @@ emit_constant_output(Enc *e, const char *z)
   emit(e, "Slice", (const char *[]){shape, zero, one}, 3, batch, NULL, 0);
   add_initializer_i64(e, rest, flat ? 1 : 3, (gint64[]){n->shape.c, n->shape.h, n->shape.w});
   emit(e, "Concat", (const char *[]){batch, rest}, 2, target, (Attr[]){{"axis", ATTR_INT, .i = 0}}, 1);
-  emit(e, "Expand", (const char *[]){z, target}, 2, OUTPUT_NAME, NULL, 0);
+  emit(e, "Expand", (const char *[]){z, target}, 2, out, NULL, 0);
+}
+
+/* The model's output when it does not depend on the input: the constant
+ * z, whose batch is e->batch.  With a symbolic batch (e->batch 0) z holds
+ * one row, expanded to the input's N, so that the output has the N rows it
+ * declares. */
+static void
+emit_constant_output(Enc *e, const char *z)
+{
+  if (e->batch > 0) {
+    emit(e, "Identity", &z, 1, OUTPUT_NAME, NULL, 0);
+    return;
+  }
+  emit_expand_to_batch(e, z, e->output, sieve_graph_node(e->graph, e->output)->kind == SIEVE_OP_LINEAR, OUTPUT_NAME);
 }
 
 /* The initializer for node v's tensor what, which the weights must hold. */
@@ -462,9 +471,20 @@ emit_node(Enc *e, guint v, const char *out, gboolean final_output)
     return TRUE;
   }
   case SIEVE_OP_CONCAT: {
+    /* Concat takes no broadcast: with a symbolic batch a constant input
+     * (one row) is expanded to the N rows of the others.  (Add and Mul
+     * broadcast a row themselves.) */
     g_autofree const char **ins = g_new(const char *, n->n_inputs);
-    for (guint k = 0; k < n->n_inputs; k++)
+    g_autoptr(GPtrArray) expanded = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < n->n_inputs; k++) {
       ins[k] = materialise(e, n->inputs[k]);
+      if (e->batch == 0 && e->constant[n->inputs[k]]) {
+        char *rows = fresh(e, "batch_rows");
+        emit_expand_to_batch(e, ins[k], n->inputs[k], FALSE, rows);
+        g_ptr_array_add(expanded, rows);
+        ins[k] = rows;
+      }
+    }
     emit(e, "Concat", ins, n->n_inputs, out, (Attr[]){{"axis", ATTR_INT, .i = 1}}, 1);
     return TRUE;
   }
@@ -568,6 +588,7 @@ sieve_onnx_encode(const SieveGraph *graph, const SieveWeights *weights, const Si
   e.written = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   /* constant[v]: v does not depend on the input (zeros and what only they feed). */
   g_autofree gboolean *constant = g_new0(gboolean, n_nodes);
+  e.constant = constant;
   gboolean ok = TRUE;
   for (guint v = 0; ok && v < n_nodes; v++) {
     const SieveGraphNode *n = sieve_graph_node(graph, v);

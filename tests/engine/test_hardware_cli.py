@@ -95,6 +95,38 @@ class Latency(unittest.TestCase):
         self.assertIn("--arch", bad.stderr)
         sieve("latency", "--space", "nb201", check=2)
 
+    def test_unbuildable_line_named(self):
+        # A line that parses but that the space cannot build a network from is named by file and
+        # line too, the others still measured.
+        script = os.path.join(self.dir, "two.lua")
+        with open(script, "w") as f:
+            f.write("""sieve.register_space{
+  name = "two", summary = "a network for 'good', none for 'bad'",
+  create = function(self, b) b:categorical("op", {"good", "bad"}) end,
+  format = function(self, g) return g:values().op end,
+  parse = function(self, text)
+    if text ~= "good" and text ~= "bad" then return nil, "expected good or bad" end
+    return {op = text}
+  end,
+  build = function(self, g)
+    if g:values().op == "bad" then error("no network for bad", 0) end
+    local n = sieve.graph.new("two")
+    local x = n:input(1, 4, 4, {})
+    x = n:global_avg_pool(x, {})
+    return n:finish(n:linear(x, {out = 2, bias = true}))
+  end,
+}
+""")
+        listing = os.path.join(self.dir, "two.txt")
+        with open(listing, "w") as f:
+            f.write("good\nbad\n")
+        for mode in ([], ["--together"]):
+            bad = sieve("latency", "--space", "lua", "--set", f"space.script={script}", "--arch-file", listing,
+                        *mode, *QUICK, check=1)
+            self.assertIn(f"sieve latency: {listing}:2: ", bad.stderr)
+            self.assertIn("no network for bad", bad.stderr)
+            self.assertEqual([json.loads(l)["genotype"] for l in bad.stdout.splitlines()], ["good"])
+
     def test_table_cached(self):
         store = os.path.join(self.dir, "lat.sieve")
         args = ["latency", "--table", "--space", "nb201", "--store", store, "--samples", "40", *QUICK]

@@ -220,6 +220,76 @@ class TestTrainFaults(Workdir):
         self.assertEqual(status, "failed")
         self.assertIn("batch_size 500 needs at least that many training examples", reason)
 
+    def test_final_pending_at_a_missing_data_dir_trains_once_it_is_back(self):
+        """A final a killed run left pending with --set evaluator.data_dir at
+        a folder that is gone for now stays pending (the folder may come
+        back), and trains when it is back."""
+        store, _ = self.run_study(self.study("back", "states", n=1))
+        later = self.path("later")
+        db = sqlite3.connect(store)
+        try:
+            with db:
+                db.execute("insert into finals (number, trial, genotype, status, settings) select 0, 0, genotype, "
+                           "'pending', ? from trials where number = 0", (f"evaluator.data_dir={later}",))
+        finally:
+            db.close()
+        p = sieve("final", store, "--trial", "0", "--set", f"evaluator.data_dir={later}", "--quiet", check=1)
+        self.assertIn(f"--set evaluator.data_dir={later}:1:1: ", p.stderr)
+        self.assertIn(f"no train images in {later}", p.stderr)
+        db = sqlite3.connect(store)
+        try:
+            self.assertEqual(db.execute("select status from finals where number = 0").fetchone()[0], "pending")
+        finally:
+            db.close()
+        write_idx(later, self.images, self.labels, 400, 100)
+        sieve("final", store, "--trial", "0", "--set", f"evaluator.data_dir={later}", "--quiet", check=0)
+        db = sqlite3.connect(store)
+        try:
+            rows = db.execute("select number, status from finals").fetchall()
+        finally:
+            db.close()
+        self.assertEqual(rows, [(0, "ok")], "the pending final did not train (or trained twice)")
+
+    def test_device_auto_keys_as_the_device_it_resolved_to(self):
+        """device: auto resolved to the CPU keys its states as device: cpu
+        does (and a GPU's states are never continued on the CPU)."""
+        _, auto = self.run_study(self.study("auto", "auto-states", n=1, extra=", device: auto"))
+        if "device auto: cuda" in auto.stderr:
+            self.skipTest("auto resolves to a GPU here")
+        self.run_study(self.study("cpu", "cpu-states", n=1, extra=", device: cpu"))
+        names = sorted(os.listdir(self.path("auto-states")))
+        self.assertTrue(names, "no state kept: the test shows nothing")
+        self.assertEqual(names, sorted(os.listdir(self.path("cpu-states"))))
+
+    def test_state_key_tells_close_attributes_apart(self):
+        """Two nb101 studies whose bn_momentum differ past the 6 digits a
+        graph dump writes train different networks: their states key apart."""
+        names = []
+        for i, m in enumerate(("0.003", "0.0030000001")):
+            text = (STUDY % {"name": f"m{i}", "data": self.data, "states": self.path(f"m{i}-states"), "n": 1,
+                             "extra": ""}).replace(
+                "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+                f"space: {{plugin: nb101, stem_channels: 5, stacks: 1, cells: 1, in_channels: 1, size: 28, "
+                f"bn_momentum: {m}}}")
+            self.run_study(self.write(f"m{i}.yaml", text))
+            names.append(os.listdir(self.path(f"m{i}-states")))
+        self.assertEqual([len(n) for n in names], [1, 1], names)
+        self.assertNotEqual(names[0], names[1])
+
+    def test_missing_absolute_csv_is_named_at_dataset(self):
+        """A csv: dataset at an absolute path ignores data_dir: its missing
+        file is named at dataset (a file error, exit 1); a relative one at
+        data_dir, where it was looked for."""
+        for name, at in ((self.path("gone.csv"), "dataset"), ("gone.csv", "data_dir")):
+            text = (STUDY % {"name": "csv", "data": self.data, "states": self.path("s"), "n": 1, "extra": ""}
+                    ).replace("dataset: fashion-mnist", f"dataset: csv:{name}")
+            cfg = self.write("csv.yaml", text)
+            p = sieve("run", cfg, "--store", self.path("csv.sieve"), "--quiet", check=1)
+            line = next(i for i, l in enumerate(text.splitlines(), 1) if f"{at}: " in l)
+            col = text.splitlines()[line - 1].index(f"{at}: ") + len(at) + 3
+            self.assertIn(f"{cfg}:{line}:{col}: ", p.stderr)
+            self.assertIn("gone.csv", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

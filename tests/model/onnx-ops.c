@@ -1,6 +1,6 @@
 /* onnx-ops DIR: one small graph per operation of the IR, each with random
  * weights and random batch-norm statistics, written as DIR/NAME.onnx (batch
- * 4), DIR/NAME.x.npy (an input) and DIR/NAME.y.npy (sieve's eval-mode
+ * 4, or a symbolic batch where NAME ends in _dynamic), DIR/NAME.x.npy (an input) and DIR/NAME.y.npy (sieve's eval-mode
  * output for it), for test_onnx.py to check with independent consumers. */
 #include <stdio.h>
 
@@ -137,9 +137,21 @@ b_crop(SieveGraph *g, guint x)
   return sieve_graph_concat(g, (guint[]){a, b}, 2);
 }
 
+/* A constant (a convolution with bias and a batch norm of a zero) beside a
+ * convolution of x, concatenated: exported with a symbolic batch, the
+ * constant's one row must be expanded to the N rows of the other input. */
+static guint
+b_concat_constant(SieveGraph *g, guint x)
+{
+  guint h = sieve_graph_conv2d(g, sieve_graph_zero(g, x), 2, 1, 1, 0, TRUE);
+  h = sieve_graph_batch_norm(g, h);
+  return sieve_graph_concat(g, (guint[]){sieve_graph_conv2d(g, x, 3, 3, 1, 1, FALSE), h}, 2);
+}
+
 static const struct {
   const char *name;
   Build build;
+  gboolean dynamic; /* exported with a symbolic batch (--dynamic-batch) */
 } ops[] = {
     {"conv2d", b_conv},
     {"batch_norm", b_batch_norm},
@@ -163,6 +175,7 @@ static const struct {
     {"zero", b_zero},
     {"softmax_ce", b_softmax_ce},
     {"crop", b_crop},
+    {"concat_constant_dynamic", b_concat_constant, TRUE},
 };
 
 static gboolean
@@ -226,7 +239,7 @@ one(const char *dir, guint i, GError **error)
   if (w == NULL)
     return FALSE;
   sieve_weights_set_meta(w, "genotype", ops[i].name);
-  g_autoptr(GBytes) onnx = sieve_onnx_encode(g, w, &(SieveOnnxOptions){.batch = B}, error);
+  g_autoptr(GBytes) onnx = sieve_onnx_encode(g, w, &(SieveOnnxOptions){.batch = ops[i].dynamic ? 0 : B}, error);
   if (onnx == NULL)
     return FALSE;
   g_autofree char *base = g_build_filename(dir, ops[i].name, NULL);

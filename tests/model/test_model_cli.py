@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 SIEVE = os.environ["SIEVE_EXE"]
@@ -96,6 +95,24 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"parameters: {int(float(self.rows[trial]['params']))}", info)
         self.assertIn(f"macs: {int(float(self.rows[trial]['macs']))}", info)
 
+    def test_lua_space_weights_build_again(self):
+        # A Lua space's options in a file's metadata: the script's own options (a node, written as its
+        # YAML text) and the options left unset (null) read back, so the file builds its network again.
+        script = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")
+        with open(self.path("lua.yaml"), "w") as f:
+            f.write(CONFIG.replace("name: tiny", "name: lua").replace(
+                "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+                f"space: {{plugin: lua, script: {script}, options: {{C: 4, N: 1, in_channels: 1, size: 28}}}}")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("lua.sieve")
+        sieve("run", "lua.yaml", "--store", store, "--quiet", check=0, cwd=self.dir)
+        row = next(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
+        out = self.path("lua0.safetensors")
+        sieve("model", "export", store, "--trial", "0", "-o", out, check=0)
+        info = sieve("model", "info", out, check=0).stdout
+        self.assertIn(f"genotype: {row['genotype']}", info)
+        self.assertIn(f"parameters: {int(float(row['params']))}", info)
+
     def test_bad_input(self):
         before = digest(self.store)
         missing = [n for n in self.rows if n not in self.kept][0]
@@ -163,19 +180,15 @@ class ModelCli(unittest.TestCase):
         src.backup(dst)
         src.close()
         dst.close()
-        args = [SIEVE, "final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false"]
+        # 6 epochs: 24 steps of 64 images per final, so that the kill below
+        # lands inside the first training, however loaded the machine.
+        args = [SIEVE, "final", store, "--best", "2", "--epochs", "6", "--set", "evaluator.test=false"]
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Killed once the finals are stored as pending: the evaluator (and its
-        # data) is made before they are stored, so the first training starts
-        # right then and two tiny ones can end within a fixed wait.
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-            n = db.execute("SELECT count(*) FROM finals").fetchone()[0]
-            db.close()
-            if n:
+        # Killed at the first progress line of a training (its first step, which
+        # the finals' being stored as pending precedes): 47 steps are still to run.
+        for line in proc.stderr:
+            if line.lstrip().startswith("final of trial #") and " step " in line:
                 break
-            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         db = sqlite3.connect(store)
@@ -191,7 +204,7 @@ class ModelCli(unittest.TestCase):
         for f in finals:
             self.assertEqual(f["status"], "ok")
             self.assertEqual(f["genotype"], self.rows[f["trial"]]["genotype"])
-            self.assertEqual(f["metrics"]["epochs"], 0.5)
+            self.assertEqual(f["metrics"]["epochs"], 6)
         # The trials export and the summary are the search's alone.
         rows = list(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
         self.assertEqual(len(rows), len(self.rows))
@@ -207,7 +220,7 @@ class ModelCli(unittest.TestCase):
         for f in finals:
             self.assertRegex(tail, r"\n\s*%d\s+%d\s" % (f["final"], f["trial"]))
         # Run again: nothing left to train.
-        p = sieve("final", store, "--best", "2", "--epochs", "0.5", "--set", "evaluator.test=false", check=0)
+        p = sieve("final", store, "--best", "2", "--epochs", "6", "--set", "evaluator.test=false", check=0)
         self.assertEqual(len(json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)), 2)
         # The final network exports.
         sieve("model", "export", store, "--final", "0", "-o", self.path("final0.onnx"), check=0)

@@ -126,19 +126,21 @@ typedef struct {
   guint per_gpu;            /* trainings at once the engine is asked for: per_gpu on a GPU, else 1 */
 } Trainer;
 
-/* Whether device names a GPU this machine has: "cuda" as written (a
- * machine without one then fails each trial with the runtime's message),
- * "auto" when it resolves to the GPU, which it says on stderr ("device
- * auto: cuda", or "device auto: cpu (why)"; stdout may be JSON). */
-static gboolean
-device_is_gpu(const char *device)
+/* The device trained on (transfer none): "cpu" or "cuda" as written (a
+ * machine without a GPU then fails each trial with the runtime's message),
+ * "auto" resolved once here, which it says on stderr ("device auto: cuda",
+ * or "device auto: cpu (why)"; stdout may be JSON).  Once: every training
+ * and every state key then name the same device, so a state trained on the
+ * GPU is never continued on the CPU because auto resolved otherwise later. */
+static const char *
+resolve_device(const char *device)
 {
   if (!g_str_equal(device, "auto"))
-    return g_str_equal(device, "cuda");
+    return device;
   g_autofree char *note = NULL;
-  gboolean gpu = g_str_equal(sieve_runtime_resolve_device(device, &note), "cuda");
+  const char *took = sieve_runtime_resolve_device(device, &note);
   g_printerr("%s\n", note);
-  return gpu;
+  return took;
 }
 
 /* "0.2860,..." as sieve writes numbers. */
@@ -173,16 +175,27 @@ dataset_digest(const SieveDataset *ds)
 
 static void train_destroy(gpointer instance);
 
-/* The option a problem with the dataset's files is written at: data_dir
- * when it was written and the name is one that has files there (an unknown
- * name is the dataset's fault), else dataset. */
-static const char *
-files_option(const SieveOptions *options)
+/* Whether the dataset named is one read from files (a known name, or
+ * csv: with a file name): its errors may then be the files'. */
+static gboolean
+dataset_has_files(const SieveOptions *options)
 {
   static const char *const named[] = {"fashion-mnist", "mnist", "cifar10", "cifar100", NULL};
   const char *dataset = sieve_options_get_string(options, "dataset");
-  gboolean has_files = g_str_has_prefix(dataset, "csv:") || g_strv_contains(named, dataset);
-  return has_files && sieve_options_is_set(options, "data_dir") ? "data_dir" : "dataset";
+  return (g_str_has_prefix(dataset, "csv:") && dataset[4] != '\0') || g_strv_contains(named, dataset);
+}
+
+/* The option a problem with the dataset's files is written at: data_dir
+ * when it was written and the files are looked for there (a named dataset,
+ * or csv: with a relative path: an absolute one ignores data_dir), else
+ * dataset (also for an unknown name, the dataset's fault). */
+static const char *
+files_option(const SieveOptions *options)
+{
+  const char *dataset = sieve_options_get_string(options, "dataset");
+  gboolean absolute = g_str_has_prefix(dataset, "csv:") && g_path_is_absolute(dataset + 4);
+  gboolean in_dir = dataset_has_files(options) && !absolute;
+  return in_dir && sieve_options_is_set(options, "data_dir") ? "data_dir" : "dataset";
 }
 
 /* The test split against the training split: a network that trains on one
@@ -325,9 +338,9 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   t->threads = (guint)sieve_options_get_int(options, "threads");
   t->seed = (guint64)sieve_options_get_int(options, "seed");
   /* Kept: the options need not outlive the evaluator. */
-  self->device = g_strdup(sieve_options_get_string(options, "device"));
+  self->device = g_strdup(resolve_device(sieve_options_get_string(options, "device")));
   t->device = self->device;
-  self->per_gpu = device_is_gpu(self->device) ? (guint)sieve_options_get_int(options, "per_gpu") : 1;
+  self->per_gpu = g_str_equal(self->device, "cuda") ? (guint)sieve_options_get_int(options, "per_gpu") : 1;
   self->fidelity = (SieveFidelity){.name = "epochs", .min = min_epochs, .max = epochs, .integer = FALSE};
   const char *keep = sieve_options_get_string(options, "keep_weights");
   self->keep = !g_str_equal(keep, "none");
@@ -369,6 +382,13 @@ train_create(const SieveSpace *space, const SieveOptions *options, GError **erro
      * fit; the others are the files'. */
     const char *at = g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_CONFIG) ? "validation" : files_option(options);
     sieve_options_set_error(options, at, error, "%s", local->message);
+    /* A file's error (missing, unreadable, damaged) keeps its own code, not
+     * CONFIG: the same settings may work once the files are back, so
+     * `sieve final` keeps the finals it refuses pending. */
+    gboolean files = local->domain == SIEVE_ERROR && (local->code == SIEVE_ERROR_NOT_FOUND ||
+                                                      local->code == SIEVE_ERROR_IO || local->code == SIEVE_ERROR_PARSE);
+    if (error && *error && files && dataset_has_files(options))
+      (*error)->code = local->code;
     g_error_free(local);
     train_destroy(self);
     return NULL;
@@ -517,8 +537,17 @@ static char *
 state_key(const Trainer *self, const SieveGraph *net, const char *text, const SieveTrainOptions *o)
 {
   g_autofree char *graph = sieve_graph_dump(net);
-  g_autoptr(GString) s = g_string_new("sieve-train-state 1\n");
-  g_string_append_printf(s, "genotype %s\n%sdata %s\n", text, graph, self->data_digest);
+  g_autoptr(GString) s = g_string_new("sieve-train-state 2\n");
+  g_string_append_printf(s, "genotype %s\n%s", text, graph);
+  /* The dump writes the nodes' real attributes with %g (6 digits): each
+   * one exactly here, so that bn_momentum 0.003 and 0.0030000001 key apart. */
+  for (guint i = 0; i < sieve_graph_n_nodes(net); i++) {
+    const SieveOpAttrs *a = &sieve_graph_node(net, i)->attrs;
+    if (a->eps != 0 || a->momentum != 0 || a->alpha != 0 || a->label_smoothing != 0)
+      g_string_append_printf(s, "attrs %%%u eps %a momentum %a alpha %a smoothing %a\n", i, a->eps, a->momentum,
+                             a->alpha, a->label_smoothing);
+  }
+  g_string_append_printf(s, "data %s\n", self->data_digest);
   /* %a: every double exactly. */
   g_string_append_printf(s,
                          "schedule %a\nbatch_size %u\nlr %a\nmomentum %a\nnesterov %d\nweight_decay %a\nwarmup %a\n"
