@@ -40,9 +40,10 @@ SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **erro
 SIEVE_INTERNAL_API char *sieve__options_to_json(const SieveOptions *options);
 /* The entry of spec (nullable) named name, or NULL. (transfer none) */
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve__option_spec_find(const SieveOptionSpec *spec, const char *name);
-/* Parses such an object into a map for sieve_options_new; also reads what
- * sieve wrote before: a float option as a quoted number, an any-value
- * option as a string of YAML.  Errors name origin. (transfer full) */
+/* Parses such an object into a map for sieve_options_new (a null is an
+ * option left unset); also reads what sieve wrote before: a float option as
+ * a quoted number, an any-value option as a string of YAML.  Errors name
+ * origin. (transfer full) */
 SIEVE_INTERNAL_API SieveNode *sieve__options_json_parse(const SieveOptionSpec *spec, const char *json,
                                                         const char *origin, GError **error);
 

@@ -36,22 +36,6 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
                                           : sieve_node_new_map(origin, 1, 1);
   if (map == NULL)
     return NULL;
-  /* The canonical form writes an option left unset as null and a node
-   * option (a Lua space's options) as its YAML text: read back as unset and
-   * as that node. */
-  for (const SieveOptionSpec *o = sieve_component_get_info(c)->options; options_json && o && o->name; o++) {
-    SieveNode *v = sieve_node_lookup(map, o->name);
-    if (v == NULL || sieve_node_kind(v) != SIEVE_NODE_SCALAR)
-      continue;
-    if (sieve_node_is_null(v) && !sieve_node_is_quoted(v)) {
-      sieve_node_map_remove(map, o->name);
-    } else if (o->type == SIEVE_OPTION_TYPE_NODE) {
-      SieveNode *node = sieve_node_parse_string(sieve_node_text(v), -1, origin, error);
-      if (node == NULL)
-        return NULL;
-      sieve_node_map_set(map, o->name, node);
-    }
-  }
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {

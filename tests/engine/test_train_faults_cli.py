@@ -281,8 +281,9 @@ class TestTrainFaults(Workdir):
         file is named at dataset (a file error, exit 1); a relative one at
         data_dir, where it was looked for."""
         for name, at in ((self.path("gone.csv"), "dataset"), ("gone.csv", "data_dir")):
-            text = (STUDY % {"name": "csv", "data": self.data, "states": self.path("s"), "n": 1, "extra": ""}
-                    ).replace("dataset: fashion-mnist", f"dataset: csv:{name}")
+            # test: false, or the missing test split of a CSV is refused first
+            text = (STUDY % {"name": "csv", "data": self.data, "states": self.path("s"), "n": 1,
+                             "extra": ", test: false"}).replace("dataset: fashion-mnist", f"dataset: csv:{name}")
             cfg = self.write("csv.yaml", text)
             p = sieve("run", cfg, "--store", self.path("csv.sieve"), "--quiet", check=1)
             line = next(i for i, l in enumerate(text.splitlines(), 1) if f"{at}: " in l)
