@@ -11,15 +11,33 @@
 
 /* Whether a label is written as a number ("-1", "1.0", "+2", ".5e3"): a
  * sign, digits or a point first, and strtod takes all of it. */
-static gboolean
-looks_numeric(const char *text)
+/* What a label's text is: a class id (an integral number from 0 to 65535,
+ * however written: "3", "+3", "3.0", "-0"), a negative integer (SVM-light's
+ * -1/+1), some other number (0.5, 1e9: refused), or a class name.  Hex and
+ * "nan"/"inf", which strtod would read, are names. */
+typedef enum { LABEL_ID, LABEL_NEGATIVE, LABEL_OTHER_NUMBER, LABEL_NAME } LabelKind;
+
+static LabelKind
+label_kind(const char *text, double *value)
 {
   const char *p = text + (*text == '+' || *text == '-');
-  if (!g_ascii_isdigit(*p) && *p != '.')
-    return FALSE;
+  if ((!g_ascii_isdigit(*p) && *p != '.') || strpbrk(text, "xX") != NULL)
+    return LABEL_NAME;
   char *end = NULL;
-  g_ascii_strtod(text, &end);
-  return end != text && *end == '\0';
+  double v = g_ascii_strtod(text, &end);
+  if (end == text || *end != '\0' || !isfinite(v))
+    return LABEL_NAME;
+  *value = v;
+  if (v != floor(v) || fabs(v) > 65535)
+    return LABEL_OTHER_NUMBER;
+  return v < 0 ? LABEL_NEGATIVE : LABEL_ID;
+}
+
+static int
+compare_doubles(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return (x > y) - (x < y);
 }
 
 SieveDataset *
@@ -75,9 +93,9 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
    * text to its index + 1 and borrows the strings of `texts`. */
   g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
-  g_autoptr(GArray) int_values = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean all_ints = TRUE;
-  guint max_int = 0;
+  g_autoptr(GArray) values = g_array_new(FALSE, FALSE, sizeof(double)); /* per text, when numeric */
+  gboolean all_numeric = TRUE, any_negative = FALSE;
+  double max_id = 0;
 
   /* The reader checks that every row has n_columns fields.  Its errors go
    * to `local`: the end of the rows is told from an error by it, whether or
@@ -121,30 +139,32 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
       char *copy = g_strdup(label_text);
       g_ptr_array_add(texts, copy);
       g_hash_table_insert(ids, copy, GINT_TO_POINTER(id + 1));
-      guint64 v = 0;
-      gboolean is_int = g_ascii_string_to_unsigned(copy, 10, 0, 65535, &v, NULL);
-      /* A number that is no class id (-1, 1.0, 1e3, 70000), or ids and
-       * names mixed, would silently turn every label into a name numbered
-       * by first appearance: "1" would no longer be class 1. */
-      if (!is_int && looks_numeric(copy)) {
+      double v = 0;
+      LabelKind kind = label_kind(copy, &v);
+      /* A number that is no class id (0.5, 1e9), or numbers and names
+       * mixed, would silently turn every label into a name numbered by
+       * first appearance: "1" would no longer be class 1. */
+      if (kind == LABEL_OTHER_NUMBER) {
         sieve_csv_reader_set_error(csv, label, error,
                                    "label '%s' in column '%s' is a number but not a class id: numeric labels are "
-                                   "class ids, integers from 0 to 65535 (text labels are class names)",
+                                   "integers from -65535 to 65535 (class ids from 0, or numbered in order when some "
+                                   "are negative); text labels are class names",
                                    copy, names[label]);
         return NULL;
       }
-      if (texts->len > 1 && is_int != all_ints) {
+      gboolean numeric = kind != LABEL_NAME;
+      if (texts->len > 1 && numeric != all_numeric) {
         sieve_csv_reader_set_error(csv, label, error,
                                    "label '%s' in column '%s' is %s, but label '%s' before it is %s: the labels of "
-                                   "a file are all class ids (integers from 0) or all class names",
-                                   copy, names[label], is_int ? "a class id" : "a class name",
-                                   (const char *) texts->pdata[0], is_int ? "a class name" : "a class id");
+                                   "a file are all numbers (class ids) or all class names",
+                                   copy, names[label], numeric ? "a number" : "a class name",
+                                   (const char *) texts->pdata[0], numeric ? "a class name" : "a number");
         return NULL;
       }
-      guint iv = (guint) v;
-      g_array_append_val(int_values, iv);
-      all_ints = all_ints && is_int;
-      max_int = MAX(max_int, iv);
+      g_array_append_val(values, v);
+      all_numeric = all_numeric && numeric;
+      any_negative = any_negative || kind == LABEL_NEGATIVE;
+      max_id = MAX(max_id, v);
     }
     g_array_append_val(ys, id);
   }
@@ -163,12 +183,41 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
   g_free(ds->x);
   g_free(ds->y);
   ds->x = (float *) g_array_free(g_steal_pointer(&xs), FALSE);
-  if (all_ints) {
+  if (all_numeric && !any_negative) {
     /* Integer labels are the class ids themselves: "3" is class 3 whatever
      * order the rows come in, as a user of 0-based labels expects. */
     for (guint i = 0; i < ys->len; i++)
-      g_array_index(ys, gint32, i) = (gint32) g_array_index(int_values, guint, g_array_index(ys, gint32, i));
-    ds->n_classes = max_int + 1;
+      g_array_index(ys, gint32, i) = (gint32) g_array_index(values, double, g_array_index(ys, gint32, i));
+    ds->n_classes = (guint) max_id + 1;
+  } else if (all_numeric) {
+    /* Some negative (-1/+1): classes numbered by value, smallest first,
+     * each named by the first text written for its value. */
+    g_autoptr(GArray) sorted = g_array_copy(values);
+    g_array_sort(sorted, compare_doubles);
+    guint n = 0;
+    for (guint k = 0; k < sorted->len; k++)
+      if (n == 0 || g_array_index(sorted, double, k) != g_array_index(sorted, double, n - 1))
+        g_array_index(sorted, double, n++) = g_array_index(sorted, double, k);
+    g_array_set_size(sorted, n);
+    g_autofree gint32 *rank = g_new(gint32, values->len);
+    ds->class_names = g_new0(char *, n + 1);
+    for (guint t = 0; t < values->len; t++) {
+      double v = g_array_index(values, double, t);
+      guint lo = 0, hi = n - 1;
+      while (lo < hi) {
+        guint mid = (lo + hi) / 2;
+        if (g_array_index(sorted, double, mid) < v)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      rank[t] = (gint32) lo;
+      if (ds->class_names[lo] == NULL)
+        ds->class_names[lo] = g_strdup(texts->pdata[t]);
+    }
+    for (guint i = 0; i < ys->len; i++)
+      g_array_index(ys, gint32, i) = rank[g_array_index(ys, gint32, i)];
+    ds->n_classes = n;
   } else {
     ds->n_classes = texts->len;
     g_ptr_array_add(texts, NULL);

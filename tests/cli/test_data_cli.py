@@ -133,7 +133,7 @@ class TestTrainFlags(sieve_cli.Workdir):
         """A flag's value has no line and column; a data_dir from --set is
         named where the dataset does not load."""
         os.mkdir(self.path("c10"))
-        p = self.train("--set", "evaluator.data_dir=c10")
+        p = self.train("--set", "evaluator.data_dir=c10", check=1)  # a data file error: exit 1
         self.assertIn("sieve: --set evaluator.data_dir=c10:1:1: fashion-mnist: no train images in c10", p.stderr)
         p = self.train("--dataset", "no-such-set")
         self.assertIn("sieve: --dataset no-such-set: unknown dataset 'no-such-set'", p.stderr)
@@ -220,13 +220,14 @@ budget: {{evaluations: 1}}
                         "in_channels: 4, classes: 3}", check=0)
 
     def test_numeric_labels(self):
-        """-1 or 1.0 among class ids: an error at its row and column, not
-        every label silently renumbered as a name."""
+        """0.5 or 70000 among class ids: an error at its row and column, not
+        every label silently renumbered as a name (1.0 is class 1)."""
         labels = [str(i % 3) for i in range(40)]
-        for bad, line in [("-1", 7), ("1.0", 7)]:
+        labels[9] = "1.0"
+        for bad, line in [("0.5", 7), ("70000", 7)]:
             labels[5] = bad
             iris_like(self.path("rows.csv"), labels=labels)
-            p = self.run_config(", test: false")
+            p = self.run_config(", test: false", check=1)  # a data file error: exit 1
             self.assertIn(f"rows.csv:{line}:", p.stderr)
             self.assertIn(f"label '{bad}' in column 'label' is a number but not a class id", p.stderr)
         iris_like(self.path("rows.csv"), labels=["cat", "dog", "bird"] * 13 + ["cat"])

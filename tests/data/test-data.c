@@ -612,24 +612,41 @@ test_csv_int_labels(Fixture *f, gconstpointer data)
   g_assert_cmpuint(lf->channels, ==, 1);
   g_assert_cmpfloat(lf->x[1], ==, 0.25f);
   g_assert_cmpint(lf->y[0], ==, 1);
-  /* A number that is no class id, or ids and names mixed, is an error at
-   * its row and column: once they were all mapped as names by first
+  /* A number that is no class id, or numbers and names mixed, is an error
+   * at its row and column: once they were all mapped as names by first
    * appearance, and "1" was no longer class 1. */
-  check_csv_error(f, "a,label\n1,0\n2,-1\n", NULL, ":3:3: ",
-                  "label '-1' in column 'label' is a number but not a class id: numeric labels are class ids, "
-                  "integers from 0 to 65535 (text labels are class names)");
-  check_csv_error(f, "a,label\n1,0\n2,1\n3,1.0\n", NULL, ":4:3: ", "label '1.0' in column 'label' is a number");
+  check_csv_error(f, "a,label\n1,0\n2,0.5\n", NULL, ":3:3: ",
+                  "label '0.5' in column 'label' is a number but not a class id: numeric labels are integers from "
+                  "-65535 to 65535");
   check_csv_error(f, "a,label\n1,70000\n", NULL, ":2:3: ", "label '70000' in column 'label' is a number");
-  check_csv_error(f, "a,label\n1,+2\n", NULL, ":2:3: ", "label '+2' in column 'label' is a number");
   check_csv_error(f, "a,label\n1,2\n2,cat\n", NULL, ":3:3: ",
-                  "label 'cat' in column 'label' is a class name, but label '2' before it is a class id: the labels "
-                  "of a file are all class ids (integers from 0) or all class names");
-  check_csv_error(f, "a,label\n1,cat\n2,3\n", NULL, ":3:3: ", "label '3' in column 'label' is a class id");
+                  "label 'cat' in column 'label' is a class name, but label '2' before it is a number: the labels "
+                  "of a file are all numbers (class ids) or all class names");
+  check_csv_error(f, "a,label\n1,cat\n2,3\n", NULL, ":3:3: ", "label '3' in column 'label' is a number");
+  /* Integral numbers however written are the ids (pandas writes 1.0). */
+  g_autofree char *dec = write_text(f->dir, "dec.csv", "a,label\n1,1.0\n2,+2\n3,-0\n4,2\n");
+  g_autoptr(SieveDataset) ld = sieve_dataset_load_csv(dec, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ld->n_classes, ==, 3);
+  g_assert_null(ld->class_names);
+  static const gint32 yd[4] = {1, 2, 0, 2};
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpint(ld->y[i], ==, yd[i]);
+  /* Negative ones (SVM-light's -1/+1): classes in order of value, named. */
+  g_autofree char *svm = write_text(f->dir, "svm.csv", "a,label\n1,+1\n2,-1\n3,1\n4,-3\n");
+  g_autoptr(SieveDataset) ls = sieve_dataset_load_csv(svm, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ls->n_classes, ==, 3);
+  static const gint32 ys[4] = {2, 1, 2, 0};
+  for (guint i = 0; i < 4; i++)
+    g_assert_cmpint(ls->y[i], ==, ys[i]);
+  g_assert_cmpstr(ls->class_names[0], ==, "-3");
+  g_assert_cmpstr(ls->class_names[2], ==, "+1");
   /* Names that start like numbers but are not, and 'nan', stay names. */
-  g_autofree char *names = write_text(f->dir, "names.csv", "a,label\n1,nan\n2,1st\n3,-x\n4,nan\n");
+  g_autofree char *names = write_text(f->dir, "names.csv", "a,label\n1,nan\n2,1st\n3,-x\n4,nan\n5,0x1F\n");
   g_autoptr(SieveDataset) ln = sieve_dataset_load_csv(names, NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(ln->n_classes, ==, 3);
+  g_assert_cmpuint(ln->n_classes, ==, 4);
   g_assert_cmpint(ln->y[3], ==, 0);
   g_assert_cmpstr(ln->class_names[1], ==, "1st");
 }
