@@ -56,10 +56,17 @@ sieve_json_append_string(GString *out, const char *text)
     case '\r': g_string_append(out, "\\r"); break;
     case '\t': g_string_append(out, "\\t"); break;
     default:
-      if (*p < 0x20 || *p == 0x7f)
+      if (*p < 0x20 || *p == 0x7f) {
         g_string_append_printf(out, "\\u%04x", *p);
-      else
+      } else if ((p[0] == 0xc2 && p[1] == 0x85) || (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))) {
+        /* NEL and the line and paragraph separators: valid JSON raw, but
+         * YAML (which reads the model files' metadata) folds them. */
+        gunichar u = g_utf8_get_char((const char *) p);
+        g_string_append_printf(out, "\\u%04x", u);
+        p += g_unichar_to_utf8(u, NULL) - 1;
+      } else {
         g_string_append_c(out, (char) *p);
+      }
     }
   }
   g_string_append_c(out, '"');

@@ -369,8 +369,10 @@ sieve_cmd_proxies(int argc, char **argv)
   if (given != NULL) {
     g_autoptr(SieveGraph) sample = sieve_space_build_sample(job.space, job.options.seed, &error);
     g_autofree char *builder = g_strdup_printf("space %s", sieve_space_get_name(job.space));
-    if (sample == NULL || !sieve_proxy_batch_check(given, sample, builder, &error))
+    if (sample == NULL || !sieve_proxy_batch_check(given, sample, builder, &error)) {
+      sieve_space_free(job.space);
       return sieve_cli_fail(error);
+    }
   }
 
   g_autoptr(GArray) items = read_items(argc, argv);
