@@ -206,17 +206,19 @@ sieve_cmd_run(int argc, char **argv)
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
   if (!sieve_cli_check_output(path, report_path, "--report", &error))
     return sieve_cli_fail(error);
-  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
-  if (store == NULL || !sieve_study_open(store, exp, resume, &error))
-    return sieve_cli_fail(error);
-
-  /* A study on a server: evaluations go to its queue, for workers. */
-  g_autoptr(GArray) children = g_array_new(FALSE, FALSE, sizeof(GPid));
+  /* A study on a server: evaluations go to its queue, for workers.  Known
+   * from the command line alone, so refused before the store is created or
+   * its study touched (a --resume --set writes the stored config). */
   gboolean queued = sieve_store_is_url(path);
   if (!queued && (local_workers > 0 || in_flight > 0)) {
     fprintf(stderr, "sieve run: --local-workers and --in-flight need a postgresql:// store\n");
     return SIEVE_EXIT_USAGE;
   }
+  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  if (store == NULL || !sieve_study_open(store, exp, resume, &error))
+    return sieve_cli_fail(error);
+
+  g_autoptr(GArray) children = g_array_new(FALSE, FALSE, sizeof(GPid));
   if (queued) {
     sieve_engine_set_queue(engine, in_flight > 0 ? (guint) in_flight : MAX((guint) local_workers, MAX(exp->workers, 1)));
     if (!start_local_workers(path, local_workers, lease_s, children, &error))

@@ -194,13 +194,30 @@ load_study(SieveStore *store, SieveRegistry *registry, GPtrArray *refused, GErro
                 sieve_store_get_path(store), version, SIEVE_VERSION);
     return NULL;
   }
-  g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-  g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
+  /* Relative paths (a space file, a command's script, data) are the config
+   * file's: its folder as the coordinator stored it (absolute), not this
+   * worker's working directory.  A store without it (or a folder this
+   * machine lacks) keeps the config's path as typed. */
+  g_autofree char *dir = sieve_store_get_meta(store, "config_dir", NULL);
+  if (dir == NULL || !g_path_is_absolute(dir) || !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_clear_pointer(&dir, g_free);
+    g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
+    dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
+  }
   SieveExperiment *exp =
       sieve_experiment_load_string(config, sieve_store_get_path(store), dir, NULL, registry, refused, error);
   sieve_cli_warn_refused(refused);
-  if (exp == NULL)
+  if (exp == NULL) {
     g_prefix_error(error, "this worker cannot run the study's evaluator as stored (plugins, options): ");
+    return NULL;
+  }
+  /* The default name comes from the origin (here the store's URL): the
+   * study's is the one its coordinator stored. */
+  g_autofree char *name = sieve_store_get_meta(store, "name", NULL);
+  if (name != NULL) {
+    g_free(exp->name);
+    exp->name = g_steal_pointer(&name);
+  }
   return exp;
 }
 
@@ -294,8 +311,10 @@ sieve_cmd_worker(int argc, char **argv)
   if (exp == NULL)
     return sieve_cli_fail(error);
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
-  if (engine == NULL)
+  if (engine == NULL) {
+    g_prefix_error(&error, "this worker cannot run the study's evaluator as stored: ");
     return sieve_cli_fail(error);
+  }
   Worker w = {.url = url, .engine = engine, .lease_s = lease_s, .idle_exit_s = idle_exit_s, .quiet = quiet};
   g_mutex_init(&w.lock);
   w.held = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);

@@ -8,6 +8,7 @@ import csv
 import io
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,6 +264,34 @@ class TestWorkers(PgCase):
         self.assertEqual(export_rows(self.url), ref)
         done = self.evaluated(logs)
         self.assertEqual(sorted(done), list(range(30)), "no trial lost or evaluated twice")
+
+    def test_worker_started_elsewhere(self):
+        """A worker reads the study's relative paths (here the space file) against the folder of
+        the coordinator's config, not its own working directory, and names the study as the
+        coordinator did (no name: the config's stem, not the URL's)."""
+        url = SERVER.url("elsewhere")
+        shutil.copy(os.path.join(ROOT, "search_spaces", "branin.yaml"), self.path("branin.yaml"))
+        self.write("rel.yaml", SLOW.replace("name: slow\n", "") % ("branin.yaml", 0, 4))
+        coordinator = subprocess.Popen([SIEVE, "run", "rel.yaml", "--store", url, "--in-flight", "1", "--quiet"],
+                                       cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        worker = subprocess.Popen([SIEVE, "worker", url, "--idle-exit", "8"], cwd="/", stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            log = self.finish([worker])[0]  # it exits when the study is finished, or failing
+            self.assertEqual(worker.returncode, 0, log)
+        finally:
+            if worker.returncode != 0:
+                coordinator.kill()  # it would wait for a worker
+            out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        self.assertIn("study 'rel' on postgresql:", log)
+        self.assertEqual(sorted(self.evaluated([log])), [0, 1, 2, 3])
+        self.assertIn("study 'rel'", out)
+        # Where the study's folder holds the file no more, the worker says what it cannot run.
+        os.remove(self.path("branin.yaml"))
+        p = sieve("worker", url, check=2)
+        self.assertIn("this worker cannot run the study's evaluator as stored", p.stderr)
+        self.assertIn(self.path("branin.yaml"), p.stderr)
 
     def test_worker_refuses_what_it_cannot_run(self):
         url = SERVER.url("refuse")
