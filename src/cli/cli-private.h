@@ -44,6 +44,10 @@ void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPt
  * SIEVE_ERROR_CONFIG naming both.  Call it before writing anything.  A
  * postgresql:// store or a NULL output passes. */
 gboolean sieve_cli_check_output(const char *store, const char *output, const char *what, GError **error);
+/* cli-study.c: the folder a stored study's relative paths are read
+ * against (meta config_dir, else the config's path as stored).
+ * (transfer full) */
+char *sieve_cli_study_dir(SieveStore *store);
 
 /* A numeric option read as text (G_OPTION_ARG_STRING), so that a value
  * given is never mistaken for "not given": NULL text leaves *value (the

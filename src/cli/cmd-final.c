@@ -137,8 +137,7 @@ sieve_cmd_final(int argc, char **argv)
   if (epochs_set)
     g_ptr_array_add(overrides, epochs_set);
   g_ptr_array_add(overrides, NULL);
-  g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-  g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
+  g_autofree char *dir = sieve_cli_study_dir(store);
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
   sieve_registry_load_default(registry, NULL, refused);

@@ -130,8 +130,7 @@ stored_experiment(SieveStore *store, SieveRegistry *registry, const char *const 
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", sieve_store_get_path(store));
     return NULL;
   }
-  g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-  g_autofree char *dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
+  g_autofree char *dir = sieve_cli_study_dir(store);
   return sieve_experiment_load_string(config, sieve_store_get_path(store), dir, overrides, registry, NULL, error);
 }
 

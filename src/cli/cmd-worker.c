@@ -194,16 +194,7 @@ load_study(SieveStore *store, SieveRegistry *registry, GPtrArray *refused, GErro
                 sieve_store_get_path(store), version, SIEVE_VERSION);
     return NULL;
   }
-  /* Relative paths (a space file, a command's script, data) are the config
-   * file's: its folder as the coordinator stored it (absolute), not this
-   * worker's working directory.  A store without it (or a folder this
-   * machine lacks) keeps the config's path as typed. */
-  g_autofree char *dir = sieve_store_get_meta(store, "config_dir", NULL);
-  if (dir == NULL || !g_path_is_absolute(dir) || !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-    g_clear_pointer(&dir, g_free);
-    g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-    dir = config_path ? g_path_get_dirname(config_path) : g_get_current_dir();
-  }
+  g_autofree char *dir = sieve_cli_study_dir(store);
   SieveExperiment *exp =
       sieve_experiment_load_string(config, sieve_store_get_path(store), dir, NULL, registry, refused, error);
   sieve_cli_warn_refused(refused);

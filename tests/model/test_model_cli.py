@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -98,17 +99,21 @@ class ModelCli(unittest.TestCase):
     def test_lua_space_weights_build_again(self):
         # A Lua space's options in a file's metadata: the script's own options (a node, written as its
         # YAML text) and the options left unset (null) read back, so the file builds its network again.
-        script = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")
-        with open(self.path("lua.yaml"), "w") as f:
+        # The script is named relative to the config, in a folder of its own, and the store is read
+        # from another working folder: relative paths are the config's (meta config_dir).
+        os.mkdir(self.path("cfg"))
+        shutil.copy(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua"),
+                    self.path(os.path.join("cfg", "space.lua")))
+        with open(self.path(os.path.join("cfg", "lua.yaml")), "w") as f:
             f.write(CONFIG.replace("name: tiny", "name: lua").replace(
                 "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
-                f"space: {{plugin: lua, script: {script}, options: {{C: 4, N: 1, in_channels: 1, size: 28}}}}")
+                "space: {plugin: lua, script: space.lua, options: {C: 4, N: 1, in_channels: 1, size: 28}}")
                 .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
         store = self.path("lua.sieve")
-        sieve("run", "lua.yaml", "--store", store, "--quiet", check=0, cwd=self.dir)
+        sieve("run", os.path.join("cfg", "lua.yaml"), "--store", store, "--quiet", check=0, cwd=self.dir)
         row = next(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
         out = self.path("lua0.safetensors")
-        sieve("model", "export", store, "--trial", "0", "-o", out, check=0)
+        sieve("model", "export", store, "--trial", "0", "-o", out, check=0, cwd="/")
         info = sieve("model", "info", out, check=0).stdout
         self.assertIn(f"genotype: {row['genotype']}", info)
         self.assertIn(f"parameters: {int(float(row['params']))}", info)
