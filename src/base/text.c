@@ -58,12 +58,18 @@ sieve_json_append_string(GString *out, const char *text)
     default:
       if (*p < 0x20 || *p == 0x7f) {
         g_string_append_printf(out, "\\u%04x", *p);
-      } else if ((p[0] == 0xc2 && p[1] == 0x85) || (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))) {
-        /* NEL and the line and paragraph separators: valid JSON raw, but
-         * YAML (which reads the model files' metadata) folds them. */
+      } else if (*p >= 0xc2) {
+        /* The C1 controls, the line and paragraph separators and the two
+         * noncharacters are valid JSON raw, but YAML (which reads the model
+         * files' metadata back) folds or refuses them: escaped.  The text is
+         * valid UTF-8 here. */
         gunichar u = g_utf8_get_char((const char *) p);
-        g_string_append_printf(out, "\\u%04x", u);
-        p += g_unichar_to_utf8(u, NULL) - 1;
+        int len = g_unichar_to_utf8(u, NULL);
+        if ((u >= 0x80 && u <= 0x9f) || u == 0x2028 || u == 0x2029 || u == 0xfffe || u == 0xffff)
+          g_string_append_printf(out, "\\u%04x", u);
+        else
+          g_string_append_len(out, (const char *) p, len);
+        p += len - 1;
       } else {
         g_string_append_c(out, (char) *p);
       }

@@ -2,6 +2,7 @@
  * reader (sieve/csv.h: its rules, and its errors at file:line:col): each
  * row's features are numbers, its label a number or a text.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -9,8 +10,6 @@
 
 #include "data/data-private.h"
 
-/* Whether a label is written as a number ("-1", "1.0", "+2", ".5e3"): a
- * sign, digits or a point first, and strtod takes all of it. */
 /* What a label's text is: a class id (an integral number from 0 to 65535,
  * however written: "3", "+3", "3.0", "-0"), a negative integer (SVM-light's
  * -1/+1), some other number (0.5, 1e9: refused), or a class name.  Hex and
@@ -24,8 +23,15 @@ label_kind(const char *text, double *value)
   if ((!g_ascii_isdigit(*p) && *p != '.') || strpbrk(text, "xX") != NULL)
     return LABEL_NAME;
   char *end = NULL;
+  errno = 0;
   double v = g_ascii_strtod(text, &end);
-  if (end == text || *end != '\0' || !isfinite(v))
+  if (end == text || *end != '\0')
+    return LABEL_NAME;
+  /* Out of double's range (1e400, 1e-400) is a number, but no class id;
+   * "inf" and "nan" spelled out are names. */
+  if (errno == ERANGE)
+    return LABEL_OTHER_NUMBER;
+  if (!isfinite(v))
     return LABEL_NAME;
   *value = v;
   if (v != floor(v) || fabs(v) > 65535)

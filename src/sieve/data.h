@@ -55,10 +55,13 @@ SIEVE_API SieveDataset *sieve_dataset_load_idx_classes(const char *images_path, 
  * 2 (coarse, fine: CIFAR-100, the fine label is used) and 3072 bytes of R, G, B planes 32x32. */
 SIEVE_API SieveDataset *sieve_dataset_load_cifar(const char *const *batch_paths, guint n_paths, guint n_classes /*10|100*/, GError **error);
 /* label_column: name from the header, or NULL = last column; CSV with a header row, numeric features;
- * labels may be integers or strings (mapped to class ids in order of first appearance). Errors give file:line:col.
- * Precisely: when every label is an integer in 0..65535 the integers are the class ids
- * (n_classes = largest + 1); otherwise each distinct label text gets the next id in order of
- * first appearance and class_names holds the texts.  The file (gzipped or not) is read by
+ * labels are numbers or class names. Errors give file:line:col.
+ * Precisely: when every label is an integral number in 0..65535, however written ("3", "+3",
+ * "3.0"), the numbers are the class ids (n_classes = largest + 1); when they are all integers
+ * and some negative (-1/+1), the classes are numbered by value, smallest first, and class_names
+ * holds the first text written for each; when all are text (hex, "nan" and "1st" are text),
+ * each distinct text gets the next id in order of first appearance and class_names holds the
+ * texts.  Any other number, or numbers mixed with text, is an error.  The file (gzipped or not) is read by
  * sieve/csv.h's reader and follows its rules: RFC 4180 quoting, spaces around fields and
  * blank lines ignored. */
 SIEVE_API SieveDataset *sieve_dataset_load_csv(const char *path, const char *label_column, GError **error);

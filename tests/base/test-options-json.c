@@ -160,10 +160,11 @@ test_every_space(void)
 static void
 test_separators(void)
 {
-  const char *text = "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d\xc3\xa9";
+  const char *text = "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d\xc3\xa9" "\xc2\x80\xc2\x9f\xef\xbf\xbe\xef\xbf\xbf"
+                     "\xe2\x82\xac";
   g_autoptr(GString) out = g_string_new(NULL);
   sieve_json_append_string(out, text);
-  g_assert_cmpstr(out->str, ==, "\"a\\u0085b\\u2028c\\u2029d\xc3\xa9\"");
+  g_assert_cmpstr(out->str, ==, "\"a\\u0085b\\u2028c\\u2029d\xc3\xa9\\u0080\\u009f\\ufffe\\uffff\xe2\x82\xac\"");
   GError *error = NULL;
   g_autoptr(SieveNode) back = sieve_node_parse_string(out->str, -1, "json", &error);
   g_assert_no_error(error);

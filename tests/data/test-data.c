@@ -619,6 +619,7 @@ test_csv_int_labels(Fixture *f, gconstpointer data)
                   "label '0.5' in column 'label' is a number but not a class id: numeric labels are integers from "
                   "-65535 to 65535");
   check_csv_error(f, "a,label\n1,70000\n", NULL, ":2:3: ", "label '70000' in column 'label' is a number");
+  check_csv_error(f, "a,label\n1,1e-400\n", NULL, ":2:3: ", "label '1e-400' in column 'label' is a number");
   check_csv_error(f, "a,label\n1,2\n2,cat\n", NULL, ":3:3: ",
                   "label 'cat' in column 'label' is a class name, but label '2' before it is a number: the labels "
                   "of a file are all numbers (class ids) or all class names");
