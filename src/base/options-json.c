@@ -182,16 +182,16 @@ sieve__options_json_parse(const SieveOptionSpec *spec, const char *json, const c
                 sieve__node_kind_noun(sieve_node_kind(map)));
     return NULL;
   }
+  /* null: an option left unset (a string or node option without a default
+   * is written so); the option table's default applies.  Last first, so
+   * that removing one leaves the indices still to visit in place. */
+  for (guint i = sieve_node_size(map); i-- > 0;) {
+    const SieveNode *v = sieve_node_nth(map, i);
+    if (sieve_node_kind(v) == SIEVE_NODE_SCALAR && sieve_node_is_null(v) && !sieve_node_is_quoted(v))
+      sieve_node_map_remove(map, sieve_node_text(sieve_node_nth_key(map, i)));
+  }
   for (guint i = 0; i < sieve_node_size(map); i++) {
     const char *name = sieve_node_text(sieve_node_nth_key(map, i));
-    const SieveNode *value0 = sieve_node_nth(map, i);
-    /* null: an option left unset (a string or node option without a
-     * default is written so); the option table's default applies. */
-    if (sieve_node_kind(value0) == SIEVE_NODE_SCALAR && sieve_node_is_null(value0) && !sieve_node_is_quoted(value0)) {
-      sieve_node_map_remove(map, name);
-      i--;
-      continue;
-    }
     GError *local = NULL;
     SieveNode *value = upgrade(sieve__option_spec_find(spec, name), sieve_node_nth(map, i), &local);
     if (local != NULL) {

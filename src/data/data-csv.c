@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sieve/csv.h>
@@ -208,15 +209,8 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
     g_autofree gint32 *rank = g_new(gint32, values->len);
     ds->class_names = g_new0(char *, n + 1);
     for (guint t = 0; t < values->len; t++) {
-      double v = g_array_index(values, double, t);
-      guint lo = 0, hi = n - 1;
-      while (lo < hi) {
-        guint mid = (lo + hi) / 2;
-        if (g_array_index(sorted, double, mid) < v)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
+      const double *at = bsearch(&g_array_index(values, double, t), sorted->data, n, sizeof(double), compare_doubles);
+      guint lo = (guint) (at - (const double *) sorted->data);
       rank[t] = (gint32) lo;
       if (ds->class_names[lo] == NULL)
         ds->class_names[lo] = g_strdup(texts->pdata[t]);
