@@ -12,6 +12,17 @@
  * never idle, and a result promotes as soon as it ranks in its rung's top
  * 1/eta (early stopping rate s = 0, as the paper's experiments use).
  *
+ * Asynchronous Hyperband (`brackets: B`, the variant the same paper runs):
+ * B brackets of ASHA with early-stopping rates s = 0 .. B-1, bracket s
+ * starting its configurations at rung s.  Each bracket ranks only its own
+ * results.  New configurations go to the brackets in a loop, as
+ * Hyperband's (Li et al., JMLR 2018) brackets follow each other: the next
+ * n_s to bracket s, with Hyperband's n_s = ceil((K + 1) eta^(K-s) /
+ * (K - s + 1)), most aggressive first, so one pass of the loop starts the
+ * configurations of one Hyperband iteration.  A promotion in any bracket
+ * goes before a new configuration.  The loop's position is not state of
+ * its own: it is the number of configurations started so far.
+ *
  * Results: a failed, screened or pruned trial ranks below every finished
  * one (a pruned trial's last value was measured below its rung's fidelity,
  * so it is no evidence at that rung); ties keep the earlier result first.
@@ -31,11 +42,15 @@
 
 static const SieveOptionSpec asha_options[] = {
   OPT_BRACKET_OPTIONS,
+  SIEVE_OPTION_INT("brackets", "1", 1, 64,
+                   "asynchronous Hyperband: brackets of ASHA starting at rungs 0 .. brackets-1, new "
+                   "configurations given to them in Hyperband's proportions (1: plain ASHA)"),
   SIEVE_OPTION_END,
 };
 
 typedef struct {
   SieveGenotype *genotype;
+  guint bracket;     /* its early-stopping rate: the rung it started at */
   guint rung;
   gboolean done;     /* its result came */
   double fitness;    /* larger is better; -INFINITY when it failed */
@@ -48,6 +63,9 @@ typedef struct {
   double eta;
   guint top;          /* K: the top rung */
   double *fidelity;   /* top + 1 rungs */
+  guint brackets;     /* B */
+  guint *loop;        /* B: new configurations bracket s takes per pass */
+  guint loop_length;  /* their sum */
   GPtrArray *entries; /* Entry*, in ask order */
   GHashTable *index;  /* opt_key(text, fidelity) -> Entry* of a pending one */
   OptSeen seen;       /* configurations started at rung 0 */
@@ -71,6 +89,7 @@ asha_destroy(gpointer instance)
   if (self->seen.set)
     opt_seen_clear(&self->seen);
   g_free(self->fidelity);
+  g_free(self->loop);
   g_free(self);
 }
 
@@ -86,6 +105,14 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
   gboolean integer = rungs.integer;
   guint levels = rungs.s_max;
   opt_brackets_clear(&rungs);
+  guint brackets = (guint) sieve_options_get_int(options, "brackets");
+  if (brackets > levels + 1) {
+    sieve_options_set_error(options, "brackets", error,
+                            "brackets %u is more than the %u rungs of the fidelity range [%g, %g] with eta = %g "
+                            "(a bracket starts at each rung but the top one, and one at the top is random search)",
+                            brackets, levels + 1, min, max, eta);
+    return NULL;
+  }
   Asha *self = g_new0(Asha, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
@@ -98,6 +125,15 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
       r = round(r);
     self->fidelity[k] = k == self->top ? max : CLAMP(r, min, max);
   }
+  self->brackets = brackets;
+  self->loop = g_new(guint, brackets);
+  for (guint s = 0; s < brackets; s++) {
+    /* Hyperband's bracket with top - s rungs above its first (levels is at
+     * most log_eta(10^6), so this fits). */
+    guint above = self->top - s;
+    self->loop[s] = (guint) ceil((double) (self->top + 1) * pow(eta, above) / (above + 1) - 1e-9);
+    self->loop_length += self->loop[s];
+  }
   self->entries = g_ptr_array_new_with_free_func((GDestroyNotify) entry_free);
   self->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   opt_seen_init(&self->seen, space);
@@ -105,10 +141,11 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
 }
 
 static Entry *
-add_entry(Asha *self, SieveGenotype *genotype, guint rung)
+add_entry(Asha *self, SieveGenotype *genotype, guint bracket, guint rung)
 {
   Entry *e = g_new0(Entry, 1);
   e->genotype = genotype;
+  e->bracket = bracket;
   e->rung = rung;
   e->fitness = NAN;
   g_ptr_array_add(self->entries, e);
@@ -124,15 +161,16 @@ compare_fitness(gconstpointer a, gconstpointer b)
   return (x->fitness < y->fitness) - (x->fitness > y->fitness);
 }
 
-/* The promotable configuration of rung k: the first not yet promoted among
- * the best floor(n / eta) of its n finished results; NULL when none. */
+/* The promotable configuration of rung k of bracket b: the first not yet
+ * promoted among the best floor(n / eta) of its n finished results; NULL
+ * when none. */
 static Entry *
-promotable(Asha *self, guint k)
+promotable(Asha *self, guint b, guint k)
 {
   g_autoptr(GPtrArray) done = g_ptr_array_new();
   for (guint i = 0; i < self->entries->len; i++) {
     Entry *e = self->entries->pdata[i];
-    if (e->rung == k && e->done)
+    if (e->bracket == b && e->rung == k && e->done)
       g_ptr_array_add(done, e);
   }
   guint keep = (guint) floor(done->len / self->eta + 1e-9);
@@ -148,17 +186,36 @@ promotable(Asha *self, guint k)
   return NULL;
 }
 
+/* The bracket the next new configuration goes to: its place in the loop is
+ * the number started so far (an entry at its bracket's first rung is a
+ * start; one above it a promotion). */
+static guint
+next_bracket(const Asha *self)
+{
+  guint64 started = 0;
+  for (guint i = 0; i < self->entries->len; i++) {
+    const Entry *e = self->entries->pdata[i];
+    started += e->rung == e->bracket;
+  }
+  guint place = (guint) (started % self->loop_length);
+  guint s = 0;
+  while (place >= self->loop[s])
+    place -= self->loop[s++];
+  return s;
+}
+
 static gboolean
 asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
   Asha *self = instance;
   for (guint i = 0; i < n; i++) {
     Entry *up = NULL;
-    for (guint k = self->top; k-- > 0 && up == NULL;)
-      up = promotable(self, k);
+    for (guint b = 0; b < self->brackets && up == NULL; b++)
+      for (guint k = self->top; k-- > b && up == NULL;)
+        up = promotable(self, b, k);
     if (up != NULL) {
       up->promoted = TRUE;
-      Entry *e = add_entry(self, sieve_genotype_copy(up->genotype), up->rung + 1);
+      Entry *e = add_entry(self, sieve_genotype_copy(up->genotype), up->bracket, up->rung + 1);
       g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[e->rung]));
       continue;
     }
@@ -167,8 +224,9 @@ asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
       break; /* a finite space, every configuration started */
     g_autofree char *text = sieve_space_format(self->space, g);
     opt_seen_add(&self->seen, text, g);
-    Entry *e = add_entry(self, sieve_genotype_copy(g), 0);
-    g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[0]));
+    guint b = next_bracket(self);
+    Entry *e = add_entry(self, sieve_genotype_copy(g), b, b);
+    g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[b]));
   }
   if (out->len == 0 && n > 0) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "space exhausted after %u configurations",
@@ -196,23 +254,28 @@ asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult 
 }
 
 /* State: {"rng": (tttt), "seen": as, "entries": a(uadbdb)} (rung, values,
- * done, fitness, promoted), in ask order. */
+ * done, fitness, promoted), in ask order, and "brackets": au, each entry's
+ * bracket (absent from states saved before brackets existed: all 0). */
 static GVariant *
 asha_save(gpointer instance, GError **error)
 {
   Asha *self = instance;
   GVariantBuilder entries;
+  GVariantBuilder brackets;
   g_variant_builder_init(&entries, G_VARIANT_TYPE("a(uadbdb)"));
+  g_variant_builder_init(&brackets, G_VARIANT_TYPE("au"));
   for (guint i = 0; i < self->entries->len; i++) {
     const Entry *e = self->entries->pdata[i];
     g_variant_builder_add(&entries, "(u@adbdb)", e->rung, opt_genotype_save(e->genotype), e->done, e->fitness,
                           e->promoted);
+    g_variant_builder_add(&brackets, "u", e->bracket);
   }
   GVariantDict dict;
   g_variant_dict_init(&dict, NULL);
   g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
   g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
   g_variant_dict_insert_value(&dict, "entries", g_variant_builder_end(&entries));
+  g_variant_dict_insert_value(&dict, "brackets", g_variant_builder_end(&brackets));
   return g_variant_dict_end(&dict);
 }
 
@@ -227,6 +290,14 @@ asha_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) entries = seen ? opt_state_lookup(state, "entries", G_VARIANT_TYPE("a(uadbdb)"), error) : NULL;
   if (entries == NULL)
     return FALSE;
+  g_autoptr(GVariant) brackets = g_variant_lookup_value(state, "brackets", G_VARIANT_TYPE("au"));
+  gsize n_brackets = 0;
+  const guint32 *bracket = brackets ? g_variant_get_fixed_array(brackets, &n_brackets, sizeof(guint32)) : NULL;
+  if (brackets != NULL && n_brackets != g_variant_n_children(entries)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: %" G_GSIZE_FORMAT " brackets for %" G_GSIZE_FORMAT
+                " entries", n_brackets, g_variant_n_children(entries));
+    return FALSE;
+  }
   SieveRng restored;
   if (!sieve_rng_load(&restored, rng, error))
     return FALSE;
@@ -237,16 +308,23 @@ asha_load(gpointer instance, GVariant *state, GError **error)
     double fitness;
     g_autoptr(GVariant) values = NULL;
     g_variant_get_child(entries, i, "(u@adbdb)", &rung, &values, &done, &fitness, &promoted);
+    guint b = bracket ? bracket[i] : 0;
     if (rung > self->top) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: entry %" G_GSIZE_FORMAT " is at rung %u of %u",
                   i, rung, self->top);
+      return FALSE;
+    }
+    if (b >= self->brackets || rung < b) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                  "asha state: entry %" G_GSIZE_FORMAT " is in bracket %u (of %u) at rung %u", i, b, self->brackets,
+                  rung);
       return FALSE;
     }
     SieveGenotype *g = opt_genotype_load(self->space, values, error);
     if (g == NULL)
       return FALSE;
     Entry *e = g_new0(Entry, 1);
-    *e = (Entry){g, rung, done, fitness, promoted};
+    *e = (Entry){g, b, rung, done, fitness, promoted};
     g_ptr_array_add(loaded, e);
   }
   /* seen is the last part that can fail, and leaves self as it was. */
@@ -280,7 +358,8 @@ static const SieveOptimizerClass asha_class = {
 static const SieveComponentInfo asha_info = {
   .kind = SIEVE_KIND_OPTIMIZER,
   .name = "asha",
-  .summary = "asynchronous successive halving: promote a rung's top 1/eta as soon as they finish (Li et al. 2020)",
+  .summary = "asynchronous successive halving: promote a rung's top 1/eta as soon as they finish; with brackets, "
+             "asynchronous Hyperband (Li et al. 2020)",
   .options = asha_options,
   .klass = &asha_class,
 };

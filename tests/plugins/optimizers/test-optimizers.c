@@ -63,6 +63,7 @@ static const Case cases[] = {
   {"hyperband", NULL, TRUE, 1},
   {"bohb", "{min_points: 4}", TRUE, 1},
   {"asha", NULL, TRUE, 1},
+  {"asha", "{brackets: 3}", TRUE, 1},
   {"reinforce", NULL, FALSE, 1},
 };
 
@@ -772,6 +773,59 @@ test_asha(void)
   g_ptr_array_unref(a.asked);
 }
 
+/* Asynchronous Hyperband: ASHA with brackets: 3 over epochs 1..9 (eta 3,
+ * rungs 1, 3, 9).  Hyperband's loop over brackets gives new configurations
+ * 9 to the bracket starting at 1 epoch, 5 (ceil(3 * 3 / 2)) to the one at
+ * 3, 3 to the one at 9, then again; each bracket ranks only its own
+ * results.  Driven with one worker, results in order. */
+static void
+test_asha_brackets(void)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  Asha a = {optimizer_try("asha", space, "{eta: 3, brackets: 3}", 5, 1, &fid, &error),
+            g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free)};
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) bracket_of = g_hash_table_new(g_str_hash, g_str_equal); /* text -> first fidelity */
+  static const double loop[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 9, 9, 9};
+  guint started = 0, promoted[3] = {0, 0, 0};
+  for (guint t = 0; t < 80; t++) {
+    guint i = asha_ask1(&a);
+    const char *text = sieve_candidate_get_text(a.asked->pdata[i]);
+    double f = sieve_candidate_get_fidelity(a.asked->pdata[i]);
+    gpointer first = g_hash_table_lookup(bracket_of, text);
+    if (first == NULL) {
+      /* A new configuration: at its place in the loop. */
+      g_assert_cmpfloat(f, ==, loop[started % G_N_ELEMENTS(loop)]);
+      started++;
+      g_hash_table_insert(bracket_of, (gpointer) text, GUINT_TO_POINTER((guint) f));
+    } else {
+      /* A promotion, within its bracket: among the top 1/3 of the results
+       * of its bracket at the rung below, every one of them told. */
+      double start = GPOINTER_TO_UINT(first), below = f / 3;
+      g_assert_cmpfloat(below, >=, start);
+      double mine = asha_x(&a, i);
+      guint n = 0, better = 0;
+      for (guint j = 0; j < i; j++)
+        if (sieve_candidate_get_fidelity(a.asked->pdata[j]) == below &&
+            GPOINTER_TO_UINT(g_hash_table_lookup(bracket_of, sieve_candidate_get_text(a.asked->pdata[j]))) == start) {
+          n++;
+          better += asha_x(&a, j) > mine;
+        }
+      g_assert_cmpuint(better, <, (guint) floor(n / 3.0 + 1e-9));
+      promoted[start == 1 ? 0 : 1]++;
+    }
+    asha_tell(&a, i);
+  }
+  /* Both brackets below the top promoted, the top one never can. */
+  g_assert_cmpuint(started, >, G_N_ELEMENTS(loop));
+  g_assert_cmpuint(promoted[0], >, 0);
+  g_assert_cmpuint(promoted[1], >, 0);
+  sieve_optimizer_free(a.opt);
+  g_ptr_array_unref(a.asked);
+}
+
 /* ---- NSGA-II ---------------------------------------------------------- */
 
 /* Hypervolume (two objectives, larger is better) above the reference point. */
@@ -912,6 +966,8 @@ test_bad_options(void)
   expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
+  expect_error("asha", "{brackets: 5}", 1, &budget_fidelity,
+               "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3*");
 }
 
 int
@@ -938,6 +994,7 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/bohb/promotions", "bohb", test_hyperband);
   g_test_add_func("/optimizers/bohb/model", test_bohb_model);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
+  g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
   g_test_add_func("/optimizers/bad-options", test_bad_options);
   int status = g_test_run();
