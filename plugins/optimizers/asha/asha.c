@@ -8,7 +8,7 @@
  * down to rung 0, the first configuration that is among the best
  * floor(n_k / eta) of the n_k finished results of its rung and was not
  * promoted yet goes up one rung; when none can, a new random configuration
- * starts at rung 0.  So no rung ever waits for a rung to fill: a worker is
+ * starts at rung 0 (at its bracket's first rung, below).  So no rung ever waits for a rung to fill: a worker is
  * never idle, and a result promotes as soon as it ranks in its rung's top
  * 1/eta (early stopping rate s = 0, as the paper's experiments use).
  *
@@ -68,7 +68,7 @@ typedef struct {
   guint loop_length;  /* their sum */
   GPtrArray *entries; /* Entry*, in ask order */
   GHashTable *index;  /* opt_key(text, fidelity) -> Entry* of a pending one */
-  OptSeen seen;       /* configurations started at rung 0 */
+  OptSeen seen;       /* configurations started (each once, in one bracket) */
 } Asha;
 
 static void
@@ -109,7 +109,7 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
   if (brackets > levels + 1) {
     sieve_options_set_error(options, "brackets", error,
                             "brackets %u is more than the %u rungs of the fidelity range [%g, %g] with eta = %g "
-                            "(a bracket starts at each rung but the top one, and one at the top is random search)",
+                            "(one bracket can start at each rung; one starting at the top rung is random search)",
                             brackets, levels + 1, min, max, eta);
     return NULL;
   }
@@ -290,7 +290,11 @@ asha_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) entries = seen ? opt_state_lookup(state, "entries", G_VARIANT_TYPE("a(uadbdb)"), error) : NULL;
   if (entries == NULL)
     return FALSE;
-  g_autoptr(GVariant) brackets = g_variant_lookup_value(state, "brackets", G_VARIANT_TYPE("au"));
+  /* Absent: a state from before brackets; present, it must be right. */
+  g_autoptr(GVariant) any_brackets = g_variant_lookup_value(state, "brackets", NULL);
+  g_autoptr(GVariant) brackets = NULL;
+  if (any_brackets != NULL && (brackets = opt_state_lookup(state, "brackets", G_VARIANT_TYPE("au"), error)) == NULL)
+    return FALSE;
   gsize n_brackets = 0;
   const guint32 *bracket = brackets ? g_variant_get_fixed_array(brackets, &n_brackets, sizeof(guint32)) : NULL;
   if (brackets != NULL && n_brackets != g_variant_n_children(entries)) {

@@ -773,55 +773,102 @@ test_asha(void)
   g_ptr_array_unref(a.asked);
 }
 
-/* Asynchronous Hyperband: ASHA with brackets: 3 over epochs 1..9 (eta 3,
- * rungs 1, 3, 9).  Hyperband's loop over brackets gives new configurations
- * 9 to the bracket starting at 1 epoch, 5 (ceil(3 * 3 / 2)) to the one at
- * 3, 3 to the one at 9, then again; each bracket ranks only its own
- * results.  Driven with one worker, results in order. */
+/* Asynchronous Hyperband: ASHA with brackets: 3 over epochs 1..27 (eta 3,
+ * rungs 1, 3, 9, 27).  Hyperband's loop over brackets gives new
+ * configurations 27 to the bracket starting at 1 epoch, 12 (ceil(4 * 9 /
+ * 3)) to the one at 3, 6 (ceil(4 * 3 / 2)) to the one at 9, then again.
+ * Driven with one worker, results in order, against a reference of the
+ * rule: a promotion is due when a rung of a bracket has a configuration
+ * among the best floor(n / 3) of that bracket's n results there that has
+ * not gone up yet; then the ask must be such a promotion, else a new
+ * configuration at its place in the loop. */
+static const double ahb_loop_fidelity[] = {1, 3, 9};
+static const guint ahb_loop[] = {27, 12, 6};
+
+/* Whether candidate j of bracket start (its first fidelity) is among the
+ * best floor(n / 3) at fidelity f of its bracket, asked[0..n_asked). */
+static gboolean
+ahb_in_top(const Asha *a, GHashTable *bracket_of, guint n_asked, guint j, double f)
+{
+  const char *text = sieve_candidate_get_text(a->asked->pdata[j]);
+  gpointer start = g_hash_table_lookup(bracket_of, text);
+  guint n = 0, better = 0;
+  for (guint i = 0; i < n_asked; i++) {
+    const SieveCandidate *c = a->asked->pdata[i];
+    if (sieve_candidate_get_fidelity(c) == f && g_hash_table_lookup(bracket_of, sieve_candidate_get_text(c)) == start) {
+      n++;
+      better += asha_x(a, i) > asha_x(a, j);
+    }
+  }
+  return better < (guint) floor(n / 3.0 + 1e-9);
+}
+
+/* Whether the candidate's configuration was asked at fidelity f. */
+static gboolean
+ahb_asked_at(const Asha *a, guint n_asked, const char *text, double f)
+{
+  for (guint i = 0; i < n_asked; i++)
+    if (sieve_candidate_get_fidelity(a->asked->pdata[i]) == f &&
+        strcmp(sieve_candidate_get_text(a->asked->pdata[i]), text) == 0)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 test_asha_brackets(void)
 {
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
-  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  static const SieveFidelity fid = {"epochs", 1, 27, TRUE, {NULL}};
   GError *error = NULL;
   Asha a = {optimizer_try("asha", space, "{eta: 3, brackets: 3}", 5, 1, &fid, &error),
             g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free)};
   g_assert_no_error(error);
-  g_autoptr(GHashTable) bracket_of = g_hash_table_new(g_str_hash, g_str_equal); /* text -> first fidelity */
-  static const double loop[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 9, 9, 9};
-  guint started = 0, promoted[3] = {0, 0, 0};
-  for (guint t = 0; t < 80; t++) {
+  /* text -> the fidelity it started at (its bracket); the texts are owned by asked */
+  g_autoptr(GHashTable) bracket_of = g_hash_table_new(g_str_hash, g_str_equal);
+  guint started = 0, promotions[3][3] = {{0}}; /* [bracket][to rung 1..3 - 1] */
+  for (guint t = 0; t < 240; t++) {
+    /* Due promotions, by the reference, before this ask. */
+    guint n_asked = a.asked->len, due = 0;
+    for (guint j = 0; j < n_asked; j++) {
+      double f = sieve_candidate_get_fidelity(a.asked->pdata[j]);
+      if (f < 27 && ahb_in_top(&a, bracket_of, n_asked, j, f) &&
+          !ahb_asked_at(&a, n_asked, sieve_candidate_get_text(a.asked->pdata[j]), 3 * f))
+        due++;
+    }
     guint i = asha_ask1(&a);
     const char *text = sieve_candidate_get_text(a.asked->pdata[i]);
     double f = sieve_candidate_get_fidelity(a.asked->pdata[i]);
     gpointer first = g_hash_table_lookup(bracket_of, text);
     if (first == NULL) {
-      /* A new configuration: at its place in the loop. */
-      g_assert_cmpfloat(f, ==, loop[started % G_N_ELEMENTS(loop)]);
-      started++;
+      /* A new configuration: nothing was due, and it starts at its place in the loop. */
+      g_assert_cmpuint(due, ==, 0);
+      guint place = started++ % (27 + 12 + 6), s = 0;
+      while (place >= ahb_loop[s])
+        place -= ahb_loop[s++];
+      g_assert_cmpfloat(f, ==, ahb_loop_fidelity[s]);
       g_hash_table_insert(bracket_of, (gpointer) text, GUINT_TO_POINTER((guint) f));
     } else {
-      /* A promotion, within its bracket: among the top 1/3 of the results
-       * of its bracket at the rung below, every one of them told. */
-      double start = GPOINTER_TO_UINT(first), below = f / 3;
-      g_assert_cmpfloat(below, >=, start);
-      double mine = asha_x(&a, i);
-      guint n = 0, better = 0;
+      /* A promotion: one rung up from a result in its bracket's top 1/3 there. */
+      g_assert_cmpuint(due, >, 0);
+      guint start = GPOINTER_TO_UINT(first), below = 0;
       for (guint j = 0; j < i; j++)
-        if (sieve_candidate_get_fidelity(a.asked->pdata[j]) == below &&
-            GPOINTER_TO_UINT(g_hash_table_lookup(bracket_of, sieve_candidate_get_text(a.asked->pdata[j]))) == start) {
-          n++;
-          better += asha_x(&a, j) > mine;
-        }
-      g_assert_cmpuint(better, <, (guint) floor(n / 3.0 + 1e-9));
-      promoted[start == 1 ? 0 : 1]++;
+        if (strcmp(sieve_candidate_get_text(a.asked->pdata[j]), text) == 0 &&
+            sieve_candidate_get_fidelity(a.asked->pdata[j]) == f / 3)
+          below = j + 1;
+      g_assert_cmpuint(below, >, 0);
+      g_assert_true(ahb_in_top(&a, bracket_of, i, below - 1, f / 3));
+      guint b = start == 1 ? 0 : start == 3 ? 1 : 2, to = (guint) round(log(f) / log(3));
+      g_assert_cmpuint(to, >, b);
+      promotions[b][to - 1]++;
     }
     asha_tell(&a, i);
   }
-  /* Both brackets below the top promoted, the top one never can. */
-  g_assert_cmpuint(started, >, G_N_ELEMENTS(loop));
-  g_assert_cmpuint(promoted[0], >, 0);
-  g_assert_cmpuint(promoted[1], >, 0);
+  /* Bracket 0 and 1 reached the full fidelity through their own rungs. */
+  g_assert_cmpuint(started, >, 45);
+  g_assert_cmpuint(promotions[0][2], >, 0);
+  g_assert_cmpuint(promotions[1][1], >, 0);
+  g_assert_cmpuint(promotions[1][2], >, 0);
+  g_assert_cmpuint(promotions[2][2], >, 0);
   sieve_optimizer_free(a.opt);
   g_ptr_array_unref(a.asked);
 }
@@ -967,7 +1014,7 @@ test_bad_options(void)
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
   expect_error("asha", "{brackets: 5}", 1, &budget_fidelity,
-               "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3*");
+               "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3 (one bracket can start at each rung*");
 }
 
 int
