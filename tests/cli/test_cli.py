@@ -176,6 +176,13 @@ objective: {metric: cifar10_valid_acc}
 budget: {evaluations: 5}
 """ % os.path.join(ROOT, "data", "nb201", "nb201.csv")
 
+    def test_tabular_of_another_space_is_a_config_error(self):
+        # Bug hunt 3: exit status 1 (a failure) instead of 2 (a bad config).
+        p = sieve("run", os.path.join(CONFIGS, "nb201-random.yaml"), "--store", self.path("t.sieve"),
+                  "--set", "space={plugin: hpo, file: %s}" % os.path.join(ROOT, "search_spaces", "branin.yaml"),
+                  check=2)
+        self.assertIn("no key of column 'arch_str' is a genotype of space 'hpo'", p.stderr)
+
     def check(self, text, pattern):
         cfg = self.write_config("bad.yaml", text)
         p = sieve("run", cfg, "--store", self.path("bad.sieve"), check=2)
