@@ -42,9 +42,10 @@ SIEVE_INTERNAL_API void sieve_progress_cached(SieveProgress *progress, gint64 nu
                                               const char *origin, double objective, const char *genotype);
 SIEVE_INTERNAL_API void sieve_progress_screened(SieveProgress *progress, gint64 number, double score,
                                                 const char *genotype);
-/* What earlier runs of the study did (resume): evaluations, cache hits, screened. */
-SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached,
-                                                  gint64 screened);
+/* What earlier runs of the study did (resume): evaluations (ok and failed
+ * among them), cache hits, screened. */
+SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 ok,
+                                                  gint64 failed, gint64 cached, gint64 screened);
 /* A proposal rejected by a constraint (reason: which); does not count
  * towards the budget.  set_rejected: what earlier runs rejected. */
 SIEVE_INTERNAL_API void sieve_progress_rejected(SieveProgress *progress, gint64 number, const char *reason,

@@ -1331,9 +1331,12 @@ resume_trials(RunState *rs, GError **error)
     return FALSE;
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  gint64 n_ok = 0, n_failed = 0;
   for (guint i = 0; i < trials->len; i++) {
     SieveTrial *t = trials->pdata[i];
     rs->proposals++;
+    n_ok += t->status == SIEVE_STATUS_OK;
+    n_failed += t->status == SIEVE_STATUS_FAILED;
     switch (t->status) {
     case SIEVE_STATUS_OK:
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
@@ -1401,7 +1404,7 @@ resume_trials(RunState *rs, GError **error)
     report_hash_error(rs, p);
   }
   if (rs->progress != NULL) {
-    sieve_progress_set_counts(rs->progress, rs->evaluations, rs->hits, rs->screened);
+    sieve_progress_set_counts(rs->progress, rs->evaluations, n_ok, n_failed, rs->hits, rs->screened);
     sieve_progress_set_rejected(rs->progress, rs->rejected);
     if (rs->best_number >= 0)
       sieve_progress_set_best(rs->progress, rs->best_number, rs->best);

@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
-from sieve_cli import Workdir, sieve  # noqa: E402
+from sieve_cli import Workdir, export_rows, sieve, sieve_tty, status_lines  # noqa: E402
 
 SPACE = "parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float, low: 0, high: 15}\n"
 CONFIG = """name: r
@@ -113,6 +113,16 @@ class Resume(Workdir):
         p = self.resume(check=None)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("space.file: the file", p.stderr)
+
+    def test_status_line_counts_every_run(self):
+        # Bug hunt 3: a resumed run's status line counted ok and failed of
+        # this run only ("[8/8] ... ok 3") while the summary said 8 ok.
+        code, out = sieve_tty("run", self.config, "--store", self.store, "--resume",
+                              "--set", "budget.evaluations=8")
+        self.assertEqual(code, 0, out)
+        self.assertIn("8 trials: 8 ok, 0 failed, 0 pending", out)
+        last = status_lines(out)[-1]
+        self.assertRegex(last, r"^\[8/8\] best \S+ \(#\d+\) \| ok 8 failed 0 \|", out)
 
 
 if __name__ == "__main__":
