@@ -124,6 +124,22 @@ class Resume(Workdir):
         last = status_lines(out)[-1]
         self.assertRegex(last, r"^\[8/8\] best \S+ \(#\d+\) \| ok 8 failed 0 \|", out)
 
+    def test_pending_beyond_a_spent_budget_is_said_to_stay(self):
+        # Bug hunt 3: a resume whose budget was spent said "1 of them
+        # unfinished and run again", then left it pending.
+        with sqlite3.connect(self.store) as db:
+            db.execute("DELETE FROM metrics WHERE trial = 2")
+            db.execute("UPDATE trials SET status = 'pending', cost = NULL, started = NULL, finished = NULL, "
+                       "worker = NULL WHERE number = 2")
+        for budget, said in [(2, "3 trials stored, 1 of them unfinished: the evaluation budget (2) is spent, so "
+                                 "they stay pending (a larger budget.evaluations and --resume evaluate them)"),
+                             (3, "3 trials stored, 1 of them unfinished and run again")]:
+            with self.subTest(budget=budget):
+                p = sieve("run", self.config, "--store", self.store, "--resume", "--set",
+                          f"budget.evaluations={budget}", check=0)
+                self.assertIn(said, p.stdout)
+        self.assertEqual([r["status"] for r in export_rows(self.store)], ["ok"] * 3)
+
 
 if __name__ == "__main__":
     import unittest
