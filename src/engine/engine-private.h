@@ -82,7 +82,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
  * beats a NAN best_value. */
 SIEVE_INTERNAL_API gboolean sieve_incumbent_better(double fidelity, double value, double best_fidelity,
                                                    double best_value, gboolean maximize);
-/* The ok trials with a value of objective, as indices into trials, best
+/* Whether trial's result counts in the study's rankings (best, top lists,
+ * Pareto front): an ok trial, or one answered from another store's cache
+ * (dedupe.cache_from); not a duplicate answered from this store's own
+ * trial, which would count that result twice. */
+SIEVE_INTERNAL_API gboolean sieve_trial_is_ranked(const SieveTrial *trial);
+/* The ranked trials (sieve_trial_is_ranked) with a value of objective, as indices into trials, best
  * first by the incumbent rule (ties by number).  When their fidelities
  * differ (*by_fidelity, nullable, set TRUE) each configuration (genotype)
  * appears once, at the highest fidelity it reached: what the summary, the

@@ -858,6 +858,13 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   }
   *used = TRUE;
   rs->hits++;
+  /* A result measured in another store is this study's too: it may be the
+   * best (sieve_trial_is_ranked); one of this store's is counted already. */
+  if (!own) {
+    note_best(rs, proposal_number(p), sieve_candidate_get_fidelity(p->candidate), metric_value(engine->exp, result));
+    if (rs->progress && rs->best_number >= 0)
+      sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+  }
   if (rs->progress) {
     g_autofree char *origin = !own ? g_strdup(sieve_store_get_path(source))
                               : trial->run != rs->run ? g_strdup_printf("run %" G_GINT64_FORMAT, trial->run)
@@ -1350,6 +1357,8 @@ resume_trials(RunState *rs, GError **error)
     case SIEVE_STATUS_CACHED:
       rs->hits++;
       rs->consecutive_hits++;
+      if (sieve_trial_is_ranked(t))
+        note_best(rs, t->number, t->fidelity, metric_value(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
