@@ -87,13 +87,20 @@ SIEVE_INTERNAL_API gboolean sieve_incumbent_better(double fidelity, double value
  * (dedupe.cache_from); not a duplicate answered from this store's own
  * trial, which would count that result twice. */
 SIEVE_INTERNAL_API gboolean sieve_trial_is_ranked(const SieveTrial *trial);
-/* The ranked trials (sieve_trial_is_ranked) with a value of objective, as indices into trials, best
- * first by the incumbent rule (ties by number).  When their fidelities
- * differ (*by_fidelity, nullable, set TRUE) each configuration (genotype)
- * appears once, at the highest fidelity it reached: what the summary, the
- * report and Lua's study:best() rank. (transfer full) */
+/* The ranked trials (sieve_trial_is_ranked) with a value of objective, as
+ * indices into trials, best first by the incumbent rule (ties by number).
+ * When their fidelities differ (*by_fidelity, nullable, set TRUE) each
+ * configuration (genotype) appears once, at the highest fidelity it
+ * reached: what the summary, the report and Lua's study:best() rank.
+ * (transfer full) */
 SIEVE_INTERNAL_API GArray *sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize,
                                              gboolean *by_fidelity);
+/* The trials a Pareto front over metrics[0..n) is drawn from, as indices
+ * into trials in their order: the ranked trials with a value of every
+ * metric, at the highest fidelity any of them reached (NAN counting as the
+ * evaluator's full one).  What the summary and the report share.
+ * (transfer full) element-type guint */
+SIEVE_INTERNAL_API GArray *sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n);
 
 /* ==== the summary (summary.c) ==== */
 

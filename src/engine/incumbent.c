@@ -80,3 +80,30 @@ sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, g
     *by_fidelity = mixed;
   return indices;
 }
+
+GArray *
+sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n)
+{
+  GArray *points = g_array_new(FALSE, FALSE, sizeof(guint));
+  double top = -INFINITY;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    gboolean complete = sieve_trial_is_ranked(t);
+    for (guint k = 0; k < n && complete; k++) {
+      double v;
+      complete = sieve_result_get_metric(t->result, metrics[k], &v) && !isnan(v);
+    }
+    if (!complete)
+      continue;
+    /* A point at a lower fidelity is no rival for one at a higher, as for
+     * the incumbent: only the highest fidelity reached is kept. */
+    double f = isnan(t->fidelity) ? INFINITY : t->fidelity;
+    if (f > top) {
+      top = f;
+      g_array_set_size(points, 0);
+    }
+    if (f == top)
+      g_array_append_val(points, i);
+  }
+  return points;
+}

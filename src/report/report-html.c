@@ -363,10 +363,11 @@ section_pareto(GString *out, const SieveReport *report)
                               "trials over %s (%s) and %s (%s), highlighted; dominated trials are faded.</p>\n",
                          report->pareto_front->len, n, a->metric, a->maximize ? "maximize" : "minimize", b->metric,
                          b->maximize ? "maximize" : "minimize");
+  double top = trial_at(report, g_array_index(report->pareto_points, guint, 0))->fidelity;
   if (report->by_fidelity)
     g_string_append_printf(out, "<p class=\"note\">The trials ran at several fidelities: the front is over the %u at "
                                 "the highest reached (%g); a value at a lower rung is no rival.</p>\n",
-                           n, report->top_fidelity);
+                           n, isnan(top) ? INFINITY : top);
   thinned_note(out, count_kept(keep, n), n, k, "trials", "trial on the front");
   SieveSvgPlot plot = {.width = 620, .height = 380};
   sieve__svg_range(xy, n, 2, &plot.x0, &plot.x1);
