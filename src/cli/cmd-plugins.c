@@ -26,7 +26,23 @@ describe(const SieveComponent *c)
          sieve_component_get_plugin_version(c), sieve_component_get_plugin_license(c), sieve_component_get_path(c));
   fputs(section_keys(info->kind), stdout);
   if (info->options != NULL && info->options[0].name != NULL) {
-    g_autofree char *text = sieve_option_spec_describe(info->options);
+    /* A space's or evaluator's seed follows the experiment's top-level seed
+     * unless its section sets one (sieve_experiment_parse): its table's
+     * default only holds where no experiment gives one (Lua, embedders). */
+    guint n = 0;
+    while (info->options[n].name != NULL)
+      n++;
+    g_autofree SieveOptionSpec *spec = g_memdup2(info->options, (n + 1) * sizeof *spec);
+    g_autofree char *help = NULL;
+    for (guint i = 0; i < n; i++)
+      if (info->kind != SIEVE_KIND_OPTIMIZER && strcmp(spec[i].name, "seed") == 0) {
+        help = g_strdup_printf("%s; default: the experiment's seed%s", spec[i].help ? spec[i].help : "seed",
+                               spec[i].type == SIEVE_OPTION_TYPE_INT ? " (one outside the range is mapped into it)"
+                                                                     : "");
+        spec[i].help = help;
+        spec[i].default_text = NULL;
+      }
+    g_autofree char *text = sieve_option_spec_describe(spec);
     fputs(text, stdout);
   }
   if (info->example != NULL) {

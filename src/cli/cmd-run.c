@@ -112,6 +112,36 @@ explain_stop(const char *store, const GError *error)
                     "error below is dealt with)\n", store);
 }
 
+/* What a resumed study holds and what becomes of its unfinished trials: the
+ * engine evaluates them first, but only as far as the evaluation budget
+ * goes; beyond it they stay pending, kept for a larger budget. */
+static gboolean
+print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint64 pending, GError **error)
+{
+  gint64 evaluated = 0;
+  static const SieveStatus evaluations[] = {SIEVE_STATUS_OK, SIEVE_STATUS_FAILED, SIEVE_STATUS_PRUNED};
+  for (guint i = 0; i < G_N_ELEMENTS(evaluations); i++) {
+    gint64 n = sieve_store_count_trials(store, evaluations[i], error);
+    if (n < 0)
+      return FALSE;
+    evaluated += n;
+  }
+  gint64 left = exp->budget_evaluations > 0 ? exp->budget_evaluations - evaluated : G_MAXINT64;
+  printf("  %" G_GINT64_FORMAT " trials stored", total);
+  if (pending == 0)
+    printf("\n");
+  else if (left <= 0)
+    printf(", %" G_GINT64_FORMAT " of them unfinished: the evaluation budget (%" G_GINT64_FORMAT
+           ") is spent, so they stay pending (a larger budget.evaluations and --resume evaluate them)\n",
+           pending, exp->budget_evaluations);
+  else if (left < pending)
+    printf(", %" G_GINT64_FORMAT " of them unfinished and run again as far as the evaluation budget goes (%"
+           G_GINT64_FORMAT " more evaluations; a duplicate answered from the cache costs none)\n", pending, left);
+  else
+    printf(", %" G_GINT64_FORMAT " of them unfinished and run again\n", pending);
+  return TRUE;
+}
+
 int
 sieve_cmd_run(int argc, char **argv)
 {
@@ -236,9 +266,8 @@ sieve_cmd_run(int argc, char **argv)
   g_autofree char *stages = sieve_engine_describe_pipeline(engine);
   if (stages != NULL)
     printf("  pipeline: %s\n", stages);
-  if (resume && total > 0)
-    printf("  %" G_GINT64_FORMAT " trials stored, %" G_GINT64_FORMAT " of them unfinished and run again\n", total,
-           pending);
+  if (resume && total > 0 && !print_resumed(store, exp, total, pending, &error))
+    return sieve_cli_fail(error);
   fflush(stdout);
   g_autoptr(SieveProgress) progress = sieve_progress_new(stdout, interactive, exp->budget_evaluations,
                                                          total - pending, exp->objectives[0].metric, exp->objectives[0].maximize);

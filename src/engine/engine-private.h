@@ -42,9 +42,10 @@ SIEVE_INTERNAL_API void sieve_progress_cached(SieveProgress *progress, gint64 nu
                                               const char *origin, double objective, const char *genotype);
 SIEVE_INTERNAL_API void sieve_progress_screened(SieveProgress *progress, gint64 number, double score,
                                                 const char *genotype);
-/* What earlier runs of the study did (resume): evaluations, cache hits, screened. */
-SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached,
-                                                  gint64 screened);
+/* What earlier runs of the study did (resume): evaluations (ok and failed
+ * among them), cache hits, screened. */
+SIEVE_INTERNAL_API void sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 ok,
+                                                  gint64 failed, gint64 cached, gint64 screened);
 /* A proposal rejected by a constraint (reason: which); does not count
  * towards the budget.  set_rejected: what earlier runs rejected. */
 SIEVE_INTERNAL_API void sieve_progress_rejected(SieveProgress *progress, gint64 number, const char *reason,
@@ -81,13 +82,25 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveProgress, sieve_progress_free)
  * beats a NAN best_value. */
 SIEVE_INTERNAL_API gboolean sieve_incumbent_better(double fidelity, double value, double best_fidelity,
                                                    double best_value, gboolean maximize);
-/* The ok trials with a value of objective, as indices into trials, best
- * first by the incumbent rule (ties by number).  When their fidelities
- * differ (*by_fidelity, nullable, set TRUE) each configuration (genotype)
- * appears once, at the highest fidelity it reached: what the summary, the
- * report and Lua's study:best() rank. (transfer full) */
+/* Whether trial's result counts in the study's rankings (best, top lists,
+ * Pareto front): an ok trial, or one answered from another store's cache
+ * (dedupe.cache_from); not a duplicate answered from this store's own
+ * trial, which would count that result twice. */
+SIEVE_INTERNAL_API gboolean sieve_trial_is_ranked(const SieveTrial *trial);
+/* The ranked trials (sieve_trial_is_ranked) with a value of objective, as
+ * indices into trials, best first by the incumbent rule (ties by number).
+ * When their fidelities differ (*by_fidelity, nullable, set TRUE) each
+ * configuration (genotype) appears once, at the highest fidelity it
+ * reached: what the summary, the report and Lua's study:best() rank.
+ * (transfer full) */
 SIEVE_INTERNAL_API GArray *sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize,
                                              gboolean *by_fidelity);
+/* The trials a Pareto front over metrics[0..n) is drawn from, as indices
+ * into trials in their order: the ranked trials with a value of every
+ * metric, at the highest fidelity any of them reached (NAN counting as the
+ * evaluator's full one).  What the summary and the report share.
+ * (transfer full) element-type guint */
+SIEVE_INTERNAL_API GArray *sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n);
 
 /* ==== the summary (summary.c) ==== */
 

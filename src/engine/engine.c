@@ -858,6 +858,13 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   }
   *used = TRUE;
   rs->hits++;
+  /* A result measured in another store is this study's too: it may be the
+   * best (sieve_trial_is_ranked); one of this store's is counted already. */
+  if (!own) {
+    note_best(rs, proposal_number(p), sieve_candidate_get_fidelity(p->candidate), metric_value(engine->exp, result));
+    if (rs->progress && rs->best_number >= 0)
+      sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+  }
   if (rs->progress) {
     g_autofree char *origin = !own ? g_strdup(sieve_store_get_path(source))
                               : trial->run != rs->run ? g_strdup_printf("run %" G_GINT64_FORMAT, trial->run)
@@ -1331,9 +1338,12 @@ resume_trials(RunState *rs, GError **error)
     return FALSE;
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  gint64 n_ok = 0, n_failed = 0;
   for (guint i = 0; i < trials->len; i++) {
     SieveTrial *t = trials->pdata[i];
     rs->proposals++;
+    n_ok += t->status == SIEVE_STATUS_OK;
+    n_failed += t->status == SIEVE_STATUS_FAILED;
     switch (t->status) {
     case SIEVE_STATUS_OK:
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
@@ -1347,6 +1357,8 @@ resume_trials(RunState *rs, GError **error)
     case SIEVE_STATUS_CACHED:
       rs->hits++;
       rs->consecutive_hits++;
+      if (sieve_trial_is_ranked(t))
+        note_best(rs, t->number, t->fidelity, metric_value(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
@@ -1401,7 +1413,7 @@ resume_trials(RunState *rs, GError **error)
     report_hash_error(rs, p);
   }
   if (rs->progress != NULL) {
-    sieve_progress_set_counts(rs->progress, rs->evaluations, rs->hits, rs->screened);
+    sieve_progress_set_counts(rs->progress, rs->evaluations, n_ok, n_failed, rs->hits, rs->screened);
     sieve_progress_set_rejected(rs->progress, rs->rejected);
     if (rs->best_number >= 0)
       sieve_progress_set_best(rs->progress, rs->best_number, rs->best);

@@ -7,6 +7,16 @@
 
 #include "engine/engine-private.h"
 
+/* A cached trial answered from another store (dedupe.cache_from) carries a
+ * real measurement of its candidate, which this study holds nowhere else; one
+ * answered from this store's own trial (cached_from) is that trial's result
+ * again, already ranked once. */
+gboolean
+sieve_trial_is_ranked(const SieveTrial *trial)
+{
+  return trial->status == SIEVE_STATUS_OK || (trial->status == SIEVE_STATUS_CACHED && trial->cached_from < 0);
+}
+
 gboolean
 sieve_incumbent_better(double fidelity, double value, double best_fidelity, double best_value, gboolean maximize)
 {
@@ -47,7 +57,7 @@ sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, g
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     double v;
-    if (t->status != SIEVE_STATUS_OK || !sieve_result_get_metric(t->result, objective, &v) || isnan(v))
+    if (!sieve_trial_is_ranked(t) || !sieve_result_get_metric(t->result, objective, &v) || isnan(v))
       continue;
     Ranked r = {i, t->number, v, isnan(t->fidelity) ? INFINITY : t->fidelity};
     if (ranked->len > 0 && r.fidelity != g_array_index(ranked, Ranked, 0).fidelity)
@@ -69,4 +79,31 @@ sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, g
   if (by_fidelity)
     *by_fidelity = mixed;
   return indices;
+}
+
+GArray *
+sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n)
+{
+  GArray *points = g_array_new(FALSE, FALSE, sizeof(guint));
+  double top = -INFINITY;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    gboolean complete = sieve_trial_is_ranked(t);
+    for (guint k = 0; k < n && complete; k++) {
+      double v;
+      complete = sieve_result_get_metric(t->result, metrics[k], &v) && !isnan(v);
+    }
+    if (!complete)
+      continue;
+    /* A point at a lower fidelity is no rival for one at a higher, as for
+     * the incumbent: only the highest fidelity reached is kept. */
+    double f = isnan(t->fidelity) ? INFINITY : t->fidelity;
+    if (f > top) {
+      top = f;
+      g_array_set_size(points, 0);
+    }
+    if (f == top)
+      g_array_append_val(points, i);
+  }
+  return points;
 }

@@ -11,7 +11,7 @@ struct _SieveProgress {
   gint64 budget;
   gint64 done;     /* evaluations finished, all runs */
   gint64 this_run; /* evaluations finished in this run */
-  gint64 n_ok, n_failed;
+  gint64 n_ok, n_failed;       /* all runs */
   gint64 n_cached, n_screened; /* all runs */
   gint64 n_rejected;           /* all runs: broke a constraint */
   char *objective;
@@ -215,10 +215,13 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
 }
 
 void
-sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 cached, gint64 screened)
+sieve_progress_set_counts(SieveProgress *progress, gint64 evaluations, gint64 ok, gint64 failed, gint64 cached,
+                          gint64 screened)
 {
   g_mutex_lock(&progress->lock);
   progress->done = evaluations;
+  progress->n_ok = ok;
+  progress->n_failed = failed;
   progress->n_cached = cached;
   progress->n_screened = screened;
   g_mutex_unlock(&progress->lock);

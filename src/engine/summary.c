@@ -177,22 +177,20 @@ sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, con
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
+  g_autoptr(GArray) eligible = sieve_trials_pareto_points(trials, metrics, n);
   g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(Point));
-  g_autofree double *values = g_new(double, (gsize) trials->len * n + 1);
-  for (guint i = 0; i < trials->len; i++) {
-    const SieveTrial *t = trials->pdata[i];
-    if (t->status != SIEVE_STATUS_OK)
-      continue;
-    Point p = {t, values + (gsize) points->len * n};
-    gboolean complete = TRUE;
-    for (guint k = 0; k < n && complete; k++) {
-      double v;
-      complete = sieve_result_get_metric(t->result, metrics[k], &v) && !isnan(v);
+  g_autofree double *values = g_new(double, (gsize) eligible->len * n + 1);
+  for (guint i = 0; i < eligible->len; i++) {
+    const SieveTrial *t = trials->pdata[g_array_index(eligible, guint, i)];
+    Point p = {t, values + (gsize) i * n};
+    for (guint k = 0; k < n; k++) {
+      double v = NAN;
+      sieve_result_get_metric(t->result, metrics[k], &v);
       p.values[k] = maximize[k] ? v : -v;
     }
-    if (complete)
-      g_array_append_val(points, p);
+    g_array_append_val(points, p);
   }
+  double fidelity = points->len > 0 ? g_array_index(points, Point, 0).trial->fidelity : NAN;
   /* O(n^2) over finished trials: fine for a summary printed once. */
   g_autoptr(GArray) front = g_array_new(FALSE, FALSE, sizeof(Point));
   for (guint i = 0; i < points->len; i++) {
@@ -207,7 +205,11 @@ sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, con
   GString *line = g_string_new(NULL);
   for (guint k = 0; k < n; k++)
     g_string_append_printf(line, "%s%s (%s)", k ? ", " : "", metrics[k], maximize[k] ? "maximize" : "minimize");
-  fprintf(out, "Pareto front over %s: %u non-dominated trials\n", line->str, front->len);
+  if (isnan(fidelity))
+    fprintf(out, "Pareto front over %s: %u non-dominated trials\n", line->str, front->len);
+  else
+    fprintf(out, "Pareto front over %s at fidelity %.4g (the highest reached): %u non-dominated trials\n",
+            line->str, fidelity, front->len);
   if (front->len == 0) {
     g_string_free(line, TRUE);
     return TRUE;

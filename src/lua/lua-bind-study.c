@@ -147,7 +147,8 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
   sieve__lua_push_metrics(L, t->result);
   lua_setfield(L, -2, "metrics");
   double v;
-  if (box->objectives.n > 0 && t->status == SIEVE_STATUS_OK &&
+  /* A cached trial's metrics are a measured result too (the report's rule). */
+  if (box->objectives.n > 0 && (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_CACHED) &&
       sieve_result_get_metric(t->result, box->objectives.metrics[0], &v)) {
     lua_pushnumber(L, v);
     lua_setfield(L, -2, "objective");

@@ -214,7 +214,6 @@ compute_objective(SieveReport *report)
   report->objective = g_new(double, n ? n : 1);
   report->ranked_mask = g_new0(gboolean, n ? n : 1);
   report->best = -1;
-  report->top_fidelity = NAN;
   const SieveReportObjective *o = report->n_objectives ? &report->objectives[0] : NULL;
   for (guint i = 0; i < n; i++) {
     const SieveTrial *t = report->trials->pdata[i];
@@ -229,19 +228,8 @@ compute_objective(SieveReport *report)
   report->ranked = sieve_trials_rank(report->trials, o->metric, o->maximize, &report->by_fidelity);
   for (guint r = 0; r < report->ranked->len; r++)
     report->ranked_mask[g_array_index(report->ranked, guint, r)] = TRUE;
-  if (report->ranked->len > 0) {
+  if (report->ranked->len > 0)
     report->best = (gint) g_array_index(report->ranked, guint, 0);
-    double f = ((const SieveTrial *) report->trials->pdata[report->best])->fidelity;
-    report->top_fidelity = isnan(f) ? INFINITY : f;
-  }
-}
-
-/* Whether trial i ran at the highest fidelity the study reached. */
-gboolean
-sieve__report_at_top_fidelity(const SieveReport *report, guint i)
-{
-  double f = ((const SieveTrial *) report->trials->pdata[i])->fidelity;
-  return (isnan(f) ? INFINITY : f) == report->top_fidelity;
 }
 
 /* Trial indices by the primary objective, best first, then by number. */
@@ -263,19 +251,19 @@ compute_pareto(SieveReport *report)
   report->pareto_front = g_array_new(FALSE, FALSE, sizeof(guint));
   if (report->n_objectives < 2)
     return;
+  /* The summary's rule (sieve_trials_pareto_points): the trials at the
+   * highest fidelity reached. */
+  const char *metrics[2] = {report->objectives[0].metric, report->objectives[1].metric};
+  g_array_unref(report->pareto_points);
+  report->pareto_points = sieve_trials_pareto_points(report->trials, metrics, 2);
   GArray *values = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < report->trials->len; i++) {
-    const SieveTrial *t = report->trials->pdata[i];
-    if (t->status != SIEVE_STATUS_OK || (report->by_fidelity && !sieve__report_at_top_fidelity(report, i)))
-      continue;
+  for (guint p = 0; p < report->pareto_points->len; p++) {
+    guint i = g_array_index(report->pareto_points, guint, p);
     double v[2];
     for (guint k = 0; k < 2; k++) {
       v[k] = sieve__report_metric(report, i, report->objectives[k].metric);
       v[k] = report->objectives[k].maximize ? v[k] : -v[k];
     }
-    if (isnan(v[0]) || isnan(v[1]))
-      continue;
-    g_array_append_val(report->pareto_points, i);
     g_array_append_vals(values, v, 2);
   }
   guint n = report->pareto_points->len;

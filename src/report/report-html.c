@@ -229,14 +229,14 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
   sieve__svg_begin(out, &plot, by_time ? "history-time" : "history-trial",
                    by_time ? "objective against time" : "objective against trial number",
                    by_time ? "time since the study started (s)" : "trial number", y_label);
-  /* The incumbent over the ok trials in the order they finished (the best
+  /* The incumbent over the ranked trials in the order they finished (the best
    * at the highest fidelity reached, as the engine keeps it): a step line
    * with a corner at each change (exact at any study size). */
   GArray *bx = g_array_new(FALSE, FALSE, sizeof(double)), *by = g_array_new(FALSE, FALSE, sizeof(double));
   double best = NAN, best_f = NAN, last_x = NAN;
   for (guint r = 0; r < n; r++) {
     guint i = g_array_index(shown, guint, r);
-    if (trial_at(report, i)->status != SIEVE_STATUS_OK || !isfinite(ys[r]) || !isfinite(xs[r]))
+    if (!sieve_trial_is_ranked(trial_at(report, i)) || !isfinite(ys[r]) || !isfinite(xs[r]))
       continue;
     last_x = xs[r];
     if (sieve_incumbent_better(trial_at(report, i)->fidelity, ys[r], best_f, best, o->maximize)) {
@@ -299,7 +299,7 @@ section_history(GString *out, const SieveReport *report)
   for (guint r = 0; r < shown->len; r++) {
     guint i = g_array_index(shown, guint, r);
     double v = report->objective[i];
-    if (trial_at(report, i)->status == SIEVE_STATUS_OK && isfinite(v) &&
+    if (sieve_trial_is_ranked(trial_at(report, i)) && isfinite(v) &&
         sieve_incumbent_better(trial_at(report, i)->fidelity, v, best_f, best, o->maximize)) {
       best = v;
       best_f = trial_at(report, i)->fidelity;
@@ -363,10 +363,11 @@ section_pareto(GString *out, const SieveReport *report)
                               "trials over %s (%s) and %s (%s), highlighted; dominated trials are faded.</p>\n",
                          report->pareto_front->len, n, a->metric, a->maximize ? "maximize" : "minimize", b->metric,
                          b->maximize ? "maximize" : "minimize");
+  double top = trial_at(report, g_array_index(report->pareto_points, guint, 0))->fidelity;
   if (report->by_fidelity)
     g_string_append_printf(out, "<p class=\"note\">The trials ran at several fidelities: the front is over the %u at "
                                 "the highest reached (%g); a value at a lower rung is no rival.</p>\n",
-                           n, report->top_fidelity);
+                           n, isnan(top) ? INFINITY : top);
   thinned_note(out, count_kept(keep, n), n, k, "trials", "trial on the front");
   SieveSvgPlot plot = {.width = 620, .height = 380};
   sieve__svg_range(xy, n, 2, &plot.x0, &plot.x1);

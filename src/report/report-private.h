@@ -95,10 +95,10 @@ struct _SieveReport {
   GArray *ranked;         /* guint */
   gboolean *ranked_mask;
   gboolean by_fidelity;
-  double top_fidelity;    /* the highest fidelity an ok trial reached (INFINITY: the evaluator's default) */
   /* Pareto front over the first two objectives (n_objectives >= 2): indexes
-   * of the ok trials with both values (with by_fidelity, those at
-   * top_fidelity only: a lower rung is no rival), and those not dominated. */
+   * of the trials a front is drawn from (sieve_trials_pareto_points: at the
+   * highest fidelity reached, a lower rung is no rival), and those not
+   * dominated. */
   GArray *pareto_points;  /* guint */
   GArray *pareto_front;   /* guint, sorted by the first objective, best first */
   GArray *proxies;        /* SieveReportProxy */
@@ -133,9 +133,6 @@ double sieve__report_metric(const SieveReport *report, guint i, const char *metr
 /* For g_array_sort_with_data / g_qsort_with_data over trial indices (guint),
  * data the report: by the primary objective, best first, then by number. */
 gint sieve__report_compare_objective(gconstpointer a, gconstpointer b, gpointer data);
-/* Whether trial i ran at report->top_fidelity (NAN fidelity counts as the
- * evaluator's full one). */
-gboolean sieve__report_at_top_fidelity(const SieveReport *report, guint i);
 /* Whether the metric is a zero-cost proxy's score. */
 gboolean sieve__report_is_proxy(const SieveReport *report, const char *metric);
 

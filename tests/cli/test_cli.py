@@ -43,6 +43,19 @@ class TestPlugins(unittest.TestCase):
         p = sieve("plugins", "--describe", "tabulr", check=1)
         self.assertIn("did you mean 'tabular'?", p.stderr)
 
+    def test_describe_seed_follows_the_experiment(self):
+        # Bug hunt 3: evaluators said "seed (integer, default 0" while they
+        # take the experiment's top-level seed, as the optimizers say.
+        for name in ("function", "train", "proxy"):
+            with self.subTest(evaluator=name):
+                out = sieve("plugins", "--describe", name, check=0).stdout
+                seed = re.search(r"(?m)^  seed \((.*)\)\n      (.*)$", out)
+                self.assertIsNotNone(seed, out)
+                self.assertNotIn("default", seed.group(1))
+                self.assertIn("default: the experiment's seed", seed.group(2))
+        out = sieve("plugins", "--describe", "random", check=0).stdout
+        self.assertIn("seed (integer, default: the experiment's seed)", out)
+
     def test_help_everywhere(self):
         for cmd in ("run", "plugins", "export"):
             p = sieve(cmd, "--help", check=0)
@@ -175,6 +188,13 @@ evaluator: {plugin: tabular, table: %s}
 objective: {metric: cifar10_valid_acc}
 budget: {evaluations: 5}
 """ % os.path.join(ROOT, "data", "nb201", "nb201.csv")
+
+    def test_tabular_of_another_space_is_a_config_error(self):
+        # Bug hunt 3: exit status 1 (a failure) instead of 2 (a bad config).
+        p = sieve("run", os.path.join(CONFIGS, "nb201-random.yaml"), "--store", self.path("t.sieve"),
+                  "--set", "space={plugin: hpo, file: %s}" % os.path.join(ROOT, "search_spaces", "branin.yaml"),
+                  check=2)
+        self.assertIn("no key of column 'arch_str' is a genotype of space 'hpo'", p.stderr)
 
     def check(self, text, pattern):
         cfg = self.write_config("bad.yaml", text)

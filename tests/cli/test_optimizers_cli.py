@@ -66,6 +66,32 @@ class TestConfigs(Workdir):
         listed = set(re.findall(r"(?m)^\s+(\d+)\s+\S+\s+\S+\s+\|", p.stdout.split("Pareto front")[1]))
         self.assertEqual(listed, front)
 
+    def test_pareto_front_at_the_highest_fidelity(self):
+        # Bug hunt 3: the summary's front mixed a multi-fidelity study's
+        # rungs (21 trials at fidelities 1 to 27) where the report's was over
+        # the highest fidelity reached; both are now that one.
+        store = self.path("mf.sieve")
+        p = sieve("run", os.path.join(CONFIGS, "branin-hyperband.yaml"), "--store", store, "--quiet",
+                  "--set", "objective=[{metric: value, direction: minimize}, {metric: regret, direction: maximize}]",
+                  "--set", "budget.evaluations=40", check=0)
+        m = re.search(r"Pareto front over value \(minimize\), regret \(maximize\) at fidelity (\S+) \(the highest "
+                      r"reached\): (\d+) non-dominated trials", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        rows = [r for r in export_rows(store) if r["status"] == "ok"]
+        top = max(float(r["fidelity"]) for r in rows)
+        self.assertLess(min(float(r["fidelity"]) for r in rows), top, "the study has one fidelity only")
+        self.assertEqual(float(m.group(1)), top)
+        pts = [(-float(r["value"]), float(r["regret"]), r["number"]) for r in rows if float(r["fidelity"]) == top]
+        front = {n for a, b, n in pts
+                 if not any((a2 >= a and b2 >= b) and (a2 > a or b2 > b) for a2, b2, _ in pts)}
+        self.assertEqual(int(m.group(2)), len(front))
+        listed = set(re.findall(r"(?m)^\s+(\d+)\s+\S+\s+\S+\s+x1=", p.stdout.split("Pareto front")[1]))
+        self.assertEqual(listed, front)
+        html = self.path("mf.html")
+        sieve("report", store, "-o", html, check=0)
+        with open(html) as f:
+            self.assertRegex(f.read(), r"<p>%d non-dominated of %d evaluated trials" % (len(front), len(pts)))
+
 
 class TestBadOptions(Workdir):
     def check(self, text, pattern):

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import sieve_cli  # noqa: E402
-from sieve_cli import SIEVE, Workdir as _Workdir, export_rows, sieve  # noqa: E402
+from sieve_cli import SIEVE, Workdir as _Workdir, export_rows, sieve, sieve_tty, status_lines  # noqa: E402
 
 
 def summary(store):
@@ -65,6 +66,18 @@ budget: {evaluations: %(n)d}
 workers: %(workers)d
 """
 
+# Branin on a 4x4 grid; the evaluator's seed is fixed, so that stores of
+# other optimizer seeds answer each other (dedupe.cache_from).
+GRID = """name: grid
+space: {plugin: hpo, parameters: {x1: {type: int, low: 0, high: 3}, x2: {type: int, low: 1, high: 4}}}
+optimizer: {plugin: random, seed: %(seed)d}
+evaluator: {plugin: function, function: branin, seed: 0}
+objective: {metric: value, direction: minimize}
+pipeline: [{dedupe: {max_consecutive_hits: 500%(cache_from)s}}]
+budget: {evaluations: %(n)d}
+report: {top: 30}
+"""
+
 
 class TestDedupe(Workdir):
     def command_config(self, n, workers=1, delay=0.0, hits=1000, seed=5, fail_on=""):
@@ -101,6 +114,40 @@ class TestDedupe(Workdir):
         s = summary(store)
         self.assertEqual((s["evaluated"], s["distinct_evaluated"], s["cached"]), ("6", "6", str(len(cached))))
         self.assertEqual(s["hash_kind"], "genotype")
+
+    def test_results_of_another_store_rank(self):
+        # Bug hunt 3: a result answered from dedupe.cache_from (a real
+        # measurement of the candidate) was never the study's best, in the
+        # status line, the summary, the report or Lua's study:best(); a
+        # duplicate within the store is its original's result again, and
+        # never listed twice.
+        a = self.path("a.sieve")
+        sieve("run", self.write("a.yaml", GRID % dict(seed=1, cache_from="", n=15)), "--store", a, "--quiet",
+              check=0)
+        # B evaluates the one cell A left out, the rest answered from A.
+        cfg = self.write("b.yaml", GRID % dict(seed=5, cache_from=f", cache_from: [{a}]", n=1))
+        b = self.path("b.sieve")
+        code, out = sieve_tty("run", cfg, "--store", b)
+        self.assertEqual(code, 0, out)
+        rows = export_rows(b)
+        ranked = [r for r in rows if r["status"] == "ok" or (r["status"] == "cached" and r["cached_from"] == "")]
+        best = min(ranked, key=lambda r: float(r["value"]))
+        self.assertEqual(best["status"], "cached", rows)
+        self.assertTrue([r for r in rows if r["cached_from"]], "no duplicate within the store")
+        self.assertTrue([r for r in rows if r["status"] == "ok"], "nothing evaluated")
+        m = re.search(r"best (\S+) \(#(\d+)\)", status_lines(out)[-1])
+        self.assertEqual(m.group(2), best["number"], out)
+        self.assertAlmostEqual(float(m.group(1)), float(best["value"]), places=4)
+        # The summary's top list: the best first, each configuration once.
+        top = re.findall(r"(?m)^\s+\d+\s+(\d+)\s+\S+\s+\S+\s+(x1=\S+)$", out.split("top ")[1].replace("\r", ""))
+        self.assertEqual(top[0][0], best["number"], out)
+        self.assertEqual(len(top), len({g for _, g in top}), out)
+        self.assertEqual(len(top), len({r["genotype"] for r in ranked}))
+        sieve("report", b, "-o", self.path("b.html"), check=0)
+        with open(self.path("b.html")) as f:
+            self.assertIn(f'id="best" data-trial="{best["number"]}"', f.read())
+        lua = self.write("best.lua", f'print(sieve.run("{cfg}", {{store = "{b}", resume = true}}):best().number)\n')
+        self.assertEqual(sieve("lua", lua, check=0).stdout.split()[-1], best["number"])
 
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate

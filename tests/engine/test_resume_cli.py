@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
-from sieve_cli import Workdir, sieve  # noqa: E402
+from sieve_cli import Workdir, export_rows, sieve, sieve_tty, status_lines  # noqa: E402
 
 SPACE = "parameters:\n  x1: {type: float, low: -5, high: 10}\n  x2: {type: float, low: 0, high: 15}\n"
 CONFIG = """name: r
@@ -113,6 +113,32 @@ class Resume(Workdir):
         p = self.resume(check=None)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("space.file: the file", p.stderr)
+
+    def test_status_line_counts_every_run(self):
+        # Bug hunt 3: a resumed run's status line counted ok and failed of
+        # this run only ("[8/8] ... ok 3") while the summary said 8 ok.
+        code, out = sieve_tty("run", self.config, "--store", self.store, "--resume",
+                              "--set", "budget.evaluations=8")
+        self.assertEqual(code, 0, out)
+        self.assertIn("8 trials: 8 ok, 0 failed, 0 pending", out)
+        last = status_lines(out)[-1]
+        self.assertRegex(last, r"^\[8/8\] best \S+ \(#\d+\) \| ok 8 failed 0 \|", out)
+
+    def test_pending_beyond_a_spent_budget_is_said_to_stay(self):
+        # Bug hunt 3: a resume whose budget was spent said "1 of them
+        # unfinished and run again", then left it pending.
+        with sqlite3.connect(self.store) as db:
+            db.execute("DELETE FROM metrics WHERE trial = 2")
+            db.execute("UPDATE trials SET status = 'pending', cost = NULL, started = NULL, finished = NULL, "
+                       "worker = NULL WHERE number = 2")
+        for budget, said in [(2, "3 trials stored, 1 of them unfinished: the evaluation budget (2) is spent, so "
+                                 "they stay pending (a larger budget.evaluations and --resume evaluate them)"),
+                             (3, "3 trials stored, 1 of them unfinished and run again")]:
+            with self.subTest(budget=budget):
+                p = sieve("run", self.config, "--store", self.store, "--resume", "--set",
+                          f"budget.evaluations={budget}", check=0)
+                self.assertIn(said, p.stdout)
+        self.assertEqual([r["status"] for r in export_rows(self.store)], ["ok"] * 3)
 
 
 if __name__ == "__main__":

@@ -818,7 +818,9 @@ test_tabular_bad_tables(void)
     {"table: text.csv\nmetrics: [acc]\n", SIEVE_ERROR_PARSE,
      g_strdup_printf("%s:3: column 'acc' holds 'n/a', not a number", p_text)},
     {"table: dup.csv\n", SIEVE_ERROR_PARSE, g_strdup_printf("%s:4: key '%s' already appears on line 2", p_dup, a)},
-    {"table: wrong.csv\n", SIEVE_ERROR_PARSE,
+    /* A table of another space is a mistake of the experiment (bug hunt 3:
+     * it was a parse error, exit status 1 instead of 2). */
+    {"table: wrong.csv\n", SIEVE_ERROR_CONFIG,
      g_strdup_printf("%s: no key of column 'arch_str' is a genotype of space 'nb201' in its canonical text "
                      "(line 2: bad genotype 'lr=0.1' for space 'nb201': missing leading '|' at character 1 (an "
                      "arch string looks like |op~0|+|op~0|op~1|+|op~0|op~1|op~2|))", p_wrong)},
@@ -914,9 +916,12 @@ test_function_optima(void)
    * (1, 2, 1, 1): 100 (2 - 1)^2 + 100 (1 - 4)^2 + (2 - 1)^2 + 0 = 1001. */
   g_assert_cmpfloat(evaluate_at(rosen, rs, (double[]){0, 0, 0, 0}, 4, 0, NULL), ==, 3);
   g_assert_cmpfloat(evaluate_at(rosen, rs, (double[]){1, 2, 1, 1}, 4, 0, NULL), ==, 1001);
-  /* Default dimension 2 reads x1, x2 only. */
-  g_autoptr(SieveEvaluator) rosen2 = evaluator_new("function", rs, "function: rosenbrock\n", NULL);
-  g_assert_cmpfloat(evaluate_at(rosen2, rs, (double[]){1, 2, 7, 7}, 4, 0, NULL), ==, 100);
+  /* Without dimension it reads every decision of the space (bug hunt 3: it
+   * read x1, x2 only and ignored x3, x4).  By hand at (1, 2, 7, 7):
+   * 100 (2 - 1)^2 + 0 + 100 (7 - 4)^2 + (2 - 1)^2 + 100 (7 - 49)^2 + (7 - 1)^2
+   * = 100 + 901 + 176436 = 177437. */
+  g_autoptr(SieveEvaluator) rosen_space = evaluator_new("function", rs, "function: rosenbrock\n", NULL);
+  g_assert_cmpfloat(evaluate_at(rosen_space, rs, (double[]){1, 2, 7, 7}, 4, 0, NULL), ==, 177437);
 }
 
 static void
@@ -964,6 +969,9 @@ test_function_errors(void)
   g_autoptr(SieveSpace) cat = space_new("hpo", "parameters: {x1: [a, b], x2: {type: int, low: 0, high: 3}}\n");
   g_autoptr(SieveSpace) cond = space_new("hpo", "parameters: {s: [on, off], x1: {type: int, low: 0, high: 3},"
                                                 " x2: {type: float, low: 0, high: 1, condition: {s: [on]}}}\n");
+  g_autoptr(SieveSpace) rs = space_new("hpo", "file: search_spaces/rosenbrock4.yaml\n");
+  g_autoptr(SieveSpace) three = space_new("hpo", "parameters: {x1: {type: float, low: 0, high: 1}, "
+                                                 "x2: {type: float, low: 0, high: 1}, x3: {type: int, low: 0, high: 3}}\n");
   struct {
     const SieveSpace *space;
     const char *yaml;
@@ -977,11 +985,18 @@ test_function_errors(void)
      "test.yaml:1:11: function 'branin' needs decisions x1..x2, each an int or float, from space 'hpo'; 'x2' "
      "does not fit: it has no such decision"},
     {cat, "function: rosenbrock\n",
-     "test.yaml:1:11: function 'rosenbrock' needs decisions x1..x2, each an int or float, from space 'hpo'; "
-     "'x1' does not fit: it is categorical"},
-    {cond, "function: rosenbrock\n",
+     "test.yaml:1:11: function 'rosenbrock' needs decisions x1..x2 (without dimension, as many as the space has), "
+     "each an int or float, from space 'hpo'; 'x1' does not fit: it is categorical"},
+    {cond, "function: rosenbrock\ndimension: 2\n",
      "test.yaml:1:11: function 'rosenbrock' needs decisions x1..x2, each an int or float, from space 'hpo'; "
      "'x2' does not fit: it is conditional (the function needs every input)"},
+    /* Bug hunt 3: a decision the function does not read was ignored. */
+    {rs, "function: rosenbrock\ndimension: 2\n",
+     "test.yaml:2:12: function 'rosenbrock' reads x1..x2 but space 'hpo' has 4 decisions: 'x3' would be searched "
+     "for nothing; set dimension: 4 or leave it out (rosenbrock then reads the space's x1..x4)"},
+    {three, "function: branin\n",
+     "test.yaml:1:11: function 'branin' is 2-dimensional (x1..x2) but space 'hpo' has 3 decisions: 'x3' would be "
+     "searched for nothing; remove it from the space"},
     {bs, "function: branni\n", "test.yaml:1:11: option 'function' expects one of branin, hartmann6, rosenbrock; "
                                "got 'branni' (did you mean 'branin'?)"},
     {bs, "function: branin\nnoise: -1\n", "test.yaml:2:8: option 'noise' expects a finite float >= 0, got -1"},

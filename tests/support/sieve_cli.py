@@ -4,10 +4,13 @@ test.  SIEVE_EXE and SIEVE_SOURCE_ROOT come from meson (tests/*/meson.build)."""
 import csv
 import io
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 SIEVE = os.environ["SIEVE_EXE"]
@@ -84,3 +87,38 @@ def run_until(test, args, kill_at=None, timeout=120):
             break
     proc.communicate()
     test.assertEqual(proc.returncode, -signal.SIGKILL, "the run ended before the kill point")
+
+
+def sieve_tty(*args, timeout=60, cwd=None):
+    """Runs sieve on a terminal (a pseudo-terminal: the status line is
+    drawn); returns (exit status, what it wrote, as text)."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            if cwd:
+                os.chdir(cwd)
+            os.execv(SIEVE, [SIEVE, *args])
+        finally:
+            os._exit(127)
+    out, deadline = b"", time.time() + timeout
+    while time.time() < deadline:
+        if not select.select([fd], [], [], 1)[0]:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    if time.time() >= deadline:
+        os.kill(pid, signal.SIGKILL)  # a hang fails the test, never waits
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+def status_lines(out):
+    """The status lines a terminal run drew, oldest first, without their
+    escape codes."""
+    return [part[len("\033[K"):].split("\n")[0] for part in out.split("\r") if part.startswith("\033[K[")]

@@ -253,7 +253,7 @@ load_table(Tabular *self, const SieveSpace *space, const SieveOptions *options, 
                                : g_strdup_printf("line %u: %s", line, misfit->message);
   }
   if (n_fit == 0) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: no key of column '%s' is a genotype of space '%s' "
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: no key of column '%s' is a genotype of space '%s' "
                 "in its canonical text (%s)", path, key_name, sieve_space_get_name(space), first_misfit);
     goto out;
   }
