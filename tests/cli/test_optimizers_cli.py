@@ -95,6 +95,17 @@ class TestBadOptions(Workdir):
         self.check(self.base("{plugin: hyperband, min_fidelity: 20}", FIDELITY),
                    r"bad\.yaml:4:46: min_fidelity 20 is outside the evaluator's fidelity 'budget' \[1, 9\]")
 
+    def test_min_fidelity_not_whole(self):
+        """An integer fidelity takes whole values only: a min_fidelity of
+        3.3 is refused where it is written, not by the evaluator at run time
+        (a trial left pending that --resume could never finish)."""
+        for name in ("asha", "bohb", "hyperband", "successive_halving"):
+            with self.subTest(optimizer=name):
+                text = self.base("{plugin: %s, eta: 2, min_fidelity: 3.3}" % name, FIDELITY)
+                col = text.splitlines()[3].index("min_fidelity") + 15
+                self.check(text, rf"bad\.yaml:4:{col}: min_fidelity 3\.3 is not whole, and the evaluator's "
+                                 rf"fidelity 'budget' takes only whole values \(use 3 or 4\)")
+
     def test_unknown_option(self):
         self.check(self.base("{plugin: tpe, n_startp: 3}"),
                    r"bad\.yaml:4:26: unknown option 'n_startp' for optimizer 'tpe' \(did you mean 'n_startup'\?\)")

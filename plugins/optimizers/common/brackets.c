@@ -1,4 +1,5 @@
 /* sieve optimizers: successive-halving brackets.  See brackets.h. */
+#include <math.h>
 #include <string.h>
 
 #include <sieve/abi.h>
@@ -94,6 +95,15 @@ opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo 
       sieve_options_set_error(options, "min_fidelity", error,
                               "min_fidelity %g is outside the evaluator's fidelity '%s' [%g, %g]", min, f->name,
                               f->min, f->max);
+      return FALSE;
+    }
+    /* The rungs run at whole fidelities between min and max (fidelity_at
+     * rounds, then clamps to them), and the evaluator refuses any other. */
+    if (f->integer && min != floor(min)) {
+      sieve_options_set_error(options, "min_fidelity", error,
+                              "min_fidelity %g is not whole, and the evaluator's fidelity '%s' takes only whole "
+                              "values (use %g or %g)",
+                              min, f->name, floor(min), ceil(min));
       return FALSE;
     }
   }

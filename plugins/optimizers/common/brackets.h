@@ -87,7 +87,7 @@ gboolean opt_brackets_load(OptBrackets *b, GVariant *state, GError **error);
 #define OPT_BRACKET_OPTIONS                                                                               \
   SIEVE_OPTION_FLOAT("eta", "3", 2, 1e3, "keep the best 1/eta of each rung; fidelity grows eta-fold per rung"), \
   {"min_fidelity", SIEVE_OPTION_TYPE_FLOAT, NULL, 0, INFINITY, NULL,                                      \
-   "lowest fidelity a configuration starts at (default: the evaluator's min)",                            \
+   "lowest fidelity a configuration starts at, whole for an integer fidelity (default: the evaluator's min)", \
    SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}}
 
 G_END_DECLS
