@@ -237,7 +237,8 @@ compare_entries(gconstpointer a, gconstpointer b)
   return 0; /* g_ptr_array_sort is stable: rung order among equals */
 }
 
-/* Promote from every complete rung of k; TRUE when k has finished. */
+/* Promote from every complete rung of k; TRUE when k has finished (its
+ * top rung is done, or a rung has nothing it may promote). */
 static gboolean
 bracket_advance(OptBrackets *b, OptBracket *k)
 {
@@ -252,11 +253,17 @@ bracket_advance(OptBrackets *b, OptBracket *k)
       return TRUE;
     if (k->entries[i + 1]->len > 0)
       continue; /* promoted already */
-    g_autoptr(GPtrArray) ranked = g_ptr_array_copy(rung, NULL, NULL);
-    g_ptr_array_set_free_func(ranked, NULL); /* the copy would inherit the rung's */
+    /* A failed or constraint-rejected result (-inf) is never promoted, as
+     * in asha: the rung promotes fewer, and none ends the bracket. */
+    g_autoptr(GPtrArray) ranked = g_ptr_array_new();
+    for (guint j = 0; j < rung->len; j++)
+      if (((Entry *) rung->pdata[j])->value > -INFINITY)
+        g_ptr_array_add(ranked, rung->pdata[j]);
     g_ptr_array_sort(ranked, compare_entries);
     guint keep = MIN(k->size[i + 1], ranked->len);
-    k->size[i + 1] = MAX(keep, 1);
+    if (keep == 0)
+      return TRUE;
+    k->size[i + 1] = keep;
     for (guint j = 0; j < keep; j++) {
       const Entry *e = ranked->pdata[j];
       g_ptr_array_add(k->entries[i + 1], entry_new(b->space, sieve_genotype_copy(e->genotype), k->fidelity[i + 1]));

@@ -75,8 +75,10 @@ void opt_brackets_clear(OptBrackets *b);
 /* The next candidate to evaluate (transfer full), or NULL when sample gave
  * nothing new. */
 SieveCandidate *opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpointer user);
-/* A result: fitness larger is better (-INFINITY for a failure).  Returns
- * FALSE for a candidate the scheduler never proposed (ignored). */
+/* A result: fitness larger is better (-INFINITY for a failure or a
+ * rejection, never promoted: a rung with fewer good results than it keeps
+ * promotes fewer, one with none ends its bracket).  Returns FALSE for a
+ * candidate the scheduler never proposed (ignored). */
 gboolean opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitness);
 
 /* {"opened": t, "brackets": a(tauadaa(addy)), "sampled": as} into dict. */

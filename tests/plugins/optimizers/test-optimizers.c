@@ -631,6 +631,49 @@ test_bohb_model(void)
   g_assert_cmpfloat(bohb, <, hb);
 }
 
+/* A rejected (broke a constraint) or failed result, fitness -inf, is never
+ * promoted: a rung with fewer good results than it keeps promotes fewer,
+ * none ends its bracket.  One worker over epochs 1..9 (eta 3), a
+ * configuration rejected unless its x < 0.2: one rejected is never asked
+ * again, and the good ones still reach the full fidelity. */
+static void
+test_brackets_rejected(gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, NULL, 4, 1, &fid, &error);
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) rejected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint full = 0, n_rejected = 0;
+  for (guint t = 0; t < 120; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    const char *text = sieve_candidate_get_text(c);
+    if (g_hash_table_contains(rejected, text))
+      g_error("%s: %s was rejected, and asked again at fidelity %g", name, text, sieve_candidate_get_fidelity(c));
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = -x;
+    if (x >= 0.2) {
+      sieve_result_set_status(r, SIEVE_STATUS_REJECTED);
+      objective = NAN;
+      g_hash_table_add(rejected, g_strdup(text));
+      n_rejected++;
+    }
+    full += sieve_candidate_get_fidelity(c) == 9;
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+    g_assert_no_error(error);
+  }
+  g_test_message("%s: %u rejected, %u at the full fidelity", name, n_rejected, full);
+  g_assert_cmpuint(n_rejected, >, 60);
+  g_assert_cmpuint(full, >, 0);
+}
+
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
  * integer fidelity, whatever eta: the evaluator refuses any other. */
 static void
@@ -1028,6 +1071,10 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/hyperband/promotions", "hyperband", test_hyperband);
   g_test_add_data_func("/optimizers/bohb/promotions", "bohb", test_hyperband);
   g_test_add_func("/optimizers/bohb/model", test_bohb_model);
+  g_test_add_data_func("/optimizers/successive-halving/rejected", "successive_halving", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/hyperband/rejected", "hyperband", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/bohb/rejected", "bohb", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/asha/rejected", "asha", test_brackets_rejected);
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
