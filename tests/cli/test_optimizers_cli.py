@@ -111,6 +111,37 @@ class TestBadOptions(Workdir):
                    r"bad\.yaml:4:26: unknown option 'n_startp' for optimizer 'tpe' \(did you mean 'n_startup'\?\)")
 
 
+SMALL = """name: small
+seed: 3
+space: {plugin: hpo, parameters: {x1: {type: int, low: -4, high: -2}, x2: {type: int, low: 10, high: 13}}}
+optimizer: %(optimizer)s
+evaluator: {plugin: function, function: branin, fidelity: {name: budget, min: 1, max: 27, integer: true}}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 100}
+workers: %(workers)d
+"""
+
+
+class TestFiniteSpace(Workdir):
+    """A space of 12 configurations: once it is used up the study ends
+    cleanly ("has no more candidates", exit 0), not with an error."""
+
+    def run_small(self, optimizer, workers, store):
+        cfg = self.write_config("small.yaml", SMALL % {"optimizer": optimizer, "workers": workers})
+        p = sieve("run", cfg, "--store", store, check=0)
+        self.assertIn("has no more candidates", p.stdout + p.stderr)
+        return export_rows(store)
+
+    def test_random_unique_ends(self):
+        store = self.path("random.sieve")
+        rows = self.run_small("{plugin: random, unique: true}", 1, store)
+        self.assertEqual(len({r["genotype"] for r in rows}), 12)
+        self.assertEqual(len(rows), 12)
+        p = sieve("run", self.path("small.yaml"), "--store", store, "--resume", check=0)
+        self.assertIn("has no more candidates", p.stdout + p.stderr)
+        self.assertIn("12 trials: 12 ok", p.stdout)
+
+
 class TestResume(Workdir):
     """SIGKILL at chosen and random moments; --resume must give the
     uninterrupted study row for row, for each optimizer."""

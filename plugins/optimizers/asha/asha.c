@@ -228,12 +228,7 @@ asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     Entry *e = add_entry(self, sieve_genotype_copy(g), b, b);
     g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[b]));
   }
-  if (out->len == 0 && n > 0) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "space exhausted after %u configurations",
-                opt_seen_size(&self->seen));
-    return FALSE;
-  }
-  return TRUE;
+  return TRUE; /* fewer than n: no promotion until results come, or none at all (see sieve/optimizer.h) */
 }
 
 static gboolean
