@@ -123,14 +123,46 @@ workers: %(workers)d
 
 
 class TestFiniteSpace(Workdir):
-    """A space of 12 configurations: once it is used up the study ends
-    cleanly ("has no more candidates", exit 0), not with an error."""
+    """A space of 12 configurations, smaller than the 27 Hyperband's first
+    bracket wants: the rung makes do with 12, its best 1/eta go up, and
+    one configuration reaches the full fidelity 27; then the study ends
+    cleanly ("has no more candidates", exit 0), with one worker or three
+    (an ask that is empty while evaluations run waits for them)."""
 
     def run_small(self, optimizer, workers, store):
         cfg = self.write_config("small.yaml", SMALL % {"optimizer": optimizer, "workers": workers})
         p = sieve("run", cfg, "--store", store, check=0)
         self.assertIn("has no more candidates", p.stdout + p.stderr)
         return export_rows(store)
+
+    def test_brackets_promote(self):
+        for name in ("hyperband", "bohb", "successive_halving"):
+            for workers in (1, 3):
+                with self.subTest(optimizer=name, workers=workers):
+                    store = self.path(f"{name}-{workers}.sieve")
+                    rows = self.run_small("{plugin: %s}" % name, workers, store)
+                    by_fid = {}
+                    for r in rows:
+                        self.assertEqual(r["status"], "ok")
+                        by_fid.setdefault(float(r["fidelity"]), []).append(r)
+                    self.assertEqual({f: len(v) for f, v in by_fid.items()}, {1: 12, 3: 4, 9: 1, 27: 1})
+                    # each rung holds the best 1/eta of the one below
+                    for lo, hi in ((1, 3), (3, 9), (9, 27)):
+                        ranked = sorted(by_fid[lo], key=lambda r: float(r["value"]))
+                        self.assertEqual({r["genotype"] for r in ranked[:len(by_fid[hi])]},
+                                         {r["genotype"] for r in by_fid[hi]})
+                    p = sieve("run", self.path("small.yaml"), "--store", store, "--resume", check=0)
+                    self.assertIn("18 trials: 18 ok", p.stdout)
+
+    def test_asha_promotes(self):
+        for workers in (1, 3):
+            with self.subTest(workers=workers):
+                rows = self.run_small("{plugin: asha}", workers, self.path(f"asha-{workers}.sieve"))
+                fids = [float(r["fidelity"]) for r in rows]
+                self.assertEqual(fids.count(1), 12)
+                # asynchronous: a later result may displace one promoted
+                self.assertGreaterEqual(fids.count(27), 1)
+                self.assertTrue(all(r["status"] == "ok" for r in rows))
 
     def test_random_unique_ends(self):
         store = self.path("random.sieve")

@@ -4,7 +4,7 @@
  *
  *   OptBrackets b;
  *   if (!opt_brackets_init(&b, space, study, options, hyperband, "hyperband", error)) ...
- *   SieveCandidate *c = opt_brackets_next(&b, sample, self);   // NULL: nothing left to sample
+ *   SieveCandidate *c = opt_brackets_next(&b, sample, self);   // NULL: nothing to propose now
  *   opt_brackets_tell(&b, candidate, fitness);
  *
  * A bracket (Jamieson & Talwalkar, "Non-stochastic Best Arm Identification
@@ -73,7 +73,9 @@ gboolean opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveS
 void opt_brackets_clear(OptBrackets *b);
 
 /* The next candidate to evaluate (transfer full), or NULL when sample gave
- * nothing new. */
+ * nothing new and no promotion is ready (one may be once pending results
+ * come back: a rung 0 that sample could not fill makes do with what it has,
+ * and its best 1/eta go up as in a full bracket). */
 SieveCandidate *opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpointer user);
 /* A result: fitness larger is better (-INFINITY for a failure or a
  * rejection, never promoted: a rung with fewer good results than it keeps
