@@ -1709,6 +1709,11 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
         if (!ask_and_store(&rs, want, asked, &fatal))
           break;
         if (asked->len == 0) {
+          /* Nothing to propose until a running evaluation reports (e.g. a
+           * rung waiting for its results): wait for one and ask again.
+           * Nothing running as well: the optimizer has nothing left. */
+          if (rs.running > 0)
+            break;
           exhausted = TRUE;
           if (progress)
             sieve_progress_message(progress, "optimizer '%s' has no more candidates",

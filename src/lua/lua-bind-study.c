@@ -289,7 +289,7 @@ save_optimizer(StudyBox *box, GError **error)
 }
 
 /* Asks for one candidate and stores it pending with the state; NULL and no
- * error when the optimizer has nothing left. */
+ * error when the optimizer has nothing to propose (see sieve/optimizer.h). */
 static SieveCandidate *
 ask_one(StudyBox *box, GError **error)
 {
@@ -343,7 +343,7 @@ study_ask(lua_State *L)
   if (c == NULL) {
     if (error != NULL)
       return sieve__lua_error_gerror(L, error);
-    lua_pushnil(L); /* the optimizer has nothing left */
+    lua_pushnil(L); /* nothing now: none left, or none before a pending trial is told */
     return 1;
   }
   g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);

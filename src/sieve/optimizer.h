@@ -7,9 +7,13 @@
  * same proposals.  An optimizer must be deterministic for a seed: use the
  * SieveRng it keeps, never a global or time-seeded source.
  *
- * ask(n) appends n candidates (it may append fewer only when the space is
- * exhausted); tell() may come in any order, and for a candidate screened or
- * answered from the cache too (see the result's status): a cached result
+ * ask(n) appends n candidates, or fewer (even none, which is no error) when
+ * it has nothing to propose until pending candidates' results come back
+ * (e.g. a rung waiting to fill) or when its space is exhausted: the engine
+ * then waits for a running evaluation's result and asks again, and ends
+ * the study only when an ask gives none with nothing running.  tell() may
+ * come in any order, and for a candidate screened or answered from the
+ * cache too (see the result's status): a cached result
  * carries the metrics of the evaluation it reuses, and its objectives as
  * that one's; a screened one carries the proxies' scores (and
  * "screen_score", its rank aggregate in its round) as metrics and NAN

@@ -121,9 +121,83 @@ class TestBadOptions(Workdir):
         self.check(self.base("{plugin: hyperband, min_fidelity: 20}", FIDELITY),
                    r"bad\.yaml:4:46: min_fidelity 20 is outside the evaluator's fidelity 'budget' \[1, 9\]")
 
+    def test_min_fidelity_not_whole(self):
+        """An integer fidelity takes whole values only: a min_fidelity of
+        3.3 is refused where it is written, not by the evaluator at run time
+        (a trial left pending that --resume could never finish)."""
+        for name in ("asha", "bohb", "hyperband", "successive_halving"):
+            with self.subTest(optimizer=name):
+                text = self.base("{plugin: %s, eta: 2, min_fidelity: 3.3}" % name, FIDELITY)
+                col = text.splitlines()[3].index("min_fidelity") + 15
+                self.check(text, rf"bad\.yaml:4:{col}: min_fidelity 3\.3 is not whole, and the evaluator's "
+                                 rf"fidelity 'budget' takes only whole values \(use 3 or 4\)")
+
     def test_unknown_option(self):
         self.check(self.base("{plugin: tpe, n_startp: 3}"),
                    r"bad\.yaml:4:26: unknown option 'n_startp' for optimizer 'tpe' \(did you mean 'n_startup'\?\)")
+
+
+SMALL = """name: small
+seed: 3
+space: {plugin: hpo, parameters: {x1: {type: int, low: -4, high: -2}, x2: {type: int, low: 10, high: 13}}}
+optimizer: %(optimizer)s
+evaluator: {plugin: function, function: branin, fidelity: {name: budget, min: 1, max: 27, integer: true}}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 100}
+workers: %(workers)d
+"""
+
+
+class TestFiniteSpace(Workdir):
+    """A space of 12 configurations, smaller than the 27 Hyperband's first
+    bracket wants: the rung makes do with 12, its best 1/eta go up, and
+    one configuration reaches the full fidelity 27; then the study ends
+    cleanly ("has no more candidates", exit 0), with one worker or three
+    (an ask that is empty while evaluations run waits for them)."""
+
+    def run_small(self, optimizer, workers, store):
+        cfg = self.write_config("small.yaml", SMALL % {"optimizer": optimizer, "workers": workers})
+        p = sieve("run", cfg, "--store", store, check=0)
+        self.assertIn("has no more candidates", p.stdout + p.stderr)
+        return export_rows(store)
+
+    def test_brackets_promote(self):
+        for name in ("hyperband", "bohb", "successive_halving"):
+            for workers in (1, 3):
+                with self.subTest(optimizer=name, workers=workers):
+                    store = self.path(f"{name}-{workers}.sieve")
+                    rows = self.run_small("{plugin: %s}" % name, workers, store)
+                    by_fid = {}
+                    for r in rows:
+                        self.assertEqual(r["status"], "ok")
+                        by_fid.setdefault(float(r["fidelity"]), []).append(r)
+                    self.assertEqual({f: len(v) for f, v in by_fid.items()}, {1: 12, 3: 4, 9: 1, 27: 1})
+                    # each rung holds the best 1/eta of the one below
+                    for lo, hi in ((1, 3), (3, 9), (9, 27)):
+                        ranked = sorted(by_fid[lo], key=lambda r: float(r["value"]))
+                        self.assertEqual({r["genotype"] for r in ranked[:len(by_fid[hi])]},
+                                         {r["genotype"] for r in by_fid[hi]})
+                    p = sieve("run", self.path("small.yaml"), "--store", store, "--resume", check=0)
+                    self.assertIn("18 trials: 18 ok", p.stdout)
+
+    def test_asha_promotes(self):
+        for workers in (1, 3):
+            with self.subTest(workers=workers):
+                rows = self.run_small("{plugin: asha}", workers, self.path(f"asha-{workers}.sieve"))
+                fids = [float(r["fidelity"]) for r in rows]
+                self.assertEqual(fids.count(1), 12)
+                # asynchronous: a later result may displace one promoted
+                self.assertGreaterEqual(fids.count(27), 1)
+                self.assertTrue(all(r["status"] == "ok" for r in rows))
+
+    def test_random_unique_ends(self):
+        store = self.path("random.sieve")
+        rows = self.run_small("{plugin: random, unique: true}", 1, store)
+        self.assertEqual(len({r["genotype"] for r in rows}), 12)
+        self.assertEqual(len(rows), 12)
+        p = sieve("run", self.path("small.yaml"), "--store", store, "--resume", check=0)
+        self.assertIn("has no more candidates", p.stdout + p.stderr)
+        self.assertIn("12 trials: 12 ok", p.stdout)
 
 
 class TestResume(Workdir):

@@ -608,13 +608,15 @@ test_random_unique_exhaustion(void)
   g_assert_true(g_hash_table_contains(all, "a=x,b=1"));
   g_assert_true(g_hash_table_contains(all, "a=x,b=3"));
 
+  /* Exhausted: an ask gives none, which is no error (sieve/optimizer.h),
+   * and again after that. */
   g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
   GError *error = NULL;
-  g_assert_false(sieve_optimizer_ask(o, 2, out, &error));
-  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED);
-  g_assert_cmpstr(error->message, ==, "optimizer 'random': space exhausted after 4 distinct genotypes");
-  g_assert_cmpuint(out->len, ==, 0);
-  g_clear_error(&error);
+  for (guint i = 0; i < 2; i++) {
+    g_assert_true(sieve_optimizer_ask(o, 2, out, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(out->len, ==, 0);
+  }
 
   /* Without unique, the same space repeats freely. */
   g_autoptr(SieveOptimizer) plain = optimizer_new(space, NULL, 3);
@@ -626,9 +628,9 @@ test_random_unique_exhaustion(void)
   g_autoptr(SieveOptimizer) u = optimizer_new(nb201, "unique: true\n", 11);
   g_autoptr(GPtrArray) cells = ask_texts(u, 20000);
   g_assert_cmpuint(cells->len, ==, 15625);
-  g_assert_false(sieve_optimizer_ask(u, 1, out, &error));
-  g_assert_cmpstr(error->message, ==, "optimizer 'random': space exhausted after 15625 distinct genotypes");
-  g_clear_error(&error);
+  g_assert_true(sieve_optimizer_ask(u, 1, out, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(out->len, ==, 0);
 }
 
 /* ---- tabular ------------------------------------------------------------ */

@@ -163,17 +163,26 @@ compare_fitness(gconstpointer a, gconstpointer b)
 
 /* The promotable configuration of rung k of bracket b: the first not yet
  * promoted among the best floor(n / eta) of its n finished results; NULL
- * when none. */
+ * when none.  exhausted: no new configuration can start, so a rung whose
+ * results are all in (nothing running at or below it in its bracket) will
+ * get no more, and keeps at least its best one, as a rung of successive
+ * halving that made do with fewer configurations would: a small finite
+ * space still reaches the full fidelity. */
 static Entry *
-promotable(Asha *self, guint b, guint k)
+promotable(Asha *self, guint b, guint k, gboolean exhausted)
 {
   g_autoptr(GPtrArray) done = g_ptr_array_new();
+  gboolean settled = exhausted;
   for (guint i = 0; i < self->entries->len; i++) {
     Entry *e = self->entries->pdata[i];
     if (e->bracket == b && e->rung == k && e->done)
       g_ptr_array_add(done, e);
+    if (e->bracket == b && e->rung <= k && !e->done)
+      settled = FALSE;
   }
   guint keep = (guint) floor(done->len / self->eta + 1e-9);
+  if (settled)
+    keep = MAX(keep, MIN(done->len, 1));
   if (keep == 0)
     return NULL;
   /* A stable sort: equal fitness keeps the earlier result first. */
@@ -204,36 +213,47 @@ next_bracket(const Asha *self)
   return s;
 }
 
+/* A promotion in any bracket, from the rung below the top down. */
+static Entry *
+next_promotion(Asha *self, gboolean exhausted)
+{
+  Entry *up = NULL;
+  for (guint b = 0; b < self->brackets && up == NULL; b++)
+    for (guint k = self->top; k-- > b && up == NULL;)
+      up = promotable(self, b, k, exhausted);
+  return up;
+}
+
 static gboolean
 asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
   Asha *self = instance;
+  gboolean exhausted = FALSE;
   for (guint i = 0; i < n; i++) {
-    Entry *up = NULL;
-    for (guint b = 0; b < self->brackets && up == NULL; b++)
-      for (guint k = self->top; k-- > b && up == NULL;)
-        up = promotable(self, b, k);
+    Entry *up = next_promotion(self, exhausted);
+    g_autoptr(SieveGenotype) g = NULL;
+    if (up == NULL && !exhausted) {
+      g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
+      /* NULL: a finite space, every configuration started */
+      exhausted = g == NULL;
+      if (exhausted)
+        up = next_promotion(self, exhausted);
+    }
     if (up != NULL) {
       up->promoted = TRUE;
       Entry *e = add_entry(self, sieve_genotype_copy(up->genotype), up->bracket, up->rung + 1);
       g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[e->rung]));
       continue;
     }
-    g_autoptr(SieveGenotype) g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
     if (g == NULL)
-      break; /* a finite space, every configuration started */
+      break;
     g_autofree char *text = sieve_space_format(self->space, g);
     opt_seen_add(&self->seen, text, g);
     guint b = next_bracket(self);
     Entry *e = add_entry(self, sieve_genotype_copy(g), b, b);
     g_ptr_array_add(out, sieve_candidate_new(sieve_genotype_copy(e->genotype), self->fidelity[b]));
   }
-  if (out->len == 0 && n > 0) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "space exhausted after %u configurations",
-                opt_seen_size(&self->seen));
-    return FALSE;
-  }
-  return TRUE;
+  return TRUE; /* fewer than n: no promotion until results come, or none at all (see sieve/optimizer.h) */
 }
 
 static gboolean

@@ -1,4 +1,5 @@
 /* sieve optimizers: successive-halving brackets.  See brackets.h. */
+#include <math.h>
 #include <string.h>
 
 #include <sieve/abi.h>
@@ -96,6 +97,15 @@ opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo 
                               f->min, f->max);
       return FALSE;
     }
+    /* The rungs run at whole fidelities between min and max (fidelity_at
+     * rounds, then clamps to them), and the evaluator refuses any other. */
+    if (f->integer && min != floor(min)) {
+      sieve_options_set_error(options, "min_fidelity", error,
+                              "min_fidelity %g is not whole, and the evaluator's fidelity '%s' takes only whole "
+                              "values (use %g or %g)",
+                              min, f->name, floor(min), ceil(min));
+      return FALSE;
+    }
   }
   double eta = sieve_options_get_double(options, "eta");
   /* The small tolerance keeps max/min = eta^k from losing a rung to rounding. */
@@ -176,10 +186,10 @@ propose(OptBrackets *b, Entry *e, double fidelity)
   return sieve_candidate_new(sieve_genotype_copy(e->genotype), fidelity);
 }
 
-/* The next job of bracket k: a promotion waiting (highest rung first), or
- * a new configuration while rung 0 is not full. */
+/* A promotion of bracket k waiting to be proposed (highest rung first), or
+ * NULL. */
 static SieveCandidate *
-bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer user, gboolean *exhausted)
+bracket_promotion(OptBrackets *b, OptBracket *k)
 {
   for (guint i = k->rungs; i-- > 0;)
     for (guint j = 0; j < k->entries[i]->len; j++) {
@@ -187,14 +197,36 @@ bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer us
       if (e->state == ENTRY_WAITING && !g_hash_table_contains(b->pending, e->key))
         return propose(b, e, k->fidelity[i]);
     }
+  return NULL;
+}
+
+/* A space with fewer new configurations than rung 0 of k wanted: the rung
+ * makes do with the n it has, and the rungs above keep the best 1/eta of
+ * it as they would of a full one (n eta^-i, at least one while n > 0). */
+static void
+bracket_shrink(OptBrackets *b, OptBracket *k)
+{
+  guint n = k->entries[0]->len;
+  if (n >= k->size[0])
+    return;
+  k->size[0] = n;
+  for (guint i = 1; i < k->rungs; i++)
+    k->size[i] = MIN(k->size[i], (guint) MAX(1.0, floor(n * pow(b->eta, -(double) i) + 1e-9)));
+}
+
+/* The next job of bracket k: a promotion waiting, or a new configuration
+ * while rung 0 is not full. */
+static SieveCandidate *
+bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer user, gboolean *exhausted)
+{
+  SieveCandidate *c = bracket_promotion(b, k);
+  if (c != NULL)
+    return c;
   if (k->entries[0]->len >= k->size[0] || *exhausted)
     return NULL;
   SieveGenotype *g = sample(user, b, k->fidelity[0]);
   if (g == NULL) {
     *exhausted = TRUE;
-    /* A space with fewer new configurations than the rung wanted: the rung
-     * makes do with what it has. */
-    k->size[0] = MAX(k->entries[0]->len, 1);
     return NULL;
   }
   Entry *e = entry_new(b->space, g, k->fidelity[0]);
@@ -202,6 +234,18 @@ bracket_next(OptBrackets *b, OptBracket *k, OptBracketSample sample, gpointer us
   opt_seen_add(&b->sampled, text, g);
   g_ptr_array_add(k->entries[0], e);
   return propose(b, e, k->fidelity[0]);
+}
+
+static gboolean bracket_advance(OptBrackets *b, OptBracket *k);
+
+/* Promotes from every complete rung and drops the brackets that have
+ * finished. */
+static void
+brackets_advance(OptBrackets *b)
+{
+  for (guint i = b->active->len; i-- > 0;)
+    if (bracket_advance(b, b->active->pdata[i]))
+      g_ptr_array_remove_index(b->active, i);
 }
 
 SieveCandidate *
@@ -213,9 +257,23 @@ opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpointer user)
     if (c != NULL)
       return c;
   }
-  if (exhausted)
-    return NULL;
-  return bracket_next(b, bracket_open(b), sample, user, &exhausted);
+  if (!exhausted) {
+    SieveCandidate *c = bracket_next(b, bracket_open(b), sample, user, &exhausted);
+    if (c != NULL || !exhausted)
+      return c;
+  }
+  /* The space has no configuration left that was not started: every rung 0
+   * not full makes do with what it has, which may complete it (its results
+   * all in) and so promote now, not at a tell that will never come. */
+  for (guint i = 0; i < b->active->len; i++)
+    bracket_shrink(b, b->active->pdata[i]);
+  brackets_advance(b);
+  for (guint i = 0; i < b->active->len; i++) {
+    SieveCandidate *c = bracket_promotion(b, b->active->pdata[i]);
+    if (c != NULL)
+      return c;
+  }
+  return NULL;
 }
 
 static gint
@@ -227,7 +285,8 @@ compare_entries(gconstpointer a, gconstpointer b)
   return 0; /* g_ptr_array_sort is stable: rung order among equals */
 }
 
-/* Promote from every complete rung of k; TRUE when k has finished. */
+/* Promote from every complete rung of k; TRUE when k has finished (its
+ * top rung is done, or a rung has nothing it may promote). */
 static gboolean
 bracket_advance(OptBrackets *b, OptBracket *k)
 {
@@ -242,11 +301,17 @@ bracket_advance(OptBrackets *b, OptBracket *k)
       return TRUE;
     if (k->entries[i + 1]->len > 0)
       continue; /* promoted already */
-    g_autoptr(GPtrArray) ranked = g_ptr_array_copy(rung, NULL, NULL);
-    g_ptr_array_set_free_func(ranked, NULL); /* the copy would inherit the rung's */
+    /* A failed or constraint-rejected result (-inf) is never promoted, as
+     * in asha: the rung promotes fewer, and none ends the bracket. */
+    g_autoptr(GPtrArray) ranked = g_ptr_array_new();
+    for (guint j = 0; j < rung->len; j++)
+      if (((Entry *) rung->pdata[j])->value > -INFINITY)
+        g_ptr_array_add(ranked, rung->pdata[j]);
     g_ptr_array_sort(ranked, compare_entries);
     guint keep = MIN(k->size[i + 1], ranked->len);
-    k->size[i + 1] = MAX(keep, 1);
+    if (keep == 0)
+      return TRUE;
+    k->size[i + 1] = keep;
     for (guint j = 0; j < keep; j++) {
       const Entry *e = ranked->pdata[j];
       g_ptr_array_add(k->entries[i + 1], entry_new(b->space, sieve_genotype_copy(e->genotype), k->fidelity[i + 1]));
@@ -265,13 +330,7 @@ opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitnes
   g_hash_table_remove(b->pending, key);
   e->value = fitness;
   e->state = ENTRY_DONE;
-  for (guint i = 0; i < b->active->len; i++) {
-    OptBracket *k = b->active->pdata[i];
-    if (bracket_advance(b, k)) {
-      g_ptr_array_remove_index(b->active, i);
-      break;
-    }
-  }
+  brackets_advance(b);
   return TRUE;
 }
 

@@ -4,7 +4,7 @@
  *
  *   OptBrackets b;
  *   if (!opt_brackets_init(&b, space, study, options, hyperband, "hyperband", error)) ...
- *   SieveCandidate *c = opt_brackets_next(&b, sample, self);   // NULL: nothing left to sample
+ *   SieveCandidate *c = opt_brackets_next(&b, sample, self);   // NULL: nothing to propose now
  *   opt_brackets_tell(&b, candidate, fitness);
  *
  * A bracket (Jamieson & Talwalkar, "Non-stochastic Best Arm Identification
@@ -73,10 +73,14 @@ gboolean opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveS
 void opt_brackets_clear(OptBrackets *b);
 
 /* The next candidate to evaluate (transfer full), or NULL when sample gave
- * nothing new. */
+ * nothing new and no promotion is ready (one may be once pending results
+ * come back: a rung 0 that sample could not fill makes do with what it has,
+ * and its best 1/eta go up as in a full bracket). */
 SieveCandidate *opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpointer user);
-/* A result: fitness larger is better (-INFINITY for a failure).  Returns
- * FALSE for a candidate the scheduler never proposed (ignored). */
+/* A result: fitness larger is better (-INFINITY for a failure or a
+ * rejection, never promoted: a rung with fewer good results than it keeps
+ * promotes fewer, one with none ends its bracket).  Returns FALSE for a
+ * candidate the scheduler never proposed (ignored). */
 gboolean opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitness);
 
 /* {"opened": t, "brackets": a(tauadaa(addy)), "sampled": as} into dict. */
@@ -87,7 +91,7 @@ gboolean opt_brackets_load(OptBrackets *b, GVariant *state, GError **error);
 #define OPT_BRACKET_OPTIONS                                                                               \
   SIEVE_OPTION_FLOAT("eta", "3", 2, 1e3, "keep the best 1/eta of each rung; fidelity grows eta-fold per rung"), \
   {"min_fidelity", SIEVE_OPTION_TYPE_FLOAT, NULL, 0, INFINITY, NULL,                                      \
-   "lowest fidelity a configuration starts at (default: the evaluator's min)",                            \
+   "lowest fidelity a configuration starts at, whole for an integer fidelity (default: the evaluator's min)", \
    SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}}
 
 G_END_DECLS

@@ -631,6 +631,80 @@ test_bohb_model(void)
   g_assert_cmpfloat(bohb, <, hb);
 }
 
+/* A rejected (broke a constraint) or failed result, fitness -inf, is never
+ * promoted: a rung with fewer good results than it keeps promotes fewer,
+ * none ends its bracket.  One worker over epochs 1..9 (eta 3), a
+ * configuration rejected unless its x < 0.2: one rejected is never asked
+ * again, and the good ones still reach the full fidelity. */
+static void
+test_brackets_rejected(gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, NULL, 4, 1, &fid, &error);
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) rejected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint full = 0, n_rejected = 0;
+  for (guint t = 0; t < 120; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    const char *text = sieve_candidate_get_text(c);
+    if (g_hash_table_contains(rejected, text))
+      g_error("%s: %s was rejected, and asked again at fidelity %g", name, text, sieve_candidate_get_fidelity(c));
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = -x;
+    if (x >= 0.2) {
+      sieve_result_set_status(r, SIEVE_STATUS_REJECTED);
+      objective = NAN;
+      g_hash_table_add(rejected, g_strdup(text));
+      n_rejected++;
+    }
+    full += sieve_candidate_get_fidelity(c) == 9;
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+    g_assert_no_error(error);
+  }
+  g_test_message("%s: %u rejected, %u at the full fidelity", name, n_rejected, full);
+  g_assert_cmpuint(n_rejected, >, 60);
+  g_assert_cmpuint(full, >, 0);
+}
+
+/* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
+ * integer fidelity, whatever eta: the evaluator refuses any other. */
+static void
+test_brackets_fidelities(void)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  const char *const names[] = {"successive_halving", "hyperband", "bohb", "asha"};
+  const char *const options[] = {"{eta: 2.5, min_fidelity: 2}", "{eta: 2, min_fidelity: 3}", "{eta: 3.7}",
+                                 "{eta: 2.2, min_fidelity: 1}"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    for (guint j = 0; j < G_N_ELEMENTS(options); j++) {
+      GError *error = NULL;
+      g_autoptr(SieveOptimizer) opt = optimizer_try(names[i], space, options[j], 1, 1, &budget_fidelity, &error);
+      g_assert_no_error(error);
+      double low = strstr(options[j], "min_fidelity") ? g_ascii_strtod(strstr(options[j], "min_fidelity: ") + 14, NULL)
+                                                       : budget_fidelity.min;
+      for (guint t = 0; t < 150; t++) {
+        g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+        g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+        g_assert_cmpuint(out->len, ==, 1);
+        SieveCandidate *c = out->pdata[0];
+        double f = sieve_candidate_get_fidelity(c);
+        if (!(f >= low && f <= budget_fidelity.max && f == floor(f)))
+          g_error("%s %s: fidelity %g", names[i], options[j], f);
+        double objective = sieve_genotype_get(sieve_candidate_get_genotype(c), 0) * f;
+        g_autoptr(SieveResult) r = sieve_result_new();
+        g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+      }
+    }
+}
+
 /* ---- ASHA ---------------------------------------------------------------- */
 
 /* ASHA (Li et al. 2020, Algorithm 2) on a synthetic objective, the
@@ -1004,6 +1078,10 @@ test_bad_options(void)
                  "first, so one configuration reaches the full fidelity for every 3.65e+19 started; at most "
                  "1000000 are allowed*");
     expect_error(bracketed[i], "{eta: 3}", 1, &over, "test.yaml:1:7: *13 rungs above the first*1.59e+06 started*");
+    /* The evaluator would refuse a fidelity of 3.3 epochs at run time. */
+    expect_error(bracketed[i], "{eta: 2, min_fidelity: 3.3}", 1, &budget_fidelity,
+                 "test.yaml:1:*: min_fidelity 3.3 is not whole, and the evaluator's fidelity 'budget' takes only "
+                 "whole values (use 3 or 4)");
     g_autoptr(SieveSpace) space = test_space("nb201");
     GError *error = NULL;
     g_autoptr(SieveOptimizer) o = optimizer_try(bracketed[i], space, NULL, 1, 1, &edge, &error);
@@ -1040,6 +1118,11 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/hyperband/promotions", "hyperband", test_hyperband);
   g_test_add_data_func("/optimizers/bohb/promotions", "bohb", test_hyperband);
   g_test_add_func("/optimizers/bohb/model", test_bohb_model);
+  g_test_add_data_func("/optimizers/successive-halving/rejected", "successive_halving", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/hyperband/rejected", "hyperband", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/bohb/rejected", "bohb", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/asha/rejected", "asha", test_brackets_rejected);
+  g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
