@@ -2,7 +2,10 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <math.h>
 #include <sieve/sieve.h>
+
+#include "plugins/common.h"
 
 static char *
 plugin_path(const char *name)
@@ -96,6 +99,41 @@ test_init_fails(void)
   assert_refused("init-fails", SIEVE_ERROR_PLUGIN, "plugin 'test-init-fails' init failed: licence server unreachable");
 }
 
+static gboolean
+null_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  g_ptr_array_add(out, NULL);
+  return TRUE;
+}
+
+static const SieveOptimizerClass null_ask_class = {
+    .create = test_create, .destroy = g_free, .ask = null_ask, .tell = test_tell, .save = test_save, .load = test_load,
+};
+
+
+/* A plugin's ask that appends NULL: a clear error naming it, no critical. */
+static void
+test_ask_null(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  const SieveComponentInfo info = {SIEVE_KIND_OPTIMIZER, "test-null-ask", "appends NULL", NULL, &null_ask_class};
+  GError *error = NULL;
+  g_assert_true(sieve_registry_add(registry, &info, &error));
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-null-ask");
+  g_autoptr(SieveSpace) space = sieve_space_new(NULL, NULL, NULL);
+  sieve_space_add_int(space, "layers", 1, 8, FALSE);
+  g_autoptr(SieveOptions) options = sieve_options_new(NULL, NULL, NULL, NULL, NULL, &error);
+  const char *names[] = {"acc", NULL};
+  SieveStudyInfo study = {.seed = 1, .n_objectives = 1, .objective_names = names};
+  g_autoptr(SieveOptimizer) o = sieve_optimizer_new(c, space, options, &study, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_assert_false(sieve_optimizer_ask(o, 1, out, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED);
+  g_assert_cmpstr(error->message, ==, "optimizer 'test-null-ask' appended a NULL candidate (item 1 of its ask)");
+  g_error_free(error);
+}
+
 static void
 test_not_shared_object(void)
 {
@@ -187,6 +225,7 @@ main(int argc, char **argv)
   g_test_add_func("/registry/duplicate", test_duplicate);
   g_test_add_func("/registry/missing-method", test_missing_method);
   g_test_add_func("/registry/init-fails", test_init_fails);
+  g_test_add_func("/registry/ask-null", test_ask_null);
   g_test_add_func("/registry/not-shared-object", test_not_shared_object);
   g_test_add_func("/registry/load-dir", test_load_dir);
   g_test_add_func("/registry/require-suggests", test_require_suggests);
