@@ -70,19 +70,19 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
   case LUA_TBOOLEAN:
-    return sieve_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", FALSE, origin, line, 1);
+    return sieve_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", FALSE, origin, line, 0);
   case LUA_TNUMBER: {
     g_autofree char *text = lua_isinteger(L, idx)
                                 ? g_strdup_printf("%" G_GINT64_FORMAT, (gint64) lua_tointeger(L, idx))
                                 : sieve_text_format_double(lua_tonumber(L, idx));
     if (!lua_isinteger(L, idx) && isnan(lua_tonumber(L, idx)))
-      return sieve_node_new_scalar(".nan", FALSE, origin, line, 1);
+      return sieve_node_new_scalar(".nan", FALSE, origin, line, 0);
     if (!lua_isinteger(L, idx) && isinf(lua_tonumber(L, idx)))
-      return sieve_node_new_scalar(lua_tonumber(L, idx) > 0 ? ".inf" : "-.inf", FALSE, origin, line, 1);
-    return sieve_node_new_scalar(text, FALSE, origin, line, 1);
+      return sieve_node_new_scalar(lua_tonumber(L, idx) > 0 ? ".inf" : "-.inf", FALSE, origin, line, 0);
+    return sieve_node_new_scalar(text, FALSE, origin, line, 0);
   }
   case LUA_TSTRING:
-    return sieve_node_new_scalar(lua_tostring(L, idx), TRUE, origin, line, 1);
+    return sieve_node_new_scalar(lua_tostring(L, idx), TRUE, origin, line, 0);
   case LUA_TTABLE: {
     if (depth > MAX_DEPTH) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u: %s: tables nested too deep (a cycle?)", origin,
@@ -91,7 +91,7 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
     }
     lua_Integer n = sequence_length(L, idx);
     if (n > 0) {
-      g_autoptr(SieveNode) list = sieve_node_new_list(origin, line, 1);
+      g_autoptr(SieveNode) list = sieve_node_new_list(origin, line, 0);
       for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, idx, i);
         g_autofree char *sub = g_strdup_printf("%s[%" G_GINT64_FORMAT "]", path, (gint64) i);
@@ -109,7 +109,7 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
                   "%s:%u: %s: expected a list (keys 1..n) or a map with string keys", origin, line, path);
       return NULL;
     }
-    g_autoptr(SieveNode) map = sieve_node_new_map(origin, line, 1);
+    g_autoptr(SieveNode) map = sieve_node_new_map(origin, line, 0);
     for (guint i = 0; i < keys->len; i++) {
       lua_getfield(L, idx, keys->pdata[i]);
       g_autofree char *sub = g_strdup_printf("%s.%s", path, (char *) keys->pdata[i]);

@@ -284,8 +284,9 @@ void sieve__lua_sandbox_open(SieveLuaHost *host);
 char *sieve__lua_project_dir(void);
 
 /* lua-convert.c */
-/* A Lua value as a config tree, located at origin:line (tables: sequences
- * become lists, others maps with string keys in sorted order). */
+/* A Lua value as a config tree, located at origin:line with column 0 (Lua
+ * tells no column); tables: sequences become lists, others maps with
+ * string keys in sorted order. */
 SieveNode *sieve__lua_to_node(lua_State *L, int idx, const char *origin, guint line, GError **error);
 /* A config tree as a Lua value (scalars typed as YAML reads them). */
 void sieve__lua_push_node(lua_State *L, const SieveNode *node);

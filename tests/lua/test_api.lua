@@ -95,6 +95,22 @@ T.test("option errors name the script line", function()
   local err = T.raises("test_api.lua:", function() sieve.space("hpo", {file = {"a", "b"}}) end)
   T.truthy(err:find("option 'file'", 1, true), err)
   T.raises("no space plugin named 'nb20'", sieve.space, "nb20")
+  -- Lua tells the line of a call, never a column: none is made up, even
+  -- when the call spans lines.
+  local calls = {
+    function() return sieve.space("nb201", {
+      C = 3,
+      N = "bad"}) end,
+    function() return sieve.optimizer("random", nb, {
+      unique = 3}) end,
+    function() return sieve.evaluator("function", nb, {
+      ["function"] = "nope"}) end,
+  }
+  for _, call in ipairs(calls) do
+    local e = T.raises("expects", call)
+    T.truthy(e:find("test_api%.lua:%d+: option '%a+' expects"), e)
+    T.truthy(not e:find("test_api%.lua:%d+:%d+:"), e)
+  end
 end)
 
 T.test("tabular evaluator and results", function()
