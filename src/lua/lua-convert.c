@@ -569,6 +569,47 @@ lua_serialize(lua_State *L)
   return 1;
 }
 
+/* GVariant's parser reports "START-END:what" or "POS:what" (byte offsets
+ * from 0, END past the last byte, maybe ",START2-END2" too): turned into
+ * the characters a user counts from 1, with the text they cover. */
+GVariant *
+sieve__lua_parse_state(const char *text, GError **error)
+{
+  GError *local = NULL;
+  GVariant *v = g_variant_parse(NULL, text, NULL, NULL, &local);
+  if (v != NULL)
+    return v;
+  gsize len = strlen(text);
+  char *end = NULL;
+  guint64 start = g_ascii_strtoull(local->message, &end, 10), stop = start;
+  if (end != local->message && *end == '-')
+    stop = g_ascii_strtoull(end + 1, &end, 10);
+  const char *what = end != local->message ? strchr(end, ':') : NULL;
+  if (what == NULL || start > len || stop > len || stop < start) {
+    /* Not the form we know: its message as it is. */
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "cannot read the saved state: %s", local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  what++;
+  gboolean utf8 = g_utf8_validate(text, (gssize) len, NULL);
+  glong first = utf8 ? g_utf8_pointer_to_offset(text, text + start) + 1 : (glong) start + 1;
+  g_autofree char *where = NULL;
+  if (start == len) {
+    where = g_strdup("at the end of the text");
+  } else {
+    gsize n = MAX(stop, start + 1) - start;
+    g_autofree char *covered = g_strndup(text + start, MIN(n, 40));
+    g_autofree char *shown = g_strescape(covered, NULL);
+    glong last = utf8 ? g_utf8_pointer_to_offset(text, text + start + n) : (glong) (start + n);
+    where = last > first ? g_strdup_printf("characters %ld-%ld ('%s%s')", first, last, shown, n > 40 ? "..." : "")
+                         : g_strdup_printf("character %ld ('%s')", first, shown);
+  }
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "cannot read the saved state: %s: %s", where, what);
+  g_error_free(local);
+  return NULL;
+}
+
 /* sieve.deserialize(text[, space]) -> value; genotypes need their space. */
 static int
 lua_deserialize(lua_State *L)
@@ -578,7 +619,7 @@ lua_deserialize(lua_State *L)
   if (space_idx)
     sieve__lua_check_space(L, 2);
   GError *error = NULL;
-  GVariant *v = g_variant_parse(NULL, text, NULL, NULL, &error);
+  GVariant *v = sieve__lua_parse_state(text, &error);
   if (v == NULL)
     return sieve__lua_error_gerror(L, error);
   gboolean ok = sieve__lua_push_variant(L, v, space_idx, &error);

@@ -298,6 +298,10 @@ char *sieve__lua_to_yaml_flow(lua_State *L, int idx, GError **error);
 GVariant *sieve__lua_to_variant(lua_State *L, int idx, const char *what, GError **error);
 /* space_idx: a space userdata for genotypes, 0 when none is expected. */
 gboolean sieve__lua_push_variant(lua_State *L, GVariant *value, int space_idx, GError **error);
+/* Saved state as text (what sieve.serialize and opt:save give) back into a
+ * value (transfer full), or NULL and an error "cannot read the saved state:
+ * character N ('...'): what GVariant's parser says". */
+GVariant *sieve__lua_parse_state(const char *text, GError **error);
 /* sieve.serialize and sieve.deserialize. */
 void sieve__lua_open_convert(lua_State *L, int sieve_idx);
 /* Validated options as a Lua table {name = value}. */

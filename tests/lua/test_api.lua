@@ -181,6 +181,12 @@ T.test("serialize and deserialize keep types", function()
   local cycle = {}
   cycle.self = cycle
   T.raises("nested deeper", sieve.serialize, cycle)
+  -- Text that is no saved state: where it breaks, in characters from 1.
+  T.raises("cannot read the saved state: at the end of the text: expected value", sieve.deserialize, "<<<", nb)
+  T.raises("cannot read the saved state: characters 1-7 ('garbage'): unknown keyword", sieve.deserialize, "garbage(")
+  T.raises("cannot read the saved state: character 5 (']')", sieve.deserialize, "[1, ]")
+  local opt = sieve.optimizer("random", nb, {}, {seed = 1, objective = "acc"})
+  T.raises("cannot read the saved state: characters 1-7 ('garbage'): unknown keyword", opt.load, opt, "garbage(")
 end)
 
 T.test("a compose space's genotype: both parts, which decisions are the network", function()
