@@ -108,8 +108,9 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
                 sieve_store_get_path(store), diff,
                 script_changes == NULL ? ""
                                        : ". If the change is yours (a bug fixed), continue with --resume "
-                                         "--accept-changed-scripts: the stored trials stay as they are, the later "
-                                         "ones run the new script, and the store records the change");
+                                         "--accept-changed-scripts (in sieve.run: accept_changed_scripts = true): "
+                                         "the stored trials stay as they are, the later ones run the new script, "
+                                         "and the store records the change");
     return FALSE;
   }
   if (!sieve_store_begin(store, error))

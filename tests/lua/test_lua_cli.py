@@ -208,6 +208,18 @@ budget: {evaluations: 16}
 """
 
 
+RUN_AGAIN = """local cfg, store = arg[1], arg[2]
+local more = {["budget.evaluations"] = 18}
+local ok, err = pcall(sieve.run, cfg, {store = store, resume = true, set = more})
+print("refused: " .. tostring(not ok and err:find("accept_changed_scripts = true", 1, true) ~= nil
+                                and err:find("changed since the study was stored", 1, true) ~= nil))
+local _, flag = pcall(sieve.run, cfg, {store = store, accept_changed_scripts = true})
+assert(flag:find("accept_changed_scripts goes with resume = true", 1, true), flag)
+local done = sieve.run(cfg, {store = store, resume = true, accept_changed_scripts = true, set = more})
+print("count " .. done:count())
+"""
+
+
 class TestChangedScripts(Workdir):
     def meta(self, store, key):
         db = sqlite3.connect(store)
@@ -231,7 +243,8 @@ class TestChangedScripts(Workdir):
         self.write("opt.lua", OWN_OPTIMIZER % "")
         p = sieve("run", cfg, "--store", store, "--resume", check=1)
         self.assertIn("lua.load[0]: the file %s changed since the study was stored" % script, p.stderr)
-        self.assertIn("continue with --resume --accept-changed-scripts", p.stderr)
+        self.assertIn("continue with --resume --accept-changed-scripts (in sieve.run: accept_changed_scripts = true)",
+                      p.stderr)
         self.assertEqual(export_rows(store), before)
         self.assertIsNone(self.meta(store, "script_changes"))
         # The flag is for --resume, and covers scripts only.
@@ -258,6 +271,15 @@ class TestChangedScripts(Workdir):
         self.assertEqual(rows[:4], before)
         self.assertEqual(len(rows), 16)
         self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 1)
+
+        # The same from Lua: sieve.run's accept_changed_scripts.
+        self.write("opt.lua", OWN_OPTIMIZER % "-- tidied")
+        runner = self.write("again.lua", RUN_AGAIN)
+        p = sieve("lua", runner, cfg, store, check=0)
+        self.assertIn("refused: true", p.stdout)
+        self.assertIn("count 18", p.stdout)
+        self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 2)
+        self.assertEqual(export_rows(store)[:16], rows)
 
 
 class TestExamples(Workdir):
