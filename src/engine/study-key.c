@@ -320,13 +320,12 @@ key_lines(const char *key)
   return map;
 }
 
-static gboolean is_script_digest(const char *path);
-
-char *
-sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts)
+/* The paths of both keys' lines, each once, sorted. (transfer container:
+ * the strings are a's and b's) */
+static GPtrArray *
+union_paths(GHashTable *a, GHashTable *b)
 {
-  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
-  g_autoptr(GPtrArray) paths = g_ptr_array_new();
+  GPtrArray *paths = g_ptr_array_new();
   GHashTableIter it;
   gpointer path;
   g_hash_table_iter_init(&it, a);
@@ -337,6 +336,16 @@ sieve__study_key_difference(const char *stored, const char *current, gboolean sk
     if (!g_hash_table_contains(a, path))
       g_ptr_array_add(paths, path);
   g_ptr_array_sort(paths, compare_text);
+  return paths;
+}
+
+static gboolean is_script_digest(const char *path);
+
+char *
+sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts)
+{
+  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GPtrArray) paths = union_paths(a, b);
   /* A changed file is named first: its path line may be unchanged. */
   for (guint pass = 0; pass < 2; pass++)
     for (guint i = 0; i < paths->len; i++) {
@@ -384,17 +393,7 @@ sieve__study_key_script_changes(const char *stored, const char *current)
 {
   g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
   g_autoptr(GPtrArray) changes = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GPtrArray) paths = g_ptr_array_new();
-  GHashTableIter it;
-  gpointer path;
-  g_hash_table_iter_init(&it, a);
-  while (g_hash_table_iter_next(&it, &path, NULL))
-    g_ptr_array_add(paths, path);
-  g_hash_table_iter_init(&it, b);
-  while (g_hash_table_iter_next(&it, &path, NULL))
-    if (!g_hash_table_contains(a, path))
-      g_ptr_array_add(paths, path);
-  g_ptr_array_sort(paths, compare_text);
+  g_autoptr(GPtrArray) paths = union_paths(a, b);
   for (guint i = 0; i < paths->len; i++) {
     const char *p = paths->pdata[i];
     const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
