@@ -40,6 +40,14 @@ SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **erro
 SIEVE_INTERNAL_API char *sieve__options_to_json(const SieveOptions *options);
 /* The entry of spec (nullable) named name, or NULL. (transfer none) */
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve__option_spec_find(const SieveOptionSpec *spec, const char *name);
+/* Checks a component's option table before the registry takes it: each
+ * name valid (a letter, then letters, digits, '_', '-'), declared once and
+ * not one of reserved (NULL-terminated, nullable); a known type; a range
+ * whose minimum is not above its maximum; choices for a choice; a default
+ * its own option accepts, and none on a required one.  The error names the
+ * option and what is wrong (SIEVE_ERROR_PLUGIN). */
+SIEVE_INTERNAL_API gboolean sieve__option_spec_check(const SieveOptionSpec *spec, const char *const *reserved,
+                                                     GError **error);
 /* Parses such an object into a map for sieve_options_new (a null is an
  * option left unset); also reads what sieve wrote before: a float option as
  * a quoted number, an any-value option as a string of YAML.  Errors name

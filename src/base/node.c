@@ -190,6 +190,9 @@ sieve_node_where(const SieveNode *node)
    * is all there is to say. */
   if (node->line == 0)
     return g_strdup(node->origin);
+  /* Column 0: a source that knows lines only (a Lua call). */
+  if (node->column == 0)
+    return g_strdup_printf("%s:%u", node->origin, node->line);
   return g_strdup_printf("%s:%u:%u", node->origin, node->line, node->column);
 }
 

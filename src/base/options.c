@@ -338,29 +338,98 @@ type_error: {
 }
 }
 
+/* Errors say "the default of option 'x': ..." (the component's bug, not
+ * the user's): a one-word default has no position worth a line and column;
+ * in a longer one (a list) they are the position in its text. */
 static gboolean
 read_default(const SieveOptionSpec *o, const char *base_dir, OptionValue *v, GError **error)
 {
-  g_autofree char *origin = g_strdup_printf("default of option '%s'", o->name);
+  g_autofree char *origin = g_strdup_printf("the default of option '%s'", o->name);
   g_autoptr(SieveNode) node = NULL;
+  g_autoptr(GError) local = NULL;
   const char *p = o->default_text;
   while (g_ascii_isspace(*p))
     p++;
   if (*p == '\0') {
-    node = sieve_node_new_scalar("", FALSE, origin, 1, 1); /* "" is the empty string, not {} */
-  } else {
-    g_autoptr(GError) local = NULL;
-    node = sieve_node_parse_string(o->default_text, -1, origin, &local);
-    if (node == NULL) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "invalid default: %s", local->message);
+    node = sieve_node_new_scalar("", FALSE, origin, 0, 0); /* "" is the empty string, not {} */
+  } else if ((node = sieve_node_parse_string(o->default_text, -1, origin, &local)) != NULL &&
+             node->kind == SIEVE_NODE_SCALAR) {
+    node->line = node->column = 0;
+  }
+  if (node != NULL && read_value(o, node, TRUE, base_dir, v, &local))
+    return TRUE;
+  g_set_error_literal(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, local->message);
+  return FALSE;
+}
+
+static gboolean
+valid_option_name(const char *name)
+{
+  if (!g_ascii_isalpha(name[0]))
+    return FALSE;
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum(*p) && *p != '_' && *p != '-')
       return FALSE;
+  return TRUE;
+}
+
+/* The first thing wrong with option o of a table (transfer full), or NULL. */
+static char *
+option_spec_problem(const SieveOptionSpec *spec, const SieveOptionSpec *o, const char *const *reserved)
+{
+  if (!valid_option_name(o->name))
+    return g_strdup("its name is not valid (a letter, then letters, digits, '_' and '-')");
+  for (const SieveOptionSpec *before = spec; before < o; before++)
+    if (strcmp(before->name, o->name) == 0)
+      return g_strdup("it is declared twice");
+  for (guint i = 0; reserved && reserved[i]; i++)
+    if (strcmp(reserved[i], o->name) == 0)
+      return g_strdup_printf("the name is reserved: the registry reads '%s' itself", o->name);
+  if ((guint) o->type > SIEVE_OPTION_TYPE_NODE)
+    return g_strdup_printf("its type %d is not an option type", (int) o->type);
+  if ((o->flags & SIEVE_OPTION_HAS_MIN) && isnan(o->min))
+    return g_strdup("its minimum is NaN");
+  if ((o->flags & SIEVE_OPTION_HAS_MAX) && isnan(o->max))
+    return g_strdup("its maximum is NaN");
+  if ((o->flags & SIEVE_OPTION_HAS_MIN) && (o->flags & SIEVE_OPTION_HAS_MAX) && o->min > o->max) {
+    g_autoptr(GString) range = g_string_new("its range is empty: minimum ");
+    append_number(range, o, o->min);
+    g_string_append(range, " is above maximum ");
+    append_number(range, o, o->max);
+    return g_strdup(range->str);
+  }
+  if (o->type == SIEVE_OPTION_TYPE_CHOICE && (o->choices == NULL || o->choices[0] == NULL))
+    return g_strdup("it is a choice without choices");
+  if ((o->flags & SIEVE_OPTION_REQUIRED) && o->default_text != NULL)
+    return g_strdup_printf("it is required but has a default (%s)", o->default_text);
+  if (o->default_text != NULL) {
+    OptionValue v = {0};
+    GError *local = NULL;
+    gboolean ok = read_default(o, NULL, &v, &local);
+    value_clear(&v);
+    if (!ok) {
+      char *message = g_strdup(local->message);
+      g_error_free(local);
+      return message;
     }
   }
-  g_autoptr(GError) local = NULL;
-  if (!read_value(o, node, TRUE, base_dir, v, &local)) {
-    /* A bad default is the component's bug, not the user's. */
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "invalid default: %s", local->message);
-    return FALSE;
+  return NULL;
+}
+
+gboolean
+sieve__option_spec_check(const SieveOptionSpec *spec, const char *const *reserved, GError **error)
+{
+  for (const SieveOptionSpec *o = spec; o && o->name; o++) {
+    g_autofree char *problem = option_spec_problem(spec, o, reserved);
+    if (problem != NULL) {
+      g_autofree char *shown = g_strescape(o->name, NULL);
+      /* A default's message names the option itself. */
+      if (g_str_has_prefix(problem, "the default of option"))
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "%s", problem);
+      else
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "option '%s': %s", shown, problem);
+      return FALSE;
+    }
   }
   return TRUE;
 }

@@ -145,7 +145,7 @@ print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint6
 int
 sieve_cmd_run(int argc, char **argv)
 {
-  gboolean resume = FALSE, quiet = FALSE;
+  gboolean resume = FALSE, quiet = FALSE, accept_scripts = FALSE;
   g_autofree char *store_path = NULL, *lua_allow = NULL;
   g_auto(GStrv) overrides = NULL;
   g_autofree char *report_path = NULL;
@@ -172,6 +172,10 @@ sieve_cmd_run(int argc, char **argv)
        "with --report, also rewrite it every N finished proposals", "N"},
       {"resume", 'r', 0, G_OPTION_ARG_NONE, &resume,
        "continue the study in the store (re-running trials a kill left unfinished)", NULL},
+      {"accept-changed-scripts", 0, 0, G_OPTION_ARG_NONE, &accept_scripts,
+       "with --resume, go on although the experiment's Lua scripts changed (a bug fixed): the stored trials "
+       "stay, later ones run the new scripts, and the store records the change",
+       NULL},
       {"store", 's', 0, G_OPTION_ARG_FILENAME, &store_path, "the study's SQLite file or postgresql:// URL (default: the config's 'store')",
        "PATH"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
@@ -201,6 +205,10 @@ sieve_cmd_run(int argc, char **argv)
   if (local_workers < 0 || in_flight < 0) {
     fprintf(stderr, "sieve run: --local-workers and --in-flight take a positive N, --lease at least 1 s, "
                     "--reconnect-timeout 0 s or more\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (accept_scripts && !resume) {
+    fprintf(stderr, "sieve run: --accept-changed-scripts goes with --resume (a new study has no scripts to compare)\n");
     return SIEVE_EXIT_USAGE;
   }
   if (store_path != NULL && store_path[0] == '\0') {
@@ -245,8 +253,11 @@ sieve_cmd_run(int argc, char **argv)
     return SIEVE_EXIT_USAGE;
   }
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
-  if (store == NULL || !sieve_study_open(store, exp, resume, &error))
+  g_autofree char *accepted = NULL;
+  if (store == NULL || !sieve_study_open_full(store, exp, resume, accept_scripts, &accepted, &error))
     return sieve_cli_fail(error);
+  if (accepted != NULL)
+    printf("accepted changed scripts (recorded in the store): %s\n", accepted);
 
   g_autoptr(GArray) children = g_array_new(FALSE, FALSE, sizeof(GPid));
   if (queued) {

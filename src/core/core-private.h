@@ -143,6 +143,10 @@ SIEVE_INTERNAL_API gboolean sieve__registry_add_from(SieveRegistry *registry, co
 
 /* The registry that holds component. (transfer none) */
 SIEVE_INTERNAL_API const SieveRegistry *sieve__component_get_registry(const SieveComponent *component);
+/* The keys of a section that the registry reads itself, not the component
+ * ("plugin"; an optimizer's "seed" too): no option may take these names.
+ * NULL-terminated. (transfer none) */
+const char *const *sieve__component_reserved_keys(SieveComponentKind kind);
 
 /* ==== spaces' internals ==== */
 

@@ -181,8 +181,6 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
   section->component = sieve_registry_require(registry, kind, name, plugin, error);
   if (section->component == NULL)
     return FALSE;
-  static const char *const reserved_plain[] = {"plugin", NULL};
-  static const char *const reserved_optimizer[] = {"plugin", "seed", NULL};
   g_autofree char *context = g_strdup_printf("%s '%s'", key, name);
   const SieveOptionSpec *spec = sieve_component_get_info(section->component)->options;
   /* The top-level seed is the seed of every component that does not set
@@ -205,7 +203,7 @@ load_section(SieveExperiment *exp, SieveRegistry *registry, SieveComponentKind k
     }
   }
   section->options = sieve_options_new(spec, seeded ? seeded : node,
-                                       kind == SIEVE_KIND_OPTIMIZER ? reserved_optimizer : reserved_plain,
+                                       sieve__component_reserved_keys(kind),
                                        exp->dir, context, error);
   return section->options != NULL;
 }

@@ -61,6 +61,11 @@ sieve_optimizer_ask(SieveOptimizer *optimizer, guint n, GPtrArray *out, GError *
    * store and every later tell: catch it here, naming the optimizer. */
   for (guint i = before; i < out->len; i++) {
     const SieveCandidate *c = out->pdata[i];
+    if (c == NULL) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s' appended a NULL candidate (item %u of its ask)",
+                  sieve_component_get_name(optimizer->component), i - before + 1);
+      return FALSE;
+    }
     if (sieve_candidate_get_space(c) != optimizer->space ||
         !sieve_space_validate(optimizer->space, sieve_candidate_get_genotype(c), &local)) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s' proposed an invalid genotype: %s",

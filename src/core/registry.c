@@ -118,6 +118,38 @@ missing_method(const SieveComponentInfo *info)
   return "kind";
 }
 
+/* What `sieve plugins --describe` shows and every section validates
+ * against must hold up before the component is taken: its option table
+ * (sieve__option_spec_check; the keys the registry reads itself are
+ * reserved) and its example section. */
+const char *const *
+sieve__component_reserved_keys(SieveComponentKind kind)
+{
+  static const char *const reserved_plain[] = {"plugin", NULL};
+  static const char *const reserved_optimizer[] = {"plugin", "seed", NULL};
+  return kind == SIEVE_KIND_OPTIMIZER ? reserved_optimizer : reserved_plain;
+}
+
+static gboolean
+check_info_tables(const SieveComponentInfo *info, GError **error)
+{
+  if (!sieve__option_spec_check(info->options, sieve__component_reserved_keys(info->kind), error))
+    return FALSE;
+  if (info->example == NULL)
+    return TRUE;
+  GError *local = NULL;
+  g_autoptr(SieveNode) example = sieve_node_parse_string(info->example, -1, "its example", &local);
+  if (example != NULL && sieve_node_kind(example) != SIEVE_NODE_MAP)
+    g_set_error(&local, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "its example is not a section ({plugin: ..., ...}): %s",
+                info->example);
+  if (local != NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "%s", local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static const SieveComponent *
 find_staged(SieveRegistry *registry, SieveComponentKind kind, const char *name)
 {
@@ -150,6 +182,8 @@ sieve_registry_add(SieveRegistry *registry, const SieveComponentInfo *info, GErr
   else if (missing_method(info) != NULL)
     g_set_error(&local, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "%s: %s '%s' has no '%s' method", where,
                 kind_names[info->kind], info->name, missing_method(info));
+  else if (!check_info_tables(info, &local))
+    g_prefix_error(&local, "%s: %s '%s': ", where, kind_names[info->kind], info->name);
   else {
     const SieveComponent *other = g_hash_table_lookup(registry->by_kind[info->kind], info->name);
     if (other == NULL)

@@ -390,13 +390,26 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
  * (transfer full) */
 char *sieve__study_key(const SieveExperiment *experiment);
 /* The first setting where two keys differ, "PATH: stored 'A', now 'B'" or
- * the changed file named; NULL when they agree. (transfer full) */
-char *sieve__study_key_difference(const char *stored, const char *current);
+ * the changed file named; NULL when they agree.  skip_scripts: scripts
+ * (see below) are not compared. (transfer full) */
+char *sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts);
+/* When the only differences between two keys are scripts that changed
+ * (lua.load's files, a Lua component's `script`; not added, not removed):
+ * one "PATH<TAB>OLD_SHA256<TAB>NEW_SHA256<TAB>FILE" line each
+ * (transfer full); NULL otherwise, or when they agree. */
+GPtrArray *sieve__study_key_script_changes(const char *stored, const char *current);
 
 /* Creates the study's metadata, or checks that the experiment is the one
  * already stored (without resume, a store holding a study is refused).
  * Nothing stored is changed when the check fails. */
 SIEVE_INTERNAL_API gboolean sieve_study_open(SieveStore *store, const SieveExperiment *experiment, gboolean resume,
                                              GError **error);
+/* sieve_study_open, and with accept_changed_scripts (on resume) a study
+ * whose only differences are changed scripts goes on: the new key is
+ * stored and each change appended to the meta `script_changes` (one
+ * "TIME<TAB>PATH<TAB>OLD_SHA256<TAB>NEW_SHA256<TAB>FILE" line each), and
+ * *accepted (nullable, transfer full) says which, or is NULL. */
+SIEVE_INTERNAL_API gboolean sieve_study_open_full(SieveStore *store, const SieveExperiment *experiment, gboolean resume,
+                                                  gboolean accept_changed_scripts, char **accepted, GError **error);
 
 G_END_DECLS

@@ -320,11 +320,12 @@ key_lines(const char *key)
   return map;
 }
 
-char *
-sieve__study_key_difference(const char *stored, const char *current)
+/* The paths of both keys' lines, each once, sorted. (transfer container:
+ * the strings are a's and b's) */
+static GPtrArray *
+union_paths(GHashTable *a, GHashTable *b)
 {
-  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
-  g_autoptr(GPtrArray) paths = g_ptr_array_new();
+  GPtrArray *paths = g_ptr_array_new();
   GHashTableIter it;
   gpointer path;
   g_hash_table_iter_init(&it, a);
@@ -335,13 +336,23 @@ sieve__study_key_difference(const char *stored, const char *current)
     if (!g_hash_table_contains(a, path))
       g_ptr_array_add(paths, path);
   g_ptr_array_sort(paths, compare_text);
+  return paths;
+}
+
+static gboolean is_script_digest(const char *path);
+
+char *
+sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts)
+{
+  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GPtrArray) paths = union_paths(a, b);
   /* A changed file is named first: its path line may be unchanged. */
   for (guint pass = 0; pass < 2; pass++)
     for (guint i = 0; i < paths->len; i++) {
       const char *p = paths->pdata[i];
       const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
       gboolean digest = g_str_has_suffix(p, "@sha256");
-      if (digest != (pass == 0))
+      if (digest != (pass == 0) || (skip_scripts && is_script_digest(p)))
         continue;
       if (digest && x != NULL && y != NULL) {
         /* "SHA256 FILE": the contents decide, not where the file is. */
@@ -363,4 +374,40 @@ sieve__study_key_difference(const char *stored, const char *current)
       return g_strdup_printf("%s: stored %s, now %s", option, was, now);
     }
   return NULL;
+}
+
+/* A file the user writes as code (lua.load's scripts, a Lua component's
+ * `script`), told apart from data that defines the study (a space file, a
+ * table). */
+static gboolean
+is_script_digest(const char *path)
+{
+  if (!g_str_has_suffix(path, "@sha256"))
+    return FALSE;
+  g_autofree char *option = g_strndup(path, strlen(path) - strlen("@sha256"));
+  return strcmp(option, "lua.load") == 0 || g_str_has_prefix(option, "lua.load[") || g_str_has_suffix(option, ".script");
+}
+
+GPtrArray *
+sieve__study_key_script_changes(const char *stored, const char *current)
+{
+  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GPtrArray) changes = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) paths = union_paths(a, b);
+  for (guint i = 0; i < paths->len; i++) {
+    const char *p = paths->pdata[i];
+    const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
+    gboolean digest = g_str_has_suffix(p, "@sha256");
+    /* A digest is "SHA256 FILE": the contents decide, not where the file is. */
+    if (digest ? x != NULL && y != NULL && strncmp(x, y, 64) == 0 : g_strcmp0(x, y) == 0)
+      continue;
+    /* Only a script that is still there, changed: one added or gone is
+     * another experiment. */
+    if (!is_script_digest(p) || x == NULL || y == NULL || strlen(x) < 64 || strlen(y) < 64)
+      return NULL;
+    const char *file = strchr(y, ' ');
+    g_ptr_array_add(changes, g_strdup_printf("%.*s\t%.64s\t%.64s\t%s", (int) (strlen(p) - strlen("@sha256")), p, x,
+                                             y, file ? file + 1 : "?"));
+  }
+  return changes->len > 0 ? g_steal_pointer(&changes) : NULL;
 }

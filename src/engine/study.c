@@ -16,11 +16,54 @@ first_difference(const char *stored, const char *current)
   }
 }
 
-/* Creates the study's metadata, or checks that the experiment is the one
- * already stored.  Nothing stored is changed when the check fails. */
+/* Appends changes (sieve__study_key_script_changes' lines) to the meta
+ * `script_changes`, each with the time: the study's history of its
+ * scripts, what a reader of its results needs to know.  (in a transaction) */
+static gboolean
+record_script_changes(SieveStore *store, GPtrArray *changes, GError **error)
+{
+  GError *local = NULL;
+  g_autofree char *before = sieve_store_get_meta(store, "script_changes", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *time = g_date_time_format_iso8601(now);
+  GString *history = g_string_new(before);
+  for (guint i = 0; i < changes->len; i++)
+    g_string_append_printf(history, "%s\t%s\n", time, (const char *) changes->pdata[i]);
+  g_autofree char *text = g_string_free(history, FALSE);
+  return sieve_store_set_meta(store, "script_changes", text, error);
+}
+
+/* "lua.load[0] (/x/opt.lua)", for what was accepted. (transfer full) */
+static char *
+describe_changes(GPtrArray *changes)
+{
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < changes->len; i++) {
+    g_auto(GStrv) parts = g_strsplit(changes->pdata[i], "\t", 4);
+    g_string_append_printf(out, "%s%s (%s, sha256 %.12s... now %.12s...)", i ? ", " : "", parts[0], parts[3], parts[1],
+                           parts[2]);
+  }
+  return g_string_free(out, FALSE);
+}
+
 gboolean
 sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume, GError **error)
 {
+  return sieve_study_open_full(store, exp, resume, FALSE, NULL, error);
+}
+
+/* Creates the study's metadata, or checks that the experiment is the one
+ * already stored.  Nothing stored is changed when the check fails. */
+gboolean
+sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean resume, gboolean accept_changed_scripts,
+                      char **accepted, GError **error)
+{
+  if (accepted != NULL)
+    *accepted = NULL;
   g_autofree char *identity = sieve_experiment_identity(exp);
   g_autofree char *key = sieve__study_key(exp);
   GError *local = NULL;
@@ -41,21 +84,42 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
   }
   /* A store written before the study key (sieve 2.1) is checked as it was,
    * on its canonical text, and gets the key on this first resume. */
-  g_autofree char *diff = stored_key != NULL          ? sieve__study_key_difference(stored_key, key)
+  g_autofree char *diff = stored_key != NULL          ? sieve__study_key_difference(stored_key, key, FALSE)
                           : stored != NULL && strcmp(stored, identity) != 0 ? first_difference(stored, identity)
                                                                              : NULL;
-  if (diff != NULL) {
+  /* A script fixed after a bug (the user's own sampler or objective) is
+   * what an Optuna user expects to continue from; but it may change what
+   * later trials mean, so it takes the user's word, and the store keeps
+   * the history. */
+  g_autoptr(GPtrArray) script_changes =
+      diff != NULL && stored_key != NULL ? sieve__study_key_script_changes(stored_key, key) : NULL;
+  if (diff != NULL && accept_changed_scripts && script_changes == NULL && stored_key != NULL) {
+    /* Say what the flag does not cover. */
+    char *other = sieve__study_key_difference(stored_key, key, TRUE);
+    if (other != NULL) {
+      g_free(diff);
+      diff = other;
+    }
+  }
+  if (diff != NULL && !(script_changes != NULL && accept_changed_scripts)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: the experiment differs from the study stored there (only budget, workers and report may "
-                "change on --resume); first difference: %s",
-                sieve_store_get_path(store), diff);
+                "change on --resume); first difference: %s%s",
+                sieve_store_get_path(store), diff,
+                script_changes == NULL ? ""
+                                       : ". If the change is yours (a bug fixed), continue with --resume "
+                                         "--accept-changed-scripts (in sieve.run: accept_changed_scripts = true): "
+                                         "the stored trials stay as they are, the later ones run the new script, "
+                                         "and the store records the change");
     return FALSE;
   }
   if (!sieve_store_begin(store, error))
     return FALSE;
   gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
-  if (ok && stored_key == NULL)
+  if (ok && (stored_key == NULL || script_changes != NULL))
     ok = sieve_store_set_meta(store, "study_key", key, error);
+  if (ok && script_changes != NULL)
+    ok = record_script_changes(store, script_changes, error);
   if (ok && stored == NULL) {
     g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, exp->seed);
     g_autoptr(GDateTime) now = g_date_time_new_now_utc();
@@ -74,5 +138,7 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
     sieve_store_rollback(store);
     return FALSE;
   }
+  if (accepted != NULL && script_changes != NULL)
+    *accepted = describe_changes(script_changes);
   return TRUE;
 }

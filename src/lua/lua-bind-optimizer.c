@@ -165,7 +165,7 @@ optimizer_load(lua_State *L)
   OptimizerBox *box = check_optimizer(L, 1);
   const char *text = luaL_checkstring(L, 2);
   GError *error = NULL;
-  GVariant *state = g_variant_parse(NULL, text, NULL, NULL, &error);
+  GVariant *state = sieve__lua_parse_state(text, &error);
   if (state == NULL)
     return sieve__lua_error_gerror(L, error);
   optimizer_busy(L, box, +1);

@@ -666,11 +666,11 @@ compare_strings(gconstpointer a, gconstpointer b)
   return strcmp(*(const char *const *) a, *(const char *const *) b);
 }
 
-/* ---- sieve.run(file, {set = {...}, store = ..., resume = ..., progress = ...}) ---- */
+/* ---- sieve.run(file, {set = {...}, store = ..., resume = ..., accept_changed_scripts = ..., progress = ...}) ---- */
 
 static gboolean
 run_experiment(SieveLuaHost *host, const char *path, const char *const *overrides, const char *store_override,
-               gboolean resume, gboolean progress, StudyBox *box, GError **error)
+               gboolean resume, gboolean accept_scripts, gboolean progress, StudyBox *box, GError **error)
 {
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
   g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load_granted(host, path, overrides, refused, error);
@@ -689,7 +689,7 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
   g_autofree char *store_path = store_override ? sieve_store_canonical_name(store_override) : g_strdup(exp->store_path);
   {
     g_autoptr(SieveStore) store = sieve_store_open(store_path, SIEVE_STORE_WRITE, error);
-    if (store == NULL || !sieve_study_open(store, exp, resume, error))
+    if (store == NULL || !sieve_study_open_full(store, exp, resume, accept_scripts, NULL, error))
       return FALSE;
     gint64 all = sieve_store_count_trials(store, -1, error);
     gint64 pending = all < 0 ? -1 : sieve_store_count_trials(store, SIEVE_STATUS_PENDING, error);
@@ -733,10 +733,10 @@ run_new(lua_State *L)
   }
   const char *path = lua_tostring(L, 3);
   const char *store = NULL;
-  gboolean resume = FALSE, progress = FALSE;
+  gboolean resume = FALSE, accept_scripts = FALSE, progress = FALSE;
   if (!lua_isnil(L, 2))
     luaL_checktype(L, 2, LUA_TTABLE);
-  static const char *const keys[] = {"set", "store", "resume", "progress", NULL};
+  static const char *const keys[] = {"set", "store", "resume", "accept_changed_scripts", "progress", NULL};
   sieve__lua_check_keys(L, 2, "sieve.run", keys);
   GPtrArray *overrides = g_ptr_array_new_with_free_func(g_free);
   if (!lua_isnil(L, 2)) {
@@ -746,7 +746,13 @@ run_new(lua_State *L)
     resume = lua_toboolean(L, -1);
     lua_getfield(L, 2, "progress");
     progress = lua_toboolean(L, -1);
-    lua_pop(L, 2); /* store's string stays on the stack */
+    lua_getfield(L, 2, "accept_changed_scripts");
+    accept_scripts = lua_toboolean(L, -1);
+    lua_pop(L, 3); /* store's string stays on the stack */
+    if (accept_scripts && !resume) {
+      g_ptr_array_unref(overrides);
+      return luaL_error(L, "sieve.run: accept_changed_scripts goes with resume = true");
+    }
     lua_getfield(L, 2, "set");
     if (lua_istable(L, -1)) {
       /* Sorted keys: the overrides apply in the same order every run. */
@@ -772,7 +778,7 @@ run_new(lua_State *L)
   StudyBox *box = push_study(L);
   GError *error = NULL;
   gboolean ok = run_experiment(sieve__lua_host(L), path, (const char *const *) overrides->pdata, store, resume,
-                               progress, box, &error);
+                               accept_scripts, progress, box, &error);
   g_ptr_array_unref(overrides);
   if (!ok)
     return sieve__lua_error_gerror(L, error);

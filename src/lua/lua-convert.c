@@ -70,19 +70,19 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
   case LUA_TBOOLEAN:
-    return sieve_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", FALSE, origin, line, 1);
+    return sieve_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", FALSE, origin, line, 0);
   case LUA_TNUMBER: {
     g_autofree char *text = lua_isinteger(L, idx)
                                 ? g_strdup_printf("%" G_GINT64_FORMAT, (gint64) lua_tointeger(L, idx))
                                 : sieve_text_format_double(lua_tonumber(L, idx));
     if (!lua_isinteger(L, idx) && isnan(lua_tonumber(L, idx)))
-      return sieve_node_new_scalar(".nan", FALSE, origin, line, 1);
+      return sieve_node_new_scalar(".nan", FALSE, origin, line, 0);
     if (!lua_isinteger(L, idx) && isinf(lua_tonumber(L, idx)))
-      return sieve_node_new_scalar(lua_tonumber(L, idx) > 0 ? ".inf" : "-.inf", FALSE, origin, line, 1);
-    return sieve_node_new_scalar(text, FALSE, origin, line, 1);
+      return sieve_node_new_scalar(lua_tonumber(L, idx) > 0 ? ".inf" : "-.inf", FALSE, origin, line, 0);
+    return sieve_node_new_scalar(text, FALSE, origin, line, 0);
   }
   case LUA_TSTRING:
-    return sieve_node_new_scalar(lua_tostring(L, idx), TRUE, origin, line, 1);
+    return sieve_node_new_scalar(lua_tostring(L, idx), TRUE, origin, line, 0);
   case LUA_TTABLE: {
     if (depth > MAX_DEPTH) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u: %s: tables nested too deep (a cycle?)", origin,
@@ -91,7 +91,7 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
     }
     lua_Integer n = sequence_length(L, idx);
     if (n > 0) {
-      g_autoptr(SieveNode) list = sieve_node_new_list(origin, line, 1);
+      g_autoptr(SieveNode) list = sieve_node_new_list(origin, line, 0);
       for (lua_Integer i = 1; i <= n; i++) {
         lua_rawgeti(L, idx, i);
         g_autofree char *sub = g_strdup_printf("%s[%" G_GINT64_FORMAT "]", path, (gint64) i);
@@ -109,7 +109,7 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
                   "%s:%u: %s: expected a list (keys 1..n) or a map with string keys", origin, line, path);
       return NULL;
     }
-    g_autoptr(SieveNode) map = sieve_node_new_map(origin, line, 1);
+    g_autoptr(SieveNode) map = sieve_node_new_map(origin, line, 0);
     for (guint i = 0; i < keys->len; i++) {
       lua_getfield(L, idx, keys->pdata[i]);
       g_autofree char *sub = g_strdup_printf("%s.%s", path, (char *) keys->pdata[i]);
@@ -569,6 +569,47 @@ lua_serialize(lua_State *L)
   return 1;
 }
 
+/* GVariant's parser reports "START-END:what" or "POS:what" (byte offsets
+ * from 0, END past the last byte, maybe ",START2-END2" too): turned into
+ * the characters a user counts from 1, with the text they cover. */
+GVariant *
+sieve__lua_parse_state(const char *text, GError **error)
+{
+  GError *local = NULL;
+  GVariant *v = g_variant_parse(NULL, text, NULL, NULL, &local);
+  if (v != NULL)
+    return v;
+  gsize len = strlen(text);
+  char *end = NULL;
+  guint64 start = g_ascii_strtoull(local->message, &end, 10), stop = start;
+  if (end != local->message && *end == '-')
+    stop = g_ascii_strtoull(end + 1, &end, 10);
+  const char *what = end != local->message ? strchr(end, ':') : NULL;
+  if (what == NULL || start > len || stop > len || stop < start) {
+    /* Not the form we know: its message as it is. */
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "cannot read the saved state: %s", local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  what++;
+  gboolean utf8 = g_utf8_validate(text, (gssize) len, NULL);
+  glong first = utf8 ? g_utf8_pointer_to_offset(text, text + start) + 1 : (glong) start + 1;
+  g_autofree char *where = NULL;
+  if (start == len) {
+    where = g_strdup("at the end of the text");
+  } else {
+    gsize n = MAX(stop, start + 1) - start;
+    g_autofree char *covered = g_strndup(text + start, MIN(n, 40));
+    g_autofree char *shown = g_strescape(covered, NULL);
+    glong last = utf8 ? g_utf8_pointer_to_offset(text, text + start + n) : (glong) (start + n);
+    where = last > first ? g_strdup_printf("characters %ld-%ld ('%s%s')", first, last, shown, n > 40 ? "..." : "")
+                         : g_strdup_printf("character %ld ('%s')", first, shown);
+  }
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "cannot read the saved state: %s: %s", where, what);
+  g_error_free(local);
+  return NULL;
+}
+
 /* sieve.deserialize(text[, space]) -> value; genotypes need their space. */
 static int
 lua_deserialize(lua_State *L)
@@ -578,7 +619,7 @@ lua_deserialize(lua_State *L)
   if (space_idx)
     sieve__lua_check_space(L, 2);
   GError *error = NULL;
-  GVariant *v = g_variant_parse(NULL, text, NULL, NULL, &error);
+  GVariant *v = sieve__lua_parse_state(text, &error);
   if (v == NULL)
     return sieve__lua_error_gerror(L, error);
   gboolean ok = sieve__lua_push_variant(L, v, space_idx, &error);

@@ -284,8 +284,9 @@ void sieve__lua_sandbox_open(SieveLuaHost *host);
 char *sieve__lua_project_dir(void);
 
 /* lua-convert.c */
-/* A Lua value as a config tree, located at origin:line (tables: sequences
- * become lists, others maps with string keys in sorted order). */
+/* A Lua value as a config tree, located at origin:line with column 0 (Lua
+ * tells no column); tables: sequences become lists, others maps with
+ * string keys in sorted order. */
 SieveNode *sieve__lua_to_node(lua_State *L, int idx, const char *origin, guint line, GError **error);
 /* A config tree as a Lua value (scalars typed as YAML reads them). */
 void sieve__lua_push_node(lua_State *L, const SieveNode *node);
@@ -297,6 +298,10 @@ char *sieve__lua_to_yaml_flow(lua_State *L, int idx, GError **error);
 GVariant *sieve__lua_to_variant(lua_State *L, int idx, const char *what, GError **error);
 /* space_idx: a space userdata for genotypes, 0 when none is expected. */
 gboolean sieve__lua_push_variant(lua_State *L, GVariant *value, int space_idx, GError **error);
+/* Saved state as text (what sieve.serialize and opt:save give) back into a
+ * value (transfer full), or NULL and an error "cannot read the saved state:
+ * character N ('...'): what GVariant's parser says". */
+GVariant *sieve__lua_parse_state(const char *text, GError **error);
 /* sieve.serialize and sieve.deserialize. */
 void sieve__lua_open_convert(lua_State *L, int sieve_idx);
 /* Validated options as a Lua table {name = value}. */

@@ -58,7 +58,8 @@ SIEVE_API SieveNodeKind sieve_node_kind(const SieveNode *node);
 SIEVE_API const char *sieve_node_origin(const SieveNode *node);
 SIEVE_API guint sieve_node_line(const SieveNode *node);
 SIEVE_API guint sieve_node_column(const SieveNode *node);
-/* "origin:line:col", or origin alone for a node made at line 0 (a value
+/* "origin:line:col"; "origin:line" for a node made at column 0 (Lua gives
+ * a line, no column); origin alone for a node made at line 0 (a value
  * given as a command-line flag: "--lr 0.5"). (transfer full) */
 SIEVE_API char *sieve_node_where(const SieveNode *node);
 

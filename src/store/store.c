@@ -276,6 +276,7 @@ struct _SieveStore {
   gint64 version; /* the file's schema version (older files opened read-only stay as they are) */
   gint64 run;   /* recorded with new trials; 0: none (NULL) */
   gboolean latency_table; /* latency_ops exists (created or found) */
+  gboolean wal_writer;    /* a writer of a file in WAL mode: checkpoints at close */
   SieveDbStmt *stmts[N_STMTS]; /* prepared on first use, kept until close */
 };
 
@@ -722,6 +723,7 @@ check_schema(SieveStore *store, GError **error)
                 "%s: cannot use a WAL journal here (a file system without shared memory?)", store->path);
     return FALSE;
   }
+  store->wal_writer = TRUE;
   if (!exec(store, "PRAGMA synchronous=NORMAL", "cannot set synchronous", error))
     return FALSE;
   if (!empty)
@@ -868,6 +870,39 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   return g_steal_pointer(&store);
 }
 
+/* A writer leaves the whole study in the main file when it closes.  SQLite
+ * checkpoints the WAL at close only when no other connection has the file
+ * open: with a reader at work (`sieve serve`, a report) every trial would
+ * stay in the -wal file, and a copy of the .sieve file alone would be an
+ * empty database.  A reader cannot checkpoint (it is read-only), so the
+ * writer does it, TRUNCATE leaving an empty -wal.  The busy timeout lets a
+ * reader's running query finish first; a reader that holds an old snapshot
+ * longer keeps the frames past it out of the main file, and then we say so
+ * (nothing is lost: the -wal holds them, and the next writer checkpoints). */
+static void
+checkpoint_sqlite(SieveStore *store)
+{
+  SieveDbStmt *stmt = sieve__db_prepare(store->db, "PRAGMA wal_checkpoint(TRUNCATE)", FALSE);
+  g_autofree char *why = NULL;
+  if (stmt == NULL || sieve__db_step(stmt) != SIEVE_DB_ROW) {
+    why = g_strdup(sieve__db_errmsg(store->db));
+  } else {
+    /* (busy, frames in the WAL, frames copied): busy with every frame
+     * copied is a reader still reading the -wal; the main file holds all. */
+    gint64 busy = sieve__db_column_int64(stmt, 0), frames = sieve__db_column_int64(stmt, 1);
+    gint64 copied = sieve__db_column_int64(stmt, 2);
+    if (frames < 0 || copied != frames)
+      why = g_strdup_printf("%s; %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " pages copied",
+                            busy ? "a reader held an older view of the study" : "the checkpoint stopped", MAX(copied, 0),
+                            frames);
+  }
+  sieve__db_finalize(stmt);
+  if (why != NULL)
+    g_warning("%s: the last trials stay in %s-wal (%s); copy that file with the store, or copy the study with "
+              "`sieve store copy`, which reads both (the next writer folds it in)",
+              store->path, store->path, why);
+}
+
 void
 sieve_store_close(SieveStore *store)
 {
@@ -879,6 +914,8 @@ sieve_store_close(SieveStore *store)
       sieve__db_exec(store->db, "ROLLBACK");
     for (guint i = 0; i < N_STMTS; i++)
       sieve__db_finalize(store->stmts[i]);
+    if (store->wal_writer)
+      checkpoint_sqlite(store);
     sieve__db_close(store->db);
   }
   /* After closing the connection, so that the lock outlives every write. */

@@ -118,6 +118,10 @@ test_parse_marks(void)
   g_autoptr(GError) flag_error = NULL;
   sieve_node_set_error(&flag_error, flag, "too %s", "high");
   g_assert_cmpstr(flag_error->message, ==, "--lr 0.5: too high");
+  /* Column 0, a Lua call's value: the line, no made-up column. */
+  g_autoptr(SieveNode) from_lua = sieve_node_new_scalar("bad", TRUE, "run.lua", 12, 0);
+  g_autofree char *lua_where = sieve_node_where(from_lua);
+  g_assert_cmpstr(lua_where, ==, "run.lua:12");
 
   g_assert_cmpstr(sieve_node_text(at(root, "strings.plain")), ==, "hello world");
   g_assert_cmpstr(sieve_node_text(at(root, "strings.literal")), ==, "line one\nline two\n");

@@ -164,8 +164,7 @@ test_defaults(void)
   g_assert_null(bad);
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED);
   g_assert_cmpstr(error->message, ==,
-                  "invalid default: default of option 'population':1:1: option 'population' "
-                  "expects an integer, got 'ten'");
+                  "the default of option 'population': option 'population' expects an integer, got 'ten'");
 }
 
 static void

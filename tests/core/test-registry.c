@@ -2,7 +2,10 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <math.h>
 #include <sieve/sieve.h>
+
+#include "plugins/common.h"
 
 static char *
 plugin_path(const char *name)
@@ -97,6 +100,156 @@ test_init_fails(void)
 }
 
 static void
+test_bad_options_plugin(void)
+{
+  assert_refused("bad-options", SIEVE_ERROR_PLUGIN,
+                 "test-bad-options.so: optimizer 'test-bad-default': the default of option 'population': "
+                 "option 'population' expects an integer in [2, 100], got 0");
+}
+
+/* ---- option tables, checked as the registry takes a component ---------- */
+
+static gboolean
+null_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  g_ptr_array_add(out, NULL);
+  return TRUE;
+}
+
+static const SieveOptimizerClass null_ask_class = {
+    .create = test_create, .destroy = g_free, .ask = null_ask, .tell = test_tell, .save = test_save, .load = test_load,
+};
+
+static gpointer
+ev_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  return g_new0(int, 1);
+}
+
+static SieveResult *
+ev_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
+{
+  return sieve_result_new();
+}
+
+static const SieveEvaluatorClass test_evaluator_class = {.create = ev_create, .destroy = g_free, .evaluate = ev_evaluate};
+
+static const char *const ab[] = {"a", "b", NULL};
+static const SieveOptionSpec t_range[] = {SIEVE_OPTION_INT("pop", "0", 2, 100, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_type[] = {SIEVE_OPTION_INT("pop", "abc", 2, 100, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_choice[] = {SIEVE_OPTION_CHOICE("c", "z", ab, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_no_choices[] = {SIEVE_OPTION_CHOICE("c", "a", NULL, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_dup[] = {SIEVE_OPTION_INT("pop", "3", 2, 100, "x"), SIEVE_OPTION_INT("pop", "4", 2, 100, "y"),
+                                        SIEVE_OPTION_END};
+static const SieveOptionSpec t_plugin[] = {SIEVE_OPTION_STRING("plugin", "x", "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_seed[] = {SIEVE_OPTION_STRING("seed", "x", "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_name[] = {SIEVE_OPTION_INT("Bad Name<&>", "3", 2, 100, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_minmax[] = {SIEVE_OPTION_FLOAT("f", "5", 10, 1, "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_yaml[] = {SIEVE_OPTION_STRING_LIST("l", "[a, b", "x"), SIEVE_OPTION_END};
+static const SieveOptionSpec t_type_id[] = {{"t", (SieveOptionType) 77, "3", 0, 10, NULL, "x", 0, {NULL}}, SIEVE_OPTION_END};
+static const SieveOptionSpec t_required[] = {{"r", SIEVE_OPTION_TYPE_STRING, "x", 0, 0, NULL, "x", SIEVE_OPTION_REQUIRED, {NULL}},
+                                             SIEVE_OPTION_END};
+/* Fine: an evaluator or a space may have a seed of its own. */
+static const SieveOptionSpec t_own_seed[] = {SIEVE_OPTION_INT("seed", "0", 0, 1e9, "x"), SIEVE_OPTION_END};
+
+static void
+test_option_tables(void)
+{
+  static const struct {
+    const SieveOptionSpec *options;
+    SieveComponentKind kind;
+    const char *example;
+    const char *message; /* NULL: accepted */
+  } cases[] = {
+      {t_range, SIEVE_KIND_OPTIMIZER, NULL,
+       "the default of option 'pop': option 'pop' expects an integer in [2, 100], got 0"},
+      {t_type, SIEVE_KIND_OPTIMIZER, NULL, "the default of option 'pop': option 'pop' expects an integer, got 'abc'"},
+      {t_choice, SIEVE_KIND_OPTIMIZER, NULL, "the default of option 'c': option 'c' expects one of a, b; got 'z'"},
+      {t_no_choices, SIEVE_KIND_OPTIMIZER, NULL, "option 'c': it is a choice without choices"},
+      {t_dup, SIEVE_KIND_OPTIMIZER, NULL, "option 'pop': it is declared twice"},
+      {t_plugin, SIEVE_KIND_EVALUATOR, NULL, "option 'plugin': the name is reserved: the registry reads 'plugin' itself"},
+      {t_seed, SIEVE_KIND_OPTIMIZER, NULL, "option 'seed': the name is reserved: the registry reads 'seed' itself"},
+      {t_own_seed, SIEVE_KIND_EVALUATOR, NULL, NULL},
+      {t_name, SIEVE_KIND_OPTIMIZER, NULL,
+       "option 'Bad Name<&>': its name is not valid (a letter, then letters, digits, '_' and '-')"},
+      {t_minmax, SIEVE_KIND_OPTIMIZER, NULL, "option 'f': its range is empty: minimum 10 is above maximum 1"},
+      {t_yaml, SIEVE_KIND_OPTIMIZER, NULL, "the default of option 'l':1:"},
+      {t_type_id, SIEVE_KIND_OPTIMIZER, NULL, "option 't': its type 77 is not an option type"},
+      {t_required, SIEVE_KIND_OPTIMIZER, NULL, "option 'r': it is required but has a default (x)"},
+      {NULL, SIEVE_KIND_OPTIMIZER, "{plugin: x, nope: [1", "its example:1:"},
+      {NULL, SIEVE_KIND_OPTIMIZER, "- plugin: x", "its example is not a section"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(SieveRegistry) registry = sieve_registry_new();
+    g_autofree char *name = g_strdup_printf("case-%u", i);
+    gconstpointer klass = cases[i].kind == SIEVE_KIND_EVALUATOR ? (gconstpointer) &test_evaluator_class : &test_class;
+    const SieveComponentInfo info = {cases[i].kind, name, "a table under test", cases[i].options, klass,
+                                     cases[i].example, {NULL}};
+    GError *error = NULL;
+    gboolean ok = sieve_registry_add(registry, &info, &error);
+    if (cases[i].message == NULL) {
+      g_assert_no_error(error);
+      g_assert_true(ok);
+      continue;
+    }
+    g_assert_false(ok);
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN);
+    g_test_message("%s", error->message);
+    g_autofree char *want = g_strdup_printf("<builtin>: %s '%s': %s", sieve_component_kind_to_string(cases[i].kind),
+                                            name, cases[i].message);
+    if (!g_str_has_prefix(error->message, want))
+      g_error("case %u: '%s' does not start with '%s'", i, error->message, want);
+    g_error_free(error);
+    g_assert_null(sieve_registry_lookup(registry, cases[i].kind, name));
+  }
+}
+
+/* Every plugin built with sieve passes the registry's checks. */
+static void
+test_shipped_plugins(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  sieve_registry_load_default(registry, NULL, errors);
+  for (guint i = 0; i < errors->len; i++)
+    g_test_message("refused: %s", ((GError *) errors->pdata[i])->message);
+  g_assert_cmpuint(errors->len, ==, 0);
+  g_autoptr(GPtrArray) files = sieve_registry_loaded_files(registry);
+  g_assert_cmpuint(files->len, >=, 10);
+  guint n = 0;
+  for (SieveComponentKind k = SIEVE_KIND_SPACE; k <= SIEVE_KIND_EVALUATOR; k++) {
+    g_autoptr(GPtrArray) list = sieve_registry_list(registry, k);
+    n += list->len;
+  }
+  g_test_message("%u plugin files, %u components", files->len, n);
+  g_assert_nonnull(sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "tpe"));
+  g_assert_nonnull(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "nb201"));
+}
+
+/* A plugin's ask that appends NULL: a clear error naming it, no critical. */
+static void
+test_ask_null(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  const SieveComponentInfo info = {SIEVE_KIND_OPTIMIZER, "test-null-ask", "appends NULL", NULL, &null_ask_class};
+  GError *error = NULL;
+  g_assert_true(sieve_registry_add(registry, &info, &error));
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-null-ask");
+  g_autoptr(SieveSpace) space = sieve_space_new(NULL, NULL, NULL);
+  sieve_space_add_int(space, "layers", 1, 8, FALSE);
+  g_autoptr(SieveOptions) options = sieve_options_new(NULL, NULL, NULL, NULL, NULL, &error);
+  const char *names[] = {"acc", NULL};
+  SieveStudyInfo study = {.seed = 1, .n_objectives = 1, .objective_names = names};
+  g_autoptr(SieveOptimizer) o = sieve_optimizer_new(c, space, options, &study, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_assert_false(sieve_optimizer_ask(o, 1, out, &error));
+  g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED);
+  g_assert_cmpstr(error->message, ==, "optimizer 'test-null-ask' appended a NULL candidate (item 1 of its ask)");
+  g_error_free(error);
+}
+
+static void
 test_not_shared_object(void)
 {
   g_autofree char *dir = g_dir_make_tmp("sieve-registry-XXXXXX", NULL);
@@ -123,10 +276,10 @@ test_load_dir(void)
   guint loaded = sieve_registry_load_dir(registry, TEST_PLUGIN_DIR, FALSE, errors);
   /* Files load in name order: test-duplicate.so comes before test-good.so,
    * so it takes 'test-good' and the good plugin is the one refused as a
-   * duplicate; abi-major, abi-minor, init-fails, missing-method and
-   * no-descriptor are refused for their own reasons. */
+   * duplicate; abi-major, abi-minor, bad-options, init-fails,
+   * missing-method and no-descriptor are refused for their own reasons. */
   g_assert_cmpuint(loaded, ==, 1);
-  g_assert_cmpuint(errors->len, ==, 6);
+  g_assert_cmpuint(errors->len, ==, 7);
   const SieveComponent *fresh = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-fresh");
   const SieveComponent *good = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "test-good");
   g_assert_nonnull(fresh);
@@ -187,6 +340,10 @@ main(int argc, char **argv)
   g_test_add_func("/registry/duplicate", test_duplicate);
   g_test_add_func("/registry/missing-method", test_missing_method);
   g_test_add_func("/registry/init-fails", test_init_fails);
+  g_test_add_func("/registry/bad-options-plugin", test_bad_options_plugin);
+  g_test_add_func("/registry/option-tables", test_option_tables);
+  g_test_add_func("/registry/shipped-plugins", test_shipped_plugins);
+  g_test_add_func("/registry/ask-null", test_ask_null);
   g_test_add_func("/registry/not-shared-object", test_not_shared_object);
   g_test_add_func("/registry/load-dir", test_load_dir);
   g_test_add_func("/registry/require-suggests", test_require_suggests);

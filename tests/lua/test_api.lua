@@ -95,6 +95,22 @@ T.test("option errors name the script line", function()
   local err = T.raises("test_api.lua:", function() sieve.space("hpo", {file = {"a", "b"}}) end)
   T.truthy(err:find("option 'file'", 1, true), err)
   T.raises("no space plugin named 'nb20'", sieve.space, "nb20")
+  -- Lua tells the line of a call, never a column: none is made up, even
+  -- when the call spans lines.
+  local calls = {
+    function() return sieve.space("nb201", {
+      C = 3,
+      N = "bad"}) end,
+    function() return sieve.optimizer("random", nb, {
+      unique = 3}) end,
+    function() return sieve.evaluator("function", nb, {
+      ["function"] = "nope"}) end,
+  }
+  for _, call in ipairs(calls) do
+    local e = T.raises("expects", call)
+    T.truthy(e:find("test_api%.lua:%d+: option '%a+' expects"), e)
+    T.truthy(not e:find("test_api%.lua:%d+:%d+:"), e)
+  end
 end)
 
 T.test("tabular evaluator and results", function()
@@ -165,6 +181,12 @@ T.test("serialize and deserialize keep types", function()
   local cycle = {}
   cycle.self = cycle
   T.raises("nested deeper", sieve.serialize, cycle)
+  -- Text that is no saved state: where it breaks, in characters from 1.
+  T.raises("cannot read the saved state: at the end of the text: expected value", sieve.deserialize, "<<<", nb)
+  T.raises("cannot read the saved state: characters 1-7 ('garbage'): unknown keyword", sieve.deserialize, "garbage(")
+  T.raises("cannot read the saved state: character 5 (']')", sieve.deserialize, "[1, ]")
+  local opt = sieve.optimizer("random", nb, {}, {seed = 1, objective = "acc"})
+  T.raises("cannot read the saved state: characters 1-7 ('garbage'): unknown keyword", opt.load, opt, "garbage(")
 end)
 
 T.test("a compose space's genotype: both parts, which decisions are the network", function()

@@ -7,6 +7,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -182,6 +183,103 @@ class TestSandboxFromYaml(Workdir):
         cfg = self.simple("typo", script, "lua: {alow: [io]}")
         p = sieve("run", cfg, "--store", self.path("t.sieve"), check=2)
         self.assertRegex(p.stderr, r"typo\.yaml:7:7: unknown option 'alow'.*did you mean 'allow'")
+
+
+# An optimizer of the user's own (lua.load), with a bug that stops the study
+# at its fifth ask: what an Optuna user fixes and then continues.
+OWN_OPTIMIZER = """sieve.register_optimizer{name = "myopt",
+  ask = function(self, n)
+    self.state.n = (self.state.n or 0) + 1
+    %s
+    return {self.space:sample(self.rng)}
+  end,
+  tell = function(self, t) end}
+"""
+BUG = 'if self.state.n > 4 then error("bug in my optimizer") end'
+
+OWN = """name: own
+seed: 0
+lua: {load: [opt.lua]}
+space: {plugin: hpo, file: %s}
+optimizer: {plugin: myopt}
+evaluator: {plugin: function, function: branin, delay: 0.02}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 16}
+"""
+
+
+RUN_AGAIN = """local cfg, store = arg[1], arg[2]
+local more = {["budget.evaluations"] = 18}
+local ok, err = pcall(sieve.run, cfg, {store = store, resume = true, set = more})
+print("refused: " .. tostring(not ok and err:find("accept_changed_scripts = true", 1, true) ~= nil
+                                and err:find("changed since the study was stored", 1, true) ~= nil))
+local _, flag = pcall(sieve.run, cfg, {store = store, accept_changed_scripts = true})
+assert(flag:find("accept_changed_scripts goes with resume = true", 1, true), flag)
+local done = sieve.run(cfg, {store = store, resume = true, accept_changed_scripts = true, set = more})
+print("count " .. done:count())
+"""
+
+
+class TestChangedScripts(Workdir):
+    def meta(self, store, key):
+        db = sqlite3.connect(store)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        finally:
+            db.close()
+        return row[0] if row else None
+
+    def test_fix_a_script_and_go_on(self):
+        script = self.write("opt.lua", OWN_OPTIMIZER % BUG)
+        cfg = self.write("own.yaml", OWN % os.path.join(ROOT, "search_spaces", "branin.yaml"))
+        store = self.path("own.sieve")
+        p = sieve("run", cfg, "--store", store, check=1)
+        self.assertIn("bug in my optimizer", p.stderr)
+        self.assertIn("continue with --resume", p.stderr)
+        before = export_rows(store)
+        self.assertEqual(len(before), 4)
+
+        # The bug fixed: a plain --resume refuses, and says how to go on.
+        self.write("opt.lua", OWN_OPTIMIZER % "")
+        p = sieve("run", cfg, "--store", store, "--resume", check=1)
+        self.assertIn("lua.load[0]: the file %s changed since the study was stored" % script, p.stderr)
+        self.assertIn("continue with --resume --accept-changed-scripts (in sieve.run: accept_changed_scripts = true)",
+                      p.stderr)
+        self.assertEqual(export_rows(store), before)
+        self.assertIsNone(self.meta(store, "script_changes"))
+        # The flag is for --resume, and covers scripts only.
+        p = sieve("run", cfg, "--store", self.path("new.sieve"), "--accept-changed-scripts", check=2)
+        self.assertIn("--accept-changed-scripts goes with --resume", p.stderr)
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set", "tell_order=trial",
+                  check=1)
+        self.assertIn("first difference: tell_order: stored 'completion', now 'trial'", p.stderr)
+        self.assertNotIn("--accept-changed-scripts:", p.stderr)
+        self.assertEqual(export_rows(store), before)
+
+        # Accepted, then killed in the middle and resumed without the flag:
+        # the new digest is the study's now, and the first trials stay.
+        sieve_cli.run_until(self, ["run", cfg, "--store", store, "--resume", "--accept-changed-scripts"], kill_at=8)
+        history = self.meta(store, "script_changes").splitlines()
+        self.assertEqual(len(history), 1)
+        when, path, old, new, file = history[0].split("\t")
+        self.assertEqual((path, file), ("lua.load[0]", script))
+        self.assertNotEqual(old, new)
+        self.assertRegex(old + new, r"^[0-9a-f]{128}$")
+        p = sieve("run", cfg, "--store", store, "--resume", check=0)
+        self.assertIn("16 trials: 16 ok", p.stdout)
+        rows = export_rows(store)
+        self.assertEqual(rows[:4], before)
+        self.assertEqual(len(rows), 16)
+        self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 1)
+
+        # The same from Lua: sieve.run's accept_changed_scripts.
+        self.write("opt.lua", OWN_OPTIMIZER % "-- tidied")
+        runner = self.write("again.lua", RUN_AGAIN)
+        p = sieve("lua", runner, cfg, store, check=0)
+        self.assertIn("refused: true", p.stdout)
+        self.assertIn("count 18", p.stdout)
+        self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 2)
+        self.assertEqual(export_rows(store)[:16], rows)
 
 
 class TestExamples(Workdir):

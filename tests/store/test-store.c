@@ -832,6 +832,87 @@ test_kill_during_writes(Fixture *f, gconstpointer data)
   check_consistent(f->path, n);
 }
 
+/* Child: a reader as `sieve serve` is one: it opens the store, reads it
+ * (counts, lists, meta, state), says "ready" on out and stays open, idle,
+ * until in is closed. */
+static void G_GNUC_NORETURN
+child_reader(const char *path, int out, int in)
+{
+  GError *error = NULL;
+  SieveStore *store = sieve_store_open(path, SIEVE_STORE_READ, &error);
+  if (store == NULL || sieve_store_count_trials(store, -1, &error) < 1)
+    _exit(3);
+  GPtrArray *trials = sieve_store_list_trials(store, FALSE, &error);
+  g_autofree char *name = sieve_store_get_meta(store, "name", &error);
+  GVariant *state = sieve_store_load_state(store, "optimizer", &error);
+  if (trials == NULL || state == NULL || error != NULL)
+    _exit(5);
+  g_ptr_array_unref(trials);
+  g_variant_unref(state);
+  write_line(out, "ready\n");
+  char c;
+  while (read(in, &c, 1) != 0)
+    ;
+  sieve_store_close(store);
+  _exit(0);
+}
+
+/* A writer that closes while a reader has the store open leaves every
+ * trial in the main file: a copy of the .sieve alone (no -wal) holds the
+ * whole study.  SQLite's own checkpoint at close is skipped while another
+ * connection is open, so this is the store's explicit one. */
+static void
+test_reader_at_close(Fixture *f, gconstpointer data)
+{
+  const gint64 trials = 40;
+  GError *error = NULL;
+  SieveStore *store = open_ok(f->path, SIEVE_STORE_WRITE);
+  g_assert_true(commit_trial(store, 0, &error));
+  sieve_store_close(store);
+
+  /* Forked while this process has no connection (SQLite's are not to be
+   * carried across a fork). */
+  int ready[2], release[2];
+  g_assert_cmpint(pipe(ready), ==, 0);
+  g_assert_cmpint(pipe(release), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    close(ready[0]);
+    close(release[1]);
+    child_reader(f->path, ready[1], release[0]);
+  }
+  close(ready[1]);
+  close(release[0]);
+  g_autofree char *last = read_lines(ready[0], 1);
+  close(ready[0]);
+  g_assert_cmpstr(last, ==, "ready");
+
+  store = open_ok(f->path, SIEVE_STORE_WRITE);
+  for (gint64 i = 1; i < trials; i++)
+    g_assert_true(commit_trial(store, i, &error));
+  g_assert_no_error(error);
+  sieve_store_close(store);
+
+  /* The reader is still open: the -wal stays, emptied. */
+  g_autofree char *wal = g_strconcat(f->path, "-wal", NULL);
+  GStatBuf st;
+  g_assert_cmpint(g_stat(wal, &st), ==, 0);
+  g_assert_cmpint(st.st_size, ==, 0);
+  g_autofree char *copy = g_build_filename(f->dir, "copy.sieve", NULL);
+  g_autofree char *bytes = NULL;
+  gsize size = 0;
+  g_assert_true(g_file_get_contents(f->path, &bytes, &size, NULL));
+  g_assert_true(g_file_set_contents(copy, bytes, (gssize) size, NULL));
+  check_consistent(copy, trials);
+
+  close(release[1]);
+  int status = 0;
+  g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+  g_assert_true(WIFEXITED(status));
+  g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
 /* ---- export ------------------------------------------------------------ */
 
 static void
@@ -953,6 +1034,7 @@ main(int argc, char **argv)
   TEST("/store/busy", test_busy);
   TEST("/store/kill-after-commit", test_kill_after_commit);
   TEST("/store/kill-during-writes", test_kill_during_writes);
+  TEST("/store/reader-at-close", test_reader_at_close);
   TEST("/store/export-csv", test_export_csv);
   TEST("/store/export-json", test_export_json);
   TEST("/store/export-empty", test_export_empty);
