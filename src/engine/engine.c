@@ -900,7 +900,11 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
                                                  job->intermediate->len, error);
   /* (a worker's pruned result arrives with its status: job->pruned is the
    * local pruner's) */
-  if (stored && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && !isnan(last->fidelity))
+  /* (the reached fidelity only when finite, >= 0 and within the evaluator's
+   * max: command and Lua evaluators refuse others, a C plugin may not) */
+  const SieveFidelity *range = sieve_evaluator_get_fidelity(engine->evaluator);
+  if (stored && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && isfinite(last->fidelity) &&
+      last->fidelity >= 0 && (range == NULL || last->fidelity <= range->max))
     stored = sieve_store_set_trial_fidelity(engine->store, number, last->fidelity, error);
   stored = stored && record(engine, p, result, job->started, job->finished, job->worker, -1, error);
   guint keep_top = 0;
