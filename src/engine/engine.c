@@ -1034,7 +1034,7 @@ sieve_engine_check_objectives(SieveResult *result, const char *const *metrics, g
  * (error set, FALSE) rather than spend the budget on trials that all fail
  * the same way. */
 static gboolean
-check_objective(RunState *rs, SieveResult *result, GError **error)
+check_objective(RunState *rs, gint64 number, SieveResult *result, GError **error)
 {
   SieveEngine *engine = rs->engine;
   if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
@@ -1049,8 +1049,10 @@ check_objective(RunState *rs, SieveResult *result, GError **error)
     return TRUE;
   }
   if (!rs->objective_seen)
-    sieve_node_set_error(error, engine->exp->objectives[k].node, "evaluator '%s' did not report %s",
-                         sieve_component_get_name(engine->exp->evaluator.component), missing);
+    sieve_node_set_error(error, engine->exp->objectives[k].node,
+                         "evaluator '%s' did not report %s (trial %" G_GINT64_FORMAT " finished without it and no "
+                         "trial before it reported it: the study stops rather than fail every trial the same way)",
+                         sieve_component_get_name(engine->exp->evaluator.component), missing, number);
   return rs->objective_seen;
 }
 
@@ -1501,7 +1503,7 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   GError *local = NULL;
   add_missing_metrics(job->result, job->proposal->scores);
   /* Checked before storing, so the trial is stored as it will be read. */
-  if (!check_objective(rs, job->result, &local) && *fatal == NULL)
+  if (!check_objective(rs, proposal_number(job->proposal), job->result, &local) && *fatal == NULL)
     *fatal = g_steal_pointer(&local);
   g_clear_error(&local);
   gint64 number = proposal_number(job->proposal);
