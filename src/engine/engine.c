@@ -907,7 +907,11 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
                                                  job->intermediate->len, error);
   /* (a worker's pruned result arrives with its status: job->pruned is the
    * local pruner's) */
-  if (stored && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && !isnan(last->fidelity))
+  /* (the reached fidelity only when finite, >= 0 and within the evaluator's
+   * max: command and Lua evaluators refuse others, a C plugin may not) */
+  const SieveFidelity *range = sieve_evaluator_get_fidelity(engine->evaluator);
+  if (stored && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && isfinite(last->fidelity) &&
+      last->fidelity >= 0 && (range == NULL || last->fidelity <= range->max))
     stored = sieve_store_set_trial_fidelity(engine->store, number, last->fidelity, error);
   stored = stored && record(engine, p, result, job->started, job->finished, job->worker, -1, error);
   guint keep_top = 0;
@@ -1037,7 +1041,7 @@ sieve_engine_check_objectives(SieveResult *result, const char *const *metrics, g
  * (error set, FALSE) rather than spend the budget on trials that all fail
  * the same way. */
 static gboolean
-check_objective(RunState *rs, SieveResult *result, GError **error)
+check_objective(RunState *rs, gint64 number, SieveResult *result, GError **error)
 {
   SieveEngine *engine = rs->engine;
   if (sieve_result_get_status(result) != SIEVE_STATUS_OK)
@@ -1052,8 +1056,10 @@ check_objective(RunState *rs, SieveResult *result, GError **error)
     return TRUE;
   }
   if (!rs->objective_seen)
-    sieve_node_set_error(error, engine->exp->objectives[k].node, "evaluator '%s' did not report %s",
-                         sieve_component_get_name(engine->exp->evaluator.component), missing);
+    sieve_node_set_error(error, engine->exp->objectives[k].node,
+                         "evaluator '%s' did not report %s (trial %" G_GINT64_FORMAT " finished without it and no "
+                         "trial before it reported it: the study stops rather than fail every trial the same way)",
+                         sieve_component_get_name(engine->exp->evaluator.component), missing, number);
   return rs->objective_seen;
 }
 
@@ -1509,7 +1515,7 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   GError *local = NULL;
   add_missing_metrics(job->result, job->proposal->scores);
   /* Checked before storing, so the trial is stored as it will be read. */
-  if (!check_objective(rs, job->result, &local) && *fatal == NULL)
+  if (!check_objective(rs, proposal_number(job->proposal), job->result, &local) && *fatal == NULL)
     *fatal = g_steal_pointer(&local);
   g_clear_error(&local);
   gint64 number = proposal_number(job->proposal);

@@ -15,10 +15,13 @@ evaluator_create(const SieveSpace *space, const SieveOptions *options, GError **
 /* The candidate behind trial.report(), valid during evaluate() only. */
 typedef struct {
   const SieveCandidate *candidate;
+  const SieveFidelity *range; /* the evaluator's fidelity; NULL: none */
 } ReportBox;
 
 /* trial.report(step, value [, fidelity]) -> continue: an intermediate value
- * (sieve_candidate_report_intermediate); false means stop now and return. */
+ * (sieve_candidate_report_intermediate); false means stop now and return.
+ * A fidelity not finite, negative or above the evaluator's max is an error
+ * at the call's line. */
 static int
 candidate_report(lua_State *L)
 {
@@ -30,6 +33,19 @@ candidate_report(lua_State *L)
   lua_Number fidelity = luaL_optnumber(L, 3, NAN);
   if (step < 0)
     return luaL_argerror(L, 1, "a step is an integer >= 0");
+  /* As the command evaluator's progress lines: NaN and infinite values are
+   * a diverged training; a fidelity is how far the trial got. */
+  if (!isnan(fidelity) || !lua_isnoneornil(L, 3)) {
+    if (!isfinite(fidelity) || fidelity < 0)
+      return luaL_argerror(L, 3, "a fidelity is a finite number >= 0");
+    if (box->range != NULL && fidelity > box->range->max) {
+      char *got = sieve_text_format_double(fidelity), *max = sieve_text_format_double(box->range->max);
+      const char *message = lua_pushfstring(L, "fidelity %s is above the evaluator's fidelity max %s", got, max);
+      g_free(got); /* before the error's longjmp */
+      g_free(max);
+      return luaL_argerror(L, 3, message);
+    }
+  }
   lua_pushboolean(L, sieve_candidate_report_intermediate(box->candidate, step, fidelity, value));
   return 1;
 }
@@ -45,6 +61,7 @@ evaluator_evaluate(gpointer instance, const SieveCandidate *candidate, GError **
   /* Kept on the stack below the call, so that it outlives it and is cleared after. */
   ReportBox *box = lua_newuserdatauv(L, sizeof(ReportBox), 0);
   box->candidate = candidate;
+  box->range = inst->def->has_fidelity ? &inst->def->fidelity : NULL;
   sieve__lua_instance_push_method(inst, "evaluate");
   lua_getfield(L, -1, "space");
   sieve__lua_push_candidate(L, candidate, -1);

@@ -50,7 +50,9 @@ budget: {{evaluations: 2}}
 """)
         store = self.path("m.sieve")
         p = sieve("run", cfg, "--store", store, check=2)
-        self.assertIn("did not report the objective metric 'value'", p.stderr)
+        self.assertIn("did not report the objective metric 'value'; it reported: other (trial 0 finished without it "
+                      "and no trial before it reported it: the study stops rather than fail every trial the same "
+                      "way)", p.stderr)
         self.assertNotIn("continue with --resume once", p.stderr)
         self.assertIn("stopped on an error of its experiment", p.stderr)
         self.assertIn("start it with another --store", p.stderr)

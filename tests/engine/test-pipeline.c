@@ -886,6 +886,84 @@ test_engine_screen(void)
   g_assert_cmpuint(screened, >=, 6);
 }
 
+/* A C evaluator that reports a reached fidelity of its option `reached`
+ * (trial 0 reports steps 1-3 at fidelities 1-3 and completes; the others
+ * report worse values and are pruned): the engine stores a pruned trial's
+ * reached fidelity only when it lies in [0, the evaluator's max]. */
+static const SieveFidelity liar_fidelity = {"epochs", 1, 9, TRUE, {NULL}};
+static const SieveOptionSpec liar_options[] = {
+  SIEVE_OPTION_FLOAT("reached", "1", -1e300, 1e300, "the fidelity every trial but the first reports"),
+  SIEVE_OPTION_END,
+};
+
+static gpointer
+liar_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  double *reached = g_new(double, 1);
+  *reached = sieve_options_get_double(options, "reached");
+  return reached;
+}
+
+static SieveResult *
+liar_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
+{
+  const double *reached = instance;
+  gboolean first = sieve_candidate_get_trial(candidate) == 0;
+  SieveResult *result = sieve_result_new();
+  for (gint64 step = 1; step <= 3; step++)
+    if (!sieve_candidate_report_intermediate(candidate, step, first ? (double) step : *reached, first ? 1 : 0))
+      return result;
+  sieve_result_set_metric(result, "value", first ? 1 : 0);
+  return result;
+}
+
+static const SieveFidelity *
+liar_get_fidelity(gpointer instance)
+{
+  return &liar_fidelity;
+}
+
+static const SieveEvaluatorClass liar_class = {
+  .create = liar_create,
+  .destroy = g_free,
+  .evaluate = liar_evaluate,
+  .flags = SIEVE_EVALUATOR_INTERMEDIATE,
+  .fidelity = liar_get_fidelity,
+};
+
+static void
+test_engine_pruned_fidelity(void)
+{
+  static const SieveComponentInfo liar = {SIEVE_KIND_EVALUATOR, "fidelity-liar", "reports what fidelity it is told",
+                                          liar_options, &liar_class, NULL, {NULL}};
+  GError *error = NULL;
+  g_assert_true(sieve_registry_add(registry, &liar, &error));
+  g_assert_no_error(error);
+  g_autofree char *space = g_build_filename(tmp_dir, "one.yaml", NULL);
+  g_assert_true(g_file_set_contents(space, "parameters:\n  x: {type: float, low: 0, high: 1}\n", -1, NULL));
+  const double reached[] = {1e9, -1, 2, 0.5};
+  for (guint i = 0; i < G_N_ELEMENTS(reached); i++) {
+    g_autofree char *text = g_strdup_printf("name: liar%u\nstore: %s/liar%u.sieve\nspace: {plugin: hpo, file: one.yaml}\n"
+                                            "optimizer: {plugin: random, seed: 1}\n"
+                                            "evaluator: {plugin: fidelity-liar, reached: %g}\n"
+                                            "objective: {metric: value, direction: maximize}\n"
+                                            "pruner: {kind: median, startup_trials: 1}\n"
+                                            "budget: {evaluations: 3}\n",
+                                            i, tmp_dir, i, reached[i]);
+    g_autoptr(SieveExperiment) exp = load_file_text("liar.yaml", text);
+    g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
+    g_assert_cmpuint(trials->len, ==, 3);
+    for (guint t = 1; t < trials->len; t++) {
+      const SieveTrial *trial = trials->pdata[t];
+      g_assert_cmpint(trial->status, ==, SIEVE_STATUS_PRUNED);
+      if (reached[i] >= 0 && reached[i] <= 9)
+        g_assert_cmpfloat(trial->fidelity, ==, reached[i]); /* the fidelity it reached */
+      else
+        g_assert_true(isnan(trial->fidelity)); /* the one it was asked for: the evaluator's choice */
+    }
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -909,6 +987,7 @@ main(int argc, char **argv)
   g_test_add_func("/pipeline/engine/nb201-functional", test_engine_nb201_functional);
   g_test_add_func("/pipeline/screen/round", test_screen_round);
   g_test_add_func("/pipeline/engine/screen", test_engine_screen);
+  g_test_add_func("/pipeline/engine/pruned-fidelity", test_engine_pruned_fidelity);
   int rc = g_test_run();
 
   /* Remove the temporary folder and what the tests left in it. */

@@ -381,16 +381,25 @@ json_seeds(GPtrArray *c)
   add_text(c, "{\"loss\": NaN, \"best\": -Infinity, \"note\": \"a \\\"q\\\" \\u00e9\", \"status\": \"ok\"}");
   add_text(c, "{\"status\": \"ok\", \"reason\": \"out of memory\", \"steps\": [1, 2, {\"x\": null}]}");
   add_text(c, "{\"a\": 1e308, \"b\": -0, \"c\": 12345678901234567890, \"\": 3}");
+  add_text(c, "{\"intermediate\": {\"step\": 3, \"value\": NaN, \"fidelity\": 2, \"step\": 4}}");
+  add_text(c, "{'intermedate': {'step': 1, 'value': 0.1}}");
 }
 
 static const char *const json_tokens[] = {"{", "}", "[", "]", "\"", ":", ",", "NaN", "Infinity", "-Infinity",
                                           "\\u0001NaN", "\\", "\\u", "1e999", "null", "true", "\"status\"",
-                                          "\"failed\"", NULL};
+                                          "\"failed\"", "\"intermediate\"", "'", NULL};
 
 static gboolean
 json_run(const guint8 *data, gsize size, GError **error)
 {
   g_autofree char *line = g_strndup((const char *) data, size);
+  /* The same bytes as a progress line: read, or refused with a reason. */
+  gint64 step;
+  double fidelity, value;
+  g_autofree char *problem = NULL;
+  if (command_read_progress_line(line, NULL, &step, &fidelity, &value, &problem) == COMMAND_LINE_MALFORMED &&
+      (problem == NULL || problem[0] == '\0'))
+    g_error("a refused progress line without a reason for '%s'", line);
   g_autoptr(SieveResult) result = sieve_result_new();
   command_read_metrics_line(line, result);
   if (sieve_result_get_status(result) == SIEVE_STATUS_OK)

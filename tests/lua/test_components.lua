@@ -110,6 +110,37 @@ T.test("a Lua evaluator reports intermediate values; a pruner stops it; the stud
   T.eq(study:count("pruned"), pruned)
 end)
 
+T.test("c.report refuses a fidelity not finite, negative or above the evaluator's max, at the call's line", function()
+  local fidelity
+  sieve.register_evaluator{name = "report-fidelity", fidelity = {name = "epochs", min = 1, max = 9},
+    evaluate = function(self, c)
+      c.report(1, 0 / 0, 0.5) -- a NaN value (a diverged training) and a fidelity below min are progress
+      c.report(2, 1 / 0, fidelity)
+      return {metrics = {acc = 1}}
+    end}
+  local space = sieve.space("ring", {width = 5})
+  local function study()
+    return sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("report-fidelity", space, {}),
+                       seed = 1, objective = {metric = "acc", direction = "maximize"}}
+  end
+  for _, case in ipairs({{-3, "a fidelity is a finite number >= 0"}, {1 / 0, "a fidelity is a finite number >= 0"},
+                         {0 / 0, "a fidelity is a finite number >= 0"},
+                         {10, "fidelity 10 is above the evaluator's fidelity max 9"}}) do
+    fidelity = case[1]
+    local s = study()
+    local err = T.raises(case[2], s.run, s, 1)
+    T.truthy(err:find("test_components.lua:%d+: bad argument #3 to 'report'"), err)
+  end
+  fidelity = 9
+  local s = study()
+  s:run(1)
+  T.eq(s:count("ok"), 1, "the max itself")
+  local curve = s:intermediate()
+  T.eq(#curve, 2)
+  T.eq(curve[1].fidelity, 0.5)
+  T.eq(curve[2].fidelity, 9)
+end)
+
 T.test("a Lua space's number ranges stay finite and exact", function()
   local n = 0
   local function space_with(decl)

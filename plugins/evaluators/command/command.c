@@ -18,8 +18,8 @@
  *   {"trial": 3, "genotype": "x1=0.5,x2=2", "fidelity": null, "params": {"x1": 0.5, "x2": 2}}
  * and end of file; otherwise its stdin is /dev/null.
  *
- * Output protocol: the LAST non-empty line the program writes on stdout must
- * be a JSON object.  Its numeric members are the trial's metrics, in the
+ * Output protocol: the LAST non-empty line the program writes on stdout,
+ * progress lines (below) aside, must be a JSON object.  Its numeric members are the trial's metrics, in the
  * order written; true and false count as 1 and 0 (a flag such as
  * "diverged" can then be a metric); strings, arrays, objects and null are
  * ignored, except "status": "ok" | "failed" and "reason": "...", with which
@@ -40,9 +40,15 @@
  * should stop, the program's process group gets SIGTERM: it may end at
  * once (the default in Python) or catch it and exit soon; anything it
  * writes after that is ignored, and the trial is stored as pruned with the
- * last value it reported.  A line that begins with {"intermediate" but is
- * not exactly of that form is a failed trial whose reason quotes it (the
- * program is stopped there too): a typo must not be read as "no progress".
+ * last value it reported.  "fidelity" must be finite, >= 0 and at most the
+ * evaluator's fidelity max; "value" may be NaN or +-Infinity (a diverged
+ * training).  A line that begins with {"intermediate" but is not exactly of
+ * that form (a member twice included), or that is meant as one (the first
+ * key within two edits of "intermediate" or in Python's single quotes,
+ * followed by an object: protocol.h) is a failed trial whose reason quotes
+ * it (the program is stopped there too): a typo must not be read as "no
+ * progress".  A progress line after the metrics' line is progress like any
+ * other; a program that prints only progress lines fails its trial.
  *
  * When the program exits, whatever it left running in its process group is
  * killed too, so a trial leaves no processes behind.
@@ -241,19 +247,6 @@ stdin_payload(const Command *self, const SieveCandidate *candidate)
   return g_string_free(out, FALSE);
 }
 
-/* Reads the protocol line into result. */
-static void
-read_metrics(const CommandRun *run, SieveResult *result)
-{
-  g_autofree char *line = command_last_line(run->out);
-  if (line == NULL) {
-    sieve_result_set_failed(result, "the program wrote nothing on stdout (its last line must be a JSON object "
-                                    "of metrics)");
-    return;
-  }
-  command_read_metrics_line(line, result);
-}
-
 static void
 describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
 {
@@ -273,7 +266,7 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
   }
   case COMMAND_EXITED:
     if (run->status == 0) {
-      read_metrics(run, result);
+      command_read_output(run->out, self->has_fidelity ? &self->fidelity : NULL, result);
     } else {
       g_autofree char *last = command_last_line(run->err);
       if (last != NULL) {
@@ -290,6 +283,7 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
 /* Progress lines as they come (the header's protocol). */
 typedef struct {
   const SieveCandidate *candidate;
+  const SieveFidelity *range; /* the evaluator's fidelity; NULL: none */
   char *problem; /* the first malformed progress line's reason */
   gboolean pruned;
 } Progress;
@@ -300,7 +294,7 @@ on_line(gpointer user_data, const char *line)
   Progress *progress = user_data;
   gint64 step;
   double fidelity, value;
-  switch (command_read_progress_line(line, &step, &fidelity, &value, &progress->problem)) {
+  switch (command_read_progress_line(line, progress->range, &step, &fidelity, &value, &progress->problem)) {
   case COMMAND_LINE_OTHER:
     return TRUE;
   case COMMAND_LINE_MALFORMED:
@@ -330,7 +324,7 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
 
   g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
   CommandRun run;
-  Progress progress = {candidate, NULL, FALSE};
+  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE};
   command_run_watched(argv, envp, self->cwd, payload, self->timeout, on_line, &progress, &run);
 
   SieveResult *result = sieve_result_new();

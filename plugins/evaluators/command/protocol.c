@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <sieve/result.h>
+#include <sieve/text.h>
 
 #include "protocol.h"
 
@@ -219,30 +220,136 @@ progress_number(JsonObject *object, const char *name, double *out)
 }
 
 #define PROGRESS_FORM "{\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}"
+#define PROGRESS_KEY "intermediate"
 
-CommandLineKind
-command_read_progress_line(const char *line, gint64 *step, double *fidelity, double *value, char **problem)
+/* Edit distance (insertions, deletions, substitutions and swaps of two
+ * neighbours, ASCII case ignored) between a and b, both at most 16 bytes. */
+static guint
+edit_distance(const char *a, gsize na, const char *b, gsize nb)
+{
+  guint d[17][17];
+  for (gsize i = 0; i <= na; i++)
+    d[i][0] = (guint) i;
+  for (gsize j = 0; j <= nb; j++)
+    d[0][j] = (guint) j;
+  for (gsize i = 1; i <= na; i++)
+    for (gsize j = 1; j <= nb; j++) {
+      gboolean same = g_ascii_tolower(a[i - 1]) == g_ascii_tolower(b[j - 1]);
+      guint best = MIN(d[i - 1][j] + 1, d[i][j - 1] + 1);
+      best = MIN(best, d[i - 1][j - 1] + (same ? 0 : 1));
+      if (i > 1 && j > 1 && g_ascii_tolower(a[i - 1]) == g_ascii_tolower(b[j - 2]) &&
+          g_ascii_tolower(a[i - 2]) == g_ascii_tolower(b[j - 1]))
+        best = MIN(best, d[i - 2][j - 2] + 1);
+      d[i][j] = best;
+    }
+  return d[na][nb];
+}
+
+typedef enum {
+  ATTEMPT_NONE,     /* an ordinary line: passed through */
+  ATTEMPT_EXACT,    /* {"intermediate" ... : read by the protocol */
+  ATTEMPT_MISSPELT, /* {"intermedate": { ... */
+  ATTEMPT_PYTHON,   /* {'intermediate': { ... : Python's repr of a dict, not JSON */
+} ProgressAttempt;
+
+/* Whether a line is meant as a progress line.  Blanks aside, it begins
+ * with { and a first key; the key "intermediate" in double quotes is the
+ * protocol's.  A key in double or single quotes that is "intermediate" but
+ * for case or at most two edits, followed by : and {, is an attempt at
+ * one (print(dict) instead of json.dumps, a typo): read as "no progress",
+ * it would silently turn a pruner off.  A log line that happens to begin
+ * with another key passes through.  *key: the key's first byte, *key_len
+ * its length. */
+static ProgressAttempt
+progress_attempt(const char *line, const char **key, gsize *key_len)
 {
   const char *p = line;
   while (g_ascii_isspace(*p))
     p++;
   if (*p++ != '{')
-    return COMMAND_LINE_OTHER;
+    return ATTEMPT_NONE;
   while (g_ascii_isspace(*p))
     p++;
-  if (strncmp(p, "\"intermediate\"", 14) != 0)
+  char quote = *p;
+  if (quote != '"' && quote != '\'')
+    return ATTEMPT_NONE;
+  const char *end = strchr(p + 1, quote);
+  if (end == NULL)
+    return ATTEMPT_NONE;
+  *key = p + 1;
+  *key_len = (gsize) (end - *key);
+  if (quote == '"' && *key_len == strlen(PROGRESS_KEY) && strncmp(*key, PROGRESS_KEY, *key_len) == 0)
+    return ATTEMPT_EXACT;
+  if (*key_len > 16 || edit_distance(*key, *key_len, PROGRESS_KEY, strlen(PROGRESS_KEY)) > 2)
+    return ATTEMPT_NONE;
+  for (p = end + 1; g_ascii_isspace(*p); p++)
+    ;
+  if (*p++ != ':')
+    return ATTEMPT_NONE;
+  while (g_ascii_isspace(*p))
+    p++;
+  if (*p != '{')
+    return ATTEMPT_NONE;
+  return quote == '\'' ? ATTEMPT_PYTHON : ATTEMPT_MISSPELT;
+}
+
+/* json-glib keeps the last of two members with the same name; a progress
+ * line with {"step": 1, "step": 2} is refused instead.  It says so with the
+ * signal it emits after each member: a member that leaves its object's size
+ * where it was named one already there. */
+typedef struct {
+  GHashTable *members; /* JsonObject* -> members seen */
+  char *duplicate;     /* the first name seen twice */
+} DuplicateWatch;
+
+static void
+on_object_member(JsonParser *parser, JsonObject *object, const char *name, gpointer user_data)
+{
+  DuplicateWatch *watch = user_data;
+  guint seen = GPOINTER_TO_UINT(g_hash_table_lookup(watch->members, object)) + 1;
+  g_hash_table_insert(watch->members, object, GUINT_TO_POINTER(seen));
+  if (seen > json_object_get_size(object) && watch->duplicate == NULL)
+    watch->duplicate = g_strdup(name);
+}
+
+CommandLineKind
+command_read_progress_line(const char *line, const SieveFidelity *range, gint64 *step, double *fidelity,
+                           double *value, char **problem)
+{
+  const char *key;
+  gsize key_len;
+  ProgressAttempt attempt = progress_attempt(line, &key, &key_len);
+  if (attempt == ATTEMPT_NONE)
     return COMMAND_LINE_OTHER;
   g_autofree char *shown = command_quote(line);
+  if (attempt == ATTEMPT_PYTHON) {
+    *problem = g_strdup_printf("progress line '%s' is Python's repr of a dict (single quotes), not JSON: print "
+                               "json.dumps(...) of it; expected " PROGRESS_FORM, shown);
+    return COMMAND_LINE_MALFORMED;
+  }
+  if (attempt == ATTEMPT_MISSPELT) {
+    *problem = g_strdup_printf("progress line '%s' has the key \"%.*s\": expected " PROGRESS_FORM, shown,
+                               (int) key_len, key);
+    return COMMAND_LINE_MALFORMED;
+  }
   gboolean one_object;
   if (strlen(line) > METRICS_MAX_BYTES || json_depth(line, &one_object) > 3 || !one_object) {
     *problem = g_strdup_printf("malformed progress line '%s': expected " PROGRESS_FORM, shown);
     return COMMAND_LINE_MALFORMED;
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
+  g_autoptr(GHashTable) members = g_hash_table_new(NULL, NULL);
+  DuplicateWatch watch = {members, NULL};
+  g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &watch);
   g_autofree char *rewritten = rewrite_nonfinite(line);
   JsonNode *root = json_parser_load_from_data(parser, rewritten ? rewritten : line, -1, NULL)
                        ? json_parser_get_root(parser)
                        : NULL;
+  g_autofree char *duplicate = watch.duplicate;
+  if (root != NULL && duplicate != NULL) {
+    *problem = g_strdup_printf("progress line '%s': \"%s\" appears twice in one object", shown, duplicate);
+    return COMMAND_LINE_MALFORMED;
+  }
   JsonObject *outer = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
   JsonNode *inner_node = outer && json_object_get_size(outer) == 1 ? json_object_get_member(outer, "intermediate")
                                                                    : NULL;
@@ -257,6 +364,8 @@ command_read_progress_line(const char *line, gint64 *step, double *fidelity, dou
     *problem = g_strdup_printf("progress line '%s': \"step\" must be an integer >= 0", shown);
     return COMMAND_LINE_MALFORMED;
   }
+  /* NaN and +-Infinity are values (a diverged training, as in Optuna,
+   * whose pruners stop a trial whose values are all NaN). */
   if (!progress_number(inner, "value", value)) {
     *problem = g_strdup_printf("progress line '%s': \"value\" must be a number", shown);
     return COMMAND_LINE_MALFORMED;
@@ -265,8 +374,17 @@ command_read_progress_line(const char *line, gint64 *step, double *fidelity, dou
   guint expected = 2;
   if (json_object_has_member(inner, "fidelity")) {
     expected++;
-    if (!progress_number(inner, "fidelity", fidelity)) {
-      *problem = g_strdup_printf("progress line '%s': \"fidelity\" must be a number", shown);
+    if (!progress_number(inner, "fidelity", fidelity) || !isfinite(*fidelity) || *fidelity < 0) {
+      *problem = g_strdup_printf("progress line '%s': \"fidelity\" must be a finite number >= 0", shown);
+      return COMMAND_LINE_MALFORMED;
+    }
+    /* Below the range's min is progress (half an epoch before the first
+     * whole one); beyond its max no trial can be asked to go. */
+    if (range != NULL && *fidelity > range->max) {
+      g_autofree char *got = sieve_text_format_double(*fidelity);
+      g_autofree char *max = sieve_text_format_double(range->max);
+      *problem = g_strdup_printf("progress line '%s': \"fidelity\" %s is above the evaluator's fidelity max %s",
+                                 shown, got, max);
       return COMMAND_LINE_MALFORMED;
     }
   }
@@ -277,4 +395,41 @@ command_read_progress_line(const char *line, gint64 *step, double *fidelity, dou
   }
   *step = json_node_get_int(step_node);
   return COMMAND_LINE_PROGRESS;
+}
+
+void
+command_read_output(const GString *out, const SieveFidelity *range, SieveResult *result)
+{
+  gboolean progress_seen = FALSE;
+  gsize end = out != NULL ? out->len : 0;
+  while (end > 0) {
+    gsize begin = end;
+    while (begin > 0 && out->str[begin - 1] != '\n')
+      begin--;
+    g_autofree char *line = g_strndup(out->str + begin, end - begin);
+    end = begin > 0 ? begin - 1 : 0;
+    g_strstrip(line);
+    if (line[0] == '\0')
+      continue;
+    gint64 step;
+    double fidelity, value;
+    g_autofree char *problem = NULL;
+    switch (command_read_progress_line(line, range, &step, &fidelity, &value, &problem)) {
+    case COMMAND_LINE_PROGRESS:
+      progress_seen = TRUE;
+      continue;
+    case COMMAND_LINE_MALFORMED: /* an unfinished last line, which was never watched */
+      sieve_result_set_failed(result, "%s", problem);
+      return;
+    case COMMAND_LINE_OTHER:
+      command_read_metrics_line(line, result);
+      return;
+    }
+  }
+  if (progress_seen)
+    sieve_result_set_failed(result, "last stdout line is a progress line, not the JSON object of metrics (after its "
+                                    "progress lines a program prints one, such as {\"loss\": 0.25})");
+  else
+    sieve_result_set_failed(result, "the program wrote nothing on stdout (its last line must be a JSON object "
+                                    "of metrics)");
 }

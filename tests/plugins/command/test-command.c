@@ -435,6 +435,150 @@ test_reported_failure(void)
   assert_failed(r4, "the program's \"status\" must be \"ok\" or \"failed\", got 'crashed'");
 }
 
+/* ---- the progress protocol ---------------------------------------------- */
+
+/* What a program reported as it ran, as the engine would see it. */
+typedef struct {
+  guint n;
+  gint64 steps[8];
+  double fidelities[8], values[8];
+} Reports;
+
+static gboolean
+record_report(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  Reports *reports = user_data;
+  g_assert_cmpuint(reports->n, <, G_N_ELEMENTS(reports->steps));
+  reports->steps[reports->n] = step;
+  reports->fidelities[reports->n] = fidelity;
+  reports->values[reports->n++] = value;
+  return TRUE;
+}
+
+/* A program that prints stdout (a here-document, so that any quote goes
+ * as written) under an evaluator with fidelity: {min: 1, max: 9}. */
+static SieveResult *
+run_printing(const char *stdout_text, Reports *reports)
+{
+  g_autofree char *body = g_strdup_printf("cat <<'END'\n%s\nEND", stdout_text);
+  g_autoptr(SieveEvaluator) e = script_evaluator("progress.sh", body, "fidelity: {name: epochs, min: 1, max: 9}\n");
+  g_autoptr(SieveCandidate) c = candidate_new("opt=adam,lr=0.01,layers=3", 0, 9);
+  memset(reports, 0, sizeof *reports);
+  sieve_candidate_set_intermediate_func(c, record_report, reports);
+  GError *error = NULL;
+  SieveResult *r = sieve_evaluator_evaluate(e, c, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+static void
+assert_progress_refused(const char *stdout_text, const char *reason)
+{
+  Reports reports;
+  g_autoptr(SieveResult) r = run_printing(stdout_text, &reports);
+  assert_failed(r, reason);
+  g_assert_cmpuint(reports.n, ==, 0);
+}
+
+/* The metrics are the last line that is not a progress line; a progress
+ * line after them is progress like any other. */
+static void
+test_progress_after_metrics(void)
+{
+  Reports reports;
+  g_autoptr(SieveResult) r = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 0.5}}\n"
+                                          "{\"val_acc\": 0.6}\n"
+                                          "{\"intermediate\": {\"step\": 2, \"value\": 0.7}}\n",
+                                          &reports);
+  g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(sieve_result_n_metrics(r), ==, 1);
+  g_assert_cmpfloat(test_metric(r, "val_acc"), ==, 0.6);
+  g_assert_cmpuint(reports.n, ==, 2);
+  g_assert_cmpint(reports.steps[1], ==, 2);
+  g_assert_cmpfloat(reports.values[1], ==, 0.7);
+
+  /* Only progress lines: no metrics, and the reason says so. */
+  g_autoptr(SieveResult) only = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 0.3}}", &reports);
+  assert_failed(only, "last stdout line is a progress line, not the JSON object of metrics (after its progress "
+                      "lines a program prints one, such as {\"loss\": 0.25})");
+  g_assert_cmpuint(reports.n, ==, 1);
+}
+
+/* A line meant as a progress line but misspelt fails the trial: read as "no
+ * progress", it would silently turn the pruner off.  Log lines pass. */
+static void
+test_progress_misspelt(void)
+{
+  assert_progress_refused("{'intermediate': {'step': 1, 'value': 0.1}}\n{\"val_acc\": 0.3}",
+                          "progress line '{'intermediate': {'step': 1, 'value': 0.1}}' is Python's repr of a dict "
+                          "(single quotes), not JSON: print json.dumps(...) of it; expected {\"intermediate\": "
+                          "{\"step\": INTEGER >= 0, \"value\": NUMBER}}");
+  assert_progress_refused("{\"intermedate\": {\"step\": 1, \"value\": 0.5}}\n{\"val_acc\": 0.3}",
+                          "progress line '{\"intermedate\": {\"step\": 1, \"value\": 0.5}}' has the key "
+                          "\"intermedate\": expected {\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}");
+  assert_progress_refused(" { \"Intermediate\" : {\"step\": 1, \"value\": 0.5}}\n{\"val_acc\": 0.3}",
+                          "progress line ' { \"Intermediate\" : {\"step\": 1, \"value\": 0.5}}' has the key "
+                          "\"Intermediate\": expected {\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}");
+  assert_progress_refused("{\"intremediate\": {\"step\": 1, \"value\": 0.5}}\n{\"val_acc\": 0.3}",
+                          "progress line '{\"intremediate\": {\"step\": 1, \"value\": 0.5}}' has the key "
+                          "\"intremediate\": expected {\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}");
+
+  /* Ordinary log lines: another first key, a near key whose value is no
+   * object, a key three edits away, a dict printed by Python. */
+  Reports reports;
+  g_autoptr(SieveResult) r = run_printing("{'lr': 0.1, 'intermediate': {'step': 1}}\n"
+                                          "{\"intermediates\": 3}\n"
+                                          "{\"intermediate_size\": {\"a\": 1}}\n"
+                                          "{\"internmedias\": {\"a\": 1}}\n"
+                                          "{\"val_acc\": 0.3}",
+                                          &reports);
+  g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
+  g_assert_cmpfloat(test_metric(r, "val_acc"), ==, 0.3);
+  g_assert_cmpuint(reports.n, ==, 0);
+}
+
+/* Fidelity finite, >= 0 and within the evaluator's max; no member twice;
+ * a value may be NaN or infinite (a diverged training, as in Optuna). */
+static void
+test_progress_numbers(void)
+{
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": -5}}\n{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": -5}}': "
+                          "\"fidelity\" must be a finite number >= 0");
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": Infinity}}\n"
+                          "{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": Infinity}}': "
+                          "\"fidelity\" must be a finite number >= 0");
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": NaN}}\n{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": NaN}}': "
+                          "\"fidelity\" must be a finite number >= 0");
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": 1000000000}}\n"
+                          "{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"value\": 0.3, \"fidelity\": 1000000000}}': "
+                          "\"fidelity\" 1000000000 is above the evaluator's fidelity max 9");
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"step\": 2, \"value\": 0.3}}\n{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"step\": 2, \"value\": 0.3}}': "
+                          "\"step\" appears twice in one object");
+  assert_progress_refused("{\"intermediate\": {\"step\": 1, \"value\": 0.3}, \"intermediate\": {\"step\": 2, "
+                          "\"value\": 0.4}}\n{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 1, \"value\": 0.3}, \"intermediate\": "
+                          "{\"step\": 2, \"value\":...': \"intermediate\" appears twice in one object");
+
+  /* Below the range's min is progress (half an epoch), and so are NaN and
+   * infinite values. */
+  Reports reports;
+  g_autoptr(SieveResult) r = run_printing("{\"intermediate\": {\"step\": 1, \"value\": NaN, \"fidelity\": 0.5}}\n"
+                                          "{\"intermediate\": {\"step\": 2, \"value\": -Infinity, \"fidelity\": 9}}\n"
+                                          "{\"val_acc\": 0.5}",
+                                          &reports);
+  g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(reports.n, ==, 2);
+  g_assert_true(isnan(reports.values[0]));
+  g_assert_cmpfloat(reports.fidelities[0], ==, 0.5);
+  g_assert_cmpfloat(reports.values[1], ==, -INFINITY);
+  g_assert_cmpfloat(reports.fidelities[1], ==, 9);
+}
+
 static void
 assert_create_error(const char *yaml, const char *message)
 {
@@ -579,6 +723,9 @@ main(int argc, char **argv)
   g_test_add_func("/command/reported-failure", test_reported_failure);
   g_test_add_func("/command/create-errors", test_create_errors);
   g_test_add_func("/command/concurrent", test_concurrent);
+  g_test_add_func("/command/progress-after-metrics", test_progress_after_metrics);
+  g_test_add_func("/command/progress-misspelt", test_progress_misspelt);
+  g_test_add_func("/command/progress-numbers", test_progress_numbers);
   int status = g_test_run();
 
   /* Remove the scripts and what they wrote (one level of sub-folders). */
