@@ -63,6 +63,15 @@ objective_name(const SieveReport *report)
   return report->n_objectives ? report->objectives[0].metric : "objective";
 }
 
+/* Text from the store (a metric's name, a stage) escaped for a printf
+ * into markup: every name a study's config or evaluator chose is
+ * untrusted text. (transfer full) */
+static char *
+escaped(const char *text)
+{
+  return g_markup_escape_text(text ? text : "", -1);
+}
+
 static const SieveTrial *
 trial_at(const SieveReport *report, guint i)
 {
@@ -109,8 +118,9 @@ section_header(GString *out, const SieveReport *report)
     append_count(out, names[s], report->counts[s], attr);
   }
   if (report->best >= 0) {
+    g_autofree char *metric = escaped(report->objectives[0].metric);
     g_string_append_printf(out, "<dt>best %s</dt><dd id=\"best\" data-trial=\"%u\">",
-                           report->objectives[0].metric, trial_at(report, report->best)->number >= 0
+                           metric, trial_at(report, report->best)->number >= 0
                                                               ? (guint) trial_at(report, report->best)->number : 0);
     sieve__report_append_value(out, report->objective[report->best]);
     g_string_append_printf(out, " (trial %" G_GINT64_FORMAT ")</dd>", trial_at(report, report->best)->number);
@@ -324,16 +334,17 @@ section_history(GString *out, const SieveReport *report)
   if (isfinite(report->t0))
     history_plot(out, report, shown, keep, TRUE);
   g_string_append(out, "</div>");
+  g_autofree char *metric = escaped(o->metric);
   guint infinite = 0;
   for (guint i = 0; i < report->trials->len; i++)
     infinite += isinf(report->objective[i]);
   if (infinite > 0)
     g_string_append_printf(out, "<p class=\"note\" id=\"off-scale\">%u trials with an infinite %s are off the scale "
                                 "and not drawn.</p>",
-                           infinite, o->metric);
+                           infinite, metric);
   if (report->counts[SIEVE_STATUS_SCREENED] > 0)
     g_string_append_printf(out, "<p class=\"note\">%u screened-out proposals have no %s and are not drawn.</p>",
-                           report->counts[SIEVE_STATUS_SCREENED], o->metric);
+                           report->counts[SIEVE_STATUS_SCREENED], metric);
   g_string_append(out, "</section>\n");
 }
 
@@ -359,9 +370,10 @@ section_pareto(GString *out, const SieveReport *report)
   }
   g_autofree gboolean *keep = g_new(gboolean, n);
   guint k = thin(report->pareto_points, front, SIEVE_REPORT_MAX_POINTS, keep);
+  g_autofree char *a_name = escaped(a->metric), *b_name = escaped(b->metric);
   g_string_append_printf(out, "<section id=\"pareto\"><h2>Pareto front</h2>\n<p>%u non-dominated of %u evaluated "
                               "trials over %s (%s) and %s (%s), highlighted; dominated trials are faded.</p>\n",
-                         report->pareto_front->len, n, a->metric, a->maximize ? "maximize" : "minimize", b->metric,
+                         report->pareto_front->len, n, a_name, a->maximize ? "maximize" : "minimize", b_name,
                          b->maximize ? "maximize" : "minimize");
   if (report->by_fidelity)
     g_string_append_printf(out, "<p class=\"note\">The trials ran at several fidelities: the front is over the %u at "
@@ -395,7 +407,7 @@ section_pareto(GString *out, const SieveReport *report)
   }
   sieve__svg_end(out);
   g_string_append_printf(out, "<table id=\"pareto-table\"><thead><tr><th>trial</th><th>%s</th><th>%s</th>"
-                              "<th>genotype</th></tr></thead><tbody>\n", a->metric, b->metric);
+                              "<th>genotype</th></tr></thead><tbody>\n", a_name, b_name);
   for (guint f = 0; f < nf && f < MAX_FRONT_ROWS; f++) {
     guint i = g_array_index(report->pareto_front, guint, f);
     g_string_append_printf(out, "<tr><td class=\"n\">%" G_GINT64_FORMAT "</td><td class=\"n\">",
@@ -515,7 +527,7 @@ section_proxies(GString *out, const SieveReport *report)
 {
   if (report->proxies->len == 0)
     return;
-  const char *objective = objective_name(report);
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"proxies\"><h2>Zero-cost proxies against %s</h2>\n<p>Each proxy stored "
                               "in this study (the screen stage's scores, or the proxy evaluator's), against %s of the "
                               "evaluated trials that have both: Spearman's rank correlation ρ and Kendall's τ-b, over "
@@ -559,7 +571,7 @@ section_proxies(GString *out, const SieveReport *report)
     sieve__svg_range(ys, n, 1, &plot.y0, &plot.y1);
     g_autofree char *id = g_strdup_printf("proxy-%s", proxy->name);
     g_autofree char *x_label = g_strdup_printf("%s (score)", proxy->name);
-    sieve__svg_begin(out, &plot, id, id, x_label, objective);
+    sieve__svg_begin(out, &plot, id, id, x_label, objective_name(report));
     for (guint r = 0; r < n; r++)
       if (keep[r]) {
         g_autofree char *tip = g_strdup_printf("trial %" G_GINT64_FORMAT, trial_at(report, g_array_index(rows, guint, r))->number);
@@ -604,11 +616,12 @@ parallel_coordinates(GString *out, const SieveReport *report)
   double width = left + right + 110.0 * d;
   double span = height - top - bottom;
   g_autofree char *thinned = k > 1 ? g_strdup_printf(" drawn of %u: every %u-th", n, k) : g_strdup("");
+  g_autofree char *metric = escaped(o->metric);
   g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated %s (%u%s), one axis per decision "
                               "(its range, choices in order from the bottom) and %s on the right; the colour goes "
                               "from dark blue (worst) to yellow (best).</p>\n",
                          report->by_fidelity ? "configuration, at the highest fidelity it reached" : "trial",
-                         count_kept(keep, n), thinned, o->metric);
+                         count_kept(keep, n), thinned, metric);
   g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"parallel-plot\" "
                               "width=\"%g\" height=\"%g\" role=\"img\"><title>parallel coordinates</title>\n",
                          width, height);
@@ -672,7 +685,7 @@ section_importance(GString *out, const SieveReport *report)
 {
   if (report->importance->len == 0)
     return;
-  const char *objective = objective_name(report);
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"importance\"><h2>Decision importance</h2>\n<p>Method: for each "
                               "decision separately, the share of the variance of %s over the evaluated %s that "
                               "its levels explain (η², the between-group sum of squares over the total, of a one-way "
@@ -702,7 +715,7 @@ section_importance(GString *out, const SieveReport *report)
   }
   g_string_append_printf(out, "<text x=\"%g\" y=\"%g\" class=\"al\">share of the variance of ",
                          label, row * report->importance->len + 22);
-  sieve__report_append_escaped(out, objective);
+  g_string_append(out, objective);
   g_string_append(out, " explained (η², 0 to 1)</text></svg>\n");
   parallel_coordinates(out, report);
   g_string_append(out, "</section>\n");
@@ -753,10 +766,11 @@ section_top(GString *out, const SieveReport *report)
       g_hash_table_insert(hits, (gpointer) &t->cached_from, GUINT_TO_POINTER(count + 1));
     }
   }
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"top\"><h2>Top %u %s by %s%s</h2>\n<p class=\"note\">Click a column "
                               "to sort; open a genotype to see its network.</p>\n<table id=\"top-table\" "
                               "class=\"sortable\"><thead><tr><th>rank</th><th>trial</th>",
-                         n, report->by_fidelity ? "configurations" : "trials", objective_name(report),
+                         n, report->by_fidelity ? "configurations" : "trials", objective,
                          report->by_fidelity ? " at the highest fidelity each reached (higher fidelity first)" : "");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append(out, "<th>");
@@ -913,8 +927,9 @@ section_live(GString *out, const SieveReport *report, const SieveReportOptions *
     const SieveTrial *t = trial_at(report, i);
     if (t->status != SIEVE_STATUS_PENDING)
       continue;
+    g_autofree char *stage = escaped(t->stage ? t->stage : "proposed");
     g_string_append_printf(out, "<tr><td class=\"n\">%" G_GINT64_FORMAT "</td><td>%s</td><td class=\"g\">", t->number,
-                           t->stage ? t->stage : "proposed");
+                           stage);
     sieve__report_append_escaped(out, t->genotype);
     g_string_append(out, "</td></tr>");
   }
@@ -967,9 +982,10 @@ sieve_report_to_html(const SieveReport *report, const SieveReportOptions *option
     section_top(out, report);
     section_failures(out, report);
   }
+  g_autofree char *path = escaped(report->path);
   g_string_append_printf(out, "<footer class=\"note\"><p>Written by sieve %s from %s. Plots keep every point up to %u "
                               "per plot and thin out the rest, saying so where they do.</p></footer>\n",
-                         sieve_version_string(), report->path, SIEVE_REPORT_MAX_POINTS);
+                         sieve_version_string(), path, SIEVE_REPORT_MAX_POINTS);
   g_string_append_printf(out, "<script>%s</script>\n</body></html>\n", sort_script);
   return g_string_free(out, FALSE);
 }

@@ -131,9 +131,10 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
     plot->top = 12;
     plot->bottom = 44;
   }
-  g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"%s\" width=\"%g\" "
-                          "height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\"><title>", id, plot->width, plot->height,
-                          plot->width, plot->height);
+  g_string_append(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"");
+  sieve__report_append_escaped(out, id);
+  g_string_append_printf(out, "\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\"><title>", plot->width,
+                         plot->height, plot->width, plot->height);
   sieve__report_append_escaped(out, title);
   g_string_append(out, "</title>\n");
   double xa = plot->left, xb = plot->width - plot->right;
