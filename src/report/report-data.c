@@ -187,7 +187,9 @@ compute_counts(SieveReport *report)
     const SieveTrial *t = report->trials->pdata[i];
     report->counts[t->status]++;
     double cost = sieve_result_get_cost(t->result);
-    if (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) {
+    /* A pruned trial was evaluated until the pruner stopped it: its time
+     * was spent, as `sieve run`'s summary counts it. */
+    if (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED || t->status == SIEVE_STATUS_PRUNED) {
       if (t->hash != NULL)
         g_hash_table_add(hashes, t->hash);
       if (isfinite(cost))

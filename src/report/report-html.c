@@ -26,7 +26,8 @@ static const char style[] =
     ".pt.front{fill:#D55E00;fill-opacity:1}.pt.dominated{fill-opacity:.25}.best{fill:none;stroke:#E69F00;"
     "stroke-width:2}.frontline{fill:none;stroke:#D55E00;stroke-width:1.5}.rung{fill:none;stroke:#56B4E9;"
     "stroke-opacity:.6}.pc{fill:none;stroke-opacity:.55}.bar{fill:#0072B2}.bar.cached{fill:#56B4E9}"
-    ".bar.screened{fill:#009E73}.bar.failed{fill:#D55E00}.bar.pending{fill:#999}code,td.g{font:12px monospace;"
+    ".bar.screened{fill:#009E73}.bar.failed{fill:#D55E00}.bar.pruned{fill:#CC79A7}.bar.pending{fill:#999}"
+    ".pt.pruned{fill:#fff;stroke:#CC79A7;stroke-width:1.5;fill-opacity:1}code,td.g{font:12px monospace;"
     "word-break:break-all}details summary{cursor:pointer}.k{display:inline-block;width:10px;height:10px;"
     "margin:0 4px 0 10px;border-radius:5px}#live{border:1px solid #0072B2;padding:6px 10px;margin-top:10px}";
 
@@ -149,8 +150,11 @@ section_funnel(GString *out, const SieveReport *report)
       {"answered by dedupe", "cached", c[SIEVE_STATUS_CACHED]},
       {"rejected by a constraint", "screened", c[SIEVE_STATUS_REJECTED]},
       {"screened out", "screened", c[SIEVE_STATUS_SCREENED]},
-      {"evaluated", "", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED]},
+      /* A pruned trial counts as an evaluation (its time was spent until
+       * the pruner stopped it), as `sieve run`'s summary counts it. */
+      {"evaluated", "", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED] + c[SIEVE_STATUS_PRUNED]},
       {"failed", "failed", c[SIEVE_STATUS_FAILED]},
+      {"pruned", "pruned", c[SIEVE_STATUS_PRUNED]},
       {"pending", "pending", c[SIEVE_STATUS_PENDING]},
   };
   g_string_append(out, "<section id=\"funnel\"><h2>The sieve: where the proposals went</h2>\n");
@@ -219,6 +223,18 @@ thinned_note(GString *out, guint kept, guint total, guint k, const char *what, c
 
 /* ---- optimization history ------------------------------------------------ */
 
+/* The value trial i is drawn at: the objective of an ok or cached trial;
+ * for a pruned one its last reported value, stored as the objective's
+ * metric, at the step (and fidelity) it reached.  A pruned value is drawn
+ * apart and never joins the best so far (it is never the incumbent). */
+static double
+history_value(const SieveReport *report, guint i)
+{
+  if (trial_at(report, i)->status == SIEVE_STATUS_PRUNED && report->n_objectives > 0)
+    return sieve__report_metric(report, i, report->objectives[0].metric);
+  return report->objective[i];
+}
+
 static void
 history_plot(GString *out, const SieveReport *report, const GArray *shown, const gboolean *keep, gboolean by_time)
 {
@@ -230,7 +246,7 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
     guint i = g_array_index(shown, guint, r);
     const SieveTrial *t = trial_at(report, i);
     xs[r] = by_time ? t->finished - report->t0 : (double) t->number;
-    ys[r] = report->objective[i];
+    ys[r] = history_value(report, i);
   }
   SieveSvgPlot plot = {.width = 520, .height = 320};
   sieve__svg_range(xs, n, 1, &plot.x0, &plot.x1);
@@ -277,6 +293,14 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
       g_string_append(tip, t->reason ? t->reason : "failed");
       /* Failed trials have no value: drawn on the bottom edge. */
       sieve__svg_point(out, &plot, xs[r], plot.y0, "failed", tip->str);
+    } else if (t->status == SIEVE_STATUS_PRUNED) {
+      sieve__report_append_value(tip, ys[r]);
+      if (isfinite(t->fidelity)) {
+        g_string_append(tip, " at fidelity ");
+        sieve__report_append_value(tip, t->fidelity);
+      }
+      g_string_append_printf(tip, " (%s)\n%s", t->reason ? t->reason : "pruned", t->genotype);
+      sieve__svg_point(out, &plot, xs[r], ys[r], "pruned", tip->str);
     } else {
       sieve__report_append_value(tip, ys[r]);
       if (t->cached_from >= 0)
@@ -291,13 +315,14 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
 static void
 section_history(GString *out, const SieveReport *report)
 {
-  /* The trials with something to draw: a value (ok, or cached with the
-   * reused value) or a failure; in the order they finished for the time
-   * plot's best-so-far line, which trial order also is for one worker. */
+  /* The trials with something to draw: a value (ok, cached with the
+   * reused value, or pruned with its last value) or a failure; in the order
+   * they finished for the time plot's best-so-far line, which trial order
+   * also is for one worker. */
   g_autoptr(GArray) shown = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < report->trials->len; i++) {
     const SieveTrial *t = trial_at(report, i);
-    if (t->status == SIEVE_STATUS_FAILED || isfinite(report->objective[i]))
+    if (t->status == SIEVE_STATUS_FAILED || isfinite(history_value(report, i)))
       g_array_append_val(shown, i);
   }
   if (shown->len == 0 || report->n_objectives == 0)
@@ -321,8 +346,11 @@ section_history(GString *out, const SieveReport *report)
   g_string_append(out, "<section id=\"history\"><h2>Optimization history</h2>\n<p class=\"legend\">"
                        "<span class=\"k\" style=\"background:#000\"></span>ok "
                        "<span class=\"k\" style=\"border:1.5px solid #0072B2\"></span>answered from the cache "
-                       "<span class=\"k\" style=\"border:1.5px solid #D55E00\"></span>failed (on the bottom edge) "
-                       "<span class=\"k\" style=\"background:#E69F00;border-radius:0;height:3px\"></span>best so far"
+                       "<span class=\"k\" style=\"border:1.5px solid #D55E00\"></span>failed (on the bottom edge) ");
+  if (report->counts[SIEVE_STATUS_PRUNED] > 0)
+    g_string_append(out, "<span class=\"k\" style=\"border:1.5px solid #CC79A7\"></span>pruned (its last value, at "
+                         "the step it was stopped; never the best) ");
+  g_string_append(out, "<span class=\"k\" style=\"background:#E69F00;border-radius:0;height:3px\"></span>best so far"
                        "</p>\n");
   if (report->by_fidelity)
     g_string_append(out, "<p class=\"note\">The trials ran at several fidelities: the best so far is the best at the "
@@ -337,7 +365,7 @@ section_history(GString *out, const SieveReport *report)
   g_autofree char *metric = escaped(o->metric);
   guint infinite = 0;
   for (guint i = 0; i < report->trials->len; i++)
-    infinite += isinf(report->objective[i]);
+    infinite += isinf(history_value(report, i));
   if (infinite > 0)
     g_string_append_printf(out, "<p class=\"note\" id=\"off-scale\">%u trials with an infinite %s are off the scale "
                                 "and not drawn.</p>",
@@ -861,7 +889,7 @@ sieve_report_progress_line(const SieveReport *report)
 {
   const guint *c = report->counts;
   GString *line = g_string_new(NULL);
-  g_string_append_printf(line, "[%u", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED]);
+  g_string_append_printf(line, "[%u", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED] + c[SIEVE_STATUS_PRUNED]);
   if (report->budget_evaluations > 0)
     g_string_append_printf(line, "/%" G_GUINT64_FORMAT, report->budget_evaluations);
   g_string_append(line, "]");
@@ -872,6 +900,8 @@ sieve_report_progress_line(const SieveReport *report)
   }
   g_string_append_printf(line, ", %u failed, %u cached, %u screened, %u running", c[SIEVE_STATUS_FAILED],
                          c[SIEVE_STATUS_CACHED], c[SIEVE_STATUS_SCREENED], c[SIEVE_STATUS_PENDING]);
+  if (c[SIEVE_STATUS_PRUNED] > 0)
+    g_string_append_printf(line, ", %u pruned", c[SIEVE_STATUS_PRUNED]);
   if (c[SIEVE_STATUS_REJECTED] > 0)
     g_string_append_printf(line, ", %u rejected", c[SIEVE_STATUS_REJECTED]);
   return g_string_free(line, FALSE);

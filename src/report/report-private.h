@@ -74,8 +74,8 @@ struct _SieveReport {
   guint n_objectives;
   /* Outcome counts by SieveStatus. */
   guint counts[SIEVE_STATUS_REJECTED + 1];
-  guint distinct;         /* distinct hashes among the evaluated */
-  double evaluation_s;    /* summed cost of the evaluated (ok and failed) trials */
+  guint distinct;         /* distinct hashes among the evaluated (ok, failed, pruned) */
+  double evaluation_s;    /* summed cost of the evaluated (ok, failed and pruned) trials */
   double mean_ok_s;       /* mean cost of an ok trial, NAN when none */
   double saved_s;         /* cache hits times mean_ok_s */
   double t0;              /* the first trial's start (unix s), NAN when none */
