@@ -114,6 +114,16 @@ nice_step(double lo, double hi)
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * power;
 }
 
+/* The i-th tick from first.  i * step alone overflows on an axis from
+ * -DBL_MAX to DBL_MAX (the positive ticks were lost): then on halves, which
+ * overflow only past DBL_MAX, where the axis ends anyway. */
+static double
+tick_at(double first, double step, int i)
+{
+  double v = first + i * step;
+  return isfinite(v) ? v : 2 * (first / 2 + i * (step / 2));
+}
+
 static void
 append_number(GString *out, double v)
 {
@@ -145,7 +155,7 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
    * spacing of the doubles there would never get past it. */
   double step = nice_step(plot->x0, plot->x1), first = ceil(plot->x0 / step) * step;
   for (int i = 0; i < MAX_TICKS; i++) {
-    double v = first + i * step;
+    double v = tick_at(first, step, i);
     if (!isfinite(v) || v > plot->x1 + step * 1e-9)
       break;
     double px = sieve__svg_x(plot, v);
@@ -160,7 +170,7 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
   step = nice_step(plot->y0, plot->y1);
   first = ceil(plot->y0 / step) * step;
   for (int i = 0; i < MAX_TICKS; i++) {
-    double v = first + i * step;
+    double v = tick_at(first, step, i);
     if (!isfinite(v) || v > plot->y1 + step * 1e-9)
       break;
     double py = sieve__svg_y(plot, v);

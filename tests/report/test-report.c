@@ -486,8 +486,13 @@ test_huge_values(Fixture *f, gconstpointer data)
   g_autofree char *html = sieve_report_to_html(report, NULL);
   g_assert_null(strstr(html, "nan"));
   g_assert_null(strstr(html, "inf\""));
-  /* y tick labels, and every finite value drawn. */
-  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">"), >=, 2);
+  /* y tick labels on both halves of the axis (the positive half had none:
+   * first + i * step overflowed to inf past 0 and ended the ticks), and
+   * every finite value drawn. */
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">"), >=, 5);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">-1e+308<"), ==, 1);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">1e+308<"), ==, 1);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">5e+307<"), ==, 1);
   g_assert_cmpuint(count_in_plot(html, "history-trial", "<circle class=\"pt"), ==, G_N_ELEMENTS(values) - 1);
   g_assert_nonnull(strstr(html, "<p class=\"note\" id=\"off-scale\">1 trials with an infinite value"));
   /* The range helper alone: finite, ordered ends for the extremes. */
