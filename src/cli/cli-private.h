@@ -44,6 +44,13 @@ void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPt
  * SIEVE_ERROR_CONFIG naming both.  Call it before writing anything.  A
  * postgresql:// store or a NULL output passes. */
 gboolean sieve_cli_check_output(const char *store, const char *output, const char *what, GError **error);
+/* Whether output can be written, checked before any work that ends in
+ * writing it: not a folder; a device or a pipe that takes writing; else
+ * its folder exists and takes new files (the file is written beside it and
+ * renamed over it).  Else a SIEVE_ERROR_CONFIG naming what and the path
+ * (exit status 2).  NULL passes. */
+gboolean sieve_cli_check_writable(const char *output, const char *what, GError **error);
+
 /* cli-study.c: the folder a stored study's relative paths are read
  * against (meta config_dir, else the config's path as stored).
  * (transfer full) */
