@@ -76,8 +76,10 @@ sieve_cmd_report(int argc, char **argv)
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
   sieve_registry_load_default(registry, NULL, refused);
   sieve_cli_warn_refused(refused);
+  /* Freed after the space its scripts' components made. */
+  g_auto(SieveCliStudyLua) lua = {0};
   g_autoptr(SieveSpace) space = NULL;
-  g_autoptr(SieveReport) report = sieve_report_load(store, registry, &space, &error);
+  g_autoptr(SieveReport) report = sieve_cli_report_load(store, registry, &lua, &space, &error);
   if (report == NULL)
     return sieve_cli_fail(error);
   g_autofree char *html = sieve_report_to_html(report, NULL);

@@ -122,6 +122,10 @@ SIEVE_INTERNAL_API void sieve_report_free(SieveReport *report);
  * components.  NULL with error when that is not possible (a Lua script's
  * space, a missing plugin): the report is made without it. (transfer full) */
 SIEVE_INTERNAL_API SieveSpace *sieve_report_space_new(SieveStore *store, SieveRegistry *registry, GError **error);
+/* The folder a stored study's relative paths (a space's file, lua.load
+ * scripts) are read against: the config's, absolute; NULL when the store
+ * does not say. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_report_study_dir(SieveStore *store);
 /* Both at once, as the commands do: the space rebuilt from registry when it
  * can be (into *space, which the caller frees after the report; NULL when
  * not, and the report's space_note says why), then the report.
