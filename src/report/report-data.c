@@ -454,6 +454,16 @@ sieve_report_new(SieveStore *store, const SieveSpace *space, GError **error)
 }
 
 char *
+sieve_report_config_dir(SieveStore *store)
+{
+  char *dir = sieve_store_get_meta(store, "config_dir", NULL);
+  if (dir != NULL && g_path_is_absolute(dir) && g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return dir;
+  g_free(dir);
+  return NULL;
+}
+
+char *
 sieve_report_study_dir(SieveStore *store)
 {
   /* Relative paths (an hpo space's file) are the config file's.  The store
@@ -463,10 +473,9 @@ sieve_report_study_dir(SieveStore *store)
    * relative one is taken from the store's folder (where `sieve run` puts
    * the store by default), so that options resolve against an absolute
    * folder. */
-  char *dir = sieve_store_get_meta(store, "config_dir", NULL);
-  if (dir != NULL && g_path_is_absolute(dir) && g_file_test(dir, G_FILE_TEST_IS_DIR))
+  char *dir = sieve_report_config_dir(store);
+  if (dir != NULL)
     return dir;
-  g_free(dir);
   g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
   g_autofree char *store_dir = g_path_get_dirname(sieve_store_get_path(store));
   g_autofree char *store_abs = g_canonicalize_filename(store_dir, NULL);

@@ -126,6 +126,9 @@ SIEVE_INTERNAL_API SieveSpace *sieve_report_space_new(SieveStore *store, SieveRe
  * scripts) are read against: the config's, absolute; NULL when the store
  * does not say. (transfer full) */
 SIEVE_INTERNAL_API char *sieve_report_study_dir(SieveStore *store);
+/* The config's folder as the store keeps it (meta config_dir) when it is
+ * an absolute path to a folder on this machine, else NULL. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_report_config_dir(SieveStore *store);
 /* Both at once, as the commands do: the space rebuilt from registry when it
  * can be (into *space, which the caller frees after the report; NULL when
  * not, and the report's space_note says why), then the report.

@@ -2,7 +2,8 @@
 """The report in a real browser: headless Chromium (Debian's `chromium`)
 loads the reports of real studies (an NB201 table study, NSGA-II on two
 objectives, Hyperband, dedupe + screen, one with failed trials, an empty
-one, and quickstart's trained networks), and the test reads the rendered
+one, quickstart's trained networks, and one whose every stored text is
+hostile markup, with `sieve serve`'s page of it), and the test reads the rendered
 DOM (--dump-dom) to check each expected section and plot and the number of
 points, computed here from `sieve export`.  Every SVG must be well-formed
 XML (xmllint), the page must fetch nothing, and a screenshot of each is kept
@@ -332,18 +333,6 @@ class HostileText(unittest.TestCase):
     element or handler injected, the SVGs stay well-formed XML, and the
     texts read back as they were."""
 
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="sieve-hostile-")
-        self.dir = self._tmp.name
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
-        self._tmp.cleanup()
-
     def check_dom(self, dom, where):
         d = Hostile(dom)
         self.assertNotIn("img", d.tags, where)
@@ -354,6 +343,10 @@ class HostileText(unittest.TestCase):
             self.assertIn(html.escape(text, quote=False), dom, where)
 
     def test_hostile_text(self):
+        with tempfile.TemporaryDirectory(prefix="sieve-hostile-") as self.dir:
+            self.hostile_study()
+
+    def hostile_study(self):
         script = os.path.join(self.dir, "ev.py")
         with open(script, "w") as f:
             f.write(HOSTILE_EVALUATOR)
@@ -392,16 +385,19 @@ budget: {{evaluations: 12}}
         # The live page and its status.
         p = subprocess.Popen([SIEVE, "serve", store, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-        self.procs.append(p)
-        m = re.match(r"^serving .* on (http://[0-9.]+:\d+/)", p.stdout.readline())
-        self.assertIsNotNone(m)
-        with urllib.request.urlopen(m.group(1), timeout=30) as r:
-            live = r.read().decode("utf-8")
-        self.assertIn('<section id="live">', live)
-        Report.check_static(self, live)
-        self.check_dom(finish(chromium("--dump-dom", m.group(1))), "sieve serve")
-        with urllib.request.urlopen(m.group(1) + "status", timeout=30) as r:
-            status = json.loads(r.read().decode("utf-8"))
+        try:
+            m = re.match(r"^serving .* on (http://[0-9.]+:\d+/)", p.stdout.readline())
+            self.assertIsNotNone(m)
+            with urllib.request.urlopen(m.group(1), timeout=30) as r:
+                live = r.read().decode("utf-8")
+            self.assertIn('<section id="live">', live)
+            Report.check_static(self, live)
+            self.check_dom(finish(chromium("--dump-dom", m.group(1))), "sieve serve")
+            with urllib.request.urlopen(m.group(1) + "status", timeout=30) as r:
+                status = json.loads(r.read().decode("utf-8"))
+        finally:
+            p.kill()
+            p.communicate()
         self.assertEqual(status["running"], [{"trial": 12, "genotype": "c=" + HOSTILE + ",x=0.5",
                                               "stage": HOSTILE + ATTR}])
 
