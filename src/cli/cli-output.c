@@ -1,5 +1,6 @@
-/* sieve: the one check every command that writes a file next to reading a
- * study makes first: the file must not be the study's store.
+/* sieve: the checks every command that writes a file next to reading a
+ * study makes first: the file must not be the study's store, and it must
+ * be writable before hours of work end in writing it.
  *
  * `sieve report S -o S` once replaced the store with its own HTML page
  * (a small study survived only in its -wal file).  The store is SQLite: its
@@ -7,10 +8,13 @@
  * are all the study.  A file that exists is compared by device and inode
  * (hard links, symbolic links, other spellings); one that does not yet
  * exist by its path with the folder resolved. */
+#include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <glib/gstdio.h>
 
 #include "cli/cli-private.h"
+#include "base/base-private.h"
 
 /* The absolute path with its folder's symbolic links and ".." resolved;
  * the name itself as given (it may not exist). */
@@ -65,5 +69,38 @@ sieve_cli_check_output(const char *store, const char *output, const char *what, 
                     what, output, sides[i] + 1, store);
       return FALSE;
     }
+  return TRUE;
+}
+
+gboolean
+sieve_cli_check_writable(const char *output, const char *what, GError **error)
+{
+  if (output == NULL)
+    return TRUE;
+  if (g_file_test(output, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s %s is a folder: expected the name of a file to write",
+                what, output);
+    return FALSE;
+  }
+  /* A device or a pipe is written into: it must take writing.  Any other
+   * file is written as a temporary one beside it and renamed over it: its
+   * folder must exist and take new files. */
+  if (sieve__file_is_special(output)) {
+    if (g_access(output, W_OK) == 0)
+      return TRUE;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s %s cannot be written: %s", what, output,
+                g_strerror(errno));
+    return FALSE;
+  }
+  g_autofree char *dir = g_path_get_dirname(output);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s %s: the folder %s does not exist", what, output, dir);
+    return FALSE;
+  }
+  if (g_access(dir, W_OK | X_OK) != 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s %s: the folder %s does not take new files: %s", what,
+                output, dir, g_strerror(errno));
+    return FALSE;
+  }
   return TRUE;
 }

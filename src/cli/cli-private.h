@@ -44,10 +44,32 @@ void sieve_cli_enumerate(const SieveSpace *space, SieveGenotype *g, guint d, GPt
  * SIEVE_ERROR_CONFIG naming both.  Call it before writing anything.  A
  * postgresql:// store or a NULL output passes. */
 gboolean sieve_cli_check_output(const char *store, const char *output, const char *what, GError **error);
+/* Whether output can be written, checked before any work that ends in
+ * writing it: not a folder; a device or a pipe that takes writing; else
+ * its folder exists and takes new files (the file is written beside it and
+ * renamed over it).  Else a SIEVE_ERROR_CONFIG naming what and the path
+ * (exit status 2).  NULL passes. */
+gboolean sieve_cli_check_writable(const char *output, const char *what, GError **error);
 /* cli-study.c: the folder a stored study's relative paths are read
  * against (meta config_dir, else the config's path as stored).
  * (transfer full) */
 char *sieve_cli_study_dir(SieveStore *store);
+
+/* The Lua hosts of a stored study's lua.load scripts, run for `sieve
+ * report` and `sieve serve` to rebuild a space they register. */
+typedef struct {
+  GPtrArray *hosts; /* (nullable) each freed after the space it made */
+  gboolean loaded;  /* tried: the store held a config */
+  char *failure;    /* (nullable) why a script did not load */
+} SieveCliStudyLua;
+void sieve_cli_study_lua_clear(SieveCliStudyLua *lua);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(SieveCliStudyLua, sieve_cli_study_lua_clear)
+/* sieve_report_load after the stored study's lua.load scripts ran into
+ * registry (once, the first call that finds the config); when the space
+ * cannot be rebuilt because a script did not load, the page's note says
+ * so. lua must outlive *space. (transfer full) */
+struct _SieveReport *sieve_cli_report_load(SieveStore *store, SieveRegistry *registry, SieveCliStudyLua *lua,
+                                           SieveSpace **space, GError **error);
 
 /* A numeric option read as text (G_OPTION_ARG_STRING), so that a value
  * given is never mistaken for "not given": NULL text leaves *value (the

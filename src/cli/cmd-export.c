@@ -20,7 +20,8 @@ sieve_cmd_export(int argc, char **argv)
       {"summary", 0, 0, G_OPTION_ARG_NONE, &summary,
        "print the counts of the trials' outcomes (evaluated, cached, screened, pending) instead", NULL},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "csv (default) or json", "FORMAT"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "write to FILE instead of standard output", "FILE"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "write to FILE instead of standard output (- is standard output)", "FILE"},
       {NULL},
   };
   g_autoptr(GOptionContext) context = g_option_context_new("STORE - print a study's trials");
@@ -60,7 +61,11 @@ sieve_cmd_export(int argc, char **argv)
     fprintf(stderr, "sieve export: unknown format '%s' (expected csv or json)\n", format);
     return SIEVE_EXIT_USAGE;
   }
-  if (!sieve_cli_check_output(argv[1], output, "--output", &error))
+  /* "-" is standard output, as `sieve hash -` reads standard input. */
+  if (output != NULL && strcmp(output, "-") == 0)
+    g_clear_pointer(&output, g_free);
+  if (!sieve_cli_check_output(argv[1], output, "--output", &error) ||
+      !sieve_cli_check_writable(output, "--output", &error))
     return sieve_cli_fail(error);
   g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
   if (store == NULL)

@@ -242,7 +242,9 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
-  if (!sieve_cli_check_output(path, report_path, "--report", &error))
+  /* A report that cannot be written is known now, not after the study. */
+  if (!sieve_cli_check_output(path, report_path, "--report", &error) ||
+      !sieve_cli_check_writable(report_path, "--report", &error))
     return sieve_cli_fail(error);
   /* A study on a server: evaluations go to its queue, for workers.  Known
    * from the command line alone, so refused before the store is created or

@@ -9,6 +9,7 @@
 typedef struct {
   SieveStore *store;       /* read-only: the server never writes the study */
   SieveRegistry *registry;
+  SieveCliStudyLua lua;    /* the stored study's lua.load scripts, run once it holds a config */
   SieveSpace *space;       /* rebuilt once the store holds a config */
   SieveReport *report;     /* the last one read, reused while nothing changed */
   gint64 total, pending;   /* what the cached report was read at */
@@ -29,7 +30,8 @@ current_report(Server *server, GError **error)
   g_clear_pointer(&server->report, sieve_report_free);
   if (server->space == NULL) {
     /* A study started after the server has no config at first. */
-    g_autoptr(SieveReport) report = sieve_report_load(server->store, server->registry, &server->space, error);
+    g_autoptr(SieveReport) report =
+        sieve_cli_report_load(server->store, server->registry, &server->lua, &server->space, error);
     if (report == NULL)
       return NULL;
     if (server->space == NULL) {
@@ -150,6 +152,7 @@ sieve_cmd_serve(int argc, char **argv)
   }
   g_clear_pointer(&server.report, sieve_report_free);
   g_clear_pointer(&server.space, sieve_space_free);
+  sieve_cli_study_lua_clear(&server.lua);
   sieve_registry_free(server.registry);
   sieve_store_close(server.store);
   return code;

@@ -5,38 +5,53 @@
 
 #include "lua/lua-private.h"
 
-/* Runs the `load` scripts of the `lua:` section, each in a host of its own
- * with the section's sandbox, and attaches the hosts to the experiment. */
-static gboolean
-load_scripts(SieveExperiment *exp, const SieveNode *lua, SieveRegistry *registry, GError **error)
+gboolean
+sieve_lua_load_scripts(const SieveNode *lua, const char *dir, SieveRegistry *registry, GPtrArray *hosts,
+                       GError **error)
 {
+  g_return_val_if_fail(registry != NULL && hosts != NULL, FALSE);
+  sieve_lua_register_static();
   SieveLuaSettings defaults, settings;
   sieve_lua_settings_init(&defaults);
   defaults.seconds = SIEVE_LUA_COMPONENT_SECONDS;
-  gboolean ok = sieve_lua_settings_read(lua, exp->dir, &defaults, TRUE, &settings, error);
+  gboolean ok = sieve_lua_settings_read(lua, dir, &defaults, TRUE, &settings, error);
   sieve_lua_settings_clear(&defaults);
   if (!ok)
     return FALSE;
-  g_autoptr(SieveOptions) options = sieve_options_new(sieve_lua_settings_spec(TRUE), lua, NULL, exp->dir, "lua", error);
+  g_autoptr(SieveOptions) options = sieve_options_new(sieve_lua_settings_spec(TRUE), lua, NULL, dir, "lua", error);
   if (options == NULL) {
     sieve_lua_settings_clear(&settings);
     return FALSE;
   }
   const char *const *load = sieve_options_get_strv(options, "load");
   for (guint i = 0; load && load[i]; i++) {
-    g_autofree char *path = g_canonicalize_filename(load[i], exp->dir);
+    g_autofree char *path = g_canonicalize_filename(load[i], dir);
     SieveLuaHost *host = sieve_lua_host_new(&settings, registry, error);
     if (host == NULL || !sieve_lua_host_run_file(host, path, NULL, error)) {
-      sieve_lua_host_free(host);
+      /* What it registered before it failed points into it: it stays. */
+      if (host != NULL)
+        g_ptr_array_add(hosts, host);
       g_autofree char *where = sieve_node_where(sieve_options_node(options, "load"));
       g_prefix_error(error, "%s: lua.load: ", where);
       sieve_lua_settings_clear(&settings);
       return FALSE;
     }
-    sieve_experiment_attach(exp, host, (GDestroyNotify) sieve_lua_host_free);
+    g_ptr_array_add(hosts, host);
   }
   sieve_lua_settings_clear(&settings);
   return TRUE;
+}
+
+/* Runs the `load` scripts of the `lua:` section and attaches their hosts
+ * to the experiment. */
+static gboolean
+load_scripts(SieveExperiment *exp, const SieveNode *lua, SieveRegistry *registry, GError **error)
+{
+  g_autoptr(GPtrArray) hosts = g_ptr_array_new();
+  gboolean ok = sieve_lua_load_scripts(lua, exp->dir, registry, hosts, error);
+  for (guint i = 0; i < hosts->len; i++)
+    sieve_experiment_attach(exp, hosts->pdata[i], (GDestroyNotify) sieve_lua_host_free);
+  return ok;
 }
 
 gboolean

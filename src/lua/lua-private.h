@@ -165,6 +165,15 @@ SIEVE_INTERNAL_API guint64 sieve_lua_host_memory(SieveLuaHost *host, guint64 *pe
  * of the study's identity). */
 SIEVE_INTERNAL_API gboolean sieve_lua_experiment_prepare(SieveExperiment *experiment, SieveRegistry *registry,
                                                          GError **error);
+/* Runs the `load` scripts of a `lua:` section (relative paths against dir),
+ * each in a host of its own with the section's sandbox, registering their
+ * components in registry; appends the hosts to hosts (transfer full each:
+ * free them with sieve_lua_host_free after every component they registered
+ * is done with), also those loaded before a script that failed.  What
+ * sieve_lua_experiment_prepare runs, and what `sieve report` and `sieve
+ * serve` run to rebuild a stored study's space. */
+SIEVE_INTERNAL_API gboolean sieve_lua_load_scripts(const SieveNode *lua, const char *dir, SieveRegistry *registry,
+                                                   GPtrArray *hosts, GError **error);
 /* parse, prepare and resolve: what `sieve run` and sieve.run() load.
  * (transfer full) */
 SIEVE_INTERNAL_API SieveExperiment *sieve_lua_experiment_load(const char *path, const char *const *overrides,

@@ -187,7 +187,9 @@ compute_counts(SieveReport *report)
     const SieveTrial *t = report->trials->pdata[i];
     report->counts[t->status]++;
     double cost = sieve_result_get_cost(t->result);
-    if (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED) {
+    /* A pruned trial was evaluated until the pruner stopped it: its time
+     * was spent, as `sieve run`'s summary counts it. */
+    if (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_FAILED || t->status == SIEVE_STATUS_PRUNED) {
       if (t->hash != NULL)
         g_hash_table_add(hashes, t->hash);
       if (isfinite(cost))
@@ -439,6 +441,36 @@ sieve_report_new(SieveStore *store, const SieveSpace *space, GError **error)
   return g_steal_pointer(&report);
 }
 
+char *
+sieve_report_config_dir(SieveStore *store)
+{
+  char *dir = sieve_store_get_meta(store, "config_dir", NULL);
+  if (dir != NULL && g_path_is_absolute(dir) && g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return dir;
+  g_free(dir);
+  return NULL;
+}
+
+char *
+sieve_report_study_dir(SieveStore *store)
+{
+  /* Relative paths (an hpo space's file) are the config file's.  The store
+   * keeps the config's folder as an absolute path (config_dir); one written
+   * before it only has the config's path as given on the command line
+   * (workers on other machines read it against their own folder), and a
+   * relative one is taken from the store's folder (where `sieve run` puts
+   * the store by default), so that options resolve against an absolute
+   * folder. */
+  char *dir = sieve_report_config_dir(store);
+  if (dir != NULL)
+    return dir;
+  g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
+  g_autofree char *store_dir = g_path_get_dirname(sieve_store_get_path(store));
+  g_autofree char *store_abs = g_canonicalize_filename(store_dir, NULL);
+  g_autofree char *config_abs = config_path ? g_canonicalize_filename(config_path, store_abs) : NULL;
+  return config_abs ? g_path_get_dirname(config_abs) : NULL;
+}
+
 SieveSpace *
 sieve_report_space_new(SieveStore *store, SieveRegistry *registry, GError **error)
 {
@@ -460,22 +492,7 @@ sieve_report_space_new(SieveStore *store, SieveRegistry *registry, GError **erro
   const SieveComponent *component = sieve_registry_require(registry, SIEVE_KIND_SPACE, plugin, sieve_node_lookup(section, "plugin"), error);
   if (component == NULL)
     return NULL;
-  /* Relative paths (an hpo space's file) are the config file's.  The store
-   * keeps the config's folder as an absolute path (config_dir); one written
-   * before it only has the config's path as given on the command line
-   * (workers on other machines read it against their own folder), and a
-   * relative one is taken from the store's folder (where `sieve run` puts
-   * the store by default), so that options resolve against an absolute
-   * folder. */
-  g_autofree char *dir = sieve_store_get_meta(store, "config_dir", NULL);
-  if (dir == NULL || !g_path_is_absolute(dir) || !g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-    g_clear_pointer(&dir, g_free);
-    g_autofree char *config_path = sieve_store_get_meta(store, "config_path", NULL);
-    g_autofree char *store_dir = g_path_get_dirname(sieve_store_get_path(store));
-    g_autofree char *store_abs = g_canonicalize_filename(store_dir, NULL);
-    g_autofree char *config_abs = config_path ? g_canonicalize_filename(config_path, store_abs) : NULL;
-    dir = config_abs ? g_path_get_dirname(config_abs) : NULL;
-  }
+  g_autofree char *dir = sieve_report_study_dir(store);
   static const char *const reserved[] = {"plugin", NULL};
   g_autofree char *context = g_strdup_printf("space '%s'", plugin);
   g_autoptr(SieveOptions) options =

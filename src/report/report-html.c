@@ -26,7 +26,8 @@ static const char style[] =
     ".pt.front{fill:#D55E00;fill-opacity:1}.pt.dominated{fill-opacity:.25}.best{fill:none;stroke:#E69F00;"
     "stroke-width:2}.frontline{fill:none;stroke:#D55E00;stroke-width:1.5}.rung{fill:none;stroke:#56B4E9;"
     "stroke-opacity:.6}.pc{fill:none;stroke-opacity:.55}.bar{fill:#0072B2}.bar.cached{fill:#56B4E9}"
-    ".bar.screened{fill:#009E73}.bar.failed{fill:#D55E00}.bar.pending{fill:#999}code,td.g{font:12px monospace;"
+    ".bar.screened{fill:#009E73}.bar.failed{fill:#D55E00}.bar.pruned{fill:#CC79A7}.bar.pending{fill:#999}"
+    ".pt.pruned{fill:#fff;stroke:#CC79A7;stroke-width:1.5;fill-opacity:1}code,td.g{font:12px monospace;"
     "word-break:break-all}details summary{cursor:pointer}.k{display:inline-block;width:10px;height:10px;"
     "margin:0 4px 0 10px;border-radius:5px}#live{border:1px solid #0072B2;padding:6px 10px;margin-top:10px}";
 
@@ -61,6 +62,15 @@ static const char *
 objective_name(const SieveReport *report)
 {
   return report->n_objectives ? report->objectives[0].metric : "objective";
+}
+
+/* Text from the store (a metric's name, a stage) escaped for a printf
+ * into markup: every name a study's config or evaluator chose is
+ * untrusted text. (transfer full) */
+static char *
+escaped(const char *text)
+{
+  return g_markup_escape_text(text ? text : "", -1);
 }
 
 static const SieveTrial *
@@ -109,8 +119,9 @@ section_header(GString *out, const SieveReport *report)
     append_count(out, names[s], report->counts[s], attr);
   }
   if (report->best >= 0) {
+    g_autofree char *metric = escaped(report->objectives[0].metric);
     g_string_append_printf(out, "<dt>best %s</dt><dd id=\"best\" data-trial=\"%u\">",
-                           report->objectives[0].metric, trial_at(report, report->best)->number >= 0
+                           metric, trial_at(report, report->best)->number >= 0
                                                               ? (guint) trial_at(report, report->best)->number : 0);
     sieve__report_append_value(out, report->objective[report->best]);
     g_string_append_printf(out, " (trial %" G_GINT64_FORMAT ")</dd>", trial_at(report, report->best)->number);
@@ -139,8 +150,11 @@ section_funnel(GString *out, const SieveReport *report)
       {"answered by dedupe", "cached", c[SIEVE_STATUS_CACHED]},
       {"rejected by a constraint", "screened", c[SIEVE_STATUS_REJECTED]},
       {"screened out", "screened", c[SIEVE_STATUS_SCREENED]},
-      {"evaluated", "", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED]},
+      /* A pruned trial counts as an evaluation (its time was spent until
+       * the pruner stopped it), as `sieve run`'s summary counts it. */
+      {"evaluated", "", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED] + c[SIEVE_STATUS_PRUNED]},
       {"failed", "failed", c[SIEVE_STATUS_FAILED]},
+      {"pruned", "pruned", c[SIEVE_STATUS_PRUNED]},
       {"pending", "pending", c[SIEVE_STATUS_PENDING]},
   };
   g_string_append(out, "<section id=\"funnel\"><h2>The sieve: where the proposals went</h2>\n");
@@ -209,6 +223,18 @@ thinned_note(GString *out, guint kept, guint total, guint k, const char *what, c
 
 /* ---- optimization history ------------------------------------------------ */
 
+/* The value trial i is drawn at: the objective of an ok or cached trial;
+ * for a pruned one its last reported value, stored as the objective's
+ * metric, at the step (and fidelity) it reached.  A pruned value is drawn
+ * apart and never joins the best so far (it is never the incumbent). */
+static double
+history_value(const SieveReport *report, guint i)
+{
+  if (trial_at(report, i)->status == SIEVE_STATUS_PRUNED && report->n_objectives > 0)
+    return sieve__report_metric(report, i, report->objectives[0].metric);
+  return report->objective[i];
+}
+
 static void
 history_plot(GString *out, const SieveReport *report, const GArray *shown, const gboolean *keep, gboolean by_time)
 {
@@ -220,7 +246,7 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
     guint i = g_array_index(shown, guint, r);
     const SieveTrial *t = trial_at(report, i);
     xs[r] = by_time ? t->finished - report->t0 : (double) t->number;
-    ys[r] = report->objective[i];
+    ys[r] = history_value(report, i);
   }
   SieveSvgPlot plot = {.width = 520, .height = 320};
   sieve__svg_range(xs, n, 1, &plot.x0, &plot.x1);
@@ -267,6 +293,14 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
       g_string_append(tip, t->reason ? t->reason : "failed");
       /* Failed trials have no value: drawn on the bottom edge. */
       sieve__svg_point(out, &plot, xs[r], plot.y0, "failed", tip->str);
+    } else if (t->status == SIEVE_STATUS_PRUNED) {
+      sieve__report_append_value(tip, ys[r]);
+      if (isfinite(t->fidelity)) {
+        g_string_append(tip, " at fidelity ");
+        sieve__report_append_value(tip, t->fidelity);
+      }
+      g_string_append_printf(tip, " (%s)\n%s", t->reason ? t->reason : "pruned", t->genotype);
+      sieve__svg_point(out, &plot, xs[r], ys[r], "pruned", tip->str);
     } else {
       sieve__report_append_value(tip, ys[r]);
       if (t->cached_from >= 0)
@@ -281,13 +315,14 @@ history_plot(GString *out, const SieveReport *report, const GArray *shown, const
 static void
 section_history(GString *out, const SieveReport *report)
 {
-  /* The trials with something to draw: a value (ok, or cached with the
-   * reused value) or a failure; in the order they finished for the time
-   * plot's best-so-far line, which trial order also is for one worker. */
+  /* The trials with something to draw: a value (ok, cached with the
+   * reused value, or pruned with its last value) or a failure; in the order
+   * they finished for the time plot's best-so-far line, which trial order
+   * also is for one worker. */
   g_autoptr(GArray) shown = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < report->trials->len; i++) {
     const SieveTrial *t = trial_at(report, i);
-    if (t->status == SIEVE_STATUS_FAILED || isfinite(report->objective[i]))
+    if (t->status == SIEVE_STATUS_FAILED || isfinite(history_value(report, i)))
       g_array_append_val(shown, i);
   }
   if (shown->len == 0 || report->n_objectives == 0)
@@ -311,8 +346,11 @@ section_history(GString *out, const SieveReport *report)
   g_string_append(out, "<section id=\"history\"><h2>Optimization history</h2>\n<p class=\"legend\">"
                        "<span class=\"k\" style=\"background:#000\"></span>ok "
                        "<span class=\"k\" style=\"border:1.5px solid #0072B2\"></span>answered from the cache "
-                       "<span class=\"k\" style=\"border:1.5px solid #D55E00\"></span>failed (on the bottom edge) "
-                       "<span class=\"k\" style=\"background:#E69F00;border-radius:0;height:3px\"></span>best so far"
+                       "<span class=\"k\" style=\"border:1.5px solid #D55E00\"></span>failed (on the bottom edge) ");
+  if (report->counts[SIEVE_STATUS_PRUNED] > 0)
+    g_string_append(out, "<span class=\"k\" style=\"border:1.5px solid #CC79A7\"></span>pruned (its last value, at "
+                         "the step it was stopped; never the best) ");
+  g_string_append(out, "<span class=\"k\" style=\"background:#E69F00;border-radius:0;height:3px\"></span>best so far"
                        "</p>\n");
   if (report->by_fidelity)
     g_string_append(out, "<p class=\"note\">The trials ran at several fidelities: the best so far is the best at the "
@@ -324,16 +362,17 @@ section_history(GString *out, const SieveReport *report)
   if (isfinite(report->t0))
     history_plot(out, report, shown, keep, TRUE);
   g_string_append(out, "</div>");
+  g_autofree char *metric = escaped(o->metric);
   guint infinite = 0;
   for (guint i = 0; i < report->trials->len; i++)
-    infinite += isinf(report->objective[i]);
+    infinite += isinf(history_value(report, i));
   if (infinite > 0)
     g_string_append_printf(out, "<p class=\"note\" id=\"off-scale\">%u trials with an infinite %s are off the scale "
                                 "and not drawn.</p>",
-                           infinite, o->metric);
+                           infinite, metric);
   if (report->counts[SIEVE_STATUS_SCREENED] > 0)
     g_string_append_printf(out, "<p class=\"note\">%u screened-out proposals have no %s and are not drawn.</p>",
-                           report->counts[SIEVE_STATUS_SCREENED], o->metric);
+                           report->counts[SIEVE_STATUS_SCREENED], metric);
   g_string_append(out, "</section>\n");
 }
 
@@ -359,9 +398,10 @@ section_pareto(GString *out, const SieveReport *report)
   }
   g_autofree gboolean *keep = g_new(gboolean, n);
   guint k = thin(report->pareto_points, front, SIEVE_REPORT_MAX_POINTS, keep);
+  g_autofree char *a_name = escaped(a->metric), *b_name = escaped(b->metric);
   g_string_append_printf(out, "<section id=\"pareto\"><h2>Pareto front</h2>\n<p>%u non-dominated of %u evaluated "
                               "trials over %s (%s) and %s (%s), highlighted; dominated trials are faded.</p>\n",
-                         report->pareto_front->len, n, a->metric, a->maximize ? "maximize" : "minimize", b->metric,
+                         report->pareto_front->len, n, a_name, a->maximize ? "maximize" : "minimize", b_name,
                          b->maximize ? "maximize" : "minimize");
   double top = trial_at(report, g_array_index(report->pareto_points, guint, 0))->fidelity;
   if (report->by_fidelity)
@@ -396,7 +436,7 @@ section_pareto(GString *out, const SieveReport *report)
   }
   sieve__svg_end(out);
   g_string_append_printf(out, "<table id=\"pareto-table\"><thead><tr><th>trial</th><th>%s</th><th>%s</th>"
-                              "<th>genotype</th></tr></thead><tbody>\n", a->metric, b->metric);
+                              "<th>genotype</th></tr></thead><tbody>\n", a_name, b_name);
   for (guint f = 0; f < nf && f < MAX_FRONT_ROWS; f++) {
     guint i = g_array_index(report->pareto_front, guint, f);
     g_string_append_printf(out, "<tr><td class=\"n\">%" G_GINT64_FORMAT "</td><td class=\"n\">",
@@ -516,7 +556,7 @@ section_proxies(GString *out, const SieveReport *report)
 {
   if (report->proxies->len == 0)
     return;
-  const char *objective = objective_name(report);
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"proxies\"><h2>Zero-cost proxies against %s</h2>\n<p>Each proxy stored "
                               "in this study (the screen stage's scores, or the proxy evaluator's), against %s of the "
                               "evaluated trials that have both: Spearman's rank correlation ρ and Kendall's τ-b, over "
@@ -560,7 +600,7 @@ section_proxies(GString *out, const SieveReport *report)
     sieve__svg_range(ys, n, 1, &plot.y0, &plot.y1);
     g_autofree char *id = g_strdup_printf("proxy-%s", proxy->name);
     g_autofree char *x_label = g_strdup_printf("%s (score)", proxy->name);
-    sieve__svg_begin(out, &plot, id, id, x_label, objective);
+    sieve__svg_begin(out, &plot, id, id, x_label, objective_name(report));
     for (guint r = 0; r < n; r++)
       if (keep[r]) {
         g_autofree char *tip = g_strdup_printf("trial %" G_GINT64_FORMAT, trial_at(report, g_array_index(rows, guint, r))->number);
@@ -605,11 +645,12 @@ parallel_coordinates(GString *out, const SieveReport *report)
   double width = left + right + 110.0 * d;
   double span = height - top - bottom;
   g_autofree char *thinned = k > 1 ? g_strdup_printf(" drawn of %u: every %u-th", n, k) : g_strdup("");
+  g_autofree char *metric = escaped(o->metric);
   g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated %s (%u%s), one axis per decision "
                               "(its range, choices in order from the bottom) and %s on the right; the colour goes "
                               "from dark blue (worst) to yellow (best).</p>\n",
                          report->by_fidelity ? "configuration, at the highest fidelity it reached" : "trial",
-                         count_kept(keep, n), thinned, o->metric);
+                         count_kept(keep, n), thinned, metric);
   g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"parallel-plot\" "
                               "width=\"%g\" height=\"%g\" role=\"img\"><title>parallel coordinates</title>\n",
                          width, height);
@@ -673,7 +714,7 @@ section_importance(GString *out, const SieveReport *report)
 {
   if (report->importance->len == 0)
     return;
-  const char *objective = objective_name(report);
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"importance\"><h2>Decision importance</h2>\n<p>Method: for each "
                               "decision separately, the share of the variance of %s over the evaluated %s that "
                               "its levels explain (η², the between-group sum of squares over the total, of a one-way "
@@ -703,7 +744,7 @@ section_importance(GString *out, const SieveReport *report)
   }
   g_string_append_printf(out, "<text x=\"%g\" y=\"%g\" class=\"al\">share of the variance of ",
                          label, row * report->importance->len + 22);
-  sieve__report_append_escaped(out, objective);
+  g_string_append(out, objective);
   g_string_append(out, " explained (η², 0 to 1)</text></svg>\n");
   parallel_coordinates(out, report);
   g_string_append(out, "</section>\n");
@@ -754,10 +795,11 @@ section_top(GString *out, const SieveReport *report)
       g_hash_table_insert(hits, (gpointer) &t->cached_from, GUINT_TO_POINTER(count + 1));
     }
   }
+  g_autofree char *objective = escaped(objective_name(report));
   g_string_append_printf(out, "<section id=\"top\"><h2>Top %u %s by %s%s</h2>\n<p class=\"note\">Click a column "
                               "to sort; open a genotype to see its network.</p>\n<table id=\"top-table\" "
                               "class=\"sortable\"><thead><tr><th>rank</th><th>trial</th>",
-                         n, report->by_fidelity ? "configurations" : "trials", objective_name(report),
+                         n, report->by_fidelity ? "configurations" : "trials", objective,
                          report->by_fidelity ? " at the highest fidelity each reached (higher fidelity first)" : "");
   for (guint c = 0; c < columns->len; c++) {
     g_string_append(out, "<th>");
@@ -848,7 +890,7 @@ sieve_report_progress_line(const SieveReport *report)
 {
   const guint *c = report->counts;
   GString *line = g_string_new(NULL);
-  g_string_append_printf(line, "[%u", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED]);
+  g_string_append_printf(line, "[%u", c[SIEVE_STATUS_OK] + c[SIEVE_STATUS_FAILED] + c[SIEVE_STATUS_PRUNED]);
   if (report->budget_evaluations > 0)
     g_string_append_printf(line, "/%" G_GUINT64_FORMAT, report->budget_evaluations);
   g_string_append(line, "]");
@@ -859,6 +901,8 @@ sieve_report_progress_line(const SieveReport *report)
   }
   g_string_append_printf(line, ", %u failed, %u cached, %u screened, %u running", c[SIEVE_STATUS_FAILED],
                          c[SIEVE_STATUS_CACHED], c[SIEVE_STATUS_SCREENED], c[SIEVE_STATUS_PENDING]);
+  if (c[SIEVE_STATUS_PRUNED] > 0)
+    g_string_append_printf(line, ", %u pruned", c[SIEVE_STATUS_PRUNED]);
   if (c[SIEVE_STATUS_REJECTED] > 0)
     g_string_append_printf(line, ", %u rejected", c[SIEVE_STATUS_REJECTED]);
   return g_string_free(line, FALSE);
@@ -914,8 +958,9 @@ section_live(GString *out, const SieveReport *report, const SieveReportOptions *
     const SieveTrial *t = trial_at(report, i);
     if (t->status != SIEVE_STATUS_PENDING)
       continue;
+    g_autofree char *stage = escaped(t->stage ? t->stage : "proposed");
     g_string_append_printf(out, "<tr><td class=\"n\">%" G_GINT64_FORMAT "</td><td>%s</td><td class=\"g\">", t->number,
-                           t->stage ? t->stage : "proposed");
+                           stage);
     sieve__report_append_escaped(out, t->genotype);
     g_string_append(out, "</td></tr>");
   }
@@ -968,9 +1013,10 @@ sieve_report_to_html(const SieveReport *report, const SieveReportOptions *option
     section_top(out, report);
     section_failures(out, report);
   }
+  g_autofree char *path = escaped(report->path);
   g_string_append_printf(out, "<footer class=\"note\"><p>Written by sieve %s from %s. Plots keep every point up to %u "
                               "per plot and thin out the rest, saying so where they do.</p></footer>\n",
-                         sieve_version_string(), report->path, SIEVE_REPORT_MAX_POINTS);
+                         sieve_version_string(), path, SIEVE_REPORT_MAX_POINTS);
   g_string_append_printf(out, "<script>%s</script>\n</body></html>\n", sort_script);
   return g_string_free(out, FALSE);
 }

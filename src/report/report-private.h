@@ -74,8 +74,8 @@ struct _SieveReport {
   guint n_objectives;
   /* Outcome counts by SieveStatus. */
   guint counts[SIEVE_STATUS_REJECTED + 1];
-  guint distinct;         /* distinct hashes among the evaluated */
-  double evaluation_s;    /* summed cost of the evaluated (ok and failed) trials */
+  guint distinct;         /* distinct hashes among the evaluated (ok, failed, pruned) */
+  double evaluation_s;    /* summed cost of the evaluated (ok, failed and pruned) trials */
   double mean_ok_s;       /* mean cost of an ok trial, NAN when none */
   double saved_s;         /* cache hits times mean_ok_s */
   double t0;              /* the first trial's start (unix s), NAN when none */
@@ -122,6 +122,13 @@ SIEVE_INTERNAL_API void sieve_report_free(SieveReport *report);
  * components.  NULL with error when that is not possible (a Lua script's
  * space, a missing plugin): the report is made without it. (transfer full) */
 SIEVE_INTERNAL_API SieveSpace *sieve_report_space_new(SieveStore *store, SieveRegistry *registry, GError **error);
+/* The folder a stored study's relative paths (a space's file, lua.load
+ * scripts) are read against: the config's, absolute; NULL when the store
+ * does not say. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_report_study_dir(SieveStore *store);
+/* The config's folder as the store keeps it (meta config_dir) when it is
+ * an absolute path to a folder on this machine, else NULL. (transfer full) */
+SIEVE_INTERNAL_API char *sieve_report_config_dir(SieveStore *store);
 /* Both at once, as the commands do: the space rebuilt from registry when it
  * can be (into *space, which the caller frees after the report; NULL when
  * not, and the report's space_note says why), then the report.

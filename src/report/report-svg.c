@@ -114,6 +114,16 @@ nice_step(double lo, double hi)
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * power;
 }
 
+/* The i-th tick from first.  i * step alone overflows on an axis from
+ * -DBL_MAX to DBL_MAX (the positive ticks were lost): then on halves, which
+ * overflow only past DBL_MAX, where the axis ends anyway. */
+static double
+tick_at(double first, double step, int i)
+{
+  double v = first + i * step;
+  return isfinite(v) ? v : 2 * (first / 2 + i * (step / 2));
+}
+
 static void
 append_number(GString *out, double v)
 {
@@ -131,9 +141,10 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
     plot->top = 12;
     plot->bottom = 44;
   }
-  g_string_append_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"%s\" width=\"%g\" "
-                          "height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\"><title>", id, plot->width, plot->height,
-                          plot->width, plot->height);
+  g_string_append(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" id=\"");
+  sieve__report_append_escaped(out, id);
+  g_string_append_printf(out, "\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" role=\"img\"><title>", plot->width,
+                         plot->height, plot->width, plot->height);
   sieve__report_append_escaped(out, title);
   g_string_append(out, "</title>\n");
   double xa = plot->left, xb = plot->width - plot->right;
@@ -144,7 +155,7 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
    * spacing of the doubles there would never get past it. */
   double step = nice_step(plot->x0, plot->x1), first = ceil(plot->x0 / step) * step;
   for (int i = 0; i < MAX_TICKS; i++) {
-    double v = first + i * step;
+    double v = tick_at(first, step, i);
     if (!isfinite(v) || v > plot->x1 + step * 1e-9)
       break;
     double px = sieve__svg_x(plot, v);
@@ -159,7 +170,7 @@ sieve__svg_begin(GString *out, SieveSvgPlot *plot, const char *id, const char *t
   step = nice_step(plot->y0, plot->y1);
   first = ceil(plot->y0 / step) * step;
   for (int i = 0; i < MAX_TICKS; i++) {
-    double v = first + i * step;
+    double v = tick_at(first, step, i);
     if (!isfinite(v) || v > plot->y1 + step * 1e-9)
       break;
     double py = sieve__svg_y(plot, v);

@@ -96,6 +96,53 @@ class TestOutputIsNotTheStore(sieve_cli.Workdir):
         self.assert_intact(self.path("copy.sieve"))
 
 
+class TestOutputChecked(sieve_cli.Workdir):
+    """`-o -` is standard output (as `sieve hash -` reads standard input):
+    it wrote a file named '-'.  And `sieve run --report` into a folder that
+    does not exist, or onto a folder, ran the whole study and only warned
+    at the end: now a usage error before anything is stored."""
+    prefix = "sieve-output-checked-"
+
+    def setUp(self):
+        super().setUp()
+        self.cfg = self.write("c.yaml", CONFIG)
+        self.store = self.path("s.sieve")
+        sieve("run", self.cfg, "--store", self.store, "-q", check=0)
+
+    def test_dash_is_standard_output(self):
+        p = sieve("report", self.store, "-o", "-", check=0, cwd=self.dir)
+        self.assertTrue(p.stdout.startswith("<!DOCTYPE html>"), p.stdout[:100])
+        self.assertTrue(p.stdout.endswith("</html>\n"))
+        self.assertIn("report: standard output (6 trials", p.stderr)
+        p = sieve("export", self.store, "-o", "-", check=0, cwd=self.dir)
+        self.assertEqual(p.stdout, sieve("export", self.store, check=0).stdout)
+        self.assertFalse(os.path.exists(self.path("-")), "a file named '-' was written")
+        # --open needs a file.
+        p = sieve("report", self.store, "-o", "-", "--open", check=2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("-o - writes the page to standard output", p.stderr)
+        for command in ("report", "export"):
+            self.assertIn("- is standard output" if command == "export" else "- for standard output",
+                          sieve(command, "--help", check=0).stdout)
+
+    def test_run_report_unwritable(self):
+        fresh = self.path("new.sieve")
+        missing = os.path.join(self.dir, "no", "such", "r.html")
+        p = sieve("run", self.cfg, "--store", fresh, "--report", missing, check=2)
+        folder = os.path.join(self.dir, "no", "such")
+        self.assertIn(f"--report {missing}: the folder {folder} does not exist", p.stderr)
+        self.assertEqual(p.stdout, "", "the study started")
+        self.assertFalse(os.path.exists(fresh), "the refused run created its store")
+        p = sieve("run", self.cfg, "--store", fresh, "--report", self.dir, check=2)
+        self.assertIn(f"--report {self.dir} is a folder", p.stderr)
+        self.assertFalse(os.path.exists(fresh), "the refused run created its store")
+        # The same checks for the commands that write a file at their end.
+        p = sieve("report", self.store, "-o", self.dir, check=2)
+        self.assertIn("is a folder", p.stderr)
+        p = sieve("export", self.store, "-o", missing, check=2)
+        self.assertIn("does not exist", p.stderr)
+
+
 class TestOutputIntoAPipe(sieve_cli.Workdir):
     prefix = "sieve-fifo-"
 

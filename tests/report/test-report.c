@@ -486,8 +486,13 @@ test_huge_values(Fixture *f, gconstpointer data)
   g_autofree char *html = sieve_report_to_html(report, NULL);
   g_assert_null(strstr(html, "nan"));
   g_assert_null(strstr(html, "inf\""));
-  /* y tick labels, and every finite value drawn. */
-  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">"), >=, 2);
+  /* y tick labels on both halves of the axis (the positive half had none:
+   * first + i * step overflowed to inf past 0 and ended the ticks), and
+   * every finite value drawn. */
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">"), >=, 5);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">-1e+308<"), ==, 1);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">1e+308<"), ==, 1);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "text-anchor=\"end\">5e+307<"), ==, 1);
   g_assert_cmpuint(count_in_plot(html, "history-trial", "<circle class=\"pt"), ==, G_N_ELEMENTS(values) - 1);
   g_assert_nonnull(strstr(html, "<p class=\"note\" id=\"off-scale\">1 trials with an infinite value"));
   /* The range helper alone: finite, ordered ends for the extremes. */
@@ -517,6 +522,66 @@ test_close_values(Fixture *f, gconstpointer data)
   g_assert_cmpfloat(hi - lo, >=, 1e17 * 0.09);
 }
 
+/* A study with a pruner (as `sieve run examples/progress/prune.yaml`
+ * stores it): 4 ok trials and 4 pruned, each pruned one with its last value
+ * as the objective's metric, a `step` and the fidelity it reached.  A
+ * pruned trial counts as an evaluation (README, "Pruners"): the funnel's
+ * evaluated bar, the evaluation time and the progress line count it, and
+ * the history draws it apart, at its last value, never as the best.
+ * Before, the funnel said "evaluated 4 of 8" and the history drew 4. */
+static void
+test_pruned(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_no_error(error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "config",
+                                       "objective: {metric: val_acc, direction: maximize}\n"
+                                       "budget: {evaluations: 8}\n",
+                                       &error));
+    for (guint i = 0; i < 8; i++) {
+      g_autofree char *genotype = g_strdup_printf("x=%u", i);
+      gboolean pruned = i % 2 == 1;
+      gint64 number = sieve_store_add_trial(store, genotype, pruned ? 2 : NAN, &error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "val_acc", pruned ? 0.1 * i : 0.5 + 0.01 * i);
+      if (pruned) {
+        sieve_result_set_metric(r, "step", 2);
+        sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+        sieve_result_set_reason(r, "pruned at step 2");
+      }
+      sieve_result_set_cost(r, pruned ? 0.25 : 1.0);
+      g_assert_true(sieve_store_finish_trial(store, number, r, i, i + 1, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->counts[SIEVE_STATUS_PRUNED], ==, 4);
+  g_assert_cmpuint(report->counts[SIEVE_STATUS_OK], ==, 4);
+  /* 4 x 1.0 s ok, 4 x 0.25 s pruned. */
+  g_assert_cmpfloat_with_epsilon(report->evaluation_s, 5.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon(report->mean_ok_s, 1.0, 1e-12);
+  /* The best is an ok trial (0.56, trial 6), not pruned trial 7's 0.7. */
+  g_assert_cmpint(report->best, ==, 6);
+
+  g_autofree char *html = sieve_report_to_html(report, NULL);
+  g_assert_cmpuint(count_in_plot(html, "funnel-plot", "<title>evaluated: 8<"), ==, 1);
+  g_assert_cmpuint(count_in_plot(html, "funnel-plot", "class=\"bar pruned\" data-count=\"4\""), ==, 1);
+  g_assert_nonnull(strstr(html, "<dd id=\"evaluation-time\">5</dd>"));
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "<circle class=\"pt"), ==, 8);
+  g_assert_cmpuint(count_in_plot(html, "history-trial", "<circle class=\"pt pruned\""), ==, 4);
+  g_assert_cmpuint(count_in_plot(html, "history-time", "<circle class=\"pt pruned\""), ==, 4);
+  g_assert_nonnull(strstr(html, "trial 7 pruned: 0.7 at fidelity 2 (pruned at step 2)"));
+  g_assert_nonnull(strstr(html, "</span>pruned (its last value"));
+  g_autofree char *line = sieve_report_progress_line(report);
+  g_assert_true(g_str_has_prefix(line, "[8/8] best val_acc 0.56 (trial 6)"));
+  g_assert_nonnull(strstr(line, ", 4 pruned"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -530,5 +595,6 @@ main(int argc, char **argv)
   g_test_add("/report/study/huge-values", Fixture, NULL, fixture_set_up, test_huge_values, fixture_tear_down);
   g_test_add("/report/study/close-values", Fixture, NULL, fixture_set_up, test_close_values, fixture_tear_down);
   g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
+  g_test_add("/report/study/pruned", Fixture, NULL, fixture_set_up, test_pruned, fixture_tear_down);
   return g_test_run();
 }

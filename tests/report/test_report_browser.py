@@ -2,7 +2,8 @@
 """The report in a real browser: headless Chromium (Debian's `chromium`)
 loads the reports of real studies (an NB201 table study, NSGA-II on two
 objectives, Hyperband, dedupe + screen, one with failed trials, an empty
-one, and quickstart's trained networks), and the test reads the rendered
+one, quickstart's trained networks, and one whose every stored text is
+hostile markup, with `sieve serve`'s page of it), and the test reads the rendered
 DOM (--dump-dom) to check each expected section and plot and the number of
 points, computed here from `sieve export`.  Every SVG must be well-formed
 XML (xmllint), the page must fetch nothing, and a screenshot of each is kept
@@ -12,15 +13,19 @@ Chromium or xmllint is missing.
     test_report_browser.py [--docs]   # --docs: full quickstart, screenshot into docs/
 """
 import csv
+import html
 import html.parser
 import io
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 SIEVE = os.environ["SIEVE_EXE"]
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
@@ -280,6 +285,121 @@ budget: {{evaluations: 12}}
         self.assertEqual(len(dom.cells), ok)
         if DOCS:
             shutil.copy(os.path.join(ARTIFACTS, "quickstart.png"), os.path.join(ROOT, "docs", "report-quickstart.png"))
+
+
+# Text a study's config, evaluator or store name may hold, made to run
+# script if written into the page unescaped: an element with a handler, a
+# quote that closes an attribute and opens a handler, and markup's
+# special characters (bug hunt 3: a metric named like the first made the
+# report's `best` line run it).
+HOSTILE = "<img src=x onerror=document.body.dataset.pwned=1>"
+ATTR = 'q" onmouseover="document.body.dataset.pwned=2'
+BROKEN = "val<ue&\"'>"
+
+HOSTILE_EVALUATOR = r"""import json, sys
+d = json.load(sys.stdin)
+x, c, t = d["params"]["x"], d["params"]["c"], d["trial"]
+if t %% 4 == 3:
+    print(json.dumps({"status": "failed", "reason": %r + c}))
+else:
+    print(json.dumps({%r: x, %r: 1 - x * x, %r: 2 * x, "synflow": 3 * x + t %% 2}))
+""" % (HOSTILE, HOSTILE, ATTR, BROKEN)
+
+
+def yaml_quote(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
+class Hostile(html.parser.HTMLParser):
+    """Every element and attribute of a rendered DOM, and the body's."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.tags, self.handlers, self.body = set(), [], {}
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.handlers += [(tag, k) for k, _ in attrs if k.startswith("on")]
+        if tag == "body":
+            self.body = dict(attrs)
+
+
+class HostileText(unittest.TestCase):
+    """A study whose every stored text is hostile: its name, the store's file
+    name, the objectives' and other metrics' names, a categorical's choices
+    (so the genotypes), failure reasons, a running trial's genotype and
+    stage; the report and `sieve serve`'s page render in Chromium with no
+    element or handler injected, the SVGs stay well-formed XML, and the
+    texts read back as they were."""
+
+    def check_dom(self, dom, where):
+        d = Hostile(dom)
+        self.assertNotIn("img", d.tags, where)
+        self.assertEqual(d.handlers, [], where)
+        self.assertNotIn("data-pwned", d.body, where)
+        # The texts are there, as text.
+        for text in (HOSTILE, BROKEN):
+            self.assertIn(html.escape(text, quote=False), dom, where)
+
+    def test_hostile_text(self):
+        with tempfile.TemporaryDirectory(prefix="sieve-hostile-") as self.dir:
+            self.hostile_study()
+
+    def hostile_study(self):
+        script = os.path.join(self.dir, "ev.py")
+        with open(script, "w") as f:
+            f.write(HOSTILE_EVALUATOR)
+        config = os.path.join(self.dir, "h.yaml")
+        choices = ", ".join(yaml_quote(t) for t in (HOSTILE, ATTR, BROKEN))
+        with open(config, "w") as f:
+            f.write(f"""name: {yaml_quote(HOSTILE + ATTR)}
+seed: 3
+space: {{plugin: hpo, parameters: {{x: {{type: float, low: 0, high: 1}}, c: [{choices}]}}}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: command, argv: [{sys.executable}, {script}], stdin: json}}
+objective: [{{metric: {yaml_quote(HOSTILE)}, direction: minimize}}, {{metric: {yaml_quote(ATTR)}}}]
+budget: {{evaluations: 12}}
+""")
+        store = os.path.join(self.dir, HOSTILE + ".sieve")
+        sieve("run", config, "--store", store, "--quiet")
+        self.assertEqual(len(rows(store)), 12)
+        # What a store can hold that this run did not write: a screen stage
+        # naming a proxy (its section compares it with the objective), and
+        # a running trial with a hostile genotype and stage.
+        with sqlite3.connect(store) as db:
+            stored = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0]
+            db.execute("UPDATE meta SET value = ? WHERE key = 'config'",
+                       (stored + "pipeline:\n  - screen: {proxies: [synflow]}\n",))
+            db.execute("INSERT INTO trials (number, genotype, status, stage) VALUES (12, ?, 'pending', ?)",
+                       ("c=" + HOSTILE + ",x=0.5", HOSTILE + ATTR))
+        page = os.path.join(self.dir, "h.html")
+        sieve("report", store, "-o", page)
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        Report.check_static(self, text)
+        for section in ("pareto", "proxies", "importance", "top", "failures"):
+            self.assertIn(f'<section id="{section}">', text)
+        self.check_dom(finish(chromium("--dump-dom", "file://" + page)), "sieve report")
+
+        # The live page and its status.
+        p = subprocess.Popen([SIEVE, "serve", store, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            m = re.match(r"^serving .* on (http://[0-9.]+:\d+/)", p.stdout.readline())
+            self.assertIsNotNone(m)
+            with urllib.request.urlopen(m.group(1), timeout=30) as r:
+                live = r.read().decode("utf-8")
+            self.assertIn('<section id="live">', live)
+            Report.check_static(self, live)
+            self.check_dom(finish(chromium("--dump-dom", m.group(1))), "sieve serve")
+            with urllib.request.urlopen(m.group(1) + "status", timeout=30) as r:
+                status = json.loads(r.read().decode("utf-8"))
+        finally:
+            p.kill()
+            p.communicate()
+        self.assertEqual(status["running"], [{"trial": 12, "genotype": "c=" + HOSTILE + ",x=0.5",
+                                              "stage": HOSTILE + ATTR}])
 
 
 DOCS = "--docs" in sys.argv

@@ -5,11 +5,14 @@ found).  The store keeps the config's path as given ('r.yaml'); the report
 resolved the space's file against that relative folder and crashed
 (SIGSEGV)."""
 import os
+import re
 import sqlite3
+import subprocess
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
-from sieve_cli import Workdir, sieve  # noqa: E402
+from sieve_cli import ROOT, SIEVE, Workdir, sieve  # noqa: E402
 
 CONFIG = """name: r
 space: {plugin: hpo, file: sp.yaml}
@@ -49,6 +52,68 @@ class RelativeConfig(Workdir):
         os.mkdir(self.path("out"))
         sieve("run", "r.yaml", "--store", "out/o.sieve", "--quiet", check=0, cwd=self.dir)
         self.report("out/o.sieve")
+
+
+# A space a lua.load script registers (bug hunt 3: the report and the live
+# page said "no space plugin named 'lua_nb201'", while the same script as
+# space: {plugin: lua, script: ...} was rebuilt).
+LUA_CONFIG = """name: ls
+seed: 0
+lua: {load: [nb201.lua]}
+space: {plugin: lua_nb201}
+optimizer: {plugin: random}
+evaluator: {plugin: tabular, table: %s, key: arch_str, metrics: [cifar10_valid_acc]}
+objective: {metric: cifar10_valid_acc, direction: maximize}
+budget: {evaluations: 5}
+"""
+
+
+class LuaLoadedSpace(Workdir):
+    prefix = "sieve-report-lua-"
+
+    def setUp(self):
+        super().setUp()
+        with open(os.path.join(ROOT, "search_spaces", "nb201.lua")) as f:
+            self.write("nb201.lua", f.read())
+        self.write("ls.yaml", LUA_CONFIG % os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+        sieve("run", "ls.yaml", "--quiet", check=0, cwd=self.dir)
+
+    def rebuilt(self, page):
+        note = re.search(r'<p class="note">The study&apos;s space could not[^<]*', page)
+        self.assertIsNone(note, note and note.group(0))
+        self.assertIn('<section id="importance">', page)
+        # Each of the 5 top rows draws its cell and the network the space built.
+        self.assertEqual(page.count('<svg xmlns="http://www.w3.org/2000/svg" class="cell"'), 5)
+        self.assertEqual(page.count('<p class="net">'), 5)
+
+    def test_report(self):
+        out = self.path("ls.html")
+        sieve("report", self.path("ls.sieve"), "-o", out, check=0, cwd="/")
+        with open(out) as f:
+            self.rebuilt(f.read())
+
+    def test_serve(self):
+        p = subprocess.Popen([SIEVE, "serve", self.path("ls.sieve"), "--port", "0"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd="/")
+        try:
+            m = re.match(r"^serving .* on (http://[0-9.]+:\d+/)", p.stdout.readline())
+            self.assertIsNotNone(m)
+            with urllib.request.urlopen(m.group(1), timeout=30) as r:
+                self.rebuilt(r.read().decode("utf-8"))
+        finally:
+            p.kill()
+            p.communicate()
+
+    def test_script_missing(self):
+        # The study stays readable; the page says why its space is not.
+        os.rename(self.path("nb201.lua"), self.path("moved.lua"))
+        out = self.path("ls.html")
+        sieve("report", self.path("ls.sieve"), "-o", out, check=0, cwd="/")
+        with open(out) as f:
+            page = f.read()
+        self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
+        self.assertIn("nb201.lua", page)
+        self.assertIn('<section id="top">', page)
 
 
 if __name__ == "__main__":

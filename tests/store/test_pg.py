@@ -100,6 +100,12 @@ class TestSameStudy(PgCase):
         # The report reads the server's study.
         sieve("report", url, "-o", self.path("r.html"), check=0)
         self.assertGreater(os.path.getsize(self.path("r.html")), 1000)
+        # Without -o: STUDY.html in the current folder (it tried to write a
+        # file named after the URL).
+        p = sieve_cli.sieve("report", url, check=0, cwd=self.dir)
+        self.assertIn("report: same.html", p.stdout)
+        with open(self.path("same.html")) as f:
+            self.assertIn("</html>", f.read())
 
         # Copies both ways keep every row; a copy resumes like the original.
         sieve("store", "copy", url, self.path("back.sieve"), check=0)
