@@ -54,6 +54,12 @@ SieveReport *
 sieve_cli_report_load(SieveStore *store, SieveRegistry *registry, SieveCliStudyLua *lua, SieveSpace **space,
                       GError **error)
 {
+  /* Only report and serve come here, and they are viewers: a store may
+   * come from anyone, so its scripts (lua.load, a Lua space) run in the
+   * bare sandbox whatever grants its config gave them; one that asks for
+   * a grant fails to load and the page says so.  The cap holds for the
+   * rest of the process. */
+  sieve_lua_limit_process(0);
   load_study_lua(store, registry, lua);
   SieveReport *report = sieve_report_load(store, registry, space, error);
   if (report != NULL && *space == NULL && lua->failure != NULL && report->space_note != NULL) {

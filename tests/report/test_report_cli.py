@@ -115,6 +115,29 @@ class LuaLoadedSpace(Workdir):
         self.assertIn("nb201.lua", page)
         self.assertIn('<section id="top">', page)
 
+    def test_store_grants_not_honoured(self):
+        # A viewer opens stores from anyone: a config that granted its
+        # scripts io (here to write a file when loaded) does not pass the
+        # grant to sieve report, which runs the script in the bare sandbox.
+        with open(self.path("nb201.lua")) as f:
+            body = f.read()
+        marker = self.path("written-by-script")
+        self.write("nb201.lua", "if io then local f = io.open(%r, 'w'); f:write('x'); f:close() end\n%s"
+                   % (marker, body))
+        self.write("io.yaml", LUA_CONFIG.replace("lua: {load: [nb201.lua]}",
+                                                 "lua: {load: [nb201.lua], allow: [io]}").replace("name: ls", "name: io")
+                   % os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+        sieve("run", "io.yaml", "--quiet", check=0, cwd=self.dir)
+        self.assertTrue(os.path.exists(marker))  # sieve run honours the config's grant
+        os.remove(marker)
+        out = self.path("io.html")
+        sieve("report", self.path("io.sieve"), "-o", out, check=0, cwd="/")
+        self.assertFalse(os.path.exists(marker))
+        with open(out) as f:
+            page = f.read()
+        self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
+        self.assertIn("io", page)
+
 
 if __name__ == "__main__":
     import unittest
