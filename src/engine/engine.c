@@ -478,16 +478,19 @@ sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v)
 }
 
 /* An intermediate value from the evaluation (any thread): kept with the job
- * (a step reported again replaces its value) and judged by the pruner. */
+ * (a step reported again replaces its value) and judged by the pruner.
+ * Nothing reported after the decision to stop is kept (an evaluator that
+ * goes on reporting, as the command evaluator ignores a stopped program's
+ * lines): the pruned trial is what the pruner judged. */
 static gboolean
 on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {
   Job *job = user_data;
+  if (job->pruned)
+    return FALSE;
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   sieve_engine_keep_intermediate(job->intermediate, &v);
-  if (job->pruned)
-    return FALSE;
   if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,
                                                 job->intermediate->len))
     job->pruned = TRUE;
