@@ -57,6 +57,39 @@ sieve_pruner_spec(void)
   return pruner_spec;
 }
 
+/* Every option written applies to the kind: one of another kind would be
+ * silently ignored ({kind: patience, warmup_steps: 5} judging from step 1).
+ * Optuna's PatientPruner has no warm-up of its own (it wraps another
+ * pruner for that); median is PercentilePruner(50), so percentile: 50 is
+ * its default written out. */
+static gboolean
+check_kind_options(const SieveOptions *options, Kind kind, const char *kind_name, GError **error)
+{
+  static const char *const rank_options[] = {"startup_trials", "warmup_steps", "interval_steps", "min_trials", NULL};
+  static const char *const patience_options[] = {"patience", "min_delta", NULL};
+  for (const SieveOptionSpec *o = pruner_spec; o->name; o++) {
+    if (g_str_equal(o->name, "kind") || !sieve_options_is_set(options, o->name))
+      continue;
+    gboolean applies = kind == KIND_PATIENCE ? g_strv_contains(patience_options, o->name)
+                                             : g_strv_contains(rank_options, o->name);
+    const char *which = kind == KIND_PATIENCE ? "patience, min_delta" : "startup_trials, warmup_steps, "
+                                                                        "interval_steps, min_trials";
+    if (g_str_equal(o->name, "percentile") && kind != KIND_PATIENCE)
+      applies = kind == KIND_PERCENTILE || sieve_options_get_double(options, "percentile") == 50.0;
+    if (applies)
+      continue;
+    const SieveNode *at = sieve_options_node(options, o->name);
+    if (g_str_equal(o->name, "percentile") && kind == KIND_MEDIAN)
+      sieve_node_set_error(error, at, "pruner option 'percentile' does not apply to kind median, which is percentile "
+                                      "50: write kind: percentile for another");
+    else
+      sieve_node_set_error(error, at, "pruner option '%s' does not apply to kind %s (its options: %s%s)", o->name,
+                           kind_name, which, kind == KIND_PERCENTILE ? ", percentile" : "");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 SievePruner *
 sieve_pruner_new(const SieveNode *node, const char *base_dir, gboolean maximize, GError **error)
 {
@@ -68,10 +101,14 @@ sieve_pruner_new(const SieveNode *node, const char *base_dir, gboolean maximize,
   g_autoptr(SieveOptions) options = sieve_options_new(pruner_spec, node, NULL, base_dir, "pruner", error);
   if (options == NULL)
     return NULL;
+  const char *kind_name = sieve_options_get_string(options, "kind");
+  Kind kind = g_str_equal(kind_name, "median")       ? KIND_MEDIAN
+              : g_str_equal(kind_name, "percentile") ? KIND_PERCENTILE
+                                                     : KIND_PATIENCE;
+  if (!check_kind_options(options, kind, kind_name, error))
+    return NULL;
   SievePruner *p = g_new0(SievePruner, 1);
-  const char *kind = sieve_options_get_string(options, "kind");
-  p->kind = g_str_equal(kind, "median") ? KIND_MEDIAN : g_str_equal(kind, "percentile") ? KIND_PERCENTILE
-                                                                                          : KIND_PATIENCE;
+  p->kind = kind;
   p->maximize = maximize;
   p->percentile = p->kind == KIND_MEDIAN ? 50.0 : sieve_options_get_double(options, "percentile");
   p->startup_trials = sieve_options_get_int(options, "startup_trials");

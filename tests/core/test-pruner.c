@@ -140,6 +140,42 @@ test_bad_config(void)
   g_clear_error(&error);
 }
 
+/* An option of another kind is an error located at it, not a setting
+ * silently ignored ({kind: patience, warmup_steps: 5} pruned at step 3). */
+static void
+test_option_of_another_kind(void)
+{
+  static const struct {
+    const char *yaml, *option;
+    guint column;
+  } bad[] = {
+      {"{kind: patience, patience: 1, warmup_steps: 5}", "warmup_steps", 45},
+      {"{kind: patience, startup_trials: 3}", "startup_trials", 34},
+      {"{kind: patience, interval_steps: 2}", "interval_steps", 34},
+      {"{kind: patience, min_trials: 2}", "min_trials", 30},
+      {"{kind: patience, percentile: 25}", "percentile", 30},
+      {"{kind: median, percentile: 10}", "percentile", 28},
+      {"{kind: median, patience: 3}", "patience", 26},
+      {"{kind: percentile, min_delta: 0.1}", "min_delta", 31},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    GError *error = NULL;
+    g_autoptr(SieveNode) node = sieve_node_parse_string(bad[i].yaml, -1, "exp.yaml", &error);
+    g_assert_no_error(error);
+    g_assert_null(sieve_pruner_new(node, ".", TRUE, &error));
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    g_autofree char *at = g_strdup_printf("exp.yaml:1:%u:", bad[i].column);
+    g_assert_true(g_str_has_prefix(error->message, at));
+    g_assert_nonnull(strstr(error->message, bad[i].option));
+    g_assert_nonnull(strstr(error->message, "does not apply"));
+    g_clear_error(&error);
+  }
+  /* Median is percentile 50 (Optuna's MedianPruner): 50 written is the default. */
+  g_autoptr(SievePruner) fifty = pruner_new("{kind: median, percentile: 50, warmup_steps: 0, startup_trials: 5}", TRUE);
+  g_autoptr(SievePruner) patient = pruner_new("{kind: patience, patience: 1, min_delta: 0}", TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -149,5 +185,6 @@ main(int argc, char **argv)
   g_test_add_func("/pruner/percentile", test_percentile);
   g_test_add_func("/pruner/patience", test_patience);
   g_test_add_func("/pruner/bad-config", test_bad_config);
+  g_test_add_func("/pruner/option-of-another-kind", test_option_of_another_kind);
   return g_test_run();
 }
