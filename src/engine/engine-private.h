@@ -376,6 +376,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
  * that defines it; budget, workers, report and store left out.
  * (transfer full) */
 char *sieve__study_key(const SieveExperiment *experiment);
+/* The key as written until 2026-11-26: the pruner's section as written,
+ * not through its option table.  (transfer full) */
+char *sieve__study_key_as_written(const SieveExperiment *experiment);
 /* The first setting where two keys differ, "PATH: stored 'A', now 'B'" or
  * the changed file named; NULL when they agree. (transfer full) */
 char *sieve__study_key_difference(const char *stored, const char *current);

@@ -44,6 +44,17 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
   g_autofree char *diff = stored_key != NULL          ? sieve__study_key_difference(stored_key, key)
                           : stored != NULL && strcmp(stored, identity) != 0 ? first_difference(stored, identity)
                                                                              : NULL;
+  /* A store keyed before the pruner went through its option table: the
+   * same study when its key is the pruner as written, and keyed anew. */
+  gboolean rekey = FALSE;
+  if (diff != NULL && stored_key != NULL && exp->pruner != NULL) {
+    g_autofree char *as_written = sieve__study_key_as_written(exp);
+    g_autofree char *old_diff = sieve__study_key_difference(stored_key, as_written);
+    if (old_diff == NULL) {
+      g_clear_pointer(&diff, g_free);
+      rekey = TRUE;
+    }
+  }
   if (diff != NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: the experiment differs from the study stored there (only budget, workers and report may "
@@ -54,7 +65,7 @@ sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume,
   if (!sieve_store_begin(store, error))
     return FALSE;
   gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
-  if (ok && stored_key == NULL)
+  if (ok && (stored_key == NULL || rekey))
     ok = sieve_store_set_meta(store, "study_key", key, error);
   if (ok && stored == NULL) {
     g_autofree char *seed = g_strdup_printf("%" G_GUINT64_FORMAT, exp->seed);
