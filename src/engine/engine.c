@@ -343,6 +343,24 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
                            sieve_component_get_name(experiment->evaluator.component));
       return NULL;
     }
+    /* The pruner judges the objective's values and a pruned trial stores
+     * its last one under the objective's name: they must be that metric's. */
+    const char *objective = experiment->objectives[0].metric;
+    const char *reported = sieve_evaluator_get_intermediate_metric(engine->evaluator, objective);
+    if (reported == NULL) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner needs intermediate values, and evaluator '%s' reports none with these options "
+                           "(train: without a validation split)",
+                           sieve_component_get_name(experiment->evaluator.component));
+      return NULL;
+    }
+    if (strcmp(reported, objective) != 0) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner judges the objective '%s', and evaluator '%s' reports intermediate values of "
+                           "'%s': make '%s' the objective, or remove the pruner",
+                           objective, sieve_component_get_name(experiment->evaluator.component), reported, reported);
+      return NULL;
+    }
     engine->pruner = sieve_pruner_new(experiment->pruner, experiment->dir, experiment->objectives[0].maximize, error);
     if (engine->pruner == NULL)
       return NULL;
@@ -506,7 +524,8 @@ last_intermediate(const Job *job)
 }
 
 /* A trial the pruner stopped: stored as pruned with its last value as the
- * objective's metric and the step it reached, whatever the evaluator
+ * objective's metric (sieve_engine_new refused a pruner on an evaluator
+ * whose intermediate values are another metric's) and the step it reached, whatever the evaluator
  * returned after it was told to stop (a program that was stopped may exit
  * with an error). */
 static void

@@ -129,6 +129,34 @@ class TrainingAware(unittest.TestCase):
         self.assertIn(f"{cfg}:5:", p.stderr)
         self.assertIn("a pruner needs intermediate values, and evaluator 'function' reports none", p.stderr)
 
+    @unittest.skipUnless(any(os.path.exists(os.path.join("/usr/share/datasets/fashion-mnist", f))
+                             for f in ("train-images-idx3-ubyte.gz", "train-images-idx3-ubyte")),
+                         "no Fashion-MNIST under /usr/share/datasets (dataset-fashion-mnist)")
+    def test_pruner_judges_the_metric_the_evaluator_reports(self):
+        """The train evaluator reports val_acc: a pruner on another objective (it would judge val_acc and
+        store it as test_acc or train_loss), or with no validation split (it reports nothing), is refused
+        at the pruner's line before any training."""
+        for name, objective, validation, wanted in [
+                ("test", "{metric: test_acc, direction: maximize}", 128,
+                 "a pruner judges the objective 'test_acc', and evaluator 'train' reports intermediate values of "
+                 "'val_acc'"),
+                ("loss", "{metric: train_loss, direction: minimize}", 128,
+                 "a pruner judges the objective 'train_loss', and evaluator 'train' reports intermediate values of "
+                 "'val_acc'"),
+                ("none", "{metric: test_acc, direction: maximize}", 0,
+                 "a pruner needs intermediate values, and evaluator 'train' reports none with these options")]:
+            with self.subTest(objective=objective, validation=validation):
+                cfg = os.path.join(self.dir, name + ".yaml")
+                with open(cfg, "w") as f:
+                    f.write("space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}\noptimizer: random\n"
+                            "evaluator: {plugin: train, train_limit: 64, validation: %d, test: true, epochs: 1, batch_size: 32, "
+                            "threads: 1}\nobjective: %s\npruner: {kind: median}\nbudget: {evaluations: 2}\n"
+                            % (validation, objective))
+                store = os.path.join(self.dir, name + ".sieve")
+                p = sieve("run", cfg, "--store", store, check=2)
+                self.assertIn(f"{cfg}:5:", p.stderr)
+                self.assertIn(wanted, p.stderr)
+
     def test_sigkill_and_resume(self):
         """Killed with SIGKILL while trials run and some are pruned: the resumed study keeps every
         finished trial (pruned ones with their curves) and ends with the full budget."""
