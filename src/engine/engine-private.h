@@ -162,8 +162,8 @@ SIEVE_INTERNAL_API gint sieve_engine_check_objectives(SieveResult *result, const
                                                       char **missing);
 /* Keeps v in values (SieveIntermediate by step; a repeated step replaces
  * the earlier value): how an evaluation's reported values are kept, by the
- * engine and by Lua studies. */
-SIEVE_INTERNAL_API void sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
+ * engine and by Lua studies.  Returns the index v now has. */
+SIEVE_INTERNAL_API guint sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
 /* NULL when an evaluator that declares the metrics it reports (declared,
  * NULL: it does not say) reports metric; else the error message, with a
  * did-you-mean (transfer full). */

@@ -157,6 +157,33 @@ class TrainingAware(unittest.TestCase):
                 self.assertIn(f"{cfg}:5:", p.stderr)
                 self.assertIn(wanted, p.stderr)
 
+    def test_tell_order_trial_makes_pruning_reproducible(self):
+        """tell_order: trial with 2 workers: trial 1 (bad) runs beside trial 0 (good), slowly or not; it is
+        judged against the trials completed before it was dispatched (none), not against trial 0 if that
+        happened to finish first. Trial 2 is dispatched after trial 0 is told, and pruned in both runs."""
+        script = os.path.join(self.dir, "slow.py")
+        with open(script, "w") as f:
+            f.write("import sys, json, time\nreq = json.load(sys.stdin)\nt = req['trial']\n"
+                    "v = 0.9 if t == 0 else 0.1\n"
+                    "if t == 1: time.sleep(float(sys.argv[1]))\n"
+                    "for s in range(1, 4):\n"
+                    "    print(json.dumps({'intermediate': {'step': s, 'value': v}}), flush=True)\n"
+                    "    time.sleep(0.1)\n"
+                    "print(json.dumps({'val_acc': v}), flush=True)\n")
+        statuses = {}
+        for delay in ("0", "1.5"):
+            cfg = os.path.join(self.dir, f"order{delay}.yaml")
+            with open(cfg, "w") as f:
+                f.write(f"space: {{plugin: hpo, file: {EXAMPLE}/space.yaml}}\noptimizer: random\n"
+                        f"evaluator: {{plugin: command, argv: [{sys.executable}, {script}, '{delay}'], stdin: json}}\n"
+                        "objective: {metric: val_acc}\npruner: {kind: median, startup_trials: 1}\n"
+                        "budget: {evaluations: 3}\nworkers: 2\ntell_order: trial\nseed: 1\n")
+            store = os.path.join(self.dir, f"order{delay}.sieve")
+            sieve("run", cfg, "--store", store, "--quiet", check=0)
+            statuses[delay] = [t["status"] for t in rows(store)]
+        self.assertEqual(statuses["1.5"], ["ok", "ok", "pruned"])
+        self.assertEqual(statuses["0"], statuses["1.5"])
+
     def test_sigkill_and_resume(self):
         """Killed with SIGKILL while trials run and some are pruned: the resumed study keeps every
         finished trial (pruned ones with their curves) and ends with the full budget."""
