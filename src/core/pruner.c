@@ -290,8 +290,8 @@ window_push(const SievePruner *p, SievePrunerCurve *c, const SieveIntermediate *
 static void
 curve_update(const SievePruner *p, SievePrunerCurve *c, const SieveIntermediate *values, guint n, guint changed)
 {
-  gboolean appended = changed >= c->n;
-  changed = MIN(changed, c->n);
+  gboolean appended = changed >= c->n && n >= c->n;
+  changed = MIN(changed, MIN(c->n, n));
   g_array_set_size(c->best, n);
   double *best = (double *) c->best->data;
   for (guint i = changed; i < n; i++)
