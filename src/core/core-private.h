@@ -331,9 +331,24 @@ SIEVE_INTERNAL_API SievePruner *sieve_pruner_new(const SieveNode *node, const ch
 SIEVE_INTERNAL_API void sieve_pruner_free(SievePruner *pruner);
 /* A trial that finished OK, with its values (any order). Thread-safe. */
 SIEVE_INTERNAL_API void sieve_pruner_add_completed(SievePruner *pruner, const SieveIntermediate *values, guint n);
-/* Whether a running trial with these values (any order; the last step is
- * the largest) should stop now. Thread-safe. */
+/* The completed trials added so far. Thread-safe. */
+SIEVE_INTERNAL_API gint64 sieve_pruner_count_completed(SievePruner *pruner);
+/* Whether a running trial with these values (any order) should stop now,
+ * judged from scratch against every completed trial. Thread-safe. */
 SIEVE_INTERNAL_API gboolean sieve_pruner_judge(SievePruner *pruner, const SieveIntermediate *values, guint n);
+/* A running trial's state between its reports (one per trial, used by one
+ * thread at a time): judged against the first seen completed trials
+ * (G_MAXINT64: all, whenever added).  (transfer full) */
+typedef struct _SievePrunerCurve SievePrunerCurve;
+SIEVE_INTERNAL_API SievePrunerCurve *sieve_pruner_curve_new(gint64 seen);
+SIEVE_INTERNAL_API void sieve_pruner_curve_free(SievePrunerCurve *curve);
+/* sieve_pruner_judge in O(1) amortised per report appended: values sorted
+ * by step, each step once (as sieve_engine_keep_intermediate keeps them),
+ * of which values[changed..n) are new or changed since the curve's last
+ * judge.  The same decisions as sieve_pruner_judge.  Thread-safe. */
+SIEVE_INTERNAL_API gboolean sieve_pruner_judge_curve(SievePruner *pruner, SievePrunerCurve *curve,
+                                                     const SieveIntermediate *values, guint n, guint changed);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SievePruner, sieve_pruner_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SievePrunerCurve, sieve_pruner_curve_free)
 
 G_END_DECLS

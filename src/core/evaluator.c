@@ -103,6 +103,17 @@ sieve_evaluator_reports_intermediate(const SieveEvaluator *evaluator)
   return (evaluator->klass->flags & SIEVE_EVALUATOR_INTERMEDIATE) != 0;
 }
 
+const char *
+sieve_evaluator_get_intermediate_metric(const SieveEvaluator *evaluator, const char *objective)
+{
+  g_return_val_if_fail(evaluator != NULL, NULL);
+  if (!sieve_evaluator_reports_intermediate(evaluator))
+    return NULL;
+  if (evaluator->klass->intermediate_metric == NULL)
+    return objective;
+  return evaluator->klass->intermediate_metric(evaluator->instance);
+}
+
 const SieveFidelity *
 sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator)
 {

@@ -175,8 +175,8 @@ SIEVE_INTERNAL_API gint sieve_engine_check_objectives(SieveResult *result, const
                                                       char **missing);
 /* Keeps v in values (SieveIntermediate by step; a repeated step replaces
  * the earlier value): how an evaluation's reported values are kept, by the
- * engine and by Lua studies. */
-SIEVE_INTERNAL_API void sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
+ * engine and by Lua studies.  Returns the index v now has. */
+SIEVE_INTERNAL_API guint sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
 /* NULL when an evaluator that declares the metrics it reports (declared,
  * NULL: it does not say) reports metric; else the error message, with a
  * did-you-mean (transfer full). */
@@ -389,6 +389,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
  * that defines it; budget, workers, report and store left out.
  * (transfer full) */
 char *sieve__study_key(const SieveExperiment *experiment);
+/* The key as written until 2026-11-26: the pruner's section as written,
+ * not through its option table.  (transfer full) */
+char *sieve__study_key_as_written(const SieveExperiment *experiment);
 /* The first setting where two keys differ, "PATH: stored 'A', now 'B'" or
  * the changed file named; NULL when they agree.  skip_scripts: scripts
  * (see below) are not compared. (transfer full) */

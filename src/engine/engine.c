@@ -85,6 +85,8 @@ typedef struct {
   double started, finished; /* unix seconds */
   gint worker;
   SievePruner *pruner;   /* (nullable) borrowed from the engine */
+  gint64 seen;             /* the completed trials the pruner judges it against (G_MAXINT64: all) */
+  SievePrunerCurve *curve; /* (nullable) what the pruner keeps of this trial between its reports */
   GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
   gboolean pruned;       /* the pruner stopped it */
   gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
@@ -136,6 +138,7 @@ job_free(Job *job)
   g_clear_error(&job->error);
   if (job->intermediate)
     g_array_unref(job->intermediate);
+  sieve_pruner_curve_free(job->curve);
   g_free(job);
 }
 
@@ -343,6 +346,24 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
                            sieve_component_get_name(experiment->evaluator.component));
       return NULL;
     }
+    /* The pruner judges the objective's values and a pruned trial stores
+     * its last one under the objective's name: they must be that metric's. */
+    const char *objective = experiment->objectives[0].metric;
+    const char *reported = sieve_evaluator_get_intermediate_metric(engine->evaluator, objective);
+    if (reported == NULL) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner needs intermediate values, and evaluator '%s' reports none with these options "
+                           "(train: without a validation split)",
+                           sieve_component_get_name(experiment->evaluator.component));
+      return NULL;
+    }
+    if (strcmp(reported, objective) != 0) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner judges the objective '%s', and evaluator '%s' reports intermediate values of "
+                           "'%s': make '%s' the objective, or remove the pruner",
+                           objective, sieve_component_get_name(experiment->evaluator.component), reported, reported);
+      return NULL;
+    }
     engine->pruner = sieve_pruner_new(experiment->pruner, experiment->dir, experiment->objectives[0].maximize, error);
     if (engine->pruner == NULL)
       return NULL;
@@ -465,31 +486,40 @@ report_activity(gpointer user_data, const SieveCandidate *candidate, const char 
   sieve_progress_activity(user_data, sieve_candidate_get_trial(candidate), text);
 }
 
-void
+guint
 sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v)
 {
-  guint i = 0;
-  while (i < values->len && g_array_index(values, SieveIntermediate, i).step < v->step)
-    i++;
-  if (i < values->len && g_array_index(values, SieveIntermediate, i).step == v->step)
-    g_array_index(values, SieveIntermediate, i) = *v;
+  /* From the end: steps mostly grow, and then this is O(1). */
+  guint i = values->len;
+  while (i > 0 && g_array_index(values, SieveIntermediate, i - 1).step > v->step)
+    i--;
+  if (i > 0 && g_array_index(values, SieveIntermediate, i - 1).step == v->step)
+    g_array_index(values, SieveIntermediate, --i) = *v;
   else
     g_array_insert_val(values, i, *v);
+  return i;
 }
 
 /* An intermediate value from the evaluation (any thread): kept with the job
- * (a step reported again replaces its value) and judged by the pruner. */
+ * (a step reported again replaces its value) and judged by the pruner.
+ * Nothing reported after the decision to stop is kept (an evaluator that
+ * goes on reporting, as the command evaluator ignores a stopped program's
+ * lines): the pruned trial is what the pruner judged. */
 static gboolean
 on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {
   Job *job = user_data;
-  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
-                         .value = value};
-  sieve_engine_keep_intermediate(job->intermediate, &v);
   if (job->pruned)
     return FALSE;
-  if (job->pruner != NULL && sieve_pruner_judge(job->pruner, (const SieveIntermediate *) job->intermediate->data,
-                                                job->intermediate->len))
+  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
+                         .value = value};
+  guint changed = sieve_engine_keep_intermediate(job->intermediate, &v);
+  if (job->pruner == NULL)
+    return TRUE;
+  if (job->curve == NULL)
+    job->curve = sieve_pruner_curve_new(job->seen);
+  if (sieve_pruner_judge_curve(job->pruner, job->curve, (const SieveIntermediate *) job->intermediate->data,
+                               job->intermediate->len, changed))
     job->pruned = TRUE;
   return !job->pruned;
 }
@@ -503,7 +533,8 @@ last_intermediate(const Job *job)
 }
 
 /* A trial the pruner stopped: stored as pruned with its last value as the
- * objective's metric and the step it reached, whatever the evaluator
+ * objective's metric (sieve_engine_new refused a pruner on an evaluator
+ * whose intermediate values are another metric's) and the step it reached, whatever the evaluator
  * returned after it was told to stop (a program that was stopped may exit
  * with an error). */
 static void
@@ -547,7 +578,8 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
     return NULL;
   SieveCandidate *c = sieve_candidate_new(g, fidelity);
   sieve_candidate_set_trial(c, trial);
-  Job job = {.intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate)), .pruner = pruner};
+  Job job = {.intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate)), .pruner = pruner,
+             .seen = G_MAXINT64};
   sieve_candidate_set_intermediate_func(c, on_intermediate, &job);
   /* A worker's threads share the evaluator: one at a time unless it says
    * it may run concurrently (as the study loop's pool does). */
@@ -565,6 +597,7 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
   if (intermediate != NULL && result != NULL)
     *intermediate = g_steal_pointer(&job.intermediate);
   g_clear_pointer(&job.intermediate, g_array_unref);
+  sieve_pruner_curve_free(job.curve);
   return result;
 }
 
@@ -572,6 +605,7 @@ static void
 run_job(Job *job, SieveEvaluator *evaluator)
 {
   job->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  g_clear_pointer(&job->curve, sieve_pruner_curve_free);
   sieve_candidate_set_intermediate_func(job->proposal->candidate, on_intermediate, job);
   job->worker = current_worker();
   job->started = g_get_real_time() / 1e6;
@@ -1737,6 +1771,11 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       Job *job = g_new0(Job, 1);
       job->proposal = g_queue_pop_head(&rs.ready);
       job->pruner = engine->pruner;
+      /* tell_order: trial: judged against the trials completed before it
+       * was dispatched, which the order of tells fixes (the optimizer that
+       * asked for it had been told the same), not against whichever
+       * finished while it ran: the same decisions in every run. */
+      job->seen = in_order && job->pruner != NULL ? sieve_pruner_count_completed(job->pruner) : G_MAXINT64;
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
       sieve_candidate_set_workers(job->proposal->candidate, workers);

@@ -10,7 +10,11 @@
  *   space.file@sha256	5f2c...
  *
  * Left out: budget, workers and report (README: they may change on
- * resume) and store (where the study is, not what it is). */
+ * resume) and store (where the study is, not what it is).
+ *
+ * Until 2026-11-26 the pruner's lines were its section as written (a
+ * default written out keyed apart): a store keyed so is compared with that
+ * key too (sieve__study_key_as_written) and gets today's on resume. */
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -144,18 +148,11 @@ same_lines(const GPtrArray *a, const GPtrArray *b)
   return TRUE;
 }
 
-/* A component's section: its plugin and every option of its table that
- * differs from the table's default, so that a default written or omitted
- * is the same study, and so is one resumed by a version of the plugin that
- * has gained an option (its default keeps the old behaviour). */
+/* Every option of options' table that differs from the table's default
+ * (all of them when the table has no defaults), under key. */
 static void
-add_section(GPtrArray *lines, const char *key, const SieveSection *section, const char *base_dir)
+add_options(GPtrArray *lines, const char *key, const SieveOptions *options, const char *base_dir)
 {
-  g_autofree char *plugin = g_strconcat(key, ".plugin", NULL);
-  add_line(lines, plugin, sieve_component_get_name(section->component));
-  const SieveOptions *options = section->options;
-  if (options == NULL)
-    return;
   g_autoptr(GArray) spec = g_array_new(FALSE, TRUE, sizeof(SieveOptionSpec));
   g_autoptr(SieveOptions) defaults = table_defaults(options, base_dir, spec);
   for (const SieveOptionSpec *o = sieve_options_spec(options); o && o->name; o++) {
@@ -171,6 +168,40 @@ add_section(GPtrArray *lines, const char *key, const SieveSection *section, cons
     for (guint i = 0; i < now->len; i++)
       g_ptr_array_add(lines, g_strdup(now->pdata[i]));
   }
+}
+
+/* A component's section: its plugin and every option of its table that
+ * differs from the table's default, so that a default written or omitted
+ * is the same study, and so is one resumed by a version of the plugin that
+ * has gained an option (its default keeps the old behaviour). */
+static void
+add_section(GPtrArray *lines, const char *key, const SieveSection *section, const char *base_dir)
+{
+  g_autofree char *plugin = g_strconcat(key, ".plugin", NULL);
+  add_line(lines, plugin, sieve_component_get_name(section->component));
+  if (section->options != NULL)
+    add_options(lines, key, section->options, base_dir);
+}
+
+/* The pruner through its option table, as a component's options: a
+ * default written or omitted is the same study.  Median is percentile 50
+ * whatever the table's default (sieve_pruner_new refuses another). */
+static void
+add_pruner(GPtrArray *lines, const SieveExperiment *exp)
+{
+  g_autoptr(SieveOptions) options = sieve_options_new(sieve_pruner_spec(), exp->pruner, NULL, exp->dir, "pruner", NULL);
+  if (options == NULL) {
+    /* (validated when the experiment was read: not reached) */
+    add_node(lines, "pruner", exp->pruner);
+    return;
+  }
+  guint from = lines->len;
+  add_options(lines, "pruner", options, exp->dir);
+  if (!g_str_equal(sieve_options_get_string(options, "kind"), "median"))
+    return;
+  for (guint i = lines->len; i-- > from;)
+    if (g_str_has_prefix(lines->pdata[i], "pruner.percentile\t"))
+      g_ptr_array_remove_index(lines, i);
 }
 
 /* The file a value names, when it is one that defines the study: a regular
@@ -264,8 +295,10 @@ add_digests(GPtrArray *lines, const SieveExperiment *exp)
   }
 }
 
-char *
-sieve__study_key(const SieveExperiment *exp)
+/* keyed_pruner: the pruner through its option table (the key of today),
+ * else as written (the key until 2026-11-26). */
+static char *
+study_key(const SieveExperiment *exp, gboolean keyed_pruner)
 {
   g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
   char buf[32];
@@ -296,7 +329,10 @@ sieve__study_key(const SieveExperiment *exp)
     if (g_strv_contains(volatile_keys, key) || g_strv_contains((const char *const *) read, key) ||
         (strcmp(key, "pipeline") == 0 && sieve_node_kind(value) == SIEVE_NODE_LIST && sieve_node_size(value) == 0))
       continue;
-    add_node(lines, key, value);
+    if (keyed_pruner && strcmp(key, "pruner") == 0)
+      add_pruner(lines, exp);
+    else
+      add_node(lines, key, value);
   }
   add_digests(lines, exp);
   g_ptr_array_sort(lines, compare_text);
@@ -304,6 +340,18 @@ sieve__study_key(const SieveExperiment *exp)
   for (guint i = 0; i < lines->len; i++)
     g_string_append_printf(text, "%s\n", (const char *) lines->pdata[i]);
   return g_string_free(text, FALSE);
+}
+
+char *
+sieve__study_key(const SieveExperiment *exp)
+{
+  return study_key(exp, TRUE);
+}
+
+char *
+sieve__study_key_as_written(const SieveExperiment *exp)
+{
+  return study_key(exp, FALSE);
 }
 
 /* path -> value of a key's lines. */

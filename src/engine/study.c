@@ -87,6 +87,17 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
   g_autofree char *diff = stored_key != NULL          ? sieve__study_key_difference(stored_key, key, FALSE)
                           : stored != NULL && strcmp(stored, identity) != 0 ? first_difference(stored, identity)
                                                                              : NULL;
+  /* A store keyed before the pruner went through its option table: the
+   * same study when its key is the pruner as written, and keyed anew. */
+  gboolean rekey = FALSE;
+  if (diff != NULL && stored_key != NULL && exp->pruner != NULL) {
+    g_autofree char *as_written = sieve__study_key_as_written(exp);
+    g_autofree char *old_diff = sieve__study_key_difference(stored_key, as_written, FALSE);
+    if (old_diff == NULL) {
+      g_clear_pointer(&diff, g_free);
+      rekey = TRUE;
+    }
+  }
   /* A script fixed after a bug (the user's own sampler or objective) is
    * what an Optuna user expects to continue from; but it may change what
    * later trials mean, so it takes the user's word, and the store keeps
@@ -116,7 +127,7 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
   if (!sieve_store_begin(store, error))
     return FALSE;
   gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);
-  if (ok && (stored_key == NULL || script_changes != NULL))
+  if (ok && (stored_key == NULL || rekey || script_changes != NULL))
     ok = sieve_store_set_meta(store, "study_key", key, error);
   if (ok && script_changes != NULL)
     ok = record_script_changes(store, script_changes, error);

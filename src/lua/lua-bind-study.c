@@ -222,6 +222,8 @@ study_intermediate(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, FALSE);
   lua_Integer number = luaL_optinteger(L, 2, -1);
+  /* -1 is the store's "every trial": a negative number written is a mistake, not that. */
+  luaL_argcheck(L, lua_isnoneornil(L, 2) || number >= 0, 2, "a trial number is >= 0 (omit it for every trial)");
   GError *error = NULL;
   g_autoptr(GArray) values = sieve_store_list_intermediate(box->store, number, &error);
   if (values == NULL)

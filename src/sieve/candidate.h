@@ -78,7 +78,9 @@ SIEVE_API void sieve_candidate_report(const SieveCandidate *candidate, const cha
  * step: a whole number that grows within one evaluation (the epoch, the
  * batch count); fidelity: what the evaluation has reached in the
  * evaluator's fidelity unit (NAN when it has none); value: the objective's
- * metric at that step.  Returns FALSE when the evaluation should stop now
+ * metric at that step (or the one its class names in
+ * SieveEvaluatorClass.intermediate_metric: a pruner then needs that
+ * objective).  Returns FALSE when the evaluation should stop now
  * (the experiment's pruner judged it, or the study is stopping): the
  * evaluator returns whatever result it has and the engine stores the trial
  * as pruned with its last value.  Without a handler (a bare evaluation,

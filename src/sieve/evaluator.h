@@ -47,7 +47,16 @@ typedef struct {
    * evaluator's per_gpu, the trainings that share one GPU.  0, or the
    * field NULL itself: 1 (ABI 2.2). */
   guint (*workers)(gpointer instance);
-  gpointer reserved[8];
+  /* The metric its intermediate values are values of (with
+   * SIEVE_EVALUATOR_INTERMEDIATE): the train evaluator's "val_acc"; NULL
+   * when it reports none with these options (the train evaluator without a
+   * validation split).  The field NULL: they are the objective's, whatever
+   * it is (a program's, a script's, as sieve_candidate_report_intermediate
+   * says).  The engine refuses a pruner whose objective is another metric,
+   * which it would judge and store under the objective's name.  (transfer
+   * none): valid as long as the instance (ABI 2.2). */
+  const char *(*intermediate_metric)(gpointer instance);
+  gpointer reserved[7];
 } SieveEvaluatorClass;
 SIEVE_ABI_SIZE(SieveEvaluatorClass, 120);
 
@@ -67,6 +76,11 @@ SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator
 SIEVE_API guint sieve_evaluator_get_workers(const SieveEvaluator *evaluator);
 /* Whether it reports intermediate values (SIEVE_EVALUATOR_INTERMEDIATE). */
 SIEVE_API gboolean sieve_evaluator_reports_intermediate(const SieveEvaluator *evaluator);
+/* The metric its intermediate values are values of, with these options:
+ * SieveEvaluatorClass.intermediate_metric, or objective when the class
+ * leaves it to the objective; NULL when it reports none.  (transfer none) */
+SIEVE_API const char *sieve_evaluator_get_intermediate_metric(const SieveEvaluator *evaluator,
+                                                              const char *objective);
 /* (transfer none) (nullable): the fidelity it offers */
 SIEVE_API const SieveFidelity *sieve_evaluator_get_fidelity(const SieveEvaluator *evaluator);
 /* (transfer none) (nullable): the metrics it reports, NULL-terminated; NULL

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/core-private.h"
+#include "engine/engine-private.h"
 
 static SievePruner *
 pruner_new(const char *yaml, gboolean maximize)
@@ -140,6 +141,134 @@ test_bad_config(void)
   g_clear_error(&error);
 }
 
+/* An option of another kind is an error located at it, not a setting
+ * silently ignored ({kind: patience, warmup_steps: 5} pruned at step 3). */
+static void
+test_option_of_another_kind(void)
+{
+  static const struct {
+    const char *yaml, *option;
+    guint column;
+  } bad[] = {
+      {"{kind: patience, patience: 1, warmup_steps: 5}", "warmup_steps", 45},
+      {"{kind: patience, startup_trials: 3}", "startup_trials", 34},
+      {"{kind: patience, interval_steps: 2}", "interval_steps", 34},
+      {"{kind: patience, min_trials: 2}", "min_trials", 30},
+      {"{kind: patience, percentile: 25}", "percentile", 30},
+      {"{kind: median, percentile: 10}", "percentile", 28},
+      {"{kind: median, patience: 3}", "patience", 26},
+      {"{kind: percentile, min_delta: 0.1}", "min_delta", 31},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    GError *error = NULL;
+    g_autoptr(SieveNode) node = sieve_node_parse_string(bad[i].yaml, -1, "exp.yaml", &error);
+    g_assert_no_error(error);
+    g_assert_null(sieve_pruner_new(node, ".", TRUE, &error));
+    g_assert_nonnull(error);
+    g_test_message("%s", error->message);
+    g_autofree char *at = g_strdup_printf("exp.yaml:1:%u:", bad[i].column);
+    g_assert_true(g_str_has_prefix(error->message, at));
+    g_assert_nonnull(strstr(error->message, bad[i].option));
+    g_assert_nonnull(strstr(error->message, "does not apply"));
+    g_clear_error(&error);
+  }
+  /* Median is percentile 50 (Optuna's MedianPruner): 50 written is the default. */
+  g_autoptr(SievePruner) fifty = pruner_new("{kind: median, percentile: 50, warmup_steps: 0, startup_trials: 5}", TRUE);
+  g_autoptr(SievePruner) patient = pruner_new("{kind: patience, patience: 1, min_delta: 0}", TRUE);
+}
+
+/* Patience from its definition: nanmax of the values before the last
+ * patience + 1 against nanmax of those (maximizing). */
+static gboolean
+naive_patience(const double *v, guint n, guint patience, double min_delta)
+{
+  if (n <= patience + 1)
+    return FALSE;
+  double before = NAN, after = NAN;
+  for (guint i = 0; i < n; i++) {
+    double *best = i < n - patience - 1 ? &before : &after;
+    if (!isnan(v[i]) && (isnan(*best) || v[i] > *best))
+      *best = v[i];
+  }
+  return before - min_delta > after;
+}
+
+/* A trial judged report by report (sieve_pruner_judge_curve, O(1) per
+ * report appended) decides as its whole curve judged from scratch, and as
+ * the rule's definition, with steps reported again, out of order, and NaN. */
+static void
+test_incremental_equals_from_scratch(void)
+{
+  static const char *const rules[] = {
+      "{kind: median, startup_trials: 2}",
+      "{kind: percentile, percentile: 30, startup_trials: 1, warmup_steps: 3, interval_steps: 2, min_trials: 2}",
+      "{kind: patience, patience: 0}",
+      "{kind: patience, patience: 3}",
+      "{kind: patience, patience: 2, min_delta: 0.05}",
+  };
+  GRand *rand = g_rand_new_with_seed(7);
+  for (guint r = 0; r < G_N_ELEMENTS(rules); r++)
+    for (guint maximize = 0; maximize < 2; maximize++) {
+      g_autoptr(SievePruner) p = pruner_new(rules[r], maximize);
+      for (guint t = 0; t < 4; t++) {
+        double c[16];
+        for (guint i = 0; i < 16; i++)
+          c[i] = g_rand_int_range(rand, 0, 8) == 0 ? NAN : g_rand_double(rand);
+        complete(p, c, 10 + t);
+      }
+      for (guint trial = 0; trial < 30; trial++) {
+        g_autoptr(GArray) values = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+        g_autoptr(SievePrunerCurve) curve = sieve_pruner_curve_new(G_MAXINT64);
+        guint decisions = 0;
+        for (guint k = 0; k < 60; k++) {
+          /* Mostly the next step; sometimes one reported again or an earlier one. */
+          gint64 last = values->len ? g_array_index(values, SieveIntermediate, values->len - 1).step : 0;
+          guint roll = g_rand_int_range(rand, 0, 10);
+          gint64 step = roll == 0 && last > 0 ? last : roll == 1 && last > 2 ? g_rand_int_range(rand, 1, (gint32) last)
+                                                                              : last + 1;
+          SieveIntermediate v = {.trial = 9, .step = step, .fidelity = NAN,
+                                 .value = g_rand_int_range(rand, 0, 10) == 0 ? NAN : g_rand_double(rand)};
+          guint changed = sieve_engine_keep_intermediate(values, &v);
+          const SieveIntermediate *data = (const SieveIntermediate *) values->data;
+          gboolean now = sieve_pruner_judge_curve(p, curve, data, values->len, changed);
+          g_assert_cmpint(now, ==, sieve_pruner_judge(p, data, values->len));
+          if (strstr(rules[r], "patience:") != NULL && maximize) {
+            double plain[128];
+            for (guint i = 0; i < values->len; i++)
+              plain[i] = data[i].value;
+            guint patience = (guint) g_ascii_strtoull(strstr(rules[r], "patience: ") + 10, NULL, 10);
+            double delta = strstr(rules[r], "min_delta") ? 0.05 : 0;
+            g_assert_cmpint(now, ==, naive_patience(plain, values->len, patience, delta));
+          }
+          decisions += now;
+        }
+        g_test_message("%s maximize %u trial %u: pruned on %u of 60 reports", rules[r], maximize, trial, decisions);
+      }
+    }
+  g_rand_free(rand);
+}
+
+/* Judged against the first `seen` completed trials only (tell_order:
+ * trial): the ones completed later do not count, neither for startup_trials
+ * nor at the step. */
+static void
+test_seen(void)
+{
+  g_autoptr(SievePruner) p = with_three("{kind: median, startup_trials: 1}", TRUE);
+  SieveIntermediate v = {.trial = 9, .step = 1, .fidelity = NAN, .value = 0.25};
+  g_autoptr(SievePrunerCurve) none = sieve_pruner_curve_new(0);
+  g_assert_false(sieve_pruner_judge_curve(p, none, &v, 1, 0)); /* no completed trial seen */
+  g_autoptr(SievePrunerCurve) first = sieve_pruner_curve_new(1);
+  g_assert_true(sieve_pruner_judge_curve(p, first, &v, 1, 0)); /* 0.25 < t1's 0.5 alone */
+  v.value = 0.6;
+  g_assert_false(sieve_pruner_judge_curve(p, first, &v, 1, 0));
+  v.value = 0.45;
+  g_assert_true(sieve_pruner_judge_curve(p, first, &v, 1, 0)); /* 0.45 < 0.5 */
+  g_autoptr(SievePrunerCurve) all = sieve_pruner_curve_new(G_MAXINT64);
+  g_assert_false(sieve_pruner_judge_curve(p, all, &v, 1, 0)); /* 0.45 >= median 0.3 of the three */
+  g_assert_cmpint(sieve_pruner_count_completed(p), ==, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -149,5 +278,8 @@ main(int argc, char **argv)
   g_test_add_func("/pruner/percentile", test_percentile);
   g_test_add_func("/pruner/patience", test_patience);
   g_test_add_func("/pruner/bad-config", test_bad_config);
+  g_test_add_func("/pruner/option-of-another-kind", test_option_of_another_kind);
+  g_test_add_func("/pruner/incremental-equals-from-scratch", test_incremental_equals_from_scratch);
+  g_test_add_func("/pruner/seen", test_seen);
   return g_test_run();
 }

@@ -141,6 +141,63 @@ class Resume(Workdir):
         self.assertEqual([r["status"] for r in export_rows(self.store)], ["ok"] * 3)
 
 
+PRUNED = """name: p
+seed: 0
+space: {{plugin: hpo, file: {example}/space.yaml}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: command, argv: [{python}, {example}/curve.py, --epochs, "3"], stdin: json}}
+objective: {{metric: val_acc, direction: maximize}}
+pruner: {pruner}
+budget: {{evaluations: 1}}
+"""
+
+
+class ResumePruner(Workdir):
+    """The pruner is keyed through its option table, as a component's options are."""
+    prefix = "sieve-resume-pruner-"
+
+    def study(self, name, pruner):
+        example = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "examples", "progress")
+        config = self.write(name + ".yaml", PRUNED.format(example=example, python=sys.executable, pruner=pruner))
+        store = self.path(name + ".sieve")
+        sieve("run", config, "--store", store, "--quiet", check=0)
+        return config, store
+
+    def test_pruner_defaults_written_out_are_the_same_study(self):
+        config, store = self.study("m", "{kind: median}")
+        for s in ["pruner.interval_steps=1", "pruner.startup_trials=5", "pruner.min_trials=1",
+                  "pruner.warmup_steps=0", "pruner.percentile=50"]:
+            with self.subTest(set=s):
+                sieve("run", config, "--store", store, "--resume", "--quiet", "--set", s, check=0)
+        p = sieve("run", config, "--store", store, "--resume", "--quiet", "--set", "pruner.warmup_steps=2",
+                  check=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("first difference: pruner.warmup_steps: stored (not set), now '2'", p.stderr)
+        # A float written as 25.0 or 25 is one setting.
+        config, store = self.study("q", "{kind: percentile, percentile: 25.0}")
+        sieve("run", config, "--store", store, "--resume", "--quiet", "--set", "pruner.percentile=25", check=0)
+
+    def test_a_store_keyed_with_the_pruner_as_written_resumes(self):
+        # Until 2026-11-26 the key held the pruner's lines as written
+        # (pruner.warmup_steps 0 when written): such a store resumes with
+        # the same config, and gets the key of today on that resume.
+        config, store = self.study("o", "{kind: median, warmup_steps: 0, percentile: 50.0}")
+        with sqlite3.connect(store) as db:
+            key = db.execute("SELECT value FROM meta WHERE key = 'study_key'").fetchone()[0]
+            self.assertNotIn("pruner.warmup_steps", key)
+            lines = key.splitlines() + ["pruner.warmup_steps\t0", "pruner.percentile\t50.0"]
+            old = "\n".join(sorted(lines)) + "\n"
+            db.execute("UPDATE meta SET value = ? WHERE key = 'study_key'", (old,))
+        sieve("run", config, "--store", store, "--resume", "--quiet", "--set", "budget.evaluations=2", check=0)
+        with sqlite3.connect(store) as db:
+            self.assertEqual(db.execute("SELECT value FROM meta WHERE key = 'study_key'").fetchone()[0], key)
+        # A different pruner is still refused, by the key of today.
+        p = sieve("run", config, "--store", store, "--resume", "--quiet", "--set", "pruner.warmup_steps=3",
+                  check=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("first difference: pruner.warmup_steps: stored (not set), now '3'", p.stderr)
+
+
 if __name__ == "__main__":
     import unittest
     unittest.main()

@@ -141,6 +141,24 @@ T.test("c.report refuses a fidelity not finite, negative or above the evaluator'
   T.eq(curve[2].fidelity, 9)
 end)
 
+T.test("values reported after the pruner's stop are not kept: the trial is stored as at the decision", function()
+  local study = sieve.run(fixtures .. "/pruned.yaml", {store = scratch_store("pruned-ignoring"),
+                                                       set = {["evaluator.ignore_stop"] = true}})
+  local steps = {}
+  for _, v in ipairs(study:intermediate()) do steps[v.trial] = v end
+  local pruned = 0
+  for t in study:trials() do
+    if t.status == "pruned" then
+      pruned = pruned + 1
+      local last = steps[t.number]
+      T.truthy(last.step < 6, string.format("trial %d kept step %d, reported after the stop", t.number, last.step))
+      T.eq(t.metrics.step, last.step, "pruned at the step of the decision")
+      T.eq(t.metrics.acc, last.value, "with the value at the decision")
+    end
+  end
+  T.truthy(pruned > 0, "some trials were pruned")
+end)
+
 T.test("a Lua space's number ranges stay finite and exact", function()
   local n = 0
   local function space_with(decl)

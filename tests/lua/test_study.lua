@@ -113,6 +113,10 @@ T.test("study:run evaluates the study's trial: its number and intermediate value
   T.eq(rows[4].trial, 1)
   T.eq(rows[4].step, 1)
   T.eq(rows[6].value, 1.5)
+  T.eq(#st:intermediate(1), 3, "one trial's")
+  T.eq(#st:intermediate(99), 0, "a trial that does not exist has none")
+  T.raises("a trial number is >= 0", st.intermediate, st, -5)
+  T.raises("a trial number is >= 0", st.intermediate, st, -1)
   st:close()
 end)
 

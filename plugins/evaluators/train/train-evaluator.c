@@ -808,6 +808,14 @@ train_metrics(gpointer instance)
   return (const char *const *) self->metrics->pdata;
 }
 
+/* What on_step reports: the validation accuracy, none without a
+ * validation split. */
+static const char *
+train_intermediate_metric(gpointer instance)
+{
+  return ((Trainer *)instance)->data.val != NULL ? "val_acc" : NULL;
+}
+
 static guint
 train_workers(gpointer instance)
 {
@@ -823,6 +831,7 @@ static const SieveEvaluatorClass train_class = {
   .fidelity = train_fidelity,
   .metrics = train_metrics,
   .workers = train_workers,
+  .intermediate_metric = train_intermediate_metric,
 };
 
 static const SieveComponentInfo train_info = {
