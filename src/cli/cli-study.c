@@ -57,9 +57,12 @@ sieve_cli_report_load(SieveStore *store, SieveRegistry *registry, SieveCliStudyL
   /* Only report and serve come here, and they are viewers: a store may
    * come from anyone, so its scripts (lua.load, a Lua space) run in the
    * bare sandbox whatever grants its config gave them; one that asks for
-   * a grant fails to load and the page says so.  The cap holds for the
-   * rest of the process. */
+   * a grant fails to load and the page says so; and within a viewer's
+   * limits (10 s a call, 1 GiB), whatever its config says (seconds: 0
+   * would let a script hang the viewer).  The caps hold for the rest of
+   * the process. */
   sieve_lua_limit_process(0);
+  sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   load_study_lua(store, registry, lua);
   SieveReport *report = sieve_report_load(store, registry, space, error);
   if (report != NULL && *space == NULL && lua->failure != NULL && report->space_note != NULL) {

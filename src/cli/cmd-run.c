@@ -242,7 +242,15 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
-  /* A report that cannot be written is known now, not after the study. */
+  /* A report that cannot be written is known now, not after the study.
+   * Standard output carries the run's progress and summary: `-` is not
+   * the page's place here (`sieve report STORE -o -` writes it there). */
+  if (report_path != NULL && strcmp(report_path, "-") == 0) {
+    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "--report -: standard output carries the run's progress and summary; give a file name (sieve "
+                "report STORE -o - writes the page to standard output)");
+    return sieve_cli_fail(error);
+  }
   if (!sieve_cli_check_output(path, report_path, "--report", &error) ||
       !sieve_cli_check_writable(report_path, "--report", &error))
     return sieve_cli_fail(error);

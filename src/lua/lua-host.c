@@ -49,6 +49,19 @@ sieve_lua_limit_process(guint grants)
   g_atomic_int_and(&process_grants, grants);
 }
 
+/* The ceilings of sieve_lua_limit_process_calls; 0: none.  Set once, by a
+ * viewer's main thread before any host exists. */
+static double process_seconds;
+static guint64 process_memory;
+
+void
+sieve_lua_limit_process_calls(double seconds, guint64 memory)
+{
+  g_return_if_fail(seconds > 0 && memory > 0);
+  process_seconds = process_seconds > 0 ? MIN(process_seconds, seconds) : seconds;
+  process_memory = process_memory > 0 ? MIN(process_memory, memory) : memory;
+}
+
 SieveLuaHost *
 sieve__lua_running_host(void)
 {
@@ -88,7 +101,7 @@ sieve_lua_settings_init(SieveLuaSettings *settings)
 {
   g_return_if_fail(settings != NULL);
   memset(settings, 0, sizeof *settings);
-  settings->memory = G_GUINT64_CONSTANT(1024) << 20;
+  settings->memory = SIEVE_LUA_DEFAULT_MEMORY;
 }
 
 void
@@ -491,6 +504,11 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
     sieve_registry_load_default(host->own_registry, NULL, NULL);
     registry = host->own_registry;
   }
+  /* A settings' 0 is no limit: under a ceiling it is the ceiling. */
+  if (process_seconds > 0 && (host->settings.seconds <= 0 || host->settings.seconds > process_seconds))
+    host->settings.seconds = process_seconds;
+  if (process_memory > 0 && (host->settings.memory == 0 || host->settings.memory > process_memory))
+    host->settings.memory = process_memory;
   host->registry = registry;
   host->thread = g_thread_self();
   host->require_dirs = g_ptr_array_new_with_free_func(g_free);

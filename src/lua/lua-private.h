@@ -117,6 +117,11 @@ SIEVE_INTERNAL_API const char *sieve_lua_allow_name(guint bit);
  * with the script's grants, so nothing the script starts, in any thread,
  * can hold more. */
 SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants);
+/* Caps every Lua host this process makes from now on at seconds per call
+ * and memory bytes per state, whatever its settings say (0, no limit,
+ * included): for viewers of stores from anyone.  Call before any host
+ * exists; limits only ever go down. */
+SIEVE_INTERNAL_API void sieve_lua_limit_process_calls(double seconds, guint64 memory);
 /* The option table of a `lua:` section (allow, path, instructions, seconds,
  * memory_mb, and with scripts=TRUE also `load`). (transfer none) */
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve_lua_settings_spec(gboolean scripts);
@@ -154,6 +159,12 @@ SIEVE_INTERNAL_API guint64 sieve_lua_host_memory(SieveLuaHost *host, guint64 *pe
 /* Default time limit per call into a component's script: an ask() that
  * loops for a minute is a bug, and a study must not hang on it. */
 #define SIEVE_LUA_COMPONENT_SECONDS 60.0
+/* The limits of a viewer (sieve report, serve) on a store's scripts, which
+ * only register components and build a space: whatever the store's config
+ * says, a script from anyone must not hold the page back for long. */
+#define SIEVE_LUA_VIEWER_SECONDS 10.0
+/* A Lua state's memory cap unless its settings say otherwise (1 GiB). */
+#define SIEVE_LUA_DEFAULT_MEMORY (G_GUINT64_CONSTANT(1024) << 20)
 
 /* The Lua layer's share of loading an experiment, run between
  * sieve_experiment_parse and sieve_experiment_resolve: each script of the

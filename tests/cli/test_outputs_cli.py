@@ -136,6 +136,11 @@ class TestOutputChecked(sieve_cli.Workdir):
         p = sieve("run", self.cfg, "--store", fresh, "--report", self.dir, check=2)
         self.assertIn(f"--report {self.dir} is a folder", p.stderr)
         self.assertFalse(os.path.exists(fresh), "the refused run created its store")
+        # Standard output carries the run's own lines: no page there, and no file named '-'.
+        p = sieve("run", self.cfg, "--store", fresh, "--report", "-", check=2, cwd=self.dir)
+        self.assertIn("--report -: standard output carries the run's progress and summary", p.stderr)
+        self.assertFalse(os.path.exists(fresh), "the refused run created its store")
+        self.assertFalse(os.path.exists(self.path("-")))
         # The same checks for the commands that write a file at their end.
         p = sieve("report", self.store, "-o", self.dir, check=2)
         self.assertIn("is a folder", p.stderr)

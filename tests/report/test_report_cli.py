@@ -9,6 +9,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "tests", "support"))
@@ -137,6 +138,23 @@ class LuaLoadedSpace(Workdir):
             page = f.read()
         self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
         self.assertIn("io", page)
+
+    def test_store_limits_not_honoured(self):
+        # A config that lifted its scripts' time limit (seconds: 0) does not
+        # lift a viewer's: a script that loops (here replaced after the run)
+        # is stopped within the viewer's 10 s, and the page says why.
+        self.write("lim.yaml", LUA_CONFIG.replace("lua: {load: [nb201.lua]}",
+                                                  "lua: {load: [nb201.lua], seconds: 0}").replace("name: ls", "name: lim")
+                   % os.path.join(ROOT, "data", "nb201", "nb201.csv"))
+        sieve("run", "lim.yaml", "--quiet", check=0, cwd=self.dir)
+        self.write("nb201.lua", "while true do end\n")
+        out = self.path("lim.html")
+        start = time.monotonic()
+        sieve("report", self.path("lim.sieve"), "-o", out, check=0, cwd="/", timeout=60)
+        self.assertLess(time.monotonic() - start, 40)
+        with open(out) as f:
+            page = f.read()
+        self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
 
 
 if __name__ == "__main__":
