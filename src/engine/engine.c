@@ -852,10 +852,36 @@ fail:
   return FALSE;
 }
 
+/* Whether a result measured in another store passes what this study asks
+ * of its own: every objective a finite number (that study checked its
+ * objectives, not necessarily ours), and the proposal within this study's
+ * constraints (that study may have had none).  One that does not is a
+ * miss: the proposal goes on as a new one, to the constraints and the
+ * evaluator. */
+static gboolean
+fits_this_study(RunState *rs, Proposal *p, const SieveResult *result)
+{
+  SieveEngine *engine = rs->engine;
+  for (guint k = 0; k < engine->exp->n_objectives; k++) {
+    double value;
+    if (!sieve_result_get_metric(result, engine->exp->objectives[k].metric, &value) || !isfinite(value))
+      return FALSE;
+  }
+  if (engine->constrainer == NULL || p->screened_in)
+    return TRUE;
+  gboolean feasible = TRUE;
+  GError *local = NULL;
+  g_autoptr(SieveResult) pre = sieve_constrainer_check(engine->constrainer, engine->space,
+                                                       sieve_candidate_get_genotype(p->candidate), &feasible, &local);
+  g_clear_error(&local);
+  return pre != NULL && feasible;
+}
+
 /* Answers p with the result of trial original of source (the study's own
  * store, or one of dedupe.cache_from), found in its cache.  *used is FALSE
  * (and nothing stored) when that trial holds no OK result (a cache written
- * by something else): p is then a miss.  A hit from another store is
+ * by something else), or, from another store, one that does not fit this
+ * study (fits_this_study): p is then a miss.  A hit from another store is
  * stored with that store's name and trial as its reason, and put in this
  * store's cache, so that later duplicates find it here.  Frees p when used. */
 static gboolean
@@ -870,6 +896,8 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   if (trial->status != SIEVE_STATUS_OK && trial->status != SIEVE_STATUS_CACHED)
     return TRUE;
   gboolean own = source == engine->store;
+  if (!own && !fits_this_study(rs, p, trial->result))
+    return TRUE;
   g_autoptr(SieveResult) result = cached_copy(trial->result);
   g_autofree char *reason = NULL;
   if (!own) {

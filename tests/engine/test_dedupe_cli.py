@@ -22,6 +22,10 @@ import sieve_cli  # noqa: E402
 from sieve_cli import SIEVE, Workdir as _Workdir, export_rows, sieve, sieve_tty, status_lines  # noqa: E402
 
 
+def by_number(rows):
+    return {r["number"]: r for r in rows}
+
+
 def summary(store):
     out = sieve("export", store, "--summary", check=0).stdout
     return next(csv.DictReader(io.StringIO(out)))
@@ -148,6 +152,63 @@ class TestDedupe(Workdir):
             self.assertIn(f'id="best" data-trial="{best["number"]}"', f.read())
         lua = self.write("best.lua", f'print(sieve.run("{cfg}", {{store = "{b}", resume = true}}):best().number)\n')
         self.assertEqual(sieve("lua", lua, check=0).stdout.split()[-1], best["number"])
+
+    def test_results_of_another_store_meet_this_studys_rules(self):
+        # Review of bug hunt 3: a result copied from another store became this
+        # study's best though it broke this study's constraint (the other
+        # study had none), or its objective was inf there (the other study's
+        # objective was another metric).  Such a copy is a miss now: the
+        # proposal is rejected or evaluated here, by this study's rules.
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        nb = ("name: nb\nseed: 0\nspace: {plugin: nb201}\noptimizer: {plugin: random, seed: 3}\n"
+              "evaluator: {plugin: tabular, table: %s, key: arch_str, metrics: [cifar10_valid_acc, params_m]}\n"
+              "objective: {metric: cifar10_valid_acc, direction: maximize}\n"
+              "pipeline: [{dedupe: {max_consecutive_hits: 500%%s}}]\nbudget: {evaluations: %%d}\n%%s" % table)
+        a = self.path("nba.sieve")
+        sieve("run", self.write("nba.yaml", nb % ("", 30, "")), "--store", a, "--quiet", check=0)
+        heavy = [r for r in export_rows(a) if float(r["params_m"]) > 0.4]
+        self.assertTrue(heavy, "every network of A is within the bound: the test checks nothing")
+        b = self.path("nbb.sieve")
+        out = sieve("run", self.write("nbb.yaml", nb % (f", cache_from: [{a}]", 3,
+                                                          "constraints: [{metric: params, max: 400000}]\n")),
+                    "--store", b, check=0).stdout
+        rows = export_rows(b)
+        foreign = [r for r in rows if r["status"] == "cached" and r["cached_from"] == ""]
+        self.assertTrue(foreign, "no result was taken from A")
+        # The constraint's params are sieve's count of the network it builds
+        # (a branch that computes zero is folded away), not the table's.
+        counted = subprocess.run([SIEVE, "proxies", "-p", "params", "-"], capture_output=True, text=True, check=True,
+                                 input="".join(r["genotype"] + "\n" for r in rows), timeout=120).stdout
+        params = {d["arch"]: d["params"] for d in map(json.loads, counted.split("\n")[:-1])}
+        for r in foreign:
+            self.assertLessEqual(params[r["genotype"]], 400000, r)
+        rejected = [r["genotype"] for r in rows if r["status"] == "rejected"]
+        self.assertTrue(set(rejected) & {r["genotype"] for r in heavy}, "none of A's heavy networks was proposed")
+        self.assertTrue(all(params[g] > 400000 for g in rejected))
+        best = re.search(r"(?m)^\s+1\s+(\d+)\s", out.split("top ")[1])
+        self.assertNotEqual(by_number(rows)[best.group(1)]["status"], "rejected")
+        self.assertLessEqual(params[by_number(rows)[best.group(1)]["genotype"]], 400000)
+        # A metric that is inf in A, where it was not the objective, is this
+        # study's objective: not taken; evaluated here, the trial fails.
+        prog = self.write("inf.py", "import json, sys\nx = json.load(sys.stdin)['params']['x1']\n"
+                                    "print(json.dumps({'acc': 1.0, 'score': float('inf') if x == 2 else x}))\n")
+        prog_cfg = ("name: inf\nseed: 1\nspace: {plugin: hpo, parameters: {x1: {type: int, low: 0, high: 3}}}\n"
+                    "optimizer: {plugin: random}\nevaluator: {plugin: command, argv: [python3, %s], stdin: json}\n"
+                    "objective: {metric: %%s, direction: maximize}\n"
+                    "pipeline: [{dedupe: {max_consecutive_hits: 500%%s}}]\nbudget: {evaluations: %%d}\n" % prog)
+        ia = self.path("ia.sieve")
+        sieve("run", self.write("ia.yaml", prog_cfg % ("acc", "", 12)), "--store", ia, "--quiet", check=0)
+        ib = self.path("ib.sieve")
+        sieve("run", self.write("ib.yaml", prog_cfg % ("score", f", cache_from: [{ia}]", 4)), "--store", ib,
+              "--quiet", check=0)
+        rows = export_rows(ib)
+        self.assertIn("x1=2", [r["genotype"] for r in rows])
+        for r in rows:
+            if r["genotype"] == "x1=2":
+                self.assertEqual(r["status"], "failed", r)
+                self.assertIn("is inf, not a finite number", r["reason"])
+            elif r["status"] == "cached" and r["cached_from"] == "":
+                self.assertNotEqual(r["score"], "inf")
 
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate
