@@ -132,7 +132,8 @@ print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint6
     printf("\n");
   else if (left <= 0)
     printf(", %" G_GINT64_FORMAT " of them unfinished: the evaluation budget (%" G_GINT64_FORMAT
-           ") is spent, so they stay pending (a larger budget.evaluations and --resume evaluate them)\n",
+           ") is spent, so they stay pending unless the cache or a constraint answers them, which costs no "
+           "evaluation (a larger budget.evaluations and --resume evaluate the others)\n",
            pending, exp->budget_evaluations);
   else if (left < pending)
     printf(", %" G_GINT64_FORMAT " of them unfinished and run again as far as the evaluation budget goes (%"

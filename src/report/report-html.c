@@ -465,7 +465,7 @@ section_fidelity(GString *out, const SieveReport *report)
   g_autoptr(GArray) level_values = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < report->trials->len; i++) {
     const SieveTrial *t = trial_at(report, i);
-    if (t->status != SIEVE_STATUS_OK || !isfinite(t->fidelity) || !isfinite(report->objective[i]))
+    if (!sieve_trial_is_ranked(t) || !isfinite(t->fidelity) || !isfinite(report->objective[i]))
       continue;
     g_array_append_val(shown, i);
     g_array_append_val(level_values, t->fidelity);

@@ -132,7 +132,8 @@ class Resume(Workdir):
             db.execute("UPDATE trials SET status = 'pending', cost = NULL, started = NULL, finished = NULL, "
                        "worker = NULL WHERE number = 2")
         for budget, said in [(2, "3 trials stored, 1 of them unfinished: the evaluation budget (2) is spent, so "
-                                 "they stay pending (a larger budget.evaluations and --resume evaluate them)"),
+                                 "they stay pending unless the cache or a constraint answers them, which costs no evaluation (a larger "
+                                 "budget.evaluations and --resume evaluate the others)"),
                              (3, "3 trials stored, 1 of them unfinished and run again")]:
             with self.subTest(budget=budget):
                 p = sieve("run", self.config, "--store", self.store, "--resume", "--set",
