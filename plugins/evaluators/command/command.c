@@ -45,10 +45,14 @@
  * training).  A line that begins with {"intermediate" but is not exactly of
  * that form (a member twice included), or that is meant as one (the first
  * key within two edits of "intermediate" or in Python's single quotes,
- * followed by an object: protocol.h) is a failed trial whose reason quotes
- * it (the program is stopped there too): a typo must not be read as "no
- * progress".  A progress line after the metrics' line is progress like any
- * other; a program that prints only progress lines fails its trial.
+ * followed by an object with a "step" or "value" member: protocol.h) is a
+ * failed trial whose reason quotes it (the program is stopped there too): a
+ * typo must not be read as "no progress".  Progress lines after a line that
+ * could be the metrics line (a JSON object with a number) are held: if the
+ * program writes no other line after them, it has finished, and they are
+ * neither reported nor able to stop it; another line (a JSON log line was
+ * not the metrics) reports them then.  A last line without its line end
+ * counts.  A program that prints only progress lines fails its trial.
  *
  * When the program exits, whatever it left running in its process group is
  * killed too, so a trial leaves no processes behind.
@@ -280,13 +284,36 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
   }
 }
 
-/* Progress lines as they come (the header's protocol). */
+/* Progress lines as they come (the header's protocol).  The evaluator does
+ * not know the objective's name, so any line that could be the metrics
+ * line (a JSON object with a number) holds the progress lines after it:
+ * if the program ends there, it finished, and a pruner must not turn a
+ * finished trial into a pruned one (in Optuna a trial whose objective
+ * returned is COMPLETE).  A later line of any other kind shows it was a log
+ * line; the held lines are then reported, so JSON logs between progress
+ * lines leave the pruner on. */
+typedef struct {
+  gint64 step;
+  double fidelity, value;
+} HeldProgress;
+
 typedef struct {
   const SieveCandidate *candidate;
   const SieveFidelity *range; /* the evaluator's fidelity; NULL: none */
   char *problem; /* the first malformed progress line's reason */
   gboolean pruned;
+  gboolean after_metrics; /* the last other line could be the metrics line */
+  GArray *held;           /* HeldProgress: progress lines since that line */
 } Progress;
+
+/* Reports one value; FALSE once the pruner says stop. */
+static gboolean
+report(Progress *progress, gint64 step, double fidelity, double value)
+{
+  if (!sieve_candidate_report_intermediate(progress->candidate, step, fidelity, value))
+    progress->pruned = TRUE;
+  return !progress->pruned;
+}
 
 static gboolean
 on_line(gpointer user_data, const char *line)
@@ -295,16 +322,30 @@ on_line(gpointer user_data, const char *line)
   gint64 step;
   double fidelity, value;
   switch (command_read_progress_line(line, progress->range, &step, &fidelity, &value, &progress->problem)) {
-  case COMMAND_LINE_OTHER:
+  case COMMAND_LINE_OTHER: {
+    g_autofree char *text = g_strstrip(g_strdup(line));
+    if (text[0] == '\0')
+      return TRUE;
+    for (guint i = 0; i < progress->held->len; i++) {
+      const HeldProgress *h = &g_array_index(progress->held, HeldProgress, i);
+      if (!report(progress, h->step, h->fidelity, h->value))
+        return FALSE;
+    }
+    g_array_set_size(progress->held, 0);
+    progress->after_metrics = command_line_holds_metrics(text);
     return TRUE;
+  }
   case COMMAND_LINE_MALFORMED:
     return FALSE;
   case COMMAND_LINE_PROGRESS:
     break;
   }
-  if (!sieve_candidate_report_intermediate(progress->candidate, step, fidelity, value))
-    progress->pruned = TRUE;
-  return !progress->pruned;
+  if (progress->after_metrics) {
+    HeldProgress h = {step, fidelity, value};
+    g_array_append_val(progress->held, h);
+    return TRUE;
+  }
+  return report(progress, step, fidelity, value);
 }
 
 static SieveResult *
@@ -324,8 +365,10 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
 
   g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
   CommandRun run;
-  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE};
+  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE, FALSE,
+                       g_array_new(FALSE, FALSE, sizeof(HeldProgress))};
   command_run_watched(argv, envp, self->cwd, payload, self->timeout, on_line, &progress, &run);
+  g_array_unref(progress.held); /* after the last other line: not reported (above) */
 
   SieveResult *result = sieve_result_new();
   if (progress.problem != NULL)

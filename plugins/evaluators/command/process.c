@@ -552,6 +552,14 @@ command_run_watched(char **argv, char **envp, const char *cwd, const char *stdin
           read_some(&err_fd, run->err, COMMAND_KEEP_STDERR, NULL);
       }
   }
+  /* A last line without its line end (a final write with no newline) is a
+   * line too: the program has ended, nothing more will complete it. */
+  if (on_line != NULL && !timed_out && partial->len > 0 && !lines.overlong && !lines.stop) {
+    if (partial->str[partial->len - 1] == '\r')
+      g_string_truncate(partial, partial->len - 1);
+    if (!on_line(user_data, partial->str))
+      lines.stop = TRUE;
+  }
   close_fd(&out_fd);
   close_fd(&err_fd);
   close_fd(&pidfd);

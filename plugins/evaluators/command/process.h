@@ -41,7 +41,8 @@ typedef struct {
 } CommandRun;
 
 /* Called with each complete stdout line (without its line end) as the
- * program writes it; returning FALSE stops the program: its process group
+ * program writes it, and with a last line left without one when the
+ * program exits (not after a timeout); returning FALSE stops the program: its process group
  * gets SIGTERM (once), and the run goes on until it exits or times out. */
 typedef gboolean (*CommandLineFunc)(gpointer user_data, const char *line);
 

@@ -205,6 +205,13 @@ command_read_metrics_line(const char *line, SieveResult *result)
     sieve_result_set_failed(result, "the program's \"status\" must be \"ok\" or \"failed\", got '%s'", status);
 }
 
+gboolean
+command_line_holds_metrics(const char *line)
+{
+  g_autoptr(SieveResult) result = sieve_result_new();
+  command_read_metrics_line(line, result);
+  return sieve_result_get_status(result) == SIEVE_STATUS_OK && sieve_result_n_metrics(result) > 0;
+}
 
 /* A number member of a progress line: an int, a double or Python's NaN. */
 static gboolean
@@ -252,11 +259,47 @@ typedef enum {
   ATTEMPT_PYTHON,   /* {'intermediate': { ... : Python's repr of a dict, not JSON */
 } ProgressAttempt;
 
+/* Whether the object at p ('{', JSON or Python's repr of a dict) has a
+ * member "step" or "value" of its own (nested objects skipped): what makes
+ * {"intermedate": {...}} an attempt at a progress line rather than a debug
+ * dict such as {"intermediates": {"shape": [1, 64]}}.  A scan, not a
+ * parser: the line may be Python's repr, which json-glib refuses. */
+static gboolean
+has_progress_member(const char *p)
+{
+  guint depth = 0;
+  for (; *p; p++) {
+    if (*p == '{' || *p == '[') {
+      depth++;
+    } else if (*p == '}' || *p == ']') {
+      if (--depth == 0)
+        return FALSE;
+    } else if (*p == '"' || *p == '\'') {
+      const char *begin = p + 1, *q = begin;
+      while (*q && *q != *p)
+        q += q[0] == '\\' && q[1] ? 2 : 1;
+      if (*q == '\0')
+        return FALSE;
+      gsize len = (gsize) (q - begin);
+      const char *after = q + 1;
+      while (g_ascii_isspace(*after))
+        after++;
+      if (depth == 1 && *after == ':' &&
+          ((len == 4 && g_ascii_strncasecmp(begin, "step", 4) == 0) ||
+           (len == 5 && g_ascii_strncasecmp(begin, "value", 5) == 0)))
+        return TRUE;
+      p = q;
+    }
+  }
+  return FALSE;
+}
+
 /* Whether a line is meant as a progress line.  Blanks aside, it begins
  * with { and a first key; the key "intermediate" in double quotes is the
  * protocol's.  A key in double or single quotes that is "intermediate" but
- * for case or at most two edits, followed by : and {, is an attempt at
- * one (print(dict) instead of json.dumps, a typo): read as "no progress",
+ * for case or at most two edits, followed by : and an object with a
+ * "step" or "value" member, is an attempt at one (print(dict) instead of
+ * json.dumps, a typo): read as "no progress",
  * it would silently turn a pruner off.  A log line that happens to begin
  * with another key passes through.  *key: the key's first byte, *key_len
  * its length. */
@@ -288,7 +331,7 @@ progress_attempt(const char *line, const char **key, gsize *key_len)
     return ATTEMPT_NONE;
   while (g_ascii_isspace(*p))
     p++;
-  if (*p != '{')
+  if (*p != '{' || !has_progress_member(p))
     return ATTEMPT_NONE;
   return quote == '\'' ? ATTEMPT_PYTHON : ATTEMPT_MISSPELT;
 }

@@ -14,6 +14,9 @@
 /* Sets result's metrics from line, or marks it failed with the reason (too
  * long, too deep, not a JSON object, a bad "status"). */
 void command_read_metrics_line(const char *line, SieveResult *result);
+/* Whether line could be the metrics line: a JSON object that
+ * command_read_metrics_line() reads without failing, with a metric. */
+gboolean command_line_holds_metrics(const char *line);
 /* Progress lines: {"intermediate": {"step": 3, "value": 0.71}} with an
  * optional "fidelity" number beside them.  A line is one when, blanks
  * aside, it begins with {"intermediate" ; such a line must then be exactly
@@ -23,8 +26,10 @@ void command_read_metrics_line(const char *line, SieveResult *result);
  * max (range NULL: the evaluator declares none), nothing else, no name
  * twice.  A line meant as one is malformed too: blanks aside, { and a
  * first key in double or single quotes within two edits of "intermediate"
- * (case ignored), then : and {  ({'intermediate': {...}} from Python's
- * print(dict), {"intermedate": {...}}).
+ * (case ignored), then : and an object with a member "step" or "value"
+ * ({'intermediate': {'step': 1, ...}} from Python's print(dict),
+ * {"intermedate": {"step": 1, ...}}); {"intermediates": {"shape": [1]}}
+ * is an ordinary line.
  * Returns COMMAND_LINE_OTHER for any other line, COMMAND_LINE_PROGRESS with
  * the numbers filled in (fidelity NAN when absent), or
  * COMMAND_LINE_MALFORMED with *problem (transfer full) saying what is wrong. */

@@ -444,6 +444,9 @@ typedef struct {
   double fidelities[8], values[8];
 } Reports;
 
+/* The report (1, 2, ...) at which the pruner says stop; 0: never. */
+static guint stop_at_report;
+
 static gboolean
 record_report(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {
@@ -452,15 +455,14 @@ record_report(gpointer user_data, const SieveCandidate *candidate, gint64 step, 
   reports->steps[reports->n] = step;
   reports->fidelities[reports->n] = fidelity;
   reports->values[reports->n++] = value;
-  return TRUE;
+  return reports->n != stop_at_report;
 }
 
 /* A program that prints stdout (a here-document, so that any quote goes
  * as written) under an evaluator with fidelity: {min: 1, max: 9}. */
 static SieveResult *
-run_printing(const char *stdout_text, Reports *reports)
+run_script(const char *body, Reports *reports)
 {
-  g_autofree char *body = g_strdup_printf("cat <<'END'\n%s\nEND", stdout_text);
   g_autoptr(SieveEvaluator) e = script_evaluator("progress.sh", body, "fidelity: {name: epochs, min: 1, max: 9}\n");
   g_autoptr(SieveCandidate) c = candidate_new("opt=adam,lr=0.01,layers=3", 0, 9);
   memset(reports, 0, sizeof *reports);
@@ -469,6 +471,13 @@ run_printing(const char *stdout_text, Reports *reports)
   SieveResult *r = sieve_evaluator_evaluate(e, c, &error);
   g_assert_no_error(error);
   return r;
+}
+
+static SieveResult *
+run_printing(const char *stdout_text, Reports *reports)
+{
+  g_autofree char *body = g_strdup_printf("cat <<'END'\n%s\nEND", stdout_text);
+  return run_script(body, reports);
 }
 
 static void
@@ -480,28 +489,71 @@ assert_progress_refused(const char *stdout_text, const char *reason)
   g_assert_cmpuint(reports.n, ==, 0);
 }
 
-/* The metrics are the last line that is not a progress line; a progress
- * line after them is progress like any other. */
+/* The metrics are the last line that is not a progress line; progress
+ * lines after them are not reported, so a pruner that would say stop
+ * cannot turn the finished trial into a pruned one (Optuna: a trial whose
+ * objective returned is COMPLETE).  JSON log lines between progress lines
+ * only delay those: the next line reports them. */
 static void
 test_progress_after_metrics(void)
 {
   Reports reports;
+  stop_at_report = 2;
   g_autoptr(SieveResult) r = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 0.5}}\n"
                                           "{\"val_acc\": 0.6}\n"
                                           "{\"intermediate\": {\"step\": 2, \"value\": 0.7}}\n",
                                           &reports);
+  stop_at_report = 0;
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
   g_assert_cmpuint(sieve_result_n_metrics(r), ==, 1);
   g_assert_cmpfloat(test_metric(r, "val_acc"), ==, 0.6);
+  g_assert_cmpuint(reports.n, ==, 1);
+  g_assert_cmpint(reports.steps[0], ==, 1);
+
+  g_autoptr(SieveResult) logs = run_printing("{\"epoch\": 1, \"loss\": 0.9}\n"
+                                             "{\"intermediate\": {\"step\": 1, \"value\": 0.5}}\n"
+                                             "{\"epoch\": 2, \"loss\": 0.8}\n"
+                                             "{\"intermediate\": {\"step\": 2, \"value\": 0.6}}\n"
+                                             "epoch 2 done\n"
+                                             "{\"val_acc\": 0.6}",
+                                             &reports);
+  g_assert_cmpint(sieve_result_get_status(logs), ==, SIEVE_STATUS_OK);
   g_assert_cmpuint(reports.n, ==, 2);
   g_assert_cmpint(reports.steps[1], ==, 2);
-  g_assert_cmpfloat(reports.values[1], ==, 0.7);
+  g_assert_cmpfloat(reports.values[1], ==, 0.6);
+
+  /* The pruner's stop on a released line stops the program: pruned, and
+   * nothing it wrote after that is read. */
+  stop_at_report = 1;
+  g_autoptr(SieveResult) stopped = run_printing("{\"epoch\": 1, \"loss\": 0.9}\n"
+                                                "{\"intermediate\": {\"step\": 1, \"value\": 0.5}}\n"
+                                                "epoch 1 done\n"
+                                                "{\"val_acc\": 0.6}",
+                                                &reports);
+  stop_at_report = 0;
+  g_assert_cmpint(sieve_result_get_status(stopped), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(sieve_result_n_metrics(stopped), ==, 0);
+  g_assert_cmpuint(reports.n, ==, 1);
 
   /* Only progress lines: no metrics, and the reason says so. */
   g_autoptr(SieveResult) only = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 0.3}}", &reports);
   assert_failed(only, "last stdout line is a progress line, not the JSON object of metrics (after its progress "
                       "lines a program prints one, such as {\"loss\": 0.25})");
   g_assert_cmpuint(reports.n, ==, 1);
+}
+
+/* A last progress line without a line end is reported too, when the
+ * program exits. */
+static void
+test_progress_no_newline(void)
+{
+  Reports reports;
+  g_autoptr(SieveResult) r = run_script("printf '%s' '{\"intermediate\": {\"step\": 4, \"value\": 0.25}}'", &reports);
+  assert_failed(r, "last stdout line is a progress line, not the JSON object of metrics (after its progress "
+                   "lines a program prints one, such as {\"loss\": 0.25})");
+  g_assert_cmpuint(reports.n, ==, 1);
+  g_assert_cmpint(reports.steps[0], ==, 4);
+  g_assert_cmpfloat(reports.values[0], ==, 0.25);
 }
 
 /* A line meant as a progress line but misspelt fails the trial: read as "no
@@ -523,13 +575,24 @@ test_progress_misspelt(void)
                           "progress line '{\"intremediate\": {\"step\": 1, \"value\": 0.5}}' has the key "
                           "\"intremediate\": expected {\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}");
 
+  assert_progress_refused("{\"intermediates\": {\"value\": 0.5}}\n{\"val_acc\": 0.3}",
+                          "progress line '{\"intermediates\": {\"value\": 0.5}}' has the key "
+                          "\"intermediates\": expected {\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}");
+
   /* Ordinary log lines: another first key, a near key whose value is no
-   * object, a key three edits away, a dict printed by Python. */
+   * object, a key three edits away, a dict printed by Python, near keys
+   * whose objects have no "step" or "value" of their own (debug dicts). */
   Reports reports;
   g_autoptr(SieveResult) r = run_printing("{'lr': 0.1, 'intermediate': {'step': 1}}\n"
                                           "{\"intermediates\": 3}\n"
                                           "{\"intermediate_size\": {\"a\": 1}}\n"
                                           "{\"internmedias\": {\"a\": 1}}\n"
+                                          "{\"intermediates\": {\"shape\": [1, 64]}}\n"
+                                          "{\"intermediate_1\": {\"shape\": [1, 64]}}\n"
+                                          "{\"intermediate_x\": {\"steps\": 3, \"values\": [1]}}\n"
+                                          "{\"intermediary\": {\"layer\": \"conv1\"}}\n"
+                                          "{\"intermediat\": {\"conv1\": {\"step\": 1, \"value\": 2}}}\n"
+                                          "{'Intermediate': {'shape': (1, 64), 'note': 'step: 1'}}\n"
                                           "{\"val_acc\": 0.3}",
                                           &reports);
   g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
@@ -725,6 +788,7 @@ main(int argc, char **argv)
   g_test_add_func("/command/concurrent", test_concurrent);
   g_test_add_func("/command/progress-after-metrics", test_progress_after_metrics);
   g_test_add_func("/command/progress-misspelt", test_progress_misspelt);
+  g_test_add_func("/command/progress-no-newline", test_progress_no_newline);
   g_test_add_func("/command/progress-numbers", test_progress_numbers);
   int status = g_test_run();
 
