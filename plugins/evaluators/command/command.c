@@ -48,7 +48,8 @@
  * followed by an object with a "step" or "value" member: protocol.h) is a
  * failed trial whose reason quotes it (the program is stopped there too): a
  * typo must not be read as "no progress".  Progress lines after a line that
- * could be the metrics line (a JSON object with a number) are held: if the
+ * could be the metrics line (a JSON object with a number, after the first
+ * progress line: one before it is a log, a config printed first) are held: if the
  * program writes no other line after them, it has finished, and they are
  * neither reported nor able to stop it; another line (a JSON log line was
  * not the metrics) reports them then.  A last line without its line end
@@ -302,6 +303,7 @@ typedef struct {
   const SieveFidelity *range; /* the evaluator's fidelity; NULL: none */
   char *problem; /* the first malformed progress line's reason */
   gboolean pruned;
+  gboolean seen_progress; /* a progress line came */
   gboolean after_metrics; /* the last other line could be the metrics line */
   GArray *held;           /* HeldProgress: progress lines since that line */
 } Progress;
@@ -332,7 +334,9 @@ on_line(gpointer user_data, const char *line)
         return FALSE;
     }
     g_array_set_size(progress->held, 0);
-    progress->after_metrics = command_line_holds_metrics(text);
+    /* Before any progress a JSON line is a log (a config printed first):
+     * the metrics come after the progress lines. */
+    progress->after_metrics = progress->seen_progress && command_line_holds_metrics(text);
     return TRUE;
   }
   case COMMAND_LINE_MALFORMED:
@@ -340,6 +344,7 @@ on_line(gpointer user_data, const char *line)
   case COMMAND_LINE_PROGRESS:
     break;
   }
+  progress->seen_progress = TRUE;
   if (progress->after_metrics) {
     HeldProgress h = {step, fidelity, value};
     g_array_append_val(progress->held, h);
@@ -365,7 +370,7 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
 
   g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
   CommandRun run;
-  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE, FALSE,
+  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE, FALSE, FALSE,
                        g_array_new(FALSE, FALSE, sizeof(HeldProgress))};
   command_run_watched(argv, envp, self->cwd, payload, self->timeout, on_line, &progress, &run);
   g_array_unref(progress.held); /* after the last other line: not reported (above) */

@@ -535,6 +535,13 @@ test_progress_after_metrics(void)
   g_assert_cmpuint(sieve_result_n_metrics(stopped), ==, 0);
   g_assert_cmpuint(reports.n, ==, 1);
 
+  /* A JSON line before any progress (a config printed first) holds
+   * nothing: the progress after it is reported at once. */
+  g_autoptr(SieveResult) config = run_printing("{\"lr\": 0.1, \"epochs\": 3}\n"
+                                               "{\"intermediate\": {\"step\": 1, \"value\": 0.5}}\n",
+                                               &reports);
+  g_assert_cmpuint(reports.n, ==, 1);
+
   /* Only progress lines: no metrics, and the reason says so. */
   g_autoptr(SieveResult) only = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 0.3}}", &reports);
   assert_failed(only, "last stdout line is a progress line, not the JSON object of metrics (after its progress "
