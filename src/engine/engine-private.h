@@ -211,7 +211,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEngine, sieve_engine_free)
  * count the evaluator trains), and the fidelity.  Different settings never
  * share an entry; settings that cannot change a result (a thread count) still
  * separate entries: safe, if sometimes wasteful.  What a path points to is
- * not part of it: a table file rewritten in place keeps its entries.
+ * not part of it: a table file rewritten in place keeps its entries.  A
+ * script is, once it differs from what the study was first stored with
+ * (--accept-changed-scripts): the engine appends a "scripts:" line
+ * (sieve__study_key_changed_scripts), so a changed evaluator runs again.
  */
 
 /* 32 hex digits and the terminating NUL, as SIEVE_HASH_TEXT_LEN. */
