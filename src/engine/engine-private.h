@@ -211,7 +211,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveEngine, sieve_engine_free)
  * count the evaluator trains), and the fidelity.  Different settings never
  * share an entry; settings that cannot change a result (a thread count) still
  * separate entries: safe, if sometimes wasteful.  What a path points to is
- * not part of it: a table file rewritten in place keeps its entries.
+ * not part of it: a table file rewritten in place keeps its entries.  A
+ * script is, once it differs from what the study was first stored with
+ * (--accept-changed-scripts): the engine appends a "scripts:" line
+ * (sieve__study_key_changed_scripts), so a changed evaluator runs again.
  */
 
 /* 32 hex digits and the terminating NUL, as SIEVE_HASH_TEXT_LEN. */
@@ -384,6 +387,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
  *   if (!sieve_study_open(store, experiment, resume, &error)) ...
  */
 
+/* A component written in Lua: the builtin lua plugin's, or one a script
+ * registered (engine.c). */
+gboolean sieve__component_in_lua(const SieveComponent *component);
+
 /* The study key (study-key.c): what defines the study, one "path<TAB>value"
  * line per setting with defaults written out, and the sha256 of each file
  * that defines it; budget, workers, report and store left out.
@@ -397,10 +404,17 @@ char *sieve__study_key_as_written(const SieveExperiment *experiment);
  * (see below) are not compared. (transfer full) */
 char *sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts);
 /* When the only differences between two keys are scripts that changed
- * (lua.load's files, a Lua component's `script`; not added, not removed):
- * one "PATH<TAB>OLD_SHA256<TAB>NEW_SHA256<TAB>FILE" line each
- * (transfer full); NULL otherwise, or when they agree. */
-GPtrArray *sieve__study_key_script_changes(const char *stored, const char *current);
+ * (lua.load's files, a Lua optimizer's or evaluator's `script`; not added,
+ * not removed, not a space's) and optimizer or evaluator settings written
+ * the same in stored_config (the stored config's text) as in exp (a
+ * script's default changed): one "PATH<TAB>OLD_SHA256<TAB>NEW_SHA256<TAB>FILE"
+ * line per script (transfer full); NULL otherwise, or when they agree. */
+GPtrArray *sieve__study_key_script_changes(const char *stored, const char *current, const char *stored_config,
+                                           const SieveExperiment *exp);
+/* The cache's view of a study's scripts: "PATH SHA256" per script of key
+ * (transfer full) when one of them is not what the study was first stored
+ * with (history: the meta `script_changes`), NULL when all are. */
+char *sieve__study_key_changed_scripts(const char *key, const char *history);
 
 /* Creates the study's metadata, or checks that the experiment is the one
  * already stored (without resume, a store holding a study is refused).

@@ -62,6 +62,8 @@ struct _SieveEngine {
   guint queue_in_flight;         /* > 0: evaluations go to the store's queue (sieve_engine_set_queue) */
   SievePruner *pruner;           /* the experiment's pruner, NULL: none */
   SieveConstrainer *constrainer; /* metrics before evaluation and constraints, NULL: none */
+  gboolean scripts_known;        /* scripts computed (on the first cache key) */
+  char *scripts;                 /* the cache key's scripts line, NULL: none (sieve__study_key_changed_scripts) */
 };
 
 /* A stored trial on its way through the pipeline. */
@@ -197,6 +199,7 @@ sieve_engine_free(SieveEngine *engine)
   sieve_proxy_batch_free(engine->screen_batch);
   sieve_pruner_free(engine->pruner);
   sieve_constrainer_free(engine->constrainer);
+  g_free(engine->scripts);
   g_free(engine);
 }
 
@@ -701,9 +704,24 @@ cache_key_for(SieveEngine *engine, double fidelity)
     if ((isnan(k->fidelity) && isnan(fidelity)) || k->fidelity == fidelity)
       return k;
   }
+  if (!engine->scripts_known) {
+    /* A result depends on the scripts' contents, not only their paths: a
+     * script changed on resume (--accept-changed-scripts) keys its results
+     * apart.  Scripts as the study was first stored with add nothing, so a
+     * store of before keeps its entries. */
+    g_autofree char *key = sieve__study_key(engine->exp);
+    g_autofree char *history = sieve_store_get_meta(engine->store, "script_changes", NULL);
+    engine->scripts = sieve__study_key_changed_scripts(key, history);
+    engine->scripts_known = TRUE;
+  }
   CacheKey *k = g_new0(CacheKey, 1);
   k->fidelity = fidelity;
   k->text = sieve_dedupe_key_text(engine->exp, fidelity);
+  if (engine->scripts != NULL) {
+    char *text = g_strconcat(k->text, "scripts:\n", engine->scripts, NULL);
+    g_free(k->text);
+    k->text = text;
+  }
   k->digest = sieve_dedupe_key_digest(k->text);
   g_ptr_array_add(engine->keys, k);
   return k;
@@ -1672,8 +1690,8 @@ trial_key(const Job *job)
 
 /* A component written in Lua: the builtin lua plugin's, or one a script
  * registered (its file is the script). */
-static gboolean
-component_in_lua(const SieveComponent *component)
+gboolean
+sieve__component_in_lua(const SieveComponent *component)
 {
   const char *path = sieve_component_get_path(component);
   return g_strcmp0(sieve_component_get_plugin_name(component), "lua") == 0 ||
@@ -1718,7 +1736,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   if (!queued && !exp->workers_set && sieve_evaluator_get_workers(engine->evaluator) > 1) {
     /* A Lua space builds networks on its script's thread only, and the
      * evaluator builds them on its workers': stay at one. */
-    if (component_in_lua(exp->space.component)) {
+    if (sieve__component_in_lua(exp->space.component)) {
       if (progress)
         sieve_progress_message(progress, "evaluator '%s' would run %u evaluations at once, but space '%s' runs in "
                                "Lua, on one thread: 1 worker", sieve_component_get_name(exp->evaluator.component),

@@ -408,8 +408,12 @@ sieve__study_key_difference(const char *stored, const char *current, gboolean sk
         if (strncmp(x, y, 64) == 0)
           continue;
         g_autofree char *option = g_strndup(p, strlen(p) - strlen("@sha256"));
-        return g_strdup_printf("%s: the file %s changed since the study was stored (sha256 %.12s..., now %.12s...)",
-                               option, file ? file + 1 : "?", x, y);
+        return g_strdup_printf("%s: the file %s changed since the study was stored (sha256 %.12s..., now %.12s...)%s",
+                               option, file ? file + 1 : "?", x, y,
+                               g_str_has_prefix(p, "space.") && g_str_has_suffix(option, ".script")
+                                   ? "; a space's script is part of what the stored trials mean, as a space `file` "
+                                     "is, so --accept-changed-scripts does not cover it"
+                                   : "");
       }
       if (g_strcmp0(x, y) == 0)
         continue;
@@ -424,24 +428,62 @@ sieve__study_key_difference(const char *stored, const char *current, gboolean sk
   return NULL;
 }
 
-/* A file the user writes as code (lua.load's scripts, a Lua component's
- * `script`), told apart from data that defines the study (a space file, a
- * table). */
+/* A file the user writes as code (lua.load's scripts, a Lua optimizer's
+ * or evaluator's `script`), told apart from data that defines the study (a
+ * space file, a table).  A space's script is data here: the stored
+ * genotypes mean what it says (a choice renamed, a range moved), as a
+ * space file's do. */
 static gboolean
 is_script_digest(const char *path)
 {
-  if (!g_str_has_suffix(path, "@sha256"))
+  if (!g_str_has_suffix(path, "@sha256") || g_str_has_prefix(path, "space."))
     return FALSE;
   g_autofree char *option = g_strndup(path, strlen(path) - strlen("@sha256"));
   return strcmp(option, "lua.load") == 0 || g_str_has_prefix(option, "lua.load[") || g_str_has_suffix(option, ".script");
 }
 
+/* The section key of root as written, one line per scalar. */
+static GPtrArray *
+written_section(const SieveNode *root, const char *key)
+{
+  GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+  const SieveNode *node = root != NULL && sieve_node_kind(root) == SIEVE_NODE_MAP ? sieve_node_lookup(root, key) : NULL;
+  if (node != NULL)
+    add_node(lines, key, node);
+  return lines;
+}
+
+/* Whether the setting at path, in the section of an optimizer or evaluator
+ * written in Lua, is written the same in the stored config and now: its key line may still
+ * differ, since a component from a script has the script's defaults, and
+ * the key leaves out a value equal to the default (a default changed from
+ * 1 to 8 turns `batch: 8` from written to omitted). */
+static gboolean
+same_as_written(const char *path, const char *stored_config, const SieveExperiment *exp)
+{
+  gsize n = strcspn(path, ".[");
+  g_autofree char *section = g_strndup(path, n);
+  const SieveSection *of = strcmp(section, "optimizer") == 0   ? &exp->optimizer
+                           : strcmp(section, "evaluator") == 0 ? &exp->evaluator
+                                                               : NULL;
+  if (path[n] == '\0' || of == NULL || !sieve__component_in_lua(of->component) || stored_config == NULL)
+    return FALSE;
+  g_autoptr(SieveNode) stored = sieve_node_parse_string(stored_config, -1, "the stored config", NULL);
+  if (stored == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) was = written_section(stored, section);
+  g_autoptr(GPtrArray) now = written_section(exp->root, section);
+  return same_lines(was, now);
+}
+
 GPtrArray *
-sieve__study_key_script_changes(const char *stored, const char *current)
+sieve__study_key_script_changes(const char *stored, const char *current, const char *stored_config,
+                                const SieveExperiment *exp)
 {
   g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
   g_autoptr(GPtrArray) changes = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) paths = union_paths(a, b);
+  g_autoptr(GPtrArray) settings = g_ptr_array_new();
   for (guint i = 0; i < paths->len; i++) {
     const char *p = paths->pdata[i];
     const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
@@ -449,6 +491,10 @@ sieve__study_key_script_changes(const char *stored, const char *current)
     /* A digest is "SHA256 FILE": the contents decide, not where the file is. */
     if (digest ? x != NULL && y != NULL && strncmp(x, y, 64) == 0 : g_strcmp0(x, y) == 0)
       continue;
+    if (!digest) {
+      g_ptr_array_add(settings, (gpointer) p);
+      continue;
+    }
     /* Only a script that is still there, changed: one added or gone is
      * another experiment. */
     if (!is_script_digest(p) || x == NULL || y == NULL || strlen(x) < 64 || strlen(y) < 64)
@@ -457,5 +503,45 @@ sieve__study_key_script_changes(const char *stored, const char *current)
     g_ptr_array_add(changes, g_strdup_printf("%.*s\t%.64s\t%.64s\t%s", (int) (strlen(p) - strlen("@sha256")), p, x,
                                              y, file ? file + 1 : "?"));
   }
-  return changes->len > 0 ? g_steal_pointer(&changes) : NULL;
+  if (changes->len == 0)
+    return NULL;
+  /* With a script changed, a setting's line may differ only by the
+   * script's new default: the same study when it is written the same. */
+  for (guint i = 0; i < settings->len; i++)
+    if (!same_as_written(settings->pdata[i], stored_config, exp))
+      return NULL;
+  return g_steal_pointer(&changes);
+}
+
+char *
+sieve__study_key_changed_scripts(const char *key, const char *history)
+{
+  /* The digest each script had when the study was stored first: the old
+   * one of its first recorded change. */
+  g_autoptr(GHashTable) original = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_auto(GStrv) changes = g_strsplit(history ? history : "", "\n", -1);
+  for (guint i = 0; changes[i]; i++) {
+    g_auto(GStrv) f = g_strsplit(changes[i], "\t", 5);
+    if (g_strv_length(f) == 5 && !g_hash_table_contains(original, f[1]))
+      g_hash_table_insert(original, g_strdup(f[1]), g_strdup(f[2]));
+  }
+  g_autoptr(GHashTable) lines = key_lines(key);
+  g_autoptr(GPtrArray) paths = union_paths(lines, lines);
+  GString *out = g_string_new(NULL);
+  gboolean changed = FALSE;
+  for (guint i = 0; i < paths->len; i++) {
+    const char *p = paths->pdata[i];
+    const char *digest = g_hash_table_lookup(lines, p);
+    if (!is_script_digest(p) || strlen(digest) < 64)
+      continue;
+    g_autofree char *option = g_strndup(p, strlen(p) - strlen("@sha256"));
+    const char *first = g_hash_table_lookup(original, option);
+    changed |= first != NULL && strncmp(first, digest, 64) != 0;
+    g_string_append_printf(out, "%s %.64s\n", option, digest);
+  }
+  if (!changed) {
+    g_string_free(out, TRUE);
+    return NULL;
+  }
+  return g_string_free(out, FALSE);
 }

@@ -50,6 +50,42 @@ describe_changes(GPtrArray *changes)
   return g_string_free(out, FALSE);
 }
 
+/* A lua.load script may register the space the study uses: accepted only
+ * when every stored genotype still reads in the space it defines now, since
+ * a space's script is part of what the stored trials mean (as a space
+ * `file` is), and nothing is recorded before that is known. */
+static gboolean
+stored_trials_parse(SieveStore *store, const SieveExperiment *exp, GPtrArray *changes, GError **error)
+{
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, error);
+  if (space == NULL)
+    return FALSE;
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  g_autoptr(GPtrArray) finals = trials ? sieve_store_list_finals(store, error) : NULL;
+  if (finals == NULL)
+    return FALSE;
+  for (guint i = 0; i < trials->len + finals->len; i++) {
+    gboolean final = i >= trials->len;
+    gint64 number = final ? ((SieveFinal *) finals->pdata[i - trials->len])->number
+                          : ((SieveTrial *) trials->pdata[i])->number;
+    const char *text = final ? ((SieveFinal *) finals->pdata[i - trials->len])->genotype
+                             : ((SieveTrial *) trials->pdata[i])->genotype;
+    g_autoptr(GError) local = NULL;
+    g_autoptr(SieveGenotype) g = sieve_space_parse(space, text, &local);
+    if (g == NULL) {
+      g_autofree char *what = describe_changes(changes);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                  "%s: --accept-changed-scripts refused: with the changed %s, stored %s #%" G_GINT64_FORMAT
+                  " '%s' no longer reads in space '%s' (%s); a script that defines the space is part of what the "
+                  "stored trials mean, as a space `file` is: restore it, or start a new study",
+                  sieve_store_get_path(store), what, final ? "final" : "trial", number, text,
+                  sieve_component_get_name(exp->space.component), local->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 gboolean
 sieve_study_open(SieveStore *store, const SieveExperiment *exp, gboolean resume, GError **error)
 {
@@ -102,8 +138,9 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
    * what an Optuna user expects to continue from; but it may change what
    * later trials mean, so it takes the user's word, and the store keeps
    * the history. */
+  g_autofree char *stored_config = diff != NULL && stored_key != NULL ? sieve_store_get_meta(store, "config", NULL) : NULL;
   g_autoptr(GPtrArray) script_changes =
-      diff != NULL && stored_key != NULL ? sieve__study_key_script_changes(stored_key, key) : NULL;
+      diff != NULL && stored_key != NULL ? sieve__study_key_script_changes(stored_key, key, stored_config, exp) : NULL;
   if (diff != NULL && accept_changed_scripts && script_changes == NULL && stored_key != NULL) {
     /* Say what the flag does not cover. */
     char *other = sieve__study_key_difference(stored_key, key, TRUE);
@@ -124,6 +161,8 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
                                          "and the store records the change");
     return FALSE;
   }
+  if (script_changes != NULL && !stored_trials_parse(store, exp, script_changes, error))
+    return FALSE;
   if (!sieve_store_begin(store, error))
     return FALSE;
   gboolean ok = sieve_store_set_meta(store, "config", exp->text, error);

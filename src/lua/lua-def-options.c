@@ -20,32 +20,21 @@ static const SieveOptionType option_type_values[] = {
     SIEVE_OPTION_TYPE_CHOICE, SIEVE_OPTION_TYPE_PATH, SIEVE_OPTION_TYPE_STRING_LIST, SIEVE_OPTION_TYPE_NODE,
 };
 
-/* The YAML text of a Lua default (transfer full); raises, naming the option,
- * when the value has none (a function, a table with mixed keys ...) rather
- * than leave the option without its default. */
+/* The YAML text of a Lua default (transfer full), as YAML reads it back: a
+ * string double-quoted with escapes (a plain "a: b", "#x" or "- x" would be
+ * a map, a comment, a list), infinities and NaN as .inf/-.inf/.nan.  Raises,
+ * naming the option, when the value has none (a function, a table with
+ * mixed keys ...) rather than leave the option without its default. */
 static char *
 default_text(lua_State *L, int idx, const SieveLuaDef *def, const char *name)
 {
-  switch (lua_type(L, idx)) {
-  case LUA_TBOOLEAN:
-    return g_strdup(lua_toboolean(L, idx) ? "true" : "false");
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx))
-      return g_strdup_printf("%" G_GINT64_FORMAT, (gint64) lua_tointeger(L, idx));
-    return sieve_text_format_double(lua_tonumber(L, idx));
-  case LUA_TSTRING:
-    return g_strdup(lua_tostring(L, idx));
-  default: {
-    /* Tables; anything else is refused there too, with the reason. */
-    GError *error = NULL;
-    char *text = sieve__lua_to_yaml_flow(L, idx, &error);
-    if (text == NULL) {
-      g_prefix_error(&error, "option '%s' of '%s': default: ", name, def->name);
-      sieve__lua_error_gerror(L, error);
-    }
-    return text;
+  GError *error = NULL;
+  char *text = sieve__lua_to_yaml_flow(L, idx, &error);
+  if (text == NULL) {
+    g_prefix_error(&error, "option '%s' of '%s': default: ", name, def->name);
+    sieve__lua_error_gerror(L, error);
   }
-  }
+  return text;
 }
 
 /* One entry of `options`: a table {type=, default=, min=, max=, choices=,

@@ -544,7 +544,8 @@ test_lua_space_class(void)
     sieve_component_get_info(sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "probed"))->klass;
   g_assert_nonnull(probed->probe_options);
   g_assert_cmpstr(probed->probe_options[0], ==, "depth=1");
-  g_assert_cmpstr(probed->probe_options[1], ==, "tag=small");
+  /* KEY=VALUE, the value YAML (sieve_node_set_path): a string quoted. */
+  g_assert_cmpstr(probed->probe_options[1], ==, "tag=\"small\"");
   g_assert_cmpstr(probed->probe_options[2], ==, "width=2");
   g_assert_null(probed->probe_options[3]);
   g_assert_nonnull(probed->build);

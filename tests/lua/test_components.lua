@@ -200,4 +200,26 @@ T.test("an option default YAML cannot hold is an error, not a missing default", 
   end)
 end)
 
+T.test("a string or non-finite default reads back as written (quoted YAML, .inf, .nan)", function()
+  local cases = {["a: b"] = "a map", ["#x"] = "a comment", ["- x"] = "a list", ["[x]"] = "a flow list",
+                 ["%d items"] = "a directive", ["*x"] = "an alias", ['"quoted"'] = "quotes",
+                 ["line1\nline2"] = "a newline", ["it's"] = "a quote", ["tab\tback\\"] = "escapes",
+                 ["true"] = "a bool's spelling", ["123"] = "a number's spelling", [""] = "empty",
+                 [math.huge] = "inf", [-math.huge] = "minus inf"}
+  local seen
+  for value, what in pairs(cases) do
+    local name = "default-" .. what:gsub("[^%w]", "-")
+    local type = math.type(value) and "float" or "string"
+    sieve.register_space{name = name, options = {s = value, t = {type = type, default = value}},
+      create = function(self, b) seen = {self.options.s, self.options.t}; b:int("i", 0, 1) end}
+    sieve.space(name)
+    T.eq(seen[1], value, what)
+    T.eq(seen[2], value, what)
+  end
+  -- NaN is written as YAML's .nan, which a float option refuses as it does in a config.
+  T.raises("option 'f' expects a float, got .nan", function()
+    sieve.register_space{name = "default-nan", options = {f = 0 / 0}, create = function(self, b) end}
+  end)
+end)
+
 T.done()

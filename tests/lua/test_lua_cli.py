@@ -220,6 +220,27 @@ print("count " .. done:count())
 """
 
 
+# A Lua space, a Lua evaluator and a study of them (scripts of their own).
+SPACE_SCRIPT = """sieve.register_space{name = "myspace", create = function(self, b)
+  b:categorical("op", {%s})
+  b:float("x", -2.0, 2.0)
+end}
+"""
+EVALUATOR_SCRIPT = """sieve.register_evaluator{name = "myev", evaluate = function(self, c)
+  local g = c.genotype
+  return {metrics = {value = %s}}
+end}
+"""
+SCRIPTED = """name: scripted
+seed: 0
+%s
+optimizer: {plugin: %s}
+evaluator: {plugin: lua, script: ev.lua}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 4}
+%s
+"""
+
 class TestChangedScripts(Workdir):
     def meta(self, store, key):
         db = sqlite3.connect(store)
@@ -280,6 +301,101 @@ class TestChangedScripts(Workdir):
         self.assertIn("count 18", p.stdout)
         self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 2)
         self.assertEqual(export_rows(store)[:16], rows)
+
+    def test_a_space_script_is_not_covered(self):
+        # The choices of a space's script renamed: the stored genotypes no
+        # longer read, so the flag refuses it and stores nothing.
+        space = self.write("space.lua", SPACE_SCRIPT % '"a", "b", "c"')
+        self.write("ev.lua", EVALUATOR_SCRIPT % "g:get('x') ^ 2")
+        cfg = self.write("sp.yaml", SCRIPTED % ("space: {plugin: lua, script: space.lua}", "random", ""))
+        store = self.path("sp.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        before, key = export_rows(store), self.meta(store, "study_key")
+        self.write("space.lua", SPACE_SCRIPT % '"z", "y"')
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set",
+                  "budget.evaluations=8", check=1)
+        self.assertIn("space.script: the file %s changed since the study was stored" % space, p.stderr)
+        self.assertIn("a space's script is part of what the stored trials mean, as a space `file` is, so "
+                      "--accept-changed-scripts does not cover it", p.stderr)
+        self.assertEqual((export_rows(store), self.meta(store, "study_key")), (before, key))
+        self.assertIsNone(self.meta(store, "script_changes"))
+        # Put back, the study goes on without the flag.
+        self.write("space.lua", SPACE_SCRIPT % '"a", "b", "c"')
+        p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=8", check=0)
+        self.assertIn("8 trials: 8 ok", p.stdout)
+
+    def test_a_loaded_space_script_must_still_read_the_trials(self):
+        # A lua.load file that registers the space: accepted only when the
+        # stored genotypes still read in the space it defines now.
+        self.write("space.lua", SPACE_SCRIPT.replace('"myspace"', '"loaded"') % '"a", "b", "c"')
+        self.write("ev.lua", EVALUATOR_SCRIPT % "g:get('x') ^ 2")
+        cfg = self.write("ld.yaml", SCRIPTED % ("lua: {load: [space.lua]}\nspace: {plugin: loaded}", "tpe", ""))
+        store = self.path("ld.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        before, key = export_rows(store), self.meta(store, "study_key")
+        self.write("space.lua", SPACE_SCRIPT.replace('"myspace"', '"loaded"') % '"z", "y"')
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set",
+                  "budget.evaluations=8", check=1)
+        self.assertIn("--accept-changed-scripts refused: with the changed lua.load[0]", p.stderr)
+        self.assertIn("no longer reads in space 'loaded'", p.stderr)
+        self.assertIn("a script that defines the space is part of what the stored trials mean", p.stderr)
+        self.assertEqual((export_rows(store), self.meta(store, "study_key")), (before, key))
+        self.assertIsNone(self.meta(store, "script_changes"))
+        # A change the stored trials still read in (one more choice) is accepted.
+        self.write("space.lua", SPACE_SCRIPT.replace('"myspace"', '"loaded"') % '"a", "b", "c", "d"')
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set",
+                  "budget.evaluations=8", check=0)
+        self.assertIn("8 trials: 8 ok", p.stdout)
+        self.assertEqual(len(self.meta(store, "script_changes").splitlines()), 1)
+
+    def test_dedupe_runs_the_changed_evaluator(self):
+        # Two genotypes in all: after the first run every proposal repeats.
+        self.write("space.lua", 'sieve.register_space{name = "two", create = function(self, b) '
+                                'b:categorical("op", {"a", "b"}) end}')
+        self.write("ev.lua", EVALUATOR_SCRIPT % "99")
+        cfg = self.write("dd.yaml", (SCRIPTED % ("space: {plugin: lua, script: space.lua}", "random",
+                                                 "pipeline: [{dedupe: {hash: genotype}}]"))
+                         .replace("evaluations: 4", "proposals: 4"))
+        store = self.path("dd.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        rows = export_rows(store)
+        self.assertEqual({r["genotype"] for r in rows if r["status"] == "ok"}, {"op=a", "op=b"})
+        # Scripts unchanged: the cache answers (its key as before).
+        sieve("run", cfg, "--store", store, "-q", "--resume", "--set", "budget.proposals=8", check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows[4:]], ["cached"] * 4)
+        # The evaluator fixed: its results are not the old script's.
+        self.write("ev.lua", EVALUATOR_SCRIPT % "1")
+        sieve("run", cfg, "--store", store, "-q", "--resume", "--accept-changed-scripts", "--set",
+              "budget.proposals=12", check=0)
+        rows = export_rows(store)
+        self.assertEqual({r["value"] for r in rows[8:]}, {"1"}, rows[8:])
+        self.assertEqual({r["genotype"] for r in rows[8:] if r["status"] == "ok"}, {"op=a", "op=b"})
+        # And back to the first script: its entries again.
+        self.write("ev.lua", EVALUATOR_SCRIPT % "99")
+        sieve("run", cfg, "--store", store, "-q", "--resume", "--accept-changed-scripts", "--set",
+              "budget.proposals=14", check=0)
+        rows = export_rows(store)
+        self.assertEqual([(r["status"], r["value"]) for r in rows[12:]], [("cached", "99")] * 2)
+
+    def test_a_script_default_written_out(self):
+        # `batch: 8` written, the script's default changed from 1 to 8: a
+        # pure script change.
+        opt = 'sieve.register_optimizer{name = "myopt", options = {batch = %d},\n' \
+              '  ask = function(self, n) return {self.space:sample(self.rng)} end, tell = function(self, t) end}\n'
+        self.write("opt.lua", opt % 1)
+        cfg = self.write("df.yaml", OWN.replace("optimizer: {plugin: myopt}", "optimizer: {plugin: myopt, batch: 8}")
+                         .replace("evaluations: 16", "evaluations: 4")
+                         % os.path.join(ROOT, "search_spaces", "branin.yaml"))
+        store = self.path("df.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        self.write("opt.lua", opt % 8)
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set",
+                  "optimizer.batch=4", check=1)
+        self.assertIn("first difference: optimizer.batch: stored '8', now '4'", p.stderr)
+        p = sieve("run", cfg, "--store", store, "--resume", "--accept-changed-scripts", "--set",
+                  "budget.evaluations=6", check=0)
+        self.assertIn("6 trials: 6 ok", p.stdout)
 
 
 class TestExamples(Workdir):
