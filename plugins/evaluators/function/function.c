@@ -19,8 +19,9 @@
  *     (1, ..., 1).
  *
  * Inputs are the space's decisions x1..xd (int or float, unconditional);
- * the space has no others (a decision no function reads is a config error),
- * and rosenbrock without `dimension` takes d from the space.
+ * the space has no others (a decision no function reads is a config error;
+ * rosenbrock is 2-d unless `dimension` says otherwise: a default taken from
+ * the space would change what a stored study's trials mean).
  *
  * With a `fidelity` ({name: budget, min: 1, max: 27}), a candidate asked at
  * fidelity b < max sees a known distortion, a stand-in for a short
@@ -53,8 +54,8 @@ static const SieveOptionSpec function_options[] = {
   {"function", SIEVE_OPTION_TYPE_CHOICE, NULL, 0, 0, function_names, "the test function",
    SIEVE_OPTION_REQUIRED, {NULL}},
   {"dimension", SIEVE_OPTION_TYPE_INT, NULL, 2, 1000, NULL,
-   "number of inputs x1..xd (rosenbrock: default the number of the space's decisions; branin is 2-d, hartmann6 "
-   "6-d); every decision of the space must be one of them",
+   "number of inputs x1..xd (rosenbrock: default 2; branin is 2-d, hartmann6 6-d); every decision of the "
+   "space must be one of them",
    SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
   /* Finite: an infinite noise or bias makes every value inf or NaN. */
   SIEVE_OPTION_FLOAT("noise", "0", 0, G_MAXDOUBLE, "standard deviation of Gaussian noise added to the value"),
@@ -167,10 +168,10 @@ function_create(const SieveSpace *space, const SieveOptions *options, GError **e
       kind = (FunctionKind) k;
   guint fixed = kind == FN_BRANIN ? 2 : kind == FN_HARTMANN6 ? 6 : 0;
   guint n_decisions = sieve_space_n_decisions(space);
-  /* Rosenbrock is defined for any d >= 2: without `dimension` it takes the
-   * space's, so that every decision counts. */
+  /* Rosenbrock is defined for any d >= 2; without `dimension` it is 2-d,
+   * as it always was (a space with more decisions is refused below). */
   gboolean given = sieve_options_is_set(options, "dimension");
-  guint dimension = fixed ? fixed : MAX(n_decisions, 2);
+  guint dimension = fixed ? fixed : 2;
   if (given) {
     gint64 d = sieve_options_get_int(options, "dimension");
     if (fixed && d != fixed) {
@@ -194,7 +195,7 @@ function_create(const SieveSpace *space, const SieveOptions *options, GError **e
       sieve_options_set_error(options, "function", error,
                               "function '%s' needs decisions x1..x%u%s, each an int or float, from space '%s'; "
                               "'%s' does not fit: %s", name, dimension,
-                              fixed || given ? "" : " (without dimension, as many as the space has)",
+                              fixed || given ? "" : " (without dimension, 2)",
                               sieve_space_get_name(space), x, problem);
       return NULL;
     }
@@ -216,11 +217,10 @@ function_create(const SieveSpace *space, const SieveOptions *options, GError **e
                               name, fixed, fixed, sieve_space_get_name(space), n_decisions, extra);
     else
       sieve_options_set_error(options, given ? "dimension" : "function", error,
-                              "function '%s' reads x1..x%u but space '%s' has %u decisions: '%s' would be "
-                              "searched for nothing; set dimension: %u or leave it out (%s then reads the space's "
-                              "x1..x%u)",
-                              name, dimension, sieve_space_get_name(space), n_decisions, extra, n_decisions, name,
-                              n_decisions);
+                              "function '%s' reads x1..x%u%s but space '%s' has %u decisions: '%s' would be "
+                              "searched for nothing; set dimension: %u",
+                              name, dimension, given ? "" : " (dimension defaults to 2)", sieve_space_get_name(space),
+                              n_decisions, extra, n_decisions);
     return NULL;
   }
 
