@@ -80,7 +80,13 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
       luaL_error(L, "option '%s' of '%s': unknown type '%s' (bool, int, float, string, choice, path, strings, any)",
                  name, def->name, type);
     o->type = option_type_values[k];
-    if (!lua_isnil(L, dflt))
+    gboolean scalar = o->type == SIEVE_OPTION_TYPE_BOOL || o->type == SIEVE_OPTION_TYPE_INT ||
+                      o->type == SIEVE_OPTION_TYPE_FLOAT;
+    if (scalar && lua_type(L, dflt) == LUA_TSTRING)
+      /* {type = "int", default = "5"}: the text is the value, as it always
+       * was (quoted, it would be a string, which an int refuses). */
+      o->default_text = sieve__lua_def_keep(def, g_strdup(lua_tostring(L, dflt)));
+    else if (!lua_isnil(L, dflt))
       o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, name));
     else if (o->type != SIEVE_OPTION_TYPE_NODE && o->type != SIEVE_OPTION_TYPE_STRING_LIST)
       o->flags |= SIEVE_OPTION_REQUIRED;

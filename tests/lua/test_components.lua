@@ -216,6 +216,14 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
     T.eq(seen[1], value, what)
     T.eq(seen[2], value, what)
   end
+  -- A typed number or bool given as text is that value, as it always was.
+  sieve.register_space{name = "default-typed-text", options = {n = {type = "int", default = "5"},
+    x = {type = "float", default = "2.5"}, b = {type = "bool", default = "true"}},
+    create = function(self, b) seen = {self.options.n, self.options.x, self.options.b}; b:int("i", 0, 1) end}
+  sieve.space("default-typed-text")
+  T.eq(seen[1], 5)
+  T.eq(seen[2], 2.5)
+  T.eq(seen[3], true)
   -- NaN is written as YAML's .nan, which a float option refuses as it does in a config.
   T.raises("option 'f' expects a float, got .nan", function()
     sieve.register_space{name = "default-nan", options = {f = 0 / 0}, create = function(self, b) end}
