@@ -17,6 +17,17 @@ sieve_trial_is_ranked(const SieveTrial *trial)
   return trial->status == SIEVE_STATUS_OK || (trial->status == SIEVE_STATUS_CACHED && trial->cached_from < 0);
 }
 
+/* Whether value v of trial t takes part in a ranking: not NaN; and for a
+ * result copied from another store, finite, as every objective this study
+ * measures itself is (that store checked its own objectives, not ours; a
+ * copy is checked when it is made, fits_this_study in engine.c, but a store
+ * may hold copies made before that check). */
+static gboolean
+rankable(const SieveTrial *t, double v)
+{
+  return t->status == SIEVE_STATUS_CACHED ? isfinite(v) : !isnan(v);
+}
+
 gboolean
 sieve_incumbent_better(double fidelity, double value, double best_fidelity, double best_value, gboolean maximize)
 {
@@ -57,7 +68,7 @@ sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, g
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     double v;
-    if (!sieve_trial_is_ranked(t) || !sieve_result_get_metric(t->result, objective, &v) || isnan(v))
+    if (!sieve_trial_is_ranked(t) || !sieve_result_get_metric(t->result, objective, &v) || !rankable(t, v))
       continue;
     Ranked r = {i, t->number, v, isnan(t->fidelity) ? INFINITY : t->fidelity};
     if (ranked->len > 0 && r.fidelity != g_array_index(ranked, Ranked, 0).fidelity)
@@ -91,7 +102,7 @@ sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint 
     gboolean complete = sieve_trial_is_ranked(t);
     for (guint k = 0; k < n && complete; k++) {
       double v;
-      complete = sieve_result_get_metric(t->result, metrics[k], &v) && !isnan(v);
+      complete = sieve_result_get_metric(t->result, metrics[k], &v) && rankable(t, v);
     }
     if (!complete)
       continue;

@@ -56,7 +56,8 @@ SIEVE_API GQuark sieve_error_quark(void);
 
 typedef enum {
   SIEVE_ERROR_FAILED,      /* anything without a better code */
-  SIEVE_ERROR_CONFIG,      /* bad experiment file, option or --set: message starts with file:line:col */
+  SIEVE_ERROR_CONFIG,      /* bad experiment file, option or --set: message starts with where, file:line:col
+                            * (file:line from a Lua script, which gives no column), when there is a place */
   SIEVE_ERROR_PLUGIN,      /* a plugin file could not be loaded or registered */
   SIEVE_ERROR_ABI,         /* a plugin built for another ABI */
   SIEVE_ERROR_NOT_FOUND,   /* an unknown component, file or trial */
