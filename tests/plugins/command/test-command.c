@@ -746,7 +746,8 @@ test_concurrent(void)
     if (i == 5) {
       assert_failed(jobs[i].result, "exited with status 1: trial 5 fails");
     } else {
-      g_assert_cmpint(sieve_result_get_status(jobs[i].result), ==, SIEVE_STATUS_OK);
+      if (sieve_result_get_status(jobs[i].result) != SIEVE_STATUS_OK)
+        g_error("job %u: %s", i, sieve_result_get_reason(jobs[i].result));
       g_assert_cmpfloat(test_metric(jobs[i].result, "trial"), ==, i);
       g_assert_cmpfloat(test_metric(jobs[i].result, "layers"), ==, i + 1);
     }
