@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <sieve/node.h>
 #include <sieve/result.h>
 #include <sieve/text.h>
 
@@ -208,6 +209,11 @@ command_read_metrics_line(const char *line, SieveResult *result)
 gboolean
 command_line_holds_metrics(const char *line)
 {
+  /* Most lines a program logs are text: no object, nothing to parse. */
+  while (g_ascii_isspace(*line))
+    line++;
+  if (*line != '{')
+    return FALSE;
   g_autoptr(SieveResult) result = sieve_result_new();
   command_read_metrics_line(line, result);
   return sieve_result_get_status(result) == SIEVE_STATUS_OK && sieve_result_n_metrics(result) > 0;
@@ -228,29 +234,6 @@ progress_number(JsonObject *object, const char *name, double *out)
 
 #define PROGRESS_FORM "{\"intermediate\": {\"step\": INTEGER >= 0, \"value\": NUMBER}}"
 #define PROGRESS_KEY "intermediate"
-
-/* Edit distance (insertions, deletions, substitutions and swaps of two
- * neighbours, ASCII case ignored) between a and b, both at most 16 bytes. */
-static guint
-edit_distance(const char *a, gsize na, const char *b, gsize nb)
-{
-  guint d[17][17];
-  for (gsize i = 0; i <= na; i++)
-    d[i][0] = (guint) i;
-  for (gsize j = 0; j <= nb; j++)
-    d[0][j] = (guint) j;
-  for (gsize i = 1; i <= na; i++)
-    for (gsize j = 1; j <= nb; j++) {
-      gboolean same = g_ascii_tolower(a[i - 1]) == g_ascii_tolower(b[j - 1]);
-      guint best = MIN(d[i - 1][j] + 1, d[i][j - 1] + 1);
-      best = MIN(best, d[i - 1][j - 1] + (same ? 0 : 1));
-      if (i > 1 && j > 1 && g_ascii_tolower(a[i - 1]) == g_ascii_tolower(b[j - 2]) &&
-          g_ascii_tolower(a[i - 2]) == g_ascii_tolower(b[j - 1]))
-        best = MIN(best, d[i - 2][j - 2] + 1);
-      d[i][j] = best;
-    }
-  return d[na][nb];
-}
 
 typedef enum {
   ATTEMPT_NONE,     /* an ordinary line: passed through */
@@ -323,7 +306,11 @@ progress_attempt(const char *line, const char **key, gsize *key_len)
   *key_len = (gsize) (end - *key);
   if (quote == '"' && *key_len == strlen(PROGRESS_KEY) && strncmp(*key, PROGRESS_KEY, *key_len) == 0)
     return ATTEMPT_EXACT;
-  if (*key_len > 16 || edit_distance(*key, *key_len, PROGRESS_KEY, strlen(PROGRESS_KEY)) > 2)
+  if (*key_len > 16)
+    return ATTEMPT_NONE;
+  /* Within two edits of the key, ASCII case ignored ("Intermediate"). */
+  g_autofree char *lower = g_ascii_strdown(*key, (gssize) *key_len);
+  if (sieve_edit_distance(lower, PROGRESS_KEY) > 2)
     return ATTEMPT_NONE;
   for (p = end + 1; g_ascii_isspace(*p); p++)
     ;
