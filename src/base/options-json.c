@@ -2,7 +2,14 @@
  * what a weights or ONNX file carries as its "space_options" to build its
  * network again.  Numbers are written as JSON numbers and any-value
  * options as JSON trees, so that the file reads back through
- * sieve_options_new as the config did. */
+ * sieve_options_new as the config did.
+ *
+ * JSON has no infinities nor NaN: they are written as the bare tokens
+ * Infinity, -Infinity and NaN, as Python's json module writes and reads
+ * them (and JSON5 allows), a float option's and a number inside an
+ * any-value option's tree alike.  No text sieve writes is such a token
+ * otherwise (strings are quoted), so they read back as exactly the numbers
+ * they were. */
 #include <math.h>
 #include <string.h>
 
@@ -11,6 +18,16 @@
 #include "base/base-private.h"
 
 /* ---- writing ------------------------------------------------------------ */
+
+/* A double as JSON, a non-finite one as Python's json writes it. */
+static void
+append_double(GString *out, double d)
+{
+  if (isfinite(d))
+    sieve_json_append_double(out, d);
+  else
+    g_string_append(out, isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity");
+}
 
 /* An unquoted YAML scalar as the JSON value it reads as: null, a boolean,
  * a number, or else its text as a string. */
@@ -35,8 +52,8 @@ append_plain(GString *out, const SieveNode *node)
     return;
   }
   g_autofree char *not_double = sieve__node_read_double(node, &d);
-  if (not_double == NULL && isfinite(d)) {
-    sieve_json_append_double(out, d);
+  if (not_double == NULL) {
+    append_double(out, d);
     return;
   }
   sieve_json_append_string(out, sieve_node_text(node));
@@ -86,8 +103,7 @@ append_option(GString *out, const SieveOptions *options, const SieveOptionSpec *
     g_string_append_printf(out, "%" G_GINT64_FORMAT, sieve_options_get_int(options, o->name));
     return;
   case SIEVE_OPTION_TYPE_FLOAT:
-    /* Non-finite values become the strings "inf", "nan": read back below. */
-    sieve_json_append_double(out, sieve_options_get_double(options, o->name));
+    append_double(out, sieve_options_get_double(options, o->name));
     return;
   case SIEVE_OPTION_TYPE_STRING:
   case SIEVE_OPTION_TYPE_CHOICE:
@@ -141,8 +157,28 @@ sieve__options_to_json(const SieveOptions *options)
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* The tokens append_double writes for non-finite numbers, as the YAML
+ * numbers sieve_options_new reads, in the whole tree below node. */
+static void
+read_non_finite(SieveNode *node)
+{
+  static const char *const tokens[][2] = {{"Infinity", ".inf"}, {"-Infinity", "-.inf"}, {"NaN", ".nan"}};
+  if (node->kind == SIEVE_NODE_SCALAR) {
+    for (guint i = 0; !node->quoted && i < G_N_ELEMENTS(tokens); i++)
+      if (strcmp(node->text, tokens[i][0]) == 0) {
+        g_free(node->text);
+        node->text = g_strdup(tokens[i][1]);
+        return;
+      }
+    return;
+  }
+  for (guint i = 0; i < node->values->len; i++)
+    read_non_finite(node->values->pdata[i]);
+}
+
 /* What sieve wrote before its numbers were JSON numbers: a float option as
- * a string ("0.003", "inf"), an any-value option as a string of YAML.  The
+ * a string ("0.003", "inf"; a number inside a tree could not be infinite
+ * then, it was the string ".inf"), an any-value option as a string of YAML.  The
  * same value as the config gave it, or NULL to keep the node as it is.
  * (transfer full) */
 static SieveNode *
@@ -182,6 +218,7 @@ sieve__options_json_parse(const SieveOptionSpec *spec, const char *json, const c
                 sieve__node_kind_noun(sieve_node_kind(map)));
     return NULL;
   }
+  read_non_finite(map);
   /* null: an option left unset (a string or node option without a default
    * is written so); the option table's default applies.  Last first, so
    * that removing one leaves the indices still to visit in place. */

@@ -187,7 +187,7 @@ test_values(void)
   g_autoptr(SieveOptions) options = sieve_options_new(spec, map, NULL, NULL, "t", &error);
   g_assert_no_error(error);
   g_autofree char *json = sieve__options_to_json(options);
-  g_assert_cmpstr(json, ==, "{\"bn_momentum\":0.003,\"scale\":\"inf\","
+  g_assert_cmpstr(json, ==, "{\"bn_momentum\":0.003,\"scale\":Infinity,"
                             "\"parts\":[{\"plugin\":\"nb101\",\"bn_momentum\":0.1,\"tag\":\"7\"}]}");
   g_autoptr(SieveNode) back = sieve__options_json_parse(spec, json, "f", &error);
   g_assert_no_error(error);
@@ -206,12 +206,59 @@ test_values(void)
   g_clear_error(&error);
 }
 
+/* Infinities (a float option takes no NaN) and NaN inside an any-value option's
+ * tree, read back as the same numbers (they were the strings ".inf" and
+ * ".nan" inside trees); quoted texts that look like them stay strings. */
+static void
+test_non_finite(void)
+{
+  static const SieveOptionSpec spec[] = {
+      {"scale", SIEVE_OPTION_TYPE_FLOAT, "1", 0, 0, NULL, "unbounded", 0, {NULL}},
+      {"low", SIEVE_OPTION_TYPE_FLOAT, "1", 0, 0, NULL, "unbounded", 0, {NULL}},
+      SIEVE_OPTION_NODE("options", "a tree"),
+      SIEVE_OPTION_END,
+  };
+  GError *error = NULL;
+  g_autoptr(SieveNode) map = sieve_node_parse_string(
+      "{scale: .inf, low: -.Inf, options: {hi: .inf, lo: [-.inf, .NaN, 2], s: '.inf', t: Infinity, u: 'NaN'}}", -1,
+      "t", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveOptions) options = sieve_options_new(spec, map, NULL, NULL, "t", &error);
+  g_assert_no_error(error);
+  g_autofree char *json = sieve__options_to_json(options);
+  g_assert_cmpstr(json, ==, "{\"scale\":Infinity,\"low\":-Infinity,\"options\":{\"hi\":Infinity,"
+                            "\"lo\":[-Infinity,NaN,2],\"s\":\".inf\",\"t\":\"Infinity\",\"u\":\"NaN\"}}");
+  g_autoptr(SieveNode) back = sieve__options_json_parse(spec, json, "f", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveOptions) again = sieve_options_new(spec, back, NULL, NULL, "t", &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(sieve_options_get_double(again, "scale"), ==, INFINITY);
+  g_assert_cmpfloat(sieve_options_get_double(again, "low"), ==, -INFINITY);
+  const SieveNode *tree = sieve_options_get_node(again, "options");
+  double d = 0;
+  g_assert_true(sieve_node_get_double(sieve_node_lookup(tree, "hi"), &d, &error));
+  g_assert_cmpfloat(d, ==, INFINITY);
+  const SieveNode *lo = sieve_node_lookup(tree, "lo");
+  g_assert_true(sieve_node_get_double(sieve_node_nth(lo, 0), &d, &error));
+  g_assert_cmpfloat(d, ==, -INFINITY);
+  g_assert_true(sieve_node_get_double(sieve_node_nth(lo, 1), &d, &error));
+  g_assert_true(isnan(d));
+  g_assert_no_error(error);
+  for (const char *const *k = (const char *const[]){"s", "t", "u", NULL}; *k; k++)
+    g_assert_true(sieve_node_is_quoted(sieve_node_lookup(tree, *k)));
+  g_assert_cmpstr(sieve_node_text(sieve_node_lookup(tree, "t")), ==, "Infinity");
+  /* Written again, the same text. */
+  g_autofree char *twice = sieve__options_to_json(again);
+  g_assert_cmpstr(twice, ==, json);
+}
+
 int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/options-json/every-space", test_every_space);
   g_test_add_func("/options-json/values", test_values);
+  g_test_add_func("/options-json/non-finite", test_non_finite);
   g_test_add_func("/options-json/separators", test_separators);
   return g_test_run();
 }
