@@ -38,6 +38,10 @@ SIEVE_INTERNAL_API int sieve__file_open_in_place(const char *path, GError **erro
  * network again (the cache key's text is engine's sieve_options_to_canonical,
  * which must not change).  (transfer full) */
 SIEVE_INTERNAL_API char *sieve__options_to_json(const SieveOptions *options);
+/* The folder options' relative paths resolved against, as sieve_options_new
+ * was given it: an option tree holding more components (a composite
+ * space's parts) resolves theirs against it too. (transfer none) (nullable) */
+SIEVE_INTERNAL_API const char *sieve__options_get_base_dir(const SieveOptions *options);
 /* The entry of spec (nullable) named name, or NULL. (transfer none) */
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve__option_spec_find(const SieveOptionSpec *spec, const char *name);
 /* Checks a component's option table before the registry takes it: each

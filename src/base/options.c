@@ -27,6 +27,7 @@ struct _SieveOptions {
   guint n;
   OptionValue *values;
   SieveNode *section; /* the map validated, (nullable) */
+  char *base_dir;     /* what relative paths resolved against (nullable: the working folder) */
 };
 
 /* ---- describing a spec ---------------------------------------------------- */
@@ -204,6 +205,7 @@ sieve_options_free(SieveOptions *options)
     value_clear(&options->values[i]);
   g_free(options->values);
   sieve_node_unref(options->section);
+  g_free(options->base_dir);
   g_free(options);
 }
 
@@ -465,6 +467,7 @@ sieve_options_new(const SieveOptionSpec *spec, const SieveNode *map, const char 
     options->n++;
   options->values = g_new0(OptionValue, options->n);
   options->section = map ? sieve_node_ref((SieveNode *)map) : NULL;
+  options->base_dir = g_strdup(base_dir);
 
   /* What the user wrote, in written order. */
   for (guint k = 0; map && k < map->keys->len; k++) {
@@ -523,6 +526,13 @@ sieve_options_new(const SieveOptionSpec *spec, const SieveNode *map, const char 
 }
 
 /* ---- accessors ------------------------------------------------------------ */
+
+const char *
+sieve__options_get_base_dir(const SieveOptions *options)
+{
+  g_return_val_if_fail(options != NULL, NULL);
+  return options->base_dir;
+}
 
 static const OptionValue *
 find(const SieveOptions *options, const char *name, guint type_mask, const SieveOptionSpec **spec_out)

@@ -14,19 +14,150 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "cli/cli-private.h"
 #include "core/core-private.h"
 #include "data/data-private.h"
 #include "engine/engine-private.h"
 
+/* ---- the files a space read, inside the model file ----------------------------- */
+
+/* A model file carries its space's options with every path absolute
+ * (sieve__space_options_json), and in "space_files" a JSON object of what
+ * those files held when it was written ({"/abs/recipe.yaml": "parameters:
+ * ..."}): it builds the same space from any folder, and after the config's
+ * folder is moved or deleted.  Files that are not UTF-8 text, or larger
+ * than this, are named by their path only. */
+#define EMBED_MAX (1u << 20)
+
+static void
+describe_files(SieveWeights *w, const SieveSpace *space)
+{
+  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+  sieve__space_add_files(space, paths);
+  g_autoptr(GString) out = g_string_new("{");
+  for (guint i = 0; i < paths->len; i++) {
+    g_autofree char *text = NULL;
+    gsize size = 0;
+    if (!g_file_get_contents(paths->pdata[i], &text, &size, NULL) || size > EMBED_MAX || strlen(text) != size ||
+        !g_utf8_validate(text, (gssize)size, NULL))
+      continue;
+    if (out->len > 1)
+      g_string_append_c(out, ',');
+    sieve_json_append_string(out, paths->pdata[i]);
+    g_string_append_c(out, ':');
+    sieve_json_append_string(out, text);
+  }
+  g_string_append_c(out, '}');
+  if (out->len > 2)
+    sieve_weights_set_meta(w, "space_files", out->str);
+}
+
+/* The space's name, options and files in w's metadata. */
+static gboolean
+describe_space(SieveWeights *w, const SieveSpace *space, GError **error)
+{
+  g_autofree char *options = sieve__space_options_json(space, error);
+  if (options == NULL)
+    return FALSE;
+  sieve_weights_set_meta(w, "space", sieve_space_get_name(space));
+  sieve_weights_set_meta(w, "space_options", options);
+  describe_files(w, space);
+  return TRUE;
+}
+
+/* The files of "space_files" that this machine lacks or holds otherwise,
+ * copied to a folder of their own for as long as the space is created. */
+typedef struct {
+  char *dir;
+  GHashTable *copies; /* path as written -> its copy */
+} Restored;
+
+static void
+restored_clear(Restored *r)
+{
+  GHashTableIter it;
+  gpointer copy;
+  if (r->copies != NULL)
+    g_hash_table_iter_init(&it, r->copies);
+  while (r->copies != NULL && g_hash_table_iter_next(&it, NULL, &copy)) {
+    g_unlink(copy);
+    g_autofree char *parent = g_path_get_dirname(copy);
+    g_rmdir(parent);
+  }
+  if (r->dir != NULL)
+    g_rmdir(r->dir);
+  g_clear_pointer(&r->copies, g_hash_table_unref);
+  g_clear_pointer(&r->dir, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Restored, restored_clear)
+
+static gboolean
+restore_files(Restored *r, const char *json, const char *origin, GError **error)
+{
+  r->copies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(SieveNode) files = sieve_node_parse_string(json, -1, origin, error);
+  if (files == NULL)
+    return FALSE;
+  if (sieve_node_kind(files) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, files, "expected a JSON object of files and their texts");
+    return FALSE;
+  }
+  for (guint i = 0; i < sieve_node_size(files); i++) {
+    const char *path = sieve_node_text(sieve_node_nth_key(files, i));
+    const SieveNode *value = sieve_node_nth(files, i);
+    if (sieve_node_kind(value) != SIEVE_NODE_SCALAR || !sieve_node_is_quoted(value)) {
+      sieve_node_set_error(error, value, "expected the text of %s as a string", path);
+      return FALSE;
+    }
+    const char *text = sieve_node_text(value);
+    g_autofree char *here = NULL;
+    gsize size = 0;
+    if (g_file_get_contents(path, &here, &size, NULL) && size == strlen(text) && memcmp(here, text, size) == 0)
+      continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
+    if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
+      return FALSE;
+    g_autofree char *number = g_strdup_printf("%u", i);
+    g_autofree char *folder = g_build_filename(r->dir, number, NULL);
+    g_autofree char *name = g_path_get_basename(path);
+    char *copy = g_build_filename(folder, name, NULL);
+    g_hash_table_insert(r->copies, g_strdup(path), copy);
+    if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
+      if (error && *error == NULL)
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Every path of node's tree that r copied, the copy's. */
+static void
+point_to_copies(SieveNode *node, GHashTable *copies)
+{
+  if (node->kind == SIEVE_NODE_SCALAR) {
+    const char *copy = node->quoted ? g_hash_table_lookup(copies, node->text) : NULL;
+    if (copy != NULL) {
+      g_free(node->text);
+      node->text = g_strdup(copy);
+    }
+    return;
+  }
+  for (guint i = 0; i < node->values->len; i++)
+    point_to_copies(node->values->pdata[i], copies);
+}
+
 /* ---- a network from a weights file's metadata --------------------------------- */
 
 /* (transfer full) the space plugin name with options (a JSON object, as
  * sieve__options_to_json writes it, nullable) and overrides
- * ("space.KEY=VALUE"). */
+ * ("space.KEY=VALUE"); paths of options that restored copied read the
+ * copies (nullable). */
 static SieveSpace *
-space_new(SieveRegistry *registry, const char *name, const char *options_json, char **overrides, const char *origin,
-          GError **error)
+space_new(SieveRegistry *registry, const char *name, const char *options_json, char **overrides,
+          const Restored *restored, const char *origin, GError **error)
 {
   const SieveComponent *c = sieve_registry_require(registry, SIEVE_KIND_SPACE, name, NULL, error);
   if (c == NULL)
@@ -36,6 +167,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
                                           : sieve_node_new_map(origin, 1, 1);
   if (map == NULL)
     return NULL;
+  if (restored != NULL && restored->copies != NULL)
+    point_to_copies(map, restored->copies);
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {
@@ -98,7 +231,13 @@ model_build(Model *m, const char *origin, GError **error)
   m->registry = sieve_registry_new();
   sieve_registry_load_default(m->registry, NULL, NULL);
   g_autofree char *where = g_strdup_printf("%s (metadata space_options)", origin);
-  m->space = space_new(m->registry, space, sieve_weights_get_meta(m->weights, "space_options"), NULL, where, error);
+  g_autofree char *where_files = g_strdup_printf("%s (metadata space_files)", origin);
+  const char *files = sieve_weights_get_meta(m->weights, "space_files");
+  g_auto(Restored) restored = {0};
+  if (files != NULL && !restore_files(&restored, files, where_files, error))
+    return FALSE;
+  m->space = space_new(m->registry, space, sieve_weights_get_meta(m->weights, "space_options"), NULL, &restored,
+                       where, error);
   if (m->space == NULL)
     return FALSE;
   g_autoptr(SieveGenotype) g = sieve_space_parse(m->space, genotype, error);
@@ -135,17 +274,18 @@ stored_experiment(SieveStore *store, SieveRegistry *registry, const char *const 
 }
 
 /* Adds what a file needs to be built again without the store. */
-static void
+static gboolean
 describe_origin(SieveWeights *w, const SieveExperiment *exp, const char *genotype, const char *store, const char *what,
-                gint64 number)
+                gint64 number, GError **error)
 {
-  g_autofree char *options = sieve__options_to_json(exp->space.options);
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, error);
+  if (space == NULL || !describe_space(w, space, error))
+    return FALSE;
   g_autofree char *n = g_strdup_printf("%" G_GINT64_FORMAT, number);
-  sieve_weights_set_meta(w, "space", sieve_component_get_name(exp->space.component));
-  sieve_weights_set_meta(w, "space_options", options);
   sieve_weights_set_meta(w, "genotype", genotype);
   sieve_weights_set_meta(w, "study", store);
   sieve_weights_set_meta(w, what, n);
+  return TRUE;
 }
 
 /* A trial's (follows a cached trial to the one it reuses) or a final
@@ -209,7 +349,9 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
   m->weights = sieve_weights_decode(bytes, origin, error);
   if (m->weights == NULL)
     return FALSE;
-  describe_origin(m->weights, exp, genotype, store_path, final >= 0 ? "final" : "trial", final >= 0 ? final : trial);
+  if (!describe_origin(m->weights, exp, genotype, store_path, final >= 0 ? "final" : "trial",
+                       final >= 0 ? final : trial, error))
+    return FALSE;
   g_clear_pointer(&m->registry, sieve_registry_free);
   return model_build(m, origin, error);
 }
@@ -269,7 +411,7 @@ cmd_export(int argc, char **argv)
   } else {
     m.registry = sieve_registry_new();
     sieve_registry_load_default(m.registry, NULL, NULL);
-    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, "sieve model export", &error);
+    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, NULL, "sieve model export", &error);
     g_autoptr(SieveGenotype) g = m.space ? sieve_space_parse(m.space, arch, &error) : NULL;
     if (g == NULL || !(m.net = sieve_space_build(m.space, g, &error)))
       return sieve_cli_fail(error);
@@ -299,21 +441,8 @@ cmd_export(int argc, char **argv)
     }
     /* The space's options as validated (defaults included), so that the
      * file builds the same network without these flags. */
-    const SieveComponent *c = sieve_registry_lookup(m.registry, SIEVE_KIND_SPACE, space ? space : "nb201");
-    const char *reserved[] = {"plugin", NULL};
-    g_autoptr(SieveNode) map = sieve_node_new_map("sieve model export", 1, 1);
-    for (guint i = 0; overrides && overrides[i]; i++) {
-      const char *eq = strchr(overrides[i], '=');
-      g_autofree char *key = g_strndup(overrides[i] + 6, eq - overrides[i] - 6);
-      sieve_node_map_set(map, key, sieve_node_new_scalar(eq + 1, FALSE, "--set", 1, 1));
-    }
-    g_autoptr(SieveOptions) options =
-        sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "space", &error);
-    if (options == NULL)
+    if (!describe_space(m.weights, m.space, &error))
       return sieve_cli_fail(error);
-    g_autofree char *json = sieve__options_to_json(options);
-    sieve_weights_set_meta(m.weights, "space", space ? space : "nb201");
-    sieve_weights_set_meta(m.weights, "space_options", json);
     sieve_weights_set_meta(m.weights, "genotype", text);
   }
   const SieveGraphNode *in = sieve_graph_node(m.net, sieve_graph_input_node(m.net));
@@ -546,8 +675,14 @@ cmd_info(int argc, char **argv)
   g_autofree const char **keys = sieve_weights_meta_keys(m.weights);
   for (guint i = 0; keys[i]; i++)
     if (!g_str_equal(keys[i], "space") && !g_str_equal(keys[i], "space_options") && !g_str_equal(keys[i], "genotype") &&
-        !g_str_equal(keys[i], "input") && !g_str_equal(keys[i], "classes"))
+        !g_str_equal(keys[i], "input") && !g_str_equal(keys[i], "classes") && !g_str_equal(keys[i], "space_files"))
       printf("%s: %s\n", keys[i], sieve_weights_get_meta(m.weights, keys[i]));
+  /* The files' names, not their texts (model_load read them already). */
+  const char *files = sieve_weights_get_meta(m.weights, "space_files");
+  g_autoptr(SieveNode) map = files ? sieve_node_parse_string(files, -1, "space_files", NULL) : NULL;
+  for (guint i = 0; map && i < sieve_node_size(map); i++)
+    printf("space_file: %s (%zu bytes)\n", sieve_node_text(sieve_node_nth_key(map, i)),
+           strlen(sieve_node_text(sieve_node_nth(map, i))));
   return SIEVE_EXIT_OK;
 }
 

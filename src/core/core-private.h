@@ -160,6 +160,22 @@ SIEVE_INTERNAL_API const SieveSpace *sieve__space_arch_part(const SieveSpace *sp
 const SieveSpaceClass *sieve__space_get_class(const SieveSpace *space);
 /* The registry of the space's component. (transfer none) (nullable) */
 const SieveRegistry *sieve__space_get_registry(const SieveSpace *space);
+/* Part k of a composite space; NULL past its last part or when space is not
+ * composite. (transfer none) */
+SIEVE_INTERNAL_API const SieveSpace *sieve__space_part(const SieveSpace *space, guint k);
+/* The options the user wrote, paths resolved (a composite's parts' too), as
+ * a map. (transfer full) */
+SieveNode *sieve__space_get_written(const SieveSpace *space);
+/* Replaces them, from inside the space's create(). (transfer none: written
+ * is referenced) */
+void sieve__space_set_written(SieveSpace *space, SieveNode *written);
+/* Every option of the space, defaults included, as sieve__options_to_json
+ * writes them, with its paths and its parts' paths absolute: what a model
+ * file carries to build the space again from any folder.  (transfer full) */
+SIEVE_INTERNAL_API char *sieve__space_options_json(const SieveSpace *space, GError **error);
+/* Appends (char*, owned) the files the space's options and its parts'
+ * name, absolute: what it read when it was created. */
+SIEVE_INTERNAL_API void sieve__space_add_files(const SieveSpace *space, GPtrArray *paths);
 /* sieve_space_set_decision_where with the text already made (nullable). */
 void sieve__space_set_where_text(SieveSpace *space, guint i, const char *where);
 

@@ -63,11 +63,15 @@ part_genotype(const Compose *self, guint k, const SieveGenotype *genotype)
   return g;
 }
 
-/* The folder relative paths in a part resolve against: the experiment
- * file's, which the node names as its origin (NULL: the current one). */
+/* The folder relative paths in a part resolve against: the composite's own
+ * options' (the experiment's folder, also when it is read back from a
+ * store kept elsewhere), else the file the node names as its origin (NULL:
+ * the current one). */
 static char *
-base_dir(const SieveNode *node)
+base_dir(const SieveOptions *options, const SieveNode *node)
 {
+  if (sieve__options_get_base_dir(options) != NULL)
+    return g_canonicalize_filename(sieve__options_get_base_dir(options), NULL);
   const char *origin = sieve_node_origin(node);
   if (origin == NULL || !g_file_test(origin, G_FILE_TEST_IS_REGULAR))
     return NULL;
@@ -114,7 +118,7 @@ add_part(SieveSpace *space, const Compose *self, const SieveSpace *part, guint k
   return TRUE;
 }
 
-static const SieveSpaceClass compose_build_class;
+static const SieveSpaceClass compose_class, compose_build_class;
 
 static gpointer
 compose_create(SieveSpace *space, const SieveOptions *options, GError **error)
@@ -136,7 +140,11 @@ compose_create(SieveSpace *space, const SieveOptions *options, GError **error)
   self->parts = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_space_free);
   self->first = g_array_new(FALSE, FALSE, sizeof(guint));
   self->arch = -1;
-  g_autofree char *dir = base_dir(list);
+  g_autofree char *dir = base_dir(options, list);
+  /* The parts as they were written, their paths resolved: what a model
+   * file carries, so that it builds the space again from any folder. */
+  g_autoptr(SieveNode) written = sieve_node_new_list(sieve_node_origin(list), sieve_node_line(list),
+                                                     sieve_node_column(list));
   static const char *const reserved[] = {"plugin", NULL};
   for (guint k = 0; k < sieve_node_size(list); k++) {
     const SieveNode *item = sieve_node_nth(list, k);
@@ -171,8 +179,20 @@ compose_create(SieveSpace *space, const SieveOptions *options, GError **error)
     g_array_append_val(self->first, first);
     if (!add_part(space, self, part, k, item, error))
       goto fail;
+    SieveNode *part_written = sieve_node_new_map(sieve_node_origin(item), sieve_node_line(item),
+                                                 sieve_node_column(item));
+    sieve_node_map_set(part_written, "plugin", sieve_node_copy(plugin));
+    g_autoptr(SieveNode) resolved = sieve__space_get_written(part);
+    for (guint i = 0; i < sieve_node_size(resolved); i++)
+      sieve_node_map_set(part_written, sieve_node_text(sieve_node_nth_key(resolved, i)),
+                         sieve_node_copy(sieve_node_nth(resolved, i)));
+    sieve_node_list_append(written, part_written);
     g_ptr_array_add(self->parts, g_steal_pointer(&part));
   }
+  SieveNode *own = sieve__space_get_written(space);
+  sieve_node_map_set(own, "parts", g_steal_pointer(&written));
+  sieve__space_set_written(space, own);
+  sieve_node_unref(own);
   if (self->arch >= 0)
     sieve__space_set_class(space, &compose_build_class);
   return self;
@@ -283,6 +303,16 @@ sieve__space_arch_part(const SieveSpace *space, guint *first)
   const Compose *self = sieve_space_get_instance(space);
   *first = part_first(self, (guint) self->arch);
   return self->parts->pdata[self->arch];
+}
+
+const SieveSpace *
+sieve__space_part(const SieveSpace *space, guint k)
+{
+  const SieveSpaceClass *klass = sieve__space_get_class(space);
+  if (klass != &compose_build_class && klass != &compose_class)
+    return NULL;
+  const Compose *self = sieve_space_get_instance(space);
+  return k < self->parts->len ? self->parts->pdata[k] : NULL;
 }
 
 /* Without an architecture part: a recipe alone, which builds nothing. */

@@ -196,6 +196,48 @@ written_options(const SieveComponent *component, const SieveOptions *options)
   return map;
 }
 
+SieveNode *
+sieve__space_get_written(const SieveSpace *space)
+{
+  g_return_val_if_fail(space != NULL, NULL);
+  return space->written ? sieve_node_copy(space->written) : sieve_node_new_map("the space's options", 0, 0);
+}
+
+void
+sieve__space_set_written(SieveSpace *space, SieveNode *written)
+{
+  g_return_if_fail(space != NULL && written != NULL);
+  sieve_node_ref(written);
+  g_clear_pointer(&space->written, sieve_node_unref);
+  space->written = written;
+}
+
+char *
+sieve__space_options_json(const SieveSpace *space, GError **error)
+{
+  g_return_val_if_fail(space != NULL && space->component != NULL, NULL);
+  const SieveOptionSpec *spec = sieve_component_get_info(space->component)->options;
+  g_autofree char *context = g_strdup_printf("space '%s'", sieve_space_get_name(space));
+  g_autoptr(SieveOptions) options = sieve_options_new(spec, space->written, NULL, NULL, context, error);
+  return options ? sieve__options_to_json(options) : NULL;
+}
+
+void
+sieve__space_add_files(const SieveSpace *space, GPtrArray *paths)
+{
+  g_return_if_fail(space != NULL && paths != NULL);
+  const SieveOptionSpec *spec = space->component ? sieve_component_get_info(space->component)->options : NULL;
+  for (guint i = 0; spec != NULL && spec[i].name != NULL; i++) {
+    const SieveNode *value = spec[i].type == SIEVE_OPTION_TYPE_PATH && space->written
+                                 ? sieve_node_lookup(space->written, spec[i].name)
+                                 : NULL;
+    if (value != NULL && sieve_node_kind(value) == SIEVE_NODE_SCALAR && !sieve_node_is_null(value))
+      g_ptr_array_add(paths, g_strdup(sieve_node_text(value)));
+  }
+  for (guint k = 0; sieve__space_part(space, k) != NULL; k++)
+    sieve__space_add_files(sieve__space_part(space, k), paths);
+}
+
 /* The probe copy: the component again, with the class's probe_options
  * written over the user's options. */
 static SieveSpace *

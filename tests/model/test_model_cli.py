@@ -34,8 +34,8 @@ budget: {evaluations: 3}
 """
 
 
-def sieve(*args, check=None, timeout=300, cwd=None):
-    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+def sieve(*args, check=None, timeout=300, cwd=None, env=None):
+    p = subprocess.run([SIEVE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
     if check is not None and p.returncode != check:
         raise AssertionError(f"sieve {' '.join(args)} exited {p.returncode}, wanted {check}\n"
                              f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}")
@@ -117,6 +117,53 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", out, check=0).stdout
         self.assertIn(f"genotype: {row['genotype']}", info)
         self.assertIn(f"parameters: {int(float(row['params']))}", info)
+
+    def test_compose_recipe_file_travels(self):
+        # A composite space whose recipe part is a file named relative to the config, the store kept in
+        # another folder: `sieve final` and `sieve model export` from a third folder read the recipe
+        # beside the config (they looked beside the store, then in the working folder); the model file
+        # names it by its absolute path and carries its text (metadata space_files), so it builds its
+        # network again after the recipe is edited and after the config's folder is deleted.
+        cfg = self.path("recipe-cfg")
+        os.mkdir(cfg)
+        recipe = "parameters:\n  lr: {type: float, low: 0.01, high: 0.1, log: true}\n"
+        with open(os.path.join(cfg, "recipe.yaml"), "w") as f:
+            f.write(recipe)
+        with open(os.path.join(cfg, "compose.yaml"), "w") as f:
+            f.write(CONFIG.replace("name: tiny", "name: compose").replace(
+                "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+                "space: {plugin: compose, parts: [{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}, "
+                "{plugin: hpo, file: recipe.yaml}]}")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("compose.sieve")
+        sieve("run", os.path.join("recipe-cfg", "compose.yaml"), "--store", store, "--quiet", check=0, cwd=self.dir)
+        sieve("final", store, "--trial", "0", "--epochs", "0.1", "-q", check=0, cwd="/")
+        row = next(csv.DictReader(io.StringIO(sieve("export", store, check=0).stdout)))
+        tmp = self.path("tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        outs = [self.path("compose0.safetensors"), self.path("compose0.onnx"), self.path("composef.safetensors")]
+        for out, what in zip(outs, (["--trial", "0"], ["--trial", "0"], ["--final", "0"])):
+            sieve("model", "export", store, *what, "-o", out, check=0, cwd="/")
+        with open(outs[0], "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            meta = json.loads(f.read(size))["__metadata__"]
+        path = os.path.realpath(os.path.join(cfg, "recipe.yaml"))
+        self.assertEqual(json.loads(meta["space_options"])["parts"][1], {"plugin": "hpo", "file": path})
+        self.assertEqual(json.loads(meta["space_files"]), {path: recipe})
+        # The recipe edited so that the trial's lr is outside it, then deleted with its folder: the
+        # files build the network they hold from the text they carry, and leave no copy behind.
+        with open(os.path.join(cfg, "recipe.yaml"), "w") as f:
+            f.write(recipe.replace("low: 0.01, high: 0.1", "low: 0.5, high: 0.9"))
+        for step in ("edited", "deleted"):
+            for out in outs:
+                info = sieve("model", "info", out, check=0, cwd=tmp, env=env).stdout
+                self.assertIn(f"genotype: {row['genotype']}", info, (step, out))
+                self.assertIn(f"parameters: {int(float(row['params']))}", info, (step, out))
+                self.assertIn(f"space_file: {path} ({len(recipe)} bytes)", info, (step, out))
+            if step == "edited":
+                shutil.rmtree(cfg)
+        self.assertEqual(os.listdir(tmp), [])
 
     def test_bad_input(self):
         before = digest(self.store)
