@@ -171,6 +171,25 @@ test_separators(void)
   g_assert_cmpstr(sieve_node_text(back), ==, text);
 }
 
+/* The options yaml gives under spec, written as JSON (checked against
+ * want) and read back as a model file reads them. (transfer full) */
+static SieveOptions *
+written_and_read(const SieveOptionSpec *spec, const char *yaml, const char *want)
+{
+  GError *error = NULL;
+  g_autoptr(SieveNode) map = sieve_node_parse_string(yaml, -1, "t", &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveOptions) options = sieve_options_new(spec, map, NULL, NULL, "t", &error);
+  g_assert_no_error(error);
+  g_autofree char *json = sieve__options_to_json(options);
+  g_assert_cmpstr(json, ==, want);
+  g_autoptr(SieveNode) back = sieve__options_json_parse(spec, json, "f", &error);
+  g_assert_no_error(error);
+  SieveOptions *again = sieve_options_new(spec, back, NULL, NULL, "t", &error);
+  g_assert_no_error(error);
+  return again;
+}
+
 static void
 test_values(void)
 {
@@ -181,18 +200,10 @@ test_values(void)
       SIEVE_OPTION_END,
   };
   GError *error = NULL;
-  g_autoptr(SieveNode) map =
-      sieve_node_parse_string("{parts: [{plugin: nb101, bn_momentum: 0.1, tag: '7'}], scale: .inf}", -1, "t", &error);
-  g_assert_no_error(error);
-  g_autoptr(SieveOptions) options = sieve_options_new(spec, map, NULL, NULL, "t", &error);
-  g_assert_no_error(error);
-  g_autofree char *json = sieve__options_to_json(options);
-  g_assert_cmpstr(json, ==, "{\"bn_momentum\":0.003,\"scale\":Infinity,"
-                            "\"parts\":[{\"plugin\":\"nb101\",\"bn_momentum\":0.1,\"tag\":\"7\"}]}");
-  g_autoptr(SieveNode) back = sieve__options_json_parse(spec, json, "f", &error);
-  g_assert_no_error(error);
-  g_autoptr(SieveOptions) again = sieve_options_new(spec, back, NULL, NULL, "t", &error);
-  g_assert_no_error(error);
+  g_autoptr(SieveOptions) again =
+      written_and_read(spec, "{parts: [{plugin: nb101, bn_momentum: 0.1, tag: '7'}], scale: .inf}",
+                       "{\"bn_momentum\":0.003,\"scale\":Infinity,"
+                       "\"parts\":[{\"plugin\":\"nb101\",\"bn_momentum\":0.1,\"tag\":\"7\"}]}");
   g_assert_cmpfloat(sieve_options_get_double(again, "bn_momentum"), ==, 0.003);
   g_assert_cmpfloat(sieve_options_get_double(again, "scale"), ==, INFINITY);
   const SieveNode *part = sieve_node_nth(sieve_options_get_node(again, "parts"), 0);
@@ -218,20 +229,12 @@ test_non_finite(void)
       SIEVE_OPTION_NODE("options", "a tree"),
       SIEVE_OPTION_END,
   };
+  const char *json = "{\"scale\":Infinity,\"low\":-Infinity,\"options\":{\"hi\":Infinity,"
+                     "\"lo\":[-Infinity,NaN,2],\"s\":\".inf\",\"t\":\"Infinity\",\"u\":\"NaN\"}}";
+  g_autoptr(SieveOptions) again = written_and_read(
+      spec, "{scale: .inf, low: -.Inf, options: {hi: .inf, lo: [-.inf, .NaN, 2], s: '.inf', t: Infinity, u: 'NaN'}}",
+      json);
   GError *error = NULL;
-  g_autoptr(SieveNode) map = sieve_node_parse_string(
-      "{scale: .inf, low: -.Inf, options: {hi: .inf, lo: [-.inf, .NaN, 2], s: '.inf', t: Infinity, u: 'NaN'}}", -1,
-      "t", &error);
-  g_assert_no_error(error);
-  g_autoptr(SieveOptions) options = sieve_options_new(spec, map, NULL, NULL, "t", &error);
-  g_assert_no_error(error);
-  g_autofree char *json = sieve__options_to_json(options);
-  g_assert_cmpstr(json, ==, "{\"scale\":Infinity,\"low\":-Infinity,\"options\":{\"hi\":Infinity,"
-                            "\"lo\":[-Infinity,NaN,2],\"s\":\".inf\",\"t\":\"Infinity\",\"u\":\"NaN\"}}");
-  g_autoptr(SieveNode) back = sieve__options_json_parse(spec, json, "f", &error);
-  g_assert_no_error(error);
-  g_autoptr(SieveOptions) again = sieve_options_new(spec, back, NULL, NULL, "t", &error);
-  g_assert_no_error(error);
   g_assert_cmpfloat(sieve_options_get_double(again, "scale"), ==, INFINITY);
   g_assert_cmpfloat(sieve_options_get_double(again, "low"), ==, -INFINITY);
   const SieveNode *tree = sieve_options_get_node(again, "options");
