@@ -44,7 +44,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
     }
     g_autofree char *key = g_strndup(overrides[i] + 6, eq - overrides[i] - 6);
     g_autofree char *flag = g_strdup_printf("--set %s", overrides[i]);
-    sieve_node_map_set(map, key, sieve_node_new_scalar(eq + 1, FALSE, flag, 1, 1));
+    if (!sieve_node_set_path(map, key, eq + 1, flag, error))
+      return NULL;
   }
   const char *reserved[] = {"plugin", NULL};
   g_autofree char *context = g_strdup_printf("space '%s'", name);
@@ -305,7 +306,9 @@ cmd_export(int argc, char **argv)
     for (guint i = 0; overrides && overrides[i]; i++) {
       const char *eq = strchr(overrides[i], '=');
       g_autofree char *key = g_strndup(overrides[i] + 6, eq - overrides[i] - 6);
-      sieve_node_map_set(map, key, sieve_node_new_scalar(eq + 1, FALSE, "--set", 1, 1));
+      g_autofree char *flag = g_strdup_printf("--set %s", overrides[i]);
+      if (!sieve_node_set_path(map, key, eq + 1, flag, &error))
+        return sieve_cli_fail(error);
     }
     g_autoptr(SieveOptions) options =
         sieve_options_new(sieve_component_get_info(c)->options, map, reserved, NULL, "space", &error);

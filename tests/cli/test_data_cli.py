@@ -134,11 +134,21 @@ class TestTrainFlags(sieve_cli.Workdir):
         named where the dataset does not load."""
         os.mkdir(self.path("c10"))
         p = self.train("--set", "evaluator.data_dir=c10", check=1)  # a data file error: exit 1
-        self.assertIn("sieve: --set evaluator.data_dir=c10:1:1: fashion-mnist: no train images in c10", p.stderr)
+        self.assertIn("sieve: --set evaluator.data_dir=c10: fashion-mnist: no train images in c10", p.stderr)
         p = self.train("--dataset", "no-such-set")
         self.assertIn("sieve: --dataset no-such-set: unknown dataset 'no-such-set'", p.stderr)
         p = self.train("--batch", "0")
         self.assertIn("sieve: --batch 0: option 'batch_size'", p.stderr)
+        # A --set value has no line either; inside a flow map, a column of it.
+        p = self.train("--set", "evaluator.lr=abc")
+        self.assertIn("sieve: --set evaluator.lr=abc: option 'lr' expects a number, got 'abc'", p.stderr)
+        p = self.train("--set", "evaluator={plugin: train, epochs: 0}")
+        self.assertIn("sieve: --set evaluator={plugin: train, epochs: 0} (column 25 of the value): option 'epochs' "
+                      "expects a float", p.stderr)
+        p = self.train("--set", "evaluator={plugin: train, epochs: [1}")
+        self.assertIn("sieve: --set evaluator={plugin: train, epochs: [1} (column 27 of the value): did not find "
+                      "expected ',' or ']'", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
 
 
 def iris_like(path, rows=40, labels=None):
@@ -185,7 +195,7 @@ budget: {{evaluations: 1}}
                   "--set", "space.size=1", "--set", "space.classes=3", "--dataset", "csv:rows.csv",
                   "--validation", "8", "--set", "evaluator.test=false", "--set", "evaluator.crop_pad=4",
                   "--threads", "1", check=2, cwd=self.dir)
-        self.assertIn("sieve: --set evaluator.crop_pad=4:1:1: augmentation needs images", p.stderr)
+        self.assertIn("sieve: --set evaluator.crop_pad=4: augmentation needs images", p.stderr)
         self.assertNotIn("CRITICAL", p.stderr)
 
     def test_no_test_split(self):
