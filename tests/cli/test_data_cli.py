@@ -150,6 +150,28 @@ class TestTrainFlags(sieve_cli.Workdir):
                       "expected ',' or ']'", p.stderr)
         self.assertNotIn(":1:", p.stderr)
 
+    def test_whole_section_set_keeps_flags(self):
+        """A --set of a whole section means a --set of each of its keys: the
+        flags' values (and sieve train's defaults) stay, a flag and the same
+        option in the section are refused naming both, in either order."""
+        p = sieve("train", "-q", "--arch", NB201_ARCH, "--set", "space={plugin: nb201, C: 4, N: 1}", "--threads", "1",
+                  "--batch", "16", "--epochs", "0.5", "--set", "evaluator={train_limit: 64, validation: 32, test: false}",
+                  check=0, cwd=self.dir)
+        summary = json.loads(p.stdout)
+        self.assertEqual((summary["status"], summary["epochs"], summary["params"]), ("ok", 0.5, 20222))
+        for args in (["--lr", "0.5", "--set", "evaluator={plugin: train, lr: 0.01}"],
+                     ["--set", "evaluator={plugin: train, lr: 0.01}", "--lr", "0.5"]):
+            p = self.train(*args)
+            self.assertIn("sieve: --lr 0.5 and --set evaluator={plugin: train, lr: 0.01} both set evaluator.lr: "
+                          "give one of them", p.stderr)
+            self.assertEqual(p.stdout, "")
+        p = self.train("--space", "nb201", "--set", "space={plugin: darts}")
+        self.assertIn("sieve: --space nb201 and --set space={plugin: darts} both set space.plugin", p.stderr)
+        # A flag's value is checked where the section was given whole, or by its plugin's name.
+        for section in ("evaluator={epochs: 2}", "evaluator=train"):
+            p = self.train("--batch", "0", "--set", section)
+            self.assertIn("sieve: --batch 0: option 'batch_size' expects an integer in [1, 65536], got 0", p.stderr)
+
 
 def iris_like(path, rows=40, labels=None):
     """A small CSV of four features and a label column, as iris.csv."""
