@@ -214,15 +214,13 @@ parse_node(Parse *p, yaml_event_t *event, guint depth)
       for (guint i = 0; i < node->keys->len && !first; i++)
         if (strcmp(((SieveNode *)node->keys->pdata[i])->text, key->text) == 0)
           first = node->keys->pdata[i];
-      if (first && p->one_line_value) {
-        sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at column %u)", key->text,
-                             first->column);
-        sieve_node_unref(key);
-        goto fail_node;
-      }
       if (first) {
-        sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at line %u, column %u)",
-                             key->text, first->line, first->column);
+        if (p->one_line_value)
+          sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at column %u)", key->text,
+                               first->column);
+        else
+          sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at line %u, column %u)",
+                               key->text, first->line, first->column);
         sieve_node_unref(key);
         goto fail_node;
       }
