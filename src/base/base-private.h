@@ -78,6 +78,18 @@ struct _SieveNode {
 G_GNUC_INTERNAL SieveNode *sieve__node_new(SieveNodeKind kind, const char *ref_origin, guint line,
                                            guint column);
 
+/* A value given on the command line ("--set KEY=VALUE"'s VALUE) parsed as
+ * a YAML flow value: the value itself is at line 0, column 0 (its origin
+ * alone locates it: "--set a.b=x: ..."); in a one-line value the nodes
+ * inside it and parse errors are at line 0 and a column of the value
+ * ("--set a=[1, 2 (column 6 of the value): ..."); a value of several
+ * lines has real lines and columns.  (transfer full) */
+G_GNUC_INTERNAL SieveNode *sieve__node_parse_value(const char *text, const char *origin, GError **error);
+
+/* What sieve_node_where says for a node at origin, line, column.
+ * (transfer full) */
+G_GNUC_INTERNAL char *sieve__node_where_at(const char *origin, guint line, guint column);
+
 /* Append key -> value without looking for an existing key (the parser has
  * checked).  Takes ownership of both. */
 G_GNUC_INTERNAL void sieve__node_map_append(SieveNode *map, SieveNode *key, SieveNode *value);

@@ -19,6 +19,9 @@ typedef struct {
   const char *input;
   gsize len;
   GError **error;
+  /* A one-line value given on the command line (sieve__node_parse_value):
+   * its nodes are at line 0 and a column of the value, as errors say. */
+  gboolean one_line_value;
 } Parse;
 
 static void
@@ -31,8 +34,10 @@ error_at(Parse *p, const yaml_mark_t *mark, const char *format, ...)
   va_start(args, format);
   g_autofree char *message = g_strdup_vprintf(format, args);
   va_end(args);
-  g_set_error(p->error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u:%u: %s", p->origin,
-              (guint)mark->line + 1, (guint)mark->column + 1, message);
+  g_autofree char *where = p->one_line_value
+                               ? sieve__node_where_at(p->origin, 0, (guint)mark->column + 1)
+                               : sieve__node_where_at(p->origin, (guint)mark->line + 1, (guint)mark->column + 1);
+  g_set_error(p->error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: %s", where, message);
 }
 
 /* The byte at mark's line and column (columns count characters), or 0. */
@@ -142,7 +147,7 @@ static SieveNode *
 parse_node(Parse *p, yaml_event_t *event, guint depth)
 {
   const yaml_mark_t *mark = &event->start_mark;
-  guint line = (guint)mark->line + 1, column = (guint)mark->column + 1;
+  guint line = p->one_line_value ? 0 : (guint)mark->line + 1, column = (guint)mark->column + 1;
   SieveNode *node = NULL;
 
   if (depth > MAX_DEPTH) {
@@ -210,8 +215,12 @@ parse_node(Parse *p, yaml_event_t *event, guint depth)
         if (strcmp(((SieveNode *)node->keys->pdata[i])->text, key->text) == 0)
           first = node->keys->pdata[i];
       if (first) {
-        sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at line %u, column %u)",
-                             key->text, first->line, first->column);
+        if (p->one_line_value)
+          sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at column %u)", key->text,
+                               first->column);
+        else
+          sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at line %u, column %u)",
+                               key->text, first->line, first->column);
         sieve_node_unref(key);
         goto fail_node;
       }
@@ -297,12 +306,9 @@ fail:
   return NULL;
 }
 
-SieveNode *
-sieve_node_parse_string(const char *text, gssize len, const char *origin, GError **error)
+static SieveNode *
+parse_text(const char *text, gssize len, const char *origin, gboolean value, GError **error)
 {
-  g_return_val_if_fail(text != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-
   Parse p = {0};
   p.input = text;
   p.len = len < 0 ? strlen(text) : (gsize)len;
@@ -315,6 +321,7 @@ sieve_node_parse_string(const char *text, gssize len, const char *origin, GError
   }
   p.origin = g_ref_string_new_intern(origin ? origin : "<string>");
   p.error = error;
+  p.one_line_value = value && memchr(p.input, '\n', p.len) == NULL && memchr(p.input, '\r', p.len) == NULL;
   if (!yaml_parser_initialize(&p.parser)) {
     g_ref_string_release(p.origin);
     g_error("libyaml: out of memory");
@@ -327,6 +334,25 @@ sieve_node_parse_string(const char *text, gssize len, const char *origin, GError
   yaml_parser_delete(&p.parser);
   g_ref_string_release(p.origin);
   return root;
+}
+
+SieveNode *
+sieve_node_parse_string(const char *text, gssize len, const char *origin, GError **error)
+{
+  g_return_val_if_fail(text != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return parse_text(text, len, origin, FALSE, error);
+}
+
+SieveNode *
+sieve__node_parse_value(const char *text, const char *origin, GError **error)
+{
+  g_return_val_if_fail(text != NULL && origin != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  SieveNode *value = parse_text(text, -1, origin, TRUE, error);
+  if (value != NULL)
+    value->line = value->column = 0; /* the whole value: named by its origin alone */
+  return value;
 }
 
 SieveNode *

@@ -186,14 +186,23 @@ char *
 sieve_node_where(const SieveNode *node)
 {
   g_return_val_if_fail(node != NULL, NULL);
+  return sieve__node_where_at(node->origin, node->line, node->column);
+}
+
+char *
+sieve__node_where_at(const char *origin, guint line, guint column)
+{
   /* Line 0: a value given on the command line, whose origin ("--lr 0.5")
-   * is all there is to say. */
-  if (node->line == 0)
-    return g_strdup(node->origin);
+   * is all there is to say, or a place inside a one-line value ("--set
+   * a={x: 1}"), where a line number would be made up. */
+  if (line == 0 && column == 0)
+    return g_strdup(origin);
+  if (line == 0)
+    return g_strdup_printf("%s (column %u of the value)", origin, column);
   /* Column 0: a source that knows lines only (a Lua call). */
-  if (node->column == 0)
-    return g_strdup_printf("%s:%u", node->origin, node->line);
-  return g_strdup_printf("%s:%u:%u", node->origin, node->line, node->column);
+  if (column == 0)
+    return g_strdup_printf("%s:%u", origin, line);
+  return g_strdup_printf("%s:%u:%u", origin, line, column);
 }
 
 const char *
@@ -521,9 +530,9 @@ sieve_node_set_path(SieveNode *root, const char *path, const char *value_text, c
     p++;
   if (*p == '\0') {
     /* "--set a.b=" means null, not the empty map an empty document gives. */
-    value = sieve_node_new_scalar("", FALSE, origin, 1, 1);
+    value = sieve_node_new_scalar("", FALSE, origin, 0, 0);
   } else {
-    value = sieve_node_parse_string(value_text, -1, origin, error);
+    value = sieve__node_parse_value(value_text, origin, error);
     if (value == NULL)
       return FALSE;
   }

@@ -33,11 +33,11 @@ sieve_cli_open_space(SieveRegistry *registry, const char *name, char **overrides
                      GError **error)
 {
   /* Errors about the section point at the flag as train's do ("--space
-   * hpo:1:1: ..."), not at a line 0 of no file. */
+   * hpo: ..."): line 0, a flag has no line and column. */
   g_autofree char *flag = g_strdup_printf("--space %s", name);
-  g_autoptr(SieveNode) root = sieve_node_new_map(flag, 1, 1);
-  SieveNode *section = sieve_node_new_map(flag, 1, 1);
-  sieve_node_map_set(section, "plugin", sieve_node_new_scalar(name, TRUE, flag, 1, 1));
+  g_autoptr(SieveNode) root = sieve_node_new_map(flag, 0, 0);
+  SieveNode *section = sieve_node_new_map(flag, 0, 0);
+  sieve_node_map_set(section, "plugin", sieve_node_new_scalar(name, TRUE, flag, 0, 0));
   sieve_node_map_set(root, "space", section);
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');

@@ -177,7 +177,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
     }
     g_autofree char *key = g_strndup(overrides[i] + 6, eq - overrides[i] - 6);
     g_autofree char *flag = g_strdup_printf("--set %s", overrides[i]);
-    sieve_node_map_set(map, key, sieve_node_new_scalar(eq + 1, FALSE, flag, 1, 1));
+    if (!sieve_node_set_path(map, key, eq + 1, flag, error))
+      return NULL;
   }
   const char *reserved[] = {"plugin", NULL};
   g_autofree char *context = g_strdup_printf("space '%s'", name);

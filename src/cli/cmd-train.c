@@ -29,28 +29,87 @@ on_report(gpointer user_data, const SieveCandidate *candidate, const char *text,
 
 /* map[key] = text, a scalar that names the flag it came from ("--dataset
  * foo"), or the command when flag is NULL.  Line 0: a flag has no line
- * and column, its messages read "--dataset foo: ...". */
-static void
+ * and column, its messages read "--dataset foo: ...". (transfer none) */
+static SieveNode *
 set_value(SieveNode *map, const char *key, const char *text, gboolean quoted, const char *flag)
 {
   g_autofree char *origin = flag ? g_strdup_printf("%s %s", flag, text) : g_strdup("sieve train");
-  sieve_node_map_set(map, key, sieve_node_new_scalar(text, quoted, origin, 0, 0));
+  SieveNode *node = sieve_node_new_scalar(text, quoted, origin, 0, 0);
+  sieve_node_map_set(map, key, node);
+  return node;
 }
 
-/* A flag and a --set of the same option would disagree with no way to
- * tell which one counts: refused, naming both. */
-static gboolean
-check_not_set_twice(const char *section, const char *key, const char *flag, const char *text, char **overrides,
-                    GError **error)
+/* What sieve train put in its space and evaluator sections: a flag's value
+ * (a --set of the same option is refused: the two would disagree with no
+ * way to tell which one counts) or one of its defaults (a --set replaces
+ * it).  A --set of a whole section ("evaluator={epochs: 2, lr: 0.1}") means
+ * what a --set of each of its keys means: what it leaves out keeps the
+ * flags' and the defaults' values. */
+typedef struct {
+  const char *section, *key;
+  SieveNode *node; /* a reference; NULL once a --set replaced a default */
+  gboolean flag;
+} Given;
+
+static void
+given_clear(gpointer data)
 {
-  g_autofree char *prefix = g_strdup_printf("%s.%s=", section, key);
-  for (guint i = 0; text && overrides && overrides[i]; i++)
-    if (g_str_has_prefix(overrides[i], prefix)) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                  "%s %s and --set %s both set %s.%s: give one of them", flag, text, overrides[i], section, key);
-      return FALSE;
+  Given *g = data;
+  if (g->node)
+    sieve_node_unref(g->node);
+}
+
+static void
+given_add(GArray *given, const char *section, const char *key, SieveNode *node, gboolean flag)
+{
+  Given g = {section, key, sieve_node_ref(node), flag};
+  g_array_append_val(given, g);
+}
+
+/* After the --set `override`: each given value back in its section if the
+ * --set left it out, or refused (a flag) or dropped (a default) if the
+ * --set gave that option another value. */
+static gboolean
+given_reconcile(SieveNode *root, GArray *given, const char *override, GError **error)
+{
+  for (guint i = 0; i < given->len; i++) {
+    Given *g = &g_array_index(given, Given, i);
+    SieveNode *section = g->node ? sieve_node_lookup(root, g->section) : NULL;
+    if (section && sieve_node_kind(section) == SIEVE_NODE_SCALAR && !sieve_node_is_null(section)) {
+      /* "evaluator=train": a section given by its plugin's name alone, as
+       * a file may; the map it stands for. */
+      SieveNode *map = sieve_node_new_map(sieve_node_origin(section), sieve_node_line(section),
+                                          sieve_node_column(section));
+      sieve_node_map_set(map, "plugin", sieve_node_ref(section));
+      sieve_node_map_set(root, g->section, map);
+      section = map;
     }
+    /* A list or a null section: the experiment says what is wrong with it. */
+    if (section == NULL || sieve_node_kind(section) != SIEVE_NODE_MAP)
+      continue;
+    SieveNode *now = sieve_node_lookup(section, g->key);
+    if (now == g->node)
+      continue;
+    if (now == NULL) {
+      sieve_node_map_set(section, g->key, sieve_node_ref(g->node));
+    } else if (g->flag) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s and --set %s both set %s.%s: give one of them",
+                  sieve_node_origin(g->node), override, g->section, g->key);
+      return FALSE;
+    } else {
+      g_clear_pointer(&g->node, sieve_node_unref);
+    }
+  }
   return TRUE;
+}
+
+/* The text of root.section.key when it is a scalar, else NULL. (transfer none) */
+static const char *
+text_at(SieveNode *root, const char *section, const char *key)
+{
+  SieveNode *map = sieve_node_lookup(root, section);
+  SieveNode *node = map && sieve_node_kind(map) == SIEVE_NODE_MAP ? sieve_node_lookup(map, key) : NULL;
+  return node && sieve_node_kind(node) == SIEVE_NODE_SCALAR ? sieve_node_text(node) : NULL;
 }
 
 int
@@ -100,64 +159,40 @@ sieve_cmd_train(int argc, char **argv)
     fprintf(stderr, "sieve train: expected --arch TEXT and no other arguments (see 'sieve train --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  const char *ds = dataset ? dataset : "fashion-mnist";
-  GError *twice = NULL;
-  if (!check_not_set_twice("space", "plugin", "--space", space, overrides, &twice) ||
-      !check_not_set_twice("evaluator", "dataset", "--dataset", dataset, overrides, &twice) ||
-      !check_not_set_twice("evaluator", "data_dir", "--data-dir", data_dir, overrides, &twice) ||
-      !check_not_set_twice("evaluator", "device", "--device", device, overrides, &twice))
-    return sieve_cli_fail(twice);
   /* The experiment the flags describe, built as a tree: each value a
    * scalar node that names its flag, so that a bad one is reported as
    * "--dataset foo: ..." and no text can change the structure. */
+  g_autoptr(GArray) given = g_array_new(FALSE, FALSE, sizeof(Given));
+  g_array_set_clear_func(given, given_clear);
   g_autoptr(SieveNode) root = sieve_node_new_map("sieve train", 0, 0);
   set_value(root, "name", "train", TRUE, NULL);
   SieveNode *space_map = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "space", space_map);
-  set_value(space_map, "plugin", space ? space : "nb201", TRUE, "--space");
-  for (guint i = 0; overrides && overrides[i]; i++)
-    if (g_str_has_prefix(overrides[i], "evaluator.dataset="))
-      ds = overrides[i] + strlen("evaluator.dataset="); /* the one the evaluator gets */
-  gboolean gray = g_str_equal(ds, "fashion-mnist") || g_str_equal(ds, "mnist");
-  gboolean user_in = FALSE, user_size = FALSE;
-  for (guint i = 0; overrides && overrides[i]; i++) {
-    user_in |= g_str_has_prefix(overrides[i], "space.in_channels=");
-    user_size |= g_str_has_prefix(overrides[i], "space.size=");
-  }
-  if (gray && (space == NULL || g_str_equal(space, "nb201"))) {
-    if (!user_in)
-      set_value(space_map, "in_channels", "1", FALSE, "--dataset");
-    if (!user_size)
-      set_value(space_map, "size", "28", FALSE, "--dataset");
-  }
+  given_add(given, "space", "plugin", set_value(space_map, "plugin", space ? space : "nb201", TRUE, "--space"),
+            space != NULL);
   set_value(root, "optimizer", "random", TRUE, NULL);
   SieveNode *ev_map = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "evaluator", ev_map);
-  set_value(ev_map, "plugin", "train", TRUE, NULL);
-  if (dataset)
-    set_value(ev_map, "dataset", ds, TRUE, "--dataset");
-  else
-    sieve_node_map_set(ev_map, "dataset", sieve_node_new_scalar(ds, TRUE, "sieve train's default dataset", 0, 0));
-  if (data_dir)
-    set_value(ev_map, "data_dir", data_dir, TRUE, "--data-dir");
-  if (device)
-    set_value(ev_map, "device", device, TRUE, "--device");
+  given_add(given, "evaluator", "plugin", set_value(ev_map, "plugin", "train", TRUE, NULL), FALSE);
+  if (dataset) {
+    given_add(given, "evaluator", "dataset", set_value(ev_map, "dataset", dataset, TRUE, "--dataset"), TRUE);
+  } else {
+    SieveNode *node = sieve_node_new_scalar("fashion-mnist", TRUE, "sieve train's default dataset", 0, 0);
+    sieve_node_map_set(ev_map, "dataset", node);
+    given_add(given, "evaluator", "dataset", node, FALSE);
+  }
   const struct {
     const char *key, *text, *flag;
-  } numbers[] = {{"epochs", epochs, "--epochs"},      {"lr", lr, "--lr"},
-                 {"batch_size", batch, "--batch"},    {"threads", threads, "--threads"},
-                 {"seed", seed, "--seed"},            {"validation", validation, "--validation"},
-                 {"train_limit", limit, "--train-limit"}};
-  /* A CSV file has no test split (sieve_train_data_load): none is asked of
-   * it unless a --set does. */
-  if (g_str_has_prefix(ds, "csv:"))
-    sieve_node_map_set(ev_map, "test", sieve_node_new_scalar("false", FALSE, "sieve train (csv: has no test split)", 0, 0));
-  for (guint i = 0; i < G_N_ELEMENTS(numbers); i++) {
-    if (!check_not_set_twice("evaluator", numbers[i].key, numbers[i].flag, numbers[i].text, overrides, &error))
-      return sieve_cli_fail(error);
-    if (numbers[i].text != NULL)
-      set_value(ev_map, numbers[i].key, numbers[i].text, FALSE, numbers[i].flag);
-  }
+    gboolean quoted; /* a name, never a number */
+  } flags[] = {{"data_dir", data_dir, "--data-dir", TRUE}, {"device", device, "--device", TRUE},
+               {"epochs", epochs, "--epochs", FALSE},       {"lr", lr, "--lr", FALSE},
+               {"batch_size", batch, "--batch", FALSE},     {"threads", threads, "--threads", FALSE},
+               {"seed", seed, "--seed", FALSE},             {"validation", validation, "--validation", FALSE},
+               {"train_limit", limit, "--train-limit", FALSE}};
+  for (guint i = 0; i < G_N_ELEMENTS(flags); i++)
+    if (flags[i].text != NULL)
+      given_add(given, "evaluator", flags[i].key,
+                set_value(ev_map, flags[i].key, flags[i].text, flags[i].quoted, flags[i].flag), TRUE);
   SieveNode *objective = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "objective", objective);
   set_value(objective, "metric", "val_acc", TRUE, NULL);
@@ -165,13 +200,33 @@ sieve_cmd_train(int argc, char **argv)
   SieveNode *budget = sieve_node_new_map("sieve train", 0, 0);
   sieve_node_map_set(root, "budget", budget);
   set_value(budget, "evaluations", "1", FALSE, NULL);
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!sieve_experiment_apply_override(root, overrides[i], &error) ||
+        !given_reconcile(root, given, overrides[i], &error))
+      return sieve_cli_fail(error);
+
+  /* What follows from the dataset the evaluator gets, where no --set says
+   * otherwise: nb201 on a one-channel 28x28 dataset, and no test split of
+   * a CSV file, which has none (sieve_train_data_load). */
+  const char *ds = text_at(root, "evaluator", "dataset");
+  const char *space_name = text_at(root, "space", "plugin");
+  SieveNode *space_now = sieve_node_lookup(root, "space"), *ev_now = sieve_node_lookup(root, "evaluator");
+  if (ds && (g_str_equal(ds, "fashion-mnist") || g_str_equal(ds, "mnist")) && space_name &&
+      g_str_equal(space_name, "nb201")) {
+    g_autofree char *origin = g_strdup_printf("sieve train (nb201 on %s)", ds);
+    if (sieve_node_lookup(space_now, "in_channels") == NULL)
+      sieve_node_map_set(space_now, "in_channels", sieve_node_new_scalar("1", FALSE, origin, 0, 0));
+    if (sieve_node_lookup(space_now, "size") == NULL)
+      sieve_node_map_set(space_now, "size", sieve_node_new_scalar("28", FALSE, origin, 0, 0));
+  }
+  if (ds && g_str_has_prefix(ds, "csv:") && sieve_node_lookup(ev_now, "test") == NULL)
+    sieve_node_map_set(ev_now, "test", sieve_node_new_scalar("false", FALSE, "sieve train (csv: has no test split)", 0, 0));
 
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
   sieve_registry_load_default(registry, NULL, refused);
   g_autofree char *cwd = g_get_current_dir();
-  g_autoptr(SieveExperiment) exp = sieve_experiment_parse_tree(root, "sieve train", cwd,
-                                                               (const char *const *)overrides, registry, refused, &error);
+  g_autoptr(SieveExperiment) exp = sieve_experiment_parse_tree(root, "sieve train", cwd, NULL, registry, refused, &error);
   sieve_cli_warn_refused(refused);
   if (exp == NULL || !sieve_experiment_resolve(exp, registry, &error))
     return sieve_cli_fail(error);

@@ -312,6 +312,11 @@ SIEVE_INTERNAL_API SieveExperiment *sieve_experiment_parse_tree(SieveNode *root,
                                                                 const char *const *overrides,
                                                                 SieveRegistry *registry,
                                                                 GPtrArray *plugin_errors, GError **error);
+/* One override ("dotted.key=value") applied to root as parse applies each:
+ * a text that is not KEY=VALUE is refused, the value is located by
+ * "--set KEY=VALUE" (sieve_node_set_path).  For a host that builds the
+ * tree and applies overrides one at a time (sieve train's flags). */
+SIEVE_INTERNAL_API gboolean sieve_experiment_apply_override(SieveNode *root, const char *override, GError **error);
 /* resolve: each section against its component's option table, the
  * objectives, the pipeline, the budget and the report.  Once only. */
 SIEVE_INTERNAL_API gboolean sieve_experiment_resolve(SieveExperiment *experiment, SieveRegistry *registry,

@@ -95,21 +95,27 @@ sieve_experiment_free(SieveExperiment *experiment)
   g_free(experiment);
 }
 
+gboolean
+sieve_experiment_apply_override(SieveNode *root, const char *override, GError **error)
+{
+  g_return_val_if_fail(root != NULL && override != NULL, FALSE);
+  const char *eq = strchr(override, '=');
+  if (eq == NULL || eq == override) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "--set '%s': expected KEY=VALUE, e.g. --set optimizer.seed=3",
+                override);
+    return FALSE;
+  }
+  g_autofree char *key = g_strndup(override, eq - override);
+  g_autofree char *origin = g_strdup_printf("--set %s", override);
+  return sieve_node_set_path(root, key, eq + 1, origin, error);
+}
+
 static gboolean
 apply_overrides(SieveNode *root, const char *const *overrides, GError **error)
 {
-  for (guint i = 0; overrides && overrides[i]; i++) {
-    const char *eq = strchr(overrides[i], '=');
-    if (eq == NULL || eq == overrides[i]) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                  "--set '%s': expected KEY=VALUE, e.g. --set optimizer.seed=3", overrides[i]);
+  for (guint i = 0; overrides && overrides[i]; i++)
+    if (!sieve_experiment_apply_override(root, overrides[i], error))
       return FALSE;
-    }
-    g_autofree char *key = g_strndup(overrides[i], eq - overrides[i]);
-    g_autofree char *origin = g_strdup_printf("--set %s", overrides[i]);
-    if (!sieve_node_set_path(root, key, eq + 1, origin, error))
-      return FALSE;
-  }
   return TRUE;
 }
 

@@ -59,8 +59,10 @@ SIEVE_API const char *sieve_node_origin(const SieveNode *node);
 SIEVE_API guint sieve_node_line(const SieveNode *node);
 SIEVE_API guint sieve_node_column(const SieveNode *node);
 /* "origin:line:col"; "origin:line" for a node made at column 0 (Lua gives
- * a line, no column); origin alone for a node made at line 0 (a value
- * given as a command-line flag: "--lr 0.5"). (transfer full) */
+ * a line, no column); origin alone for a node made at line 0, column 0 (a
+ * value given as a command-line flag: "--lr 0.5"); "origin (column C of
+ * the value)" at line 0, column C (inside a one-line --set value).
+ * (transfer full) */
 SIEVE_API char *sieve_node_where(const SieveNode *node);
 
 /* Scalars. (transfer none) */
@@ -96,8 +98,11 @@ SIEVE_API void sieve_node_set_error(GError **error, const SieveNode *node, const
 /* Override the value at a dotted path ("optimizer.seed", "budget.evaluations",
  * "objective.1.metric": a list's items by 0-based index), creating maps on
  * the way; value_text is parsed as a YAML flow value ("3", "[a, b]",
- * "{x: 1}") whose location is origin, column 1.  A path through a scalar, or
- * an index a list does not have, is an error and changes nothing. */
+ * "{x: 1}") located by origin alone ("--set a.x=3: ..."), what is inside a
+ * one-line flow map or list and a parse error by origin and a column of
+ * the value ("--set a=[1, 2 (column 6 of the value): ...").  A path through
+ * a scalar, or an index a list does not have, is an error and changes
+ * nothing. */
 SIEVE_API gboolean sieve_node_set_path(SieveNode *root, const char *path, const char *value_text,
                                        const char *origin, GError **error);
 

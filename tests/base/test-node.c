@@ -443,14 +443,14 @@ test_set_path(void)
   g_autoptr(GError) error = NULL;
   gint64 i = 0;
 
-  /* Override an existing value: position kept, location is the --set. */
+  /* Override an existing value: position kept, location is the --set alone (line 0). */
   g_assert_true(sieve_node_set_path(root, "budget.evaluations", "7", "--set #1", &error));
   g_assert_no_error(error);
   SieveNode *ev = at(root, "budget.evaluations");
   g_assert_true(sieve_node_get_int(ev, &i, NULL));
   g_assert_cmpint(i, ==, 7);
   g_assert_cmpstr(sieve_node_origin(ev), ==, "--set #1");
-  assert_mark(ev, 1, 1);
+  assert_mark(ev, 0, 0);
   g_assert_cmpstr(sieve_node_text(sieve_node_nth_key(at(root, "budget"), 0)), ==, "evaluations");
 
   /* Create maps on the way. */
@@ -468,7 +468,7 @@ test_set_path(void)
   g_assert_cmpint(sieve_node_kind(tags), ==, SIEVE_NODE_LIST);
   g_assert_cmpuint(sieve_node_size(tags), ==, 2);
   g_assert_true(sieve_node_is_quoted(sieve_node_nth(tags, 1)));
-  assert_mark(sieve_node_nth(tags, 1), 1, 5);
+  assert_mark(sieve_node_nth(tags, 1), 0, 5); /* column 5 of the value */
   g_assert_true(sieve_node_set_path(root, "name", "{x: 1}", "--set #4", &error));
   g_assert_cmpint(sieve_node_kind(at(root, "name")), ==, SIEVE_NODE_MAP);
   g_assert_true(sieve_node_set_path(root, "seed", "", "--set #5", &error));
@@ -482,7 +482,7 @@ test_set_path(void)
   g_assert_false(sieve_node_set_path(root, "strings.plain.x", "1", "--set #7", &error));
   g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
   g_autofree char *expected = g_strdup_printf(
-      "--set #7:1:1: cannot set 'strings.plain.x': 'strings.plain' is a scalar (%s:16:10), not a map or a list",
+      "--set #7: cannot set 'strings.plain.x': 'strings.plain' is a scalar (%s:16:10), not a map or a list",
       path);
   g_assert_cmpstr(error->message, ==, expected);
   g_clear_error(&error);
@@ -496,7 +496,7 @@ test_set_path(void)
   /* ...but only those it has. */
   g_assert_false(sieve_node_set_path(root, "flags.3", "1", "--set #8c", &error));
   g_autofree char *expected_list = g_strdup_printf(
-      "--set #8c:1:1: cannot set 'flags.3': '3' is not an index of the list at %s:7:8 (0 to 2)", path);
+      "--set #8c: cannot set 'flags.3': '3' is not an index of the list at %s:7:8 (0 to 2)", path);
   g_assert_cmpstr(error->message, ==, expected_list);
   g_clear_error(&error);
   g_assert_false(sieve_node_set_path(root, "flags.x", "1", "--set #8d", &error));
@@ -504,11 +504,32 @@ test_set_path(void)
   g_clear_error(&error);
 
   g_assert_false(sieve_node_set_path(root, "a..b", "1", "--set #9", &error));
-  g_assert_cmpstr(error->message, ==, "--set #9:1:1: invalid option path 'a..b' (empty component)");
+  g_assert_cmpstr(error->message, ==, "--set #9: invalid option path 'a..b' (empty component)");
   g_clear_error(&error);
   g_assert_false(sieve_node_set_path(root, "a", "[1, 2", "--set #10", &error));
   g_assert_cmpstr(error->message, ==,
-                  "--set #10:1:6: did not find expected ',' or ']' (while parsing a flow sequence)");
+                  "--set #10 (column 6 of the value): did not find expected ',' or ']' (while parsing a flow sequence)");
+  g_clear_error(&error);
+  /* A one-line value has no line: the value itself is named by its origin
+   * alone, what is inside a flow map or list by a column of the value. */
+  g_assert_true(sieve_node_set_path(root, "b", "{x: 1, y: [2, 3]}", "--set #11", &error));
+  SieveNode *b = at(root, "b");
+  g_autofree char *where_b = sieve_node_where(b);
+  g_assert_cmpstr(where_b, ==, "--set #11");
+  g_autofree char *where_y = sieve_node_where(sieve_node_lookup(b, "y"));
+  g_assert_cmpstr(where_y, ==, "--set #11 (column 11 of the value)");
+  g_autofree char *where_3 = sieve_node_where(sieve_node_nth(sieve_node_lookup(b, "y"), 1));
+  g_assert_cmpstr(where_3, ==, "--set #11 (column 15 of the value)");
+  g_assert_true(sieve_node_set_path(root, "c.d", "'x'", "--set #12", &error));
+  g_autofree char *where_c = sieve_node_where(at(root, "c"));
+  g_assert_cmpstr(where_c, ==, "--set #12");
+  g_assert_no_error(error);
+  g_assert_false(sieve_node_set_path(root, "a", "{k: 1, k: 2}", "--set #13", &error));
+  g_assert_cmpstr(error->message, ==, "--set #13 (column 8 of the value): duplicate key 'k' (first written at column 2)");
+  g_clear_error(&error);
+  /* A value of several lines has lines of its own. */
+  g_assert_false(sieve_node_set_path(root, "a", "{k: 1,\n k: 2}", "--set #14", &error));
+  g_assert_cmpstr(error->message, ==, "--set #14:2:2: duplicate key 'k' (first written at line 1, column 2)");
   g_clear_error(&error);
   /* Nothing was created by the failed calls. */
   g_assert_null(sieve_node_lookup(root, "a"));

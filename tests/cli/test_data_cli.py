@@ -134,11 +134,43 @@ class TestTrainFlags(sieve_cli.Workdir):
         named where the dataset does not load."""
         os.mkdir(self.path("c10"))
         p = self.train("--set", "evaluator.data_dir=c10", check=1)  # a data file error: exit 1
-        self.assertIn("sieve: --set evaluator.data_dir=c10:1:1: fashion-mnist: no train images in c10", p.stderr)
+        self.assertIn("sieve: --set evaluator.data_dir=c10: fashion-mnist: no train images in c10", p.stderr)
         p = self.train("--dataset", "no-such-set")
         self.assertIn("sieve: --dataset no-such-set: unknown dataset 'no-such-set'", p.stderr)
         p = self.train("--batch", "0")
         self.assertIn("sieve: --batch 0: option 'batch_size'", p.stderr)
+        # A --set value has no line either; inside a flow map, a column of it.
+        p = self.train("--set", "evaluator.lr=abc")
+        self.assertIn("sieve: --set evaluator.lr=abc: option 'lr' expects a number, got 'abc'", p.stderr)
+        p = self.train("--set", "evaluator={plugin: train, epochs: 0}")
+        self.assertIn("sieve: --set evaluator={plugin: train, epochs: 0} (column 25 of the value): option 'epochs' "
+                      "expects a float", p.stderr)
+        p = self.train("--set", "evaluator={plugin: train, epochs: [1}")
+        self.assertIn("sieve: --set evaluator={plugin: train, epochs: [1} (column 27 of the value): did not find "
+                      "expected ',' or ']'", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
+
+    def test_whole_section_set_keeps_flags(self):
+        """A --set of a whole section means a --set of each of its keys: the
+        flags' values (and sieve train's defaults) stay, a flag and the same
+        option in the section are refused naming both, in either order."""
+        p = sieve("train", "-q", "--arch", NB201_ARCH, "--set", "space={plugin: nb201, C: 4, N: 1}", "--threads", "1",
+                  "--batch", "16", "--epochs", "0.5", "--set", "evaluator={train_limit: 64, validation: 32, test: false}",
+                  check=0, cwd=self.dir)
+        summary = json.loads(p.stdout)
+        self.assertEqual((summary["status"], summary["epochs"], summary["params"]), ("ok", 0.5, 20222))
+        for args in (["--lr", "0.5", "--set", "evaluator={plugin: train, lr: 0.01}"],
+                     ["--set", "evaluator={plugin: train, lr: 0.01}", "--lr", "0.5"]):
+            p = self.train(*args)
+            self.assertIn("sieve: --lr 0.5 and --set evaluator={plugin: train, lr: 0.01} both set evaluator.lr: "
+                          "give one of them", p.stderr)
+            self.assertEqual(p.stdout, "")
+        p = self.train("--space", "nb201", "--set", "space={plugin: darts}")
+        self.assertIn("sieve: --space nb201 and --set space={plugin: darts} both set space.plugin", p.stderr)
+        # A flag's value is checked where the section was given whole, or by its plugin's name.
+        for section in ("evaluator={epochs: 2}", "evaluator=train"):
+            p = self.train("--batch", "0", "--set", section)
+            self.assertIn("sieve: --batch 0: option 'batch_size' expects an integer in [1, 65536], got 0", p.stderr)
 
 
 def iris_like(path, rows=40, labels=None):
@@ -185,7 +217,7 @@ budget: {{evaluations: 1}}
                   "--set", "space.size=1", "--set", "space.classes=3", "--dataset", "csv:rows.csv",
                   "--validation", "8", "--set", "evaluator.test=false", "--set", "evaluator.crop_pad=4",
                   "--threads", "1", check=2, cwd=self.dir)
-        self.assertIn("sieve: --set evaluator.crop_pad=4:1:1: augmentation needs images", p.stderr)
+        self.assertIn("sieve: --set evaluator.crop_pad=4: augmentation needs images", p.stderr)
         self.assertNotIn("CRITICAL", p.stderr)
 
     def test_no_test_split(self):

@@ -91,8 +91,16 @@ class TestNamesAndMessages(sieve_cli.Workdir):
 
     def test_locations_and_plain_messages(self):
         p = sieve("hash", "--space", "hpo", "--all", check=2)
-        self.assertIn("sieve: --space hpo:1:1: space 'hpo' needs", p.stderr)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
         self.assertNotIn(":0:0:", p.stderr)
+        # Every command's --set locates its value the same way: no :1:1.
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        p = sieve("hash", "--space", "nb201", "--set", "space.C=abc", arch, check=2)
+        self.assertIn("sieve: --set space.C=abc: option 'C' expects an integer, got 'abc'", p.stderr)
+        p = sieve("model", "export", "--space", "nb201", "--arch", arch, "--set", "space.C=[1", "-o",
+                  self.path("m.onnx"), check=2)
+        self.assertIn("sieve: --set space.C=[1 (column 3 of the value): did not find expected ',' or ']'", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
         store = self.path("f.sieve")
         sieve("run", self.write("o.yaml", CONFIG), "--store", store, "-q", check=0)
         p = sieve("final", store, check=2)

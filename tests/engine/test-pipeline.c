@@ -191,7 +191,7 @@ test_config_errors(void)
     GError *error = NULL;
     g_assert_null(sieve_experiment_load_string(text, "test.yaml", tmp_dir, overrides, registry, NULL, &error));
     g_assert_cmpstr(error->message, ==,
-                    "--set budget.proposals=-1:1:1: option 'proposals' expects an integer in [0, 1000000000000000], got -1");
+                    "--set budget.proposals=-1: option 'proposals' expects an integer in [0, 1000000000000000], got -1");
     g_clear_error(&error);
   }
   /* A budget with no limit names proposals among the limits. */

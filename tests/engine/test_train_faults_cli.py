@@ -199,7 +199,7 @@ class TestTrainFaults(Workdir):
     def test_refused_final_is_not_left_pending(self):
         store, _ = self.run_study(self.study("final", "states", n=1))
         p = sieve("final", store, "--trial", "0", "--set", "evaluator.batch_size=500", "--quiet", check=2)
-        self.assertIn("--set evaluator.batch_size=500:1:1: batch_size 500 needs at least", p.stderr)
+        self.assertIn("sieve: --set evaluator.batch_size=500: batch_size 500 needs at least", p.stderr)
         db = sqlite3.connect(store)
         try:
             self.assertEqual(db.execute("select count(*) from finals").fetchone()[0], 0)
@@ -234,7 +234,7 @@ class TestTrainFaults(Workdir):
         finally:
             db.close()
         p = sieve("final", store, "--trial", "0", "--set", f"evaluator.data_dir={later}", "--quiet", check=1)
-        self.assertIn(f"--set evaluator.data_dir={later}:1:1: ", p.stderr)
+        self.assertIn(f"sieve: --set evaluator.data_dir={later}: ", p.stderr)
         self.assertIn(f"no train images in {later}", p.stderr)
         db = sqlite3.connect(store)
         try:
