@@ -577,6 +577,52 @@ test_resume(void)
   check_study(after, space, 25);
 }
 
+/* An objective on a metric known before evaluation that the evaluator does
+ * not report, a zero-cost proxy included, is computed by the engine with
+ * the options a constraint on it uses (batch 64, the latency settings'
+ * threads, the experiment's seed). */
+static void
+test_proxy_objective(void)
+{
+  GError *error = NULL;
+  g_autofree char *yaml = g_strdup_printf(
+      "seed: 5\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+      "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+      "objective: [{metric: cifar10_valid_acc}, {metric: flops, direction: minimize}, {metric: synflow}]\n"
+      "budget: {evaluations: 4}\nstore: %s/proxy-objective.sieve\n",
+      table_path, tmp_dir);
+  g_autoptr(SieveExperiment) exp =
+      sieve_experiment_load_string(yaml, "test.yaml", tmp_dir, NULL, registry, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveStore) store = sieve_store_open(exp->store_path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_study_open(store, exp, FALSE, &error));
+  g_assert_true(sieve_engine_run(engine, store, NULL, &error));
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  g_assert_no_error(error);
+  const char *names[] = {"flops", "synflow"};
+  SieveProxyOptions po = {.batch = 64, .threads = 1, .seed = 5};
+  g_assert_cmpuint(trials->len, ==, 4);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    g_assert_cmpint(t->status, ==, SIEVE_STATUS_OK);
+    g_autoptr(SieveGenotype) g = sieve_space_parse(space, t->genotype, &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+    g_assert_no_error(error);
+    double want[2];
+    g_assert_true(sieve_proxy_compute(graph, names, 2, &po, want, NULL, &error));
+    g_assert_no_error(error);
+    for (guint k = 0; k < 2; k++)
+      g_assert_cmpfloat_with_epsilon(test_metric(t->result, names[k]), want[k], 1e-9 * (1 + fabs(want[k])));
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -598,6 +644,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/constraints/exact", test_exact);
   g_test_add_func("/hardware/constraints/optimizers", test_optimizers);
   g_test_add_func("/hardware/constraints/resume", test_resume);
+  g_test_add_func("/hardware/objectives/proxy", test_proxy_objective);
   int rc = g_test_run();
 
   test_remove_dir(tmp_dir);
