@@ -77,6 +77,18 @@ sieve_constrainer_computes(const SieveExperiment *experiment, const char *metric
   return FALSE;
 }
 
+gboolean
+sieve_constrainer_checked(const SieveExperiment *experiment, const char *metric)
+{
+  g_return_val_if_fail(experiment != NULL && metric != NULL, FALSE);
+  for (guint i = 0; i < experiment->n_constraints; i++) {
+    const char *m = experiment->constraints[i].metric;
+    if (strcmp(m, metric) == 0 || (is_latency_metric(m) && is_latency_metric(metric)))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 SieveConstrainer *
 sieve_constrainer_new(const SieveExperiment *experiment, const char *const *evaluator_metrics)
 {

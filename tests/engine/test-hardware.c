@@ -577,6 +577,66 @@ test_resume(void)
   check_study(after, space, 25);
 }
 
+/* Runs the study of text in a store of tmp_dir named store_name, and checks
+ * that each of its `evaluations` ok trials stores metric within [min, max]. */
+static void
+check_stored_within(const char *text, const char *store_name, const char *metric, double min, double max,
+                    guint evaluations)
+{
+  GError *error = NULL;
+  g_autofree char *yaml = g_strdup_printf("%sstore: %s/%s\n", text, tmp_dir, store_name);
+  g_autoptr(SieveExperiment) exp =
+      sieve_experiment_load_string(yaml, "test.yaml", tmp_dir, NULL, registry, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveStore) store = sieve_store_open(exp->store_path, SIEVE_STORE_WRITE, &error);
+  g_assert_no_error(error);
+  g_assert_true(sieve_study_open(store, exp, FALSE, &error));
+  g_assert_true(sieve_engine_run(engine, store, NULL, &error));
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, &error);
+  g_assert_no_error(error);
+  guint ok = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    if (t->status != SIEVE_STATUS_OK)
+      continue;
+    ok++;
+    double v = test_metric(t->result, metric);
+    if (!(v >= min && v <= max))
+      g_error("trial %" G_GINT64_FORMAT " is ok with %s = %g, outside the bounds [%g, %g] it was checked against",
+              t->number, metric, v, min, max);
+  }
+  g_assert_cmpuint(ok, ==, evaluations);
+}
+
+/* A metric a constraint checked is stored as checked.  The `latency`
+ * evaluator times each network again (here at batch 64, far slower than
+ * the stage's batch 1), and the screen scores naswot on its own batch of 8
+ * (a log-determinant of an 8x8 kernel, far below the constraint's 64x64
+ * one): neither may replace the value the bound judged, or an ok trial
+ * would break a hard cap. */
+static void
+test_stored_as_checked(void)
+{
+  check_stored_within("space: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+                      "pipeline:\n  - latency: {batch: 1, threads: 1, warmup: 1, min_runs: 3, max_runs: 3, "
+                      "max_seconds: 0.05}\n"
+                      "evaluator: {plugin: latency, batch: 64, threads: 1, warmup: 1, min_runs: 3, max_runs: 3}\n"
+                      "objective: {metric: latency_ms, direction: minimize}\n"
+                      "constraints: [{metric: latency_ms, max: 1.0}]\nbudget: {evaluations: 8}\n",
+                      "checked-latency.sieve", "latency_ms", -INFINITY, 1.0, 8);
+  g_autofree char *screened = g_strdup_printf(
+      "space: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+      "pipeline:\n  - screen: {proxies: [naswot], batch_size: 8, batch: 4, keep_top: 2}\n"
+      "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+      "objective: {metric: cifar10_valid_acc}\n"
+      "constraints: [{metric: naswot, min: 100}]\nbudget: {evaluations: 6}\n",
+      table_path);
+  check_stored_within(screened, "checked-screen.sieve", "naswot", 100, INFINITY, 6);
+}
+
 /* An objective on a metric known before evaluation that the evaluator does
  * not report, a zero-cost proxy included, is computed by the engine with
  * the options a constraint on it uses (batch 64, the latency settings'
@@ -644,6 +704,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/constraints/exact", test_exact);
   g_test_add_func("/hardware/constraints/optimizers", test_optimizers);
   g_test_add_func("/hardware/constraints/resume", test_resume);
+  g_test_add_func("/hardware/constraints/stored-as-checked", test_stored_as_checked);
   g_test_add_func("/hardware/objectives/proxy", test_proxy_objective);
   int rc = g_test_run();
 
