@@ -58,15 +58,34 @@ want(SieveConstrainer *c, const char *metric)
     g_ptr_array_add(c->proxies, c->metrics->pdata[c->metrics->len - 1]);
 }
 
+/* Whether metric is known before evaluation: counted, predicted, measured
+ * or a zero-cost proxy (what a constraint may name). */
+static gboolean
+is_known(const char *metric)
+{
+  return g_strv_contains(sieve_constraint_metrics(), metric) || sieve_proxy_lookup(metric) != NULL;
+}
+
 gboolean
 sieve_constrainer_computes(const SieveExperiment *experiment, const char *metric)
 {
-  const char *const *known = sieve_constraint_metrics();
-  if (g_strv_contains(known, metric))
+  if (is_known(metric))
     return TRUE;
   for (guint i = 0; i < experiment->n_constraints; i++)
     if (strcmp(experiment->constraints[i].metric, metric) == 0)
       return TRUE;
+  return FALSE;
+}
+
+gboolean
+sieve_constrainer_checked(const SieveExperiment *experiment, const char *metric)
+{
+  g_return_val_if_fail(experiment != NULL && metric != NULL, FALSE);
+  for (guint i = 0; i < experiment->n_constraints; i++) {
+    const char *m = experiment->constraints[i].metric;
+    if (strcmp(m, metric) == 0 || (is_latency_metric(m) && is_latency_metric(metric)))
+      return TRUE;
+  }
   return FALSE;
 }
 
@@ -89,11 +108,11 @@ sieve_constrainer_new(const SieveExperiment *experiment, const char *const *eval
   for (guint i = 0; i < experiment->n_constraints; i++)
     want(c, experiment->constraints[i].metric);
   /* An objective the evaluator does not report but that is known before
-   * evaluation (latency_ms with a tabular evaluator, say) is computed here. */
-  const char *const *known = sieve_constraint_metrics();
+   * evaluation (latency_ms or naswot with a tabular evaluator, say) is
+   * computed here, as a constraint on it would be. */
   for (guint i = 0; i < experiment->n_objectives; i++) {
     const char *m = experiment->objectives[i].metric;
-    if (g_strv_contains(known, m) && (evaluator_metrics == NULL || !g_strv_contains(evaluator_metrics, m)))
+    if (is_known(m) && (evaluator_metrics == NULL || !g_strv_contains(evaluator_metrics, m)))
       want(c, m);
   }
   if (c->metrics->len == 0) {

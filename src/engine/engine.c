@@ -810,6 +810,18 @@ add_missing_metrics(SieveResult *result, const SieveResult *from)
       sieve_result_set_metric(result, sieve_result_metric_name(from, i), sieve_result_metric_value(from, i));
 }
 
+/* A metric a constraint checked keeps the value checked (one measurement
+ * per candidate): the `latency` evaluator times the network again, the
+ * screen scores its proxies on its own batch, and their value stored over
+ * the checked one could show an ok trial breaking a hard cap. */
+static void
+keep_checked_metrics(const SieveEngine *engine, SieveResult *result, const SieveResult *checked)
+{
+  for (guint i = 0; checked && engine->exp->n_constraints && i < sieve_result_n_metrics(checked); i++)
+    if (sieve_constrainer_checked(engine->exp, sieve_result_metric_name(checked, i)))
+      sieve_result_set_metric(result, sieve_result_metric_name(checked, i), sieve_result_metric_value(checked, i));
+}
+
 /* The result a duplicate of trial original gets: its metrics, no cost. */
 static SieveResult *
 cached_copy(const SieveResult *original)
@@ -1171,6 +1183,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, engine->screen_batch, genotypes, round->len);
   for (guint i = 0; i < round->len; i++)
     add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
+  for (guint i = 0; i < round->len; i++)
+    keep_checked_metrics(engine, scored->scores[i], ((Proposal *) round->pdata[i])->scores);
   g_autofree gboolean *kept = g_new0(gboolean, round->len);
   g_autofree guint *rank = g_new0(guint, round->len);
   for (guint r = 0; r < round->len; r++) {
@@ -1594,6 +1608,7 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
     mark_pruned(exp, job);
   GError *local = NULL;
   add_missing_metrics(job->result, job->proposal->scores);
+  keep_checked_metrics(rs->engine, job->result, job->proposal->scores);
   /* Checked before storing, so the trial is stored as it will be read. */
   if (!check_objective(rs, proposal_number(job->proposal), job->result, &local) && *fatal == NULL)
     *fatal = g_steal_pointer(&local);

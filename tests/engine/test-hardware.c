@@ -468,8 +468,10 @@ test_exact(void)
   g_assert_cmpuint(rejected, <, 14000);
 }
 
+/* Runs exp's study and lists its trials; rejections: whether some must be
+ * rejected. */
 static GPtrArray *
-run_study(const SieveExperiment *exp, gboolean resume)
+run_study(const SieveExperiment *exp, gboolean resume, gboolean rejections)
 {
   GError *error = NULL;
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
@@ -479,7 +481,8 @@ run_study(const SieveExperiment *exp, gboolean resume)
   g_assert_true(sieve_study_open(store, exp, resume, &error));
   g_assert_true(sieve_engine_run(engine, store, NULL, &error));
   g_assert_no_error(error);
-  g_assert_cmpint(sieve_store_count_trials(store, SIEVE_STATUS_REJECTED, &error), >, 0);
+  if (rejections)
+    g_assert_cmpint(sieve_store_count_trials(store, SIEVE_STATUS_REJECTED, &error), >, 0);
   GPtrArray *trials = sieve_store_list_trials(store, FALSE, &error);
   g_assert_no_error(error);
   return trials;
@@ -541,7 +544,7 @@ test_optimizers(void)
                                                                   &error);
     g_assert_no_error(error);
     g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
-    g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
+    g_autoptr(GPtrArray) trials = run_study(exp, FALSE, TRUE);
     g_test_message("%s: %u trials for 40 evaluations", nsga2 ? "nsga2" : optimizers[i], trials->len);
     check_study(trials, space, 40);
   }
@@ -556,7 +559,7 @@ test_resume(void)
   g_autoptr(SieveExperiment) first =
       load("constraints: [{metric: params, max: 600000}]\n", "resume.sieve", &error);
   g_assert_no_error(error);
-  g_autoptr(GPtrArray) before = run_study(first, FALSE);
+  g_autoptr(GPtrArray) before = run_study(first, FALSE, TRUE);
   g_autofree char *text = g_strdup_printf(base_yaml, table_path,
                                           "constraints: [{metric: params, max: 600000}]\n");
   char *b = strstr(text, "evaluations: 10");
@@ -565,7 +568,7 @@ test_resume(void)
   g_autoptr(SieveExperiment) more =
       sieve_experiment_load_string(with_store, "test.yaml", tmp_dir, NULL, registry, NULL, &error);
   g_assert_no_error(error);
-  g_autoptr(GPtrArray) after = run_study(more, TRUE);
+  g_autoptr(GPtrArray) after = run_study(more, TRUE, TRUE);
   g_assert_cmpuint(after->len, >, before->len);
   for (guint i = 0; i < before->len; i++) {
     const SieveTrial *x = before->pdata[i], *y = after->pdata[i];
@@ -575,6 +578,99 @@ test_resume(void)
   }
   g_autoptr(SieveSpace) space = sieve_space_new(more->space.component, more->space.options, &error);
   check_study(after, space, 25);
+}
+
+/* The trials of the study of text, run in a store of tmp_dir named store_name. */
+static GPtrArray *
+run_text(const char *text, const char *store_name)
+{
+  GError *error = NULL;
+  g_autofree char *yaml = g_strdup_printf("%sstore: %s/%s\n", text, tmp_dir, store_name);
+  g_autoptr(SieveExperiment) exp =
+      sieve_experiment_load_string(yaml, "test.yaml", tmp_dir, NULL, registry, NULL, &error);
+  g_assert_no_error(error);
+  return run_study(exp, FALSE, FALSE);
+}
+
+/* Runs the study of text in a store of tmp_dir named store_name, and checks
+ * that each of its `evaluations` ok trials stores metric within [min, max]. */
+static void
+check_stored_within(const char *text, const char *store_name, const char *metric, double min, double max,
+                    guint evaluations)
+{
+  g_autoptr(GPtrArray) trials = run_text(text, store_name);
+  guint ok = 0;
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    if (t->status != SIEVE_STATUS_OK)
+      continue;
+    ok++;
+    double v = test_metric(t->result, metric);
+    if (!(v >= min && v <= max))
+      g_error("trial %" G_GINT64_FORMAT " is ok with %s = %g, outside the bounds [%g, %g] it was checked against",
+              t->number, metric, v, min, max);
+  }
+  g_assert_cmpuint(ok, ==, evaluations);
+}
+
+/* A metric a constraint checked is stored as checked.  The `latency`
+ * evaluator times each network again (here at batch 64, far slower than
+ * the stage's batch 1), and the screen scores naswot on its own batch of 8
+ * (a log-determinant of an 8x8 kernel, far below the constraint's 64x64
+ * one): neither may replace the value the bound judged, or an ok trial
+ * would break a hard cap. */
+static void
+test_stored_as_checked(void)
+{
+  check_stored_within("space: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+                      "pipeline:\n  - latency: {batch: 1, threads: 1, warmup: 1, min_runs: 3, max_runs: 3, "
+                      "max_seconds: 0.05}\n"
+                      "evaluator: {plugin: latency, batch: 64, threads: 1, warmup: 1, min_runs: 3, max_runs: 3}\n"
+                      "objective: {metric: latency_ms, direction: minimize}\n"
+                      "constraints: [{metric: latency_ms, max: 1.0}]\nbudget: {evaluations: 8}\n",
+                      "checked-latency.sieve", "latency_ms", -INFINITY, 1.0, 8);
+  g_autofree char *screened = g_strdup_printf(
+      "space: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+      "pipeline:\n  - screen: {proxies: [naswot], batch_size: 8, batch: 4, keep_top: 2}\n"
+      "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+      "objective: {metric: cifar10_valid_acc}\n"
+      "constraints: [{metric: naswot, min: 100}]\nbudget: {evaluations: 6}\n",
+      table_path);
+  check_stored_within(screened, "checked-screen.sieve", "naswot", 100, INFINITY, 6);
+}
+
+/* An objective on a metric known before evaluation that the evaluator does
+ * not report, a zero-cost proxy included, is computed by the engine with
+ * the options a constraint on it uses (batch 64, the latency settings'
+ * threads, the experiment's seed). */
+static void
+test_proxy_objective(void)
+{
+  GError *error = NULL;
+  g_autofree char *yaml = g_strdup_printf(
+      "seed: 5\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random, seed: 3}\n"
+      "evaluator: {plugin: tabular, table: %s, metrics: [cifar10_valid_acc]}\n"
+      "objective: [{metric: cifar10_valid_acc}, {metric: flops, direction: minimize}, {metric: synflow}]\n"
+      "budget: {evaluations: 4}\n",
+      table_path);
+  g_autoptr(GPtrArray) trials = run_text(yaml, "proxy-objective.sieve");
+  g_autoptr(SieveSpace) space = test_space_new(registry, "nb201", "{C: 4, N: 1}", NULL);
+  const char *names[] = {"flops", "synflow"};
+  SieveProxyOptions po = {.batch = 64, .threads = 1, .seed = 5};
+  g_assert_cmpuint(trials->len, ==, 4);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    g_assert_cmpint(t->status, ==, SIEVE_STATUS_OK);
+    g_autoptr(SieveGenotype) g = sieve_space_parse(space, t->genotype, &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+    g_assert_no_error(error);
+    double want[2];
+    g_assert_true(sieve_proxy_compute(graph, names, 2, &po, want, NULL, &error));
+    g_assert_no_error(error);
+    for (guint k = 0; k < 2; k++)
+      g_assert_cmpfloat_with_epsilon(test_metric(t->result, names[k]), want[k], 1e-9 * (1 + fabs(want[k])));
+  }
 }
 
 int
@@ -598,6 +694,8 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/constraints/exact", test_exact);
   g_test_add_func("/hardware/constraints/optimizers", test_optimizers);
   g_test_add_func("/hardware/constraints/resume", test_resume);
+  g_test_add_func("/hardware/constraints/stored-as-checked", test_stored_as_checked);
+  g_test_add_func("/hardware/objectives/proxy", test_proxy_objective);
   int rc = g_test_run();
 
   test_remove_dir(tmp_dir);

@@ -29,15 +29,22 @@
  * C=8, naswot a few hundred) and some are negative (grasp, jacob_cov) or
  * -inf (naswot of a singular kernel): the signed log L keeps each proxy's
  * order (the ensemble stays monotone in every proxy: a network better by
- * every proxy scores higher) and maps -inf to -inf.  L alone is not enough:
+ * every proxy scores higher).  L alone is not enough:
  * proxies that are already logarithms (naswot is a log-determinant) are
  * squeezed a second time, so that over NB201 at C=8, N=1 the spread of L
  * (naswot) is a hundredth of L(synflow)'s and an equal-weight mean of L
  * ranks as synflow alone.  Dividing by each proxy's spread over a random
  * sample of the space gives equal weights their meaning, one standard
  * deviation of each proxy counting the same, as the mean rank does for a
- * population.  A network with +inf by one proxy and -inf by another has no
- * defined score: the trial fails and says which.
+ * population.
+ *
+ * An infinite proxy score (naswot's -inf for a network whose codes are all
+ * alike, one that outputs zeros) is that proxy's worst (or best) value, as
+ * the screen's ranks make it; the objective must be a finite number (the
+ * engine fails a trial whose objective is not), so it counts as the
+ * largest double of its sign: one proxy's score is -DBL_MAX, and an
+ * ensemble's z uses L(-DBL_MAX) = -log1p(DBL_MAX), below the L of every
+ * finite score.  The proxy's own metric keeps -inf.
  *
  * The batch: seeded N(0,1) inputs with uniform labels, or examples of a
  * dataset's training split drawn and normalised as the screen stage and
@@ -140,7 +147,15 @@ check_names(const SieveOptions *options, char **names, guint n, GError **error)
   return TRUE;
 }
 
-/* sign(s) log(1 + |s|): odd, monotone, log|s| for |s| >> 1, -inf at -inf. */
+/* An infinite score as the largest double of its sign (the file's
+ * comment: why). */
+static double
+finite_score(double s)
+{
+  return isinf(s) ? copysign(G_MAXDOUBLE, s) : s;
+}
+
+/* sign(s) log(1 + |s|): odd, monotone, log|s| for |s| >> 1. */
 static double
 signed_log(double s)
 {
@@ -302,30 +317,18 @@ proxy_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   for (guint i = 0; i < self->n; i++)
     sieve_result_set_metric(result, self->time_names[i], ms[i]);
   if (self->n == 1) {
-    sieve_result_set_metric(result, SCORE, scores[0]);
+    sieve_result_set_metric(result, SCORE, finite_score(scores[0]));
     return result;
   }
   double sum = 0, total = 0;
-  gboolean pos_inf = FALSE, neg_inf = FALSE;
   for (guint i = 0; i < self->n; i++) {
-    double z = (signed_log(scores[i]) - self->mean[i]) / self->sd[i];
+    double z = (signed_log(finite_score(scores[i])) - self->mean[i]) / self->sd[i];
     sieve_result_set_metric(result, self->z_names[i], z);
     double w = self->weights ? self->weights[i] : 1.0;
     if (w == 0)
       continue; /* a proxy that does not count cannot make the score undefined */
-    pos_inf |= z == INFINITY;
-    neg_inf |= z == -INFINITY;
     sum += w * z;
     total += w;
-  }
-  if (pos_inf && neg_inf) {
-    g_autoptr(GString) which = g_string_new(NULL);
-    for (guint i = 0; i < self->n; i++)
-      if (isinf(scores[i]) && (!self->weights || self->weights[i] > 0))
-        g_string_append_printf(which, "%s%s %s", which->len ? ", " : "", self->names[i],
-                               scores[i] > 0 ? "+inf" : "-inf");
-    sieve_result_set_failed(result, "no ensemble score: the proxies disagree infinitely (%s)", which->str);
-    return result;
   }
   sieve_result_set_metric(result, SCORE, sum / total);
   return result;
