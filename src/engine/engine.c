@@ -75,6 +75,7 @@ struct Proposal {
   char *slot;                       /* hash + key: the in-flight table's key (nullable) */
   char *hash_error;                 /* why it has no hash (nullable) */
   gboolean screened_in;             /* past the screen: goes to the evaluator */
+  gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
   GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
 };
@@ -822,6 +823,46 @@ cached_copy(const SieveResult *original)
   return r;
 }
 
+/* Whether metric is one the screen stage wrote (a proxy's score, the
+ * rank aggregate) and not an objective. */
+static gboolean
+is_screen_metric(const SieveExperiment *exp, const char *metric)
+{
+  for (guint k = 0; k < exp->n_objectives; k++)
+    if (strcmp(exp->objectives[k].metric, metric) == 0)
+      return FALSE;
+  if (strcmp(metric, "screen_score") == 0)
+    return TRUE;
+  const SieveScreenStage *stage = &exp->pipeline.screen;
+  for (guint i = 0; stage->enabled && i < stage->n_proxies; i++)
+    if (strcmp(stage->proxies[i], metric) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The result a duplicate p of a trial gets: the reused evaluation's metrics,
+ * with what this study knows of p's own network before evaluation
+ * (p->scores: params, macs, latencies, the constraints' proxies, computed
+ * from p's genotype) in place of its twin's.  Functionally equal networks
+ * may differ there (a branch that only ever sees zeros still has weights).
+ * The twin's screen scores are dropped: p was not screened. */
+static SieveResult *
+cached_for(const SieveExperiment *exp, const SieveResult *original, const Proposal *p)
+{
+  g_autoptr(SieveResult) copy = cached_copy(original);
+  SieveResult *r = sieve_result_new();
+  sieve_result_set_status(r, SIEVE_STATUS_CACHED);
+  sieve_result_set_cost(r, 0);
+  for (guint i = 0; i < sieve_result_n_metrics(copy); i++) {
+    const char *name = sieve_result_metric_name(copy, i);
+    if (!is_screen_metric(exp, name))
+      sieve_result_set_metric(r, name, sieve_result_metric_value(copy, i));
+  }
+  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
+    sieve_result_set_metric(r, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
+  return r;
+}
+
 /* Ask for up to n candidates, hash them, and store them with their hashes
  * and the optimizer's state after the ask, in one transaction.  Appends
  * the new proposals to out (in trial order). */
@@ -872,10 +913,9 @@ fail:
 
 /* Whether a result measured in another store passes what this study asks
  * of its own: every objective a finite number (that study checked its
- * objectives, not necessarily ours), and the proposal within this study's
- * constraints (that study may have had none).  One that does not is a
- * miss: the proposal goes on as a new one, to the constraints and the
- * evaluator. */
+ * objectives, not necessarily ours), and the proposal checked against this
+ * study's constraints (that study may have had none).  One that does not is
+ * a miss: the proposal goes on as a new one, to the evaluator. */
 static gboolean
 fits_this_study(RunState *rs, Proposal *p, const SieveResult *result)
 {
@@ -885,14 +925,9 @@ fits_this_study(RunState *rs, Proposal *p, const SieveResult *result)
     if (!sieve_result_get_metric(result, engine->exp->objectives[k].metric, &value) || !isfinite(value))
       return FALSE;
   }
-  if (engine->constrainer == NULL || p->screened_in)
-    return TRUE;
-  gboolean feasible = TRUE;
-  GError *local = NULL;
-  g_autoptr(SieveResult) pre = sieve_constrainer_check(engine->constrainer, engine->space,
-                                                       sieve_candidate_get_genotype(p->candidate), &feasible, &local);
-  g_clear_error(&local);
-  return pre != NULL && feasible;
+  /* The constraints were checked before dedupe (constrain): p met them,
+   * unless they could not be checked. */
+  return !p->unchecked;
 }
 
 /* Answers p with the result of trial original of source (the study's own
@@ -916,7 +951,7 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   gboolean own = source == engine->store;
   if (!own && !fits_this_study(rs, p, trial->result))
     return TRUE;
-  g_autoptr(SieveResult) result = cached_copy(trial->result);
+  g_autoptr(SieveResult) result = cached_for(engine->exp, trial->result, p);
   g_autofree char *reason = NULL;
   if (!own) {
     reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
@@ -972,7 +1007,6 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
   gint64 number = proposal_number(p);
   const char *kind = sieve_dedupe_hash_name(engine->hash_kind);
-  g_autoptr(SieveResult) copy = ok ? cached_copy(result) : NULL;
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
   double now = g_get_real_time() / 1e6;
 
@@ -1005,14 +1039,21 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   if (stored && ok && p->slot != NULL)
     stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
-  for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++)
-    stored = record(engine, p->waiters->pdata[i], copy, now, now, -1, number, error);
+  for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++) {
+    g_autoptr(SieveResult) answer = cached_for(engine->exp, result, p->waiters->pdata[i]);
+    stored = record(engine, p->waiters->pdata[i], answer, now, now, -1, number, error);
+  }
   /* A failed original past the screen hands its place to its first
    * duplicate: stored as past the screen too, so that a resumed run does
-   * not screen it again. */
-  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0)
-    stored = sieve_store_set_trial_stage(engine->store, proposal_number(p->waiters->pdata[0]), "evaluate",
-                                         p->scores, error);
+   * not screen it again, with its own metrics before evaluation beside the
+   * screen's scores it inherits. */
+  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0) {
+    Proposal *next = p->waiters->pdata[0];
+    if (next->scores == NULL)
+      next->scores = sieve_result_new();
+    add_missing_metrics(next->scores, p->scores);
+    stored = sieve_store_set_trial_stage(engine->store, proposal_number(next), "evaluate", next->scores, error);
+  }
   /* In a batch the caller saves the state once, after the last tell. */
   stored = stored && (rs->batch || (save_optimizer(engine, error) &&
                                     sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
@@ -1066,7 +1107,7 @@ finish_told(RunState *rs, Job *job)
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
   next->screened_in = p->screened_in;
-  if (p->scores)
+  if (p->scores && next->scores == NULL)
     next->scores = sieve_result_copy(p->scores);
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
@@ -1233,14 +1274,17 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   return TRUE;
 }
 
-/* The constraints: computes the metrics known before evaluation of each
- * proposal (in trial order), keeps them with it, and finishes those that
- * break a constraint as rejected, each duplicate attached to one of them
- * with it, in one transaction with the optimizer's state after their tells
- * (the optimizer sees status REJECTED, NAN objectives and the
- * constraint_violation metric).  A proposal already past the screen on an
- * earlier run is not rejected again.  Takes the proposals; the feasible
- * ones stay in props, in order. */
+/* The constraints, before dedupe: computes the metrics known before
+ * evaluation of each proposal (in trial order), keeps them with it, and
+ * finishes those that break a constraint as rejected, each duplicate
+ * attached to one of them with it, in one transaction with the optimizer's
+ * state after their tells (the optimizer sees status REJECTED, NAN
+ * objectives and the constraint_violation metric).  Before dedupe, because
+ * functionally equal networks may differ there (params, latency): a
+ * duplicate of an evaluated network meets the bounds with its own numbers,
+ * and keeps them if it is answered from the cache (cached_for).  A proposal
+ * already past the screen on an earlier run is not rejected again.  Takes
+ * the proposals; the feasible ones stay in props, in order. */
 static gboolean
 constrain(RunState *rs, GPtrArray *props, GError **error)
 {
@@ -1261,6 +1305,7 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
     if (r == NULL) {
       /* Not built or not measured: the evaluator meets the same network
        * and reports the failure as a trial's. */
+      p->unchecked = TRUE;
       if (rs->progress)
         sieve_progress_message(rs->progress, "trial %" G_GINT64_FORMAT ": not checked against the constraints: %s",
                                proposal_number(p), local->message);
@@ -1307,8 +1352,10 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
           p->scores = sieve_result_new();
         }
         add_missing_metrics(p->scores, r);
-        rs->consecutive_rejections = 0;
       }
+      /* Rejections "in a row": anything else between them (an evaluation,
+       * a cache hit, one not checked) starts the count again. */
+      rs->consecutive_rejections = 0;
       props->pdata[kept++] = p;
       continue;
     }
@@ -1335,8 +1382,9 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
   return TRUE;
 }
 
-/* Runs stored pending proposals (in trial order) through dedupe and screen;
- * those that need an evaluation end in rs->ready.  Takes the proposals. */
+/* Runs stored pending proposals (in trial order) through the constraints,
+ * dedupe and screen; those that need an evaluation end in rs->ready.
+ * Takes the proposals. */
 static gboolean
 admit(RunState *rs, GPtrArray *proposals, GError **error)
 {
@@ -1345,8 +1393,10 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   /* The proposals move one by one to where they go; the array is ours to free. */
   g_ptr_array_set_free_func(proposals, NULL);
   g_autoptr(GPtrArray) owned = proposals;
-  g_autoptr(GPtrArray) passed = g_ptr_array_new(); /* past dedupe: for the constraints */
+  g_autoptr(GPtrArray) passed = g_ptr_array_new(); /* past dedupe */
   g_autoptr(GPtrArray) round = g_ptr_array_new();  /* for the screen */
+  if (!constrain(rs, proposals, error))
+    return FALSE;
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
@@ -1388,8 +1438,6 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
     rs->consecutive_hits = 0;
     g_ptr_array_add(passed, p);
   }
-  if (!constrain(rs, passed, error))
-    return FALSE;
   for (guint i = 0; i < passed->len; i++) {
     Proposal *p = passed->pdata[i];
     if (engine->exp->pipeline.screen.enabled && !p->screened_in)
@@ -1399,14 +1447,17 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   }
   if (round->len > 0 && !screen_round(rs, round, error))
     return FALSE;
+  /* Rejections between hits do not start their count again (nor do hits
+   * that of rejections, constrain): an optimizer that only repeats itself
+   * and breaks constraints stops too. */
   if (engine->dedupe && rs->consecutive_hits >= engine->exp->pipeline.dedupe.max_consecutive_hits && !rs->gave_up) {
     rs->gave_up = TRUE;
     if (rs->progress)
       sieve_progress_message(rs->progress,
-                             "stopping: the last %" G_GINT64_FORMAT " proposals were all duplicates of candidates "
+                             "stopping: the last %" G_GINT64_FORMAT " proposals%s were all duplicates of candidates "
                              "already evaluated (the optimizer seems to have exhausted the space; see the dedupe "
                              "stage's max_consecutive_hits)",
-                             rs->consecutive_hits);
+                             rs->consecutive_hits, engine->exp->n_constraints > 0 ? " that met the constraints" : "");
   }
   return TRUE;
 }
