@@ -405,13 +405,14 @@ sieve_engine_describe_pipeline(const SieveEngine *engine)
       engine->exp->n_constraints == 0)
     return NULL;
   GString *text = g_string_new(NULL);
-  if (pipeline->dedupe.enabled)
-    g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
+  /* In the order admit() runs them: what is known before evaluation first. */
   if (pipeline->latency.enabled)
     g_string_append_printf(text, "latency (batch %u, %u thread%s) -> ", pipeline->latency.options.batch,
                            pipeline->latency.options.threads, pipeline->latency.options.threads == 1 ? "" : "s");
   if (engine->exp->n_constraints > 0)
     g_string_append_printf(text, "constraints (%u) -> ", engine->exp->n_constraints);
+  if (pipeline->dedupe.enabled)
+    g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
   if (pipeline->screen.enabled) {
     g_autofree char *names = g_strjoinv("+", pipeline->screen.proxies);
     if (pipeline->screen.keep_top > 0)
@@ -1186,16 +1187,79 @@ check_objective(RunState *rs, gint64 number, SieveResult *result, GError **error
 
 /* ---- the stages ------------------------------------------------------- */
 
+/* The genotype texts this study has evaluated (ok, failed, pruned) or
+ * answered from a cache at a fidelity, each with the lowest it had. */
+static GHashTable *
+evaluated_fidelities(SieveStore *store, GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return NULL;
+  GHashTable *lowest = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    if ((t->status != SIEVE_STATUS_OK && t->status != SIEVE_STATUS_FAILED && t->status != SIEVE_STATUS_PRUNED &&
+         t->status != SIEVE_STATUS_CACHED) ||
+        !isfinite(t->fidelity))
+      continue;
+    const double *known = g_hash_table_lookup(lowest, t->genotype);
+    if (known == NULL || t->fidelity < *known)
+      g_hash_table_insert(lowest, g_strdup(t->genotype), g_memdup2(&t->fidelity, sizeof t->fidelity));
+  }
+  return lowest;
+}
+
+/* A promotion by a multi-fidelity optimizer (successive halving, Hyperband,
+ * ASHA, BOHB: a configuration this study evaluated at a lower fidelity, so
+ * past the screen then, asked again at a higher one) goes to the evaluator
+ * without the screen: ranking it again among new configurations would undo
+ * the optimizer's choice, made on a measured result.  Moves those of round
+ * to rs->ready; the new configurations stay in round, in order, for the
+ * screen to rank among themselves.  Frees the round on a store error. */
+static gboolean
+pass_promotions(RunState *rs, GPtrArray *round, GError **error)
+{
+  g_autoptr(GHashTable) evaluated = NULL;
+  guint n = 0;
+  for (guint i = 0; i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    double fidelity = sieve_candidate_get_fidelity(p->candidate);
+    if (isfinite(fidelity) && evaluated == NULL &&
+        (evaluated = evaluated_fidelities(rs->engine->store, error)) == NULL) {
+      for (guint j = 0; j < round->len; j++) {
+        forget(rs, round->pdata[j]);
+        proposal_free(round->pdata[j]);
+      }
+      g_ptr_array_set_size(round, 0);
+      return FALSE;
+    }
+    const double *lower = isfinite(fidelity) ? g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate))
+                                             : NULL;
+    if (lower != NULL && *lower < fidelity)
+      g_queue_push_tail(&rs->ready, p);
+    else
+      round->pdata[n++] = p;
+  }
+  g_ptr_array_set_size(round, n);
+  return TRUE;
+}
+
 /* The screen: scores the round's proposals (in trial order), stores the
  * best as past the screen (with their scores) and finishes the others as
  * screened, each duplicate attached to one of them with it, in one
  * transaction with the optimizer's state after their tells.  The kept ones
- * go in line for the evaluator.  Takes the proposals. */
+ * go in line for the evaluator.  Promotions go in line first, unscreened
+ * (pass_promotions), and the budget they take is not the new ones' to
+ * keep.  Takes the proposals. */
 static gboolean
 screen_round(RunState *rs, GPtrArray *round, GError **error)
 {
   SieveEngine *engine = rs->engine;
   const SieveScreenStage *stage = &engine->exp->pipeline.screen;
+  if (!pass_promotions(rs, round, error))
+    return FALSE;
+  if (round->len == 0)
+    return TRUE;
   g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);

@@ -288,6 +288,48 @@ sieve.register_optimizer{
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(self.path("h.sieve"))["trials"], "3")
 
+    def test_promotions_are_not_screened_again(self):
+        # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
+        # past the screen and evaluated at a lower fidelity) against new
+        # configurations and dropped it, so most promotions never ran.  A
+        # promotion goes to the evaluator; the screen ranks the new
+        # configurations among themselves and keeps its keep_top of them.
+        prog = self.write("f.sh", 'echo "{\\"value\\": $1}"\n')
+        for optimizer in ("{plugin: hyperband, eta: 3}", "{plugin: successive_halving, eta: 3, n_configs: 9}",
+                          "{plugin: asha, eta: 3}", "{plugin: bohb, eta: 3}"):
+            with self.subTest(optimizer=optimizer):
+                cfg = self.write("hb.yaml", "name: hb\nseed: 0\nspace: {plugin: nb201, C: 4, N: 1}\n"
+                                 f"optimizer: {optimizer}\n"
+                                 f"evaluator: {{plugin: command, argv: [sh, {prog}, \"{{fidelity}}\"], "
+                                 "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
+                                 "objective: {metric: value, direction: maximize}\n"
+                                 "pipeline: [dedupe, {screen: {proxies: [synflow], keep_top: 2, batch: 4, "
+                                 "batch_size: 2}}]\nbudget: {evaluations: 12}\n")
+                store = self.path(f"hb{optimizer.split(',')[0][9:]}.sieve")
+                sieve("run", cfg, "--store", store, check=0)
+                rows = export_rows(store)
+                seen, promoted = {}, 0
+                for r in rows:
+                    g = r["genotype"]
+                    if g in seen:
+                        promoted += 1
+                        self.assertNotEqual(r["status"], "screened", f"promotion of trial {seen[g]['number']}: {r}")
+                        self.assertGreater(float(r["fidelity"]), float(seen[g]["fidelity"]))
+                    seen.setdefault(g, r)
+                self.assertGreater(promoted, 0, "no promotion: the test checks nothing")
+                # The new configurations: at most keep_top of each round of
+                # four (fewer when the budget left is less) go on, ranked
+                # among themselves.
+                new = [r for r in rows if seen[r["genotype"]] is r]
+                self.assertTrue([r for r in new if r["status"] == "screened"], "the screen dropped nothing")
+                for r in new:
+                    if r["status"] == "screened":
+                        m = re.search(r"rank (\d) of (\d) by synflow; kept: the best (\d)$", r["reason"])
+                        self.assertTrue(m, r)
+                        rank, of, kept = map(int, m.groups())
+                        self.assertTrue(kept < rank <= of <= 4 and kept <= 2, r)
+                self.assertEqual(summary(store)["evaluated"], "12")
+
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate
         # of one still being evaluated.
