@@ -210,9 +210,10 @@ class TestDedupe(Workdir):
             elif r["status"] == "cached" and r["cached_from"] == "":
                 self.assertNotEqual(r["score"], "inf")
 
-    def fixed_study(self, genotypes, rest):
-        """An nb201 study on the table whose Lua optimizer proposes genotypes
-        in turn, again and again; rest: the config's last lines."""
+    def fixed_study(self, genotypes, rest, evaluator=None):
+        """An nb201 study (on the table unless evaluator is given) whose Lua
+        optimizer proposes genotypes in turn, again and again; rest: the
+        config's last lines."""
         lua = self.write("fixed.lua", "local list = {\n" + "".join(f' "{g}",\n' for g in genotypes) + "}\n" + """
 sieve.register_optimizer{
   name = "fixed",
@@ -226,9 +227,9 @@ sieve.register_optimizer{
 }
 """)
         table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        evaluator = evaluator or f"{{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}"
         return self.write("fixed.yaml", f"name: fixed\nseed: 0\nspace: {{plugin: nb201}}\nlua: {{load: [{lua}]}}\n"
-                          "optimizer: {plugin: fixed}\n"
-                          f"evaluator: {{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}\n"
+                          f"optimizer: {{plugin: fixed}}\nevaluator: {evaluator}\n"
                           "objective: {metric: cifar10_valid_acc, direction: maximize}\n" + rest)
 
     def test_duplicates_meet_the_constraints_with_their_own_metrics(self):
@@ -260,6 +261,19 @@ sieve.register_optimizer{
         # The evaluation reused is the twin's.
         self.assertEqual(rows[2]["cached_from"], "0")
         self.assertEqual(rows[2]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
+        # The same with four workers and a slow evaluator: the light twin
+        # waits for the first one's evaluation, and is stored with its own.
+        slow = self.write("slow.sh", 'sleep 0.5; echo "{\\"cifar10_valid_acc\\": 1}"\n')
+        cfg = self.fixed_study(twins + [other], "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "budget: {evaluations: 2}\nworkers: 4\n", evaluator=f"{{plugin: command, argv: [sh, {slow}]}}")
+        store = self.path("w.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok", "rejected", "cached", "ok"], rows)
+        self.assertLess(float(rows[3]["started"]), float(rows[0]["finished"]), "trial 2 did not wait for trial 0")
+        for r in rows:
+            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
 
     def test_cache_hits_break_a_run_of_rejections(self):
         # Bug hunt 4: constraint_tries counted rejections with cache hits
