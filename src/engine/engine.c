@@ -1219,23 +1219,26 @@ evaluated_fidelities(SieveStore *store, GError **error)
 static gboolean
 pass_promotions(RunState *rs, GPtrArray *round, GError **error)
 {
-  g_autoptr(GHashTable) evaluated = NULL;
+  gboolean fidelities = FALSE;
+  for (guint i = 0; i < round->len; i++)
+    fidelities |= isfinite(sieve_candidate_get_fidelity(((Proposal *) round->pdata[i])->candidate));
+  if (!fidelities)
+    return TRUE;
+  g_autoptr(GHashTable) evaluated = evaluated_fidelities(rs->engine->store, error);
+  if (evaluated == NULL) {
+    for (guint i = 0; i < round->len; i++) {
+      forget(rs, round->pdata[i]);
+      proposal_free(round->pdata[i]);
+    }
+    g_ptr_array_set_size(round, 0);
+    return FALSE;
+  }
   guint n = 0;
   for (guint i = 0; i < round->len; i++) {
     Proposal *p = round->pdata[i];
     double fidelity = sieve_candidate_get_fidelity(p->candidate);
-    if (isfinite(fidelity) && evaluated == NULL &&
-        (evaluated = evaluated_fidelities(rs->engine->store, error)) == NULL) {
-      for (guint j = 0; j < round->len; j++) {
-        forget(rs, round->pdata[j]);
-        proposal_free(round->pdata[j]);
-      }
-      g_ptr_array_set_size(round, 0);
-      return FALSE;
-    }
-    const double *lower = isfinite(fidelity) ? g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate))
-                                             : NULL;
-    if (lower != NULL && *lower < fidelity)
+    const double *lower = g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate));
+    if (lower != NULL && isfinite(fidelity) && *lower < fidelity)
       g_queue_push_tail(&rs->ready, p);
     else
       round->pdata[n++] = p;
