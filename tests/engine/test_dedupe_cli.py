@@ -274,6 +274,18 @@ sieve.register_optimizer{
         for r in rows:
             self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
             self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        # Screened by the params proxy and no constraint: a hit was not
+        # screened, and keeps none of its twin's screen scores.
+        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
+                               "keep_top: 1, batch: 2}}]\nbudget: {evaluations: 2}\n")
+        store = self.path("screen.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows[:3]], ["ok", "cached", "ok"], rows)
+        self.assertEqual(rows[0]["params"], "73306")
+        self.assertNotEqual(rows[0]["screen_score"], "")
+        self.assertEqual((rows[1]["params"], rows[1]["screen_score"]), ("", ""), rows[1])
+        self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
 
     def test_cache_hits_break_a_run_of_rejections(self):
         # Bug hunt 4: constraint_tries counted rejections with cache hits
