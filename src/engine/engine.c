@@ -2,12 +2,14 @@
  * way to the evaluator (the pipeline section of core/core-private.h).
  *
  * A proposal's path: the optimizer's ask -> stored pending (with its hash)
- * -> dedupe: answered from the store's cache, or attached to an identical
- * proposal already on its way (in the same batch or being evaluated), or a
- * miss -> constraints (the metrics known before evaluation computed; a
- * proposal that breaks a constraint is finished as rejected, told to the
- * optimizer as infeasible, and costs no evaluation) -> screen (a round of proposals scored by zero-cost proxies; the
- * best go on, the others are finished as screened) -> the evaluator ->
+ * -> constraints (the metrics known before evaluation computed from its own
+ * genotype; a proposal that breaks a constraint is finished as rejected,
+ * told to the optimizer as infeasible, and costs no evaluation) -> dedupe:
+ * answered from the store's cache (with its own metrics of before), or
+ * attached to an identical proposal already on its way (in the same batch
+ * or being evaluated), or a miss -> screen (a round of new proposals scored
+ * by zero-cost proxies; the best go on, the others are finished as
+ * screened; a promotion to a higher fidelity goes on unscreened) -> the evaluator ->
  * stored with its result (and, when OK, put in the cache), told to the
  * optimizer, and every proposal attached to it answered in the same
  * transaction.
