@@ -2,12 +2,14 @@
  * way to the evaluator (the pipeline section of core/core-private.h).
  *
  * A proposal's path: the optimizer's ask -> stored pending (with its hash)
- * -> dedupe: answered from the store's cache, or attached to an identical
- * proposal already on its way (in the same batch or being evaluated), or a
- * miss -> constraints (the metrics known before evaluation computed; a
- * proposal that breaks a constraint is finished as rejected, told to the
- * optimizer as infeasible, and costs no evaluation) -> screen (a round of proposals scored by zero-cost proxies; the
- * best go on, the others are finished as screened) -> the evaluator ->
+ * -> constraints (the metrics known before evaluation computed from its own
+ * genotype; a proposal that breaks a constraint is finished as rejected,
+ * told to the optimizer as infeasible, and costs no evaluation) -> dedupe:
+ * answered from the store's cache (with its own metrics of before), or
+ * attached to an identical proposal already on its way (in the same batch
+ * or being evaluated), or a miss -> screen (a round of new proposals scored
+ * by zero-cost proxies; the best go on, the others are finished as
+ * screened; a promotion to a higher fidelity goes on unscreened) -> the evaluator ->
  * stored with its result (and, when OK, put in the cache), told to the
  * optimizer, and every proposal attached to it answered in the same
  * transaction.
@@ -75,6 +77,7 @@ struct Proposal {
   char *slot;                       /* hash + key: the in-flight table's key (nullable) */
   char *hash_error;                 /* why it has no hash (nullable) */
   gboolean screened_in;             /* past the screen: goes to the evaluator */
+  gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
   GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
 };
@@ -404,13 +407,14 @@ sieve_engine_describe_pipeline(const SieveEngine *engine)
       engine->exp->n_constraints == 0)
     return NULL;
   GString *text = g_string_new(NULL);
-  if (pipeline->dedupe.enabled)
-    g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
+  /* In the order admit() runs them: what is known before evaluation first. */
   if (pipeline->latency.enabled)
     g_string_append_printf(text, "latency (batch %u, %u thread%s) -> ", pipeline->latency.options.batch,
                            pipeline->latency.options.threads, pipeline->latency.options.threads == 1 ? "" : "s");
   if (engine->exp->n_constraints > 0)
     g_string_append_printf(text, "constraints (%u) -> ", engine->exp->n_constraints);
+  if (pipeline->dedupe.enabled)
+    g_string_append_printf(text, "dedupe (%s hash) -> ", sieve_dedupe_hash_name(engine->hash_kind));
   if (pipeline->screen.enabled) {
     g_autofree char *names = g_strjoinv("+", pipeline->screen.proxies);
     if (pipeline->screen.keep_top > 0)
@@ -834,6 +838,46 @@ cached_copy(const SieveResult *original)
   return r;
 }
 
+/* Whether metric is one the screen stage wrote (a proxy's score, the
+ * rank aggregate) and not an objective. */
+static gboolean
+is_screen_metric(const SieveExperiment *exp, const char *metric)
+{
+  for (guint k = 0; k < exp->n_objectives; k++)
+    if (strcmp(exp->objectives[k].metric, metric) == 0)
+      return FALSE;
+  if (strcmp(metric, "screen_score") == 0)
+    return TRUE;
+  const SieveScreenStage *stage = &exp->pipeline.screen;
+  for (guint i = 0; stage->enabled && i < stage->n_proxies; i++)
+    if (strcmp(stage->proxies[i], metric) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The result a duplicate p of a trial gets: the reused evaluation's metrics,
+ * with what this study knows of p's own network before evaluation
+ * (p->scores: params, macs, latencies, the constraints' proxies, computed
+ * from p's genotype) in place of its twin's.  Functionally equal networks
+ * may differ there (a branch that only ever sees zeros still has weights).
+ * The twin's screen scores are dropped: p was not screened. */
+static SieveResult *
+cached_for(const SieveExperiment *exp, const SieveResult *original, const Proposal *p)
+{
+  g_autoptr(SieveResult) copy = cached_copy(original);
+  SieveResult *r = sieve_result_new();
+  sieve_result_set_status(r, SIEVE_STATUS_CACHED);
+  sieve_result_set_cost(r, 0);
+  for (guint i = 0; i < sieve_result_n_metrics(copy); i++) {
+    const char *name = sieve_result_metric_name(copy, i);
+    if (!is_screen_metric(exp, name))
+      sieve_result_set_metric(r, name, sieve_result_metric_value(copy, i));
+  }
+  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
+    sieve_result_set_metric(r, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
+  return r;
+}
+
 /* Ask for up to n candidates, hash them, and store them with their hashes
  * and the optimizer's state after the ask, in one transaction.  Appends
  * the new proposals to out (in trial order). */
@@ -884,10 +928,9 @@ fail:
 
 /* Whether a result measured in another store passes what this study asks
  * of its own: every objective a finite number (that study checked its
- * objectives, not necessarily ours), and the proposal within this study's
- * constraints (that study may have had none).  One that does not is a
- * miss: the proposal goes on as a new one, to the constraints and the
- * evaluator. */
+ * objectives, not necessarily ours), and the proposal checked against this
+ * study's constraints (that study may have had none).  One that does not is
+ * a miss: the proposal goes on as a new one, to the evaluator. */
 static gboolean
 fits_this_study(RunState *rs, Proposal *p, const SieveResult *result)
 {
@@ -897,14 +940,9 @@ fits_this_study(RunState *rs, Proposal *p, const SieveResult *result)
     if (!sieve_result_get_metric(result, engine->exp->objectives[k].metric, &value) || !isfinite(value))
       return FALSE;
   }
-  if (engine->constrainer == NULL || p->screened_in)
-    return TRUE;
-  gboolean feasible = TRUE;
-  GError *local = NULL;
-  g_autoptr(SieveResult) pre = sieve_constrainer_check(engine->constrainer, engine->space,
-                                                       sieve_candidate_get_genotype(p->candidate), &feasible, &local);
-  g_clear_error(&local);
-  return pre != NULL && feasible;
+  /* The constraints were checked before dedupe (constrain): p met them,
+   * unless they could not be checked. */
+  return !p->unchecked;
 }
 
 /* Answers p with the result of trial original of source (the study's own
@@ -928,7 +966,7 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   gboolean own = source == engine->store;
   if (!own && !fits_this_study(rs, p, trial->result))
     return TRUE;
-  g_autoptr(SieveResult) result = cached_copy(trial->result);
+  g_autoptr(SieveResult) result = cached_for(engine->exp, trial->result, p);
   g_autofree char *reason = NULL;
   if (!own) {
     reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
@@ -984,7 +1022,6 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
   gint64 number = proposal_number(p);
   const char *kind = sieve_dedupe_hash_name(engine->hash_kind);
-  g_autoptr(SieveResult) copy = ok ? cached_copy(result) : NULL;
   g_autofree char *elapsed_text = g_strdup_printf("%.3f", elapsed(rs));
   double now = g_get_real_time() / 1e6;
 
@@ -1017,14 +1054,21 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
   if (stored && ok && p->slot != NULL)
     stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
-  for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++)
-    stored = record(engine, p->waiters->pdata[i], copy, now, now, -1, number, error);
+  for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++) {
+    g_autoptr(SieveResult) answer = cached_for(engine->exp, result, p->waiters->pdata[i]);
+    stored = record(engine, p->waiters->pdata[i], answer, now, now, -1, number, error);
+  }
   /* A failed original past the screen hands its place to its first
    * duplicate: stored as past the screen too, so that a resumed run does
-   * not screen it again. */
-  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0)
-    stored = sieve_store_set_trial_stage(engine->store, proposal_number(p->waiters->pdata[0]), "evaluate",
-                                         p->scores, error);
+   * not screen it again, with its own metrics before evaluation beside the
+   * screen's scores it inherits. */
+  if (stored && !ok && p->screened_in && p->waiters && p->waiters->len > 0) {
+    Proposal *next = p->waiters->pdata[0];
+    if (next->scores == NULL)
+      next->scores = sieve_result_new();
+    add_missing_metrics(next->scores, p->scores);
+    stored = sieve_store_set_trial_stage(engine->store, proposal_number(next), "evaluate", next->scores, error);
+  }
   /* In a batch the caller saves the state once, after the last tell. */
   stored = stored && (rs->batch || (save_optimizer(engine, error) &&
                                     sieve_store_set_meta(engine->store, "elapsed_s", elapsed_text, error) &&
@@ -1078,7 +1122,7 @@ finish_told(RunState *rs, Job *job)
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
   next->screened_in = p->screened_in;
-  if (p->scores)
+  if (p->scores && next->scores == NULL)
     next->scores = sieve_result_copy(p->scores);
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
@@ -1157,16 +1201,82 @@ check_objective(RunState *rs, gint64 number, SieveResult *result, GError **error
 
 /* ---- the stages ------------------------------------------------------- */
 
+/* The genotype texts this study has evaluated (ok, failed, pruned) or
+ * answered from a cache at a fidelity, each with the lowest it had. */
+static GHashTable *
+evaluated_fidelities(SieveStore *store, GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return NULL;
+  GHashTable *lowest = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    if ((t->status != SIEVE_STATUS_OK && t->status != SIEVE_STATUS_FAILED && t->status != SIEVE_STATUS_PRUNED &&
+         t->status != SIEVE_STATUS_CACHED) ||
+        !isfinite(t->fidelity))
+      continue;
+    const double *known = g_hash_table_lookup(lowest, t->genotype);
+    if (known == NULL || t->fidelity < *known)
+      g_hash_table_insert(lowest, g_strdup(t->genotype), g_memdup2(&t->fidelity, sizeof t->fidelity));
+  }
+  return lowest;
+}
+
+/* A promotion by a multi-fidelity optimizer (successive halving, Hyperband,
+ * ASHA, BOHB: a configuration this study evaluated at a lower fidelity, so
+ * past the screen then, asked again at a higher one) goes to the evaluator
+ * without the screen: ranking it again among new configurations would undo
+ * the optimizer's choice, made on a measured result.  Moves those of round
+ * to rs->ready; the new configurations stay in round, in order, for the
+ * screen to rank among themselves.  Frees the round on a store error. */
+static gboolean
+pass_promotions(RunState *rs, GPtrArray *round, GError **error)
+{
+  gboolean fidelities = FALSE;
+  for (guint i = 0; i < round->len; i++)
+    fidelities |= isfinite(sieve_candidate_get_fidelity(((Proposal *) round->pdata[i])->candidate));
+  if (!fidelities)
+    return TRUE;
+  g_autoptr(GHashTable) evaluated = evaluated_fidelities(rs->engine->store, error);
+  if (evaluated == NULL) {
+    for (guint i = 0; i < round->len; i++) {
+      forget(rs, round->pdata[i]);
+      proposal_free(round->pdata[i]);
+    }
+    g_ptr_array_set_size(round, 0);
+    return FALSE;
+  }
+  guint n = 0;
+  for (guint i = 0; i < round->len; i++) {
+    Proposal *p = round->pdata[i];
+    double fidelity = sieve_candidate_get_fidelity(p->candidate);
+    const double *lower = g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate));
+    if (lower != NULL && isfinite(fidelity) && *lower < fidelity)
+      g_queue_push_tail(&rs->ready, p);
+    else
+      round->pdata[n++] = p;
+  }
+  g_ptr_array_set_size(round, n);
+  return TRUE;
+}
+
 /* The screen: scores the round's proposals (in trial order), stores the
  * best as past the screen (with their scores) and finishes the others as
  * screened, each duplicate attached to one of them with it, in one
  * transaction with the optimizer's state after their tells.  The kept ones
- * go in line for the evaluator.  Takes the proposals. */
+ * go in line for the evaluator.  Promotions go in line first, unscreened
+ * (pass_promotions), and the budget they take is not the new ones' to
+ * keep.  Takes the proposals. */
 static gboolean
 screen_round(RunState *rs, GPtrArray *round, GError **error)
 {
   SieveEngine *engine = rs->engine;
   const SieveScreenStage *stage = &engine->exp->pipeline.screen;
+  if (!pass_promotions(rs, round, error))
+    return FALSE;
+  if (round->len == 0)
+    return TRUE;
   g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);
@@ -1247,14 +1357,17 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   return TRUE;
 }
 
-/* The constraints: computes the metrics known before evaluation of each
- * proposal (in trial order), keeps them with it, and finishes those that
- * break a constraint as rejected, each duplicate attached to one of them
- * with it, in one transaction with the optimizer's state after their tells
- * (the optimizer sees status REJECTED, NAN objectives and the
- * constraint_violation metric).  A proposal already past the screen on an
- * earlier run is not rejected again.  Takes the proposals; the feasible
- * ones stay in props, in order. */
+/* The constraints, before dedupe: computes the metrics known before
+ * evaluation of each proposal (in trial order), keeps them with it, and
+ * finishes those that break a constraint as rejected, each duplicate
+ * attached to one of them with it, in one transaction with the optimizer's
+ * state after their tells (the optimizer sees status REJECTED, NAN
+ * objectives and the constraint_violation metric).  Before dedupe, because
+ * functionally equal networks may differ there (params, latency): a
+ * duplicate of an evaluated network meets the bounds with its own numbers,
+ * and keeps them if it is answered from the cache (cached_for).  A proposal
+ * already past the screen on an earlier run is not rejected again.  Takes
+ * the proposals; the feasible ones stay in props, in order. */
 static gboolean
 constrain(RunState *rs, GPtrArray *props, GError **error)
 {
@@ -1275,6 +1388,7 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
     if (r == NULL) {
       /* Not built or not measured: the evaluator meets the same network
        * and reports the failure as a trial's. */
+      p->unchecked = TRUE;
       if (rs->progress)
         sieve_progress_message(rs->progress, "trial %" G_GINT64_FORMAT ": not checked against the constraints: %s",
                                proposal_number(p), local->message);
@@ -1321,8 +1435,10 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
           p->scores = sieve_result_new();
         }
         add_missing_metrics(p->scores, r);
-        rs->consecutive_rejections = 0;
       }
+      /* Rejections "in a row": anything else between them (an evaluation,
+       * a cache hit, one not checked) starts the count again. */
+      rs->consecutive_rejections = 0;
       props->pdata[kept++] = p;
       continue;
     }
@@ -1349,8 +1465,9 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
   return TRUE;
 }
 
-/* Runs stored pending proposals (in trial order) through dedupe and screen;
- * those that need an evaluation end in rs->ready.  Takes the proposals. */
+/* Runs stored pending proposals (in trial order) through the constraints,
+ * dedupe and screen; those that need an evaluation end in rs->ready.
+ * Takes the proposals. */
 static gboolean
 admit(RunState *rs, GPtrArray *proposals, GError **error)
 {
@@ -1359,8 +1476,10 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   /* The proposals move one by one to where they go; the array is ours to free. */
   g_ptr_array_set_free_func(proposals, NULL);
   g_autoptr(GPtrArray) owned = proposals;
-  g_autoptr(GPtrArray) passed = g_ptr_array_new(); /* past dedupe: for the constraints */
+  g_autoptr(GPtrArray) passed = g_ptr_array_new(); /* past dedupe */
   g_autoptr(GPtrArray) round = g_ptr_array_new();  /* for the screen */
+  if (!constrain(rs, proposals, error))
+    return FALSE;
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
@@ -1402,8 +1521,6 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
     rs->consecutive_hits = 0;
     g_ptr_array_add(passed, p);
   }
-  if (!constrain(rs, passed, error))
-    return FALSE;
   for (guint i = 0; i < passed->len; i++) {
     Proposal *p = passed->pdata[i];
     if (engine->exp->pipeline.screen.enabled && !p->screened_in)
@@ -1413,14 +1530,17 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   }
   if (round->len > 0 && !screen_round(rs, round, error))
     return FALSE;
+  /* Rejections between hits do not start their count again (nor do hits
+   * that of rejections, constrain): an optimizer that only repeats itself
+   * and breaks constraints stops too. */
   if (engine->dedupe && rs->consecutive_hits >= engine->exp->pipeline.dedupe.max_consecutive_hits && !rs->gave_up) {
     rs->gave_up = TRUE;
     if (rs->progress)
       sieve_progress_message(rs->progress,
-                             "stopping: the last %" G_GINT64_FORMAT " proposals were all duplicates of candidates "
+                             "stopping: the last %" G_GINT64_FORMAT " proposals%s were all duplicates of candidates "
                              "already evaluated (the optimizer seems to have exhausted the space; see the dedupe "
                              "stage's max_consecutive_hits)",
-                             rs->consecutive_hits);
+                             rs->consecutive_hits, engine->exp->n_constraints > 0 ? " that met the constraints" : "");
   }
   return TRUE;
 }

@@ -210,6 +210,152 @@ class TestDedupe(Workdir):
             elif r["status"] == "cached" and r["cached_from"] == "":
                 self.assertNotEqual(r["score"], "inf")
 
+    def fixed_study(self, genotypes, rest, evaluator=None):
+        """An nb201 study (on the table unless evaluator is given) whose Lua
+        optimizer proposes genotypes in turn, again and again; rest: the
+        config's last lines."""
+        lua = self.write("fixed.lua", "local list = {\n" + "".join(f' "{g}",\n' for g in genotypes) + "}\n" + """
+sieve.register_optimizer{
+  name = "fixed",
+  create = function(self) self.state.i = 0 end,
+  ask = function(self, n)
+    local out = {}
+    for k = 1, n do self.state.i = self.state.i + 1; out[k] = list[(self.state.i - 1) % #list + 1] end
+    return out
+  end,
+  tell = function(self, t) end,
+}
+""")
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        evaluator = evaluator or f"{{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}"
+        return self.write("fixed.yaml", f"name: fixed\nseed: 0\nspace: {{plugin: nb201}}\nlua: {{load: [{lua}]}}\n"
+                          f"optimizer: {{plugin: fixed}}\nevaluator: {evaluator}\n"
+                          "objective: {metric: cifar10_valid_acc, direction: maximize}\n" + rest)
+
+    def test_duplicates_meet_the_constraints_with_their_own_metrics(self):
+        # Bug hunt 4: a cache hit skipped the constraints and stored its
+        # twin's params and macs.  Three functional twins (one hash) of
+        # 73306, 316346 and 101306 parameters: the heavy one breaks the bound
+        # though its twin was evaluated; the light one is answered from the
+        # cache with its own counts.
+        twins = ["|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|skip_connect~2|",
+                 "|none~0|+|skip_connect~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|",
+                 "|none~0|+|skip_connect~0|nor_conv_1x1~1|+|skip_connect~0|none~1|skip_connect~2|"]
+        other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        cfg = self.fixed_study(twins + [other], "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "budget: {evaluations: 2}\n")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows], ["ok", "rejected", "cached", "ok"], rows)
+        self.assertEqual(len({r["hash"] for r in rows[:3]}), 1, "not one functional hash: the test checks nothing")
+        # (the flops proxy counts the multiply-accumulates the macs metric does)
+        counted = subprocess.run([SIEVE, "proxies", "-p", "params,flops", "-"], capture_output=True, text=True,
+                                 check=True, input="".join(r["genotype"] + "\n" for r in rows), timeout=120).stdout
+        own = {d["arch"]: d for d in map(json.loads, counted.split("\n")[:-1])}
+        self.assertEqual([own[g]["params"] for g in twins], [73306, 316346, 101306])
+        for r in rows:
+            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        self.assertIn("params = 316346 > max", rows[1]["reason"])
+        # The evaluation reused is the twin's.
+        self.assertEqual(rows[2]["cached_from"], "0")
+        self.assertEqual(rows[2]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
+        # The same with four workers and a slow evaluator: the light twin
+        # waits for the first one's evaluation, and is stored with its own.
+        slow = self.write("slow.sh", 'sleep 0.5; echo "{\\"cifar10_valid_acc\\": 1}"\n')
+        cfg = self.fixed_study(twins + [other], "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "budget: {evaluations: 2}\nworkers: 4\n", evaluator=f"{{plugin: command, argv: [sh, {slow}]}}")
+        store = self.path("w.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok", "rejected", "cached", "ok"], rows)
+        self.assertLess(float(rows[3]["started"]), float(rows[0]["finished"]), "trial 2 did not wait for trial 0")
+        for r in rows:
+            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        # Screened by the params proxy and no constraint: a hit was not
+        # screened, and keeps none of its twin's screen scores.
+        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
+                               "keep_top: 1, batch: 2}}]\nbudget: {evaluations: 2}\n")
+        store = self.path("screen.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows[:3]], ["ok", "cached", "ok"], rows)
+        self.assertEqual(rows[0]["params"], "73306")
+        self.assertNotEqual(rows[0]["screen_score"], "")
+        self.assertEqual((rows[1]["params"], rows[1]["screen_score"]), ("", ""), rows[1])
+        self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
+
+    def test_cache_hits_break_a_run_of_rejections(self):
+        # Bug hunt 4: constraint_tries counted rejections with cache hits
+        # between them as "in a row".  Two heavy networks, then one light
+        # network again and again: never three rejections in a row; the
+        # hits stop the study (max_consecutive_hits), rejections between
+        # them do not start the count of hits again.
+        heavy = ["|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|",
+                 "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_1x1~1|nor_conv_3x3~2|"]
+        light = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        cfg = self.fixed_study(heavy + [light, light], "pipeline: [{dedupe: {max_consecutive_hits: 6}}]\n"
+                               "constraints: [{metric: params, max: 2.0e5}]\nconstraint_tries: 3\n"
+                               "budget: {evaluations: 2}\n")
+        store = self.path("s.sieve")
+        out = sieve("run", cfg, "--store", store, check=0).stdout
+        self.assertNotIn("broke a constraint", out)
+        self.assertIn("stopping: the last 6 proposals that met the constraints were all duplicates", out)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows],
+                         ["rejected", "rejected", "ok", "cached"] + ["rejected", "rejected", "cached", "cached"] * 2
+                         + ["rejected", "rejected", "cached"], rows)
+        # Rejections alone still stop it after constraint_tries.
+        cfg = self.fixed_study(heavy, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "constraint_tries: 3\nbudget: {evaluations: 2}\n")
+        out = sieve("run", cfg, "--store", self.path("h.sieve"), check=0).stdout
+        self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
+        self.assertEqual(summary(self.path("h.sieve"))["trials"], "3")
+
+    def test_promotions_are_not_screened_again(self):
+        # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
+        # past the screen and evaluated at a lower fidelity) against new
+        # configurations and dropped it, so most promotions never ran.  A
+        # promotion goes to the evaluator; the screen ranks the new
+        # configurations among themselves and keeps its keep_top of them.
+        prog = self.write("f.sh", 'echo "{\\"value\\": $1}"\n')
+        for optimizer in ("{plugin: hyperband, eta: 3}", "{plugin: successive_halving, eta: 3, n_configs: 9}",
+                          "{plugin: asha, eta: 3}", "{plugin: bohb, eta: 3}"):
+            with self.subTest(optimizer=optimizer):
+                cfg = self.write("hb.yaml", "name: hb\nseed: 0\nspace: {plugin: nb201, C: 4, N: 1}\n"
+                                 f"optimizer: {optimizer}\n"
+                                 f"evaluator: {{plugin: command, argv: [sh, {prog}, \"{{fidelity}}\"], "
+                                 "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
+                                 "objective: {metric: value, direction: maximize}\n"
+                                 "pipeline: [dedupe, {screen: {proxies: [synflow], keep_top: 2, batch: 4, "
+                                 "batch_size: 2}}]\nbudget: {evaluations: 12}\n")
+                store = self.path(f"hb{optimizer.split(',')[0][9:]}.sieve")
+                sieve("run", cfg, "--store", store, check=0)
+                rows = export_rows(store)
+                seen, promoted = {}, 0
+                for r in rows:
+                    g = r["genotype"]
+                    if g in seen:
+                        promoted += 1
+                        self.assertNotEqual(r["status"], "screened", f"promotion of trial {seen[g]['number']}: {r}")
+                        self.assertGreater(float(r["fidelity"]), float(seen[g]["fidelity"]))
+                    seen.setdefault(g, r)
+                self.assertGreater(promoted, 0, "no promotion: the test checks nothing")
+                # The new configurations: at most keep_top of each round of
+                # four (fewer when the budget left is less) go on, ranked
+                # among themselves.
+                new = [r for r in rows if seen[r["genotype"]] is r]
+                self.assertTrue([r for r in new if r["status"] == "screened"], "the screen dropped nothing")
+                for r in new:
+                    if r["status"] == "screened":
+                        m = re.search(r"rank (\d) of (\d) by synflow; kept: the best (\d)$", r["reason"])
+                        self.assertTrue(m, r)
+                        rank, of, kept = map(int, m.groups())
+                        self.assertTrue(kept < rank <= of <= 4 and kept <= 2, r)
+                self.assertEqual(summary(store)["evaluated"], "12")
+
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate
         # of one still being evaluated.
