@@ -73,6 +73,17 @@ T.test("YAML names Lua components loaded by lua.load", function()
   for t in done:trials() do a[#a + 1] = t.text end
   for t in again:trials() do b[#b + 1] = t.text end
   T.eq(table.concat(a, " "), table.concat(b, " "), "the same experiment twice in one process")
+  -- The finished study has the experiment's space: genotypes, as sieve.study's trials have.
+  for t in done:trials() do
+    T.eq(type(t.genotype), "userdata", "trial " .. t.number .. " has a genotype")
+    T.eq(t.genotype:format(), t.text)
+  end
+  local best = done:best()
+  T.eq(best.genotype:format(), best.text)
+  T.eq(done:best().genotype, best.genotype, "genotypes compare by value")
+  local held = again:best().genotype
+  again:close()
+  T.raises("space is closed", held.format, held)
   T.raises("the experiment differs", function()
     sieve.run(fixtures .. "/registered.yaml", {store = store, resume = true, set = {seed = 4}})
   end)
