@@ -495,6 +495,13 @@ budget: {{proposals: 200}}
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
         self.assertIn("seed 1:", p.stdout)
         self.assertIn("seed 2:", p.stdout)
+        # The finished studies it read are closed at exit as a writer's are:
+        # each store is one file again, no -wal or -shm left beside it.
+        files = sorted(f for f in os.listdir(self.dir) if ".sieve" in f)
+        self.assertEqual(files, ["nb201-evolution-seed1.sieve", "nb201-evolution-seed2.sieve"])
+        # So are the stores a command only reads.
+        export_rows(self.path("nb201-evolution-seed1.sieve"))
+        self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".sieve" in f), files)
 
 
 if __name__ == "__main__":
