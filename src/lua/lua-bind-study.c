@@ -460,6 +460,7 @@ study_run(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
   lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "expected a number of trials >= 0");
   if (box->running > 0)
     return luaL_error(L, "study:run called while this study is running (from its evaluator or optimizer): a study "
                          "runs one loop at a time");
