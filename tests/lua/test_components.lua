@@ -258,10 +258,28 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
   T.eq(seen[1], 5)
   T.eq(seen[2], 2.5)
   T.eq(seen[3], true)
-  -- NaN is written as YAML's .nan, which a float option refuses as it does in a config.
-  T.raises("option 'f' expects a float, got .nan", function()
+  -- NaN is written as YAML's .nan, which a float option refuses as it does in a config:
+  -- said at the script's line (also when register_* is pcall'ed directly), with what works.
+  local nan_refused = "option 'f' of 'default-nan': a float option refuses NaN, as it does in a config; " ..
+                      "for a number that may be unset, declare {type = \"any\", default = 0/0}"
+  local err = T.raises(nan_refused, function()
     sieve.register_space{name = "default-nan", options = {f = 0 / 0}, create = function(self, b) end}
   end)
+  T.truthy(err:find("^.*test_components%.lua:%d+: option 'f'"), err)
+  local ok, direct = pcall(sieve.register_space, {name = "default-nan", options = {f = {type = "float", default = 0 / 0}},
+                                                  create = function(self, b) end})
+  T.eq(ok, false)
+  T.truthy(direct:find("^.*test_components%.lua:%d+: option 'f'") and direct:find(nan_refused, 1, true), direct)
+  sieve.register_space{name = "default-nan-any", options = {f = {type = "any", default = 0 / 0}},
+    create = function(self, b) seen = self.options.f; b:int("i", 0, 1) end}
+  sieve.space("default-nan-any")
+  T.truthy(seen ~= seen, "an any option's NaN default reads back as NaN")
+  -- What the registry refuses is said at the line too, once.
+  local refused
+  ok, refused = pcall(sieve.register_optimizer, {name = "own-seed", options = {seed = 1}, ask = function() end})
+  T.eq(ok, false)
+  T.truthy(refused:find("^.*test_components%.lua:%d+: optimizer 'own%-seed': option 'seed': the name is reserved"),
+           refused)
 end)
 
 T.done()
