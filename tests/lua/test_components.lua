@@ -55,6 +55,12 @@ T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent'
   T.eq(flat:set("shape", "flat"):get("radius"), nil)
   T.eq(space:validate(flat), true)
   T.eq(space:parse(flat:format()), flat)
+  -- An optimizer that returns one with an active decision unset is told so, with where its ask is.
+  sieve.register_optimizer{name = "unset-child",
+    ask = function(self, n) return {self.space:genotype({shape = "flat", x = 0}):set("shape", "ring")} end}
+  local o = sieve.optimizer("unset-child", space, {}, {seed = 1, objective = "value"})
+  local refused = T.raises("item 1: 'radius' is active but has no value", o.ask, o, 1)
+  T.truthy(refused:find("ask() (", 1, true) and refused:find("test_components.lua:", 1, true), refused)
 end)
 
 T.test("a Lua evaluator and optimizer in a study are deterministic", function()
