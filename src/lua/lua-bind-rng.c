@@ -10,6 +10,7 @@
  * get an rng seeded by the study instead, so that a seed reproduces a
  * study and the rng's state is saved with theirs on every step.
  */
+#include <math.h>
 #include <string.h>
 
 #include "lua/lua-private.h"
@@ -39,15 +40,31 @@ rng_new(lua_State *L)
   return 1;
 }
 
+/* Argument idx, a finite number (what a bound, mean or deviation is). */
+static double
+check_finite(lua_State *L, int idx)
+{
+  double x = luaL_checknumber(L, idx);
+  luaL_argcheck(L, isfinite(x), idx, "expected a finite number");
+  return x;
+}
+
+/* rng:uniform() in [0, 1), rng:uniform(a, b) in [a, b); one argument is
+ * refused rather than ignored (math.random(m) means 1..m, not this). */
 static int
 rng_uniform(lua_State *L)
 {
   SieveRng *rng = sieve__lua_check_rng(L, 1);
-  double u = sieve_rng_uniform(rng);
-  if (lua_gettop(L) >= 3) { /* rng:uniform(a, b) */
-    double a = luaL_checknumber(L, 2), b = luaL_checknumber(L, 3);
-    u = a + (b - a) * u;
-  }
+  int n = lua_gettop(L);
+  if (n == 2 || n > 3)
+    return luaL_argerror(L, n == 2 ? 2 : 4, "rng:uniform takes no argument ([0, 1)) or two (low, high)");
+  double u;
+  if (n == 3) {
+    double a = check_finite(L, 2), b = check_finite(L, 3);
+    luaL_argcheck(L, a <= b, 3, "expected low <= high");
+    u = a + (b - a) * sieve_rng_uniform(rng);
+  } else
+    u = sieve_rng_uniform(rng);
   lua_pushnumber(L, u);
   return 1;
 }
@@ -81,7 +98,8 @@ static int
 rng_normal(lua_State *L)
 {
   SieveRng *rng = sieve__lua_check_rng(L, 1);
-  double mean = luaL_optnumber(L, 2, 0), sd = luaL_optnumber(L, 3, 1);
+  double mean = lua_isnoneornil(L, 2) ? 0 : check_finite(L, 2), sd = lua_isnoneornil(L, 3) ? 1 : check_finite(L, 3);
+  luaL_argcheck(L, sd >= 0, 3, "expected sd >= 0");
   lua_pushnumber(L, mean + sd * sieve_rng_normal(rng));
   return 1;
 }

@@ -457,11 +457,40 @@ genotype_set(lua_State *L)
   SieveGenotype *g = sieve__lua_check_genotype(L, 1);
   const SieveSpace *space = sieve_genotype_get_space(g);
   guint i = check_decision(L, space, 2);
+  /* A genotype holds values exactly where its decisions are active (what
+   * validate checks): a value for an inactive one is refused here, at the
+   * script's line, rather than by whoever reads the genotype later. */
+  if (!sieve_space_is_active(space, g, i)) {
+    const SieveDecision *d = sieve_space_decision(space, i);
+    while (sieve_space_is_active(space, g, (guint) d->parent) == FALSE) /* the nearest inactive ancestor's parent */
+      d = sieve_space_decision(space, (guint) d->parent);
+    const SieveDecision *p = sieve_space_decision(space, (guint) d->parent);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (guint c = 0, first = 1; c < p->n_choices && c < 64; c++)
+      if (d->parent_mask & (G_GUINT64_CONSTANT(1) << c)) {
+        luaL_addstring(&b, first ? "" : ", ");
+        luaL_addstring(&b, p->choices[c]);
+        first = 0;
+      }
+    luaL_pushresult(&b);
+    double pv = sieve_genotype_get(g, (guint) d->parent);
+    return luaL_error(L, "g:set: decision '%s' is inactive in this genotype (it needs %s in {%s}, and %s is %s%s%s): set "
+                         "%s first",
+                      sieve_space_decision(space, i)->name, p->name, lua_tostring(L, -1), p->name,
+                      isnan(pv) ? "" : "'", isnan(pv) ? "unset" : p->choices[(guint) pv], isnan(pv) ? "" : "'", p->name);
+  }
   double v;
   GError *error = NULL;
   if (!read_value(L, 3, space, i, &v, &error))
     return sieve__lua_error_gerror(L, error);
   sieve_genotype_set(g, i, v);
+  /* A parent's new value: what it makes inactive loses its value (a
+   * later decision depends only on earlier ones); what it makes active
+   * stays unset until set (or g:repair(rng) draws it). */
+  for (guint j = i + 1; j < sieve_genotype_size(g); j++)
+    if (!isnan(sieve_genotype_get(g, j)) && !sieve_space_is_active(space, g, j))
+      sieve_genotype_set(g, j, NAN);
   lua_settop(L, 1);
   return 1;
 }

@@ -19,7 +19,8 @@
  * trial with the state after it, one transaction each; a study opened on a
  * store that already holds trials continues from its saved optimizer state
  * and hands out its pending trials first.  What sieve.run returns is the
- * same userdata over the finished store, read-only (best, trials, count).
+ * same userdata over the finished store, read-only (best, trials, count),
+ * with a space built as the run's was, so that its trials have genotypes.
  */
 #include <glib/gstdio.h>
 #include <math.h>
@@ -43,13 +44,27 @@ typedef struct {
   gboolean in_optimizer;      /* inside the optimizer's ask, tell, save or load: ask and tell are refused too */
   gint64 run_trial;           /* the trial run is evaluating (it tells it), -1 */
   GArray *intermediate;       /* SieveIntermediate the trial run evaluates reported, by step */
+  /* A finished study's: its experiment (its components, and the Lua hosts
+   * that registered them, live as long as it does) and a space of it that
+   * the space userdata at user value 1 borrows (closed with the study). */
+  SieveExperiment *exp;
+  SieveSpace *space;
 } StudyBox;
 
 /* user values: 1 space, 2 evaluator (nil) */
 
+/* The study at 1. */
 static void
-study_close(StudyBox *box)
+study_close(lua_State *L, StudyBox *box)
 {
+  if (box->space != NULL) {
+    /* Genotypes the script still holds see a closed space, not a freed one. */
+    lua_getiuservalue(L, 1, 1);
+    if (luaL_testudata(L, -1, SIEVE_LUA_SPACE))
+      sieve__lua_invalidate_space(L, -1);
+    lua_pop(L, 1);
+    g_clear_pointer(&box->space, sieve_space_free);
+  }
   g_clear_pointer(&box->optimizer, sieve_optimizer_free);
   g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref);
@@ -70,6 +85,7 @@ study_close(StudyBox *box)
     g_rmdir(box->tmp_dir);
   g_clear_pointer(&box->tmp_dir, g_free);
   sieve__lua_objectives_clear(&box->objectives);
+  g_clear_pointer(&box->exp, sieve_experiment_free); /* after the space: its component may live in it */
 }
 
 /* A real collection cannot happen while one of its calls runs (the call
@@ -79,7 +95,7 @@ study_gc(lua_State *L)
 {
   StudyBox *box = luaL_checkudata(L, 1, SIEVE_LUA_STUDY);
   if (box->running == 0 && !box->in_optimizer)
-    study_close(box);
+    study_close(L, box);
   return 0;
 }
 
@@ -444,6 +460,7 @@ study_run(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
   lua_Integer n = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, n >= 0, 2, "expected a number of trials >= 0");
   if (box->running > 0)
     return luaL_error(L, "study:run called while this study is running (from its evaluator or optimizer): a study "
                          "runs one loop at a time");
@@ -492,7 +509,7 @@ study_close_method(lua_State *L)
   if (box->running > 0)
     return luaL_error(L, "the study is running (study:run, ask or tell is on the stack): close it after that call "
                          "returns");
-  study_close(box);
+  study_close(L, box);
   return 0;
 }
 
@@ -716,6 +733,11 @@ run_experiment(SieveLuaHost *host, const char *path, const char *const *override
     box->objectives.metrics[i] = g_strdup(exp->objectives[i].metric);
     box->objectives.maximize[i] = exp->objectives[i].maximize;
   }
+  /* Built anew (the engine's went with it): the same component and options. */
+  box->space = sieve_space_new(exp->space.component, exp->space.options, error);
+  if (box->space == NULL)
+    return FALSE;
+  box->exp = g_steal_pointer(&exp);
   return TRUE;
 }
 
@@ -784,6 +806,9 @@ run_new(lua_State *L)
   g_ptr_array_unref(overrides);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
+  int study = lua_gettop(L);
+  sieve__lua_push_space(L, box->space, FALSE);
+  lua_setiuservalue(L, study, 1);
   return 1;
 }
 

@@ -9,6 +9,7 @@
  *   },
  *   probe = {C = 8, N = 1},                 -- spaces: their options at the probe scale
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,22 @@ static const SieveOptionType option_type_values[] = {
  * naming the option, when the value has none (a function, a table with
  * mixed keys ...) rather than leave the option without its default. */
 static char *
-default_text(lua_State *L, int idx, const SieveLuaDef *def, const char *name)
+default_text(lua_State *L, int idx, const SieveLuaDef *def, const SieveOptionSpec *o)
 {
+  const char *name = o->name;
+  /* A float option refuses NaN (sieve/options.h: no option takes "not a
+   * number" to mean something), its default too: said here, at the line
+   * of the register_* call even when pcall called it, with what works. */
+  if ((o->type == SIEVE_OPTION_TYPE_FLOAT || o->type == SIEVE_OPTION_TYPE_INT) && lua_type(L, idx) == LUA_TNUMBER &&
+      isnan(lua_tonumber(L, idx))) {
+    guint line;
+    g_autofree char *file = sieve__lua_where(L, 1, &line);
+    lua_pushfstring(L, "%s:%d: option '%s' of '%s': a float option refuses NaN, as it does in a config; for a number "
+                       "that may be unset, declare {type = \"any\", default = 0/0}",
+                    file, (int) line, name, def->name);
+    g_clear_pointer(&file, g_free); /* before raising: it skips C cleanups */
+    lua_error(L);
+  }
   GError *error = NULL;
   char *text = sieve__lua_to_yaml_flow(L, idx, &error);
   if (text == NULL) {
@@ -60,7 +75,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
       luaL_error(L, "option '%s' of '%s': give a default value or a table {type = ..., default = ...}", name,
                  def->name);
     }
-    o->default_text = sieve__lua_def_keep(def, default_text(L, idx, def, name));
+    o->default_text = sieve__lua_def_keep(def, default_text(L, idx, def, o));
     return;
   }
   lua_getfield(L, idx, "type");
@@ -87,7 +102,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
        * was (quoted, it would be a string, which an int refuses). */
       o->default_text = sieve__lua_def_keep(def, g_strdup(lua_tostring(L, dflt)));
     else if (!lua_isnil(L, dflt))
-      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, name));
+      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, o));
     else if (o->type != SIEVE_OPTION_TYPE_NODE && o->type != SIEVE_OPTION_TYPE_STRING_LIST)
       o->flags |= SIEVE_OPTION_REQUIRED;
   }
@@ -196,16 +211,17 @@ sieve__lua_def_read_probe(lua_State *L, SieveLuaDef *def, int idx)
   lua_pushnil(L);
   while (lua_next(L, probe) != 0) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
-    gboolean known = FALSE;
+    const SieveOptionSpec *known = NULL;
     for (const SieveOptionSpec *o = def->spec; key && o->name; o++)
-      known |= strcmp(o->name, key) == 0;
-    if (!known)
+      if (strcmp(o->name, key) == 0)
+        known = o;
+    if (known == NULL)
       luaL_error(L, "'probe' of '%s': '%s' is not one of its options", def->name, key ? key : "(not a string)");
     int t = lua_type(L, -1);
     if (t != LUA_TNUMBER && t != LUA_TSTRING && t != LUA_TBOOLEAN)
       luaL_error(L, "'probe' of '%s': option '%s' needs a number, string or boolean, got a %s", def->name, key,
                  luaL_typename(L, -1));
-    g_autofree char *value = default_text(L, -1, def, key);
+    g_autofree char *value = default_text(L, -1, def, known);
     def->probe[i++] = (char *) sieve__lua_def_keep(def, g_strdup_printf("%s=%s", key, value));
     lua_pop(L, 1);
   }

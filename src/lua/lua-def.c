@@ -229,8 +229,20 @@ register_component(lua_State *L, SieveComponentKind kind)
                     : kind == SIEVE_KIND_EVALUATOR ? (gconstpointer) &sieve__lua_impl_evaluator_class
                                                    : (gconstpointer) &def->klass;
   GError *error = NULL;
-  if (!sieve__registry_add_from(host->registry, &def->info, def->origin, &error))
-    return sieve__lua_error_gerror(L, error);
+  if (!sieve__registry_add_from(host->registry, &def->info, def->origin, &error)) {
+    /* The registry names the script ("file: kind 'name': ..."): said at
+     * the line of this call instead (pcall'ed directly too), once. */
+    guint line;
+    char *file = sieve__lua_where(L, 1, &line);
+    const char *message = error->message;
+    size_t n = strlen(def->origin);
+    if (strncmp(message, def->origin, n) == 0 && strncmp(message + n, ": ", 2) == 0)
+      message += n + 2;
+    lua_pushfstring(L, "%s:%d: %s", file, (int) line, message);
+    g_free(file); /* before raising: it skips C cleanups */
+    g_error_free(error);
+    return lua_error(L);
+  }
   lua_pushvalue(L, 1);
   int ref = luaL_ref(L, LUA_REGISTRYINDEX);
   g_mutex_lock(&defs_lock);

@@ -584,11 +584,17 @@ static gboolean
 load_error(SieveLuaHost *host, int status, const char *what, GError **error)
 {
   const char *msg = lua_tostring(host->L, -1);
+  /* A script that cannot be read or does not compile is named by the
+   * configuration (lua.load, a component's script, `sieve lua FILE`): a
+   * configuration error (exit 2), as a missing space file is.  What the
+   * script raises as it runs stays a failure (sieve__lua_call). */
   if (status == LUA_ERRFILE)
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s", msg ? msg : what);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s", msg ? msg : what);
   else if (status == LUA_ERRMEM && host->mem_exceeded)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "%s: memory limit exceeded while loading", what);
-  else /* a syntax error: "file:line: message near 'x'" */
+  else if (status == LUA_ERRSYNTAX) /* "file:line: message near 'x'" */
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s", msg ? msg : what);
+  else
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "%s", msg ? msg : what);
   lua_pop(host->L, 1);
   return FALSE;

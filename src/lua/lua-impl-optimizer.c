@@ -75,6 +75,12 @@ optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     GError *local = NULL;
     SieveCandidate *c = to_candidate(L, -1, space_idx, &local);
     lua_pop(L, 1);
+    /* The engine checks it too, but far from the script: said here with
+     * where ask() is (a genotype built with g:set can leave an active
+     * decision unset). */
+    if (c != NULL && !sieve_space_validate(sieve_genotype_get_space(sieve_candidate_get_genotype(c)),
+                                           sieve_candidate_get_genotype(c), &local))
+      g_clear_pointer(&c, sieve_candidate_free);
     if (c == NULL) {
       g_autofree char *prefix = sieve__lua_instance_prefix(inst, "ask");
       g_propagate_prefixed_error(error, local, "%sitem %" G_GINT64_FORMAT ": ", prefix, (gint64) i);

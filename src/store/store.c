@@ -856,15 +856,25 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *wal = g_strconcat(path, "-wal", NULL);
   g_autofree char *uri = NULL;
-  if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS)) {
-    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+  g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+  /* A read-only connection cannot remove the -wal and -shm files when it
+   * closes last (SQLite needs to write to checkpoint first), so a study
+   * only read would be left as three files.  Where this user may write,
+   * a reader opens read-write, never creating, and refuses writes with
+   * query_only: closing last, it folds and removes them as a writer does. */
+  gboolean writable = mode == SIEVE_STORE_READ && access(dir, W_OK) == 0 && access(path, W_OK) == 0;
+  if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS))
     uri = g_strconcat("file:", escaped, "?immutable=1", NULL);
-  }
+  else if (writable)
+    uri = g_strconcat("file:", escaped, "?mode=rw", NULL);
   g_autofree char *errmsg = NULL;
-  if ((store->db = sieve__db_sqlite_open(uri ? uri : path, mode == SIEVE_STORE_WRITE, uri != NULL, &errmsg)) == NULL) {
+  if ((store->db = sieve__db_sqlite_open(uri ? uri : path, mode == SIEVE_STORE_WRITE || writable, uri != NULL,
+                                         &errmsg)) == NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: cannot open the store: %s", path, errmsg);
     return NULL;
   }
+  if (writable && !exec(store, "PRAGMA query_only=ON", "cannot open the store for reading only", error))
+    return NULL;
   if (!exec(store, "PRAGMA foreign_keys=ON", "cannot enable foreign keys", error) || !check_schema(store, error))
     return NULL;
   return g_steal_pointer(&store);

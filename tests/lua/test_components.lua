@@ -34,6 +34,35 @@ T.test("a Lua space: decisions, conditions, its own text form", function()
   T.raises("option 'width' expects", function() sieve.space("ring", {width = 100}) end)
 end)
 
+T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent's change clears or opens its children", function()
+  local space = sieve.space("ring")
+  local flat = space:genotype({shape = "flat", x = 0})
+  local ok, err = pcall(function() flat:set("radius", 3) end)
+  T.eq(ok, false)
+  T.truthy(err:find("^.*test_components%.lua:%d+: g:set: decision 'radius' is inactive in this genotype " ..
+                    "%(it needs shape in {ring}, and shape is 'flat'%)"), err)
+  T.eq(flat:get("radius"), nil, "unchanged")
+  T.eq(space:validate(flat), true)
+  -- A parent set so that its child is active: the child has no value until set.
+  flat:set("shape", "ring")
+  T.eq(flat:get("radius"), nil)
+  local valid, why = space:validate(flat)
+  T.eq(valid, false)
+  T.truthy(why:find("'radius'", 1, true), why)
+  T.eq(space:validate(flat:set("radius", 2)), true)
+  T.eq(space:parse(flat:format()), flat)
+  -- ... and set back so that it is inactive: its value is cleared.
+  T.eq(flat:set("shape", "flat"):get("radius"), nil)
+  T.eq(space:validate(flat), true)
+  T.eq(space:parse(flat:format()), flat)
+  -- An optimizer that returns one with an active decision unset is told so, with where its ask is.
+  sieve.register_optimizer{name = "unset-child",
+    ask = function(self, n) return {self.space:genotype({shape = "flat", x = 0}):set("shape", "ring")} end}
+  local o = sieve.optimizer("unset-child", space, {}, {seed = 1, objective = "value"})
+  local refused = T.raises("item 1: 'radius' is active but has no value", o.ask, o, 1)
+  T.truthy(refused:find("ask() (", 1, true) and refused:find("test_components.lua:", 1, true), refused)
+end)
+
 T.test("a Lua evaluator and optimizer in a study are deterministic", function()
   local function run(seed)
     local space = sieve.space("ring")
@@ -73,6 +102,17 @@ T.test("YAML names Lua components loaded by lua.load", function()
   for t in done:trials() do a[#a + 1] = t.text end
   for t in again:trials() do b[#b + 1] = t.text end
   T.eq(table.concat(a, " "), table.concat(b, " "), "the same experiment twice in one process")
+  -- The finished study has the experiment's space: genotypes, as sieve.study's trials have.
+  for t in done:trials() do
+    T.eq(type(t.genotype), "userdata", "trial " .. t.number .. " has a genotype")
+    T.eq(t.genotype:format(), t.text)
+  end
+  local best = done:best()
+  T.eq(best.genotype:format(), best.text)
+  T.eq(done:best().genotype, best.genotype, "genotypes compare by value")
+  local held = again:best().genotype
+  again:close()
+  T.raises("space is closed", held.format, held)
   T.raises("the experiment differs", function()
     sieve.run(fixtures .. "/registered.yaml", {store = store, resume = true, set = {seed = 4}})
   end)
@@ -224,10 +264,28 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
   T.eq(seen[1], 5)
   T.eq(seen[2], 2.5)
   T.eq(seen[3], true)
-  -- NaN is written as YAML's .nan, which a float option refuses as it does in a config.
-  T.raises("option 'f' expects a float, got .nan", function()
+  -- NaN is written as YAML's .nan, which a float option refuses as it does in a config:
+  -- said at the script's line (also when register_* is pcall'ed directly), with what works.
+  local nan_refused = "option 'f' of 'default-nan': a float option refuses NaN, as it does in a config; " ..
+                      "for a number that may be unset, declare {type = \"any\", default = 0/0}"
+  local err = T.raises(nan_refused, function()
     sieve.register_space{name = "default-nan", options = {f = 0 / 0}, create = function(self, b) end}
   end)
+  T.truthy(err:find("^.*test_components%.lua:%d+: option 'f'"), err)
+  local ok, direct = pcall(sieve.register_space, {name = "default-nan", options = {f = {type = "float", default = 0 / 0}},
+                                                  create = function(self, b) end})
+  T.eq(ok, false)
+  T.truthy(direct:find("^.*test_components%.lua:%d+: option 'f'") and direct:find(nan_refused, 1, true), direct)
+  sieve.register_space{name = "default-nan-any", options = {f = {type = "any", default = 0 / 0}},
+    create = function(self, b) seen = self.options.f; b:int("i", 0, 1) end}
+  sieve.space("default-nan-any")
+  T.truthy(seen ~= seen, "an any option's NaN default reads back as NaN")
+  -- What the registry refuses is said at the line too, once.
+  local refused
+  ok, refused = pcall(sieve.register_optimizer, {name = "own-seed", options = {seed = 1}, ask = function() end})
+  T.eq(ok, false)
+  T.truthy(refused:find("^.*test_components%.lua:%d+: optimizer 'own%-seed': option 'seed': the name is reserved"),
+           refused)
 end)
 
 T.done()

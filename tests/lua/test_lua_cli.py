@@ -178,6 +178,26 @@ class TestSandboxFromYaml(Workdir):
         p = sieve("run", cfg, "--store", self.path("h.sieve"), check=1)
         self.assertIn("memory limit exceeded: the Lua state needed more than 16 MiB", p.stderr)
 
+    def test_a_script_that_cannot_load_is_a_config_error(self):
+        # Exit 2 (bad configuration), as a missing hpo file is: a script
+        # that cannot be read or does not compile, named by lua.load or an
+        # optimizer's script; said at the YAML line that names it.
+        spins = self.write("spin.lua", SPINS)
+        self.write("syntax.lua", "x = = 1\n")
+        cases = [("missing-load", spins, "lua: {load: [nothere.lua]}", r"missing-load\.yaml:7:13: lua\.load: cannot open "),
+                 ("syntax-load", spins, "lua: {load: [syntax.lua]}",
+                  r"syntax-load\.yaml:7:13: lua\.load: .*syntax\.lua:1: unexpected symbol near '='"),
+                 ("missing-script", self.path("nothere.lua"), "", r"missing-script\.yaml:3:.*cannot open .*nothere\.lua")]
+        for name, script, extra, message in cases:
+            p = sieve("run", self.simple(name, script, extra), "--store", self.path(name + ".sieve"), check=2)
+            self.assertRegex(p.stderr, message)
+            self.assertFalse(os.path.exists(self.path(name + ".sieve")), "nothing is stored")
+        # A script that loads and then raises as it runs stays a failure (1).
+        self.write("raises.lua", 'error("not today")\n')
+        p = sieve("run", self.simple("raises", spins, "lua: {load: [raises.lua]}"), "--store", self.path("r.sieve"),
+                  check=1)
+        self.assertIn("raises.lua:1: not today", p.stderr)
+
     def test_unknown_lua_key(self):
         script = self.write("spin.lua", SPINS)
         cfg = self.simple("typo", script, "lua: {alow: [io]}")
@@ -495,6 +515,13 @@ budget: {{proposals: 200}}
         p = sieve("lua", os.path.join(EXAMPLES, "run-yaml.lua"), self.dir, check=0)
         self.assertIn("seed 1:", p.stdout)
         self.assertIn("seed 2:", p.stdout)
+        # The finished studies it read are closed at exit as a writer's are:
+        # each store is one file again, no -wal or -shm left beside it.
+        files = sorted(f for f in os.listdir(self.dir) if ".sieve" in f)
+        self.assertEqual(files, ["nb201-evolution-seed1.sieve", "nb201-evolution-seed2.sieve"])
+        # So are the stores a command only reads.
+        export_rows(self.path("nb201-evolution-seed1.sieve"))
+        self.assertEqual(sorted(f for f in os.listdir(self.dir) if ".sieve" in f), files)
 
 
 if __name__ == "__main__":

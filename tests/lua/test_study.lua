@@ -27,6 +27,15 @@ T.test("study:close from the evaluator while study:run runs is an error, not a c
   st:close()
 end)
 
+T.test("study:run(n) refuses a negative n, at the caller's line", function()
+  local st = hooked_study(sieve.space("hpo", {file = branin}))
+  local ok, err = pcall(function() local _ = st:run(-1) end)
+  T.eq(ok, false)
+  T.truthy(err:find("test_study%.lua:%d+: bad argument #1 to 'run' %(expected a number of trials >= 0%)"), err)
+  T.eq(st:run(0), 0)
+  T.eq(st:count(), 0)
+end)
+
 T.test("study:run from the evaluator is refused, not recursed", function()
   local st = hooked_study(sieve.space("hpo", {file = branin}))
   hook = function(s) s:run(2) end
