@@ -309,14 +309,27 @@ sieve_cmd_worker(int argc, char **argv)
   Worker w = {.url = url, .engine = engine, .lease_s = lease_s, .idle_exit_s = idle_exit_s, .quiet = quiet};
   g_mutex_init(&w.lock);
   w.held = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+  /* A Lua component runs on the thread that loaded its script (this one):
+   * more threads would each claim an evaluation only to fail it, "called
+   * from another thread".  Said, as the study loop says it for workers. */
+  const SieveComponent *in_lua = sieve__component_in_lua(exp->evaluator.component) ? exp->evaluator.component
+                                 : sieve__component_in_lua(exp->space.component)   ? exp->space.component
+                                                                                   : NULL;
+  if (in_lua != NULL && threads > 1) {
+    say(&w, "%s '%s' runs in Lua, on one thread: 1 thread, not %d", in_lua == exp->space.component ? "space"
+        : "evaluator", sieve_component_get_name(in_lua), threads);
+    threads = 1;
+  }
   say(&w, "study '%s' on %s: %d thread%s, lease %g s", exp->name, sieve_store_get_path(store), threads,
       threads == 1 ? "" : "s", lease_s);
   w.first = g_steal_pointer(&store);
   GThread *renewer = g_thread_new("renew", renew_leases, &w);
+  /* The first claim loop runs on this thread, where the engine was built. */
   GThread *pool[threads];
-  for (gint i = 0; i < threads; i++)
+  for (gint i = 1; i < threads; i++)
     pool[i] = g_thread_new("claim", claim_loop, &w);
-  for (gint i = 0; i < threads; i++)
+  claim_loop(&w);
+  for (gint i = 1; i < threads; i++)
     g_thread_join(pool[i]);
   g_atomic_int_set(&w.stop, 1);
   g_thread_join(renewer);

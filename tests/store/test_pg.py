@@ -299,6 +299,30 @@ class TestWorkers(PgCase):
         self.assertIn("this worker cannot run the study's evaluator as stored", p.stderr)
         self.assertIn(self.path("branin.yaml"), p.stderr)
 
+    def test_lua_evaluator_through_workers(self):
+        """A Lua evaluator runs on the thread that loaded its script: a worker evaluates on that
+        thread (it once claimed every trial and failed it, "called from another thread"), and
+        --threads 2 runs one thread, saying so, rather than fail half the claims."""
+        cfg = self.write("lua.yaml", LUA % (os.path.join(ROOT, "search_spaces", "branin.yaml"),
+                                            os.path.join(ROOT, "examples", "lua", "branin.lua")))
+        sieve("run", cfg, "--store", self.path("lua.sieve"), "--quiet", check=0)
+        ref = export_rows(self.path("lua.sieve"))
+        self.assertEqual([r["status"] for r in ref], ["ok"] * 4)
+        url = SERVER.url("lua_local")
+        sieve("run", cfg, "--store", url, "--quiet", check=0)  # --local-workers 1
+        self.assertEqual(export_rows(url), ref)
+        self.url = SERVER.url("lua_threads")
+        coordinator = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "2", "--quiet"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = self.start_workers(1, "--threads", "2")
+        out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        logs = self.finish(workers)
+        self.assertEqual(workers[0].returncode, 0, logs)
+        self.assertIn("evaluator 'lua' runs in Lua, on one thread: 1 thread, not 2", logs[0])
+        rows = export_rows(self.url, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 4, rows)
+
     def test_worker_refuses_what_it_cannot_run(self):
         url = SERVER.url("refuse")
         sieve("run", self.slow(delay=0, n=3), "--store", url, "--quiet", check=0)
@@ -312,6 +336,16 @@ class TestWorkers(PgCase):
         p = sieve("worker", self.path("x.sieve"), check=2)
         self.assertIn("STORE must be a postgresql:// URL", p.stderr)
 
+
+# The branin function evaluated by a Lua script (examples/lua/branin.lua).
+LUA = """name: lua
+seed: 0
+space: {plugin: hpo, file: %s}
+optimizer: {plugin: random}
+evaluator: {plugin: lua, script: %s}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 4}
+"""
 
 # examples/progress/prune.yaml with its paths made absolute: a real Python
 # process per trial reports val_acc each epoch; the median rule prunes.
