@@ -123,8 +123,11 @@ claim_loop(gpointer data)
         say(w, "the study is finished; exiting");
         return NULL;
       }
-      if (w->idle_exit_s > 0 && (g_get_monotonic_time() - idle_since) / 1e6 >= w->idle_exit_s) {
-        say(w, "nothing to evaluate for %g s; exiting", w->idle_exit_s);
+      if ((g_get_monotonic_time() - idle_since) / 1e6 >= w->idle_exit_s) {
+        if (w->idle_exit_s == 0)
+          say(w, "nothing to evaluate; exiting (--idle-exit 0)");
+        else
+          say(w, "nothing to evaluate for %g s; exiting", w->idle_exit_s);
         return NULL;
       }
       /* Woken when the coordinator queues more (or closes the queue);
@@ -216,7 +219,7 @@ int
 sieve_cmd_worker(int argc, char **argv)
 {
   gint threads = 1;
-  double lease_s = 30, idle_exit_s = 0, reconnect_s = 60;
+  double lease_s = 30, idle_exit_s = INFINITY, reconnect_s = 60; /* idle: never, until the study is finished */
   g_autofree char *lease_text = NULL, *idle_text = NULL, *reconnect_text = NULL;
   gboolean quiet = FALSE, with_parent = FALSE;
   GOptionEntry entries[] = {
@@ -225,7 +228,8 @@ sieve_cmd_worker(int argc, char **argv)
        "seconds a claim stays valid without renewal: a dead worker's evaluations go elsewhere after this (default 30)",
        "S"},
       {"idle-exit", 0, 0, G_OPTION_ARG_STRING, &idle_text,
-       "exit after S seconds with nothing to evaluate (default: only when the study is finished)", "S"},
+       "exit after S seconds with nothing to evaluate (0: as soon as nothing is; default: only when the study "
+       "is finished)", "S"},
       {"reconnect-timeout", 0, 0, G_OPTION_ARG_STRING, &reconnect_text,
        "seconds to keep reconnecting to a server that went away before failing (default 60; 0: fail at once)",
        "S"},
@@ -283,7 +287,7 @@ sieve_cmd_worker(int argc, char **argv)
       break;
     gboolean absent = store != NULL || g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND) ||
                       (error && g_str_has_suffix(error->message, "not a sieve store (an empty study)"));
-    if (!absent || (idle_exit_s > 0 && (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s)) {
+    if (!absent || (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s) {
       if (error == NULL && config != NULL)
         g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: its study has no queue open for workers (its "
                     "coordinator, `sieve run` on this store, has not started)", sieve_store_get_path(store));
