@@ -305,6 +305,9 @@ sieve_cmd_worker(int argc, char **argv)
   g_autoptr(SieveExperiment) exp = load_study(store, registry, refused, &error);
   if (exp == NULL)
     return sieve_cli_fail(error);
+  /* The coordinator screens (on its own device, with its own batch): a
+   * worker only evaluates what passed. */
+  exp->pipeline.screen.enabled = FALSE;
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
   if (engine == NULL) {
     g_prefix_error(&error, "this worker cannot run the study's evaluator as stored: ");
