@@ -1196,9 +1196,12 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   for (guint i = 0; i < round->len; i++)
     unscored += scored->errors[i] != NULL;
   /* Kept then are the first proposed, not the best: said, with why. */
-  if (unscored == round->len && rs->progress)
-    sieve_progress_message(rs->progress, "stage 'screen': no candidate of this round of %u could be scored (%s); "
-                           "the %u kept are the first proposed, not the best", round->len, scored->errors[0], keep);
+  if (unscored == round->len && rs->progress) {
+    const char *why = scored->errors[0];
+    sieve_progress_message(rs->progress, "stage 'screen': no candidate of this round of %u could be scored (%.*s); "
+                           "the %u kept are the first proposed, not the best", round->len, (int) strcspn(why, "\n"),
+                           why, keep);
+  }
   for (guint i = 0; i < round->len; i++)
     add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
   g_autofree gboolean *kept = g_new0(gboolean, round->len);
