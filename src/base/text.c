@@ -132,3 +132,79 @@ sieve_text_quote_at(const char *p, const char *extra, guint max)
     return g_strdup_printf("'%.*s'", (int) len, p);
   return g_strdup_printf("\\x%02X", (guchar) *p);
 }
+
+/* Whether the integer literal [p, end) ('-' and digits) fits a gint64. */
+static gboolean
+integer_fits(const char *p, const char *end)
+{
+  gsize n = (gsize) (end - p);
+  if (n > 24) /* past 20 digits whatever the zeros: JSON has no leading ones */
+    return FALSE;
+  char buf[32];
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  return g_ascii_string_to_signed(buf, 10, G_MININT64, G_MAXINT64, NULL, NULL);
+}
+
+char *
+sieve_json_widen_integers(const char *json, gssize length)
+{
+  g_return_val_if_fail(json != NULL, NULL);
+  const char *end = json + (length < 0 ? (gssize) strlen(json) : length);
+  GString *out = NULL;
+  const char *copied = json; /* what is before this is in out already */
+  gboolean in_string = FALSE;
+  for (const char *p = json; p < end;) {
+    if (in_string) {
+      if (*p == '\\' && p + 1 < end)
+        p++;
+      else if (*p == '"')
+        in_string = FALSE;
+      p++;
+      continue;
+    }
+    if (*p == '"') {
+      in_string = TRUE;
+      p++;
+      continue;
+    }
+    gboolean starts = (*p == '-' || g_ascii_isdigit(*p)) &&
+                      (p == json || !(g_ascii_isalnum(p[-1]) || p[-1] == '_' || p[-1] == '.'));
+    if (!starts) {
+      p++;
+      continue;
+    }
+    /* The whole number token: -?digits(.digits)?([eE][+-]?digits)?, so
+     * that an exponent's digits are not taken for an integer. */
+    const char *start = p, *q = p + (*p == '-');
+    while (q < end && g_ascii_isdigit(*q))
+      q++;
+    const char *digits_end = q;
+    gboolean real = FALSE;
+    if (q < end && *q == '.') {
+      real = TRUE;
+      for (q++; q < end && g_ascii_isdigit(*q); q++)
+        ;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+      real = TRUE;
+      q++;
+      if (q < end && (*q == '+' || *q == '-'))
+        q++;
+      while (q < end && g_ascii_isdigit(*q))
+        q++;
+    }
+    if (!real && digits_end > start + (*start == '-') && !integer_fits(start, digits_end)) {
+      if (out == NULL)
+        out = g_string_sized_new((gsize) (end - json) + 16);
+      g_string_append_len(out, copied, digits_end - copied);
+      g_string_append(out, ".0");
+      copied = digits_end;
+    }
+    p = q > p ? q : p + 1;
+  }
+  if (out == NULL)
+    return NULL;
+  g_string_append_len(out, copied, end - copied);
+  return g_string_free(out, FALSE);
+}

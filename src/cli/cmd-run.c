@@ -259,8 +259,14 @@ sieve_cmd_run(int argc, char **argv)
    * from the command line alone, so refused before the store is created or
    * its study touched (a --resume --set writes the stored config). */
   gboolean queued = sieve_store_is_url(path);
-  if (!queued && (local_workers > 0 || in_flight > 0)) {
-    fprintf(stderr, "sieve run: --local-workers and --in-flight need a postgresql:// store\n");
+  const char *server_only = local_workers > 0 ? "--local-workers"
+                            : in_flight > 0   ? "--in-flight"
+                            : lease_text      ? "--lease"
+                            : reconnect_text  ? "--reconnect-timeout"
+                                              : NULL;
+  if (!queued && server_only != NULL) {
+    fprintf(stderr, "sieve run: %s needs a postgresql:// store (--local-workers, --in-flight, --lease and "
+                    "--reconnect-timeout are for a study on a server)\n", server_only);
     return SIEVE_EXIT_USAGE;
   }
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);

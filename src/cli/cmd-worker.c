@@ -123,8 +123,11 @@ claim_loop(gpointer data)
         say(w, "the study is finished; exiting");
         return NULL;
       }
-      if (w->idle_exit_s > 0 && (g_get_monotonic_time() - idle_since) / 1e6 >= w->idle_exit_s) {
-        say(w, "nothing to evaluate for %g s; exiting", w->idle_exit_s);
+      if ((g_get_monotonic_time() - idle_since) / 1e6 >= w->idle_exit_s) {
+        if (w->idle_exit_s == 0)
+          say(w, "nothing to evaluate; exiting (--idle-exit 0)");
+        else
+          say(w, "nothing to evaluate for %g s; exiting", w->idle_exit_s);
         return NULL;
       }
       /* Woken when the coordinator queues more (or closes the queue);
@@ -216,7 +219,7 @@ int
 sieve_cmd_worker(int argc, char **argv)
 {
   gint threads = 1;
-  double lease_s = 30, idle_exit_s = 0, reconnect_s = 60;
+  double lease_s = 30, idle_exit_s = INFINITY, reconnect_s = 60; /* idle: never, until the study is finished */
   g_autofree char *lease_text = NULL, *idle_text = NULL, *reconnect_text = NULL;
   gboolean quiet = FALSE, with_parent = FALSE;
   GOptionEntry entries[] = {
@@ -225,7 +228,8 @@ sieve_cmd_worker(int argc, char **argv)
        "seconds a claim stays valid without renewal: a dead worker's evaluations go elsewhere after this (default 30)",
        "S"},
       {"idle-exit", 0, 0, G_OPTION_ARG_STRING, &idle_text,
-       "exit after S seconds with nothing to evaluate (default: only when the study is finished)", "S"},
+       "exit after S seconds with nothing to evaluate (0: as soon as nothing is; default: only when the study "
+       "is finished)", "S"},
       {"reconnect-timeout", 0, 0, G_OPTION_ARG_STRING, &reconnect_text,
        "seconds to keep reconnecting to a server that went away before failing (default 60; 0: fail at once)",
        "S"},
@@ -283,7 +287,7 @@ sieve_cmd_worker(int argc, char **argv)
       break;
     gboolean absent = store != NULL || g_error_matches(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND) ||
                       (error && g_str_has_suffix(error->message, "not a sieve store (an empty study)"));
-    if (!absent || (idle_exit_s > 0 && (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s)) {
+    if (!absent || (g_get_monotonic_time() - since) / 1e6 >= idle_exit_s) {
       if (error == NULL && config != NULL)
         g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: its study has no queue open for workers (its "
                     "coordinator, `sieve run` on this store, has not started)", sieve_store_get_path(store));
@@ -301,6 +305,9 @@ sieve_cmd_worker(int argc, char **argv)
   g_autoptr(SieveExperiment) exp = load_study(store, registry, refused, &error);
   if (exp == NULL)
     return sieve_cli_fail(error);
+  /* The coordinator screens (on its own device, with its own batch): a
+   * worker only evaluates what passed. */
+  exp->pipeline.screen.enabled = FALSE;
   g_autoptr(SieveEngine) engine = sieve_engine_new(exp, &error);
   if (engine == NULL) {
     g_prefix_error(&error, "this worker cannot run the study's evaluator as stored: ");
@@ -309,14 +316,27 @@ sieve_cmd_worker(int argc, char **argv)
   Worker w = {.url = url, .engine = engine, .lease_s = lease_s, .idle_exit_s = idle_exit_s, .quiet = quiet};
   g_mutex_init(&w.lock);
   w.held = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+  /* A Lua component runs on the thread that loaded its script (this one):
+   * more threads would each claim an evaluation only to fail it, "called
+   * from another thread".  Said, as the study loop says it for workers. */
+  const SieveComponent *in_lua = sieve__component_in_lua(exp->evaluator.component) ? exp->evaluator.component
+                                 : sieve__component_in_lua(exp->space.component)   ? exp->space.component
+                                                                                   : NULL;
+  if (in_lua != NULL && threads > 1) {
+    say(&w, "%s '%s' runs in Lua, on one thread: 1 thread, not %d", in_lua == exp->space.component ? "space"
+        : "evaluator", sieve_component_get_name(in_lua), threads);
+    threads = 1;
+  }
   say(&w, "study '%s' on %s: %d thread%s, lease %g s", exp->name, sieve_store_get_path(store), threads,
       threads == 1 ? "" : "s", lease_s);
   w.first = g_steal_pointer(&store);
   GThread *renewer = g_thread_new("renew", renew_leases, &w);
+  /* The first claim loop runs on this thread, where the engine was built. */
   GThread *pool[threads];
-  for (gint i = 0; i < threads; i++)
+  for (gint i = 1; i < threads; i++)
     pool[i] = g_thread_new("claim", claim_loop, &w);
-  for (gint i = 0; i < threads; i++)
+  claim_loop(&w);
+  for (gint i = 1; i < threads; i++)
     g_thread_join(pool[i]);
   g_atomic_int_set(&w.stop, 1);
   g_thread_join(renewer);

@@ -76,6 +76,7 @@ typedef struct {
   char *data_dir;           /* (owned, nullable) */
   char *device;             /* runtime device of the proxies ("cpu", "cuda", "auto") (owned) */
   const SieveNode *dataset_node;
+  const SieveNode *device_node;
 } SieveScreenStage;
 
 /* latency measures each proposal dedupe let through for inference on this

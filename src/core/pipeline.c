@@ -188,6 +188,7 @@ load_screen(SieveScreenStage *out, const SieveNode *stage, const SieveNode *opti
   out->data_dir = g_strdup(sieve_options_get_string(o, "data_dir"));
   out->device = g_strdup(sieve_options_get_string(o, "device"));
   out->dataset_node = sieve_options_node(o, "dataset");
+  out->device_node = sieve_options_node(o, "device");
   out->seed = sieve_options_is_set(o, "seed") ? (guint64) sieve_options_get_int(o, "seed") : seed;
   return TRUE;
 }

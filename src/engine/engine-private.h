@@ -393,7 +393,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveConstrainer, sieve_constrainer_free)
 
 /* A component written in Lua: the builtin lua plugin's, or one a script
  * registered (engine.c). */
-gboolean sieve__component_in_lua(const SieveComponent *component);
+SIEVE_INTERNAL_API gboolean sieve__component_in_lua(const SieveComponent *component);
 
 /* The study key (study-key.c): what defines the study, one "path<TAB>value"
  * line per setting with defaults written out, and the sha256 of each file

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include <sieve/proxy.h>
+#include <sieve/runtime.h>
 #include <sieve/text.h>
 
 #include "engine/engine-private.h"
@@ -277,6 +278,28 @@ check_pipeline(SieveEngine *engine, GError **error)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s: stage 'screen': %s", where, local->message);
     g_error_free(local);
     return FALSE;
+  }
+  /* The screen keeps the best of a round by their scores: where none can
+   * be scored it would keep the first proposed, so a device that is not
+   * here is refused now (the evaluators fail each trial instead, which
+   * shows).  auto says what it took. */
+  if (pipeline->screen.enabled && pipeline->screen.device != NULL &&
+      !g_str_equal(pipeline->screen.device, "cpu")) {
+    g_autofree char *note = NULL;
+    gboolean gpu = g_str_equal(sieve_runtime_resolve_device("auto", &note), "cuda");
+    if (g_str_equal(pipeline->screen.device, "auto")) {
+      g_printerr("stage 'screen': %s\n", note);
+    } else if (!gpu) {
+      const char *why = strchr(note, '(');
+      g_autofree char *reason = why ? g_strndup(why + 1, strlen(why + 1) - 1) : g_strdup("no GPU");
+      g_autofree char *where = sieve_node_where(pipeline->screen.device_node ? pipeline->screen.device_node
+                                                                             : pipeline->screen.node);
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s: stage 'screen': device cuda: %s%s: its proxies could score no candidate; use device: auto "
+                  "(the CPU where there is no GPU) or cpu", where,
+                  g_str_has_prefix(reason, "this build") ? "" : "no CUDA device: ", reason);
+      return FALSE;
+    }
   }
   if (pipeline->screen.enabled && pipeline->screen.dataset != NULL) {
     engine->screen_batch = sieve_screen_batch_load(&pipeline->screen, engine->space, &local);
@@ -1291,6 +1314,16 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   for (guint i = 0; i < round->len; i++)
     genotypes[i] = sieve_candidate_get_genotype(((Proposal *) round->pdata[i])->candidate);
   SieveScreenRound *scored = sieve_screen_round_new(stage, engine->space, engine->screen_batch, genotypes, round->len);
+  guint unscored = 0;
+  for (guint i = 0; i < round->len; i++)
+    unscored += scored->errors[i] != NULL;
+  /* Kept then are the first proposed, not the best: said, with why. */
+  if (unscored == round->len && rs->progress) {
+    const char *why = scored->errors[0];
+    sieve_progress_message(rs->progress, "stage 'screen': no candidate of this round of %u could be scored (%.*s); "
+                           "the %u kept are the first proposed, not the best", round->len, (int) strcspn(why, "\n"),
+                           why, keep);
+  }
   for (guint i = 0; i < round->len; i++)
     add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
   for (guint i = 0; i < round->len; i++)

@@ -9,6 +9,8 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include <sieve/text.h>
+
 #include "model/model-private.h"
 #include "base/base-private.h"
 
@@ -385,6 +387,19 @@ bad(GError **error, const char *origin, const char *format, ...)
   return FALSE;
 }
 
+/* An integer >= 0 of the header: a JSON integer that fits 64 bits (the
+ * header is read with sieve_json_widen_integers, so one beyond is a double
+ * here rather than wrapped to a small number). */
+static gboolean
+header_integer(JsonNode *node, gint64 *out)
+{
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE(node) || json_node_get_value_type(node) != G_TYPE_INT64 ||
+      json_node_get_int(node) < 0)
+    return FALSE;
+  *out = json_node_get_int(node);
+  return TRUE;
+}
+
 static gboolean
 read_offsets(JsonObject *o, const char *name, guint64 *begin, guint64 *end, guint *ndims, guint64 *dims,
              const char *origin, GError **error)
@@ -404,13 +419,16 @@ read_offsets(JsonObject *o, const char *name, guint64 *begin, guint64 *end, guin
                SIEVE_WEIGHTS_MAX_DIMS);
   *ndims = json_array_get_length(s);
   for (guint k = 0; k < *ndims; k++) {
-    gint64 v = json_array_get_int_element(s, k);
-    if (v < 0 || v > G_MAXINT32)
-      return bad(error, origin, "tensor '%s' has dimension %" G_GINT64_FORMAT, name, v);
+    gint64 v;
+    if (!header_integer(json_array_get_element(s, k), &v) || v > G_MAXINT32)
+      return bad(error, origin, "tensor '%s' has a dimension that is not an integer from 0 to %d", name,
+                 G_MAXINT32);
     dims[k] = (guint64)v;
   }
-  gint64 b = json_array_get_int_element(d, 0), e = json_array_get_int_element(d, 1);
-  if (b < 0 || e < b)
+  gint64 b, e;
+  if (!header_integer(json_array_get_element(d, 0), &b) || !header_integer(json_array_get_element(d, 1), &e))
+    return bad(error, origin, "tensor '%s' has data_offsets that are not integers >= 0", name);
+  if (e < b)
     return bad(error, origin, "tensor '%s' has data_offsets [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", name, b, e);
   *begin = (guint64)b;
   *end = (guint64)e;
@@ -436,7 +454,9 @@ sieve_weights_decode(GBytes *bytes, const char *origin, GError **error)
   }
   g_autoptr(JsonParser) parser = json_parser_new();
   GError *local = NULL;
-  if (!json_parser_load_from_data(parser, (const char *)p + 8, (gssize)n, &local)) {
+  g_autofree char *widened = sieve_json_widen_integers((const char *)p + 8, (gssize)n);
+  if (!json_parser_load_from_data(parser, widened ? widened : (const char *)p + 8, widened ? -1 : (gssize)n,
+                                  &local)) {
     bad(error, origin, "its JSON header does not parse (%s)", local->message);
     g_error_free(local);
     return NULL;

@@ -41,6 +41,16 @@ SIEVE_API void sieve_json_append_string(GString *out, const char *text);
  * infinities; sieve's readers take these strings back). */
 SIEVE_API void sieve_json_append_double(GString *out, double value);
 
+/* json-glib reads an integer literal into a gint64 and wraps one beyond it
+ * without a word (99999999999999999999 reads as -1, 9223372036854775808 as
+ * its negative).  A copy of the JSON text json (length bytes, or up to its
+ * NUL when -1) where each integer literal outside the 64-bit range, strings
+ * skipped, is written as a real number (its digits and ".0"), which
+ * json-glib reads as the nearest double; NULL when there is none.  A reader
+ * that needs an integer sees a double there and refuses it.
+ * (transfer full) (nullable) */
+SIEVE_API char *sieve_json_widen_integers(const char *json, gssize length);
+
 /* For a parser's messages: the 1-based number of the character at in text,
  * counting UTF-8 characters (bytes where text is not valid UTF-8 up to at). */
 SIEVE_API guint sieve_text_char_number(const char *text, const char *at);

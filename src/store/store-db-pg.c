@@ -934,19 +934,30 @@ quiet_notice(void *data, const char *message)
 
 /* Splits sieve's own parameters off url, `study` and `reconnect_timeout`:
  * *study and *reconnect (transfer full, NULL when absent); returns the URL
- * libpq reads (transfer full). */
+ * libpq reads (transfer full).  *twice (nullable; transfer full): the
+ * first parameter the query gives twice (libpq and this loop would take
+ * the last one without a word, `study=a&study=b` opening study b). */
 static char *
-split_study(const char *url, char **study, char **reconnect)
+split_study(const char *url, char **study, char **reconnect, char **twice)
 {
   *study = NULL;
   *reconnect = NULL;
+  if (twice != NULL)
+    *twice = NULL;
   const char *query = strchr(url, '?');
   if (query == NULL)
     return g_strdup(url);
   GString *out = g_string_new_len(url, query - url);
   g_auto(GStrv) params = g_strsplit(query + 1, "&", -1);
+  g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   gboolean first = TRUE;
   for (guint i = 0; params[i] != NULL; i++) {
+    const char *eq = strchr(params[i], '=');
+    char *key = g_uri_unescape_segment(params[i], eq, NULL);
+    if (key == NULL || key[0] == '\0')
+      g_free(key);
+    else if (!g_hash_table_add(seen, key) && twice != NULL && *twice == NULL)
+      *twice = g_strdup(key);
     if (g_str_has_prefix(params[i], "study=")) {
       g_free(*study);
       *study = g_uri_unescape_string(params[i] + strlen("study="), NULL);
@@ -1053,8 +1064,13 @@ SieveDb *
 sieve__db_pg_open(const char *url, SieveStoreMode mode, char **display, GError **error)
 {
   *display = sieve__db_redact_url(url);
-  g_autofree char *study = NULL, *reconnect = NULL;
-  g_autofree char *conninfo = split_study(url, &study, &reconnect);
+  g_autofree char *study = NULL, *reconnect = NULL, *twice = NULL;
+  g_autofree char *conninfo = split_study(url, &study, &reconnect, &twice);
+  if (twice != NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: the parameter '%s' appears twice in the URL: give it once", *display, twice);
+    return NULL;
+  }
   if (study == NULL)
     study = g_strdup("sieve");
   double reconnect_s = sieve__db_get_reconnect_timeout();
@@ -1118,7 +1134,7 @@ void
 sieve__db_pg_wait_for_queue(const char *url, double timeout_s)
 {
   g_autofree char *study = NULL, *reconnect = NULL;
-  g_autofree char *conninfo = split_study(url, &study, &reconnect);
+  g_autofree char *conninfo = split_study(url, &study, &reconnect, NULL);
   if (study == NULL)
     study = g_strdup("sieve");
   gint64 deadline = g_get_monotonic_time() + (gint64) (timeout_s * G_USEC_PER_SEC);

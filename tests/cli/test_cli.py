@@ -112,13 +112,14 @@ class TestNb201(Workdir):
         self.assertEqual(rows[:20], before)
 
     def test_refused_queue_options_touch_no_store(self):
-        """--local-workers and --in-flight need a server: refused on an SQLite store before the
-        store is created, and before a --resume --set rewrites the stored config."""
+        """--local-workers, --in-flight, --lease and --reconnect-timeout need a server: refused on an
+        SQLite store (the last two were once accepted and ignored) before the store is created, and
+        before a --resume --set rewrites the stored config."""
         cfg = self.write("b.yaml", sieve_cli.branin_config("b", 3))
-        refused = (["--local-workers", "2"], ["--in-flight", "3"])
+        refused = (["--local-workers", "2"], ["--in-flight", "3"], ["--lease", "5"], ["--reconnect-timeout", "0"])
         for extra in refused:
             p = sieve("run", "b.yaml", *extra, cwd=self.dir, check=2)
-            self.assertIn("--local-workers and --in-flight need a postgresql:// store", p.stderr)
+            self.assertIn(f"sieve run: {extra[0]} needs a postgresql:// store", p.stderr)
             self.assertEqual(sorted(os.listdir(self.dir)), ["b.yaml"], extra)
         store = self.path("b.sieve")
         sieve("run", cfg, "--store", store, "--quiet", check=0)
@@ -131,7 +132,7 @@ class TestNb201(Workdir):
         self.assertTrue(any("budget:\n  evaluations: 3\n" in line for line in before))
         for extra in refused:
             p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=5", *extra, check=2)
-            self.assertIn("need a postgresql:// store", p.stderr)
+            self.assertIn(f"{extra[0]} needs a postgresql:// store", p.stderr)
             self.assertEqual(dump(), before, extra)
         # Still a study of 3 trials that --resume extends.
         sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=5", "--quiet", check=0)

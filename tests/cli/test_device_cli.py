@@ -145,6 +145,32 @@ budget: {evaluations: 2}
         self.assertEqual([r["status"] for r in rows], ["failed", "failed"])
         no_cuda(self, rows[0]["reason"])
 
+    def test_screen_stage(self):
+        """The screen scores a round to choose which candidates go on: with device cuda and no GPU
+        it once kept the first proposals unscored, exit 0.  Now a config error before the store is
+        made; auto falls back to the CPU and says so."""
+        text = """name: s4
+seed: 0
+space: {plugin: nb201, C: 4, N: 1}
+optimizer: {plugin: random}
+evaluator: {plugin: proxy, proxies: [params], batch_size: 2}
+objective: {metric: score, direction: maximize}
+pipeline: [{screen: {proxies: [synflow], keep_top: 1, batch: 3, batch_size: 2, device: %s}}]
+budget: {evaluations: 2}
+"""
+        cfg = self.write("s-cuda.yaml", text % "cuda")
+        p = sieve("run", cfg, "--store", self.path("s-cuda.sieve"), check=2)
+        self.assertRegex(p.stderr, re.escape(cfg) + r":7:\d+: stage 'screen': device cuda: (no CUDA device|this build "
+                         r"has no CUDA backend).*use device: auto")
+        self.assertFalse(os.path.exists(self.path("s-cuda.sieve")))
+        cfg = self.write("s-auto.yaml", text % "auto")
+        p = sieve("run", cfg, "--store", self.path("s-auto.sieve"), check=0)
+        self.assertRegex(p.stderr, r"stage 'screen': device auto: cpu \(")
+        rows = export_rows(self.path("s-auto.sieve"))
+        self.assertEqual(sorted(r["status"] for r in rows), ["ok", "ok", "screened", "screened", "screened",
+                                                             "screened"])
+        self.assertTrue(all(r["synflow"] not in ("", "nan") for r in rows), rows)
+
 
 @unittest.skipIf(HAVE_GPU, "this machine has a GPU: these cases are about one without")
 class TestProxiesDevice(unittest.TestCase):

@@ -641,6 +641,32 @@ budget: {{evaluations: 1}}
                       "space nb201 builds networks for 1x32x32 inputs with 10 outputs", p.stderr)
         self.assertFalse(os.path.exists(self.path("bad.sieve")))
 
+    def test_round_that_cannot_be_scored_is_said(self):
+        """A round none of whose candidates the proxies could score keeps the first proposed, not
+        the best: said in the progress, with the reason (it once passed without a word)."""
+        script = self.write("bad.lua", """sieve.register_space{
+  name = "unbuildable", summary = "networks that never build",
+  create = function(self, b) b:categorical("op", {"a", "b", "c", "d"}) end,
+  format = function(self, g) return g:values().op end,
+  parse = function(self, text) return {op = text} end,
+  build = function(self, g) error("no network for " .. g:values().op, 0) end,
+}
+""")
+        cfg = self.write("u.yaml", f"""name: u
+seed: 1
+space: {{plugin: lua, script: {script}}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: proxy, proxies: [params]}}
+objective: {{metric: score, direction: maximize}}
+pipeline:
+  - screen: {{proxies: [params], keep_top: 1, batch: 3}}
+budget: {{evaluations: 1}}
+""")
+        p = sieve("run", cfg, "--store", self.path("u.sieve"), check=0)
+        self.assertRegex(p.stdout, r"stage 'screen': no candidate of this round of 3 could be scored \(space "
+                         r"'unbuildable', build\(\): no network for [abcd]\); the 1 kept are the first proposed, "
+                         r"not the best\n")
+
     def test_kill_resume_with_screen(self):
         optimizer = "optimizer: {plugin: evolution, population: 5, sample_size: 2}"
         cfg = self.write("s.yaml", SCREEN % dict(optimizer=optimizer, table=table_path(), n=6))

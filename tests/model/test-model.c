@@ -226,6 +226,46 @@ test_broken_files(void)
   g_clear_error(&error);
 }
 
+/* A safetensors file of one 1-float tensor "a" whose header is json. */
+static SieveWeights *
+decode_header(const char *json, GError **error)
+{
+  guint64 n = strlen(json);
+  g_autoptr(GByteArray) bytes = g_byte_array_new();
+  guint64 le = GUINT64_TO_LE(n);
+  float v = 2;
+  g_byte_array_append(bytes, (const guint8 *) &le, 8);
+  g_byte_array_append(bytes, (const guint8 *) json, (guint) n);
+  g_byte_array_append(bytes, (const guint8 *) &v, 4);
+  g_autoptr(GBytes) file = g_bytes_new(bytes->data, bytes->len);
+  return sieve_weights_decode(file, "big.safetensors", error);
+}
+
+/* json-glib wraps an integer beyond 64 bits without a word: the shape
+ * -18446744073709551615 once read as 1.  Such numbers, and numbers that
+ * are not integers, are refused. */
+static void
+test_header_numbers(void)
+{
+  GError *error = NULL;
+  g_autoptr(SieveWeights) good = decode_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(good);
+  const char *bad[] = {
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[-18446744073709551615],\"data_offsets\":[0,4]}}",
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}",
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-18446744073709551616,4]}}",
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,18446744073709551620]}}",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(SieveWeights) w = decode_header(bad[i], &error);
+    g_assert_null(w);
+    g_assert_nonnull(strstr(error->message, "big.safetensors"));
+    g_assert_nonnull(strstr(error->message, "tensor 'a'"));
+    g_clear_error(&error);
+  }
+}
+
 /* An ONNX model whose one initializer is cut short: a parse error naming the
  * file (the decoder once freed an undefined pointer on this path). */
 static void
@@ -250,6 +290,7 @@ main(int argc, char **argv)
   g_test_add_func("/model/weights/round-trip", test_round_trip);
   g_test_add_func("/model/weights/wrong-network", test_wrong_network);
   g_test_add_func("/model/weights/broken-files", test_broken_files);
+  g_test_add_func("/model/weights/header-numbers", test_header_numbers);
   g_test_add_func("/model/onnx/broken-initializer", test_broken_initializer);
   return g_test_run();
 }

@@ -299,6 +299,55 @@ class TestWorkers(PgCase):
         self.assertIn("this worker cannot run the study's evaluator as stored", p.stderr)
         self.assertIn(self.path("branin.yaml"), p.stderr)
 
+    def test_lua_evaluator_through_workers(self):
+        """A Lua evaluator runs on the thread that loaded its script: a worker evaluates on that
+        thread (it once claimed every trial and failed it, "called from another thread"), and
+        --threads 2 runs one thread, saying so, rather than fail half the claims."""
+        cfg = self.write("lua.yaml", LUA % (os.path.join(ROOT, "search_spaces", "branin.yaml"),
+                                            os.path.join(ROOT, "examples", "lua", "branin.lua")))
+        sieve("run", cfg, "--store", self.path("lua.sieve"), "--quiet", check=0)
+        ref = export_rows(self.path("lua.sieve"))
+        self.assertEqual([r["status"] for r in ref], ["ok"] * 4)
+        url = SERVER.url("lua_local")
+        sieve("run", cfg, "--store", url, "--quiet", check=0)  # --local-workers 1
+        self.assertEqual(export_rows(url), ref)
+        self.url = SERVER.url("lua_threads")
+        coordinator = subprocess.Popen([SIEVE, "run", cfg, "--store", self.url, "--in-flight", "2", "--quiet"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        workers = self.start_workers(1, "--threads", "2")
+        out, err = coordinator.communicate(timeout=120)
+        self.assertEqual(coordinator.returncode, 0, err)
+        logs = self.finish(workers)
+        self.assertEqual(workers[0].returncode, 0, logs)
+        self.assertIn("evaluator 'lua' runs in Lua, on one thread: 1 thread, not 2", logs[0])
+        rows = export_rows(self.url, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 4, rows)
+
+    def test_idle_exit_zero(self):
+        """--idle-exit 0: the worker exits as soon as nothing is claimable (it once waited for ever).
+        The coordinator is killed with one evaluation queued: the queue stays open, the worker
+        evaluates that one and exits."""
+        self.url = SERVER.url("idle0")
+        coordinator = subprocess.Popen([SIEVE, "run", self.slow(delay=0, n=5), "--store", self.url, "--in-flight",
+                                        "1", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        queued = "0"
+        for _ in range(300):
+            try:
+                queued = SERVER.psql("SELECT count(*) FROM idle0.queue", db="sieve").strip()
+            except RuntimeError:
+                pass  # not made yet
+            if queued != "0":
+                break
+            time.sleep(0.1)
+        coordinator.kill()
+        coordinator.communicate()
+        self.assertEqual(queued, "1")
+        worker = subprocess.run([SIEVE, "worker", self.url, "--idle-exit", "0"], capture_output=True, text=True,
+                                timeout=60)
+        self.assertEqual(worker.returncode, 0, worker.stderr)
+        self.assertEqual(self.evaluated([worker.stderr]), [0])
+        self.assertIn("nothing to evaluate; exiting (--idle-exit 0)", worker.stderr)
+
     def test_worker_refuses_what_it_cannot_run(self):
         url = SERVER.url("refuse")
         sieve("run", self.slow(delay=0, n=3), "--store", url, "--quiet", check=0)
@@ -312,6 +361,16 @@ class TestWorkers(PgCase):
         p = sieve("worker", self.path("x.sieve"), check=2)
         self.assertIn("STORE must be a postgresql:// URL", p.stderr)
 
+
+# The branin function evaluated by a Lua script (examples/lua/branin.lua).
+LUA = """name: lua
+seed: 0
+space: {plugin: hpo, file: %s}
+optimizer: {plugin: random}
+evaluator: {plugin: lua, script: %s}
+objective: {metric: value, direction: minimize}
+budget: {evaluations: 4}
+"""
 
 # examples/progress/prune.yaml with its paths made absolute: a real Python
 # process per trial reports val_acc each epoch; the median rule prunes.
@@ -431,6 +490,15 @@ class TestBadStores(PgCase):
         self.assertIn("no such store (no study 'never_made' in this database)", p.stderr)
         p = sieve("run", cfg, "--store", SERVER.url("x", extra="&nosuchoption=1"), check=1)
         self.assertIn("nosuchoption", p.stderr)
+        # A parameter given twice is refused, not the last one taken.
+        p = sieve("run", cfg, "--store", SERVER.url("dup_a", extra="&study=dup_b"), check=1)
+        self.assertIn("the parameter 'study' appears twice in the URL", p.stderr)
+        p = sieve("run", cfg, "--store", SERVER.url("dup_a", extra="&user=sieve"), check=1)
+        self.assertIn("the parameter 'user' appears twice in the URL", p.stderr)
+        p = sieve("worker", SERVER.url("dup_a", extra="&reconnect_timeout=1&reconnect_timeout=2"), check=1)
+        self.assertIn("the parameter 'reconnect_timeout' appears twice in the URL", p.stderr)
+        self.assertEqual(SERVER.psql("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dup_%'", db="sieve").strip(),
+                         "0")
 
     def test_credentials_never_printed(self):
         cfg = self.slow(delay=0, n=3)

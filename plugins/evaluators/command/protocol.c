@@ -160,10 +160,12 @@ command_read_metrics_line(const char *line, SieveResult *result)
   }
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
   JsonNode *root = NULL;
-  if (json_parser_load_from_data(parser, line, -1, NULL)) {
+  g_autofree char *widened = sieve_json_widen_integers(line, -1);
+  const char *text = widened ? widened : line;
+  if (json_parser_load_from_data(parser, text, -1, NULL)) {
     root = json_parser_get_root(parser);
   } else {
-    g_autofree char *rewritten = rewrite_nonfinite(line);
+    g_autofree char *rewritten = rewrite_nonfinite(text);
     if (rewritten != NULL && json_parser_load_from_data(parser, rewritten, -1, NULL))
       root = json_parser_get_root(parser);
   }
@@ -371,8 +373,9 @@ command_read_progress_line(const char *line, const SieveFidelity *range, gint64 
   g_autoptr(GHashTable) members = g_hash_table_new(NULL, NULL);
   DuplicateWatch watch = {members, NULL};
   g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &watch);
-  g_autofree char *rewritten = rewrite_nonfinite(line);
-  JsonNode *root = json_parser_load_from_data(parser, rewritten ? rewritten : line, -1, NULL)
+  g_autofree char *widened = sieve_json_widen_integers(line, -1);
+  g_autofree char *rewritten = rewrite_nonfinite(widened ? widened : line);
+  JsonNode *root = json_parser_load_from_data(parser, rewritten ? rewritten : widened ? widened : line, -1, NULL)
                        ? json_parser_get_root(parser)
                        : NULL;
   g_autofree char *duplicate = watch.duplicate;
@@ -391,7 +394,8 @@ command_read_progress_line(const char *line, const SieveFidelity *range, gint64 
   JsonNode *step_node = json_object_get_member(inner, "step");
   if (step_node == NULL || !JSON_NODE_HOLDS_VALUE(step_node) || json_node_get_value_type(step_node) != G_TYPE_INT64 ||
       json_node_get_int(step_node) < 0) {
-    *problem = g_strdup_printf("progress line '%s': \"step\" must be an integer >= 0", shown);
+    *problem = g_strdup_printf("progress line '%s': \"step\" must be an integer from 0 to %" G_GINT64_FORMAT, shown,
+                               G_MAXINT64);
     return COMMAND_LINE_MALFORMED;
   }
   /* NaN and +-Infinity are values (a diverged training, as in Optuna,

@@ -649,6 +649,42 @@ test_progress_numbers(void)
   g_assert_cmpfloat(reports.fidelities[1], ==, 9);
 }
 
+/* json-glib keeps an integer in a gint64 and wraps one beyond it without a
+ * word (99999999999999999999 read as -1, 2^63 as -2^63); such a number is
+ * its double here, in metrics and in progress values alike, and a step
+ * beyond 64 bits is refused rather than wrapped. */
+static void
+test_big_integers(void)
+{
+  g_autoptr(SieveEvaluator) e = script_evaluator(
+      "big.sh", "echo '{\"value\": 99999999999999999999, \"m\": 9223372036854775808, \"u\": 18446744073709551616, "
+                "\"n\": -9223372036854775809, \"max\": 9223372036854775807, \"min\": -9223372036854775808, "
+                "\"e\": 1e+99999999999999999999, \"note\": \"99999999999999999999\"}'", NULL);
+  g_autoptr(SieveResult) r = evaluate(e, 0, NAN);
+  g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(sieve_result_n_metrics(r), ==, 7);
+  g_assert_cmpfloat(test_metric(r, "value"), ==, 1e20);
+  g_assert_cmpfloat(test_metric(r, "m"), ==, 9223372036854775808.0);
+  g_assert_cmpfloat(test_metric(r, "u"), ==, 18446744073709551616.0);
+  g_assert_cmpfloat(test_metric(r, "n"), ==, -9223372036854775808.0);
+  g_assert_cmpfloat(test_metric(r, "max"), ==, 9223372036854775807.0);
+  g_assert_cmpfloat(test_metric(r, "min"), ==, -9223372036854775808.0);
+  g_assert_cmpfloat(test_metric(r, "e"), ==, INFINITY);
+
+  Reports reports;
+  g_autoptr(SieveResult) p = run_printing("{\"intermediate\": {\"step\": 1, \"value\": 99999999999999999999}}\n"
+                                          "{\"intermediate\": {\"step\": 2, \"value\": -18446744073709551615}}\n"
+                                          "{\"val_acc\": 0.5}",
+                                          &reports);
+  g_assert_cmpint(sieve_result_get_status(p), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(reports.n, ==, 2);
+  g_assert_cmpfloat(reports.values[0], ==, 1e20);
+  g_assert_cmpfloat(reports.values[1], ==, -18446744073709551615.0);
+  assert_progress_refused("{\"intermediate\": {\"step\": 18446744073709551617, \"value\": 0.3}}\n{\"val_acc\": 0.5}",
+                          "progress line '{\"intermediate\": {\"step\": 18446744073709551617, \"value\": 0.3}}': "
+                          "\"step\" must be an integer from 0 to 9223372036854775807");
+}
+
 static void
 assert_create_error(const char *yaml, const char *message)
 {
@@ -798,6 +834,7 @@ main(int argc, char **argv)
   g_test_add_func("/command/progress-misspelt", test_progress_misspelt);
   g_test_add_func("/command/progress-no-newline", test_progress_no_newline);
   g_test_add_func("/command/progress-numbers", test_progress_numbers);
+  g_test_add_func("/command/big-integers", test_big_integers);
   int status = g_test_run();
 
   /* Remove the scripts and what they wrote (one level of sub-folders). */
