@@ -20,12 +20,13 @@
  * can be calibrated for a space: a few networks drawn from it (12) are
  * measured whole, and the least-squares line latency = a + b * sum(entries)
  * through them is stored beside the entries (under the machine, keyed by
- * the space's name and a digest of the entries those networks hold, so
- * another width or depth of the space fits again) and applied to every
+ * the space's name and a digest of the entries those networks hold and of
+ * their structures, so another width or depth of the space fits again) and applied to every
  * prediction.  The line changes the scale, not the order: b > 0. */
 #include <math.h>
 #include <string.h>
 
+#include <sieve/hash.h>
 #include <sieve/latency.h>
 
 #include "engine/engine-private.h"
@@ -304,11 +305,12 @@ compare_keys(gconstpointer a, gconstpointer b)
 }
 
 /* The store's key of space's calibration on n networks: the space's name
- * and a digest of the distinct entry keys the networks hold, so that the
- * same space at another width or depth (other shapes, other keys) fits
- * again, and one at the same settings finds its fit. */
+ * and a digest of the distinct entry keys the networks hold and of each
+ * network's structural hash, so that the same space at another width
+ * (other shapes, other keys) or depth (the same keys, more of them in each
+ * network) fits again, and one at the same settings finds its fit. */
 static char *
-fit_key(const SieveSpace *space, GPtrArray *graphs)
+fit_key(const SieveSpace *space, GPtrArray *graphs, GError **error)
 {
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
@@ -325,6 +327,16 @@ fit_key(const SieveSpace *space, GPtrArray *graphs)
   GString *text = g_string_new(NULL);
   for (guint i = 0; i < all->len; i++)
     g_string_append_printf(text, "%s\n", (const char *) all->pdata[i]);
+  for (guint i = 0; i < graphs->len; i++) {
+    SieveHash h;
+    char hex[SIEVE_HASH_TEXT_LEN];
+    if (!sieve_graph_hash_structural(graphs->pdata[i], &h, error)) {
+      g_string_free(text, TRUE);
+      return NULL;
+    }
+    sieve_hash_format(&h, hex);
+    g_string_append_printf(text, "network %s\n", hex);
+  }
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, text->str, text->len);
   g_string_free(text, TRUE);
   return g_strdup_printf("fit %s %.16s n=%u", sieve_space_get_name(space), digest, graphs->len);
@@ -344,7 +356,9 @@ sieve_latency_table_calibrate(SieveLatencyTable *table, const SieveSpace *space,
       return FALSE;
     g_ptr_array_add(graphs, g);
   }
-  g_autofree char *key = fit_key(space, graphs);
+  g_autofree char *key = fit_key(space, graphs, error);
+  if (key == NULL)
+    return FALSE;
   g_autofree char *key_a = g_strconcat(key, " a", NULL), *key_b = g_strconcat(key, " b", NULL);
   double a = NAN, b = NAN, rms = NAN;
   if (table->store != NULL && (!sieve_store_latency_get(table->store, table->machine, key_a, &a, &rms, error) ||

@@ -337,6 +337,15 @@ test_calibrate(void)
   g_assert_true(sieve_latency_table_calibrate(other, space8, 4, &error));
   g_assert_true(sieve_latency_table_get_fit(other, NULL, NULL, NULL, NULL, &fresh));
   g_assert_true(fresh);
+
+  /* Another depth at the same width: the same distinct operations, but
+   * networks twice as deep, whose line is not the shallow one's. */
+  g_autoptr(SieveSpace) deeper = test_space_new(registry, "nb201", "{C: 4, N: 2, size: 8}", NULL);
+  g_autoptr(SieveLatencyTable) deep = sieve_latency_table_new(store, &o);
+  g_assert_true(sieve_latency_table_calibrate(deep, deeper, 4, &error));
+  g_assert_no_error(error);
+  g_assert_true(sieve_latency_table_get_fit(deep, NULL, NULL, NULL, NULL, &fresh));
+  g_assert_true(fresh);
 }
 
 /* ---- constraints: config -------------------------------------------------- */
