@@ -304,18 +304,32 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
   if (!sieve_latency_table_calibrate(t, space, calibrate, &error))
     return sieve_cli_fail(error);
   double took_fit = (g_get_monotonic_time() - start) / 1e6;
+  double a, b, rms;
+  guint n;
+  gboolean fresh = FALSE;
+  gboolean fitted = sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh);
+  /* A calibration fitted now also read or measured the entries of its
+   * networks that the candidates lack: they are listed and counted too, so
+   * that measured + read is what is listed. */
+  GHashTableIter it;
+  gpointer key, ms;
+  g_hash_table_iter_init(&it, sieve_latency_table_held(t));
+  while (g_hash_table_iter_next(&it, &key, &ms))
+    if (!g_hash_table_contains(seen, key)) {
+      Entry e = {g_strdup(key), NULL, 0, *(const double *) ms};
+      g_hash_table_add(seen, e.key);
+      g_array_append_val(entries, e);
+    }
   g_array_sort(entries, compare_entries);
   g_autofree char *machine = g_strdup(sieve_latency_table_machine(t));
   g_strdelimit(machine, "\n", ';');
-  printf("# latency table of space %s: %u operations from %s%u candidates; %u measured now, %u read from %s, "
+  g_autofree char *also = fitted && fresh ? g_strdup_printf(" and %u calibration networks", n) : g_strdup("");
+  printf("# latency table of space %s: %u operations from %s%u candidates%s; %u measured now, %u read from %s, "
          "in %.1f s\n# machine: %s\n",
-         sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len,
+         sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len, also,
          sieve_latency_table_n_measured(t), entries->len - sieve_latency_table_n_measured(t),
          store ? sieve_store_get_path(store) : "(no store)", took, machine);
-  double a, b, rms;
-  guint n;
-  gboolean fresh;
-  if (sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh))
+  if (fitted)
     printf("# calibration: latency = %.6f + %.6f * sum of entries (ms; least squares over %u networks of the "
            "space measured whole, residual rms %.4f ms), %s in %.1f s\n",
            a, b, n, rms, fresh ? "measured now" : "read from the store", took_fit);

@@ -345,6 +345,9 @@ SIEVE_INTERNAL_API void sieve_latency_fit(const double *x, const double *y, guin
 SIEVE_INTERNAL_API const char *sieve_latency_table_machine(const SieveLatencyTable *table);
 /* Entries this object measured (not found in its store). */
 SIEVE_INTERNAL_API guint sieve_latency_table_n_measured(const SieveLatencyTable *table);
+/* (transfer none) every entry this object holds, read or measured (its
+ * calibration networks' too): key -> const double *ms. */
+SIEVE_INTERNAL_API GHashTable *sieve_latency_table_held(const SieveLatencyTable *table);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLatencyTable, sieve_latency_table_free)
 

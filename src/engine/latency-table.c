@@ -84,6 +84,13 @@ sieve_latency_table_n_measured(const SieveLatencyTable *table)
  * turns on its cores (the wall-clock median of a 2-core machine running
  * four builds is 2 to 5 times it); with more threads, where the calling
  * thread's CPU time is only its share, the wall-clock median. */
+GHashTable *
+sieve_latency_table_held(const SieveLatencyTable *table)
+{
+  g_return_val_if_fail(table != NULL, NULL);
+  return table->entries;
+}
+
 static double
 measure_of(const SieveLatencyTable *table, const SieveLatency *l)
 {

@@ -157,6 +157,23 @@ class Latency(unittest.TestCase):
         plain = sieve(*args[:-2]).stdout.splitlines()[2]  # the default: no calibration
         self.assertIn("calibration: none", plain)
 
+    def test_table_counts_calibration_entries(self):
+        # One drawn candidate holds fewer operations than the 3 calibration
+        # networks: their extra entries are measured, counted and listed too.
+        store = os.path.join(self.dir, "lat.sieve")
+        args = ["latency", "--table", "--space", "mobilenet", "--set", "space.size=16", "--set", "space.width=0.25",
+                "--set", "space.stages=16:1:1,24:1:2", "--store", store, "--samples", "1", "--calibrate", "3", *QUICK]
+        head = re.compile(r"(\d+) operations from 1 candidates and 3 calibration networks; (\d+) measured now, "
+                          r"(\d+) read from ")
+        first = sieve(*args).stdout
+        m = head.search(first.splitlines()[0])
+        self.assertIsNotNone(m, first.splitlines()[0])
+        n, measured, read = map(int, m.groups())
+        self.assertEqual((measured, read), (n, 0))
+        self.assertEqual(len([l for l in first.splitlines() if not l.startswith("#")]), n)
+        only = sieve(*args[:-len(QUICK) - 2], *QUICK).stdout.splitlines()[0]  # the candidate's entries alone
+        self.assertLess(int(re.search(r"(\d+) operations", only).group(1)), n)
+
 
 class KillResume(unittest.TestCase):
     def setUp(self):
