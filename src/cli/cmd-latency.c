@@ -265,6 +265,7 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     for (guint i = 0; i < samples; i++)
       g_ptr_array_add(genotypes, sieve_space_sample(space, &rng));
   }
+  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
   g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
   g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(Entry));
   g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -273,7 +274,7 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     if (graph == NULL)
       return sieve_cli_fail(error);
     gboolean used = FALSE;
-    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+    g_autoptr(GPtrArray) keys = sieve_latency_table_keys(t, graph);
     for (guint n = 0; n < keys->len; n++) {
       /* Dead and free nodes (NULL) are no entries: no kernel runs for them. */
       if (keys->pdata[n] == NULL || g_hash_table_contains(seen, keys->pdata[n]))
@@ -289,7 +290,6 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     else
       sieve_graph_free(graph);
   }
-  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
   gint64 start = g_get_monotonic_time();
   /* Every missing entry measured together, then read. */
   if (!sieve_latency_table_fill(t, (const SieveGraph *const *) graphs->pdata, graphs->len, &error))
