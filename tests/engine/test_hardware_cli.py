@@ -127,6 +127,24 @@ class Latency(unittest.TestCase):
             self.assertIn("no network for bad", bad.stderr)
             self.assertEqual([json.loads(l)["genotype"] for l in bad.stdout.splitlines()], ["good"])
 
+    def test_flags_that_do_nothing_refused(self):
+        # refused with a message rather than silently ignored (or overridden)
+        cases = [(["--arch", ARCH, "--runs", "50", "--max-runs", "5"], "--max-runs 5 is fewer than --runs 50"),
+                 (["--table", "--together"], "--together measures the candidates of --arch-file"),
+                 (["--arch", ARCH, "--calibrate", "2"], "--calibrate fits the latency table's prediction")]
+        for args, message in cases:
+            p = sieve("latency", "--space", "nb201", *args, check=2)
+            self.assertIn(message, p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_arch_file_with_byte_order_mark(self):
+        listing = os.path.join(self.dir, "bom.txt")
+        with open(listing, "w", encoding="utf-8-sig") as f:  # writes the BOM first
+            f.write(ARCH + "\n")
+        for mode in ([], ["--together"]):
+            out = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK).stdout
+            self.assertEqual([json.loads(l)["genotype"] for l in out.splitlines()], [ARCH])
+
     def test_table_cached(self):
         store = os.path.join(self.dir, "lat.sieve")
         args = ["latency", "--table", "--space", "nb201", "--store", store, "--samples", "40", *QUICK]
