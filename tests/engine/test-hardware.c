@@ -541,6 +541,35 @@ test_exact(void)
   g_assert_cmpuint(rejected, <, 14000);
 }
 
+/* A rejection's reason gives a computed value to 6 significant digits (a
+ * sum of latency entries printed 0.28071650000000004), a count in full. */
+static void
+test_reason_digits(void)
+{
+  GError *error = NULL;
+  g_autoptr(SieveExperiment) exp =
+      load("constraints: [{metric: synflow, max: 1.0e-300}, {metric: params, max: 1}]\n", NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveConstrainer) c = sieve_constrainer_new(exp, NULL);
+  g_autoptr(SieveGenotype) g = sieve_space_parse(
+      space, "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|", &error);
+  g_assert_no_error(error);
+  gboolean feasible;
+  g_autoptr(SieveResult) r = sieve_constrainer_check(c, space, g, &feasible, &error);
+  g_assert_no_error(error);
+  g_assert_false(feasible);
+  g_autoptr(SieveGraph) graph = sieve_space_build(space, g, &error);
+  double synflow;
+  g_assert_true(sieve_result_get_metric(r, "synflow", &synflow));
+  char six[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(six, sizeof six, "%.6g", synflow);
+  g_autofree char *want = g_strdup_printf("broke synflow = %s > max 1e-300; params = %" G_GUINT64_FORMAT " > max 1",
+                                          six, sieve_graph_params(graph));
+  g_assert_cmpstr(sieve_result_get_reason(r), ==, want);
+}
+
 static GPtrArray *
 run_study(const SieveExperiment *exp, gboolean resume)
 {
@@ -668,6 +697,7 @@ main(int argc, char **argv)
   g_test_add_func("/hardware/table/fit", test_fit);
   g_test_add_func("/hardware/table/calibrate", test_calibrate);
   g_test_add_func("/hardware/table/warm", test_table_warm);
+  g_test_add_func("/hardware/constraints/reason-digits", test_reason_digits);
   g_test_add_func("/hardware/constraints/config", test_config_errors);
   g_test_add_func("/hardware/constraints/exact", test_exact);
   g_test_add_func("/hardware/constraints/optimizers", test_optimizers);

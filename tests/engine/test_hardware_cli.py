@@ -137,6 +137,21 @@ class Latency(unittest.TestCase):
             self.assertIn(message, p.stderr)
             self.assertEqual(p.stdout, "")
 
+    def test_constraint_tries_without_constraints_warned_and_threads_0_named(self):
+        cfg = os.path.join(self.dir, "c.yaml")
+        with open(cfg, "w") as f:
+            f.write("space: {plugin: nb201, C: 4, N: 1}\n"
+                    "optimizer: {plugin: random, seed: 1}\n"
+                    "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
+                    "objective: {metric: latency_ms, direction: minimize}\n"
+                    "budget: {evaluations: 1}\n"
+                    "constraint_tries: 40\n"
+                    "pipeline: [latency: {threads: 0, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}]\n")
+        p = sieve("run", cfg, "--store", os.path.join(self.dir, "c.sieve"), "-q")
+        self.assertIn(f"{cfg}:6:19: warning: constraint_tries does nothing without constraints", p.stderr)
+        # threads: 0 is a thread per core, said so rather than "0 threads"
+        self.assertRegex(p.stdout, r"latency \(batch 1, a thread per core: \d+\) ->")
+
     def test_arch_file_with_byte_order_mark(self):
         listing = os.path.join(self.dir, "bom.txt")
         with open(listing, "w", encoding="utf-8-sig") as f:  # writes the BOM first
