@@ -56,11 +56,13 @@ struct _SieveLatencyTable {
  * parameters 0.026 ms) that a small network whose weights stay in the L2
  * does not: a mobilenet of 23,000 to 88,000 parameters at 28x28 was
  * predicted at 3.3 times its measured latency cold and 0.9 times warm,
- * while NAS-Bench-201 at C=16 (0.4 to 1.5 million parameters, several
- * times the L2) stays within a few percent cold (README, Hardware-aware
- * search).  Parameters only: a network's activations are written just
- * before they are read, and the small mobilenets' 0.6 to 1.6 MB of them
- * did not make them predict like networks whose weights miss the L2. */
+ * while NAS-Bench-201 at C=16 with convolutions (185,000 to 1.5 million
+ * parameters, above the L2) stays within a few percent cold (README,
+ * Hardware-aware search).  Parameters only: the small mobilenets' 0.6 to
+ * 1.6 MB of activations did not make them predict like networks whose
+ * weights miss the L2 (NAS-Bench-201's cells without a convolution, whose
+ * weights fit, are predicted at about 0.8 of their latency warm: their
+ * 64 KB activations do not stay in the L2). */
 static gboolean
 fits_caches(const SieveLatencyTable *table, const SieveGraph *graph)
 {
