@@ -36,6 +36,17 @@ def table_path():
     raise unittest.SkipTest("no NAS-Bench-201 table")
 
 
+def latency_study(directory, space, seed, rest):
+    """directory/c.yaml: random search on space, each candidate's latency measured briefly, then rest."""
+    cfg = os.path.join(directory, "c.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"space: {space}\n"
+                f"optimizer: {{plugin: random, seed: {seed}}}\n"
+                "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
+                "objective: {metric: latency_ms, direction: minimize}\n" + rest)
+    return cfg
+
+
 class Latency(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="sieve-hardware-")
@@ -138,15 +149,11 @@ class Latency(unittest.TestCase):
             self.assertEqual(p.stdout, "")
 
     def test_constraint_tries_without_constraints_warned_and_threads_0_named(self):
-        cfg = os.path.join(self.dir, "c.yaml")
-        with open(cfg, "w") as f:
-            f.write("space: {plugin: nb201, C: 4, N: 1}\n"
-                    "optimizer: {plugin: random, seed: 1}\n"
-                    "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
-                    "objective: {metric: latency_ms, direction: minimize}\n"
-                    "budget: {evaluations: 1}\n"
-                    "constraint_tries: 40\n"
-                    "pipeline: [latency: {threads: 0, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}]\n")
+        cfg = latency_study(self.dir, "{plugin: nb201, C: 4, N: 1}", 1,
+                            "budget: {evaluations: 1}\n"
+                            "constraint_tries: 40\n"
+                            "pipeline: [latency: {threads: 0, warmup: 1, min_runs: 3, max_runs: 3, "
+                            "max_seconds: 0.05}]\n")
         p = sieve("run", cfg, "--store", os.path.join(self.dir, "c.sieve"), "-q")
         self.assertIn(f"{cfg}:6:19: warning: constraint_tries does nothing without constraints", p.stderr)
         # threads: 0 is a thread per core, said so rather than "0 threads"
@@ -217,14 +224,9 @@ class KillResume(unittest.TestCase):
         self._tmp.cleanup()
 
     def test_rejections_survive_sigkill(self):
-        cfg = os.path.join(self.dir, "c.yaml")
-        with open(cfg, "w") as f:
-            f.write("space: {plugin: nb201}\n"
-                    "optimizer: {plugin: random, seed: 11}\n"
-                    "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
-                    "objective: {metric: latency_ms, direction: minimize}\n"
-                    "constraints: [{metric: params, max: 600000}]\n"
-                    "budget: {evaluations: 24}\n")
+        cfg = latency_study(self.dir, "{plugin: nb201}", 11,
+                            "constraints: [{metric: params, max: 600000}]\n"
+                            "budget: {evaluations: 24}\n")
         store = os.path.join(self.dir, "s.sieve")
         proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
