@@ -8,7 +8,8 @@ measured whole, the stability of a measurement, and search under latency.
 
 Parts (--only, comma-separated; default all):
   predict   For each of --spaces (nb201 at C=16, N=5, and mobilenet at its
-            defaults): the latency table built into a store (`sieve latency
+            defaults; also mobilenet-small, configs/mobilenet-latency.yaml's
+            space, and nb201-small, C=4 and N=1): the latency table built into a store (`sieve latency
             --table`: every distinct operation, then the optional calibration
             on 12 networks measured whole, --calibrate 12; how long it took), --samples random
             candidates (drawn by a random study), each measured whole in
@@ -130,7 +131,29 @@ def write(path, text):
 
 
 STABLE_ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|skip_connect~2|"
-TABLE_SAMPLES = {"nb201": None, "mobilenet": 1000}  # None: every cell of the space
+TABLE_SAMPLES = {"nb201": None, "mobilenet": 1000, "mobilenet-small": 300, "nb201-small": None}  # None: every cell
+# Spaces at other settings: the plugin and its options.  mobilenet-small is
+# configs/mobilenet-latency.yaml's (23,000 to 88,000 parameters, within the
+# L2: its entries are timed warm), nb201-small NAS-Bench-201 at C=4, N=1.
+SPACES = {"mobilenet-small": ("mobilenet", {"in_channels": 1, "size": 28, "width": 0.5, "stem_channels": 16,
+                                            "first_channels": 8, "stages": "16:2:2,24:2:2,40:2:2,80:1:1",
+                                            "last_channels": 256}),
+          "nb201-small": ("nb201", {"C": 4, "N": 1})}
+
+
+def space_args(space):
+    """--space and --set flags of `sieve latency` for a name of SPACES or a plugin at its defaults."""
+    plugin, options = SPACES.get(space, (space, {}))
+    args = ["--space", plugin]
+    for k, v in options.items():
+        args += ["--set", f"space.{k}={v}"]
+    return args
+
+
+def space_yaml(space):
+    plugin, options = SPACES.get(space, (space, {}))
+    return "{" + ", ".join([f"plugin: {plugin}"] + [f"{k}: '{v}'" if isinstance(v, str) else f"{k}: {v}"
+                                                   for k, v in options.items()]) + "}"
 
 
 @contextlib.contextmanager
@@ -161,7 +184,7 @@ def draw(sieve, tmp, space, n, seed=1):
     random study whose evaluator times each for a few forwards only)."""
     store = os.path.join(tmp, f"draw-{space}.sieve")
     cfg = os.path.join(tmp, f"draw-{space}.yaml")
-    write(cfg, f"""space: {{plugin: {space}}}
+    write(cfg, f"""space: {space_yaml(space)}
 optimizer: {{plugin: random, seed: {seed}, unique: true}}
 evaluator: {{plugin: latency, warmup: 0, min_runs: 3, max_runs: 3}}
 objective: {{metric: latency_ms, direction: minimize}}
@@ -176,7 +199,7 @@ def predict(args, sieve, tmp, space, gold):
     extra = [] if TABLE_SAMPLES[space] is None else ["--samples", str(TABLE_SAMPLES[space])]
     with held(args.lock):
         t0 = time.time()
-        head = run(sieve, "latency", "--table", "--space", space, "--store", store, "--calibrate", "12",
+        head = run(sieve, "latency", "--table", *space_args(space), "--store", store, "--calibrate", "12",
                    *extra).splitlines()[:3]
     print(f"[table] {space}: {head[0][2:]}\n[table] {head[2][2:]}\n[table] built in {time.time() - t0:.1f} s "
           f"(wall, with the enumeration); {head[1][2:]}")
@@ -188,7 +211,7 @@ def predict(args, sieve, tmp, space, gold):
         random.Random(p).shuffle(order)  # a drift of the machine lands on other candidates each pass
         listing = os.path.join(tmp, f"pass-{space}.txt")
         write(listing, "".join(a + "\n" for a in order))
-        cmd = [sieve, "latency", "--space", space, "--arch-file", listing, "--max-seconds", str(args.max_seconds)]
+        cmd = [sieve, "latency", *space_args(space), "--arch-file", listing, "--max-seconds", str(args.max_seconds)]
         if args.mode == "together":
             cmd.append("--together")
         if p == 0:
@@ -221,7 +244,7 @@ def predict(args, sieve, tmp, space, gold):
     compare(f"{space} calibrated prediction vs the fastest pass's wall median", pr, best)
     compare(f"{space} plain sum of entries vs wall median", pl, wall)
     compare(f"{space} plain sum of entries vs CPU time", pl, cpu)
-    if space == "nb201":
+    if space == "nb201":  # (the table's column is of C=16, N=5 networks)
         g = [gold[a] for a in archs]
         print(f"[predict] nb201: measured here vs NB201 lat_ms_gold_6226 (Xeon Gold 6226): Spearman "
               f"{spearman(wall, g):.3f} (wall), {spearman(cpu, g):.3f} (CPU time); the prediction vs it: "

@@ -209,7 +209,8 @@ candidates(const SieveSpace *space, const char *arch, const char *file, const Si
   g_autofree char *text = NULL;
   if (!g_file_get_contents(file, &text, NULL, &error))
     return sieve_cli_fail(error);
-  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  /* A UTF-8 byte order mark (some editors write one) is no part of the first line. */
+  g_auto(GStrv) lines = g_strsplit(g_str_has_prefix(text, "\xef\xbb\xbf") ? text + 3 : text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     g_strstrip(lines[i]);
   if (all_together)
@@ -265,6 +266,7 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     for (guint i = 0; i < samples; i++)
       g_ptr_array_add(genotypes, sieve_space_sample(space, &rng));
   }
+  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
   g_autoptr(GPtrArray) graphs = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_graph_free);
   g_autoptr(GArray) entries = g_array_new(FALSE, FALSE, sizeof(Entry));
   g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -273,7 +275,7 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     if (graph == NULL)
       return sieve_cli_fail(error);
     gboolean used = FALSE;
-    g_autoptr(GPtrArray) keys = sieve_latency_node_keys(graph);
+    g_autoptr(GPtrArray) keys = sieve_latency_table_keys(t, graph);
     for (guint n = 0; n < keys->len; n++) {
       /* Dead and free nodes (NULL) are no entries: no kernel runs for them. */
       if (keys->pdata[n] == NULL || g_hash_table_contains(seen, keys->pdata[n]))
@@ -289,7 +291,6 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
     else
       sieve_graph_free(graph);
   }
-  g_autoptr(SieveLatencyTable) t = sieve_latency_table_new(store, o);
   gint64 start = g_get_monotonic_time();
   /* Every missing entry measured together, then read. */
   if (!sieve_latency_table_fill(t, (const SieveGraph *const *) graphs->pdata, graphs->len, &error))
@@ -304,18 +305,32 @@ table(const SieveSpace *space, const SieveLatencyOptions *o, SieveStore *store, 
   if (!sieve_latency_table_calibrate(t, space, calibrate, &error))
     return sieve_cli_fail(error);
   double took_fit = (g_get_monotonic_time() - start) / 1e6;
+  double a, b, rms;
+  guint n;
+  gboolean fresh = FALSE;
+  gboolean fitted = sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh);
+  /* A calibration fitted now also read or measured the entries of its
+   * networks that the candidates lack: they are listed and counted too, so
+   * that measured + read is what is listed. */
+  GHashTableIter it;
+  gpointer key, ms;
+  g_hash_table_iter_init(&it, sieve_latency_table_held(t));
+  while (g_hash_table_iter_next(&it, &key, &ms))
+    if (!g_hash_table_contains(seen, key)) {
+      Entry e = {g_strdup(key), NULL, 0, *(const double *) ms};
+      g_hash_table_add(seen, e.key);
+      g_array_append_val(entries, e);
+    }
   g_array_sort(entries, compare_entries);
   g_autofree char *machine = g_strdup(sieve_latency_table_machine(t));
   g_strdelimit(machine, "\n", ';');
-  printf("# latency table of space %s: %u operations from %s%u candidates; %u measured now, %u read from %s, "
+  g_autofree char *also = fitted && fresh ? g_strdup_printf(" and %u calibration networks", n) : g_strdup("");
+  printf("# latency table of space %s: %u operations from %s%u candidates%s; %u measured now, %u read from %s, "
          "in %.1f s\n# machine: %s\n",
-         sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len,
+         sieve_space_get_name(space), entries->len, all ? "all " : "", genotypes->len, also,
          sieve_latency_table_n_measured(t), entries->len - sieve_latency_table_n_measured(t),
          store ? sieve_store_get_path(store) : "(no store)", took, machine);
-  double a, b, rms;
-  guint n;
-  gboolean fresh;
-  if (sieve_latency_table_get_fit(t, &a, &b, &n, &rms, &fresh))
+  if (fitted)
     printf("# calibration: latency = %.6f + %.6f * sum of entries (ms; least squares over %u networks of the "
            "space measured whole, residual rms %.4f ms), %s in %.1f s\n",
            a, b, n, rms, fresh ? "measured now" : "read from the store", took_fit);
@@ -338,8 +353,9 @@ sieve_cmd_latency(int argc, char **argv)
   gint64 seed = 0;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
+  /* max_runs -1: not given (the default, or --runs where that is more). */
   gint batch = (gint) d.batch, threads = (gint) d.threads, warmup = (gint) d.warmup, runs = (gint) d.min_runs,
-       max_runs = (gint) d.max_runs;
+       max_runs = -1;
   double rel_ci = d.rel_ci, seconds = d.max_seconds;
   GOptionEntry entries[] = {
       {"space", 's', 0, G_OPTION_ARG_STRING, &space_name, "architecture space plugin (default nb201)", "NAME"},
@@ -364,7 +380,8 @@ sieve_cmd_latency(int argc, char **argv)
       {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "threads per forward (default 1; 0: every core)", "N"},
       {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "forwards dropped before timing (default 10)", "N"},
       {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "timed forwards per round, and at least (default 20)", "N"},
-      {"max-runs", 0, 0, G_OPTION_ARG_INT, &max_runs, "timed forwards at most (default 1000)", "N"},
+      {"max-runs", 0, 0, G_OPTION_ARG_INT, &max_runs, "timed forwards at most, not fewer than --runs (default "
+       "1000, or --runs where that is more)", "N"},
       {"rel-ci", 0, 0, G_OPTION_ARG_DOUBLE, &rel_ci, "stop when the median's 95% interval is narrower than this "
        "fraction of it (default 0.02)", "X"},
       {"max-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "stop timing one network after this long (default 2)",
@@ -389,10 +406,27 @@ sieve_cmd_latency(int argc, char **argv)
                     "(see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || max_runs < 3 || samples < 0 || calibrate < 0 ||
-      !(rel_ci >= 0) || !(seconds >= 0)) {
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || (max_runs != -1 && max_runs < 3) || samples < 0 ||
+      calibrate < 0 || !(rel_ci >= 0) || !(seconds >= 0)) {
     fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
                     "--warmup, --rel-ci, --max-seconds, --samples and --calibrate at least 0\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (max_runs != -1 && max_runs < runs) {
+    fprintf(stderr, "sieve latency: --max-runs %d is fewer than --runs %d (the timed forwards of one round, and "
+                    "the least timed)\n", max_runs, runs);
+    return SIEVE_EXIT_USAGE;
+  }
+  if (max_runs == -1)
+    max_runs = MAX((gint) d.max_runs, runs);
+  /* Flags that would do nothing with the mode given are refused, not ignored. */
+  if (all_together && arch_file == NULL) {
+    fprintf(stderr, "sieve latency: --together measures the candidates of --arch-file together\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (calibrate > 0 && !as_table && !predict) {
+    fprintf(stderr, "sieve latency: --calibrate fits the latency table's prediction: give --predict with it "
+                    "(or use --table)\n");
     return SIEVE_EXIT_USAGE;
   }
   Flags f = {(guint) batch, (guint) threads, (guint) warmup, (guint) runs, (guint) max_runs, rel_ci, seconds};
@@ -413,9 +447,5 @@ sieve_cmd_latency(int argc, char **argv)
     return sieve_cli_fail(error);
   if (as_table)
     return table(space, &o, store, (guint) samples, (guint64) seed, (guint) calibrate);
-  if (all_together && arch_file == NULL) {
-    fprintf(stderr, "sieve latency: --together measures the candidates of --arch-file together\n");
-    return SIEVE_EXIT_USAGE;
-  }
   return candidates(space, arch, arch_file, &o, store, predict, (guint) calibrate, all_together);
 }

@@ -371,6 +371,14 @@ sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError *
   if (!sieve_constraints_load(sieve_node_lookup(exp->root, "constraints"), &exp->constraints,
                               &exp->n_constraints, error))
     return FALSE;
+  /* A warning, not an error: a study's settings written out in full (the
+   * default 1000 included) are the same study, constraints or not. */
+  const SieveNode *tries = sieve_node_lookup(exp->root, "constraint_tries");
+  if (tries != NULL && exp->n_constraints == 0) {
+    g_autofree char *where = sieve_node_where(tries);
+    g_printerr("sieve: %s: warning: constraint_tries does nothing without constraints (it caps the candidates "
+               "rejected by them in a row)\n", where);
+  }
 
   g_autoptr(SieveOptions) budget = load_small_section(exp, "budget", budget_spec, TRUE, error);
   if (budget == NULL)

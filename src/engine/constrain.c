@@ -205,10 +205,20 @@ sieve_constrainer_check(SieveConstrainer *c, const SieveSpace *space, const Siev
     if (e <= 0)
       continue;
     violation += e;
-    g_autofree char *value = sieve_text_format_double(v);
-    g_autofree char *bound = sieve_text_format_double(v > k->max ? k->max : k->min);
+    /* The bound as written; the value to 6 significant digits (a sum of
+     * entries is no exact decimal: 0.28071650000000004), all of them
+     * where 6 would read as the bound itself or round a count (params). */
+    double limit = v > k->max ? k->max : k->min;
+    g_autofree char *bound = sieve_text_format_double(limit);
+    char *value = g_malloc(G_ASCII_DTOSTR_BUF_SIZE);
+    g_ascii_formatd(value, G_ASCII_DTOSTR_BUF_SIZE, "%.6g", v);
+    if (isfinite(v) && (g_ascii_strtod(value, NULL) == limit || (v == floor(v) && fabs(v) < 1e15))) {
+      g_free(value);
+      value = sieve_text_format_double(v);
+    }
     g_string_append_printf(reason, "%s%s = %s %s %s", reason->len ? "; " : "broke ", k->metric, value,
                            v > k->max ? "> max" : isnan(v) ? "is not a number, bound" : "< min", bound);
+    g_free(value);
   }
   if (violation > 0) {
     *feasible = FALSE;

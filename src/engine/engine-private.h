@@ -345,6 +345,14 @@ SIEVE_INTERNAL_API void sieve_latency_fit(const double *x, const double *y, guin
 SIEVE_INTERNAL_API const char *sieve_latency_table_machine(const SieveLatencyTable *table);
 /* Entries this object measured (not found in its store). */
 SIEVE_INTERNAL_API guint sieve_latency_table_n_measured(const SieveLatencyTable *table);
+/* (transfer full) graph's entry keys, node by node (NULL: dead or free;
+ * sieve_latency_node_keys), as this table stores them: with " warm"
+ * appended when graph's parameters fit the core's private caches, whose
+ * entries are timed without flushing them (latency-table.c says why). */
+SIEVE_INTERNAL_API GPtrArray *sieve_latency_table_keys(const SieveLatencyTable *table, const SieveGraph *graph);
+/* (transfer none) every entry this object holds, read or measured (its
+ * calibration networks' too): key -> const double *ms. */
+SIEVE_INTERNAL_API GHashTable *sieve_latency_table_held(const SieveLatencyTable *table);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLatencyTable, sieve_latency_table_free)
 

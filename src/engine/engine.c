@@ -431,7 +431,10 @@ sieve_engine_describe_pipeline(const SieveEngine *engine)
     return NULL;
   GString *text = g_string_new(NULL);
   /* In the order admit() runs them: what is known before evaluation first. */
-  if (pipeline->latency.enabled)
+  if (pipeline->latency.enabled && pipeline->latency.options.threads == 0) /* threads: 0 is every core */
+    g_string_append_printf(text, "latency (batch %u, a thread per core: %u) -> ", pipeline->latency.options.batch,
+                           g_get_num_processors());
+  else if (pipeline->latency.enabled)
     g_string_append_printf(text, "latency (batch %u, %u thread%s) -> ", pipeline->latency.options.batch,
                            pipeline->latency.options.threads, pipeline->latency.options.threads == 1 ? "" : "s");
   if (engine->exp->n_constraints > 0)

@@ -92,16 +92,19 @@ summarise(GArray *times, SieveLatency *out)
  * NAS-Bench-201 network).  So between two timed forwards of an operation
  * the private caches are flushed by reading a buffer of twice the largest
  * of them (untimed); the producer inside the timed forward then makes the
- * input hot again, as in the network. */
+ * input hot again, as in the network.  That holds for a network whose
+ * parameters do not fit those caches; one whose do (a small mobilenet at
+ * 28x28: a quarter of the L2) runs request after request with everything
+ * hot, and flushed entries charged it 2.5 to 3.5 times its measured
+ * latency, so the latency table asks for such entries unflushed
+ * (sieve__latency_measure_nodes_caches; engine/latency-table.c picks). */
 typedef struct {
   volatile const guint8 *bytes;
   gsize size;
 } Evict;
 
-/* The size of the largest cache level below the shared last level (L2 on
- * current x86 and Arm servers), from sysfs; 1 MiB where it says nothing. */
-static gsize
-private_cache_bytes(void)
+gsize
+sieve__latency_private_cache_bytes(void)
 {
   gsize best = 0;
   for (guint i = 0; i < 8; i++) {
@@ -524,24 +527,27 @@ node_graphs(const SieveGraph *graph, guint node, SieveGraph **op, SieveGraph **b
 
 /* Each pair (producer -> operation, producer -> identity) of pairs[0..2n)
  * timed in turn, all pairs in one round (a load that changes midway moves
- * every one alike), each forward after the private caches are flushed
- * (Evict: the operation's weights cold, its input hot, as inside a
- * network); out[i] is the operation of pair i, less its base. */
+ * every one alike); cold: each forward after the private caches are
+ * flushed (Evict: the operation's weights cold, its input hot, as inside a
+ * network that does not fit them), else each right after an untimed
+ * forward of its own graph (all of it hot, as in a network that fits
+ * them); out[i] is the operation of pair i, less its base. */
 static gboolean
-measure_pairs(SieveGraph **pairs, guint n, const SieveLatencyOptions *options, SieveLatency *out, GError **error)
+measure_pairs(SieveGraph **pairs, guint n, const SieveLatencyOptions *options, gboolean cold, SieveLatency *out,
+              GError **error)
 {
   g_autoptr(GPtrArray) rts = NULL, inputs = NULL;
   if (!compile_all((const SieveGraph *const *) pairs, 2 * n, options, &rts, &inputs, error))
     return FALSE;
-  Evict e = {.size = 2 * private_cache_bytes()};
+  Evict e = {.size = 2 * sieve__latency_private_cache_bytes()};
   g_autofree guint8 *buffer = g_malloc0(e.size);
   e.bytes = buffer;
   g_autofree SieveLatency *both = g_new0(SieveLatency, 2 * n);
   /* max_seconds is each operation's budget, as if measured alone. */
   SieveLatencyOptions o = *options;
   o.max_seconds = options->max_seconds * n;
-  if (!time_forwards((SieveRuntime **) rts->pdata, 2 * n, (const float *const *) inputs->pdata, &o, &e, FALSE,
-                     both, error))
+  if (!time_forwards((SieveRuntime **) rts->pdata, 2 * n, (const float *const *) inputs->pdata, &o,
+                     cold ? &e : NULL, !cold, both, error))
     return FALSE;
   for (guint i = 0; i < n; i++) {
     const SieveLatency *bare = &both[2 * i + 1];
@@ -557,6 +563,14 @@ measure_pairs(SieveGraph **pairs, guint n, const SieveLatencyOptions *options, S
 gboolean
 sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes, guint n,
                             const SieveLatencyOptions *options, SieveLatency *out, GError **error)
+{
+  return sieve__latency_measure_nodes_caches(graphs, nodes, n, options, TRUE, out, error);
+}
+
+gboolean
+sieve__latency_measure_nodes_caches(const SieveGraph *const *graphs, const guint *nodes, guint n,
+                                    const SieveLatencyOptions *options, gboolean cold, SieveLatency *out,
+                                    GError **error)
 {
   g_return_val_if_fail((n == 0 || (graphs != NULL && nodes != NULL && out != NULL)) && options != NULL, FALSE);
   for (guint i = 0; i < n; i++)
@@ -586,7 +600,7 @@ sieve_latency_measure_nodes(const SieveGraph *const *graphs, const guint *nodes,
     which[m++] = i;
   }
   g_autofree SieveLatency *got = g_new0(SieveLatency, m + 1);
-  if (m > 0 && !measure_pairs((SieveGraph **) pairs->pdata, m, options, got, error))
+  if (m > 0 && !measure_pairs((SieveGraph **) pairs->pdata, m, options, cold, got, error))
     return FALSE;
   for (guint j = 0; j < m; j++)
     out[which[j]] = got[j];

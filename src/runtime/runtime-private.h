@@ -7,7 +7,10 @@
 
 #include "sieve-config.h"
 
+#include "base/base-private.h"
+
 #include <sieve/rng.h>
+#include <sieve/latency.h>
 #include <sieve/runtime.h>
 
 typedef struct {
@@ -56,6 +59,17 @@ void sieve__param_initial(const SieveGraph *graph, const SieveParamInfo *info, S
 /* "oneDNN 3.0.0": the CPU backend's kernel library and its version, which
  * the latency table's entries depend on. (transfer none) */
 const char *sieve__cpu_library(void);
+/* The bytes of the largest cache level below the shared last level (L2 on
+ * current x86 and Arm servers), from sysfs; 1 MiB where it says nothing. */
+SIEVE_INTERNAL_API gsize sieve__latency_private_cache_bytes(void);
+/* sieve_latency_measure_nodes, with the private caches flushed before each
+ * timed forward (cold: what an operation finds in a network whose
+ * parameters do not fit them) or not (each timed forward right after an
+ * untimed one of the same graph: what it finds in a network that fits
+ * them, run request after request). */
+gboolean sieve__latency_measure_nodes_caches(const SieveGraph *const *graphs, const guint *nodes, guint n,
+                                             const SieveLatencyOptions *options, gboolean cold, SieveLatency *out,
+                                             GError **error);
 
 /* For messages: "node 12 (conv2d "stage1.cell0.edge_1_0.conv")", valid
  * until the thread's next call. (transfer none) */

@@ -36,6 +36,17 @@ def table_path():
     raise unittest.SkipTest("no NAS-Bench-201 table")
 
 
+def latency_study(directory, space, seed, rest):
+    """directory/c.yaml: random search on space, each candidate's latency measured briefly, then rest."""
+    cfg = os.path.join(directory, "c.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"space: {space}\n"
+                f"optimizer: {{plugin: random, seed: {seed}}}\n"
+                "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
+                "objective: {metric: latency_ms, direction: minimize}\n" + rest)
+    return cfg
+
+
 class Latency(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="sieve-hardware-")
@@ -127,6 +138,35 @@ class Latency(unittest.TestCase):
             self.assertIn("no network for bad", bad.stderr)
             self.assertEqual([json.loads(l)["genotype"] for l in bad.stdout.splitlines()], ["good"])
 
+    def test_flags_that_do_nothing_refused(self):
+        # refused with a message rather than silently ignored (or overridden)
+        cases = [(["--arch", ARCH, "--runs", "50", "--max-runs", "5"], "--max-runs 5 is fewer than --runs 50"),
+                 (["--table", "--together"], "--together measures the candidates of --arch-file"),
+                 (["--arch", ARCH, "--calibrate", "2"], "--calibrate fits the latency table's prediction")]
+        for args, message in cases:
+            p = sieve("latency", "--space", "nb201", *args, check=2)
+            self.assertIn(message, p.stderr)
+            self.assertEqual(p.stdout, "")
+
+    def test_constraint_tries_without_constraints_warned_and_threads_0_named(self):
+        cfg = latency_study(self.dir, "{plugin: nb201, C: 4, N: 1}", 1,
+                            "budget: {evaluations: 1}\n"
+                            "constraint_tries: 40\n"
+                            "pipeline: [latency: {threads: 0, warmup: 1, min_runs: 3, max_runs: 3, "
+                            "max_seconds: 0.05}]\n")
+        p = sieve("run", cfg, "--store", os.path.join(self.dir, "c.sieve"), "-q")
+        self.assertIn(f"{cfg}:6:19: warning: constraint_tries does nothing without constraints", p.stderr)
+        # threads: 0 is a thread per core, said so rather than "0 threads"
+        self.assertRegex(p.stdout, r"latency \(batch 1, a thread per core: \d+\) ->")
+
+    def test_arch_file_with_byte_order_mark(self):
+        listing = os.path.join(self.dir, "bom.txt")
+        with open(listing, "w", encoding="utf-8-sig") as f:  # writes the BOM first
+            f.write(ARCH + "\n")
+        for mode in ([], ["--together"]):
+            out = sieve("latency", "--space", "nb201", "--arch-file", listing, *mode, *QUICK).stdout
+            self.assertEqual([json.loads(l)["genotype"] for l in out.splitlines()], [ARCH])
+
     def test_table_cached(self):
         store = os.path.join(self.dir, "lat.sieve")
         args = ["latency", "--table", "--space", "nb201", "--store", store, "--samples", "40", *QUICK]
@@ -157,6 +197,23 @@ class Latency(unittest.TestCase):
         plain = sieve(*args[:-2]).stdout.splitlines()[2]  # the default: no calibration
         self.assertIn("calibration: none", plain)
 
+    def test_table_counts_calibration_entries(self):
+        # One drawn candidate holds fewer operations than the 3 calibration
+        # networks: their extra entries are measured, counted and listed too.
+        store = os.path.join(self.dir, "lat.sieve")
+        args = ["latency", "--table", "--space", "mobilenet", "--set", "space.size=16", "--set", "space.width=0.25",
+                "--set", "space.stages=16:1:1,24:1:2", "--store", store, "--samples", "1", "--calibrate", "3", *QUICK]
+        head = re.compile(r"(\d+) operations from 1 candidates and 3 calibration networks; (\d+) measured now, "
+                          r"(\d+) read from ")
+        first = sieve(*args).stdout
+        m = head.search(first.splitlines()[0])
+        self.assertIsNotNone(m, first.splitlines()[0])
+        n, measured, read = map(int, m.groups())
+        self.assertEqual((measured, read), (n, 0))
+        self.assertEqual(len([l for l in first.splitlines() if not l.startswith("#")]), n)
+        only = sieve(*args[:-len(QUICK) - 2], *QUICK).stdout.splitlines()[0]  # the candidate's entries alone
+        self.assertLess(int(re.search(r"(\d+) operations", only).group(1)), n)
+
 
 class KillResume(unittest.TestCase):
     def setUp(self):
@@ -167,14 +224,9 @@ class KillResume(unittest.TestCase):
         self._tmp.cleanup()
 
     def test_rejections_survive_sigkill(self):
-        cfg = os.path.join(self.dir, "c.yaml")
-        with open(cfg, "w") as f:
-            f.write("space: {plugin: nb201}\n"
-                    "optimizer: {plugin: random, seed: 11}\n"
-                    "evaluator: {plugin: latency, warmup: 1, min_runs: 3, max_runs: 3, max_seconds: 0.05}\n"
-                    "objective: {metric: latency_ms, direction: minimize}\n"
-                    "constraints: [{metric: params, max: 600000}]\n"
-                    "budget: {evaluations: 24}\n")
+        cfg = latency_study(self.dir, "{plugin: nb201}", 11,
+                            "constraints: [{metric: params, max: 600000}]\n"
+                            "budget: {evaluations: 24}\n")
         store = os.path.join(self.dir, "s.sieve")
         proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
