@@ -29,7 +29,8 @@ G_BEGIN_DECLS
  *      SieveEvaluatorClass.workers and sieve_evaluator_get_workers (evaluations an evaluator runs at once);
  *      SieveComponentInfo.example (a section that validates, shown by `sieve plugins --describe`);
  *      sieve_text_char_number and sieve_text_quote_at (where a parser stopped and what stands there, in UTF-8);
- *      SieveEvaluatorClass.intermediate_metric and sieve_evaluator_get_intermediate_metric (what a pruner judges). */
+ *      SieveEvaluatorClass.intermediate_metric and sieve_evaluator_get_intermediate_metric (what a pruner judges);
+ *      SieveSpaceClass.probe_options_for (a probe scale that depends on the space's own options). */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 
