@@ -439,7 +439,7 @@ sieve__canon_build(const SieveCanon *canon, GError **error)
     } else if (x->kind == SIEVE_OP_ZERO) {
       if (x->witness == SIEVE_CANON_NONE) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH,
-                    "a concat part is a zero of shape %ux%ux%u that no other tensor of the graph has: "
+                    "a zero of shape %ux%ux%u has no tensor of its shape to be built from: "
                     "the canonical graph cannot rebuild it",
                     x->shape.c, x->shape.h, x->shape.w);
         return NULL;

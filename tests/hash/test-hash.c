@@ -415,14 +415,16 @@ zero_case(ZeroCase z)
   case Z_NONE:
     break;
   case Z_RELU:
-    t = sieve_graph_relu(g, o);
-    break;
   case Z_TANH:
-    t = sieve_graph_activation(g, o, SIEVE_ACT_TANH, 0);
-    break;
   case Z_HARD_SWISH:
-    t = sieve_graph_activation(g, o, SIEVE_ACT_HARD_SWISH, 0);
+  case Z_SIGMOID:
+  case Z_HARD_SIGMOID: {
+    static const SieveActivation act[Z_N] = {[Z_RELU] = SIEVE_ACT_RELU, [Z_TANH] = SIEVE_ACT_TANH,
+                                             [Z_HARD_SWISH] = SIEVE_ACT_HARD_SWISH, [Z_SIGMOID] = SIEVE_ACT_SIGMOID,
+                                             [Z_HARD_SIGMOID] = SIEVE_ACT_HARD_SIGMOID};
+    t = sieve_graph_activation(g, o, act[z], 0);
     break;
+  }
   case Z_CONV:
     t = sieve_graph_conv2d(g, o, 2, 3, 1, 1, FALSE);
     break;
@@ -434,12 +436,6 @@ zero_case(ZeroCase z)
     break;
   case Z_MUL:
     t = sieve_graph_mul(g, o, sieve_graph_global_avg_pool(g, c));
-    break;
-  case Z_SIGMOID:
-    t = sieve_graph_activation(g, o, SIEVE_ACT_SIGMOID, 0);
-    break;
-  case Z_HARD_SIGMOID:
-    t = sieve_graph_activation(g, o, SIEVE_ACT_HARD_SIGMOID, 0);
     break;
   case Z_BATCH_NORM:
     t = sieve_graph_batch_norm(g, o);
