@@ -241,13 +241,13 @@ sieve__space_add_files(const SieveSpace *space, GPtrArray *paths)
 /* The probe copy: the component again, with the class's probe_options
  * written over the user's options. */
 static SieveSpace *
-probe_new(const SieveSpace *space, GError **error)
+probe_new(const SieveSpace *space, const char *const *probe_options, GError **error)
 {
   const char *name = sieve_space_get_name(space);
   g_autoptr(SieveNode) map = sieve_node_copy(space->written);
   g_autofree char *origin = g_strdup_printf("probe_options of space %s", name);
-  for (guint i = 0; space->klass->probe_options[i] != NULL; i++) {
-    const char *item = space->klass->probe_options[i];
+  for (guint i = 0; probe_options[i] != NULL; i++) {
+    const char *item = probe_options[i];
     const char *eq = strchr(item, '=');
     if (eq == NULL || eq == item) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PLUGIN, "space %s: probe option '%s' is not KEY=VALUE", name, item);
@@ -278,12 +278,17 @@ const SieveSpace *
 sieve__space_probe(const SieveSpace *space, GError **error)
 {
   g_return_val_if_fail(space != NULL, NULL);
-  if (space->klass == NULL || space->klass->probe_options == NULL || space->component == NULL)
+  if (space->klass == NULL || space->component == NULL)
+    return space;
+  const char *const *probe_options = space->klass->probe_options_for != NULL
+                                         ? space->klass->probe_options_for(space->instance, space)
+                                         : space->klass->probe_options;
+  if (probe_options == NULL)
     return space;
   SieveSpace *self = (SieveSpace *)space; /* the cache is not part of the space's value */
   g_mutex_lock(&self->probe_lock);
   if (self->probe == NULL && self->probe_error == NULL)
-    self->probe = probe_new(space, &self->probe_error);
+    self->probe = probe_new(space, probe_options, &self->probe_error);
   const SieveSpace *probe = self->probe;
   if (probe == NULL)
     g_propagate_error(error, g_error_copy(self->probe_error));

@@ -20,7 +20,7 @@ G_BEGIN_DECLS
 #define SIEVE_CANON_NONE G_MAXUINT
 
 typedef struct {
-  SieveOpKind kind;   /* SIEVE_OP_ZERO: a zero tensor, only as a concat part */
+  SieveOpKind kind;   /* SIEVE_OP_ZERO: a zero tensor, as a concat part or the input of a constant */
   SieveOpAttrs attrs; /* label-free, unused fields zero */
   SieveShape shape;
   guint n_inputs;

@@ -7,13 +7,21 @@
  *
  * - Nodes that cannot reach the output are dropped (never run).
  * - `zero` is removal: a zero term of a sum is dropped, and an operation
- *   whose input is zero is zero.  For the operations with f(0) = 0 (conv and
- *   linear without bias, pooling, relu and most activations) that is exact;
- *   for the others f(0) is a constant that does not depend on the input (a
- *   batch norm's shift, a bias, sigmoid(0) = 0.5), which we drop like the
- *   NAS-Bench-201 authors do (their `none` kills everything it alone feeds).
- *   A graph whose output is zero does not depend on its input at all: it is
- *   degenerate and hashes to sieve_hash_degenerate().
+ *   whose input is zero is zero when f(0) = 0 for every value of its
+ *   parameters (keeps_zero below): pooling, global pooling and cropping (of
+ *   zeros), the activations with f(0) = 0 (all but sigmoid and hard_sigmoid,
+ *   both 1/2 at 0), conv and linear without bias (W 0 = 0), x * gate when
+ *   either is zero, a sum of zeros, an identity.  Any other operation of a
+ *   zero (a batch norm: its shift beta, learnt; a conv or linear with bias:
+ *   the bias; sigmoid: 1/2; the loss) is a constant, which stays in the
+ *   expression, reading a zero of its input's shape: it changes the output.
+ *   (The NAS-Bench-201 authors' canonical string drops it too, where their
+ *   `none` feeds a ReLU-conv-BN edge: the edge's batch norm adds its beta
+ *   there, which sieve keeps.)  The runtime folds a subset of these
+ *   (sieve__node_keeps_zero; bias-free conv and linear it computes, to 0).
+ *   A graph whose output is zero, or a constant (built from zeros only),
+ *   does not depend on its input at all: it is degenerate and hashes to
+ *   sieve_hash_degenerate().
  * - Identities are flattened: an identity is its input.
  * - Sums are associative and commutative: nested sums are flattened into one
  *   multiset of terms, a sum of one term is that term, and the terms are
@@ -35,6 +43,7 @@
 #include <xxhash.h>
 
 #include "hash/hash-private.h"
+#include "runtime/runtime-private.h"
 
 /* Domain seeds: a change to what a hash covers changes its seed, so old
  * stored hashes can never be mistaken for new ones. */
@@ -93,8 +102,9 @@ hash_cmp(const SieveHash *a, const SieveHash *b)
 /* ---- building the canonical DAG -------------------------------------------- */
 
 typedef struct {
-  guint cid;     /* canonical node, or NONE when the value is zero */
-  guint witness; /* zero values: a canonical node of the same shape, or NONE */
+  guint cid;         /* canonical node, or NONE when the value is zero */
+  guint witness;     /* zero values: a canonical node of the same shape, or NONE */
+  gboolean constant; /* non-zero values built from zeros only: they do not depend on the input */
 } Value;
 
 typedef struct {
@@ -161,7 +171,19 @@ static const SieveOpAttrs no_attrs;
 static Value
 zero_value(guint witness)
 {
-  return (Value){SIEVE_CANON_NONE, witness};
+  return (Value){SIEVE_CANON_NONE, witness, FALSE};
+}
+
+/* Whether an operation of one input maps a zero input to zero for every
+ * value of its parameters (see the top of the file): what the runtime folds
+ * (pooling, cropping, activations with f(0) = 0), and conv and linear
+ * without bias, which it computes. */
+static gboolean
+keeps_zero(const SieveGraphNode *n)
+{
+  if (n->kind == SIEVE_OP_CONV2D || n->kind == SIEVE_OP_LINEAR)
+    return !n->attrs.bias;
+  return sieve__node_keeps_zero(n);
 }
 
 static gint
@@ -176,6 +198,7 @@ canon_add(Builder *b, const SieveGraphNode *n, const Value *vals)
 {
   g_autoptr(GArray) terms = g_array_new(FALSE, FALSE, sizeof(guint));
   guint witness = SIEVE_CANON_NONE;
+  gboolean constant = TRUE;
   for (guint k = 0; k < n->n_inputs; k++) {
     Value v = vals[n->inputs[k]];
     if (v.cid == SIEVE_CANON_NONE) {
@@ -183,6 +206,7 @@ canon_add(Builder *b, const SieveGraphNode *n, const Value *vals)
         witness = v.witness;
       continue;
     }
+    constant = constant && v.constant;
     SieveCanonNode *x = cnode(b, v.cid);
     if (x->kind == SIEVE_OP_ADD)
       g_array_append_vals(terms, x->inputs, x->n_inputs); /* already flat */
@@ -192,17 +216,18 @@ canon_add(Builder *b, const SieveGraphNode *n, const Value *vals)
   if (terms->len == 0)
     return zero_value(witness);
   if (terms->len == 1)
-    return (Value){g_array_index(terms, guint, 0), SIEVE_CANON_NONE};
+    return (Value){g_array_index(terms, guint, 0), SIEVE_CANON_NONE, constant};
   g_array_sort_with_data(terms, cmp_by_hash, b);
   return (Value){intern(b, SIEVE_OP_ADD, &no_attrs, n->shape, (guint *)terms->data, terms->len, SIEVE_CANON_NONE),
-                 SIEVE_CANON_NONE};
+                 SIEVE_CANON_NONE, constant};
 }
 
 static Value
 canon_concat(Builder *b, const SieveGraph *g, const SieveGraphNode *n, const Value *vals)
 {
   g_autoptr(GArray) parts = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean any = FALSE;
+  g_autoptr(GArray) witnesses = g_array_new(FALSE, FALSE, sizeof(guint)); /* of an all-zero concat */
+  gboolean any = FALSE, constant = TRUE;
   for (guint k = 0; k < n->n_inputs; k++) {
     Value v = vals[n->inputs[k]];
     if (v.cid == SIEVE_CANON_NONE) {
@@ -210,21 +235,30 @@ canon_concat(Builder *b, const SieveGraph *g, const SieveGraphNode *n, const Val
       SieveShape s = sieve_graph_node(g, n->inputs[k])->shape;
       guint z = intern(b, SIEVE_OP_ZERO, &no_attrs, s, NULL, 0, v.witness);
       g_array_append_val(parts, z);
+      g_array_append_val(witnesses, v.witness);
       continue;
     }
     any = TRUE;
+    constant = constant && v.constant;
     SieveCanonNode *x = cnode(b, v.cid);
     if (x->kind == SIEVE_OP_CONCAT)
       g_array_append_vals(parts, x->inputs, x->n_inputs);
     else
       g_array_append_val(parts, v.cid);
   }
-  if (!any)
-    return zero_value(SIEVE_CANON_NONE);
+  if (!any) {
+    /* All zero: witnessed by the concat of the parts' witnesses, if each has one. */
+    for (guint k = 0; k < witnesses->len; k++)
+      if (g_array_index(witnesses, guint, k) == SIEVE_CANON_NONE)
+        return zero_value(SIEVE_CANON_NONE);
+    return zero_value(witnesses->len == 1 ? g_array_index(witnesses, guint, 0)
+                                          : intern(b, SIEVE_OP_CONCAT, &no_attrs, n->shape, (guint *)witnesses->data,
+                                                   witnesses->len, SIEVE_CANON_NONE));
+  }
   if (parts->len == 1)
-    return (Value){g_array_index(parts, guint, 0), SIEVE_CANON_NONE};
+    return (Value){g_array_index(parts, guint, 0), SIEVE_CANON_NONE, constant};
   return (Value){intern(b, SIEVE_OP_CONCAT, &no_attrs, n->shape, (guint *)parts->data, parts->len, SIEVE_CANON_NONE),
-                 SIEVE_CANON_NONE};
+                 SIEVE_CANON_NONE, constant};
 }
 
 /* Canonical order: a depth-first walk from the output that visits each
@@ -327,20 +361,31 @@ sieve__canon_new(const SieveGraph *graph, GError **error)
       else if (gate.cid == SIEVE_CANON_NONE)
         vals[v] = zero_value(x.cid);
       else
-        vals[v].cid = intern(&b, SIEVE_OP_MUL, &no_attrs, n->shape, (guint[]){x.cid, gate.cid}, 2, SIEVE_CANON_NONE);
+        vals[v] = (Value){intern(&b, SIEVE_OP_MUL, &no_attrs, n->shape, (guint[]){x.cid, gate.cid}, 2,
+                                 SIEVE_CANON_NONE),
+                          SIEVE_CANON_NONE, x.constant && gate.constant};
       break;
     }
     default: {
       /* One input, not commutative: conv, batch norm, activation, pooling,
-       * global pooling, linear, loss. */
+       * global pooling, linear, loss, crop. */
       g_assert(n->n_inputs == 1);
       Value in = vals[n->inputs[0]];
-      if (in.cid == SIEVE_CANON_NONE) {
+      if (in.cid == SIEVE_CANON_NONE && keeps_zero(n)) {
         SieveShape s = sieve_graph_node(graph, n->inputs[0])->shape;
         gboolean same = s.c == n->shape.c && s.h == n->shape.h && s.w == n->shape.w;
-        vals[v] = zero_value(same ? in.witness : SIEVE_CANON_NONE);
+        /* A new shape is witnessed by the operation applied to the old witness. */
+        vals[v] = zero_value(same || in.witness == SIEVE_CANON_NONE
+                                 ? in.witness
+                                 : intern(&b, n->kind, &n->attrs, n->shape, &in.witness, 1, SIEVE_CANON_NONE));
+      } else if (in.cid == SIEVE_CANON_NONE) {
+        /* f(0) is a constant: the operation stays, reading a zero of its input's shape. */
+        SieveShape s = sieve_graph_node(graph, n->inputs[0])->shape;
+        guint z = intern(&b, SIEVE_OP_ZERO, &no_attrs, s, NULL, 0, in.witness);
+        vals[v] = (Value){intern(&b, n->kind, &n->attrs, n->shape, &z, 1, SIEVE_CANON_NONE), SIEVE_CANON_NONE, TRUE};
       } else {
-        vals[v].cid = intern(&b, n->kind, &n->attrs, n->shape, &in.cid, 1, SIEVE_CANON_NONE);
+        vals[v] = (Value){intern(&b, n->kind, &n->attrs, n->shape, &in.cid, 1, SIEVE_CANON_NONE), SIEVE_CANON_NONE,
+                          in.constant};
       }
     }
     }
@@ -348,7 +393,7 @@ sieve__canon_new(const SieveGraph *graph, GError **error)
 
   SieveCanon *canon = g_new0(SieveCanon, 1);
   Value result = vals[out];
-  if (result.cid == SIEVE_CANON_NONE) {
+  if (result.cid == SIEVE_CANON_NONE || result.constant) {
     canon->degenerate = TRUE;
     canon->output = SIEVE_CANON_NONE;
     canon->hash = *sieve_hash_degenerate();
@@ -394,7 +439,7 @@ sieve__canon_build(const SieveCanon *canon, GError **error)
     } else if (x->kind == SIEVE_OP_ZERO) {
       if (x->witness == SIEVE_CANON_NONE) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_GRAPH,
-                    "a concat part is a zero of shape %ux%ux%u that no other tensor of the graph has: "
+                    "a zero of shape %ux%ux%u has no tensor of its shape to be built from: "
                     "the canonical graph cannot rebuild it",
                     x->shape.c, x->shape.h, x->shape.w);
         return NULL;

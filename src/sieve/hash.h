@@ -10,14 +10,18 @@
  * evaluation.
  *
  * structural: the graph is canonicalised (nodes that cannot reach the
- *   output dropped, zero edges and everything only they feed dropped,
+ *   output dropped, zero terms of sums dropped, an operation of a zero
+ *   zero where f(0) = 0 whatever its parameters (pooling, relu, bias-free
+ *   conv; not a batch norm, a bias or sigmoid: those are constants and stay),
  *   identities flattened, the inputs of commutative operations ordered
  *   canonically) and the canonical form hashed (XXH3, 128 bits).  Node order
  *   and dead branches do not change it.
  * functional: the graph runs at a small probe scale on a fixed probe batch
  *   with weights derived from the canonical content of each operation, and
- *   the quantised outputs are hashed.  Networks whose output does not depend
- *   on the input all get SIEVE_HASH_DEGENERATE.
+ *   the quantised outputs are hashed.
+ * Networks whose output does not depend on the input (structurally: zero or
+ * a constant; functionally: equal outputs for every probe example) all get
+ * sieve_hash_degenerate().
  */
 #pragma once
 

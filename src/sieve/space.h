@@ -151,7 +151,13 @@ typedef struct {
    * built network (sieve_graph_hash_structural). */
   gboolean (*hash)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, SieveHash *out,
                    GError **error);
-  gpointer reserved[8];
+  /* 2.2: probe_options for this instance, when they depend on its options
+   * (darts: as many cells as the network has, up to 6, so that the probe
+   * has the very kinds of cells the network has).  (transfer none) a
+   * NULL-terminated list that outlives the instance, or NULL: hash at the
+   * space's scale.  NULL callback: probe_options. */
+  const char *const *(*probe_options_for)(gpointer instance, const SieveSpace *space);
+  gpointer reserved[7];
 } SieveSpaceClass;
 SIEVE_ABI_SIZE(SieveSpaceClass, 128);
 

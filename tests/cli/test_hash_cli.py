@@ -37,12 +37,23 @@ def parse_arch(text):
 # ---- models of the cell (written from the definitions, not from sieve) ----
 
 ZERO = ("zero",)
+# A ReLU-conv-BN edge reading a zero: the ReLU and the bias-free conv give
+# zero, the batch norm its shift beta, a constant (the same for 1x1 and 3x3:
+# the conv that made the zero is gone).
+BETA = ("beta",)
+
+
+def depends_on_input(e):
+    return e == ("x",) or (e[0] == "sum" and any(depends_on_input(t) for t in e[1])) or \
+        (e[0] in OPS and depends_on_input(e[1]))
 
 
 def cell_expression(ops, distribute_pool=False):
     """The cell's output as an expression: `none` is removal, skip_connect
-    is identity, sums are flattened multisets; with distribute_pool, average
-    pooling (linear) is pushed through sums."""
+    is identity, sums are flattened multisets, an operation of zero is zero
+    where f(0) = 0 for every parameter value (pooling), a constant otherwise
+    (BETA); with distribute_pool, average pooling (linear, and the identity
+    on a constant: the pool leaves out padding) is pushed through sums."""
     def make_sum(terms):
         flat = []
         for t in terms:
@@ -54,12 +65,16 @@ def cell_expression(ops, distribute_pool=False):
         return flat[0] if len(flat) == 1 else ("sum", tuple(sorted(flat)))
 
     def apply(op, x):
-        if op == "none" or x == ZERO:
+        if op == "none" or (x == ZERO and op != "nor_conv_1x1" and op != "nor_conv_3x3"):
             return ZERO
+        if x == ZERO:
+            return BETA
         if op == "skip_connect":
             return x
         if op == "avg_pool_3x3" and distribute_pool and x[0] == "sum":
             return make_sum([apply(op, t) for t in x[1]])
+        if op == "avg_pool_3x3" and distribute_pool and not depends_on_input(x):
+            return x
         return (op, x)
 
     nodes, k = [("x",)], 0
@@ -69,7 +84,8 @@ def cell_expression(ops, distribute_pool=False):
             terms.append(apply(ops[k], nodes[i]))
             k += 1
         nodes.append(make_sum(terms))
-    return nodes[3]
+    # A constant output (a cell the input does not reach) is degenerate.
+    return nodes[3] if depends_on_input(nodes[3]) else ZERO
 
 
 def authors_string(ops):
@@ -90,6 +106,20 @@ def authors_string(ops):
                 terms.append(f"({nodes[i]})@{op}")
         nodes.append("+".join(sorted(terms)))
     return nodes[3]
+
+
+def conv_reads_zero(ops):
+    """Whether a ReLU-conv-BN edge of the cell reads a node that is zero."""
+    zero, k, reads = [False], 0, False
+    for j in range(1, 4):
+        terms = []
+        for i in range(j):
+            op = ops[k]
+            k += 1
+            reads = reads or (zero[i] and op in ("nor_conv_1x1", "nor_conv_3x3"))
+            terms.append(op == "none" or (zero[i] and op != "nor_conv_1x1" and op != "nor_conv_3x3"))
+        zero.append(all(terms))
+    return reads
 
 
 def classes(keys):
@@ -125,17 +155,23 @@ class TestAll(unittest.TestCase):
     def test_structural_is_the_model(self):
         model = classes({a: cell_expression(parse_arch(a)) for a in self.structural})
         ours = classes(self.structural)
-        self.assertEqual(len(ours), 4930)
+        self.assertEqual(len(ours), 5147)
         self.assertEqual(ours, model)
 
     def test_authors_classes_refine_ours(self):
         # The published 6,466 keeps zero terms ('#') inside sums and does not
-        # flatten nested sums: each of its classes lies inside one of ours.
+        # flatten nested sums: each of its classes lies inside one of ours,
+        # but for the cells where a conv edge reads a zero node, whose batch
+        # norm's shift the authors' string drops and sieve keeps.
         authors = classes({a: authors_string(parse_arch(a)) for a in self.structural})
         self.assertEqual(len(authors), 6466)
         ours = cls_of(classes(self.structural))
+        kept = 0
         for c in authors:
-            self.assertEqual(len({ours[a] for a in c}), 1, sorted(c))
+            c = [a for a in c if not conv_reads_zero(parse_arch(a))]
+            kept += len(c)
+            self.assertLessEqual(len({ours[a] for a in c}), 1, sorted(c))
+        self.assertEqual(kept, 13335)
 
     def test_degenerate(self):
         zero = {a for a in self.structural if cell_expression(parse_arch(a)) == ZERO}
@@ -162,8 +198,8 @@ class TestAll(unittest.TestCase):
         o = cls_of(ours)
         split = [c for c in model if len({o[a] for a in c}) > 1]
         self.assertLessEqual(len(split), 5, [sorted(c)[:2] for c in split])
-        self.assertEqual(len(model), 4660)
-        self.assertLess(len(ours), 4930)
+        self.assertEqual(len(model), 4844)
+        self.assertLess(len(ours), 5147)
 
 
 class TestInput(unittest.TestCase):

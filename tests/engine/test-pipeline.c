@@ -716,7 +716,8 @@ test_engine_nb201_functional(void)
   g_autoptr(GPtrArray) trials = run_study(exp, FALSE);
   guint cached = check_dedupe_invariants(trials);
   g_assert_cmpuint(trials->len - cached, ==, 100);
-  g_assert_cmpuint(cached, >, 10);
+  /* 8 with this seed (over 10 while batch norms of zeros were dropped, joining more). */
+  g_assert_cmpuint(cached, >=, 5);
   g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, &error);
   g_assert_no_error(error);
   guint merged = 0;

@@ -501,12 +501,36 @@ darts_parse(gpointer instance, const SieveSpace *space, const char *text, GError
   return g_steal_pointer(&genotype);
 }
 
-/* The scale the functional hash runs at (sieve/hash.h): 3 cells, so that
- * one is normal (cell 0) and two are reductions (cells 1 and 2, the second
- * with a factorized reduction of its older input), 4 channels, 16x16
+/* The scale the functional hash runs at (sieve/hash.h): 4 channels, 16x16
  * inputs (cells at 16, 8 and 4 pixels: a 3x3 pool is not idempotent
- * there). */
-static const char *const darts_probe_options[] = {"C=4", "layers=3", "size=16", NULL};
+ * there), and the fewest cells that put each cell kind in every situation
+ * the network puts it in, and in no other.  A cell's situations: normal or
+ * reduction, first (its two inputs are both the stem, so inputs 0 and 1
+ * are one tensor) or not, after a reduction (its older input goes through a
+ * factorized reduction) or not.  layers = 1 and 2 have reduction cells
+ * only; 3 to 5 each have a set of their own (3: normal first, reduction
+ * after normal, reduction after reduction; 4: and normal after reduction;
+ * 5: no reduction after a reduction); from 6 on (reductions at layers/3 >= 2
+ * and 2 layers/3 >= layers/3 + 2) the set is normal first, normal after
+ * normal, reduction after normal and normal after reduction, which 6 cells
+ * have.  A probe with a situation the network lacks splits networks the
+ * structural hash joins (layers 2: the normal cell is never built); one
+ * lacking a situation joins networks that differ (layers 20 at a probe of
+ * 3 cells, whose only normal cell is the first: swapping inputs 0 and 1 of
+ * the normal cell changed nothing there). */
+#define DARTS_PROBE_LAYERS 6
+static const char *const darts_probe_options[DARTS_PROBE_LAYERS][4] = {
+  {"C=4", "layers=1", "size=16", NULL}, {"C=4", "layers=2", "size=16", NULL}, {"C=4", "layers=3", "size=16", NULL},
+  {"C=4", "layers=4", "size=16", NULL}, {"C=4", "layers=5", "size=16", NULL}, {"C=4", "layers=6", "size=16", NULL},
+};
+
+static const char *const *
+darts_probe_options_for(gpointer instance, const SieveSpace *space)
+{
+  const DartsSkeleton *self = instance;
+  (void) space;
+  return darts_probe_options[MIN(self->layers, DARTS_PROBE_LAYERS) - 1];
+}
 
 static const SieveSpaceClass darts_class = {
   .create = darts_create,
@@ -514,7 +538,7 @@ static const SieveSpaceClass darts_class = {
   .format = darts_format,
   .parse = darts_parse,
   .build = darts_build,
-  .probe_options = darts_probe_options,
+  .probe_options_for = darts_probe_options_for,
 };
 
 static const SieveComponentInfo darts_info = {
