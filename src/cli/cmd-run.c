@@ -243,6 +243,21 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
+  /* sieve creates the store's file, never its folder: a missing one is a
+   * mistake in what names the store (the flag or the config's key), said
+   * there and before anything is created. */
+  g_autofree char *store_dir = sieve_store_is_url(path) ? NULL : g_path_get_dirname(path);
+  if (store_dir != NULL && !g_file_test(store_dir, G_FILE_TEST_IS_DIR)) {
+    const SieveNode *key = store_path ? NULL : sieve_node_lookup(exp->root, "store");
+    if (key != NULL)
+      sieve_node_set_error(&error, key, "store %s: the folder %s does not exist (sieve creates the store's file, "
+                           "not its folder)", sieve_node_text(key), store_dir);
+    else
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s %s: the folder %s does not exist (sieve creates the store's file, not its folder)",
+                  store_path ? "--store" : "store", store_path ? store_path : path, store_dir);
+    return sieve_cli_fail(error);
+  }
   /* A report that cannot be written is known now, not after the study.
    * Standard output carries the run's progress and summary: `-` is not
    * the page's place here (`sieve report STORE -o -` writes it there). */
