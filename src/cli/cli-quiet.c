@@ -2,7 +2,8 @@
  * stopped short of its budget (bug hunt 4: with -q a study that ended early
  * said nothing about why).  The engine writes these as progress messages;
  * the progress of a quiet run goes through this filter, which keeps those
- * lines and drops the trials' and activities' lines. */
+ * lines (and the warning of a stored trial skipped, on standard error as
+ * without any progress) and drops the trials' and activities' lines. */
 #define _GNU_SOURCE /* fopencookie */
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +35,10 @@ filter_write(void *cookie, const char *buf, size_t size)
     if (says_why_stopped(f->line->str)) {
       fprintf(f->to, "%s\n", f->line->str);
       fflush(f->to);
+    } else if (strstr(f->line->str, ": pending trial ") != NULL && strstr(f->line->str, " skipped: ") != NULL) {
+      /* A stored trial that cannot be read back: a warning, where the
+       * engine puts it when it has no progress at all. */
+      fprintf(stderr, "sieve: %s\n", f->line->str);
     }
     g_string_truncate(f->line, 0);
   }
