@@ -65,14 +65,7 @@ describe_stage(const char *name)
   const SieveOptionSpec *spec = sieve_pipeline_stage_spec(name);
   g_autofree char *text = sieve_option_spec_describe(spec);
   fputs(text, stdout);
-  printf("\nexample:\n  pipeline:\n    - %s", name);
-  gboolean first = TRUE;
-  for (const SieveOptionSpec *o = spec; o && o->name; o++)
-    if (o->flags & SIEVE_OPTION_REQUIRED) {
-      printf("%s%s: ...", first ? ": {" : ", ", o->name);
-      first = FALSE;
-    }
-  printf("%s\n", first ? "" : "}");
+  printf("\nexample:\n  pipeline:\n    - %s\n", sieve_pipeline_stage_example(name));
 }
 
 int
@@ -81,7 +74,8 @@ sieve_cmd_plugins(int argc, char **argv)
   g_autofree char *name = NULL;
   g_auto(GStrv) paths = NULL;
   GOptionEntry entries[] = {
-      {"describe", 'd', 0, G_OPTION_ARG_STRING, &name, "print the options of component NAME", "NAME"},
+      {"describe", 'd', 0, G_OPTION_ARG_STRING, &name,
+       "print the options of component or pipeline stage NAME (both where a name is both)", "NAME"},
       {"plugin-path", 'p', 0, G_OPTION_ARG_FILENAME_ARRAY, &paths, "also load plugins from PATH (file or folder)",
        "PATH"},
       {NULL},
@@ -120,7 +114,10 @@ sieve_cmd_plugins(int argc, char **argv)
         found = TRUE;
       }
     }
-    if (!found && sieve_pipeline_stage_spec(name) != NULL) {
+    /* latency is both an evaluator and a stage (one option table): both. */
+    if (sieve_pipeline_stage_spec(name) != NULL) {
+      if (found)
+        printf("\n");
       describe_stage(name);
       found = TRUE;
     }

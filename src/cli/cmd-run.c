@@ -181,7 +181,8 @@ sieve_cmd_run(int argc, char **argv)
        "PATH"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides,
        "override a config key, e.g. --set optimizer.seed=3 --set budget.evaluations=50", "KEY=VALUE"},
-      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only the summary", NULL},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "no progress, only why a study stopped short of its budget and the summary",
+       NULL},
       {"lua-allow", 0, 0, G_OPTION_ARG_STRING, &lua_allow,
        "grant the experiment's Lua scripts io, os, debug, package, command or plugins (comma-separated; same as --set lua.allow=[...])",
        "LIBS"},
@@ -243,6 +244,21 @@ sieve_cmd_run(int argc, char **argv)
   if (engine == NULL)
     return sieve_cli_fail(error);
   g_autofree char *path = store_path ? sieve_store_canonical_name(store_path) : g_strdup(exp->store_path);
+  /* sieve creates the store's file, never its folder: a missing one is a
+   * mistake in what names the store (the flag or the config's key), said
+   * there and before anything is created. */
+  g_autofree char *store_dir = sieve_store_is_url(path) ? NULL : g_path_get_dirname(path);
+  if (store_dir != NULL && !g_file_test(store_dir, G_FILE_TEST_IS_DIR)) {
+    const SieveNode *key = store_path ? NULL : sieve_node_lookup(exp->root, "store");
+    if (key != NULL)
+      sieve_node_set_error(&error, key, "store %s: the folder %s does not exist (sieve creates the store's file, "
+                           "not its folder)", sieve_node_text(key), store_dir);
+    else
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "%s %s: the folder %s does not exist (sieve creates the store's file, not its folder)",
+                  store_path ? "--store" : "store", store_path ? store_path : path, store_dir);
+    return sieve_cli_fail(error);
+  }
   /* A report that cannot be written is known now, not after the study.
    * Standard output carries the run's progress and summary: `-` is not
    * the page's place here (`sieve report STORE -o -` writes it there). */
@@ -304,18 +320,16 @@ sieve_cmd_run(int argc, char **argv)
    * report` does, so that both pages are the same page. */
   g_autoptr(SieveSpace) report_space = report_path ? sieve_report_space_new(store, registry, NULL) : NULL;
   ReportEvery every = {store, report_space, report_path, report_every, 0};
-  /* With --quiet the engine gets no progress, except to call the hook:
-   * then one that prints nothing. */
+  /* With --quiet the engine's progress prints only why a study stops
+   * short of its budget (and calls the hook). */
+  FILE *quiet_out = quiet ? sieve_cli_quiet_stream_new(stdout) : NULL;
   g_autoptr(SieveProgress) silent = NULL;
-  SieveProgress *shown = quiet ? NULL : progress;
-  if (report_every > 0) {
-    if (shown == NULL) {
-      silent = sieve_progress_new(NULL, FALSE, exp->budget_evaluations, total - pending,
-                                  exp->objectives[0].metric, exp->objectives[0].maximize);
-      shown = silent;
-    }
+  if (quiet)
+    silent = sieve_progress_new(quiet_out, FALSE, exp->budget_evaluations, total - pending,
+                                exp->objectives[0].metric, exp->objectives[0].maximize);
+  SieveProgress *shown = quiet ? silent : progress;
+  if (report_every > 0)
     sieve_progress_set_hook(shown, on_trial, &every);
-  }
 
   struct sigaction sa = {0};
   sa.sa_handler = on_signal;
@@ -331,6 +345,7 @@ sieve_cmd_run(int argc, char **argv)
   /* They exit once the study is finished; otherwise they are stopped. */
   stop_local_workers(children, !ok || interrupts);
   g_clear_pointer(&silent, sieve_progress_free);
+  g_clear_pointer(&quiet_out, fclose);
   if (report_path != NULL) {
     /* Also when the study stopped on an error: what finished is worth seeing. */
     g_autoptr(GError) report_error = NULL;

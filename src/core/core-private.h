@@ -134,6 +134,10 @@ SIEVE_INTERNAL_API const char *const *sieve_pipeline_stage_names(void);
  * stage. (transfer none) */
 SIEVE_INTERNAL_API const char *sieve_pipeline_stage_summary(const char *name);
 SIEVE_INTERNAL_API const SieveOptionSpec *sieve_pipeline_stage_spec(const char *name);
+/* A `pipeline:` list item using the stage that works as written (YAML, for
+ * `sieve plugins --describe`); NULL when there is no such stage.
+ * (transfer none) */
+SIEVE_INTERNAL_API const char *sieve_pipeline_stage_example(const char *name);
 
 /* ==== the registry ==== */
 

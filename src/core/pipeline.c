@@ -62,6 +62,14 @@ static const char *const stage_summaries[] = {
     "score each round of proposals with zero-cost proxies and pass only the best to the evaluator",
 };
 static const SieveOptionSpec *const stage_specs[] = {dedupe_spec, latency_spec, screen_spec};
+/* A list item that works as written in any pipeline: screen needs its
+ * proxies and keep_top or keep_fraction (checked when loading), which an
+ * example built from the table's required options would lack. */
+static const char *const stage_examples[] = {
+    "dedupe",
+    "latency: {batch: 1, threads: 1, max_seconds: 0.5}",
+    "screen: {proxies: [naswot, synflow], keep_top: 2, batch: 8, batch_size: 16}",
+};
 
 static gint
 stage_index(const char *name)
@@ -90,6 +98,13 @@ sieve_pipeline_stage_spec(const char *name)
 {
   gint i = stage_index(name);
   return i < 0 ? NULL : stage_specs[i];
+}
+
+const char *
+sieve_pipeline_stage_example(const char *name)
+{
+  gint i = stage_index(name);
+  return i < 0 ? NULL : stage_examples[i];
 }
 
 const char *

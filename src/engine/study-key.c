@@ -394,13 +394,18 @@ sieve__study_key_difference(const char *stored, const char *current, gboolean sk
 {
   g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
   g_autoptr(GPtrArray) paths = union_paths(a, b);
-  /* A changed file is named first: its path line may be unchanged. */
-  for (guint pass = 0; pass < 2; pass++)
+  /* A component's plugin first: its other settings differ because of it
+   * (bug hunt 4: optimizer.script, then optimizer.options.population, was
+   * named where optimizer.plugin changed).  Then a changed file: its path
+   * line may be unchanged.  A file only one side has comes last: the
+   * setting that brought it is what differs. */
+  for (guint pass = 0; pass < 4; pass++)
     for (guint i = 0; i < paths->len; i++) {
       const char *p = paths->pdata[i];
       const char *x = g_hash_table_lookup(a, p), *y = g_hash_table_lookup(b, p);
       gboolean digest = g_str_has_suffix(p, "@sha256");
-      if (digest != (pass == 0) || (skip_scripts && is_script_digest(p)))
+      guint want = digest ? (x != NULL && y != NULL ? 1 : 3) : g_str_has_suffix(p, ".plugin") ? 0 : 2;
+      if (want != pass || (skip_scripts && is_script_digest(p)))
         continue;
       if (digest && x != NULL && y != NULL) {
         /* "SHA256 FILE": the contents decide, not where the file is. */

@@ -10,6 +10,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 import unittest
 
@@ -55,6 +57,44 @@ class TestPlugins(unittest.TestCase):
                 self.assertIn("default: the experiment's seed", seed.group(2))
         out = sieve("plugins", "--describe", "random", check=0).stdout
         self.assertIn("seed (integer, default: the experiment's seed)", out)
+
+    def test_every_stage_example_runs(self):
+        # Bug hunt 4 (C4): the screen stage's example read
+        # `- screen: {proxies: ...}`, refused when pasted. Every stage's
+        # example, taken from `--describe`, runs in a small study; the
+        # components' examples are created by tests/plugins and tests/lua
+        # (test_component_example), and none may hold a placeholder.
+        out = sieve("plugins", check=0).stdout
+        stages = re.findall(r"(?m)^  (\w+) ", out.split("\npipeline stages")[1])
+        components = re.findall(r"(?m)^  (\w+) ", out.split("\npipeline stages")[0])
+        self.assertEqual(sorted(stages), ["dedupe", "latency", "screen"])
+        for name in components + stages:
+            text = sieve("plugins", "--describe", name, check=0).stdout
+            for example in re.findall(r"(?m)^example.*:\n((?:  .*\n)+)", text):
+                self.assertNotIn("...", example, f"{name}: {example}")
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        for name in stages:
+            with self.subTest(stage=name), tempfile.TemporaryDirectory(prefix="sieve-cli-") as tmp:
+                text = sieve("plugins", "--describe", name, check=0).stdout
+                example = re.search(r"(?m)^pipeline stage .*(?:\n.*)*?\nexample:\n((?:  .*\n)+)", text)
+                self.assertIsNotNone(example, text)
+                config = os.path.join(tmp, "ex.yaml")
+                with open(config, "w") as f:
+                    f.write("space: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+                            f"evaluator: {{plugin: tabular, table: {table}, metrics: [cifar10_valid_acc]}}\n"
+                            "objective: {metric: cifar10_valid_acc}\nbudget: {evaluations: 2}\n"
+                            + textwrap.dedent(example.group(1)))
+                p = sieve("run", config, "--store", os.path.join(tmp, "ex.sieve"), "-q", cwd=tmp)
+                self.assertEqual(p.returncode, 0, f"{example.group(1)}{p.stderr}")
+
+    def test_describe_both_evaluator_and_stage(self):
+        # Bug hunt 4 (C6): latency is an evaluator and a pipeline stage;
+        # --describe printed only the evaluator.
+        out = sieve("plugins", "--describe", "latency", check=0).stdout
+        self.assertIn("evaluator latency:", out)
+        self.assertIn("pipeline stage latency:", out)
+        self.assertIn("  pipeline:\n    - latency", out)
+        self.assertIn("pipeline stage", sieve("plugins", "--help", check=0).stdout)
 
     def test_help_everywhere(self):
         for cmd in ("run", "plugins", "export"):

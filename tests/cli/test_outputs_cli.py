@@ -189,5 +189,24 @@ class TestOutputIntoAPipe(sieve_cli.Workdir):
                 self.assertIn("</html>", f.read())
 
 
+class TestStoreFolder(sieve_cli.Workdir):
+    prefix = "sieve-outputs-"
+
+    def test_missing_folder_is_a_config_error(self):
+        # Bug hunt 4 (C10): `store: sub/x.sieve` without sub/ failed with
+        # exit 1 and no place in the file. The config's key is named with
+        # file:line:col, the flag by its name; nothing is created.
+        cfg = self.write("s.yaml", "store: sub/x.sieve\n" + sieve_cli.branin_config("s", 2))
+        p = sieve("run", cfg, cwd=self.path("."), check=2)
+        self.assertIn(f"{cfg}:1:8: store sub/x.sieve: the folder {self.path('sub')} does not exist", p.stderr)
+        p = sieve("run", cfg, "--store", "nope/y.sieve", cwd=self.path("."), check=2)
+        self.assertIn(f"--store nope/y.sieve: the folder {self.path('nope')} does not exist", p.stderr)
+        self.assertEqual(sorted(os.listdir(self.path("."))), ["s.yaml"])
+        # With the folder there, the same file runs.
+        os.mkdir(self.path("sub"))
+        sieve("run", cfg, "-q", cwd=self.path("."), check=0)
+        self.assertTrue(os.path.exists(self.path("sub/x.sieve")))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

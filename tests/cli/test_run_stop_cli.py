@@ -64,5 +64,29 @@ budget: {{evaluations: 2}}
         self.assertEqual(len(statuses), 2)  # the budget counts the trial that stopped it
         self.assertEqual(statuses[-1], "ok")
 
+class TestStoppedShortWithQuiet(sieve_cli.Workdir):
+    prefix = "sieve-stop-"
+
+    def test_quiet_still_says_why_a_study_stopped_short(self):
+        # Bug hunt 4 (C12): with -q a study that ended below its budget said
+        # nothing about why. Each "stopping:" reason is printed with -q too,
+        # and nothing else of the progress.
+        grid = ("name: g\nspace: {plugin: hpo, parameters: {x1: {type: int, low: 0, high: 1}, "
+                "x2: {type: int, low: 0, high: 1}}}\noptimizer: {plugin: random}\n"
+                "evaluator: {plugin: function, function: branin}\nobjective: {metric: value, direction: minimize}\n"
+                "pipeline: [{dedupe: {max_consecutive_hits: 5}}]\nbudget: {evaluations: 50}\n")
+        out = sieve("run", self.write("g.yaml", grid), "--store", self.path("g.sieve"), "-q", check=0).stdout
+        self.assertIn("stopping: the last 5 proposals were all duplicates", out)
+        self.assertNotRegex(out, r"(?m)^\[\d+/")
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        nb = ("name: n\nspace: {plugin: nb201, C: 4, N: 1}\noptimizer: {plugin: random}\n"
+              f"evaluator: {{plugin: tabular, table: {table}, metrics: [cifar10_valid_acc]}}\n"
+              "objective: {metric: cifar10_valid_acc}\nbudget: {evaluations: 20}\nconstraint_tries: 5\n"
+              "constraints: [{metric: params, max: 1}]\n")
+        out = sieve("run", self.write("n.yaml", nb), "--store", self.path("n.sieve"), "-q", check=0).stdout
+        self.assertIn("stopping: the last 5 proposals all broke a constraint", out)
+        self.assertNotRegex(out, r"(?m)^\[\d+/")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -451,7 +451,7 @@ budget: {{evaluations: 20}}
         self.assertIn("max_consecutive_hits (integer, default 1000", out)
         out = sieve("plugins", "--describe", "screen", check=0).stdout
         self.assertIn("  proxies (string list, required)", out)
-        self.assertIn("- screen: {proxies: ...}", out)
+        self.assertIn("- screen: {proxies: [naswot, synflow], keep_top: 2", out)
         p = sieve("plugins", "--describe", "dedup", check=1)
         self.assertIn("no component named 'dedup' (did you mean 'dedupe'?)", p.stderr)
 

@@ -430,6 +430,28 @@ class TestExamples(Workdir):
                   "--set", "budget.evaluations=60", "-q", check=0)
         self.assertIn("60 trials: 60 ok", p.stdout)
 
+    def test_evolution_yaml_beside_the_configs_one(self):
+        # Bug hunt 4 (C13): this example and configs/nb201-evolution.yaml
+        # shared a name, so both defaulted to one store in the current
+        # folder. Their names differ now; and one written onto the other's
+        # store is refused naming optimizer.plugin (the setting that differs),
+        # not optimizer.script (the file only the Lua one reads).
+        c_yaml = os.path.join(ROOT, "configs", "nb201-evolution.yaml")
+        lua_yaml = os.path.join(EXAMPLES, "nb201-evolution.yaml")
+        for cfg in (c_yaml, lua_yaml):
+            sieve("run", cfg, "--set", "budget.evaluations=3", "-q", cwd=self.dir, check=0)
+        self.assertEqual(len([f for f in os.listdir(self.dir) if f.endswith(".sieve")]), 2)
+        store = self.path("one.sieve")
+        table = "evaluator.table=" + os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        sieve("run", c_yaml, "--store", store, "--set", "budget.evaluations=3", "--set", table, "-q", check=0)
+        # Name and evaluator made the same (as before the rename): the
+        # optimizer is all that differs.
+        p = sieve("run", lua_yaml, "--store", store, "--resume", "--set", "budget.evaluations=3", "--set", table,
+                  "--set", "name=nb201-evolution", "--set",
+                  "evaluator.metrics=[cifar10_valid_acc, cifar10_test_acc, params_m, lat_ms_gold_6226]",
+                  "--set", "evaluator.key=arch_str", "-q", check=1)
+        self.assertIn("first difference: optimizer.plugin: stored 'evolution', now 'lua'", p.stderr)
+
     def test_budgets(self):
         p = sieve("lua", os.path.join(EXAMPLES, "budgets.lua"), "60", check=0)
         lines = [l for l in p.stdout.splitlines()[1:] if l.strip()]
