@@ -2,8 +2,6 @@
  * Not installed: not part of the plugin ABI. */
 #pragma once
 
-#include <stdio.h>
-
 #include <glib.h>
 #include <sieve/sieve.h>
 
@@ -52,10 +50,6 @@ gboolean sieve_cli_check_output(const char *store, const char *output, const cha
  * renamed over it).  Else a SIEVE_ERROR_CONFIG naming what and the path
  * (exit status 2).  NULL passes. */
 gboolean sieve_cli_check_writable(const char *output, const char *what, GError **error);
-/* cli-quiet.c: a stream that passes to to only the progress lines that say
- * why a study stopped short of its budget, for `sieve run --quiet`; NULL
- * where it cannot be made.  fclose it. (transfer full) */
-FILE *sieve_cli_quiet_stream_new(FILE *to);
 /* cli-study.c: the folder a stored study's relative paths are read
  * against (meta config_dir, else the config's path as stored).
  * (transfer full) */

@@ -320,14 +320,10 @@ sieve_cmd_run(int argc, char **argv)
    * report` does, so that both pages are the same page. */
   g_autoptr(SieveSpace) report_space = report_path ? sieve_report_space_new(store, registry, NULL) : NULL;
   ReportEvery every = {store, report_space, report_path, report_every, 0};
-  /* With --quiet the engine's progress prints only why a study stops
-   * short of its budget (and calls the hook). */
-  FILE *quiet_out = quiet ? sieve_cli_quiet_stream_new(stdout) : NULL;
-  g_autoptr(SieveProgress) silent = NULL;
-  if (quiet)
-    silent = sieve_progress_new(quiet_out, FALSE, exp->budget_evaluations, total - pending,
-                                exp->objectives[0].metric, exp->objectives[0].maximize);
-  SieveProgress *shown = quiet ? silent : progress;
+  /* With --quiet the progress prints only notices: why a study stops
+   * short of its budget, warnings (and it still calls the hook). */
+  sieve_progress_set_quiet(progress, quiet);
+  SieveProgress *shown = progress;
   if (report_every > 0)
     sieve_progress_set_hook(shown, on_trial, &every);
 
@@ -344,8 +340,6 @@ sieve_cmd_run(int argc, char **argv)
   gboolean ok = sieve_engine_run(engine, store, shown, &error);
   /* They exit once the study is finished; otherwise they are stopped. */
   stop_local_workers(children, !ok || interrupts);
-  g_clear_pointer(&silent, sieve_progress_free);
-  g_clear_pointer(&quiet_out, fclose);
   if (report_path != NULL) {
     /* Also when the study stopped on an error: what finished is worth seeing. */
     g_autoptr(GError) report_error = NULL;

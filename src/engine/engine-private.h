@@ -61,6 +61,13 @@ SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 
 SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
 /* Print a message on its own line without garbling the status line. */
 SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* A message printed even by a quiet progress: why a study stopped short
+ * of its budget, or a warning about what it could not do. */
+SIEVE_INTERNAL_API void sieve_progress_notice(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
+/* A quiet progress (`sieve run --quiet`) prints only notices: no trial,
+ * activity or message lines, no status line; its hook is still called. */
+SIEVE_INTERNAL_API void sieve_progress_set_quiet(SieveProgress *progress, gboolean quiet);
+SIEVE_INTERNAL_API gboolean sieve_progress_get_quiet(const SieveProgress *progress);
 /* Called (on the engine's thread, after the store's commit) each time a
  * trial is stored finished, cached or screened: what `sieve run --report
  * --report-every` hangs its rewrite on.  hook NULL removes it. */

@@ -1323,9 +1323,9 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   /* Kept then are the first proposed, not the best: said, with why. */
   if (unscored == round->len && rs->progress) {
     const char *why = scored->errors[0];
-    sieve_progress_message(rs->progress, "stage 'screen': no candidate of this round of %u could be scored (%.*s); "
-                           "the %u kept are the first proposed, not the best", round->len, (int) strcspn(why, "\n"),
-                           why, keep);
+    sieve_progress_notice(rs->progress, "stage 'screen': no candidate of this round of %u could be scored (%.*s); "
+                          "the %u kept are the first proposed, not the best", round->len, (int) strcspn(why, "\n"),
+                          why, keep);
   }
   for (guint i = 0; i < round->len; i++)
     add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
@@ -1493,10 +1493,10 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
   if (rs->consecutive_rejections >= engine->exp->constraint_tries && !rs->gave_up) {
     rs->gave_up = TRUE;
     if (rs->progress)
-      sieve_progress_message(rs->progress,
-                             "stopping: the last %" G_GINT64_FORMAT " proposals all broke a constraint (the "
-                             "optimizer finds nothing feasible; see constraint_tries)",
-                             rs->consecutive_rejections);
+      sieve_progress_notice(rs->progress,
+                            "stopping: the last %" G_GINT64_FORMAT " proposals all broke a constraint (the "
+                            "optimizer finds nothing feasible; see constraint_tries)",
+                            rs->consecutive_rejections);
   }
   return TRUE;
 }
@@ -1572,11 +1572,11 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   if (engine->dedupe && rs->consecutive_hits >= engine->exp->pipeline.dedupe.max_consecutive_hits && !rs->gave_up) {
     rs->gave_up = TRUE;
     if (rs->progress)
-      sieve_progress_message(rs->progress,
-                             "stopping: the last %" G_GINT64_FORMAT " proposals%s were all duplicates of candidates "
-                             "already evaluated (the optimizer seems to have exhausted the space; see the dedupe "
-                             "stage's max_consecutive_hits)",
-                             rs->consecutive_hits, engine->exp->n_constraints > 0 ? " that met the constraints" : "");
+      sieve_progress_notice(rs->progress,
+                            "stopping: the last %" G_GINT64_FORMAT " proposals%s were all duplicates of candidates "
+                            "already evaluated (the optimizer seems to have exhausted the space; see the dedupe "
+                            "stage's max_consecutive_hits)",
+                            rs->consecutive_hits, engine->exp->n_constraints > 0 ? " that met the constraints" : "");
   }
   return TRUE;
 }
@@ -1633,7 +1633,7 @@ resume_trials(RunState *rs, GError **error)
        * the study goes on.  The optimizer is not told: it has no candidate. */
       g_autoptr(SieveResult) failed = sieve_result_new();
       sieve_result_set_failed(failed, "its stored genotype cannot be read back: %s", local->message);
-      if (rs->progress != NULL)
+      if (rs->progress != NULL && !sieve_progress_get_quiet(rs->progress))
         sieve_progress_message(rs->progress, "%s: pending trial %" G_GINT64_FORMAT " skipped: %s",
                                sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
       else
@@ -1973,8 +1973,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
             break;
           exhausted = TRUE;
           if (progress)
-            sieve_progress_message(progress, "optimizer '%s' has no more candidates",
-                                   sieve_component_get_name(exp->optimizer.component));
+            sieve_progress_notice(progress, "optimizer '%s' has no more candidates",
+                                  sieve_component_get_name(exp->optimizer.component));
           break;
         }
         if (!admit(&rs, g_steal_pointer(&asked), &fatal))

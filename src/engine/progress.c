@@ -28,6 +28,7 @@ struct _SieveProgress {
   SieveProgressHook hook; /* after each finished proposal (nullable) */
   gpointer hook_data;
   char *noun; /* "trial", or what the caller's numbers count */
+  FILE *notices; /* where notices go: out, also when quiet */
 };
 
 void
@@ -35,6 +36,23 @@ sieve_progress_set_noun(SieveProgress *progress, const char *noun)
 {
   g_free(progress->noun);
   progress->noun = g_strdup(noun);
+}
+
+void
+sieve_progress_set_quiet(SieveProgress *progress, gboolean quiet)
+{
+  if (quiet) {
+    progress->out = NULL; /* what prints to out prints nothing */
+    progress->interactive = FALSE;
+  } else {
+    progress->out = progress->notices;
+  }
+}
+
+gboolean
+sieve_progress_get_quiet(const SieveProgress *progress)
+{
+  return progress->out == NULL && progress->notices != NULL;
 }
 
 void
@@ -58,6 +76,7 @@ sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 alread
 {
   SieveProgress *p = g_new0(SieveProgress, 1);
   p->out = out;
+  p->notices = out;
   p->interactive = interactive && out != NULL;
   p->budget = budget;
   p->done = already;
@@ -290,6 +309,17 @@ sieve_progress_set_rejected(SieveProgress *progress, gint64 rejected)
   g_mutex_unlock(&progress->lock);
 }
 
+static void
+print_line(SieveProgress *progress, FILE *out, const char *text)
+{
+  if (progress->interactive && progress->line_open)
+    fputs("\r\033[K", out);
+  fprintf(out, "%s\n", text);
+  if (progress->interactive && progress->line_open)
+    draw(progress);
+  fflush(out);
+}
+
 void
 sieve_progress_message(SieveProgress *progress, const char *format, ...)
 {
@@ -299,12 +329,19 @@ sieve_progress_message(SieveProgress *progress, const char *format, ...)
   va_start(ap, format);
   g_autofree char *text = g_strdup_vprintf(format, ap);
   va_end(ap);
-  if (progress->interactive && progress->line_open)
-    fputs("\r\033[K", progress->out);
-  fprintf(progress->out, "%s\n", text);
-  if (progress->interactive && progress->line_open)
-    draw(progress);
-  fflush(progress->out);
+  print_line(progress, progress->out, text);
+}
+
+void
+sieve_progress_notice(SieveProgress *progress, const char *format, ...)
+{
+  if (progress->notices == NULL)
+    return;
+  va_list ap;
+  va_start(ap, format);
+  g_autofree char *text = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  print_line(progress, progress->notices, text);
 }
 
 void
