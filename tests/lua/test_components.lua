@@ -43,6 +43,18 @@ T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent'
                     "%(it needs shape in {ring}, and shape is 'flat'%)"), err)
   T.eq(flat:get("radius"), nil, "unchanged")
   T.eq(space:validate(flat), true)
+  -- Clearing it asks for what it holds: allowed, a no-op (a uniform crossover
+  -- copies each decision of one parent in order, nil where it is inactive).
+  T.eq(flat:set("radius", nil), flat)
+  T.eq(flat:get("radius"), nil)
+  T.eq(space:validate(flat), true)
+  local a, b = space:genotype({shape = "flat", x = 1}), space:genotype({shape = "ring", radius = 3, x = -1})
+  local child = b:copy()
+  for _, d in ipairs(space:decisions()) do
+    local src = (d.name == "shape") and a or b
+    child:set(d.index, src:get(d.index))
+  end
+  T.eq(child, space:genotype({shape = "flat", x = -1}))
   -- A parent set so that its child is active: the child has no value until set.
   flat:set("shape", "ring")
   T.eq(flat:get("radius"), nil)
