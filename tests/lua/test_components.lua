@@ -288,6 +288,17 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
                                                   create = function(self, b) end})
   T.eq(ok, false)
   T.truthy(direct:find("^.*test_components%.lua:%d+: option 'f'") and direct:find(nan_refused, 1, true), direct)
+  -- An int option says it is one; a probe value is refused as a probe value, with no default to suggest.
+  T.raises("option 'k' of 'default-nan-int': an int option refuses NaN, as it does in a config; " ..
+           "for a number that may be unset, declare {type = \"any\", default = 0/0}", function()
+    sieve.register_space{name = "default-nan-int", options = {k = {type = "int", default = 0 / 0}},
+      create = function(self, b) end}
+  end)
+  local probe_err = T.raises("'probe' of 'probe-nan': option 'k' is an int option: it refuses NaN as a probe value, " ..
+                             "as it does in a config", function()
+    sieve.register_space{name = "probe-nan", options = {k = 3}, probe = {k = 0 / 0}, create = function(self, b) end}
+  end)
+  T.truthy(probe_err:find("^.*test_components%.lua:%d+: 'probe'") and not probe_err:find("default", 1, true), probe_err)
   sieve.register_space{name = "default-nan-any", options = {f = {type = "any", default = 0 / 0}},
     create = function(self, b) seen = self.options.f; b:int("i", 0, 1) end}
   sieve.space("default-nan-any")
