@@ -51,7 +51,7 @@ T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent'
   local a, b = space:genotype({shape = "flat", x = 1}), space:genotype({shape = "ring", radius = 3, x = -1})
   local child = b:copy()
   for _, d in ipairs(space:decisions()) do
-    local src = (d.name == "shape") and a or b
+    local src = (d.name == "x") and b or a
     child:set(d.index, src:get(d.index))
   end
   T.eq(child, space:genotype({shape = "flat", x = -1}))
