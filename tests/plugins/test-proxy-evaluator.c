@@ -205,7 +205,7 @@ test_degenerate(void)
   double proxies[3 * 2];
   for (guint a = 0; a < 3; a++) {
     g_autoptr(SieveResult) r = evaluate(e, space, archs[a]);
-    g_assert_cmpint(sieve_result_get_status(r), ==, a < 2 ? SIEVE_STATUS_OK : SIEVE_STATUS_FAILED);
+    g_assert_cmpint(sieve_result_get_status(r), ==, (a < 2 ? SIEVE_STATUS_OK : SIEVE_STATUS_FAILED));
     proxies[a * 2] = test_metric(r, "naswot");
     proxies[a * 2 + 1] = test_metric(r, "synflow");
     if (a == 2)
