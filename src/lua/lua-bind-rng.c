@@ -62,7 +62,15 @@ rng_uniform(lua_State *L)
   if (n == 3) {
     double a = check_finite(L, 2), b = check_finite(L, 3);
     luaL_argcheck(L, a <= b, 3, "expected low <= high");
-    u = a + (b - a) * sieve_rng_uniform(rng);
+    double r = sieve_rng_uniform(rng);
+    /* b - a overflows for bounds of opposite signs near DBL_MAX: there the
+     * convex combination, which stays finite (a + (b - a) r elsewhere, so
+     * that seeded scripts draw what they drew).  Rounding may reach b. */
+    u = isfinite(b - a) ? a + (b - a) * r : a * (1 - r) + b * r;
+    if (u >= b && a < b)
+      u = nextafter(b, a);
+    if (u < a)
+      u = a;
   } else
     u = sieve_rng_uniform(rng);
   lua_pushnumber(L, u);

@@ -459,7 +459,14 @@ genotype_set(lua_State *L)
   guint i = check_decision(L, space, 2);
   /* A genotype holds values exactly where its decisions are active (what
    * validate checks): a value for an inactive one is refused here, at the
-   * script's line, rather than by whoever reads the genotype later. */
+   * script's line, rather than by whoever reads the genotype later.
+   * Clearing it (nil) asks for what it already holds, so it is allowed: a
+   * crossover that copies a parent's decisions in order does just that. */
+  if (!sieve_space_is_active(space, g, i) && lua_isnoneornil(L, 3)) {
+    sieve_genotype_set(g, i, NAN);
+    lua_settop(L, 1);
+    return 1;
+  }
   if (!sieve_space_is_active(space, g, i)) {
     const SieveDecision *d = sieve_space_decision(space, i);
     while (sieve_space_is_active(space, g, (guint) d->parent) == FALSE) /* the nearest inactive ancestor's parent */

@@ -27,19 +27,26 @@ static const SieveOptionType option_type_values[] = {
  * naming the option, when the value has none (a function, a table with
  * mixed keys ...) rather than leave the option without its default. */
 static char *
-default_text(lua_State *L, int idx, const SieveLuaDef *def, const SieveOptionSpec *o)
+default_text(lua_State *L, int idx, const SieveLuaDef *def, const SieveOptionSpec *o, gboolean probe)
 {
   const char *name = o->name;
-  /* A float option refuses NaN (sieve/options.h: no option takes "not a
-   * number" to mean something), its default too: said here, at the line
-   * of the register_* call even when pcall called it, with what works. */
+  /* A float or int option refuses NaN (sieve/options.h: no option takes
+   * "not a number" to mean something), its default and its probe value
+   * too: said here, at the line of the register_* call even when pcall
+   * called it, with the option's type, and for a default what works. */
   if ((o->type == SIEVE_OPTION_TYPE_FLOAT || o->type == SIEVE_OPTION_TYPE_INT) && lua_type(L, idx) == LUA_TNUMBER &&
       isnan(lua_tonumber(L, idx))) {
     guint line;
     g_autofree char *file = sieve__lua_where(L, 1, &line);
-    lua_pushfstring(L, "%s:%d: option '%s' of '%s': a float option refuses NaN, as it does in a config; for a number "
-                       "that may be unset, declare {type = \"any\", default = 0/0}",
-                    file, (int) line, name, def->name);
+    const char *type = o->type == SIEVE_OPTION_TYPE_INT ? "an int" : "a float";
+    if (probe)
+      lua_pushfstring(L, "%s:%d: 'probe' of '%s': option '%s' is %s option: it refuses NaN as a probe value, as it "
+                         "does in a config",
+                      file, (int) line, def->name, name, type);
+    else
+      lua_pushfstring(L, "%s:%d: option '%s' of '%s': %s option refuses NaN, as it does in a config; for a number "
+                         "that may be unset, declare {type = \"any\", default = 0/0}",
+                      file, (int) line, name, def->name, type);
     g_clear_pointer(&file, g_free); /* before raising: it skips C cleanups */
     lua_error(L);
   }
@@ -75,7 +82,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
       luaL_error(L, "option '%s' of '%s': give a default value or a table {type = ..., default = ...}", name,
                  def->name);
     }
-    o->default_text = sieve__lua_def_keep(def, default_text(L, idx, def, o));
+    o->default_text = sieve__lua_def_keep(def, default_text(L, idx, def, o, FALSE));
     return;
   }
   lua_getfield(L, idx, "type");
@@ -102,7 +109,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
        * was (quoted, it would be a string, which an int refuses). */
       o->default_text = sieve__lua_def_keep(def, g_strdup(lua_tostring(L, dflt)));
     else if (!lua_isnil(L, dflt))
-      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, o));
+      o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, o, FALSE));
     else if (o->type != SIEVE_OPTION_TYPE_NODE && o->type != SIEVE_OPTION_TYPE_STRING_LIST)
       o->flags |= SIEVE_OPTION_REQUIRED;
   }
@@ -221,7 +228,7 @@ sieve__lua_def_read_probe(lua_State *L, SieveLuaDef *def, int idx)
     if (t != LUA_TNUMBER && t != LUA_TSTRING && t != LUA_TBOOLEAN)
       luaL_error(L, "'probe' of '%s': option '%s' needs a number, string or boolean, got a %s", def->name, key,
                  luaL_typename(L, -1));
-    g_autofree char *value = default_text(L, -1, def, known);
+    g_autofree char *value = default_text(L, -1, def, known, TRUE);
     def->probe[i++] = (char *) sieve__lua_def_keep(def, g_strdup_printf("%s=%s", key, value));
     lua_pop(L, 1);
   }

@@ -856,7 +856,12 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *wal = g_strconcat(path, "-wal", NULL);
   g_autofree char *uri = NULL;
-  g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+  /* The URI names the absolute path after an empty authority ("file://"):
+   * after "file:" alone a path that starts with "//" would be read as an
+   * authority (SQLite refuses any but localhost). */
+  g_autofree char *cwd = g_path_is_absolute(path) ? NULL : g_get_current_dir();
+  g_autofree char *absolute = cwd ? g_build_filename(cwd, path, NULL) : g_strdup(path);
+  g_autofree char *escaped = g_uri_escape_string(absolute, "/", FALSE);
   /* A read-only connection cannot remove the -wal and -shm files when it
    * closes last (SQLite needs to write to checkpoint first), so a study
    * only read would be left as three files.  Where this user may write,
@@ -864,9 +869,9 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
    * query_only: closing last, it folds and removes them as a writer does. */
   gboolean writable = mode == SIEVE_STORE_READ && access(dir, W_OK) == 0 && access(path, W_OK) == 0;
   if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS))
-    uri = g_strconcat("file:", escaped, "?immutable=1", NULL);
+    uri = g_strconcat("file://", escaped, "?immutable=1", NULL);
   else if (writable)
-    uri = g_strconcat("file:", escaped, "?mode=rw", NULL);
+    uri = g_strconcat("file://", escaped, "?mode=rw", NULL);
   g_autofree char *errmsg = NULL;
   if ((store->db = sieve__db_sqlite_open(uri ? uri : path, mode == SIEVE_STORE_WRITE || writable, uri != NULL,
                                          &errmsg)) == NULL) {

@@ -54,6 +54,17 @@ T.test("rng calls refuse arguments they would ignore or misuse, at the caller's 
   T.eq(rng:normal(1, 0), 1)
   local a, b = sieve.rng(3), sieve.rng(3)
   T.eq(a:uniform(-1, 3), -1 + 4 * b:uniform(), "a + (b - a) * u")
+  -- Finite bounds whose difference overflows: a finite draw in [low, high).
+  local big = 1.7976931348623157e308
+  for _, bounds in ipairs({{-1e308, 1e308}, {-big, big}}) do
+    local lo, hi = bounds[1], bounds[2]
+    local r, u = sieve.rng(1), sieve.rng(1)
+    for _ = 1, 200 do
+      local x, v = r:uniform(lo, hi), u:uniform()
+      T.truthy(x >= lo and x < hi, tostring(x))
+      T.eq(x, lo * (1 - v) + hi * v, "a (1 - u) + b u")
+    end
+  end
 end)
 
 T.test("sieve.evaluator without an options table validates as an empty one", function()

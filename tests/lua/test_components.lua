@@ -43,6 +43,18 @@ T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent'
                     "%(it needs shape in {ring}, and shape is 'flat'%)"), err)
   T.eq(flat:get("radius"), nil, "unchanged")
   T.eq(space:validate(flat), true)
+  -- Clearing it asks for what it holds: allowed, a no-op (a uniform crossover
+  -- copies each decision of one parent in order, nil where it is inactive).
+  T.eq(flat:set("radius", nil), flat)
+  T.eq(flat:get("radius"), nil)
+  T.eq(space:validate(flat), true)
+  local a, b = space:genotype({shape = "flat", x = 1}), space:genotype({shape = "ring", radius = 3, x = -1})
+  local child = b:copy()
+  for _, d in ipairs(space:decisions()) do
+    local src = (d.name == "x") and b or a
+    child:set(d.index, src:get(d.index))
+  end
+  T.eq(child, space:genotype({shape = "flat", x = -1}))
   -- A parent set so that its child is active: the child has no value until set.
   flat:set("shape", "ring")
   T.eq(flat:get("radius"), nil)
@@ -276,6 +288,17 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
                                                   create = function(self, b) end})
   T.eq(ok, false)
   T.truthy(direct:find("^.*test_components%.lua:%d+: option 'f'") and direct:find(nan_refused, 1, true), direct)
+  -- An int option says it is one; a probe value is refused as a probe value, with no default to suggest.
+  T.raises("option 'k' of 'default-nan-int': an int option refuses NaN, as it does in a config; " ..
+           "for a number that may be unset, declare {type = \"any\", default = 0/0}", function()
+    sieve.register_space{name = "default-nan-int", options = {k = {type = "int", default = 0 / 0}},
+      create = function(self, b) end}
+  end)
+  local probe_err = T.raises("'probe' of 'probe-nan': option 'k' is an int option: it refuses NaN as a probe value, " ..
+                             "as it does in a config", function()
+    sieve.register_space{name = "probe-nan", options = {k = 3}, probe = {k = 0 / 0}, create = function(self, b) end}
+  end)
+  T.truthy(probe_err:find("^.*test_components%.lua:%d+: 'probe'") and not probe_err:find("default", 1, true), probe_err)
   sieve.register_space{name = "default-nan-any", options = {f = {type = "any", default = 0 / 0}},
     create = function(self, b) seen = self.options.f; b:int("i", 0, 1) end}
   sieve.space("default-nan-any")

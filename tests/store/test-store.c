@@ -508,6 +508,32 @@ test_read_only(Fixture *f, gconstpointer data)
   g_clear_error(&error);
 }
 
+/* A reader opens through a SQLite URI: a path that starts with "//" (the
+ * same file to the kernel) must not become the URI's authority, and a
+ * relative path is the file under the current folder. */
+static void
+test_reader_paths(Fixture *f, gconstpointer data)
+{
+  GError *error = NULL;
+  {
+    g_autoptr(SieveStore) store = open_ok(f->path, SIEVE_STORE_WRITE);
+    g_assert_cmpint(sieve_store_add_trial(store, "g", NAN, &error), ==, 0);
+    g_assert_no_error(error);
+  }
+  g_assert_true(g_path_is_absolute(f->path) && f->path[1] != '/');
+  g_autofree char *slashes = g_strconcat("/", f->path, NULL);
+  g_autofree char *here = g_get_current_dir();
+  g_assert_cmpint(g_chdir(f->dir), ==, 0);
+  const char *paths[] = {slashes, "study.sieve", "./study.sieve"};
+  for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
+    g_autoptr(SieveStore) store = sieve_store_open(paths[i], SIEVE_STORE_READ, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(sieve_store_count_trials(store, -1, &error), ==, 1);
+    g_assert_no_error(error);
+  }
+  g_assert_cmpint(g_chdir(here), ==, 0);
+}
+
 /* ---- state and cache --------------------------------------------------- */
 
 static void
@@ -1029,6 +1055,7 @@ main(int argc, char **argv)
   TEST("/store/trials", test_trials);
   TEST("/store/metrics-round-trip", test_metrics_round_trip);
   TEST("/store/read-only", test_read_only);
+  TEST("/store/reader-paths", test_reader_paths);
   TEST("/store/state", test_state);
   TEST("/store/cache", test_cache);
   TEST("/store/busy", test_busy);

@@ -38,13 +38,15 @@
  * deviation of each proxy counting the same, as the mean rank does for a
  * population.
  *
- * An infinite proxy score (naswot's -inf for a network whose codes are all
- * alike, one that outputs zeros) is that proxy's worst (or best) value, as
- * the screen's ranks make it; the objective must be a finite number (the
- * engine fails a trial whose objective is not), so it counts as the
- * largest double of its sign: one proxy's score is -DBL_MAX, and an
- * ensemble's z uses L(-DBL_MAX) = -log1p(DBL_MAX), below the L of every
- * finite score.  The proxy's own metric keeps -inf.
+ * A network with an infinite proxy score (naswot's -inf for a network
+ * whose codes are all alike: its output does not depend on its input) has
+ * no score: its trial fails and the reason says which proxy and what that
+ * means.  An objective must be a finite number that optimizers can do
+ * arithmetic on (REINFORCE's baseline and spread, NSGA-II's crowding
+ * distances, TPE's and GP's normalisation); standing in -DBL_MAX for -inf
+ * overflows all of them.  The screen stage ranks such a network last, as
+ * ranks need no arithmetic on the scores.  A proxy weighted 0 does not
+ * count.
  *
  * The batch: seeded N(0,1) inputs with uniform labels, or examples of a
  * dataset's training split drawn and normalised as the screen stage and
@@ -147,15 +149,7 @@ check_names(const SieveOptions *options, char **names, guint n, GError **error)
   return TRUE;
 }
 
-/* An infinite score as the largest double of its sign (the file's
- * comment: why). */
-static double
-finite_score(double s)
-{
-  return isinf(s) ? copysign(G_MAXDOUBLE, s) : s;
-}
-
-/* sign(s) log(1 + |s|): odd, monotone, log|s| for |s| >> 1. */
+/* sign(s) log(1 + |s|): odd, monotone, log|s| for |s| >> 1, -inf at -inf. */
 static double
 signed_log(double s)
 {
@@ -290,6 +284,26 @@ proxy_create(const SieveSpace *space, const SieveOptions *options, GError **erro
   return self;
 }
 
+/* A network whose counted proxy is infinite has no score: its trial fails
+ * and says which proxy and what that means (the file's comment: why). */
+static gboolean
+fail_infinite(const Proxy *self, const double *scores, SieveResult *result)
+{
+  g_autoptr(GString) which = g_string_new(NULL);
+  for (guint i = 0; i < self->n; i++) {
+    if (!isinf(scores[i]) || (self->weights && self->weights[i] == 0))
+      continue;
+    g_string_append_printf(which, "%s%s is %s", which->len ? ", " : "", self->names[i],
+                           scores[i] > 0 ? "+inf" : "-inf");
+    if (g_strcmp0(self->names[i], "naswot") == 0 && scores[i] < 0)
+      g_string_append(which, " (its output does not depend on its input)");
+  }
+  if (which->len == 0)
+    return FALSE;
+  sieve_result_set_failed(result, "degenerate network: %s", which->str);
+  return TRUE;
+}
+
 static SieveResult *
 proxy_evaluate(gpointer instance, const SieveCandidate *candidate, GError **error)
 {
@@ -316,13 +330,15 @@ proxy_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     sieve_result_set_metric(result, self->names[i], scores[i]);
   for (guint i = 0; i < self->n; i++)
     sieve_result_set_metric(result, self->time_names[i], ms[i]);
+  if (fail_infinite(self, scores, result))
+    return result;
   if (self->n == 1) {
-    sieve_result_set_metric(result, SCORE, finite_score(scores[0]));
+    sieve_result_set_metric(result, SCORE, scores[0]);
     return result;
   }
   double sum = 0, total = 0;
   for (guint i = 0; i < self->n; i++) {
-    double z = (signed_log(finite_score(scores[i])) - self->mean[i]) / self->sd[i];
+    double z = (signed_log(scores[i]) - self->mean[i]) / self->sd[i];
     sieve_result_set_metric(result, self->z_names[i], z);
     double w = self->weights ? self->weights[i] : 1.0;
     if (w == 0)

@@ -183,11 +183,18 @@ reinforce_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
   double r = objectives[0];
   if (!isfinite(r))
     return TRUE; /* a failed trial carries no reward to learn from */
-  if (self->rewards++ == 0) {
+  if (self->rewards == 0) {
+    self->rewards = 1;
     self->baseline = r;
     return TRUE;
   }
   double advantage = r - self->baseline;
+  /* A reward so far from the baseline that its square overflows (a
+   * -DBL_MAX penalty) would make the spread infinite and every later step
+   * zero: it is no reward to learn from. */
+  if (!isfinite(advantage * advantage))
+    return TRUE;
+  self->rewards++;
   self->spread = self->rewards == 2 ? advantage * advantage
                                     : self->decay * self->spread + (1 - self->decay) * advantage * advantage;
   self->baseline = self->decay * self->baseline + (1 - self->decay) * r;

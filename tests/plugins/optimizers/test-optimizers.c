@@ -1048,6 +1048,45 @@ expect_error(const char *name, const char *yaml, guint n_objectives, const Sieve
   g_error_free(error);
 }
 
+/* REINFORCE: a reward whose advantage squared overflows (-DBL_MAX after
+ * finite rewards) is no reward: the state does not change, and later
+ * rewards keep a finite spread, so the policy goes on learning. */
+static void
+test_reinforce_overflow(void)
+{
+  g_autoptr(SieveSpace) space = test_space("nb201");
+  GError *error = NULL;
+  SieveOptimizer *opt = optimizer_try("reinforce", space, NULL, 1, 1, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_assert_true(sieve_optimizer_ask(opt, 4, out, &error));
+  g_assert_cmpuint(out->len, ==, 4);
+  const double rewards[] = {1.0, 2.0, -G_MAXDOUBLE, 3.0};
+  g_autoptr(GVariant) before = NULL;
+  for (guint i = 0; i < 4; i++) {
+    g_autoptr(SieveResult) r = sieve_result_new();
+    sieve_result_set_metric(r, "a", rewards[i]);
+    if (i == 2)
+      before = sieve_optimizer_save(opt, &error);
+    g_assert_true(sieve_optimizer_tell(opt, out->pdata[i], r, &rewards[i], &error));
+    g_assert_no_error(error);
+    if (i == 2) {
+      g_autoptr(GVariant) after = sieve_optimizer_save(opt, &error);
+      g_assert_true(g_variant_equal(before, after));
+    }
+  }
+  g_autoptr(GVariant) state = sieve_optimizer_save(opt, &error);
+  g_assert_no_error(error);
+  g_autoptr(GVariantDict) dict = g_variant_dict_new(state);
+  double spread = NAN;
+  guint64 told = 0;
+  g_assert_true(g_variant_dict_lookup(dict, "spread", "d", &spread));
+  g_assert_true(g_variant_dict_lookup(dict, "rewards", "t", &told));
+  g_assert_true(isfinite(spread) && spread > 0);
+  g_assert_cmpuint(told, ==, 3);
+  sieve_optimizer_free(opt);
+}
+
 static void
 test_bad_options(void)
 {
@@ -1126,6 +1165,7 @@ main(int argc, char **argv)
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
+  g_test_add_func("/optimizers/reinforce/overflow", test_reinforce_overflow);
   g_test_add_func("/optimizers/bad-options", test_bad_options);
   int status = g_test_run();
   sieve_registry_free(registry);
