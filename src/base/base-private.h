@@ -86,6 +86,12 @@ G_GNUC_INTERNAL SieveNode *sieve__node_new(SieveNodeKind kind, const char *ref_o
  * lines has real lines and columns.  (transfer full) */
 G_GNUC_INTERNAL SieveNode *sieve__node_parse_value(const char *text, const char *origin, GError **error);
 
+/* sieve_node_parse_string, except that a map key written again with the
+ * same scalar value (quoting included) is read once; again with another
+ * value is an error at the second value.  For files an older sieve wrote
+ * with repeated keys.  (transfer full) */
+SIEVE_INTERNAL_API SieveNode *sieve__node_parse_string_repeats(const char *text, const char *origin, GError **error);
+
 /* What sieve_node_where says for a node at origin, line, column.
  * (transfer full) */
 G_GNUC_INTERNAL char *sieve__node_where_at(const char *origin, guint line, guint column);

@@ -22,6 +22,9 @@ typedef struct {
   /* A one-line value given on the command line (sieve__node_parse_value):
    * its nodes are at line 0 and a column of the value, as errors say. */
   gboolean one_line_value;
+  /* sieve__node_parse_string_repeats: a key written twice with the same
+   * scalar value is read once. */
+  gboolean same_duplicates;
 } Parse;
 
 static void
@@ -210,10 +213,30 @@ parse_node(Parse *p, yaml_event_t *event, guint depth)
         sieve_node_unref(key);
         goto fail_node;
       }
-      SieveNode *first = NULL;
+      SieveNode *first = NULL, *first_value = NULL;
       for (guint i = 0; i < node->keys->len && !first; i++)
-        if (strcmp(((SieveNode *)node->keys->pdata[i])->text, key->text) == 0)
+        if (strcmp(((SieveNode *)node->keys->pdata[i])->text, key->text) == 0) {
           first = node->keys->pdata[i];
+          first_value = node->values->pdata[i];
+        }
+      if (first && p->same_duplicates && first_value->kind == SIEVE_NODE_SCALAR) {
+        /* The key again: accepted when its value is the same scalar. */
+        if (!next_event(p, event)) {
+          sieve_node_unref(key);
+          goto fail_node;
+        }
+        SieveNode *again = parse_node(p, event, depth + 1);
+        gboolean same = again != NULL && again->kind == SIEVE_NODE_SCALAR && again->quoted == first_value->quoted &&
+                        g_strcmp0(again->text, first_value->text) == 0;
+        if (again != NULL && !same)
+          sieve_node_set_error(p->error, again, "key '%s' again with another value (first written at line %u, column %u)",
+                               key->text, first->line, first->column);
+        g_clear_pointer(&again, sieve_node_unref);
+        sieve_node_unref(key);
+        if (!same)
+          goto fail_node;
+        continue;
+      }
       if (first) {
         if (p->one_line_value)
           sieve_node_set_error(p->error, key, "duplicate key '%s' (first written at column %u)", key->text,
@@ -307,9 +330,11 @@ fail:
 }
 
 static SieveNode *
-parse_text(const char *text, gssize len, const char *origin, gboolean value, GError **error)
+parse_text(const char *text, gssize len, const char *origin, gboolean value, gboolean same_duplicates,
+           GError **error)
 {
   Parse p = {0};
+  p.same_duplicates = same_duplicates;
   p.input = text;
   p.len = len < 0 ? strlen(text) : (gsize)len;
   /* A UTF-8 byte order mark (editors on Windows write one): libyaml keeps
@@ -341,7 +366,15 @@ sieve_node_parse_string(const char *text, gssize len, const char *origin, GError
 {
   g_return_val_if_fail(text != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  return parse_text(text, len, origin, FALSE, error);
+  return parse_text(text, len, origin, FALSE, FALSE, error);
+}
+
+SieveNode *
+sieve__node_parse_string_repeats(const char *text, const char *origin, GError **error)
+{
+  g_return_val_if_fail(text != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return parse_text(text, -1, origin, FALSE, TRUE, error);
 }
 
 SieveNode *
@@ -349,7 +382,7 @@ sieve__node_parse_value(const char *text, const char *origin, GError **error)
 {
   g_return_val_if_fail(text != NULL && origin != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  SieveNode *value = parse_text(text, -1, origin, TRUE, error);
+  SieveNode *value = parse_text(text, -1, origin, TRUE, FALSE, error);
   if (value != NULL)
     value->line = value->column = 0; /* the whole value: named by its origin alone */
   return value;

@@ -50,8 +50,8 @@ describe_files(SieveWeights *w, const SieveSpace *space)
     sieve_json_append_string(out, text);
   }
   g_string_append_c(out, '}');
-  if (out->len > 2)
-    sieve_weights_set_meta(w, "space_files", out->str);
+  /* None: no key, not the one a loaded file (--weights) carried. */
+  sieve_weights_set_meta(w, "space_files", out->len > 2 ? out->str : NULL);
 }
 
 /* The space's name, options and files in w's metadata. */
@@ -98,7 +98,9 @@ static gboolean
 restore_files(Restored *r, const char *json, const char *origin, GError **error)
 {
   r->copies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(SieveNode) files = sieve_node_parse_string(json, -1, origin, error);
+  /* A file twice under one key (files an older sieve wrote when two parts
+   * read it) is read once. */
+  g_autoptr(SieveNode) files = sieve__node_parse_string_repeats(json, origin, error);
   if (files == NULL)
     return FALSE;
   if (sieve_node_kind(files) != SIEVE_NODE_MAP) {
@@ -149,6 +151,51 @@ point_to_copies(SieveNode *node, GHashTable *copies)
     point_to_copies(node->values->pdata[i], copies);
 }
 
+/* A Lua space (map: its options) whose script r copied: the script's own
+ * folder, where it still is, added to require's folders (lua.path), so
+ * that the modules it requires beside it are found from the copy.  Those
+ * modules are not in the file: they are read as they are now. */
+static void
+add_script_folder(SieveNode *map, GHashTable *copies)
+{
+  const SieveNode *script = sieve_node_lookup(map, "script");
+  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted || !g_hash_table_contains(copies, script->text))
+    return;
+  g_autofree char *dir = g_path_get_dirname(script->text);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return;
+  SieveNode *lua = (SieveNode *)sieve_node_lookup(map, "lua");
+  if (lua == NULL || sieve_node_is_null(lua)) {
+    lua = sieve_node_new_map(map->origin, map->line, map->column);
+    sieve_node_map_set(map, "lua", lua);
+  }
+  if (lua->kind != SIEVE_NODE_MAP)
+    return; /* refused as it is by the option's check */
+  SieveNode *path = (SieveNode *)sieve_node_lookup(lua, "path");
+  if (path == NULL || sieve_node_is_null(path)) {
+    path = sieve_node_new_list(map->origin, map->line, map->column);
+    sieve_node_map_set(lua, "path", path);
+  }
+  if (path->kind == SIEVE_NODE_LIST)
+    sieve_node_list_append(path, sieve_node_new_scalar(dir, TRUE, map->origin, map->line, map->column));
+}
+
+/* add_script_folder for node (options of a Lua space when lua) and every
+ * part of it that names plugin lua. */
+static void
+add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
+{
+  if (node->kind == SIEVE_NODE_SCALAR)
+    return;
+  if (node->kind == SIEVE_NODE_MAP && lua)
+    add_script_folder(node, copies);
+  for (guint i = 0; i < node->values->len; i++) {
+    SieveNode *child = node->values->pdata[i];
+    const SieveNode *plugin = child->kind == SIEVE_NODE_MAP ? sieve_node_lookup(child, "plugin") : NULL;
+    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, copies);
+  }
+}
+
 /* ---- a network from a weights file's metadata --------------------------------- */
 
 /* (transfer full) the space plugin name with options (a JSON object, as
@@ -167,8 +214,10 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
                                           : sieve_node_new_map(origin, 1, 1);
   if (map == NULL)
     return NULL;
-  if (restored != NULL && restored->copies != NULL)
+  if (restored != NULL && restored->copies != NULL) {
+    add_script_folders(map, g_str_equal(name, "lua"), restored->copies);
     point_to_copies(map, restored->copies);
+  }
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {

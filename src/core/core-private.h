@@ -179,7 +179,8 @@ void sieve__space_set_written(SieveSpace *space, SieveNode *written);
  * file carries to build the space again from any folder.  (transfer full) */
 SIEVE_INTERNAL_API char *sieve__space_options_json(const SieveSpace *space, GError **error);
 /* Appends (char*, owned) the files the space's options and its parts'
- * name, absolute: what it read when it was created. */
+ * name, absolute, each once (paths already in the array are skipped):
+ * what it read when it was created. */
 SIEVE_INTERNAL_API void sieve__space_add_files(const SieveSpace *space, GPtrArray *paths);
 /* sieve_space_set_decision_where with the text already made (nullable). */
 void sieve__space_set_where_text(SieveSpace *space, guint i, const char *where);

@@ -231,7 +231,10 @@ sieve__space_add_files(const SieveSpace *space, GPtrArray *paths)
     const SieveNode *value = spec[i].type == SIEVE_OPTION_TYPE_PATH && space->written
                                  ? sieve_node_lookup(space->written, spec[i].name)
                                  : NULL;
-    if (value != NULL && sieve_node_kind(value) == SIEVE_NODE_SCALAR && !sieve_node_is_null(value))
+    /* Once each: two parts may read one file (a model file's space_files
+     * is a JSON object keyed by path). */
+    if (value != NULL && sieve_node_kind(value) == SIEVE_NODE_SCALAR && !sieve_node_is_null(value) &&
+        !g_ptr_array_find_with_equal_func(paths, sieve_node_text(value), g_str_equal, NULL))
       g_ptr_array_add(paths, g_strdup(sieve_node_text(value)));
   }
   for (guint k = 0; sieve__space_part(space, k) != NULL; k++)

@@ -1,7 +1,8 @@
 -- The functional hash never splits what the structural hash joins, in every
 -- space that builds networks and at several of its settings: a property test
 -- over random genotypes and their mutants (below), which is where equal
--- structures turn up (an unused decision, a zero, a skipped block).  The
+-- structures turn up (an unused decision, a zero, a skipped block; in darts
+-- twin nodes, built on purpose).  The
 -- functional hash runs at the space's probe scale; a probe with a part the
 -- network lacks (darts at 2 cells, all of them reduction cells, probed with a
 -- normal cell) breaks it.  Each setting must find some equal pairs, so that
@@ -65,16 +66,22 @@ local function check(label, space, draws, min_equal, extra)
   local equal, pairs_ = 0, 0
   for _ = 1, draws do
     local g = space:sample(rng)
-    local gs = space:hash(g, "structural")
     for changes = 1, extra and 4 or 3 do
-      local h = changes == 4 and extra(space, g, rng) or changes < 4 and mutant(space, g, rng, changes) or nil
-      if h ~= nil and h ~= g then
+      local base, h = g, nil
+      if changes == 4 then
+        local a, b = extra(space, g, rng)
+        if b ~= nil then base, h = a, b else h = a end -- a pair built on purpose, or a mutant of g
+      else
+        h = mutant(space, g, rng, changes)
+      end
+      local gs = space:hash(base, "structural")
+      if h ~= nil and h ~= base then
         pairs_ = pairs_ + 1
         if space:hash(h, "structural") == gs then
           equal = equal + 1
-          T.eq(space:hash(h, "functional"), space:hash(g, "functional"),
+          T.eq(space:hash(h, "functional"), space:hash(base, "functional"),
                string.format("%s: %s and %s have one structural hash but two functional ones", label,
-                             g:format(), h:format()))
+                             base:format(), h:format()))
         end
       end
     end
@@ -88,12 +95,38 @@ T.test("nb201", function()
   check("nb201 C=8 N=2 size=8", sieve.space("nb201", {C = 8, N = 2, size = 8}), 20, 2)
 end)
 
+-- darts: twin nodes.  Node 3 of a cell given node 2's two edges computes
+-- what node 2 does (Liu et al., "DARTS", ICLR 2019: a node is the sum of
+-- its two edges), so node 4 reading node 2 or node 3 is one network, the
+-- other edges unchanged: a pair (both returned) that the structural hash
+-- joins at every number of cells, where random mutants of 3 or more cells
+-- meet none.  (A node's two edges in the other order are one genotype:
+-- parse writes them in one order.)
+local function twin_nodes(space, g, rng)
+  local text = g:format()
+  local cell = rng:int(1, 2) == 1 and "normal" or "reduce"
+  local edges = {}
+  for op, input in text:match(cell .. "=(%b[])"):gmatch("%('([%w_]+)', (%d+)%)") do
+    edges[#edges + 1] = {op, tonumber(input)}
+  end
+  edges[3], edges[4] = edges[1], edges[2]
+  if edges[5][2] >= 2 then edges[5] = {edges[5][1], 0} end
+  local function with(input)
+    local list = {}
+    for i, e in ipairs(edges) do
+      list[i] = string.format("('%s', %d)", e[1], i == 6 and input or e[2])
+    end
+    return space:parse((text:gsub(cell .. "=%b[]", cell .. "=[" .. table.concat(list, ", ") .. "]", 1)))
+  end
+  return with(2), with(3)
+end
+
 T.test("darts: every number of cells against its probe", function()
   -- 1 and 2 cells are reduction cells only (the normal cell is unused);
   -- 3, 4, 5 and 6 or more put the cells in different situations.
   for _, layers in ipairs({1, 2, 3, 4, 5, 8}) do
-    local min = layers <= 2 and 5 or 0
-    check("darts layers=" .. layers, sieve.space("darts", {layers = layers, C = 4, size = 16}), 12, min)
+    local min = layers <= 2 and 5 or 12 -- from 3 cells on: every twin pair (12 draws)
+    check("darts layers=" .. layers, sieve.space("darts", {layers = layers, C = 4, size = 16}), 12, min, twin_nodes)
   end
 end)
 

@@ -165,6 +165,98 @@ class ModelCli(unittest.TestCase):
                 shutil.rmtree(cfg)
         self.assertEqual(os.listdir(tmp), [])
 
+    def rewrite_meta(self, src, dst, change):
+        """dst: src's safetensors file with its metadata strings changed by change(meta)."""
+        with open(src, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+            data = f.read()
+        change(header["__metadata__"])
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        with open(dst, "wb") as f:
+            f.write(len(text).to_bytes(8, "little") + text + data)
+
+    def test_one_file_read_by_two_parts(self):
+        # Two Lua parts of a composite space from one script with other options: the model file
+        # carries the script once (it carried it twice, under one JSON key, and could not be read
+        # back: "duplicate key"); a file an older sieve wrote so still reads, while the same key with
+        # another text is refused where it is.
+        folder = self.path("two-parts")
+        os.mkdir(folder)
+        script = os.path.join(folder, "pre.lua")
+        with open(script, "w") as f:
+            f.write('sieve.register_space{\n  name = "pre",\n  options = {prefix = {type = "string", default = "a"}},\n'
+                    '  create = function(self, b) b:float(self.options.prefix .. "_lr", 0.01, 0.1) end,\n}\n')
+        with open(script) as f:
+            text = f.read()
+        arch = self.rows[self.kept[0]]["genotype"] + ";a_lr=0.05;b_lr=0.05"
+        parts = ("space.parts=[{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}, "
+                 f"{{plugin: lua, script: {script}, options: {{prefix: a}}}}, "
+                 f"{{plugin: lua, script: {script}, options: {{prefix: b}}}}]")
+        out = self.path("two-parts.safetensors")
+        sieve("model", "export", "--space", "compose", "--set", parts, "--arch", arch, "-o", out, check=0)
+        with open(out, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            files = f.read(size).decode()
+        files = json.loads(json.loads(files)["__metadata__"]["space_files"], object_pairs_hook=list)
+        self.assertEqual(files, [(os.path.realpath(script), text)])
+        self.assertIn(f"genotype: {arch}", sieve("model", "info", out, check=0).stdout)
+        twice = json.dumps({script: text})[:-1] + "," + json.dumps({script: text})[1:]
+        old = self.path("two-parts-old.safetensors")
+        self.rewrite_meta(out, old, lambda meta: meta.update(space_files=twice))
+        self.assertIn(f"genotype: {arch}", sieve("model", "info", old, check=0).stdout)
+        other = json.dumps({script: text})[:-1] + "," + json.dumps({script: text + "-- edited\n"})[1:]
+        bad = self.path("two-parts-bad.safetensors")
+        self.rewrite_meta(out, bad, lambda meta: meta.update(space_files=other))
+        p = sieve("model", "info", bad)
+        self.assertIn(p.returncode, (1, 2))
+        self.assertIn("metadata space_files", p.stderr)
+        self.assertIn("again with another value", p.stderr)
+
+    def test_edited_lua_script_requires_beside_it(self):
+        # A Lua space whose script requires a module beside it, edited after the export: the file
+        # builds from the script's text it carries, copied away, and require still finds the module
+        # in the script's folder (it did not, and the file could not be read).
+        folder = self.path("req")
+        os.mkdir(folder)
+        with open(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")) as f:
+            body = f.read()
+        script = os.path.join(folder, "req.lua")
+        with open(script, "w") as f:
+            f.write('local helper = require("helper")\nassert(helper.x == 1)\n' + body)
+        with open(os.path.join(folder, "helper.lua"), "w") as f:
+            f.write("return {x = 1}\n")
+        arch = self.rows[self.kept[0]]["genotype"]
+        out = self.path("req.safetensors")
+        sieve("model", "export", "--space", "lua", "--set", f"space.script={script}",
+              "--set", "space.options={C: 4, N: 1, in_channels: 1, size: 28}", "--arch", arch, "-o", out, check=0)
+        with open(script, "a") as f:
+            f.write("-- edited after the export\n")
+        tmp = self.path("req-tmp")
+        os.mkdir(tmp)
+        info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
+        self.assertIn(f"genotype: {arch}", info)
+        self.assertEqual(os.listdir(tmp), [])
+
+    def test_weights_file_space_files_not_kept(self):
+        # --arch with --weights FILE writes the space it was given: FILE's space_files (of the space
+        # FILE was trained in) are not carried over when this space read no file.
+        arch = self.rows[self.kept[0]]["genotype"]
+        good = self.path("sf-good.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", good, check=0)
+        stale = self.path("sf-stale.safetensors")
+        self.rewrite_meta(good, stale, lambda meta: meta.update(space_files=json.dumps({"/nowhere/r.yaml": "x: 1\n"})))
+        out = self.path("sf-out.safetensors")
+        sieve("model", "export", "--space", "nb201", "--set", "space.C=4", "--set", "space.N=1",
+              "--set", "space.in_channels=1", "--set", "space.size=28", "--arch", arch, "--weights", stale,
+              "-o", out, check=0)
+        with open(out, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            meta = json.loads(f.read(size))["__metadata__"]
+        self.assertNotIn("space_files", meta)
+        self.assertEqual(meta["genotype"], arch)
+
     def test_bad_input(self):
         before = digest(self.store)
         missing = [n for n in self.rows if n not in self.kept][0]
