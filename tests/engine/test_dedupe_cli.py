@@ -238,9 +238,9 @@ sieve.register_optimizer{
         # 73306, 316346 and 101306 parameters: the heavy one breaks the bound
         # though its twin was evaluated; the light one is answered from the
         # cache with its own counts.
-        twins = ["|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|skip_connect~2|",
-                 "|none~0|+|skip_connect~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|",
-                 "|none~0|+|skip_connect~0|nor_conv_1x1~1|+|skip_connect~0|none~1|skip_connect~2|"]
+        twins = ["|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_3x3~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_1x1~1|+|skip_connect~0|none~1|none~2|"]
         other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
         cfg = self.fixed_study(twins + [other], "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
                                "budget: {evaluations: 2}\n")
@@ -253,11 +253,11 @@ sieve.register_optimizer{
         counted = subprocess.run([SIEVE, "proxies", "-p", "params,flops", "-"], capture_output=True, text=True,
                                  check=True, input="".join(r["genotype"] + "\n" for r in rows), timeout=120).stdout
         own = {d["arch"]: d for d in map(json.loads, counted.split("\n")[:-1])}
-        self.assertEqual([own[g]["params"] for g in twins], [73306, 316346, 101306])
+        self.assertEqual([own[g]["params"] for g in twins], [73306, 344346, 129306])
         for r in rows:
             self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
             self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
-        self.assertIn("params = 316346 > max", rows[1]["reason"])
+        self.assertIn("params = 344346 > max", rows[1]["reason"])
         # The evaluation reused is the twin's.
         self.assertEqual(rows[2]["cached_from"], "0")
         self.assertEqual(rows[2]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
