@@ -844,11 +844,25 @@ add_missing_metrics(SieveResult *result, const SieveResult *from)
  * per candidate): the `latency` evaluator times the network again, the
  * screen scores its proxies on its own batch, and their value stored over
  * the checked one could show an ok trial breaking a hard cap. */
+static gboolean
+is_checked(const SieveEngine *engine, const char *metric)
+{
+  return sieve_constrainer_checked(engine->exp, sieve_evaluator_get_metrics(engine->evaluator), metric);
+}
+
+/* Whether the evaluator says it reports metric (FALSE when it does not say). */
+static gboolean
+evaluator_reports(const SieveEngine *engine, const char *metric)
+{
+  const char *const *metrics = sieve_evaluator_get_metrics(engine->evaluator);
+  return metrics != NULL && g_strv_contains(metrics, metric);
+}
+
 static void
 keep_checked_metrics(const SieveEngine *engine, SieveResult *result, const SieveResult *checked)
 {
-  for (guint i = 0; checked && engine->exp->n_constraints && i < sieve_result_n_metrics(checked); i++)
-    if (sieve_constrainer_checked(engine->exp, sieve_result_metric_name(checked, i)))
+  for (guint i = 0; checked && i < sieve_result_n_metrics(checked); i++)
+    if (is_checked(engine, sieve_result_metric_name(checked, i)))
       sieve_result_set_metric(result, sieve_result_metric_name(checked, i), sieve_result_metric_value(checked, i));
 }
 
@@ -884,11 +898,14 @@ is_screen_metric(const SieveExperiment *exp, const char *metric)
 /* The result a duplicate p of a trial gets: the reused evaluation's metrics,
  * with what this study knows of p's own network before evaluation
  * (p->scores: params, macs, latencies, the constraints' proxies, computed
- * from p's genotype) in place of its twin's.  Functionally equal networks
- * may differ there (a branch that only ever sees zeros still has weights).
- * The twin's screen scores are dropped: p was not screened. */
+ * from p's genotype) in place of its twin's, with the precedence an
+ * evaluation uses: a checked metric (keep_checked_metrics) or one the
+ * evaluator does not report.  Functionally equal networks may differ there
+ * (a branch that only ever sees zeros still has weights).  The twin's
+ * screen scores are dropped (p was not screened), not a metric of the same
+ * name that the evaluator reports. */
 static SieveResult *
-cached_for(const SieveExperiment *exp, const SieveResult *original, const Proposal *p)
+cached_for(const SieveEngine *engine, const SieveResult *original, const Proposal *p)
 {
   g_autoptr(SieveResult) copy = cached_copy(original);
   SieveResult *r = sieve_result_new();
@@ -896,11 +913,14 @@ cached_for(const SieveExperiment *exp, const SieveResult *original, const Propos
   sieve_result_set_cost(r, 0);
   for (guint i = 0; i < sieve_result_n_metrics(copy); i++) {
     const char *name = sieve_result_metric_name(copy, i);
-    if (!is_screen_metric(exp, name))
+    if (!is_screen_metric(engine->exp, name) || evaluator_reports(engine, name))
       sieve_result_set_metric(r, name, sieve_result_metric_value(copy, i));
   }
-  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
-    sieve_result_set_metric(r, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
+  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++) {
+    const char *name = sieve_result_metric_name(p->scores, i);
+    if (is_checked(engine, name) || !evaluator_reports(engine, name))
+      sieve_result_set_metric(r, name, sieve_result_metric_value(p->scores, i));
+  }
   return r;
 }
 
@@ -992,7 +1012,7 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   gboolean own = source == engine->store;
   if (!own && !fits_this_study(rs, p, trial->result))
     return TRUE;
-  g_autoptr(SieveResult) result = cached_for(engine->exp, trial->result, p);
+  g_autoptr(SieveResult) result = cached_for(engine, trial->result, p);
   g_autofree char *reason = NULL;
   if (!own) {
     reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
@@ -1081,7 +1101,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
     stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
   for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++) {
-    g_autoptr(SieveResult) answer = cached_for(engine->exp, result, p->waiters->pdata[i]);
+    g_autoptr(SieveResult) answer = cached_for(engine, result, p->waiters->pdata[i]);
     stored = record(engine, p->waiters->pdata[i], answer, now, now, -1, number, error);
   }
   /* A failed original past the screen hands its place to its first

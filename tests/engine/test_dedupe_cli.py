@@ -287,6 +287,54 @@ sieve.register_optimizer{
         self.assertEqual((rows[1]["params"], rows[1]["screen_score"]), ("", ""), rows[1])
         self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
 
+    def small_study(self, genotypes, evaluator, objective, pipeline):
+        """fixed_study on a small nb201 (C 8, N 1) with objective (YAML) and
+        pipeline (YAML list), two evaluations."""
+        cfg = self.fixed_study(genotypes, f"pipeline: {pipeline}\nbudget: {{evaluations: 2}}\n", evaluator=evaluator)
+        text = open(cfg).read().replace("space: {plugin: nb201}", "space: {plugin: nb201, C: 8, N: 1}")
+        text = text.replace("objective: {metric: cifar10_valid_acc, direction: maximize}", "objective: " + objective)
+        return self.write("small.yaml", text)
+
+    def test_cache_hits_and_evaluations_store_one_value_per_metric(self):
+        # Review 4: a metric known before evaluation got two values.  Two
+        # twins (one hash), then another network.
+        twins = ["|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_1x1~1|+|skip_connect~0|none~1|none~2|"]
+        other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        tabular = f"{{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}"
+        screen = "{screen: {proxies: [naswot], keep_top: 2, batch: 3, batch_size: 16}}"
+        objective = "[{metric: cifar10_valid_acc, direction: maximize}, {metric: naswot, direction: maximize}]"
+        # An objective the engine computes (naswot, with the settings a
+        # constraint on it uses), screened by the same proxy on another
+        # batch: an evaluated trial stores the engine's value, as its hit does.
+        rows = {}
+        for name, pipeline in (("plain", "[dedupe]"), ("screened", f"[dedupe, {screen}]")):
+            store = self.path(name + ".sieve")
+            sieve("run", self.small_study(twins + [other], tabular, objective, pipeline), "--store", store, check=0)
+            rows[name] = export_rows(store)
+            self.assertEqual([r["status"] for r in rows[name]], ["ok", "cached", "ok"], rows[name])
+        self.assertEqual([r["naswot"] for r in rows["screened"]], [r["naswot"] for r in rows["plain"]])
+        # An evaluator that reports a metric of the screen proxy's name: a
+        # hit keeps the value the evaluator reported.
+        store = self.path("proxy.sieve")
+        sieve("run", self.small_study(twins + [other], "{plugin: proxy, proxies: [naswot, synflow], batch_size: 32}",
+                                      "{metric: score, direction: maximize}", f"[dedupe, {screen}]"),
+              "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows], ["ok", "cached", "ok"], rows)
+        self.assertNotEqual(rows[0]["naswot"], "")
+        self.assertEqual(rows[1]["naswot"], rows[0]["naswot"])
+        # A latency evaluator (batch 32) and a latency stage (batch 1), no
+        # constraint: the hit is told the evaluator's timing, not the stage's.
+        store = self.path("latency.sieve")
+        sieve("run", self.small_study(twins + [other], "{plugin: latency, batch: 32, threads: 1, warmup: 1, min_runs: 3, "
+                                      "max_runs: 3}", "{metric: latency_ms, direction: minimize}",
+                                      "[dedupe, {latency: {batch: 1, threads: 1}}]"), "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok", "cached", "ok"], rows)
+        self.assertEqual(rows[1]["latency_ms"], rows[0]["latency_ms"])
+
     def test_cache_hits_break_a_run_of_rejections(self):
         # Bug hunt 4: constraint_tries counted rejections with cache hits
         # between them as "in a row".  Two heavy networks, then one light
