@@ -1377,10 +1377,16 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     sieve_result_set_cost(r, 0);
     ok = record(engine, p, r, now, now, -1, -1, error);
     for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
+      /* The waiter's own counts and latencies (its twin's may differ). */
+      const Proposal *waiter = p->waiters->pdata[w];
+      g_autoptr(SieveResult) own = sieve_result_copy(r);
+      for (guint m = 0; waiter->scores && m < sieve_result_n_metrics(waiter->scores); m++)
+        sieve_result_set_metric(own, sieve_result_metric_name(waiter->scores, m),
+                                sieve_result_metric_value(waiter->scores, m));
       g_autofree char *same = g_strdup_printf("screened with trial %" G_GINT64_FORMAT ", the same network: %s",
                                               proposal_number(p), reason);
-      sieve_result_set_reason(r, same);
-      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
+      sieve_result_set_reason(own, same);
+      ok = record(engine, p->waiters->pdata[w], own, now, now, -1, proposal_number(p), error);
     }
   }
   ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);

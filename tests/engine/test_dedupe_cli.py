@@ -286,6 +286,19 @@ sieve.register_optimizer{
         self.assertNotEqual(rows[0]["screen_score"], "")
         self.assertEqual((rows[1]["params"], rows[1]["screen_score"]), ("", ""), rows[1])
         self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
+        # Review 4: a duplicate screened out with its twin (it waited for
+        # the twin's screen) is stored with its own counts, not its twin's.
+        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
+                               "keep_top: 1, batch: 3}}]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "budget: {evaluations: 1}\n")
+        store = self.path("screened.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows[:3]], ["screened", "screened", "ok"], rows)
+        self.assertEqual(rows[1]["cached_from"], "0")
+        for r in rows[:3]:
+            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
 
     def small_study(self, genotypes, evaluator, objective, pipeline):
         """fixed_study on a small nb201 (C 8, N 1) with objective (YAML) and
