@@ -1168,8 +1168,15 @@ finish_told(RunState *rs, Job *job)
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
   next->screened_in = p->screened_in;
-  if (p->scores && next->scores == NULL)
-    next->scores = sieve_result_copy(p->scores);
+  /* Its screen scores are the failed one's (one screen for both); the
+   * failed one's counts and latencies are not its own. */
+  if (p->scores && next->scores == NULL) {
+    next->scores = sieve_result_new();
+    for (guint i = 0; i < sieve_result_n_metrics(p->scores); i++)
+      if (is_screen_metric(rs->engine->exp, sieve_result_metric_name(p->scores, i)))
+        sieve_result_set_metric(next->scores, sieve_result_metric_name(p->scores, i),
+                                sieve_result_metric_value(p->scores, i));
+  }
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
     g_ptr_array_set_free_func(next->waiters, (GDestroyNotify) proposal_free);
