@@ -1633,6 +1633,11 @@ resume_trials(RunState *rs, GError **error)
     rs->proposals++;
     n_ok += t->status == SIEVE_STATUS_OK;
     n_failed += t->status == SIEVE_STATUS_FAILED;
+    /* The counts "in a row" as the live run left them (constrain, admit). */
+    if (t->status == SIEVE_STATUS_REJECTED)
+      rs->consecutive_rejections++;
+    else if (t->status != SIEVE_STATUS_PENDING)
+      rs->consecutive_rejections = 0;
     switch (t->status) {
     case SIEVE_STATUS_OK:
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
@@ -1651,6 +1656,7 @@ resume_trials(RunState *rs, GError **error)
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
+      rs->consecutive_hits = 0; /* it passed dedupe */
       continue;
     case SIEVE_STATUS_REJECTED:
       rs->rejected++;

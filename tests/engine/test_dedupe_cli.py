@@ -374,6 +374,16 @@ sieve.register_optimizer{
         out = sieve("run", cfg, "--store", self.path("h.sieve"), check=0).stdout
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(self.path("h.sieve"))["trials"], "3")
+        # Review 4: a resumed run counts the rejections in a row the stored
+        # trials end with: two, then one more stops it.
+        cfg = self.fixed_study(heavy, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "constraint_tries: 3\nbudget: {evaluations: 2, proposals: 2}\n")
+        store = self.path("r.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        self.assertEqual(summary(store)["trials"], "2")
+        out = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.proposals=10", check=0).stdout
+        self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
+        self.assertEqual(summary(store)["trials"], "3")
 
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
