@@ -1281,10 +1281,11 @@ evaluated_fidelities(SieveStore *store, GError **error)
  * past the screen then, asked again at a higher one) goes to the evaluator
  * without the screen: ranking it again among new configurations would undo
  * the optimizer's choice, made on a measured result.  Moves those of round
- * to rs->ready; the new configurations stay in round, in order, for the
- * screen to rank among themselves.  Frees the round on a store error. */
+ * to promoted (in order, past the screen); the new configurations stay in
+ * round, in order, for the screen to rank among themselves.  Frees the
+ * round on a store error. */
 static gboolean
-pass_promotions(RunState *rs, GPtrArray *round, GError **error)
+pass_promotions(RunState *rs, GPtrArray *round, GPtrArray *promoted, GError **error)
 {
   gboolean fidelities = FALSE;
   for (guint i = 0; i < round->len; i++)
@@ -1305,9 +1306,10 @@ pass_promotions(RunState *rs, GPtrArray *round, GError **error)
     Proposal *p = round->pdata[i];
     double fidelity = sieve_candidate_get_fidelity(p->candidate);
     const double *lower = g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate));
-    if (lower != NULL && isfinite(fidelity) && *lower < fidelity)
-      g_queue_push_tail(&rs->ready, p);
-    else
+    if (lower != NULL && isfinite(fidelity) && *lower < fidelity) {
+      p->screened_in = TRUE;
+      g_ptr_array_add(promoted, p);
+    } else
       round->pdata[n++] = p;
   }
   g_ptr_array_set_size(round, n);
@@ -1318,26 +1320,41 @@ pass_promotions(RunState *rs, GPtrArray *round, GError **error)
  * best as past the screen (with their scores) and finishes the others as
  * screened, each duplicate attached to one of them with it, in one
  * transaction with the optimizer's state after their tells.  The kept ones
- * go in line for the evaluator.  Promotions go in line first, unscreened
- * (pass_promotions), and the budget they take is not the new ones' to
- * keep.  Takes the proposals. */
+ * go in line for the evaluator.  Promotions pass unscreened
+ * (pass_promotions), stored as past the screen in the same transaction (a
+ * resumed run queues them as this one does), and the budget they take is
+ * not the new ones' to keep; they and the kept ones go in line in trial
+ * order.  Takes the proposals. */
 static gboolean
 screen_round(RunState *rs, GPtrArray *round, GError **error)
 {
   SieveEngine *engine = rs->engine;
   const SieveScreenStage *stage = &engine->exp->pipeline.screen;
-  if (!pass_promotions(rs, round, error))
+  g_autoptr(GPtrArray) promoted = g_ptr_array_new();
+  if (!pass_promotions(rs, round, promoted, error))
     return FALSE;
-  if (round->len == 0)
-    return TRUE;
   g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  for (guint i = 0; i < promoted->len; i++)
+    g_ptr_array_add(owned, promoted->pdata[i]);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);
-  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  guint keep = round->len == 0 ? 0 : sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
   if (keep == 0) {
     /* The budget is spent: the round stays pending for a later run. */
-    for (guint i = 0; i < owned->len; i++)
-      forget(rs, owned->pdata[i]);
+    for (guint i = 0; i < round->len; i++)
+      forget(rs, round->pdata[i]);
+    gboolean ok = promoted->len == 0 || sieve_store_begin(engine->store, error);
+    for (guint i = 0; ok && i < promoted->len; i++)
+      ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
+    if (promoted->len > 0 && !(ok && sieve_store_commit(engine->store, error))) {
+      sieve_store_rollback(engine->store);
+      return FALSE;
+    }
+    g_ptr_array_set_free_func(owned, NULL);
+    for (guint i = promoted->len; i < owned->len; i++)
+      proposal_free(owned->pdata[i]);
+    for (guint i = 0; i < promoted->len; i++)
+      g_queue_push_tail(&rs->ready, promoted->pdata[i]);
     return TRUE;
   }
   g_autofree const SieveGenotype **genotypes = g_new0(const SieveGenotype *, round->len);
@@ -1368,6 +1385,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   double now = g_get_real_time() / 1e6;
 
   gboolean ok = sieve_store_begin(engine->store, error);
+  for (guint i = 0; ok && i < promoted->len; i++)
+    ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
   for (guint i = 0; ok && i < round->len; i++) {
     Proposal *p = round->pdata[i];
     if (kept[i]) {
@@ -1403,12 +1422,15 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     return FALSE;
   }
   g_ptr_array_set_free_func(owned, NULL);
+  guint next_promoted = 0;
   for (guint i = 0; i < round->len; i++) {
     Proposal *p = round->pdata[i];
     if (kept[i]) {
       p->screened_in = TRUE;
       p->scores = g_steal_pointer(&scored->scores[i]);
       sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+      while (next_promoted < promoted->len && proposal_number(promoted->pdata[next_promoted]) < proposal_number(p))
+        g_queue_push_tail(&rs->ready, promoted->pdata[next_promoted++]);
       g_queue_push_tail(&rs->ready, p);
       continue;
     }
@@ -1422,6 +1444,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     forget(rs, p);
     proposal_free(p);
   }
+  while (next_promoted < promoted->len)
+    g_queue_push_tail(&rs->ready, promoted->pdata[next_promoted++]);
   sieve_screen_round_free(scored);
   return TRUE;
 }

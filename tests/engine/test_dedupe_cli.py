@@ -572,6 +572,31 @@ class TestKillResume(Workdir):
             return
         sieve_cli.run_until(self, args, kill_at)
 
+    def test_promotions_resume_in_trial_order(self):
+        # Review 4: promotions (past the screen unscreened) were not stored
+        # as past it, so a resumed run queued the kept new configurations
+        # before them and evaluated other trials than an unbroken run.
+        prog = self.write("f.sh", 'case "$1" in 1) sleep 0.05;; *) sleep 0.3;; esac\n'
+                          'echo "{\\"value\\": $(printf %s "$2" | cksum | cut -c1-4)$1}"\n')
+        cfg = self.write("hb.yaml", "name: hb\nseed: 0\nspace: {plugin: nb201, C: 4, N: 1}\n"
+                         "optimizer: {plugin: hyperband, eta: 3}\n"
+                         f"evaluator: {{plugin: command, argv: [sh, {prog}, \"{{fidelity}}\", \"{{genotype}}\"], "
+                         "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
+                         "objective: {metric: value, direction: maximize}\n"
+                         "pipeline: [dedupe, {screen: {proxies: [synflow], keep_top: 2, batch: 4, batch_size: 2}}]\n"
+                         "workers: 2\ntell_order: trial\nbudget: {evaluations: 16}\n")
+        ref = self.path("ref.sieve")
+        self.run_until(cfg, ref, resume=False)
+        reference = export_rows(ref)
+        self.assertGreater(sum(float(r["fidelity"]) > 1 for r in reference if r["status"] == "ok"), 0,
+                           "no promotion: the test checks nothing")
+        for k in (5, 8, 11):
+            with self.subTest(kill_at=k):
+                store = self.path(f"k{k}.sieve")
+                self.run_until(cfg, store, resume=False, kill_at=k)
+                self.run_until(cfg, store, resume=True)
+                self.assertEqual(export_rows(store), reference)
+
     def test_kill_at_many_points(self):
         self.grid("space.yaml", 5, 5)
         cfg = self.write("slow.yaml", SLOW)
