@@ -254,9 +254,11 @@ sieve.register_optimizer{
                                  check=True, input="".join(r["genotype"] + "\n" for r in rows), timeout=120).stdout
         own = {d["arch"]: d for d in map(json.loads, counted.split("\n")[:-1])}
         self.assertEqual([own[g]["params"] for g in twins], [73306, 344346, 129306])
-        for r in rows:
-            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
-            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        def own_counts(rows):
+            for r in rows:
+                self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+                self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        own_counts(rows)
         self.assertIn("params = 344346 > max", rows[1]["reason"])
         # The evaluation reused is the twin's.
         self.assertEqual(rows[2]["cached_from"], "0")
@@ -271,16 +273,15 @@ sieve.register_optimizer{
         rows = export_rows(store, stable=False)
         self.assertEqual([r["status"] for r in rows], ["ok", "rejected", "cached", "ok"], rows)
         self.assertLess(float(rows[3]["started"]), float(rows[0]["finished"]), "trial 2 did not wait for trial 0")
-        for r in rows:
-            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
-            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        own_counts(rows)
         # Screened by the params proxy and no constraint: a hit was not
         # screened, and keeps none of its twin's screen scores.
-        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
-                               "keep_top: 1, batch: 2}}]\nbudget: {evaluations: 2}\n")
-        store = self.path("screen.sieve")
-        sieve("run", cfg, "--store", store, check=0)
-        rows = export_rows(store)
+        def screened_by_params(name, rest):
+            cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
+                                   "keep_top: 1, " + rest)
+            sieve("run", cfg, "--store", self.path(name), check=0)
+            return export_rows(self.path(name))
+        rows = screened_by_params("screen.sieve", "batch: 2}}]\nbudget: {evaluations: 2}\n")
         self.assertEqual([r["status"] for r in rows[:3]], ["ok", "cached", "ok"], rows)
         self.assertEqual(rows[0]["params"], "73306")
         self.assertNotEqual(rows[0]["screen_score"], "")
@@ -288,17 +289,11 @@ sieve.register_optimizer{
         self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
         # Review 4: a duplicate screened out with its twin (it waited for
         # the twin's screen) is stored with its own counts, not its twin's.
-        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
-                               "keep_top: 1, batch: 3}}]\nconstraints: [{metric: params, max: 2.0e5}]\n"
-                               "budget: {evaluations: 1}\n")
-        store = self.path("screened.sieve")
-        sieve("run", cfg, "--store", store, check=0)
-        rows = export_rows(store)
+        rows = screened_by_params("screened.sieve", "batch: 3}}]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                                  "budget: {evaluations: 1}\n")
         self.assertEqual([r["status"] for r in rows[:3]], ["screened", "screened", "ok"], rows)
         self.assertEqual(rows[1]["cached_from"], "0")
-        for r in rows[:3]:
-            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
-            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        own_counts(rows[:3])
 
     def small_study(self, genotypes, evaluator, objective, pipeline):
         """fixed_study on a small nb201 (C 8, N 1) with objective (YAML) and
