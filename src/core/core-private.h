@@ -79,8 +79,8 @@ typedef struct {
   const SieveNode *device_node;
 } SieveScreenStage;
 
-/* latency measures each proposal dedupe let through for inference on this
- * machine (sieve/latency.h: its protocol and options) and keeps latency_ms,
+/* latency measures each proposal, before dedupe (a duplicate keeps its own
+ * network's timing), for inference on this machine (sieve/latency.h: its protocol and options) and keeps latency_ms,
  * latency_iqr_ms, latency_cpu_ms and peak_mem_mb with the trial, for constraints and
  * objectives; its batch and threads also key the latency table that
  * predicted_latency_ms sums (engine: the constraints). */

@@ -77,13 +77,30 @@ sieve_constrainer_computes(const SieveExperiment *experiment, const char *metric
   return FALSE;
 }
 
+/* Whether the constrainer computes objective metric itself: known before
+ * evaluation and not reported by the evaluator (sieve_constrainer_new). */
+static gboolean
+computes_objective(const char *const *evaluator_metrics, const char *metric)
+{
+  return is_known(metric) && (evaluator_metrics == NULL || !g_strv_contains(evaluator_metrics, metric));
+}
+
 gboolean
-sieve_constrainer_checked(const SieveExperiment *experiment, const char *metric)
+sieve_constrainer_checked(const SieveExperiment *experiment, const char *const *evaluator_metrics,
+                          const char *metric)
 {
   g_return_val_if_fail(experiment != NULL && metric != NULL, FALSE);
   for (guint i = 0; i < experiment->n_constraints; i++) {
     const char *m = experiment->constraints[i].metric;
     if (strcmp(m, metric) == 0 || (is_latency_metric(m) && is_latency_metric(metric)))
+      return TRUE;
+  }
+  /* An objective computed here has one value too, with the settings a
+   * constraint on it would use (README: not the screen's batch). */
+  for (guint i = 0; i < experiment->n_objectives; i++) {
+    const char *m = experiment->objectives[i].metric;
+    if (computes_objective(evaluator_metrics, m) &&
+        (strcmp(m, metric) == 0 || (is_latency_metric(m) && is_latency_metric(metric))))
       return TRUE;
   }
   return FALSE;
@@ -112,7 +129,7 @@ sieve_constrainer_new(const SieveExperiment *experiment, const char *const *eval
    * computed here, as a constraint on it would be. */
   for (guint i = 0; i < experiment->n_objectives; i++) {
     const char *m = experiment->objectives[i].metric;
-    if (is_known(m) && (evaluator_metrics == NULL || !g_strv_contains(evaluator_metrics, m)))
+    if (computes_objective(evaluator_metrics, m))
       want(c, m);
   }
   if (c->metrics->len == 0) {

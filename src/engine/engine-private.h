@@ -386,9 +386,12 @@ SIEVE_INTERNAL_API void sieve_constrainer_attach(SieveConstrainer *constrainer, 
 /* Whether metric is one the constrainer can compute before evaluation. */
 SIEVE_INTERNAL_API gboolean sieve_constrainer_computes(const SieveExperiment *experiment, const char *metric);
 /* Whether the value of metric that the constraints checked is the one a
- * trial stores: a metric a constraint names, and with a latency metric the
- * other metrics of the same measurement. */
-SIEVE_INTERNAL_API gboolean sieve_constrainer_checked(const SieveExperiment *experiment, const char *metric);
+ * trial stores: a metric a constraint names, or an objective the
+ * constrainer computes (known before evaluation, not in evaluator_metrics,
+ * nullable), and with a latency metric the other metrics of the same
+ * measurement. */
+SIEVE_INTERNAL_API gboolean sieve_constrainer_checked(const SieveExperiment *experiment,
+                                                      const char *const *evaluator_metrics, const char *metric);
 /* The metrics of genotype's network, status OK when *feasible, else
  * REJECTED with the broken constraints as its reason and
  * SIEVE_METRIC_CONSTRAINT_VIOLATION.  NULL + error when the network cannot

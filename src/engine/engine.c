@@ -844,11 +844,25 @@ add_missing_metrics(SieveResult *result, const SieveResult *from)
  * per candidate): the `latency` evaluator times the network again, the
  * screen scores its proxies on its own batch, and their value stored over
  * the checked one could show an ok trial breaking a hard cap. */
+static gboolean
+is_checked(const SieveEngine *engine, const char *metric)
+{
+  return sieve_constrainer_checked(engine->exp, sieve_evaluator_get_metrics(engine->evaluator), metric);
+}
+
+/* Whether the evaluator says it reports metric (FALSE when it does not say). */
+static gboolean
+evaluator_reports(const SieveEngine *engine, const char *metric)
+{
+  const char *const *metrics = sieve_evaluator_get_metrics(engine->evaluator);
+  return metrics != NULL && g_strv_contains(metrics, metric);
+}
+
 static void
 keep_checked_metrics(const SieveEngine *engine, SieveResult *result, const SieveResult *checked)
 {
-  for (guint i = 0; checked && engine->exp->n_constraints && i < sieve_result_n_metrics(checked); i++)
-    if (sieve_constrainer_checked(engine->exp, sieve_result_metric_name(checked, i)))
+  for (guint i = 0; checked && i < sieve_result_n_metrics(checked); i++)
+    if (is_checked(engine, sieve_result_metric_name(checked, i)))
       sieve_result_set_metric(result, sieve_result_metric_name(checked, i), sieve_result_metric_value(checked, i));
 }
 
@@ -884,11 +898,14 @@ is_screen_metric(const SieveExperiment *exp, const char *metric)
 /* The result a duplicate p of a trial gets: the reused evaluation's metrics,
  * with what this study knows of p's own network before evaluation
  * (p->scores: params, macs, latencies, the constraints' proxies, computed
- * from p's genotype) in place of its twin's.  Functionally equal networks
- * may differ there (a branch that only ever sees zeros still has weights).
- * The twin's screen scores are dropped: p was not screened. */
+ * from p's genotype) in place of its twin's, with the precedence an
+ * evaluation uses: a checked metric (keep_checked_metrics) or one the
+ * evaluator does not report.  Functionally equal networks may differ there
+ * (a branch that only ever sees zeros still has weights).  The twin's
+ * screen scores are dropped (p was not screened), not a metric of the same
+ * name that the evaluator reports. */
 static SieveResult *
-cached_for(const SieveExperiment *exp, const SieveResult *original, const Proposal *p)
+cached_for(const SieveEngine *engine, const SieveResult *original, const Proposal *p)
 {
   g_autoptr(SieveResult) copy = cached_copy(original);
   SieveResult *r = sieve_result_new();
@@ -896,11 +913,14 @@ cached_for(const SieveExperiment *exp, const SieveResult *original, const Propos
   sieve_result_set_cost(r, 0);
   for (guint i = 0; i < sieve_result_n_metrics(copy); i++) {
     const char *name = sieve_result_metric_name(copy, i);
-    if (!is_screen_metric(exp, name))
+    if (!is_screen_metric(engine->exp, name) || evaluator_reports(engine, name))
       sieve_result_set_metric(r, name, sieve_result_metric_value(copy, i));
   }
-  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++)
-    sieve_result_set_metric(r, sieve_result_metric_name(p->scores, i), sieve_result_metric_value(p->scores, i));
+  for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++) {
+    const char *name = sieve_result_metric_name(p->scores, i);
+    if (is_checked(engine, name) || !evaluator_reports(engine, name))
+      sieve_result_set_metric(r, name, sieve_result_metric_value(p->scores, i));
+  }
   return r;
 }
 
@@ -992,7 +1012,7 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   gboolean own = source == engine->store;
   if (!own && !fits_this_study(rs, p, trial->result))
     return TRUE;
-  g_autoptr(SieveResult) result = cached_for(engine->exp, trial->result, p);
+  g_autoptr(SieveResult) result = cached_for(engine, trial->result, p);
   g_autofree char *reason = NULL;
   if (!own) {
     reason = g_strdup_printf("cached in %s (trial %" G_GINT64_FORMAT ")", sieve_store_get_path(source), original);
@@ -1081,7 +1101,7 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
     stored = sieve_store_cache_add_key(engine->store, p->key->digest, p->key->text, error) &&
              sieve_store_cache_put(engine->store, kind, p->hash, p->key->digest, number, error);
   for (guint i = 0; stored && ok && p->waiters && i < p->waiters->len; i++) {
-    g_autoptr(SieveResult) answer = cached_for(engine->exp, result, p->waiters->pdata[i]);
+    g_autoptr(SieveResult) answer = cached_for(engine, result, p->waiters->pdata[i]);
     stored = record(engine, p->waiters->pdata[i], answer, now, now, -1, number, error);
   }
   /* A failed original past the screen hands its place to its first
@@ -1148,8 +1168,15 @@ finish_told(RunState *rs, Job *job)
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
   next->screened_in = p->screened_in;
-  if (p->scores && next->scores == NULL)
-    next->scores = sieve_result_copy(p->scores);
+  /* Its screen scores are the failed one's (one screen for both); the
+   * failed one's counts and latencies are not its own. */
+  if (p->scores && next->scores == NULL) {
+    next->scores = sieve_result_new();
+    for (guint i = 0; i < sieve_result_n_metrics(p->scores); i++)
+      if (is_screen_metric(rs->engine->exp, sieve_result_metric_name(p->scores, i)))
+        sieve_result_set_metric(next->scores, sieve_result_metric_name(p->scores, i),
+                                sieve_result_metric_value(p->scores, i));
+  }
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
     g_ptr_array_set_free_func(next->waiters, (GDestroyNotify) proposal_free);
@@ -1254,10 +1281,11 @@ evaluated_fidelities(SieveStore *store, GError **error)
  * past the screen then, asked again at a higher one) goes to the evaluator
  * without the screen: ranking it again among new configurations would undo
  * the optimizer's choice, made on a measured result.  Moves those of round
- * to rs->ready; the new configurations stay in round, in order, for the
- * screen to rank among themselves.  Frees the round on a store error. */
+ * to promoted (in order, past the screen); the new configurations stay in
+ * round, in order, for the screen to rank among themselves.  Frees the
+ * round on a store error. */
 static gboolean
-pass_promotions(RunState *rs, GPtrArray *round, GError **error)
+pass_promotions(RunState *rs, GPtrArray *round, GPtrArray *promoted, GError **error)
 {
   gboolean fidelities = FALSE;
   for (guint i = 0; i < round->len; i++)
@@ -1278,9 +1306,10 @@ pass_promotions(RunState *rs, GPtrArray *round, GError **error)
     Proposal *p = round->pdata[i];
     double fidelity = sieve_candidate_get_fidelity(p->candidate);
     const double *lower = g_hash_table_lookup(evaluated, sieve_candidate_get_text(p->candidate));
-    if (lower != NULL && isfinite(fidelity) && *lower < fidelity)
-      g_queue_push_tail(&rs->ready, p);
-    else
+    if (lower != NULL && isfinite(fidelity) && *lower < fidelity) {
+      p->screened_in = TRUE;
+      g_ptr_array_add(promoted, p);
+    } else
       round->pdata[n++] = p;
   }
   g_ptr_array_set_size(round, n);
@@ -1291,26 +1320,41 @@ pass_promotions(RunState *rs, GPtrArray *round, GError **error)
  * best as past the screen (with their scores) and finishes the others as
  * screened, each duplicate attached to one of them with it, in one
  * transaction with the optimizer's state after their tells.  The kept ones
- * go in line for the evaluator.  Promotions go in line first, unscreened
- * (pass_promotions), and the budget they take is not the new ones' to
- * keep.  Takes the proposals. */
+ * go in line for the evaluator.  Promotions pass unscreened
+ * (pass_promotions), stored as past the screen in the same transaction (a
+ * resumed run queues them as this one does), and the budget they take is
+ * not the new ones' to keep; they and the kept ones go in line in trial
+ * order.  Takes the proposals. */
 static gboolean
 screen_round(RunState *rs, GPtrArray *round, GError **error)
 {
   SieveEngine *engine = rs->engine;
   const SieveScreenStage *stage = &engine->exp->pipeline.screen;
-  if (!pass_promotions(rs, round, error))
+  g_autoptr(GPtrArray) promoted = g_ptr_array_new();
+  if (!pass_promotions(rs, round, promoted, error))
     return FALSE;
-  if (round->len == 0)
-    return TRUE;
   g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+  for (guint i = 0; i < promoted->len; i++)
+    g_ptr_array_add(owned, promoted->pdata[i]);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);
-  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  guint keep = round->len == 0 ? 0 : sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
   if (keep == 0) {
     /* The budget is spent: the round stays pending for a later run. */
-    for (guint i = 0; i < owned->len; i++)
-      forget(rs, owned->pdata[i]);
+    for (guint i = 0; i < round->len; i++)
+      forget(rs, round->pdata[i]);
+    gboolean ok = promoted->len == 0 || sieve_store_begin(engine->store, error);
+    for (guint i = 0; ok && i < promoted->len; i++)
+      ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
+    if (promoted->len > 0 && !(ok && sieve_store_commit(engine->store, error))) {
+      sieve_store_rollback(engine->store);
+      return FALSE;
+    }
+    g_ptr_array_set_free_func(owned, NULL);
+    for (guint i = promoted->len; i < owned->len; i++)
+      proposal_free(owned->pdata[i]);
+    for (guint i = 0; i < promoted->len; i++)
+      g_queue_push_tail(&rs->ready, promoted->pdata[i]);
     return TRUE;
   }
   g_autofree const SieveGenotype **genotypes = g_new0(const SieveGenotype *, round->len);
@@ -1341,6 +1385,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   double now = g_get_real_time() / 1e6;
 
   gboolean ok = sieve_store_begin(engine->store, error);
+  for (guint i = 0; ok && i < promoted->len; i++)
+    ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
   for (guint i = 0; ok && i < round->len; i++) {
     Proposal *p = round->pdata[i];
     if (kept[i]) {
@@ -1357,10 +1403,16 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     sieve_result_set_cost(r, 0);
     ok = record(engine, p, r, now, now, -1, -1, error);
     for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
+      /* The waiter's own counts and latencies (its twin's may differ). */
+      const Proposal *waiter = p->waiters->pdata[w];
+      g_autoptr(SieveResult) own = sieve_result_copy(r);
+      for (guint m = 0; waiter->scores && m < sieve_result_n_metrics(waiter->scores); m++)
+        sieve_result_set_metric(own, sieve_result_metric_name(waiter->scores, m),
+                                sieve_result_metric_value(waiter->scores, m));
       g_autofree char *same = g_strdup_printf("screened with trial %" G_GINT64_FORMAT ", the same network: %s",
                                               proposal_number(p), reason);
-      sieve_result_set_reason(r, same);
-      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
+      sieve_result_set_reason(own, same);
+      ok = record(engine, p->waiters->pdata[w], own, now, now, -1, proposal_number(p), error);
     }
   }
   ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);
@@ -1370,12 +1422,15 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     return FALSE;
   }
   g_ptr_array_set_free_func(owned, NULL);
+  guint next_promoted = 0;
   for (guint i = 0; i < round->len; i++) {
     Proposal *p = round->pdata[i];
     if (kept[i]) {
       p->screened_in = TRUE;
       p->scores = g_steal_pointer(&scored->scores[i]);
       sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+      while (next_promoted < promoted->len && proposal_number(promoted->pdata[next_promoted]) < proposal_number(p))
+        g_queue_push_tail(&rs->ready, promoted->pdata[next_promoted++]);
       g_queue_push_tail(&rs->ready, p);
       continue;
     }
@@ -1389,6 +1444,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     forget(rs, p);
     proposal_free(p);
   }
+  while (next_promoted < promoted->len)
+    g_queue_push_tail(&rs->ready, promoted->pdata[next_promoted++]);
   sieve_screen_round_free(scored);
   return TRUE;
 }
@@ -1600,6 +1657,11 @@ resume_trials(RunState *rs, GError **error)
     rs->proposals++;
     n_ok += t->status == SIEVE_STATUS_OK;
     n_failed += t->status == SIEVE_STATUS_FAILED;
+    /* The counts "in a row" as the live run left them (constrain, admit). */
+    if (t->status == SIEVE_STATUS_REJECTED)
+      rs->consecutive_rejections++;
+    else if (t->status != SIEVE_STATUS_PENDING)
+      rs->consecutive_rejections = 0;
     switch (t->status) {
     case SIEVE_STATUS_OK:
       rs->objective_seen = TRUE; /* stored ok only after check_objective passed */
@@ -1618,6 +1680,7 @@ resume_trials(RunState *rs, GError **error)
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
+      rs->consecutive_hits = 0; /* it passed dedupe */
       continue;
     case SIEVE_STATUS_REJECTED:
       rs->rejected++;

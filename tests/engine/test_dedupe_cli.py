@@ -238,9 +238,9 @@ sieve.register_optimizer{
         # 73306, 316346 and 101306 parameters: the heavy one breaks the bound
         # though its twin was evaluated; the light one is answered from the
         # cache with its own counts.
-        twins = ["|none~0|+|skip_connect~0|none~1|+|skip_connect~0|none~1|skip_connect~2|",
-                 "|none~0|+|skip_connect~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|",
-                 "|none~0|+|skip_connect~0|nor_conv_1x1~1|+|skip_connect~0|none~1|skip_connect~2|"]
+        twins = ["|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_3x3~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_1x1~1|+|skip_connect~0|none~1|none~2|"]
         other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
         cfg = self.fixed_study(twins + [other], "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
                                "budget: {evaluations: 2}\n")
@@ -253,11 +253,13 @@ sieve.register_optimizer{
         counted = subprocess.run([SIEVE, "proxies", "-p", "params,flops", "-"], capture_output=True, text=True,
                                  check=True, input="".join(r["genotype"] + "\n" for r in rows), timeout=120).stdout
         own = {d["arch"]: d for d in map(json.loads, counted.split("\n")[:-1])}
-        self.assertEqual([own[g]["params"] for g in twins], [73306, 316346, 101306])
-        for r in rows:
-            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
-            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
-        self.assertIn("params = 316346 > max", rows[1]["reason"])
+        self.assertEqual([own[g]["params"] for g in twins], [73306, 344346, 129306])
+        def own_counts(rows):
+            for r in rows:
+                self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
+                self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        own_counts(rows)
+        self.assertIn("params = 344346 > max", rows[1]["reason"])
         # The evaluation reused is the twin's.
         self.assertEqual(rows[2]["cached_from"], "0")
         self.assertEqual(rows[2]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
@@ -271,21 +273,75 @@ sieve.register_optimizer{
         rows = export_rows(store, stable=False)
         self.assertEqual([r["status"] for r in rows], ["ok", "rejected", "cached", "ok"], rows)
         self.assertLess(float(rows[3]["started"]), float(rows[0]["finished"]), "trial 2 did not wait for trial 0")
-        for r in rows:
-            self.assertEqual(float(r["params"]), own[r["genotype"]]["params"], r)
-            self.assertEqual(float(r["macs"]), own[r["genotype"]]["flops"], r)
+        own_counts(rows)
         # Screened by the params proxy and no constraint: a hit was not
         # screened, and keeps none of its twin's screen scores.
-        cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
-                               "keep_top: 1, batch: 2}}]\nbudget: {evaluations: 2}\n")
-        store = self.path("screen.sieve")
-        sieve("run", cfg, "--store", store, check=0)
-        rows = export_rows(store)
+        def screened_by_params(name, rest):
+            cfg = self.fixed_study([twins[0], twins[2], other], "pipeline: [dedupe, {screen: {proxies: [params], "
+                                   "keep_top: 1, " + rest)
+            sieve("run", cfg, "--store", self.path(name), check=0)
+            return export_rows(self.path(name))
+        rows = screened_by_params("screen.sieve", "batch: 2}}]\nbudget: {evaluations: 2}\n")
         self.assertEqual([r["status"] for r in rows[:3]], ["ok", "cached", "ok"], rows)
         self.assertEqual(rows[0]["params"], "73306")
         self.assertNotEqual(rows[0]["screen_score"], "")
         self.assertEqual((rows[1]["params"], rows[1]["screen_score"]), ("", ""), rows[1])
         self.assertEqual(rows[1]["cifar10_valid_acc"], rows[0]["cifar10_valid_acc"])
+        # Review 4: a duplicate screened out with its twin (it waited for
+        # the twin's screen) is stored with its own counts, not its twin's.
+        rows = screened_by_params("screened.sieve", "batch: 3}}]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                                  "budget: {evaluations: 1}\n")
+        self.assertEqual([r["status"] for r in rows[:3]], ["screened", "screened", "ok"], rows)
+        self.assertEqual(rows[1]["cached_from"], "0")
+        own_counts(rows[:3])
+
+    def small_study(self, genotypes, evaluator, objective, pipeline):
+        """fixed_study on a small nb201 (C 8, N 1) with objective (YAML) and
+        pipeline (YAML list), two evaluations."""
+        cfg = self.fixed_study(genotypes, f"pipeline: {pipeline}\nbudget: {{evaluations: 2}}\n", evaluator=evaluator)
+        text = open(cfg).read().replace("space: {plugin: nb201}", "space: {plugin: nb201, C: 8, N: 1}")
+        text = text.replace("objective: {metric: cifar10_valid_acc, direction: maximize}", "objective: " + objective)
+        return self.write("small.yaml", text)
+
+    def test_cache_hits_and_evaluations_store_one_value_per_metric(self):
+        # Review 4: a metric known before evaluation got two values.  Two
+        # twins (one hash), then another network.
+        twins = ["|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|",
+                 "|nor_conv_1x1~0|+|none~0|nor_conv_1x1~1|+|skip_connect~0|none~1|none~2|"]
+        other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        table = os.path.join(ROOT, "data", "nb201", "nb201.csv")
+        tabular = f"{{plugin: tabular, table: {table}, key: arch_str, metrics: [cifar10_valid_acc]}}"
+        screen = "{screen: {proxies: [naswot], keep_top: 2, batch: 3, batch_size: 16}}"
+        objective = "[{metric: cifar10_valid_acc, direction: maximize}, {metric: naswot, direction: maximize}]"
+        # An objective the engine computes (naswot, with the settings a
+        # constraint on it uses), screened by the same proxy on another
+        # batch: an evaluated trial stores the engine's value, as its hit does.
+        rows = {}
+        for name, pipeline in (("plain", "[dedupe]"), ("screened", f"[dedupe, {screen}]")):
+            store = self.path(name + ".sieve")
+            sieve("run", self.small_study(twins + [other], tabular, objective, pipeline), "--store", store, check=0)
+            rows[name] = export_rows(store)
+            self.assertEqual([r["status"] for r in rows[name]], ["ok", "cached", "ok"], rows[name])
+        self.assertEqual([r["naswot"] for r in rows["screened"]], [r["naswot"] for r in rows["plain"]])
+        # An evaluator that reports a metric of the screen proxy's name: a
+        # hit keeps the value the evaluator reported.
+        store = self.path("proxy.sieve")
+        sieve("run", self.small_study(twins + [other], "{plugin: proxy, proxies: [naswot, synflow], batch_size: 32}",
+                                      "{metric: score, direction: maximize}", f"[dedupe, {screen}]"),
+              "--store", store, check=0)
+        rows = export_rows(store)
+        self.assertEqual([r["status"] for r in rows], ["ok", "cached", "ok"], rows)
+        self.assertNotEqual(rows[0]["naswot"], "")
+        self.assertEqual(rows[1]["naswot"], rows[0]["naswot"])
+        # A latency evaluator (batch 32) and a latency stage (batch 1), no
+        # constraint: the hit is told the evaluator's timing, not the stage's.
+        store = self.path("latency.sieve")
+        sieve("run", self.small_study(twins + [other], "{plugin: latency, batch: 32, threads: 1, warmup: 1, min_runs: 3, "
+                                      "max_runs: 3}", "{metric: latency_ms, direction: minimize}",
+                                      "[dedupe, {latency: {batch: 1, threads: 1}}]"), "--store", store, check=0)
+        rows = export_rows(store, stable=False)
+        self.assertEqual([r["status"] for r in rows], ["ok", "cached", "ok"], rows)
+        self.assertEqual(rows[1]["latency_ms"], rows[0]["latency_ms"])
 
     def test_cache_hits_break_a_run_of_rejections(self):
         # Bug hunt 4: constraint_tries counted rejections with cache hits
@@ -313,6 +369,16 @@ sieve.register_optimizer{
         out = sieve("run", cfg, "--store", self.path("h.sieve"), check=0).stdout
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(self.path("h.sieve"))["trials"], "3")
+        # Review 4: a resumed run counts the rejections in a row the stored
+        # trials end with: two, then one more stops it.
+        cfg = self.fixed_study(heavy, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                               "constraint_tries: 3\nbudget: {evaluations: 2, proposals: 2}\n")
+        store = self.path("r.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        self.assertEqual(summary(store)["trials"], "2")
+        out = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.proposals=10", check=0).stdout
+        self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
+        self.assertEqual(summary(store)["trials"], "3")
 
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
@@ -500,6 +566,31 @@ class TestKillResume(Workdir):
             proc.communicate()
             return
         sieve_cli.run_until(self, args, kill_at)
+
+    def test_promotions_resume_in_trial_order(self):
+        # Review 4: promotions (past the screen unscreened) were not stored
+        # as past it, so a resumed run queued the kept new configurations
+        # before them and evaluated other trials than an unbroken run.
+        prog = self.write("f.sh", 'case "$1" in 1) sleep 0.05;; *) sleep 0.3;; esac\n'
+                          'echo "{\\"value\\": $(printf %s "$2" | cksum | cut -c1-4)$1}"\n')
+        cfg = self.write("hb.yaml", "name: hb\nseed: 0\nspace: {plugin: nb201, C: 4, N: 1}\n"
+                         "optimizer: {plugin: hyperband, eta: 3}\n"
+                         f"evaluator: {{plugin: command, argv: [sh, {prog}, \"{{fidelity}}\", \"{{genotype}}\"], "
+                         "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
+                         "objective: {metric: value, direction: maximize}\n"
+                         "pipeline: [dedupe, {screen: {proxies: [synflow], keep_top: 2, batch: 4, batch_size: 2}}]\n"
+                         "workers: 2\ntell_order: trial\nbudget: {evaluations: 16}\n")
+        ref = self.path("ref.sieve")
+        self.run_until(cfg, ref, resume=False)
+        reference = export_rows(ref)
+        self.assertGreater(sum(float(r["fidelity"]) > 1 for r in reference if r["status"] == "ok"), 0,
+                           "no promotion: the test checks nothing")
+        for k in (5, 8, 11):
+            with self.subTest(kill_at=k):
+                store = self.path(f"k{k}.sieve")
+                self.run_until(cfg, store, resume=False, kill_at=k)
+                self.run_until(cfg, store, resume=True)
+                self.assertEqual(export_rows(store), reference)
 
     def test_kill_at_many_points(self):
         self.grid("space.yaml", 5, 5)
