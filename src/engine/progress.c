@@ -1,6 +1,7 @@
 /* sieve: the progress display of a running study (one status line on a
  * terminal, a line per trial and every few seconds in a log). */
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "engine/engine-private.h"
@@ -309,9 +310,11 @@ sieve_progress_set_rejected(SieveProgress *progress, gint64 rejected)
   g_mutex_unlock(&progress->lock);
 }
 
+/* Prints a line to out without garbling the status line. */
 static void
-print_line(SieveProgress *progress, FILE *out, const char *text)
+print_line(SieveProgress *progress, FILE *out, const char *format, va_list ap)
 {
+  g_autofree char *text = g_strdup_vprintf(format, ap);
   if (progress->interactive && progress->line_open)
     fputs("\r\033[K", out);
   fprintf(out, "%s\n", text);
@@ -327,9 +330,8 @@ sieve_progress_message(SieveProgress *progress, const char *format, ...)
     return;
   va_list ap;
   va_start(ap, format);
-  g_autofree char *text = g_strdup_vprintf(format, ap);
+  print_line(progress, progress->out, format, ap);
   va_end(ap);
-  print_line(progress, progress->out, text);
 }
 
 void
@@ -339,9 +341,8 @@ sieve_progress_notice(SieveProgress *progress, const char *format, ...)
     return;
   va_list ap;
   va_start(ap, format);
-  g_autofree char *text = g_strdup_vprintf(format, ap);
+  print_line(progress, progress->notices, format, ap);
   va_end(ap);
-  print_line(progress, progress->notices, text);
 }
 
 void
