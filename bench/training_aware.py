@@ -22,7 +22,12 @@ Hyperband's schedule within the budget (the same evaluations at the same
 fidelities) costs >= 25% less with continuation, at equal results; target
 (b): ASHA's incumbent after half the budget is at least random search's
 after the whole.  --seeds, --jobs, --train-limit, --validation and
---threads scale it; --out / --add keep and merge runs.
+--threads scale it; --out / --add keep and merge runs.  --full-epochs
+sets the full fidelity (random search's training, and the top rung) and
+--asha-eta / --asha-min ASHA's rungs: with a full fidelity of 2 epochs
+and ASHA at eta 8 from 1/4 epoch, ASHA screens twice the configurations
+random search trains within half its budget (README, "Training-aware
+search").
 
   /usr/bin/python3 bench/training_aware.py --sieve build/src/cli/sieve [--seeds 1,2,3,4,5] [--jobs 2] [--skip-nb201]
 """
@@ -162,7 +167,7 @@ evaluator:
   validation: {validation}
   train_limit: {train_limit}
   test: false
-  epochs: 1
+  epochs: {epochs:g}
   min_epochs: {min_epochs}
   batch_size: 64
   lr: 0.05
@@ -200,17 +205,25 @@ PRUNE_FROM = 0.75
 
 
 def pruner_for(args):
-    return "{kind: median, startup_trials: 5, warmup_steps: %d}" % math.ceil(steps_per_epoch(args) * PRUNE_FROM)
+    return "{kind: median, startup_trials: 5, warmup_steps: %d}" % math.ceil(
+        steps_per_epoch(args) * args.full_epochs * PRUNE_FROM)
 
 
-# name: (optimizer, continuation, pruner)
-METHODS = {
-    "random": ("{plugin: random}", False, None),
-    "hyperband": ("{plugin: hyperband, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), False, None),
-    "hyperband+cont": ("{plugin: hyperband, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), True, None),
-    "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g}" % (ASHA_ETA, ASHA_MIN), False, pruner_for),
-    "bohb+cont": ("{plugin: bohb, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS), True, None),
-}
+def methods(args):
+    """name: (optimizer, continuation, pruner).  Fidelities are in epochs; the full one is
+    --full-epochs (1 unless asked), ASHA's rungs --asha-min * --asha-eta^k up to it."""
+    hb = "{plugin: %%s, eta: %g, min_fidelity: %g}" % (ETA, MIN_EPOCHS)
+    return {
+        "random": ("{plugin: random}", False, None),
+        "hyperband": (hb % "hyperband", False, None),
+        "hyperband+cont": (hb % "hyperband", True, None),
+        "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g}" % (args.asha_eta, args.asha_min), False,
+                        pruner_for),
+        "bohb+cont": (hb % "bohb", True, None),
+    }
+
+
+METHOD_NAMES = ["random", "hyperband", "hyperband+cont", "asha+median", "bohb+cont"]
 # A first guess of the evaluations 8 epochs take; the study is extended
 # (--resume with a larger budget) until they are spent.
 FIRST_GUESS = {"random": 8, "hyperband": 25, "hyperband+cont": 31, "asha+median": 22, "bohb+cont": 31}
@@ -222,6 +235,12 @@ def steps_per_epoch(args):
     if args.train_limit:
         n = min(n, args.train_limit)
     return n // 64
+
+
+def budget_of(name, args):
+    """Epochs a method's study may start trials within: --budget, or --asha-budget for ASHA (target (b)
+    reads ASHA after half of --budget only, so --asha-budget 4 saves the rest of its compute)."""
+    return args.asha_budget if name == "asha+median" and args.asha_budget else args.budget
 
 
 def within(rows, budget):
@@ -237,9 +256,14 @@ def within(rows, budget):
     return out, spent
 
 
-def incumbent(rows):
+def at_full(row, args):
+    """Whether a trial ran at the full fidelity (a study without fidelities has none: every trial is full)."""
+    return not row["fidelity"] or float(row["fidelity"]) >= args.full_epochs - 1e-6
+
+
+def incumbent(rows, args):
     """The best validation accuracy among the trials finished at the full fidelity (never a test figure)."""
-    full = [r for r in rows if r["status"] == "ok" and float(r["fidelity"] or 1) >= 0.999]
+    full = [r for r in rows if r["status"] == "ok" and at_full(r, args)]
     return max(full, key=lambda r: float(r["val_acc"])) if full else None
 
 
@@ -250,14 +274,14 @@ def export(sieve, store):
 
 
 def run_method(sieve, workdir, name, seed, args):
-    optimizer, continuation, pruner = METHODS[name]
+    optimizer, continuation, pruner = methods(args)[name]
     cfg = os.path.join(workdir, f"{name}-{seed}.yaml")
     report_every = math.ceil(steps_per_epoch(args) * MIN_EPOCHS) if pruner else 0
     with open(cfg, "w") as f:
         f.write(f"name: {name}\nseed: {seed}\n"
                 "space: {plugin: nb201, C: 8, N: 1, in_channels: 1, size: 28}\n"
                 f"optimizer: {optimizer}\n")
-        f.write(EVALUATOR.format(validation=args.validation, train_limit=args.train_limit, threads=args.threads,
+        f.write(EVALUATOR.format(epochs=args.full_epochs, validation=args.validation, train_limit=args.train_limit, threads=args.threads,
                                  seed=seed, continuation="true" if continuation else "false",
                                  min_epochs=MIN_EPOCHS, state_dir=os.path.join(workdir, f"{name}-{seed}.states"),
                                  report_every=report_every))
@@ -266,24 +290,24 @@ def run_method(sieve, workdir, name, seed, args):
         f.write("objective: {metric: val_acc, direction: maximize}\nbudget: {evaluations: 1}\n")
     store = os.path.join(workdir, f"{name}-{seed}.sieve")
     t0 = time.time()
-    evaluations, rows, resume = FIRST_GUESS[name], [], []
+    budget = budget_of(name, args)
+    evaluations, rows, resume = max(1, int(FIRST_GUESS[name] * budget / BUDGET / args.full_epochs)), [], []
     while True:
         subprocess.run([sieve, "run", cfg, "--store", store, "--quiet", "--set", f"budget.evaluations={evaluations}",
                         *resume], check=True, capture_output=True)
         rows = export(sieve, store)
         spent = sum(float(r["epochs_run"] or 0) for r in rows)
-        if spent >= args.budget - 1e-9:
+        if spent >= budget - 1e-9:
             break
         # Not spent yet: extend the study (a larger budget continues it, continuation states kept in state_dir).
-        evaluations += max(1, math.ceil((args.budget - spent) / max(spent / len(rows), 1e-3)))
+        evaluations += max(1, math.ceil((budget - spent) / max(spent / len(rows), 1e-3)))
         resume = ["--resume"]
     wall = time.time() - t0
-    kept, compute = within(rows, args.budget)
+    kept, compute = within(rows, budget)
     half, half_compute = within(rows, args.budget / 2)
-    best, best_half = incumbent(kept), incumbent(half)
+    best, best_half = incumbent(kept, args), incumbent(half, args)
     return {"method": name, "seed": seed, "compute": compute, "trials": len(kept),
-            "pruned": sum(r["status"] == "pruned" for r in kept), "full": sum(float(r["fidelity"] or 1) >= 0.999
-                                                                             and r["status"] == "ok" for r in kept),
+            "pruned": sum(r["status"] == "pruned" for r in kept), "full": sum(at_full(r, args) and r["status"] == "ok" for r in kept),
             "genotype": best["genotype"] if best else None, "val": float(best["val_acc"]) if best else float("nan"),
             "half_compute": half_compute, "half_genotype": best_half["genotype"] if best_half else None,
             "half_val": float(best_half["val_acc"]) if best_half else float("nan"),
@@ -293,10 +317,10 @@ def run_method(sieve, workdir, name, seed, args):
 
 
 def test_accuracy(sieve, genotype, seed, args):
-    """The incumbent trained again as it was trained (1 epoch, the same seed, data and schedule: a
-    continued training equals this one bit for bit) for its test accuracy."""
+    """The incumbent trained again as it was trained (--full-epochs, the same seed, data and schedule:
+    a continued training equals this one bit for bit) for its test accuracy."""
     p = subprocess.run([sieve, "train", "--set", "space.C=8", "--set", "space.N=1", "--arch", genotype,
-                        "--epochs", "1", "--batch", "64", "--lr", "0.05", "--seed", str(seed),
+                        "--epochs", "%g" % args.full_epochs, "--batch", "64", "--lr", "0.05", "--seed", str(seed),
                         "--validation", str(args.validation), "--train-limit", str(args.train_limit),
                         "--threads", str(args.threads), "-q"], check=True, capture_output=True, text=True)
     out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -313,10 +337,11 @@ def mean_sd(xs):
 
 def part_nb201(sieve, seeds, args):
     print("\n== NB201 (C=8, N=1) on Fashion-MNIST: %s training examples per epoch (%d steps of 64), %d validation, "
-          "%d thread(s); Hyperband and BOHB eta %g, fidelity %g..1 epoch; ASHA eta %g, fidelity %g..1 epoch, median "
-          "pruning from %g epoch; each method starts trials while it has spent < %g epochs"
-          % (args.train_limit or "all", steps_per_epoch(args), args.validation, args.threads, ETA, MIN_EPOCHS,
-             ASHA_ETA, ASHA_MIN, PRUNE_FROM, args.budget), flush=True)
+          "%d thread(s); full fidelity %g epoch(s); Hyperband and BOHB eta %g, fidelity from %g epoch; ASHA eta %g, "
+          "fidelity from %g epoch, median pruning from %g of the full training; each method starts trials while it "
+          "has spent < %g epochs"
+          % (args.train_limit or "all", steps_per_epoch(args), args.validation, args.threads, args.full_epochs, ETA,
+             MIN_EPOCHS, args.asha_eta, args.asha_min, PRUNE_FROM, args.budget), flush=True)
     tasks = [(m, s) for s in seeds for m in args.methods]
     results = []
     with tempfile.TemporaryDirectory(prefix="sieve-bench-nb201-") as workdir, \
@@ -350,7 +375,7 @@ def part_nb201(sieve, seeds, args):
             n = a["trials"]
             b["schedule_same"] = [x[2] for x in a["prefix_genotypes"]] == [x[2] for x in b["prefix_genotypes"][:n]]
             b["schedule_compute"] = sum(b["prefix"][:n])
-            sched = [x for x in b["prefix_genotypes"][:n] if x[1] == "ok" and x[2] >= 0.999]
+            sched = [x for x in b["prefix_genotypes"][:n] if x[1] == "ok" and x[2] >= args.full_epochs - 1e-6]
             g = max(sched, key=lambda x: x[3]) if sched else None
             b["schedule_genotype"], b["schedule_val"] = (g[0], g[3]) if g else (None, float("nan"))
             key = (b["schedule_genotype"], b["seed"])
@@ -405,7 +430,9 @@ def summarize(results, methods):
               "whole budget, %s" % (fmt([r["half_compute"] for r in asha], 3), ratio,
                                     fmt([r["compute"] for r in ra], 3), fmt([r["half_test"] for r in asha]),
                                     fmt([r["half_val"] for r in asha]), fmt([r["test"] for r in ra]),
-                                    fmt([r["val"] for r in ra]), wins, len(ra), fmt([r["test"] for r in asha])))
+                                    fmt([r["val"] for r in ra]), wins, len(ra),
+                                    fmt([r["test"] for r in asha]) if not ARGS.asha_budget else
+                                    "not run (--asha-budget %g)" % ARGS.asha_budget))
         verdicts.append("(b) ASHA at %.2f of the compute: mean test_acc %.4f vs %.4f: %s" % (
             ratio, got, target, "holds" if got >= target and ratio <= 0.5 + 1e-9 else "does NOT hold"))
     for v in verdicts:
@@ -424,10 +451,18 @@ def main():
     parser.add_argument("--budget", type=float, default=BUDGET, help="epochs of training per method")
     parser.add_argument("--out", help="write every study's figures to this JSON file")
     parser.add_argument("--add", action="append", help="a JSON file of --out from other seeds, summarized with these")
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--methods", default=",".join(METHOD_NAMES))
+    parser.add_argument("--full-epochs", type=float, default=1.0,
+                        help="the full fidelity: epochs a configuration trains at the top rung, and random search's")
+    parser.add_argument("--asha-eta", type=float, default=ASHA_ETA, help="ASHA's reduction factor")
+    parser.add_argument("--asha-min", type=float, default=ASHA_MIN, help="ASHA's lowest rung, in epochs")
+    parser.add_argument("--asha-budget", type=float, default=0,
+                        help="epochs ASHA's studies run (0: --budget); target (b) reads them after --budget / 2")
     parser.add_argument("--no-test", action="store_true", help="skip the incumbents' test accuracy")
     parser.add_argument("--skip-nb201", action="store_true")
     args = parser.parse_args()
+    global ARGS
+    ARGS = args
     args.methods = args.methods.split(",")
     differ = part_pruners(args.sieve, [int(s) for s in args.pruner_seeds.split(",") if s])
     if not args.skip_nb201:
