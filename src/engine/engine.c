@@ -79,6 +79,7 @@ struct Proposal {
   char *hash_error;                 /* why it has no hash (nullable) */
   gboolean screened_in;             /* past the screen: goes to the evaluator */
   gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
+  gboolean counted;                 /* resumed: its place in the runs "in a row" is counted (resume_trials) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
   GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
 };
@@ -1531,13 +1532,15 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
       }
       /* Rejections "in a row": anything else between them (an evaluation,
        * a cache hit, one not checked) starts the count again. */
-      rs->consecutive_rejections = 0;
+      if (!p->counted)
+        rs->consecutive_rejections = 0;
       props->pdata[kept++] = p;
       continue;
     }
     guint m = 1 + (p->waiters ? p->waiters->len : 0);
     rs->rejected += m;
-    rs->consecutive_rejections += m;
+    if (!p->counted)
+      rs->consecutive_rejections += m;
     for (guint w = 0; w < m && rs->progress; w++) {
       const Proposal *q = w == 0 ? p : p->waiters->pdata[w - 1];
       sieve_progress_rejected(rs->progress, proposal_number(q), sieve_result_get_reason(r),
@@ -1576,13 +1579,14 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
+    gboolean counted = p->counted;
     if (p->slot != NULL && !p->screened_in) {
       Proposal *original = g_hash_table_lookup(rs->inflight, p->slot);
       if (original != NULL) {
         if (original->waiters == NULL)
           original->waiters = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
         g_ptr_array_add(original->waiters, p);
-        rs->consecutive_hits++;
+        rs->consecutive_hits += !p->counted;
         continue;
       }
       GError *local = NULL;
@@ -1605,13 +1609,14 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
         return FALSE;
       }
       if (used) {
-        rs->consecutive_hits++;
+        rs->consecutive_hits += !counted; /* (p is freed) */
         continue;
       }
     }
     if (p->slot != NULL)
       g_hash_table_insert(rs->inflight, p->slot, p);
-    rs->consecutive_hits = 0;
+    if (!p->counted)
+      rs->consecutive_hits = 0;
     g_ptr_array_add(passed, p);
   }
   for (guint i = 0; i < passed->len; i++) {
@@ -1652,6 +1657,14 @@ resume_trials(RunState *rs, GError **error)
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
   gint64 n_ok = 0, n_failed = 0;
+  /* A pending trial before the last one finished went through the stages
+   * in the live run (a batch is admitted whole before the next ask):
+   * counted in the runs "in a row" here, at its place; those after it
+   * are counted as admit meets them. */
+  guint tail = trials->len;
+  while (tail > 0 && ((SieveTrial *) trials->pdata[tail - 1])->status == SIEVE_STATUS_PENDING)
+    tail--;
+  g_autoptr(GHashTable) slots = g_hash_table_new(g_str_hash, g_str_equal); /* of the pending, borrowed */
   for (guint i = 0; i < trials->len; i++) {
     SieveTrial *t = trials->pdata[i];
     rs->proposals++;
@@ -1660,7 +1673,7 @@ resume_trials(RunState *rs, GError **error)
     /* The counts "in a row" as the live run left them (constrain, admit). */
     if (t->status == SIEVE_STATUS_REJECTED)
       rs->consecutive_rejections++;
-    else if (t->status != SIEVE_STATUS_PENDING)
+    else if (t->status != SIEVE_STATUS_PENDING || i < tail)
       rs->consecutive_rejections = 0;
     switch (t->status) {
     case SIEVE_STATUS_OK:
@@ -1718,18 +1731,26 @@ resume_trials(RunState *rs, GError **error)
       p->scores = sieve_result_copy(t->result);
       sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
     }
-    if (!engine->dedupe)
-      continue;
-    if (t->hash != NULL && g_strcmp0(t->hash_kind, kind) == 0 && strlen(t->hash) == SIEVE_DEDUPE_HASH_LEN - 1) {
+    if (engine->dedupe && t->hash != NULL && g_strcmp0(t->hash_kind, kind) == 0 &&
+        strlen(t->hash) == SIEVE_DEDUPE_HASH_LEN - 1) {
       memcpy(p->hash, t->hash, SIEVE_DEDUPE_HASH_LEN);
       set_slot(engine, p);
-      continue;
+    } else if (engine->dedupe) {
+      /* Stored without one (hashing failed then): try again. */
+      hash_proposal(engine, p);
+      if (p->hash[0] != '\0' && !sieve_store_set_trial_hash(engine->store, t->number, kind, p->hash, error))
+        return FALSE;
+      report_hash_error(rs, p);
     }
-    /* Stored without one (hashing failed then): try again. */
-    hash_proposal(engine, p);
-    if (p->hash[0] != '\0' && !sieve_store_set_trial_hash(engine->store, t->number, kind, p->hash, error))
-      return FALSE;
-    report_hash_error(rs, p);
+    /* As admit meets it: a duplicate of a pending trial before it waits
+     * for that one (a hit); any other passed dedupe. */
+    gboolean waits = p->slot != NULL && !p->screened_in && g_hash_table_contains(slots, p->slot);
+    if (i < tail) {
+      p->counted = TRUE;
+      rs->consecutive_hits = waits ? rs->consecutive_hits + 1 : 0;
+    }
+    if (p->slot != NULL && !waits)
+      g_hash_table_add(slots, p->slot);
   }
   if (rs->progress != NULL) {
     sieve_progress_set_counts(rs->progress, rs->evaluations, n_ok, n_failed, rs->hits, rs->screened);
