@@ -1339,7 +1339,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     g_ptr_array_add(owned, promoted->pdata[i]);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);
-  guint keep = round->len == 0 ? 0 : sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  /* Within the budget the promotions leave (they are not in line yet). */
+  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs) - (gint64) promoted->len);
   if (keep == 0) {
     /* The budget is spent: the round stays pending for a later run. */
     for (guint i = 0; i < round->len; i++)

@@ -460,6 +460,10 @@ sieve.register_optimizer{
                         rank, of, kept = map(int, m.groups())
                         self.assertTrue(kept < rank <= of <= 4 and kept <= 2, r)
                 self.assertEqual(summary(store)["evaluated"], "12")
+                # Review 5: within the budget the promotions leave: none kept
+                # past the screen stays pending (keep counted the budget as
+                # if the round's promotions took none of it).
+                self.assertEqual([r["number"] for r in rows if r["status"] == "pending" and r["screen_score"]], [])
 
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate
