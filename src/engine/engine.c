@@ -1694,7 +1694,8 @@ resume_trials(RunState *rs, GError **error)
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
-      rs->consecutive_hits = 0; /* it passed dedupe */
+      /* It passed dedupe, or waited for a twin screened with it (a hit). */
+      rs->consecutive_hits = t->cached_from >= 0 ? rs->consecutive_hits + 1 : 0;
       continue;
     case SIEVE_STATUS_REJECTED:
       rs->rejected++;

@@ -419,6 +419,31 @@ sieve.register_optimizer{
                 sieve("run", cfg, "--store", store, "--resume", check=0)
                 self.assertEqual(export_rows(store), reference)
 
+    def test_a_duplicate_screened_with_its_twin_resumes_as_a_hit(self):
+        # Review 5: a resumed run took a duplicate screened out with its twin
+        # (it waited for the twin's screen: a hit) for one that passed
+        # dedupe, and started the count of hits again.  Rounds of three, the
+        # heavy network kept: [X, A, A] (one hit), then [X, X, X] (three
+        # more: four in a row stop the study).  Resumed after the first
+        # round, the study stops there too.
+        heavy = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        light = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        cfg = self.fixed_study([heavy, light, light, heavy, heavy, heavy],
+                               "pipeline: [{dedupe: {max_consecutive_hits: 4}}, {screen: {proxies: [params], "
+                               "keep_top: 1, batch: 3}}]\nbudget: {evaluations: 10, proposals: 12}\n")
+        ref = self.path("ref.sieve")
+        out = sieve("run", cfg, "--store", ref, check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        reference = export_rows(ref)
+        self.assertEqual([r["status"] for r in reference], ["ok", "screened", "screened"] + ["cached"] * 3, reference)
+        self.assertEqual(reference[2]["cached_from"], "1")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, "--set", "budget.proposals=3", check=0)
+        self.assertEqual(len(export_rows(store)), 3)
+        out = sieve("run", cfg, "--store", store, "--resume", check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        self.assertEqual(export_rows(store), reference)
+
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
         # past the screen and evaluated at a lower fidelity) against new
