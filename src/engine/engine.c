@@ -1748,8 +1748,10 @@ resume_trials(RunState *rs, GError **error)
       g_propagate_error(error, local);
       return FALSE;
     }
-    if (p == NULL)
+    if (p == NULL) {
+      n_failed++; /* stored failed now */
       continue;
+    }
     g_ptr_array_add(pending, p);
     /* As admit meets it: a duplicate of a pending trial before it waits
      * for that one (a hit); any other passed dedupe. */
