@@ -292,10 +292,14 @@ sieve_pipeline_load(SievePipeline *out, const SieveNode *node, guint64 seed, con
       return FALSE;
     }
     if (k < last) {
-      sieve_node_set_error(error, name_node,
-                           "stage '%s' must come before '%s': dedupe is first, so that no other stage spends "
-                           "work on a duplicate",
-                           name, stage_names[last]);
+      /* (the engine runs the latency stage with the constraints, before
+       * dedupe: functionally equal networks may differ in latency) */
+      sieve_node_set_error(error, name_node, "stage '%s' must come before '%s': %s", name, stage_names[last],
+                           strcmp(stage_names[last], "screen") == 0
+                               ? "the screen comes last and scores only the proposals dedupe lets through"
+                               : "the stages are listed in the order dedupe, latency, screen (the latency stage "
+                                 "measures every proposal before dedupe, wherever it is listed: a duplicate's own "
+                                 "latency)");
       return FALSE;
     }
     seen[k] = name_node;

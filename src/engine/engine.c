@@ -79,6 +79,7 @@ struct Proposal {
   char *hash_error;                 /* why it has no hash (nullable) */
   gboolean screened_in;             /* past the screen: goes to the evaluator */
   gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
+  gboolean counted;                 /* resumed: its place in the runs "in a row" is counted (resume_trials) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
   GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
 };
@@ -858,24 +859,17 @@ evaluator_reports(const SieveEngine *engine, const char *metric)
   return metrics != NULL && g_strv_contains(metrics, metric);
 }
 
+/* What the stages found (from) joins the result of a later stage: a
+ * metric result lacks is added (add_missing_metrics), and a metric a
+ * constraint checked keeps the value checked. */
 static void
-keep_checked_metrics(const SieveEngine *engine, SieveResult *result, const SieveResult *checked)
+add_stage_metrics(const SieveEngine *engine, SieveResult *result, const SieveResult *from)
 {
-  for (guint i = 0; checked && i < sieve_result_n_metrics(checked); i++)
-    if (is_checked(engine, sieve_result_metric_name(checked, i)))
-      sieve_result_set_metric(result, sieve_result_metric_name(checked, i), sieve_result_metric_value(checked, i));
-}
-
-/* The result a duplicate of trial original gets: its metrics, no cost. */
-static SieveResult *
-cached_copy(const SieveResult *original)
-{
-  SieveResult *r = sieve_result_copy(original);
-  sieve_result_set_status(r, SIEVE_STATUS_CACHED);
-  sieve_result_set_reason(r, NULL);
-  sieve_result_set_cost(r, 0);
-  sieve_result_set_weights(r, NULL, 0); /* a duplicate uses its original's */
-  return r;
+  for (guint i = 0; from && i < sieve_result_n_metrics(from); i++) {
+    const char *name = sieve_result_metric_name(from, i);
+    if (is_checked(engine, name) || !sieve_result_get_metric(result, name, NULL))
+      sieve_result_set_metric(result, name, sieve_result_metric_value(from, i));
+  }
 }
 
 /* Whether metric is one the screen stage wrote (a proxy's score, the
@@ -899,7 +893,7 @@ is_screen_metric(const SieveExperiment *exp, const char *metric)
  * with what this study knows of p's own network before evaluation
  * (p->scores: params, macs, latencies, the constraints' proxies, computed
  * from p's genotype) in place of its twin's, with the precedence an
- * evaluation uses: a checked metric (keep_checked_metrics) or one the
+ * evaluation uses: a checked metric (add_stage_metrics) or one the
  * evaluator does not report.  Functionally equal networks may differ there
  * (a branch that only ever sees zeros still has weights).  The twin's
  * screen scores are dropped (p was not screened), not a metric of the same
@@ -907,14 +901,14 @@ is_screen_metric(const SieveExperiment *exp, const char *metric)
 static SieveResult *
 cached_for(const SieveEngine *engine, const SieveResult *original, const Proposal *p)
 {
-  g_autoptr(SieveResult) copy = cached_copy(original);
+  /* Its metrics only: no reason, no cost, not its weights. */
   SieveResult *r = sieve_result_new();
   sieve_result_set_status(r, SIEVE_STATUS_CACHED);
   sieve_result_set_cost(r, 0);
-  for (guint i = 0; i < sieve_result_n_metrics(copy); i++) {
-    const char *name = sieve_result_metric_name(copy, i);
+  for (guint i = 0; i < sieve_result_n_metrics(original); i++) {
+    const char *name = sieve_result_metric_name(original, i);
     if (!is_screen_metric(engine->exp, name) || evaluator_reports(engine, name))
-      sieve_result_set_metric(r, name, sieve_result_metric_value(copy, i));
+      sieve_result_set_metric(r, name, sieve_result_metric_value(original, i));
   }
   for (guint i = 0; p->scores && i < sieve_result_n_metrics(p->scores); i++) {
     const char *name = sieve_result_metric_name(p->scores, i);
@@ -1167,16 +1161,9 @@ finish_told(RunState *rs, Job *job)
   /* The first duplicate takes the failed one's place. */
   g_ptr_array_set_free_func(p->waiters, NULL);
   Proposal *next = g_ptr_array_steal_index(p->waiters, 0);
+  /* (past the screen, it has the failed one's screen scores beside its
+   * own counts and latencies: finish_evaluation) */
   next->screened_in = p->screened_in;
-  /* Its screen scores are the failed one's (one screen for both); the
-   * failed one's counts and latencies are not its own. */
-  if (p->scores && next->scores == NULL) {
-    next->scores = sieve_result_new();
-    for (guint i = 0; i < sieve_result_n_metrics(p->scores); i++)
-      if (is_screen_metric(rs->engine->exp, sieve_result_metric_name(p->scores, i)))
-        sieve_result_set_metric(next->scores, sieve_result_metric_name(p->scores, i),
-                                sieve_result_metric_value(p->scores, i));
-  }
   if (p->waiters->len > 0) {
     next->waiters = p->waiters;
     g_ptr_array_set_free_func(next->waiters, (GDestroyNotify) proposal_free);
@@ -1316,6 +1303,17 @@ pass_promotions(RunState *rs, GPtrArray *round, GPtrArray *promoted, GError **er
   return TRUE;
 }
 
+/* Stores the promotions as past the screen, inside the caller's
+ * transaction: a resumed run queues them as this one does. */
+static gboolean
+store_promoted(SieveEngine *engine, const GPtrArray *promoted, GError **error)
+{
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && i < promoted->len; i++)
+    ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
+  return ok;
+}
+
 /* The screen: scores the round's proposals (in trial order), stores the
  * best as past the screen (with their scores) and finishes the others as
  * screened, each duplicate attached to one of them with it, in one
@@ -1338,15 +1336,14 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
     g_ptr_array_add(owned, promoted->pdata[i]);
   for (guint i = 0; i < round->len; i++)
     g_ptr_array_add(owned, round->pdata[i]);
-  guint keep = round->len == 0 ? 0 : sieve_screen_keep_count(stage, round->len, evaluations_left(rs));
+  /* Within the budget the promotions leave (they are not in line yet). */
+  guint keep = sieve_screen_keep_count(stage, round->len, evaluations_left(rs) - (gint64) promoted->len);
   if (keep == 0) {
     /* The budget is spent: the round stays pending for a later run. */
     for (guint i = 0; i < round->len; i++)
       forget(rs, round->pdata[i]);
-    gboolean ok = promoted->len == 0 || sieve_store_begin(engine->store, error);
-    for (guint i = 0; ok && i < promoted->len; i++)
-      ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
-    if (promoted->len > 0 && !(ok && sieve_store_commit(engine->store, error))) {
+    if (promoted->len > 0 && !(sieve_store_begin(engine->store, error) && store_promoted(engine, promoted, error) &&
+                               sieve_store_commit(engine->store, error))) {
       sieve_store_rollback(engine->store);
       return FALSE;
     }
@@ -1372,9 +1369,7 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
                           why, keep);
   }
   for (guint i = 0; i < round->len; i++)
-    add_missing_metrics(scored->scores[i], ((Proposal *) round->pdata[i])->scores);
-  for (guint i = 0; i < round->len; i++)
-    keep_checked_metrics(engine, scored->scores[i], ((Proposal *) round->pdata[i])->scores);
+    add_stage_metrics(engine, scored->scores[i], ((Proposal *) round->pdata[i])->scores);
   g_autofree gboolean *kept = g_new0(gboolean, round->len);
   g_autofree guint *rank = g_new0(guint, round->len);
   for (guint r = 0; r < round->len; r++) {
@@ -1384,9 +1379,7 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
   g_autofree char *names = g_strjoinv("+", stage->proxies);
   double now = g_get_real_time() / 1e6;
 
-  gboolean ok = sieve_store_begin(engine->store, error);
-  for (guint i = 0; ok && i < promoted->len; i++)
-    ok = sieve_store_set_trial_stage(engine->store, proposal_number(promoted->pdata[i]), "evaluate", NULL, error);
+  gboolean ok = sieve_store_begin(engine->store, error) && store_promoted(engine, promoted, error);
   for (guint i = 0; ok && i < round->len; i++) {
     Proposal *p = round->pdata[i];
     if (kept[i]) {
@@ -1452,8 +1445,8 @@ screen_round(RunState *rs, GPtrArray *round, GError **error)
 
 /* The constraints, before dedupe: computes the metrics known before
  * evaluation of each proposal (in trial order), keeps them with it, and
- * finishes those that break a constraint as rejected, each duplicate
- * attached to one of them with it, in one transaction with the optimizer's
+ * finishes those that break a constraint as rejected (none has duplicates
+ * attached yet), in one transaction with the optimizer's
  * state after their tells (the optimizer sees status REJECTED, NAN
  * objectives and the constraint_violation metric).  Before dedupe, because
  * functionally equal networks may differ there (params, latency): a
@@ -1496,17 +1489,7 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
   for (guint i = 0; ok && n_rejected > 0 && i < n; i++) {
     if (!rejected[i])
       continue;
-    Proposal *p = props->pdata[i];
-    SieveResult *r = pre->pdata[i];
-    ok = record(engine, p, r, now, now, -1, -1, error);
-    g_autofree char *reason = g_strdup(sieve_result_get_reason(r));
-    for (guint w = 0; ok && p->waiters && w < p->waiters->len; w++) {
-      g_autofree char *same = g_strdup_printf("rejected with trial %" G_GINT64_FORMAT ", the same network: %s",
-                                              proposal_number(p), reason);
-      sieve_result_set_reason(r, same);
-      ok = record(engine, p->waiters->pdata[w], r, now, now, -1, proposal_number(p), error);
-    }
-    sieve_result_set_reason(r, reason);
+    ok = record(engine, props->pdata[i], pre->pdata[i], now, now, -1, -1, error);
   }
   if (n_rejected > 0) {
     ok = ok && save_optimizer(engine, error) && sieve_store_commit(engine->store, error);
@@ -1524,26 +1507,23 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
     SieveResult *r = pre->pdata[i];
     if (!rejected[i]) {
       if (r != NULL) {
-        if (p->scores == NULL) {
+        if (p->scores == NULL)
           p->scores = sieve_result_new();
-        }
         add_missing_metrics(p->scores, r);
       }
       /* Rejections "in a row": anything else between them (an evaluation,
        * a cache hit, one not checked) starts the count again. */
-      rs->consecutive_rejections = 0;
+      if (!p->counted)
+        rs->consecutive_rejections = 0;
       props->pdata[kept++] = p;
       continue;
     }
-    guint m = 1 + (p->waiters ? p->waiters->len : 0);
-    rs->rejected += m;
-    rs->consecutive_rejections += m;
-    for (guint w = 0; w < m && rs->progress; w++) {
-      const Proposal *q = w == 0 ? p : p->waiters->pdata[w - 1];
-      sieve_progress_rejected(rs->progress, proposal_number(q), sieve_result_get_reason(r),
-                              sieve_candidate_get_text(q->candidate));
-    }
-    forget(rs, p);
+    rs->rejected++;
+    if (!p->counted)
+      rs->consecutive_rejections++;
+    if (rs->progress)
+      sieve_progress_rejected(rs->progress, proposal_number(p), sieve_result_get_reason(r),
+                              sieve_candidate_get_text(p->candidate));
     proposal_free(p);
   }
   g_ptr_array_set_size(props, kept);
@@ -1558,6 +1538,45 @@ constrain(RunState *rs, GPtrArray *props, GError **error)
   return TRUE;
 }
 
+/* Dedupe: p (past the constraints) waits for an identical proposal on its
+ * way, attached to it, or is answered from a cache, this store's first,
+ * then the others in the order given, and freed (*hit TRUE either way);
+ * else it is registered as the original its duplicates find.  FALSE with
+ * error (p kept) when a store fails. */
+static gboolean
+dedupe(RunState *rs, Proposal *p, gboolean *hit, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  *hit = FALSE;
+  if (p->slot != NULL && !p->screened_in) {
+    Proposal *original = g_hash_table_lookup(rs->inflight, p->slot);
+    if (original != NULL) {
+      if (original->waiters == NULL)
+        original->waiters = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
+      g_ptr_array_add(original->waiters, p);
+      *hit = TRUE;
+      return TRUE;
+    }
+    const char *kind = sieve_dedupe_hash_name(engine->hash_kind);
+    for (guint s = 0; !*hit && s <= engine->shared->len; s++) {
+      SieveStore *source = s == 0 ? engine->store : engine->shared->pdata[s - 1];
+      GError *local = NULL;
+      gint64 cached = sieve_store_cache_lookup(source, kind, p->hash, p->key->digest, &local);
+      if (local == NULL && cached >= 0 && !answer_from_cache(rs, p, source, cached, hit, &local))
+        g_assert(local != NULL);
+      if (local != NULL) {
+        g_propagate_error(error, local);
+        return FALSE;
+      }
+    }
+    if (*hit)
+      return TRUE;
+  }
+  if (p->slot != NULL)
+    g_hash_table_insert(rs->inflight, p->slot, p);
+  return TRUE;
+}
+
 /* Runs stored pending proposals (in trial order) through the constraints,
  * dedupe and screen; those that need an evaluation end in rs->ready.
  * Takes the proposals. */
@@ -1565,7 +1584,6 @@ static gboolean
 admit(RunState *rs, GPtrArray *proposals, GError **error)
 {
   SieveEngine *engine = rs->engine;
-  const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
   /* The proposals move one by one to where they go; the array is ours to free. */
   g_ptr_array_set_free_func(proposals, NULL);
   g_autoptr(GPtrArray) owned = proposals;
@@ -1576,43 +1594,19 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
   for (guint i = 0; i < proposals->len; i++) {
     Proposal *p = proposals->pdata[i];
     proposals->pdata[i] = NULL;
-    if (p->slot != NULL && !p->screened_in) {
-      Proposal *original = g_hash_table_lookup(rs->inflight, p->slot);
-      if (original != NULL) {
-        if (original->waiters == NULL)
-          original->waiters = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
-        g_ptr_array_add(original->waiters, p);
-        rs->consecutive_hits++;
-        continue;
-      }
-      GError *local = NULL;
-      gboolean used = FALSE;
-      /* This store first, then the others in the order given. */
-      for (guint s = 0; !used && local == NULL && s <= engine->shared->len; s++) {
-        SieveStore *source = s == 0 ? engine->store : engine->shared->pdata[s - 1];
-        gint64 cached = sieve_store_cache_lookup(source, kind, p->hash, p->key->digest, &local);
-        if (local == NULL && cached >= 0 && !answer_from_cache(rs, p, source, cached, &used, &local))
-          g_assert(local != NULL);
-      }
-      if (local != NULL) {
-        g_propagate_error(error, local);
-        for (guint j = i; j < proposals->len; j++)
-          proposal_free(proposals->pdata[j]);
-        if (!used)
-          proposal_free(p);
-        /* Those past dedupe are registered as originals: the loop ends. */
-        g_ptr_array_set_free_func(passed, (GDestroyNotify) proposal_free);
-        return FALSE;
-      }
-      if (used) {
-        rs->consecutive_hits++;
-        continue;
-      }
+    gboolean counted = p->counted, hit = FALSE;
+    if (!dedupe(rs, p, &hit, error)) {
+      for (guint j = i; j < proposals->len; j++)
+        proposal_free(proposals->pdata[j]);
+      proposal_free(p);
+      /* Those past dedupe are registered as originals: the loop ends. */
+      g_ptr_array_set_free_func(passed, (GDestroyNotify) proposal_free);
+      return FALSE;
     }
-    if (p->slot != NULL)
-      g_hash_table_insert(rs->inflight, p->slot, p);
-    rs->consecutive_hits = 0;
-    g_ptr_array_add(passed, p);
+    if (!counted)
+      rs->consecutive_hits = hit ? rs->consecutive_hits + 1 : 0;
+    if (!hit)
+      g_ptr_array_add(passed, p);
   }
   for (guint i = 0; i < passed->len; i++) {
     Proposal *p = passed->pdata[i];
@@ -1640,6 +1634,58 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
 
 /* ---- the loop --------------------------------------------------------- */
 
+/* The proposal of stored pending trial t, with what it had (past the
+ * screen, its scores, its hash).  NULL when its genotype cannot be read
+ * back (then stored failed), or with error set when the store fails. */
+static Proposal *
+resume_pending(RunState *rs, const SieveTrial *t, GError **error)
+{
+  SieveEngine *engine = rs->engine;
+  const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
+  GError *local = NULL;
+  SieveGenotype *g = sieve_space_parse(engine->space, t->genotype, &local);
+  if (g == NULL) {
+    /* A record this space cannot read back (the store was edited, or the
+     * space's file changed): the trial fails with the reason, the rest of
+     * the study goes on.  The optimizer is not told: it has no candidate. */
+    g_autoptr(SieveResult) failed = sieve_result_new();
+    sieve_result_set_failed(failed, "its stored genotype cannot be read back: %s", local->message);
+    if (rs->progress != NULL && !sieve_progress_get_quiet(rs->progress))
+      sieve_progress_message(rs->progress, "%s: pending trial %" G_GINT64_FORMAT " skipped: %s",
+                             sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
+    else
+      g_printerr("sieve: %s: pending trial %" G_GINT64_FORMAT " skipped: %s\n",
+                 sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
+    g_error_free(local);
+    double now = (double) g_get_real_time() / G_USEC_PER_SEC;
+    if (sieve_store_finish_trial(engine->store, t->number, failed, now, now, -1, -1, error))
+      rs->evaluations++;
+    return NULL;
+  }
+  SieveCandidate *c = sieve_candidate_new(g, t->fidelity);
+  sieve_candidate_set_trial(c, t->number);
+  Proposal *p = proposal_new(c);
+  p->screened_in = g_strcmp0(t->stage, "evaluate") == 0;
+  if (p->screened_in && sieve_result_n_metrics(t->result) > 0) {
+    p->scores = sieve_result_copy(t->result);
+    sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
+  }
+  if (engine->dedupe && t->hash != NULL && g_strcmp0(t->hash_kind, kind) == 0 &&
+      strlen(t->hash) == SIEVE_DEDUPE_HASH_LEN - 1) {
+    memcpy(p->hash, t->hash, SIEVE_DEDUPE_HASH_LEN);
+    set_slot(engine, p);
+  } else if (engine->dedupe) {
+    /* Stored without one (hashing failed then): try again. */
+    hash_proposal(engine, p);
+    if (p->hash[0] != '\0' && !sieve_store_set_trial_hash(engine->store, t->number, kind, p->hash, error)) {
+      proposal_free(p);
+      return NULL;
+    }
+    report_hash_error(rs, p);
+  }
+  return p;
+}
+
 /* What the store holds from earlier runs: counts, the best, and the pending
  * trials, which go through the stages again before anything new is asked. */
 static gboolean
@@ -1650,8 +1696,15 @@ resume_trials(RunState *rs, GError **error)
   if (trials == NULL)
     return FALSE;
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
-  const char *kind = engine->dedupe ? sieve_dedupe_hash_name(engine->hash_kind) : NULL;
   gint64 n_ok = 0, n_failed = 0;
+  /* A pending trial before the last one finished went through the stages
+   * in the live run (a batch is admitted whole before the next ask):
+   * counted in the runs "in a row" here, at its place; those after it
+   * are counted as admit meets them. */
+  guint tail = trials->len;
+  while (tail > 0 && ((SieveTrial *) trials->pdata[tail - 1])->status == SIEVE_STATUS_PENDING)
+    tail--;
+  g_autoptr(GHashTable) slots = g_hash_table_new(g_str_hash, g_str_equal); /* of the pending, borrowed */
   for (guint i = 0; i < trials->len; i++) {
     SieveTrial *t = trials->pdata[i];
     rs->proposals++;
@@ -1660,7 +1713,7 @@ resume_trials(RunState *rs, GError **error)
     /* The counts "in a row" as the live run left them (constrain, admit). */
     if (t->status == SIEVE_STATUS_REJECTED)
       rs->consecutive_rejections++;
-    else if (t->status != SIEVE_STATUS_PENDING)
+    else if (t->status != SIEVE_STATUS_PENDING || i < tail)
       rs->consecutive_rejections = 0;
     switch (t->status) {
     case SIEVE_STATUS_OK:
@@ -1680,7 +1733,8 @@ resume_trials(RunState *rs, GError **error)
       continue;
     case SIEVE_STATUS_SCREENED:
       rs->screened++;
-      rs->consecutive_hits = 0; /* it passed dedupe */
+      /* It passed dedupe, or waited for a twin screened with it (a hit). */
+      rs->consecutive_hits = t->cached_from >= 0 ? rs->consecutive_hits + 1 : 0;
       continue;
     case SIEVE_STATUS_REJECTED:
       rs->rejected++;
@@ -1689,47 +1743,25 @@ resume_trials(RunState *rs, GError **error)
       break;
     }
     GError *local = NULL;
-    SieveGenotype *g = sieve_space_parse(engine->space, t->genotype, &local);
-    if (g == NULL) {
-      /* A record this space cannot read back (the store was edited, or the
-       * space's file changed): the trial fails with the reason, the rest of
-       * the study goes on.  The optimizer is not told: it has no candidate. */
-      g_autoptr(SieveResult) failed = sieve_result_new();
-      sieve_result_set_failed(failed, "its stored genotype cannot be read back: %s", local->message);
-      if (rs->progress != NULL && !sieve_progress_get_quiet(rs->progress))
-        sieve_progress_message(rs->progress, "%s: pending trial %" G_GINT64_FORMAT " skipped: %s",
-                               sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
-      else
-        g_printerr("sieve: %s: pending trial %" G_GINT64_FORMAT " skipped: %s\n",
-                   sieve_store_get_path(engine->store), t->number, sieve_result_get_reason(failed));
-      g_error_free(local);
-      double now = (double) g_get_real_time() / G_USEC_PER_SEC;
-      if (!sieve_store_finish_trial(engine->store, t->number, failed, now, now, -1, -1, error))
-        return FALSE;
-      rs->evaluations++;
-      continue;
-    }
-    SieveCandidate *c = sieve_candidate_new(g, t->fidelity);
-    sieve_candidate_set_trial(c, t->number);
-    Proposal *p = proposal_new(c);
-    g_ptr_array_add(pending, p);
-    p->screened_in = g_strcmp0(t->stage, "evaluate") == 0;
-    if (p->screened_in && sieve_result_n_metrics(t->result) > 0) {
-      p->scores = sieve_result_copy(t->result);
-      sieve_result_set_status(p->scores, SIEVE_STATUS_OK);
-    }
-    if (!engine->dedupe)
-      continue;
-    if (t->hash != NULL && g_strcmp0(t->hash_kind, kind) == 0 && strlen(t->hash) == SIEVE_DEDUPE_HASH_LEN - 1) {
-      memcpy(p->hash, t->hash, SIEVE_DEDUPE_HASH_LEN);
-      set_slot(engine, p);
-      continue;
-    }
-    /* Stored without one (hashing failed then): try again. */
-    hash_proposal(engine, p);
-    if (p->hash[0] != '\0' && !sieve_store_set_trial_hash(engine->store, t->number, kind, p->hash, error))
+    Proposal *p = resume_pending(rs, t, &local);
+    if (p == NULL && local != NULL) {
+      g_propagate_error(error, local);
       return FALSE;
-    report_hash_error(rs, p);
+    }
+    if (p == NULL) {
+      n_failed++; /* stored failed now */
+      continue;
+    }
+    g_ptr_array_add(pending, p);
+    /* As admit meets it: a duplicate of a pending trial before it waits
+     * for that one (a hit); any other passed dedupe. */
+    gboolean waits = p->slot != NULL && !p->screened_in && g_hash_table_contains(slots, p->slot);
+    if (i < tail) {
+      p->counted = TRUE;
+      rs->consecutive_hits = waits ? rs->consecutive_hits + 1 : 0;
+    }
+    if (p->slot != NULL && !waits)
+      g_hash_table_add(slots, p->slot);
   }
   if (rs->progress != NULL) {
     sieve_progress_set_counts(rs->progress, rs->evaluations, n_ok, n_failed, rs->hits, rs->screened);
@@ -1826,8 +1858,7 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   if (job->pruned && last_intermediate(job) != NULL)
     mark_pruned(exp, job);
   GError *local = NULL;
-  add_missing_metrics(job->result, job->proposal->scores);
-  keep_checked_metrics(rs->engine, job->result, job->proposal->scores);
+  add_stage_metrics(rs->engine, job->result, job->proposal->scores);
   /* Checked before storing, so the trial is stored as it will be read. */
   if (!check_objective(rs, proposal_number(job->proposal), job->result, &local) && *fatal == NULL)
     *fatal = g_steal_pointer(&local);

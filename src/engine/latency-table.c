@@ -120,12 +120,6 @@ sieve_latency_table_n_measured(const SieveLatencyTable *table)
   return table->measured;
 }
 
-/* What the table holds of a measurement: with one thread, the median CPU
- * time of the forward, which is the wall-clock latency of an idle device
- * and which other processes on a shared machine do not inflate by taking
- * turns on its cores (the wall-clock median of a 2-core machine running
- * four builds is 2 to 5 times it); with more threads, where the calling
- * thread's CPU time is only its share, the wall-clock median. */
 GHashTable *
 sieve_latency_table_held(const SieveLatencyTable *table)
 {
@@ -133,6 +127,12 @@ sieve_latency_table_held(const SieveLatencyTable *table)
   return table->entries;
 }
 
+/* What the table holds of a measurement: with one thread, the median CPU
+ * time of the forward, which is the wall-clock latency of an idle device
+ * and which other processes on a shared machine do not inflate by taking
+ * turns on its cores (the wall-clock median of a 2-core machine running
+ * four builds is 2 to 5 times it); with more threads, where the calling
+ * thread's CPU time is only its share, the wall-clock median. */
 static double
 measure_of(const SieveLatencyTable *table, const SieveLatency *l)
 {

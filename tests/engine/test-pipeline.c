@@ -130,8 +130,14 @@ test_config_errors(void)
        "only the stages before it (dedupe, latency, screen)"},
       {"pipeline: [dedupe, dedupe]\n", "test.yaml:6:20: stage 'dedupe' is listed twice (first at test.yaml:6:12)"},
       {"pipeline:\n  - screen: {proxies: [synflow], keep_top: 2}\n  - dedupe\n",
-       "test.yaml:8:5: stage 'dedupe' must come before 'screen': dedupe is first, so that no other stage spends work "
-       "on a duplicate"},
+       "test.yaml:8:5: stage 'dedupe' must come before 'screen': the screen comes last and scores only the proposals "
+       "dedupe lets through"},
+      /* Review 5: the latency stage measures every proposal before dedupe
+       * (its own latency, for the constraints): not said to be spared. */
+      {"pipeline: [latency, dedupe]\n",
+       "test.yaml:6:21: stage 'dedupe' must come before 'latency': the stages are listed in the order dedupe, latency, "
+       "screen (the latency stage measures every proposal before dedupe, wherever it is listed: a duplicate's own "
+       "latency)"},
       {"pipeline: [{dedupe: {hsh: structural}}]\n",
        "test.yaml:6:22: unknown option 'hsh' for stage 'dedupe' (did you mean 'hash'?)"},
       {"pipeline: [{dedupe: {hash: structual}}]\n",

@@ -380,6 +380,70 @@ sieve.register_optimizer{
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(store)["trials"], "3")
 
+    def test_runs_in_a_row_resume_past_a_pending_trial(self):
+        # Review 5: a resumed run counted the rejections (cache hits) in a
+        # row without the pending trials, then ran those through the stages
+        # after every stored trial: a trial in flight when the run was
+        # killed started the count again after the rejections (hits) that
+        # followed it, and the resumed study asked for more than an
+        # unbroken run.  Two workers; the first network sleeps while the
+        # others are rejected (answered from the cache) until the study
+        # gives up, and the run is killed then.
+        light = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        heavy = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        other = "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        slow = self.write("slow.sh", f'case "$1" in "{light}") sleep 3;; esac\necho "{{\\"cifar10_valid_acc\\": 1}}"\n')
+        evaluator = f"{{plugin: command, argv: [sh, {slow}, \"{{genotype}}\"]}}"
+        for name, genotypes, rest, stop in (
+                ("rejections", [light] + [heavy] * 7, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
+                 "constraint_tries: 3\n", "proposals all broke a constraint"),
+                ("hits", [light] + [other] * 7, "pipeline: [{dedupe: {max_consecutive_hits: 3}}]\n",
+                 "proposals were all duplicates")):
+            with self.subTest(name):
+                cfg = self.fixed_study(genotypes, rest + "budget: {evaluations: 6}\nworkers: 2\n", evaluator=evaluator)
+                ref = self.path(name + "-ref.sieve")
+                sieve("run", cfg, "--store", ref, check=0)
+                reference = export_rows(ref)
+                store = self.path(name + ".sieve")
+                proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store], stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+                seen = []
+                for line in proc.stdout:
+                    seen.append(line)
+                    if stop in line:
+                        proc.send_signal(signal.SIGKILL)
+                        break
+                proc.communicate()
+                self.assertEqual(proc.returncode, -signal.SIGKILL, "".join(seen))
+                self.assertEqual(export_rows(store)[0]["status"], "pending", "the first trial was not in flight")
+                sieve("run", cfg, "--store", store, "--resume", check=0)
+                self.assertEqual(export_rows(store), reference)
+
+    def test_a_duplicate_screened_with_its_twin_resumes_as_a_hit(self):
+        # Review 5: a resumed run took a duplicate screened out with its twin
+        # (it waited for the twin's screen: a hit) for one that passed
+        # dedupe, and started the count of hits again.  Rounds of three, the
+        # heavy network kept: [X, A, A] (one hit), then [X, X, X] (three
+        # more: four in a row stop the study).  Resumed after the first
+        # round, the study stops there too.
+        heavy = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        light = "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"
+        cfg = self.fixed_study([heavy, light, light, heavy, heavy, heavy],
+                               "pipeline: [{dedupe: {max_consecutive_hits: 4}}, {screen: {proxies: [params], "
+                               "keep_top: 1, batch: 3}}]\nbudget: {evaluations: 10, proposals: 12}\n")
+        ref = self.path("ref.sieve")
+        out = sieve("run", cfg, "--store", ref, check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        reference = export_rows(ref)
+        self.assertEqual([r["status"] for r in reference], ["ok", "screened", "screened"] + ["cached"] * 3, reference)
+        self.assertEqual(reference[2]["cached_from"], "1")
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, "--set", "budget.proposals=3", check=0)
+        self.assertEqual(len(export_rows(store)), 3)
+        out = sieve("run", cfg, "--store", store, "--resume", check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        self.assertEqual(export_rows(store), reference)
+
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
         # past the screen and evaluated at a lower fidelity) against new
@@ -421,6 +485,10 @@ sieve.register_optimizer{
                         rank, of, kept = map(int, m.groups())
                         self.assertTrue(kept < rank <= of <= 4 and kept <= 2, r)
                 self.assertEqual(summary(store)["evaluated"], "12")
+                # Review 5: within the budget the promotions leave: none kept
+                # past the screen stays pending (keep counted the budget as
+                # if the round's promotions took none of it).
+                self.assertEqual([r["number"] for r in rows if r["status"] == "pending" and r["screen_score"]], [])
 
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate

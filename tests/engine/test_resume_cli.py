@@ -124,6 +124,19 @@ class Resume(Workdir):
         last = status_lines(out)[-1]
         self.assertRegex(last, r"^\[8/8\] best \S+ \(#\d+\) \| ok 8 failed 0 \|", out)
 
+    def test_status_line_counts_a_pending_trial_that_cannot_be_read_back(self):
+        # Review 5: a pending trial whose genotype no longer reads is stored
+        # failed and counted an evaluation, but the status line's failed
+        # count left it out ("[5/5] ... ok 4 failed 0").
+        with sqlite3.connect(self.store) as db:
+            db.execute("INSERT INTO trials (number, genotype, status) VALUES (3, 'x1=banana', 'pending')")
+        code, out = sieve_tty("run", self.config, "--store", self.store, "--resume",
+                              "--set", "budget.evaluations=5")
+        self.assertEqual(code, 0, out)
+        self.assertIn("pending trial 3 skipped: its stored genotype cannot be read back", out)
+        self.assertIn("5 trials: 4 ok, 1 failed, 0 pending", out)
+        self.assertRegex(status_lines(out)[-1], r"^\[5/5\] best \S+ \(#\d+\) \| ok 4 failed 1 \|", out)
+
     def test_pending_beyond_a_spent_budget_is_said_to_stay(self):
         # Bug hunt 3: a resume whose budget was spent said "1 of them
         # unfinished and run again", then left it pending.
