@@ -45,8 +45,10 @@
 #include "hash/hash-private.h"
 #include "runtime/runtime-private.h"
 
-/* Domain seeds: a change to what a hash covers changes its seed, so old
- * stored hashes can never be mistaken for new ones. */
+/* The structural hash's domain seed, apart from the functional one's.  A
+ * rule change keeps it, so that the networks the change does not touch
+ * keep their stored hashes (the store keeps no hash version): README.md,
+ * "Functional hashing", says what an older store's cache then answers. */
 #define STRUCT_SEED G_GUINT64_CONSTANT(0x73696576652d7331) /* "sieve-s1" */
 
 SieveHash

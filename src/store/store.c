@@ -822,6 +822,36 @@ open_pg(SieveStore *store, GError **error)
 #endif
 }
 
+/* The SQLite URI a reader opens the store at path by (transfer full), or
+ * NULL for the path itself, read-only; *writable: the URI opens it
+ * read-write, and the reader must refuse writes (query_only).
+ *
+ * A WAL store needs its -shm file, which SQLite makes even to read; in a
+ * folder this user cannot write, with no -wal left (so no writer can be at
+ * work: it could not have made one), the file is read as immutable, which
+ * needs neither.  A read-only connection cannot remove the -wal and -shm
+ * files when it closes last (SQLite needs to write to checkpoint first), so
+ * a study only read would be left as three files: where this user may
+ * write, a reader opens read-write, never creating, and closing last, it
+ * folds and removes them as a writer does.  Elsewhere it opens the path
+ * read-only. */
+static char *
+reader_uri(const char *path, gboolean *writable)
+{
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+  /* The URI names the absolute path after an empty authority ("file://"):
+   * after "file:" alone a path that starts with "//" would be read as an
+   * authority (SQLite refuses any but localhost). */
+  g_autofree char *cwd = g_path_is_absolute(path) ? NULL : g_get_current_dir();
+  g_autofree char *absolute = cwd ? g_build_filename(cwd, path, NULL) : g_strdup(path);
+  g_autofree char *escaped = g_uri_escape_string(absolute, "/", FALSE);
+  *writable = access(dir, W_OK) == 0 && access(path, W_OK) == 0;
+  if (access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS))
+    return g_strconcat("file://", escaped, "?immutable=1", NULL);
+  return *writable ? g_strconcat("file://", escaped, "?mode=rw", NULL) : NULL;
+}
+
 SieveStore *
 sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
 {
@@ -849,29 +879,8 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
   if (mode == SIEVE_STORE_READ)
     register_reader(store);
 
-  /* A WAL store needs its -shm file, which SQLite makes even to read; in a
-   * folder this user cannot write, with no -wal left (so no writer can be
-   * at work: it could not have made one), the file is read as immutable,
-   * which needs neither.  A reader needs no write access. */
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *wal = g_strconcat(path, "-wal", NULL);
-  g_autofree char *uri = NULL;
-  /* The URI names the absolute path after an empty authority ("file://"):
-   * after "file:" alone a path that starts with "//" would be read as an
-   * authority (SQLite refuses any but localhost). */
-  g_autofree char *cwd = g_path_is_absolute(path) ? NULL : g_get_current_dir();
-  g_autofree char *absolute = cwd ? g_build_filename(cwd, path, NULL) : g_strdup(path);
-  g_autofree char *escaped = g_uri_escape_string(absolute, "/", FALSE);
-  /* A read-only connection cannot remove the -wal and -shm files when it
-   * closes last (SQLite needs to write to checkpoint first), so a study
-   * only read would be left as three files.  Where this user may write,
-   * a reader opens read-write, never creating, and refuses writes with
-   * query_only: closing last, it folds and removes them as a writer does. */
-  gboolean writable = mode == SIEVE_STORE_READ && access(dir, W_OK) == 0 && access(path, W_OK) == 0;
-  if (mode == SIEVE_STORE_READ && access(dir, W_OK) != 0 && !g_file_test(wal, G_FILE_TEST_EXISTS))
-    uri = g_strconcat("file://", escaped, "?immutable=1", NULL);
-  else if (writable)
-    uri = g_strconcat("file://", escaped, "?mode=rw", NULL);
+  gboolean writable = FALSE;
+  g_autofree char *uri = mode == SIEVE_STORE_READ ? reader_uri(path, &writable) : NULL;
   g_autofree char *errmsg = NULL;
   if ((store->db = sieve__db_sqlite_open(uri ? uri : path, mode == SIEVE_STORE_WRITE || writable, uri != NULL,
                                          &errmsg)) == NULL) {
@@ -889,8 +898,8 @@ sieve_store_open(const char *path, SieveStoreMode mode, GError **error)
  * checkpoints the WAL at close only when no other connection has the file
  * open: with a reader at work (`sieve serve`, a report) every trial would
  * stay in the -wal file, and a copy of the .sieve file alone would be an
- * empty database.  A reader cannot checkpoint (it is read-only), so the
- * writer does it, TRUNCATE leaving an empty -wal.  The busy timeout lets a
+ * empty database.  A read-only reader cannot checkpoint (reader_uri), so
+ * the writer does it, TRUNCATE leaving an empty -wal.  The busy timeout lets a
  * reader's running query finish first; a reader that holds an old snapshot
  * longer keeps the frames past it out of the main file, and then we say so
  * (nothing is lost: the -wal holds them, and the next writer checkpoints). */

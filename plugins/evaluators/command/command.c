@@ -47,13 +47,13 @@
  * key within two edits of "intermediate" or in Python's single quotes,
  * followed by an object with a "step" or "value" member: protocol.h) is a
  * failed trial whose reason quotes it (the program is stopped there too): a
- * typo must not be read as "no progress".  Progress lines after a line that
- * could be the metrics line (a JSON object with a number, after the first
- * progress line: one before it is a log, a config printed first) are held: if the
- * program writes no other line after them, it has finished, and they are
- * neither reported nor able to stop it; another line (a JSON log line was
- * not the metrics) reports them then.  A last line without its line end
- * counts.  A program that prints only progress lines fails its trial.
+ * typo must not be read as "no progress".  The progress line after a line
+ * that could be the metrics line (a JSON object with a number, after the
+ * first progress line: one before it is a log, a config printed first) is
+ * held: if the program writes no other line after it, it has finished, and
+ * it is neither reported nor able to stop it; the next line, of any kind
+ * (a JSON log line was not the metrics), reports it then.  A last line
+ * without its line end counts.  A program that prints only progress lines fails its trial.
  *
  * When the program exits, whatever it left running in its process group is
  * killed too, so a trial leaves no processes behind.
@@ -287,12 +287,13 @@ describe_exit(const CommandRun *run, const Command *self, SieveResult *result)
 
 /* Progress lines as they come (the header's protocol).  The evaluator does
  * not know the objective's name, so any line that could be the metrics
- * line (a JSON object with a number) holds the progress lines after it:
- * if the program ends there, it finished, and a pruner must not turn a
+ * line (a JSON object with a number) holds the progress line after it: if
+ * the program ends there, it finished, and a pruner must not turn a
  * finished trial into a pruned one (in Optuna a trial whose objective
- * returned is COMPLETE).  A later line of any other kind shows it was a log
- * line; the held lines are then reported, so JSON logs between progress
- * lines leave the pruner on. */
+ * returned is COMPLETE).  The next line of any kind, a progress line
+ * included (the program goes on training), shows it was a log line; the
+ * held line is then reported, so JSON logs between progress lines leave
+ * the pruner on, one line late. */
 typedef struct {
   gint64 step;
   double fidelity, value;
@@ -304,8 +305,9 @@ typedef struct {
   char *problem; /* the first malformed progress line's reason */
   gboolean pruned;
   gboolean seen_progress; /* a progress line came */
-  gboolean after_metrics; /* the last other line could be the metrics line */
-  GArray *held;           /* HeldProgress: progress lines since that line */
+  gboolean after_metrics; /* the last line could be the metrics line */
+  gboolean holding;       /* held is the progress line after that line */
+  HeldProgress held;
 } Progress;
 
 /* Reports one value; FALSE once the pruner says stop. */
@@ -315,6 +317,16 @@ report(Progress *progress, gint64 step, double fidelity, double value)
   if (!sieve_candidate_report_intermediate(progress->candidate, step, fidelity, value))
     progress->pruned = TRUE;
   return !progress->pruned;
+}
+
+/* Reports the held line, if any; FALSE once the pruner says stop. */
+static gboolean
+release(Progress *progress)
+{
+  if (!progress->holding)
+    return TRUE;
+  progress->holding = FALSE;
+  return report(progress, progress->held.step, progress->held.fidelity, progress->held.value);
 }
 
 static gboolean
@@ -328,12 +340,8 @@ on_line(gpointer user_data, const char *line)
     g_autofree char *text = g_strstrip(g_strdup(line));
     if (text[0] == '\0')
       return TRUE;
-    for (guint i = 0; i < progress->held->len; i++) {
-      const HeldProgress *h = &g_array_index(progress->held, HeldProgress, i);
-      if (!report(progress, h->step, h->fidelity, h->value))
-        return FALSE;
-    }
-    g_array_set_size(progress->held, 0);
+    if (!release(progress))
+      return FALSE;
     /* Before any progress a JSON line is a log (a config printed first):
      * the metrics come after the progress lines. */
     progress->after_metrics = progress->seen_progress && command_line_holds_metrics(text);
@@ -346,11 +354,12 @@ on_line(gpointer user_data, const char *line)
   }
   progress->seen_progress = TRUE;
   if (progress->after_metrics) {
-    HeldProgress h = {step, fidelity, value};
-    g_array_append_val(progress->held, h);
+    progress->after_metrics = FALSE;
+    progress->held = (HeldProgress){step, fidelity, value};
+    progress->holding = TRUE;
     return TRUE;
   }
-  return report(progress, step, fidelity, value);
+  return release(progress) && report(progress, step, fidelity, value);
 }
 
 static SieveResult *
@@ -370,10 +379,9 @@ command_evaluate(gpointer instance, const SieveCandidate *candidate, GError **er
 
   g_autofree char *payload = self->stdin_json ? stdin_payload(self, candidate) : NULL;
   CommandRun run;
-  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL, NULL, FALSE, FALSE, FALSE,
-                       g_array_new(FALSE, FALSE, sizeof(HeldProgress))};
+  Progress progress = {candidate, self->has_fidelity ? &self->fidelity : NULL};
+  /* A line still held after the last line is not reported (above). */
   command_run_watched(argv, envp, self->cwd, payload, self->timeout, on_line, &progress, &run);
-  g_array_unref(progress.held); /* after the last other line: not reported (above) */
 
   SieveResult *result = sieve_result_new();
   if (progress.problem != NULL)

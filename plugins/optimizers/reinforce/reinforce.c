@@ -15,6 +15,7 @@
  * A sampled genotype proposed before is drawn again (a bounded number of
  * times, then a random unseen genotype is taken).
  */
+#include <math.h>
 #include <string.h>
 
 #include <sieve/abi.h>
@@ -37,6 +38,9 @@ static const SieveOptionSpec reinforce_options[] = {
 };
 
 #define MAX_POLICY_TRIES 100
+/* Half of sqrt(DBL_MAX): with a reward and the baseline (an average of
+ * rewards) within it, an advantage squared stays finite. */
+#define MAX_REWARD 6.7e153
 
 typedef struct {
   const SieveSpace *space;
@@ -181,20 +185,17 @@ reinforce_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
 {
   Reinforce *self = instance;
   double r = objectives[0];
-  if (!isfinite(r))
-    return TRUE; /* a failed trial carries no reward to learn from */
-  if (self->rewards == 0) {
-    self->rewards = 1;
+  /* A failed trial carries no reward to learn from; nor does one beyond
+   * MAX_REWARD (a -DBL_MAX penalty): its advantage squared would make the
+   * spread infinite and every later step zero, and as the first reward,
+   * the baseline, it would do that to every reward after it. */
+  if (!isfinite(r) || fabs(r) > MAX_REWARD)
+    return TRUE;
+  if (self->rewards++ == 0) {
     self->baseline = r;
     return TRUE;
   }
   double advantage = r - self->baseline;
-  /* A reward so far from the baseline that its square overflows (a
-   * -DBL_MAX penalty) would make the spread infinite and every later step
-   * zero: it is no reward to learn from. */
-  if (!isfinite(advantage * advantage))
-    return TRUE;
-  self->rewards++;
   self->spread = self->rewards == 2 ? advantage * advantage
                                     : self->decay * self->spread + (1 - self->decay) * advantage * advantage;
   self->baseline = self->decay * self->baseline + (1 - self->decay) * r;

@@ -461,9 +461,10 @@ record_report(gpointer user_data, const SieveCandidate *candidate, gint64 step, 
 /* A program that prints stdout (a here-document, so that any quote goes
  * as written) under an evaluator with fidelity: {min: 1, max: 9}. */
 static SieveResult *
-run_script(const char *body, Reports *reports)
+run_script_with(const char *body, const char *more_yaml, Reports *reports)
 {
-  g_autoptr(SieveEvaluator) e = script_evaluator("progress.sh", body, "fidelity: {name: epochs, min: 1, max: 9}\n");
+  g_autofree char *yaml = g_strconcat("fidelity: {name: epochs, min: 1, max: 9}\n", more_yaml, NULL);
+  g_autoptr(SieveEvaluator) e = script_evaluator("progress.sh", body, yaml);
   g_autoptr(SieveCandidate) c = candidate_new("opt=adam,lr=0.01,layers=3", 0, 9);
   memset(reports, 0, sizeof *reports);
   sieve_candidate_set_intermediate_func(c, record_report, reports);
@@ -471,6 +472,12 @@ run_script(const char *body, Reports *reports)
   SieveResult *r = sieve_evaluator_evaluate(e, c, &error);
   g_assert_no_error(error);
   return r;
+}
+
+static SieveResult *
+run_script(const char *body, Reports *reports)
+{
+  return run_script_with(body, "", reports);
 }
 
 static SieveResult *
@@ -547,6 +554,31 @@ test_progress_after_metrics(void)
   assert_failed(only, "last stdout line is a progress line, not the JSON object of metrics (after its progress "
                       "lines a program prints one, such as {\"loss\": 0.25})");
   g_assert_cmpuint(reports.n, ==, 1);
+}
+
+/* Only the first progress line after a JSON log line waits for the next
+ * line: a second shows that the program goes on training, so the first is
+ * reported then and the pruner can stop the program there, not once it
+ * has finished (a program that logs {"params": 1234} once, after its first
+ * epoch, had every later report held to its end: pruning saved nothing). */
+static void
+test_progress_held_once(void)
+{
+  Reports reports;
+  stop_at_report = 2;
+  g_autoptr(SieveResult) r = run_script_with("echo '{\"intermediate\": {\"step\": 1, \"value\": 0.5}}'\n"
+                                             "echo '{\"params\": 1234}'\n"
+                                             "echo '{\"intermediate\": {\"step\": 2, \"value\": 0.4}}'\n"
+                                             "echo '{\"intermediate\": {\"step\": 3, \"value\": 0.3}}'\n"
+                                             "sleep 30\n"
+                                             "echo '{\"val_acc\": 0.3}'\n",
+                                             "timeout: 10\n", &reports);
+  stop_at_report = 0;
+  /* Stopped at step 2 (as the "stopped" case above), not timed out. */
+  g_assert_cmpint(sieve_result_get_status(r), ==, SIEVE_STATUS_OK);
+  g_assert_cmpuint(sieve_result_n_metrics(r), ==, 0);
+  g_assert_cmpuint(reports.n, ==, 2);
+  g_assert_cmpint(reports.steps[1], ==, 2);
 }
 
 /* A last progress line without a line end is reported too, when the
@@ -832,6 +864,7 @@ main(int argc, char **argv)
   g_test_add_func("/command/concurrent", test_concurrent);
   g_test_add_func("/command/progress-after-metrics", test_progress_after_metrics);
   g_test_add_func("/command/progress-misspelt", test_progress_misspelt);
+  g_test_add_func("/command/progress-held-once", test_progress_held_once);
   g_test_add_func("/command/progress-no-newline", test_progress_no_newline);
   g_test_add_func("/command/progress-numbers", test_progress_numbers);
   g_test_add_func("/command/big-integers", test_big_integers);

@@ -1049,8 +1049,8 @@ expect_error(const char *name, const char *yaml, guint n_objectives, const Sieve
 }
 
 /* REINFORCE: a reward whose advantage squared overflows (-DBL_MAX after
- * finite rewards) is no reward: the state does not change, and later
- * rewards keep a finite spread, so the policy goes on learning. */
+ * finite rewards, or first) is no reward: the state does not change, and
+ * later rewards keep a finite spread, so the policy goes on learning. */
 static void
 test_reinforce_overflow(void)
 {
@@ -1084,6 +1084,31 @@ test_reinforce_overflow(void)
   g_assert_true(g_variant_dict_lookup(dict, "rewards", "t", &told));
   g_assert_true(isfinite(spread) && spread > 0);
   g_assert_cmpuint(told, ==, 3);
+  sieve_optimizer_free(opt);
+
+  /* As the first reward it would be the baseline, from which every later
+   * reward's advantage squared overflows: nothing would be learnt, ever. */
+  opt = optimizer_try("reinforce", space, NULL, 1, 1, NULL, &error);
+  g_assert_no_error(error);
+  g_ptr_array_set_size(out, 0);
+  g_assert_true(sieve_optimizer_ask(opt, 4, out, &error));
+  const double first[] = {-G_MAXDOUBLE, 1.0, 2.0, 3.0};
+  for (guint i = 0; i < 4; i++) {
+    g_autoptr(SieveResult) r = sieve_result_new();
+    sieve_result_set_metric(r, "a", first[i]);
+    g_assert_true(sieve_optimizer_tell(opt, out->pdata[i], r, &first[i], &error));
+  }
+  g_autoptr(GVariant) learnt = sieve_optimizer_save(opt, &error);
+  g_assert_no_error(error);
+  g_autoptr(GVariantDict) learnt_dict = g_variant_dict_new(learnt);
+  double baseline = NAN;
+  g_assert_true(g_variant_dict_lookup(learnt_dict, "baseline", "d", &baseline));
+  g_assert_true(g_variant_dict_lookup(learnt_dict, "spread", "d", &spread));
+  g_assert_true(g_variant_dict_lookup(learnt_dict, "rewards", "t", &told));
+  g_assert_cmpuint(told, ==, 3);
+  g_assert_cmpfloat(baseline, >=, 1.0);
+  g_assert_cmpfloat(baseline, <=, 3.0);
+  g_assert_true(isfinite(spread) && spread > 0);
   sieve_optimizer_free(opt);
 }
 
