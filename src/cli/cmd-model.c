@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
@@ -31,6 +32,22 @@
  * than this, are named by their path only. */
 #define EMBED_MAX (1u << 20)
 
+/* (transfer full) path's bytes when it is a regular file of at most max
+ * bytes, else NULL: a device or a FIFO (which a model file's space_files
+ * may name) is never read, it could block for ever or fill memory. */
+static char *
+read_regular(const char *path, gsize max, gsize *size)
+{
+  GStatBuf st;
+  char *text = NULL;
+  if (g_stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (guint64)st.st_size > max ||
+      !g_file_get_contents(path, &text, size, NULL))
+    return NULL;
+  if (*size > max)
+    g_clear_pointer(&text, g_free); /* it grew since */
+  return text;
+}
+
 static void
 describe_files(SieveWeights *w, const SieveSpace *space)
 {
@@ -38,10 +55,9 @@ describe_files(SieveWeights *w, const SieveSpace *space)
   sieve__space_add_files(space, paths);
   g_autoptr(GString) out = g_string_new("{");
   for (guint i = 0; i < paths->len; i++) {
-    g_autofree char *text = NULL;
     gsize size = 0;
-    if (!g_file_get_contents(paths->pdata[i], &text, &size, NULL) || size > EMBED_MAX || strlen(text) != size ||
-        !g_utf8_validate(text, (gssize)size, NULL))
+    g_autofree char *text = read_regular(paths->pdata[i], EMBED_MAX, &size);
+    if (text == NULL || strlen(text) != size || !g_utf8_validate(text, (gssize)size, NULL))
       continue;
     if (out->len > 1)
       g_string_append_c(out, ',');
@@ -110,21 +126,30 @@ restore_files(Restored *r, const char *json, const char *origin, GError **error)
   for (guint i = 0; i < sieve_node_size(files); i++) {
     const char *path = sieve_node_text(sieve_node_nth_key(files, i));
     const SieveNode *value = sieve_node_nth(files, i);
+    /* sieve writes absolute paths of files: anything else (a relative
+     * path would also match option values that are no path) is refused. */
+    g_autofree char *base = g_path_get_basename(path);
+    if (!g_path_is_absolute(path) || g_str_equal(base, G_DIR_SEPARATOR_S) || g_str_equal(base, ".") ||
+        g_str_equal(base, "..")) {
+      g_autofree char *quoted = g_strescape(path, NULL);
+      sieve_node_set_error(error, sieve_node_nth_key(files, i), "expected an absolute file path as the key, got \"%s\"",
+                           quoted);
+      return FALSE;
+    }
     if (sieve_node_kind(value) != SIEVE_NODE_SCALAR || !sieve_node_is_quoted(value)) {
       sieve_node_set_error(error, value, "expected the text of %s as a string", path);
       return FALSE;
     }
     const char *text = sieve_node_text(value);
-    g_autofree char *here = NULL;
     gsize size = 0;
-    if (g_file_get_contents(path, &here, &size, NULL) && size == strlen(text) && memcmp(here, text, size) == 0)
+    g_autofree char *here = read_regular(path, strlen(text), &size);
+    if (here != NULL && size == strlen(text) && memcmp(here, text, size) == 0)
       continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
     if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
       return FALSE;
     g_autofree char *number = g_strdup_printf("%u", i);
     g_autofree char *folder = g_build_filename(r->dir, number, NULL);
-    g_autofree char *name = g_path_get_basename(path);
-    char *copy = g_build_filename(folder, name, NULL);
+    char *copy = g_build_filename(folder, base, NULL);
     g_hash_table_insert(r->copies, g_strdup(path), copy);
     if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
       if (error && *error == NULL)

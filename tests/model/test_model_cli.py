@@ -239,6 +239,31 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"genotype: {arch}", info)
         self.assertEqual(os.listdir(tmp), [])
 
+    def test_hostile_space_files(self):
+        # space_files comes from whoever wrote the file: a key naming a FIFO or a device is never read
+        # (comparing it with the text blocked for ever on a FIFO, or filled memory from /dev/zero), and a
+        # key that is not an absolute file path is refused where it is.
+        good = self.path("hostile-good.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", good, check=0)
+        fifo = self.path("hostile.fifo")
+        os.mkfifo(fifo)
+        tmp = self.path("hostile-tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        quiet = self.path("hostile-fifo.safetensors")
+        self.rewrite_meta(good, quiet, lambda meta: meta.update(space_files=json.dumps({fifo: "x: 1\n"})))
+        info = sieve("model", "info", quiet, check=0, timeout=60, env=env).stdout
+        self.assertIn(f"genotype: {self.rows[self.kept[0]]['genotype']}", info)
+        self.assertEqual(os.listdir(tmp), [])
+        for key in ("recipe.yaml", "/x/..", "/", ""):
+            bad = self.path("hostile-key.safetensors")
+            self.rewrite_meta(good, bad, lambda meta: meta.update(space_files=json.dumps({key: "x: 1\n"})))
+            p = sieve("model", "info", bad, timeout=60, env=env)
+            self.assertEqual(p.returncode, 2, (key, p.stderr))
+            self.assertIn("hostile-key.safetensors (metadata space_files):1:2: ", p.stderr)
+            self.assertIn(f"expected an absolute file path as the key, got {json.dumps(key)}", p.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+
     def test_weights_file_space_files_not_kept(self):
         # --arch with --weights FILE writes the space it was given: FILE's space_files (of the space
         # FILE was trained in) are not carried over when this space read no file.
