@@ -752,9 +752,10 @@ cmd_info(int argc, char **argv)
     if (!g_str_equal(keys[i], "space") && !g_str_equal(keys[i], "space_options") && !g_str_equal(keys[i], "genotype") &&
         !g_str_equal(keys[i], "input") && !g_str_equal(keys[i], "classes") && !g_str_equal(keys[i], "space_files"))
       printf("%s: %s\n", keys[i], sieve_weights_get_meta(m.weights, keys[i]));
-  /* The files' names, not their texts (model_load read them already). */
+  /* The files' names, not their texts (model_load read them already, a
+   * key written twice by an older sieve once). */
   const char *files = sieve_weights_get_meta(m.weights, "space_files");
-  g_autoptr(SieveNode) map = files ? sieve_node_parse_string(files, -1, "space_files", NULL) : NULL;
+  g_autoptr(SieveNode) map = files ? sieve__node_parse_string_repeats(files, "space_files", NULL) : NULL;
   for (guint i = 0; map && i < sieve_node_size(map); i++)
     printf("space_file: %s (%zu bytes)\n", sieve_node_text(sieve_node_nth_key(map, i)),
            strlen(sieve_node_text(sieve_node_nth(map, i))));

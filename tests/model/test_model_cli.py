@@ -205,7 +205,11 @@ class ModelCli(unittest.TestCase):
         twice = json.dumps({script: text})[:-1] + "," + json.dumps({script: text})[1:]
         old = self.path("two-parts-old.safetensors")
         self.rewrite_meta(out, old, lambda meta: meta.update(space_files=twice))
-        self.assertIn(f"genotype: {arch}", sieve("model", "info", old, check=0).stdout)
+        info = sieve("model", "info", old, check=0).stdout
+        self.assertIn(f"genotype: {arch}", info)
+        # ... and lists the file, once (it listed none: its own parse refused the repeated key).
+        self.assertEqual([l for l in info.splitlines() if l.startswith("space_file: ")],
+                         [f"space_file: {script} ({len(text.encode())} bytes)"])
         other = json.dumps({script: text})[:-1] + "," + json.dumps({script: text + "-- edited\n"})[1:]
         bad = self.path("two-parts-bad.safetensors")
         self.rewrite_meta(out, bad, lambda meta: meta.update(space_files=other))
