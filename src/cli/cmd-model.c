@@ -34,7 +34,7 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
     return NULL;
   const SieveOptionSpec *spec = sieve_component_get_info(c)->options;
   g_autoptr(SieveNode) map = options_json ? sieve__options_json_parse(spec, options_json, origin, error)
-                                          : sieve_node_new_map(origin, 1, 1);
+                                          : sieve_node_new_map(origin, 0, 0); /* a flag: no line */
   if (map == NULL)
     return NULL;
   sieve_cli_restored_apply(restored, map, g_str_equal(name, "lua"));
@@ -281,7 +281,9 @@ cmd_export(int argc, char **argv)
   } else {
     m.registry = sieve_registry_new();
     sieve_registry_load_default(m.registry, NULL, NULL);
-    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, NULL, "sieve model export", &error);
+    /* Errors about the section point at the flag, as sieve hash's do. */
+    g_autofree char *flag = space ? g_strdup_printf("--space %s", space) : g_strdup("sieve model export");
+    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, NULL, flag, &error);
     g_autoptr(SieveGenotype) g = m.space ? sieve_space_parse(m.space, arch, &error) : NULL;
     if (g == NULL || !(m.net = sieve_space_build(m.space, g, &error)))
       return sieve_cli_fail(error);

@@ -101,6 +101,10 @@ class TestNamesAndMessages(sieve_cli.Workdir):
                   self.path("m.onnx"), check=2)
         self.assertIn("sieve: --set space.C=[1 (column 3 of the value): did not find expected ',' or ']'", p.stderr)
         self.assertNotIn(":1:", p.stderr)
+        # ... and its --space as hash's (it said "sieve model export:1:1: ...").
+        p = sieve("model", "export", "--space", "hpo", "--arch", "x", "-o", self.path("m.onnx"), check=2)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
         store = self.path("f.sieve")
         sieve("run", self.write("o.yaml", CONFIG), "--store", store, "-q", check=0)
         p = sieve("final", store, check=2)
