@@ -108,6 +108,8 @@ class TestNamesAndMessages(sieve_cli.Workdir):
         p = sieve("proxies", "--space", "hpo", "--proxies", "naswot", "x", check=2)
         self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
         self.assertNotIn(":1:", p.stderr)
+        p = sieve("train", "--space", "hpo", "--arch", "x", check=2)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
         store = self.path("f.sieve")
         sieve("run", self.write("o.yaml", CONFIG), "--store", store, "-q", check=0)
         p = sieve("final", store, check=2)
