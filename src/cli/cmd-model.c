@@ -18,6 +18,7 @@
 #include "core/core-private.h"
 #include "data/data-private.h"
 #include "engine/engine-private.h"
+#include "lua/lua-private.h"
 
 /* ---- a network from a weights file's metadata --------------------------------- */
 
@@ -123,6 +124,13 @@ model_build(Model *m, const char *origin, GError **error)
 static gboolean
 model_load(Model *m, const char *path, GError **error)
 {
+  /* A model file may come from anyone, and its space's Lua scripts travel
+   * in it (space_files) with the grants its options give them: they run in
+   * the bare sandbox, within a viewer's limits (10 s a call, 1 GiB), as
+   * sieve report runs a store's.  The caps hold for the rest of the
+   * process. */
+  sieve_lua_limit_process(0);
+  sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   m->weights = sieve_weights_load(path, error);
   return m->weights != NULL && model_build(m, path, error);
 }

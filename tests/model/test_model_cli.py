@@ -268,6 +268,32 @@ class ModelCli(unittest.TestCase):
             self.assertIn(f"expected an absolute file path as the key, got {json.dumps(key)}", p.stderr)
             self.assertEqual(os.listdir(tmp), [])
 
+    def test_model_file_scripts_run_without_grants(self):
+        # A model file carries its Lua space's script (space_files) and the grants its options give it:
+        # a file from anyone must not run a command when it is read. Its scripts run in the bare
+        # sandbox, as a viewer runs a store's: one that asks for a grant is refused (it ran this one
+        # with `os`, and the command ran).
+        folder = self.path("grants")
+        os.mkdir(folder)
+        marker = self.path("grants-ran")
+        script = os.path.join(folder, "ev.lua")
+        with open(script, "w") as f:
+            f.write(f'if os.execute then os.execute("touch {marker}") end\n'
+                    'sieve.register_space{name = "ev", create = function(self, b) b:float("lr", 0.01, 0.1) end}\n')
+        arch = self.rows[self.kept[0]]["genotype"] + ";lr=0.05"
+        parts = ("space.parts=[{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}, "
+                 f"{{plugin: lua, script: {script}, lua: {{allow: [os]}}}}]")
+        out = self.path("grants.safetensors")
+        sieve("model", "export", "--space", "compose", "--set", parts, "--arch", arch, "-o", out, check=0)
+        self.assertTrue(os.path.exists(marker), "the command line granted os to the export")
+        os.remove(marker)
+        shutil.rmtree(folder)
+        for command in (["info", out], ["eval", out, "--input", self.path("none.npy"), "--output", self.path("o.npy")]):
+            p = sieve("model", *command)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("needs the 'os' grant", p.stderr)
+            self.assertFalse(os.path.exists(marker), "reading the model file ran a command")
+
     def test_weights_file_space_files_not_kept(self):
         # --arch with --weights FILE writes the space it was given: FILE's space_files (of the space
         # FILE was trained in) are not carried over when this space read no file.
