@@ -67,6 +67,18 @@ class TestNumericOptions(sieve_cli.Workdir):
                  "--batch -3: expected a whole number from 1 to 65536")
         self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--threads", "-1"], "--threads -1: expected")
 
+    def test_latency_flags_of_another_mode(self):
+        # A flag that would do nothing in the mode given is refused (README), not ignored: --samples
+        # and --seed draw --table's candidates, --predict adds to a candidate's measurement.
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        for args, message in [(["--arch", arch, "--samples", "5"], "--samples and --seed draw the candidates of --table"),
+                              (["--arch", arch, "--seed", "3"], "--samples and --seed draw the candidates of --table"),
+                              (["--table", "--predict"], "--predict goes with --arch or --arch-file")]:
+            p = sieve("latency", "--space", "nb201", *args, "--max-seconds", "0.01")
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(f"sieve latency: {message}", p.stderr)
+            self.assertEqual(p.stdout, "")
+
 
 class TestNamesAndMessages(sieve_cli.Workdir):
     """Bug hunt, item 8: an empty store, a name that moves or hides the
