@@ -71,6 +71,26 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(SieveCliStudyLua, sieve_cli_study_lua_clear)
 struct _SieveReport *sieve_cli_report_load(SieveStore *store, SieveRegistry *registry, SieveCliStudyLua *lua,
                                            SieveSpace **space, GError **error);
 
+/* cli-model-files.c: the files a model file's space read ("space_files"). */
+/* The space's name, its options (every path absolute) and the texts of the
+ * files it read (UTF-8, at most 1 MiB each) in w's metadata. */
+gboolean sieve_cli_model_describe_space(SieveWeights *w, const SieveSpace *space, GError **error);
+/* The files of "space_files" that this machine lacks or holds otherwise,
+ * copied to a folder of their own for as long as the space is created. */
+typedef struct {
+  char *dir;
+  GHashTable *copies; /* path as written -> its copy */
+} SieveCliRestored;
+void sieve_cli_restored_clear(SieveCliRestored *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(SieveCliRestored, sieve_cli_restored_clear)
+/* Reads json (a model file's "space_files", origin naming it in errors)
+ * into r: each file unchanged here is read in place, the others copied. */
+gboolean sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origin, GError **error);
+/* Points every path of a space's options (those of a Lua space when lua,
+ * and of its parts) that r copied at the copy, and a copied Lua script's
+ * require at its own folder.  r nullable. */
+void sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean lua);
+
 /* A numeric option read as text (G_OPTION_ARG_STRING), so that a value
  * given is never mistaken for "not given": NULL text leaves *value (the
  * default) alone; otherwise it must be a whole number in [min, max], or a

@@ -349,8 +349,10 @@ sieve_cmd_latency(int argc, char **argv)
   g_autofree char *space_name = NULL, *arch = NULL, *arch_file = NULL, *store_path = NULL;
   g_auto(GStrv) overrides = NULL;
   gboolean as_table = FALSE, predict = FALSE, all_together = FALSE;
-  gint samples = 0, calibrate = 0;
-  gint64 seed = 0;
+  /* G_MININT, G_MININT64: not given (0 then), so that a flag of --table
+   * given in another mode is refused rather than ignored. */
+  gint samples = G_MININT, calibrate = 0;
+  gint64 seed = G_MININT64;
   SieveLatencyOptions d;
   sieve_latency_options_init(&d);
   /* max_runs -1: not given (the default, or --runs where that is more). */
@@ -406,7 +408,7 @@ sieve_cmd_latency(int argc, char **argv)
                     "(see 'sieve latency --help')\n");
     return SIEVE_EXIT_USAGE;
   }
-  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || (max_runs != -1 && max_runs < 3) || samples < 0 ||
+  if (batch < 1 || threads < 0 || warmup < 0 || runs < 3 || (max_runs != -1 && max_runs < 3) || (samples != G_MININT && samples < 0) ||
       calibrate < 0 || !(rel_ci >= 0) || !(seconds >= 0)) {
     fprintf(stderr, "sieve latency: --batch, --runs and --max-runs must be at least 1, 3 and 3; --threads, "
                     "--warmup, --rel-ci, --max-seconds, --samples and --calibrate at least 0\n");
@@ -424,6 +426,17 @@ sieve_cmd_latency(int argc, char **argv)
     fprintf(stderr, "sieve latency: --together measures the candidates of --arch-file together\n");
     return SIEVE_EXIT_USAGE;
   }
+  if (!as_table && (samples != G_MININT || seed != G_MININT64)) {
+    fprintf(stderr, "sieve latency: --samples and --seed draw the candidates of --table: give --table with them\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  if (as_table && predict) {
+    fprintf(stderr, "sieve latency: --predict goes with --arch or --arch-file (--table prints the entries a "
+                    "prediction sums)\n");
+    return SIEVE_EXIT_USAGE;
+  }
+  samples = MAX(samples, 0);
+  seed = seed == G_MININT64 ? 0 : seed;
   if (calibrate > 0 && !as_table && !predict) {
     fprintf(stderr, "sieve latency: --calibrate fits the latency table's prediction: give --predict with it "
                     "(or use --table)\n");

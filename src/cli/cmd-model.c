@@ -14,187 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <glib/gstdio.h>
-
 #include "cli/cli-private.h"
 #include "core/core-private.h"
 #include "data/data-private.h"
 #include "engine/engine-private.h"
-
-/* ---- the files a space read, inside the model file ----------------------------- */
-
-/* A model file carries its space's options with every path absolute
- * (sieve__space_options_json), and in "space_files" a JSON object of what
- * those files held when it was written ({"/abs/recipe.yaml": "parameters:
- * ..."}): it builds the same space from any folder, and after the config's
- * folder is moved or deleted.  Files that are not UTF-8 text, or larger
- * than this, are named by their path only. */
-#define EMBED_MAX (1u << 20)
-
-static void
-describe_files(SieveWeights *w, const SieveSpace *space)
-{
-  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
-  sieve__space_add_files(space, paths);
-  g_autoptr(GString) out = g_string_new("{");
-  for (guint i = 0; i < paths->len; i++) {
-    g_autofree char *text = NULL;
-    gsize size = 0;
-    if (!g_file_get_contents(paths->pdata[i], &text, &size, NULL) || size > EMBED_MAX || strlen(text) != size ||
-        !g_utf8_validate(text, (gssize)size, NULL))
-      continue;
-    if (out->len > 1)
-      g_string_append_c(out, ',');
-    sieve_json_append_string(out, paths->pdata[i]);
-    g_string_append_c(out, ':');
-    sieve_json_append_string(out, text);
-  }
-  g_string_append_c(out, '}');
-  /* None: no key, not the one a loaded file (--weights) carried. */
-  sieve_weights_set_meta(w, "space_files", out->len > 2 ? out->str : NULL);
-}
-
-/* The space's name, options and files in w's metadata. */
-static gboolean
-describe_space(SieveWeights *w, const SieveSpace *space, GError **error)
-{
-  g_autofree char *options = sieve__space_options_json(space, error);
-  if (options == NULL)
-    return FALSE;
-  sieve_weights_set_meta(w, "space", sieve_space_get_name(space));
-  sieve_weights_set_meta(w, "space_options", options);
-  describe_files(w, space);
-  return TRUE;
-}
-
-/* The files of "space_files" that this machine lacks or holds otherwise,
- * copied to a folder of their own for as long as the space is created. */
-typedef struct {
-  char *dir;
-  GHashTable *copies; /* path as written -> its copy */
-} Restored;
-
-static void
-restored_clear(Restored *r)
-{
-  GHashTableIter it;
-  gpointer copy;
-  if (r->copies != NULL)
-    g_hash_table_iter_init(&it, r->copies);
-  while (r->copies != NULL && g_hash_table_iter_next(&it, NULL, &copy)) {
-    g_unlink(copy);
-    g_autofree char *parent = g_path_get_dirname(copy);
-    g_rmdir(parent);
-  }
-  if (r->dir != NULL)
-    g_rmdir(r->dir);
-  g_clear_pointer(&r->copies, g_hash_table_unref);
-  g_clear_pointer(&r->dir, g_free);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Restored, restored_clear)
-
-static gboolean
-restore_files(Restored *r, const char *json, const char *origin, GError **error)
-{
-  r->copies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  /* A file twice under one key (files an older sieve wrote when two parts
-   * read it) is read once. */
-  g_autoptr(SieveNode) files = sieve__node_parse_string_repeats(json, origin, error);
-  if (files == NULL)
-    return FALSE;
-  if (sieve_node_kind(files) != SIEVE_NODE_MAP) {
-    sieve_node_set_error(error, files, "expected a JSON object of files and their texts");
-    return FALSE;
-  }
-  for (guint i = 0; i < sieve_node_size(files); i++) {
-    const char *path = sieve_node_text(sieve_node_nth_key(files, i));
-    const SieveNode *value = sieve_node_nth(files, i);
-    if (sieve_node_kind(value) != SIEVE_NODE_SCALAR || !sieve_node_is_quoted(value)) {
-      sieve_node_set_error(error, value, "expected the text of %s as a string", path);
-      return FALSE;
-    }
-    const char *text = sieve_node_text(value);
-    g_autofree char *here = NULL;
-    gsize size = 0;
-    if (g_file_get_contents(path, &here, &size, NULL) && size == strlen(text) && memcmp(here, text, size) == 0)
-      continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
-    if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
-      return FALSE;
-    g_autofree char *number = g_strdup_printf("%u", i);
-    g_autofree char *folder = g_build_filename(r->dir, number, NULL);
-    g_autofree char *name = g_path_get_basename(path);
-    char *copy = g_build_filename(folder, name, NULL);
-    g_hash_table_insert(r->copies, g_strdup(path), copy);
-    if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
-      if (error && *error == NULL)
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
-      return FALSE;
-    }
-  }
-  return TRUE;
-}
-
-/* Every path of node's tree that r copied, the copy's. */
-static void
-point_to_copies(SieveNode *node, GHashTable *copies)
-{
-  if (node->kind == SIEVE_NODE_SCALAR) {
-    const char *copy = node->quoted ? g_hash_table_lookup(copies, node->text) : NULL;
-    if (copy != NULL) {
-      g_free(node->text);
-      node->text = g_strdup(copy);
-    }
-    return;
-  }
-  for (guint i = 0; i < node->values->len; i++)
-    point_to_copies(node->values->pdata[i], copies);
-}
-
-/* A Lua space (map: its options) whose script r copied: the script's own
- * folder, where it still is, added to require's folders (lua.path), so
- * that the modules it requires beside it are found from the copy.  Those
- * modules are not in the file: they are read as they are now. */
-static void
-add_script_folder(SieveNode *map, GHashTable *copies)
-{
-  const SieveNode *script = sieve_node_lookup(map, "script");
-  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted || !g_hash_table_contains(copies, script->text))
-    return;
-  g_autofree char *dir = g_path_get_dirname(script->text);
-  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
-    return;
-  SieveNode *lua = (SieveNode *)sieve_node_lookup(map, "lua");
-  if (lua == NULL || sieve_node_is_null(lua)) {
-    lua = sieve_node_new_map(map->origin, map->line, map->column);
-    sieve_node_map_set(map, "lua", lua);
-  }
-  if (lua->kind != SIEVE_NODE_MAP)
-    return; /* refused as it is by the option's check */
-  SieveNode *path = (SieveNode *)sieve_node_lookup(lua, "path");
-  if (path == NULL || sieve_node_is_null(path)) {
-    path = sieve_node_new_list(map->origin, map->line, map->column);
-    sieve_node_map_set(lua, "path", path);
-  }
-  if (path->kind == SIEVE_NODE_LIST)
-    sieve_node_list_append(path, sieve_node_new_scalar(dir, TRUE, map->origin, map->line, map->column));
-}
-
-/* add_script_folder for node (options of a Lua space when lua) and every
- * part of it that names plugin lua. */
-static void
-add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
-{
-  if (node->kind == SIEVE_NODE_SCALAR)
-    return;
-  if (node->kind == SIEVE_NODE_MAP && lua)
-    add_script_folder(node, copies);
-  for (guint i = 0; i < node->values->len; i++) {
-    SieveNode *child = node->values->pdata[i];
-    const SieveNode *plugin = child->kind == SIEVE_NODE_MAP ? sieve_node_lookup(child, "plugin") : NULL;
-    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, copies);
-  }
-}
+#include "lua/lua-private.h"
 
 /* ---- a network from a weights file's metadata --------------------------------- */
 
@@ -204,20 +28,17 @@ add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
  * copies (nullable). */
 static SieveSpace *
 space_new(SieveRegistry *registry, const char *name, const char *options_json, char **overrides,
-          const Restored *restored, const char *origin, GError **error)
+          const SieveCliRestored *restored, const char *origin, GError **error)
 {
   const SieveComponent *c = sieve_registry_require(registry, SIEVE_KIND_SPACE, name, NULL, error);
   if (c == NULL)
     return NULL;
   const SieveOptionSpec *spec = sieve_component_get_info(c)->options;
   g_autoptr(SieveNode) map = options_json ? sieve__options_json_parse(spec, options_json, origin, error)
-                                          : sieve_node_new_map(origin, 1, 1);
+                                          : sieve_node_new_map(origin, 0, 0); /* a flag: no line */
   if (map == NULL)
     return NULL;
-  if (restored != NULL && restored->copies != NULL) {
-    add_script_folders(map, g_str_equal(name, "lua"), restored->copies);
-    point_to_copies(map, restored->copies);
-  }
+  sieve_cli_restored_apply(restored, map, g_str_equal(name, "lua"));
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {
@@ -283,8 +104,8 @@ model_build(Model *m, const char *origin, GError **error)
   g_autofree char *where = g_strdup_printf("%s (metadata space_options)", origin);
   g_autofree char *where_files = g_strdup_printf("%s (metadata space_files)", origin);
   const char *files = sieve_weights_get_meta(m->weights, "space_files");
-  g_auto(Restored) restored = {0};
-  if (files != NULL && !restore_files(&restored, files, where_files, error))
+  g_auto(SieveCliRestored) restored = {0};
+  if (files != NULL && !sieve_cli_restore_files(&restored, files, where_files, error))
     return FALSE;
   m->space = space_new(m->registry, space, sieve_weights_get_meta(m->weights, "space_options"), NULL, &restored,
                        where, error);
@@ -303,6 +124,13 @@ model_build(Model *m, const char *origin, GError **error)
 static gboolean
 model_load(Model *m, const char *path, GError **error)
 {
+  /* A model file may come from anyone, and its space's Lua scripts travel
+   * in it (space_files) with the grants its options give them: they run in
+   * the bare sandbox, within a viewer's limits (10 s a call, 1 GiB), as
+   * sieve report runs a store's.  The caps hold for the rest of the
+   * process. */
+  sieve_lua_limit_process(0);
+  sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   m->weights = sieve_weights_load(path, error);
   return m->weights != NULL && model_build(m, path, error);
 }
@@ -329,7 +157,7 @@ describe_origin(SieveWeights *w, const SieveExperiment *exp, const char *genotyp
                 gint64 number, GError **error)
 {
   g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, error);
-  if (space == NULL || !describe_space(w, space, error))
+  if (space == NULL || !sieve_cli_model_describe_space(w, space, error))
     return FALSE;
   g_autofree char *n = g_strdup_printf("%" G_GINT64_FORMAT, number);
   sieve_weights_set_meta(w, "genotype", genotype);
@@ -461,7 +289,9 @@ cmd_export(int argc, char **argv)
   } else {
     m.registry = sieve_registry_new();
     sieve_registry_load_default(m.registry, NULL, NULL);
-    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, NULL, "sieve model export", &error);
+    /* Errors about the section point at the flag, as sieve hash's do. */
+    g_autofree char *flag = space ? g_strdup_printf("--space %s", space) : g_strdup("sieve model export");
+    m.space = space_new(m.registry, space ? space : "nb201", NULL, overrides, NULL, flag, &error);
     g_autoptr(SieveGenotype) g = m.space ? sieve_space_parse(m.space, arch, &error) : NULL;
     if (g == NULL || !(m.net = sieve_space_build(m.space, g, &error)))
       return sieve_cli_fail(error);
@@ -491,7 +321,7 @@ cmd_export(int argc, char **argv)
     }
     /* The space's options as validated (defaults included), so that the
      * file builds the same network without these flags. */
-    if (!describe_space(m.weights, m.space, &error))
+    if (!sieve_cli_model_describe_space(m.weights, m.space, &error))
       return sieve_cli_fail(error);
     sieve_weights_set_meta(m.weights, "genotype", text);
   }
@@ -727,9 +557,10 @@ cmd_info(int argc, char **argv)
     if (!g_str_equal(keys[i], "space") && !g_str_equal(keys[i], "space_options") && !g_str_equal(keys[i], "genotype") &&
         !g_str_equal(keys[i], "input") && !g_str_equal(keys[i], "classes") && !g_str_equal(keys[i], "space_files"))
       printf("%s: %s\n", keys[i], sieve_weights_get_meta(m.weights, keys[i]));
-  /* The files' names, not their texts (model_load read them already). */
+  /* The files' names, not their texts (model_load read them already, a
+   * key written twice by an older sieve once). */
   const char *files = sieve_weights_get_meta(m.weights, "space_files");
-  g_autoptr(SieveNode) map = files ? sieve_node_parse_string(files, -1, "space_files", NULL) : NULL;
+  g_autoptr(SieveNode) map = files ? sieve__node_parse_string_repeats(files, "space_files", NULL) : NULL;
   for (guint i = 0; map && i < sieve_node_size(map); i++)
     printf("space_file: %s (%zu bytes)\n", sieve_node_text(sieve_node_nth_key(map, i)),
            strlen(sieve_node_text(sieve_node_nth(map, i))));

@@ -132,7 +132,9 @@ static SieveSpace *
 space_open(SieveRegistry *registry, const char *name, char **overrides, SieveShape in, guint classes,
            const char *in_origin, GError **error)
 {
-  g_autoptr(SieveNode) root = sieve_node_new_map("sieve proxies", 1, 1);
+  /* Errors about the section point at the flag (a flag has no line). */
+  g_autofree char *flag = g_strdup_printf("--space %s", name);
+  g_autoptr(SieveNode) root = sieve_node_new_map(flag, 0, 0);
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {

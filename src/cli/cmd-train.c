@@ -166,7 +166,8 @@ sieve_cmd_train(int argc, char **argv)
   g_array_set_clear_func(given, given_clear);
   g_autoptr(SieveNode) root = sieve_node_new_map("sieve train", 0, 0);
   set_value(root, "name", "train", TRUE, NULL);
-  SieveNode *space_map = sieve_node_new_map("sieve train", 0, 0);
+  g_autofree char *space_flag = space ? g_strdup_printf("--space %s", space) : g_strdup("sieve train");
+  SieveNode *space_map = sieve_node_new_map(space_flag, 0, 0); /* what is wrong with it: said at --space */
   sieve_node_map_set(root, "space", space_map);
   given_add(given, "space", "plugin", set_value(space_map, "plugin", space ? space : "nb201", TRUE, "--space"),
             space != NULL);

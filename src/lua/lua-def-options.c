@@ -21,15 +21,21 @@ static const SieveOptionType option_type_values[] = {
     SIEVE_OPTION_TYPE_CHOICE, SIEVE_OPTION_TYPE_PATH, SIEVE_OPTION_TYPE_STRING_LIST, SIEVE_OPTION_TYPE_NODE,
 };
 
-/* The YAML text of a Lua default (transfer full), as YAML reads it back: a
- * string double-quoted with escapes (a plain "a: b", "#x" or "- x" would be
- * a map, a comment, a list), infinities and NaN as .inf/-.inf/.nan.  Raises,
+/* The YAML text of a Lua default or probe value (transfer full), as YAML
+ * reads it back: a string double-quoted with escapes (a plain "a: b", "#x"
+ * or "- x" would be a map, a comment, a list), except for a bool, int or
+ * float option, where the text is the value, as it always was ({type =
+ * "int", default = "5"}, probe = {C = "4"}: quoted, it would be a string,
+ * which the option refuses); infinities and NaN as .inf/-.inf/.nan.  Raises,
  * naming the option, when the value has none (a function, a table with
  * mixed keys ...) rather than leave the option without its default. */
 static char *
 default_text(lua_State *L, int idx, const SieveLuaDef *def, const SieveOptionSpec *o, gboolean probe)
 {
   const char *name = o->name;
+  if ((o->type == SIEVE_OPTION_TYPE_BOOL || o->type == SIEVE_OPTION_TYPE_INT || o->type == SIEVE_OPTION_TYPE_FLOAT) &&
+      lua_type(L, idx) == LUA_TSTRING)
+    return g_strdup(lua_tostring(L, idx));
   /* A float or int option refuses NaN (sieve/options.h: no option takes
    * "not a number" to mean something), its default and its probe value
    * too: said here, at the line of the register_* call even when pcall
@@ -102,13 +108,7 @@ read_option(lua_State *L, SieveLuaDef *def, const char *name, int idx, SieveOpti
       luaL_error(L, "option '%s' of '%s': unknown type '%s' (bool, int, float, string, choice, path, strings, any)",
                  name, def->name, type);
     o->type = option_type_values[k];
-    gboolean scalar = o->type == SIEVE_OPTION_TYPE_BOOL || o->type == SIEVE_OPTION_TYPE_INT ||
-                      o->type == SIEVE_OPTION_TYPE_FLOAT;
-    if (scalar && lua_type(L, dflt) == LUA_TSTRING)
-      /* {type = "int", default = "5"}: the text is the value, as it always
-       * was (quoted, it would be a string, which an int refuses). */
-      o->default_text = sieve__lua_def_keep(def, g_strdup(lua_tostring(L, dflt)));
-    else if (!lua_isnil(L, dflt))
+    if (!lua_isnil(L, dflt))
       o->default_text = sieve__lua_def_keep(def, default_text(L, dflt, def, o, FALSE));
     else if (o->type != SIEVE_OPTION_TYPE_NODE && o->type != SIEVE_OPTION_TYPE_STRING_LIST)
       o->flags |= SIEVE_OPTION_REQUIRED;

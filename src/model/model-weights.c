@@ -452,6 +452,12 @@ sieve_weights_decode(GBytes *bytes, const char *origin, GError **error)
         " (truncated?)", n, size - 8);
     return NULL;
   }
+  /* No JSON holds a NUL byte; the widened copy below would be read up to
+   * one, the rest ignored. */
+  if (memchr(p + 8, '\0', n) != NULL) {
+    bad(error, origin, "its JSON header holds a NUL byte");
+    return NULL;
+  }
   g_autoptr(JsonParser) parser = json_parser_new();
   GError *local = NULL;
   g_autofree char *widened = sieve_json_widen_integers((const char *)p + 8, (gssize)n);

@@ -67,6 +67,18 @@ class TestNumericOptions(sieve_cli.Workdir):
                  "--batch -3: expected a whole number from 1 to 65536")
         self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--threads", "-1"], "--threads -1: expected")
 
+    def test_latency_flags_of_another_mode(self):
+        # A flag that would do nothing in the mode given is refused (README), not ignored: --samples
+        # and --seed draw --table's candidates, --predict adds to a candidate's measurement.
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        for args, message in [(["--arch", arch, "--samples", "5"], "--samples and --seed draw the candidates of --table"),
+                              (["--arch", arch, "--seed", "3"], "--samples and --seed draw the candidates of --table"),
+                              (["--table", "--predict"], "--predict goes with --arch or --arch-file")]:
+            p = sieve("latency", "--space", "nb201", *args, "--max-seconds", "0.01")
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(f"sieve latency: {message}", p.stderr)
+            self.assertEqual(p.stdout, "")
+
 
 class TestNamesAndMessages(sieve_cli.Workdir):
     """Bug hunt, item 8: an empty store, a name that moves or hides the
@@ -101,6 +113,15 @@ class TestNamesAndMessages(sieve_cli.Workdir):
                   self.path("m.onnx"), check=2)
         self.assertIn("sieve: --set space.C=[1 (column 3 of the value): did not find expected ',' or ']'", p.stderr)
         self.assertNotIn(":1:", p.stderr)
+        # ... and its --space as hash's (it said "sieve model export:1:1: ...").
+        p = sieve("model", "export", "--space", "hpo", "--arch", "x", "-o", self.path("m.onnx"), check=2)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
+        p = sieve("proxies", "--space", "hpo", "--proxies", "naswot", "x", check=2)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
+        self.assertNotIn(":1:", p.stderr)
+        p = sieve("train", "--space", "hpo", "--arch", "x", check=2)
+        self.assertIn("sieve: --space hpo: space 'hpo' needs", p.stderr)
         store = self.path("f.sieve")
         sieve("run", self.write("o.yaml", CONFIG), "--store", store, "-q", check=0)
         p = sieve("final", store, check=2)

@@ -311,4 +311,22 @@ T.test("a string or non-finite default reads back as written (quoted YAML, .inf,
            refused)
 end)
 
+T.test("a probe value given as text for a number option is that number, as a default is", function()
+  -- probe = {width = "2"} reads as the int 2 (it did, and then read as the string "2", which the
+  -- int option refused when the functional hash built the probe).
+  for _, probe in ipairs({{width = "2", scale = "0.5", bias = "true"}, {width = 2, scale = 0.5, bias = true}}) do
+    local name = "probe-text-" .. (math.type(probe.width) or "text")
+    sieve.register_space{name = name, options = {width = 8, scale = 1.0, bias = false}, probe = probe,
+      create = function(self, b) b:int("k", 1, 2) end,
+      build = function(self, g)
+        local n = sieve.graph.new("p")
+        local x = n:conv2d(n:input(1, 4, 4), {out = self.options.width, kernel = 1, bias = self.options.bias})
+        return n:finish(n:linear(n:global_avg_pool(x), {out = 2}))
+      end}
+    local space = sieve.space(name)
+    local g = space:genotype({k = 1})
+    T.eq(#tostring(space:hash(g, "functional")), 32, name)
+  end
+end)
+
 T.done()

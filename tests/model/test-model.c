@@ -226,11 +226,11 @@ test_broken_files(void)
   g_clear_error(&error);
 }
 
-/* A safetensors file of one 1-float tensor "a" whose header is json. */
+/* A safetensors file of one 1-float tensor "a" whose header is the n
+ * bytes of json. */
 static SieveWeights *
-decode_header(const char *json, GError **error)
+decode_header_n(const char *json, guint64 n, GError **error)
 {
-  guint64 n = strlen(json);
   g_autoptr(GByteArray) bytes = g_byte_array_new();
   guint64 le = GUINT64_TO_LE(n);
   float v = 2;
@@ -239,6 +239,12 @@ decode_header(const char *json, GError **error)
   g_byte_array_append(bytes, (const guint8 *) &v, 4);
   g_autoptr(GBytes) file = g_bytes_new(bytes->data, bytes->len);
   return sieve_weights_decode(file, "big.safetensors", error);
+}
+
+static SieveWeights *
+decode_header(const char *json, GError **error)
+{
+  return decode_header_n(json, strlen(json), error);
 }
 
 /* json-glib wraps an integer beyond 64 bits without a word: the shape
@@ -262,6 +268,15 @@ test_header_numbers(void)
     g_assert_null(w);
     g_assert_nonnull(strstr(error->message, "big.safetensors"));
     g_assert_nonnull(strstr(error->message, "tensor 'a'"));
+    g_clear_error(&error);
+  }
+  /* A NUL byte is no JSON: refused, also where an integer after it is
+   * widened (the widened copy was read up to the NUL, the rest ignored). */
+  const char nul[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}\0 99999999999999999999999 ";
+  for (guint big = 0; big < 2; big++) {
+    g_autoptr(SieveWeights) w = decode_header_n(nul, big ? sizeof nul - 1 : strlen(nul) + 4, &error);
+    g_assert_null(w);
+    g_assert_nonnull(strstr(error->message, "big.safetensors"));
     g_clear_error(&error);
   }
 }

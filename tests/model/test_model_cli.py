@@ -205,7 +205,11 @@ class ModelCli(unittest.TestCase):
         twice = json.dumps({script: text})[:-1] + "," + json.dumps({script: text})[1:]
         old = self.path("two-parts-old.safetensors")
         self.rewrite_meta(out, old, lambda meta: meta.update(space_files=twice))
-        self.assertIn(f"genotype: {arch}", sieve("model", "info", old, check=0).stdout)
+        info = sieve("model", "info", old, check=0).stdout
+        self.assertIn(f"genotype: {arch}", info)
+        # ... and lists the file, once (it listed none: its own parse refused the repeated key).
+        self.assertEqual([l for l in info.splitlines() if l.startswith("space_file: ")],
+                         [f"space_file: {script} ({len(text.encode())} bytes)"])
         other = json.dumps({script: text})[:-1] + "," + json.dumps({script: text + "-- edited\n"})[1:]
         bad = self.path("two-parts-bad.safetensors")
         self.rewrite_meta(out, bad, lambda meta: meta.update(space_files=other))
@@ -238,6 +242,57 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
         self.assertIn(f"genotype: {arch}", info)
         self.assertEqual(os.listdir(tmp), [])
+
+    def test_hostile_space_files(self):
+        # space_files comes from whoever wrote the file: a key naming a FIFO or a device is never read
+        # (comparing it with the text blocked for ever on a FIFO, or filled memory from /dev/zero), and a
+        # key that is not an absolute file path is refused where it is.
+        good = self.path("hostile-good.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", good, check=0)
+        fifo = self.path("hostile.fifo")
+        os.mkfifo(fifo)
+        tmp = self.path("hostile-tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        quiet = self.path("hostile-fifo.safetensors")
+        self.rewrite_meta(good, quiet, lambda meta: meta.update(space_files=json.dumps({fifo: "x: 1\n"})))
+        info = sieve("model", "info", quiet, check=0, timeout=60, env=env).stdout
+        self.assertIn(f"genotype: {self.rows[self.kept[0]]['genotype']}", info)
+        self.assertEqual(os.listdir(tmp), [])
+        for key in ("recipe.yaml", "/x/..", "/", ""):
+            bad = self.path("hostile-key.safetensors")
+            self.rewrite_meta(good, bad, lambda meta: meta.update(space_files=json.dumps({key: "x: 1\n"})))
+            p = sieve("model", "info", bad, timeout=60, env=env)
+            self.assertEqual(p.returncode, 2, (key, p.stderr))
+            self.assertIn("hostile-key.safetensors (metadata space_files):1:2: ", p.stderr)
+            self.assertIn(f"expected an absolute file path as the key, got {json.dumps(key)}", p.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+
+    def test_model_file_scripts_run_without_grants(self):
+        # A model file carries its Lua space's script (space_files) and the grants its options give it:
+        # a file from anyone must not run a command when it is read. Its scripts run in the bare
+        # sandbox, as a viewer runs a store's: one that asks for a grant is refused (it ran this one
+        # with `os`, and the command ran).
+        folder = self.path("grants")
+        os.mkdir(folder)
+        marker = self.path("grants-ran")
+        script = os.path.join(folder, "ev.lua")
+        with open(script, "w") as f:
+            f.write(f'if os.execute then os.execute("touch {marker}") end\n'
+                    'sieve.register_space{name = "ev", create = function(self, b) b:float("lr", 0.01, 0.1) end}\n')
+        arch = self.rows[self.kept[0]]["genotype"] + ";lr=0.05"
+        parts = ("space.parts=[{plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}, "
+                 f"{{plugin: lua, script: {script}, lua: {{allow: [os]}}}}]")
+        out = self.path("grants.safetensors")
+        sieve("model", "export", "--space", "compose", "--set", parts, "--arch", arch, "-o", out, check=0)
+        self.assertTrue(os.path.exists(marker), "the command line granted os to the export")
+        os.remove(marker)
+        shutil.rmtree(folder)
+        for command in (["info", out], ["eval", out, "--input", self.path("none.npy"), "--output", self.path("o.npy")]):
+            p = sieve("model", *command)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("needs the 'os' grant", p.stderr)
+            self.assertFalse(os.path.exists(marker), "reading the model file ran a command")
 
     def test_weights_file_space_files_not_kept(self):
         # --arch with --weights FILE writes the space it was given: FILE's space_files (of the space

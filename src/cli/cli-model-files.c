@@ -1,0 +1,206 @@
+/* sieve model: the files a model file's space read, in its metadata.
+ *
+ * A model file carries its space's options with every path absolute
+ * (sieve__space_options_json), and in "space_files" a JSON object of what
+ * those files held when it was written ({"/abs/recipe.yaml": "parameters:
+ * ..."}): it builds the same space from any folder, and after the config's
+ * folder is moved or deleted. */
+#include <string.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
+
+#include "cli/cli-private.h"
+#include "core/core-private.h"
+
+/* Files that are not UTF-8 text, or larger than this, are named by their
+ * path only. */
+#define EMBED_MAX (1u << 20)
+
+/* (transfer full) path's bytes when it is a regular file of at most max
+ * bytes, else NULL: a device or a FIFO (which a model file's space_files
+ * may name) is never read, it could block for ever or fill memory. */
+static char *
+read_regular(const char *path, gsize max, gsize *size)
+{
+  GStatBuf st;
+  char *text = NULL;
+  if (g_stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (guint64)st.st_size > max ||
+      !g_file_get_contents(path, &text, size, NULL))
+    return NULL;
+  if (*size > max)
+    g_clear_pointer(&text, g_free); /* it grew since */
+  return text;
+}
+
+static void
+describe_files(SieveWeights *w, const SieveSpace *space)
+{
+  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
+  sieve__space_add_files(space, paths);
+  g_autoptr(GString) out = g_string_new("{");
+  for (guint i = 0; i < paths->len; i++) {
+    gsize size = 0;
+    g_autofree char *text = read_regular(paths->pdata[i], EMBED_MAX, &size);
+    if (text == NULL || strlen(text) != size || !g_utf8_validate(text, (gssize)size, NULL))
+      continue;
+    if (out->len > 1)
+      g_string_append_c(out, ',');
+    sieve_json_append_string(out, paths->pdata[i]);
+    g_string_append_c(out, ':');
+    sieve_json_append_string(out, text);
+  }
+  g_string_append_c(out, '}');
+  /* None: no key, not the one a loaded file (--weights) carried. */
+  sieve_weights_set_meta(w, "space_files", out->len > 2 ? out->str : NULL);
+}
+
+gboolean
+sieve_cli_model_describe_space(SieveWeights *w, const SieveSpace *space, GError **error)
+{
+  g_autofree char *options = sieve__space_options_json(space, error);
+  if (options == NULL)
+    return FALSE;
+  sieve_weights_set_meta(w, "space", sieve_space_get_name(space));
+  sieve_weights_set_meta(w, "space_options", options);
+  describe_files(w, space);
+  return TRUE;
+}
+
+void
+sieve_cli_restored_clear(SieveCliRestored *r)
+{
+  GHashTableIter it;
+  gpointer copy;
+  if (r->copies != NULL)
+    g_hash_table_iter_init(&it, r->copies);
+  while (r->copies != NULL && g_hash_table_iter_next(&it, NULL, &copy)) {
+    g_unlink(copy);
+    g_autofree char *parent = g_path_get_dirname(copy);
+    g_rmdir(parent);
+  }
+  if (r->dir != NULL)
+    g_rmdir(r->dir);
+  g_clear_pointer(&r->copies, g_hash_table_unref);
+  g_clear_pointer(&r->dir, g_free);
+}
+
+gboolean
+sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origin, GError **error)
+{
+  r->copies = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  /* A file twice under one key (files an older sieve wrote when two parts
+   * read it) is read once. */
+  g_autoptr(SieveNode) files = sieve__node_parse_string_repeats(json, origin, error);
+  if (files == NULL)
+    return FALSE;
+  if (sieve_node_kind(files) != SIEVE_NODE_MAP) {
+    sieve_node_set_error(error, files, "expected a JSON object of files and their texts");
+    return FALSE;
+  }
+  for (guint i = 0; i < sieve_node_size(files); i++) {
+    const char *path = sieve_node_text(sieve_node_nth_key(files, i));
+    const SieveNode *value = sieve_node_nth(files, i);
+    /* sieve writes absolute paths of files: anything else (a relative
+     * path would also match option values that are no path) is refused. */
+    g_autofree char *base = g_path_get_basename(path);
+    if (!g_path_is_absolute(path) || g_str_equal(base, G_DIR_SEPARATOR_S) || g_str_equal(base, ".") ||
+        g_str_equal(base, "..")) {
+      g_autofree char *quoted = g_strescape(path, NULL);
+      sieve_node_set_error(error, sieve_node_nth_key(files, i), "expected an absolute file path as the key, got \"%s\"",
+                           quoted);
+      return FALSE;
+    }
+    if (sieve_node_kind(value) != SIEVE_NODE_SCALAR || !sieve_node_is_quoted(value)) {
+      sieve_node_set_error(error, value, "expected the text of %s as a string", path);
+      return FALSE;
+    }
+    const char *text = sieve_node_text(value);
+    gsize size = 0;
+    g_autofree char *here = read_regular(path, strlen(text), &size);
+    if (here != NULL && size == strlen(text) && memcmp(here, text, size) == 0)
+      continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
+    if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
+      return FALSE;
+    g_autofree char *number = g_strdup_printf("%u", i);
+    g_autofree char *folder = g_build_filename(r->dir, number, NULL);
+    char *copy = g_build_filename(folder, base, NULL);
+    g_hash_table_insert(r->copies, g_strdup(path), copy);
+    if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
+      if (error && *error == NULL)
+        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Every path of node's tree that r copied, the copy's. */
+static void
+point_to_copies(SieveNode *node, GHashTable *copies)
+{
+  if (node->kind == SIEVE_NODE_SCALAR) {
+    const char *copy = node->quoted ? g_hash_table_lookup(copies, node->text) : NULL;
+    if (copy != NULL) {
+      g_free(node->text);
+      node->text = g_strdup(copy);
+    }
+    return;
+  }
+  for (guint i = 0; i < node->values->len; i++)
+    point_to_copies(node->values->pdata[i], copies);
+}
+
+/* A Lua space (map: its options) whose script r copied: the script's own
+ * folder, where it still is, added to require's folders (lua.path), so
+ * that the modules it requires beside it are found from the copy.  Those
+ * modules are not in the file: they are read as they are now. */
+static void
+add_script_folder(SieveNode *map, GHashTable *copies)
+{
+  const SieveNode *script = sieve_node_lookup(map, "script");
+  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted || !g_hash_table_contains(copies, script->text))
+    return;
+  g_autofree char *dir = g_path_get_dirname(script->text);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return;
+  SieveNode *lua = (SieveNode *)sieve_node_lookup(map, "lua");
+  if (lua == NULL || sieve_node_is_null(lua)) {
+    lua = sieve_node_new_map(map->origin, map->line, map->column);
+    sieve_node_map_set(map, "lua", lua);
+  }
+  if (lua->kind != SIEVE_NODE_MAP)
+    return; /* refused as it is by the option's check */
+  SieveNode *path = (SieveNode *)sieve_node_lookup(lua, "path");
+  if (path == NULL || sieve_node_is_null(path)) {
+    path = sieve_node_new_list(map->origin, map->line, map->column);
+    sieve_node_map_set(lua, "path", path);
+  }
+  if (path->kind == SIEVE_NODE_LIST)
+    sieve_node_list_append(path, sieve_node_new_scalar(dir, TRUE, map->origin, map->line, map->column));
+}
+
+/* add_script_folder for node (options of a Lua space when lua) and every
+ * part of it that names plugin lua. */
+static void
+add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
+{
+  if (node->kind == SIEVE_NODE_SCALAR)
+    return;
+  if (node->kind == SIEVE_NODE_MAP && lua)
+    add_script_folder(node, copies);
+  for (guint i = 0; i < node->values->len; i++) {
+    SieveNode *child = node->values->pdata[i];
+    const SieveNode *plugin = child->kind == SIEVE_NODE_MAP ? sieve_node_lookup(child, "plugin") : NULL;
+    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, copies);
+  }
+}
+
+void
+sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean lua)
+{
+  if (r == NULL || r->copies == NULL)
+    return;
+  add_script_folders(options, lua, r->copies);
+  point_to_copies(options, r->copies);
+}
