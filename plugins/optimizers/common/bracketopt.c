@@ -131,7 +131,13 @@ opt_bracketopt_tell(gpointer instance, const SieveCandidate *candidate, const Si
                     const double *objectives, GError **error)
 {
   BracketOpt *self = instance;
-  double fitness = opt_fitness(objectives[0]);
+  /* A pruned trial's value was measured below its rung's fidelity (the
+   * step the pruner stopped it at): no evidence at the rung, so it ranks
+   * with the failed ones and is never promoted, as in asha (Optuna's
+   * samplers, too, rank a pruned trial below every completed one). */
+  SieveStatus status = sieve_result_get_status(result);
+  gboolean measured = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  double fitness = measured ? opt_fitness(objectives[0]) : -INFINITY;
   if (!opt_brackets_tell(&self->brackets, candidate, fitness))
     return TRUE; /* not one of ours (nothing to learn for the schedule) */
   if (self->method == OPT_BRACKETS_BOHB) {

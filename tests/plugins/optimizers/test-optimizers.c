@@ -637,9 +637,8 @@ test_bohb_model(void)
  * configuration rejected unless its x < 0.2: one rejected is never asked
  * again, and the good ones still reach the full fidelity. */
 static void
-test_brackets_rejected(gconstpointer data)
+brackets_never_promote(const char *name, SieveStatus status, double bad_objective)
 {
-  const char *name = data;
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
   static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
   GError *error = NULL;
@@ -655,13 +654,14 @@ test_brackets_rejected(gconstpointer data)
     SieveCandidate *c = out->pdata[0];
     const char *text = sieve_candidate_get_text(c);
     if (g_hash_table_contains(rejected, text))
-      g_error("%s: %s was rejected, and asked again at fidelity %g", name, text, sieve_candidate_get_fidelity(c));
+      g_error("%s: %s was %s, and asked again at fidelity %g", name, text, sieve_status_to_string(status),
+              sieve_candidate_get_fidelity(c));
     double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
     g_autoptr(SieveResult) r = sieve_result_new();
     double objective = -x;
     if (x >= 0.2) {
-      sieve_result_set_status(r, SIEVE_STATUS_REJECTED);
-      objective = NAN;
+      sieve_result_set_status(r, status);
+      objective = bad_objective;
       g_hash_table_add(rejected, g_strdup(text));
       n_rejected++;
     }
@@ -669,9 +669,25 @@ test_brackets_rejected(gconstpointer data)
     g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
     g_assert_no_error(error);
   }
-  g_test_message("%s: %u rejected, %u at the full fidelity", name, n_rejected, full);
+  g_test_message("%s: %u %s, %u at the full fidelity", name, n_rejected, sieve_status_to_string(status), full);
   g_assert_cmpuint(n_rejected, >, 60);
   g_assert_cmpuint(full, >, 0);
+}
+
+static void
+test_brackets_rejected(gconstpointer data)
+{
+  brackets_never_promote(data, SIEVE_STATUS_REJECTED, NAN);
+}
+
+/* A pruned trial is told its last value, measured at the step the pruner
+ * stopped it, below its rung's fidelity: however good that value (here
+ * better than any finished one's), it is no evidence at the rung and the
+ * configuration is never promoted (the pruner stopped it). */
+static void
+test_brackets_pruned(gconstpointer data)
+{
+  brackets_never_promote(data, SIEVE_STATUS_PRUNED, 10.0);
 }
 
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
@@ -1186,6 +1202,10 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/hyperband/rejected", "hyperband", test_brackets_rejected);
   g_test_add_data_func("/optimizers/bohb/rejected", "bohb", test_brackets_rejected);
   g_test_add_data_func("/optimizers/asha/rejected", "asha", test_brackets_rejected);
+  g_test_add_data_func("/optimizers/successive-halving/pruned", "successive_halving", test_brackets_pruned);
+  g_test_add_data_func("/optimizers/hyperband/pruned", "hyperband", test_brackets_pruned);
+  g_test_add_data_func("/optimizers/bohb/pruned", "bohb", test_brackets_pruned);
+  g_test_add_data_func("/optimizers/asha/pruned", "asha", test_brackets_pruned);
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
