@@ -64,6 +64,11 @@ struct _SieveEngine {
   SieveProxyBatch *screen_batch; /* the screen's batch of real examples, NULL: random */
   guint queue_in_flight;         /* > 0: evaluations go to the store's queue (sieve_engine_set_queue) */
   SievePruner *pruner;           /* the experiment's pruner, NULL: none */
+  /* tell_order: trial with a pruner: trial -> the completed trials it is
+   * judged against (gint64 in pointers), of the trials asked and not
+   * finished, saved with each ask (state "pruner_seen") so that a resumed
+   * trial is judged as it would have been; NULL otherwise. */
+  GHashTable *pruner_seen;
   SieveConstrainer *constrainer; /* metrics before evaluation and constraints, NULL: none */
   gboolean scripts_known;        /* scripts computed (on the first cache key) */
   char *scripts;                 /* the cache key's scripts line, NULL: none (sieve__study_key_changed_scripts) */
@@ -80,6 +85,8 @@ struct Proposal {
   gboolean screened_in;             /* past the screen: goes to the evaluator */
   gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
   gboolean counted;                 /* resumed: its place in the runs "in a row" is counted (resume_trials) */
+  gint64 seen;                      /* tell_order: trial: the completed trials the pruner judges it against,
+                                     * fixed when it was asked; -1: not fixed (a store from before) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
   GPtrArray *waiters;               /* Proposal*: duplicates answered with its result (owned, nullable) */
 };
@@ -127,6 +134,7 @@ proposal_new(SieveCandidate *candidate)
 {
   Proposal *p = g_new0(Proposal, 1);
   p->candidate = candidate;
+  p->seen = -1;
   return p;
 }
 
@@ -203,6 +211,8 @@ sieve_engine_free(SieveEngine *engine)
     g_ptr_array_unref(engine->shared);
   sieve_proxy_batch_free(engine->screen_batch);
   sieve_pruner_free(engine->pruner);
+  if (engine->pruner_seen)
+    g_hash_table_unref(engine->pruner_seen);
   sieve_constrainer_free(engine->constrainer);
   g_free(engine->scripts);
   g_free(engine);
@@ -817,6 +827,22 @@ save_optimizer(SieveEngine *engine, GError **error)
   return state != NULL && sieve_store_save_state(engine->store, "optimizer", state, error);
 }
 
+/* The pending trials' pruner references (engine->pruner_seen) as a{xx}. */
+static gboolean
+save_pruner_seen(SieveEngine *engine, GError **error)
+{
+  if (engine->pruner_seen == NULL)
+    return TRUE;
+  GVariantBuilder b;
+  g_variant_builder_init(&b, G_VARIANT_TYPE("a{xx}"));
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, engine->pruner_seen);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_variant_builder_add(&b, "{xx}", (gint64) GPOINTER_TO_SIZE(k), (gint64) GPOINTER_TO_SIZE(v));
+  return sieve_store_save_state(engine->store, "pruner_seen", g_variant_builder_end(&b), error);
+}
+
 /* Stores a finished trial and tells the optimizer, inside the caller's
  * transaction. */
 static gboolean
@@ -825,6 +851,8 @@ record(SieveEngine *engine, const Proposal *p, const SieveResult *result, double
 {
   double told[engine->exp->n_objectives];
   sieve_engine_oriented_objectives(engine->exp, result, told);
+  if (engine->pruner_seen)
+    g_hash_table_remove(engine->pruner_seen, GSIZE_TO_POINTER((gsize) proposal_number(p)));
   return sieve_store_finish_trial(engine->store, proposal_number(p), result, started, finished, worker,
                                   cached_from, error) &&
          sieve_optimizer_tell(engine->optimizer, p->candidate, result, told, error);
@@ -952,7 +980,17 @@ ask_and_store(RunState *rs, guint n, GPtrArray *out, GError **error)
         !sieve_store_set_trial_hash(engine->store, number, sieve_dedupe_hash_name(engine->hash_kind), p->hash, error))
       goto fail;
   }
-  if (!save_optimizer(engine, error) || !sieve_store_commit(engine->store, error))
+  if (engine->pruner_seen != NULL) {
+    /* Fixed now, in the transaction that stores them: the trials told so
+     * far, as the optimizer that asked had been told. */
+    gint64 seen = sieve_pruner_count_completed(engine->pruner);
+    for (guint i = 0; i < proposals->len; i++) {
+      Proposal *p = proposals->pdata[i];
+      p->seen = seen;
+      g_hash_table_insert(engine->pruner_seen, GSIZE_TO_POINTER((gsize) proposal_number(p)), GSIZE_TO_POINTER((gsize) seen));
+    }
+  }
+  if (!save_optimizer(engine, error) || !save_pruner_seen(engine, error) || !sieve_store_commit(engine->store, error))
     goto fail;
   rs->proposals += proposals->len;
   for (guint i = 0; i < proposals->len; i++) {
@@ -1686,6 +1724,30 @@ resume_pending(RunState *rs, const SieveTrial *t, GError **error)
   return p;
 }
 
+/* The pending trials' pruner references as the last ask saved them
+ * (save_pruner_seen); *out stays NULL when none were saved (a store from
+ * before, or tell_order: completion): such trials are judged as dispatched. */
+static gboolean
+load_pruner_seen(SieveEngine *engine, GHashTable **out, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(GVariant) state = sieve_store_load_state(engine->store, "pruner_seen", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (state == NULL || !g_variant_is_of_type(state, G_VARIANT_TYPE("a{xx}")))
+    return TRUE;
+  *out = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GVariantIter it;
+  gint64 trial, seen;
+  g_variant_iter_init(&it, state);
+  while (g_variant_iter_next(&it, "{xx}", &trial, &seen))
+    if (trial >= 0 && seen >= 0)
+      g_hash_table_insert(*out, GSIZE_TO_POINTER((gsize) trial), GSIZE_TO_POINTER((gsize) seen));
+  return TRUE;
+}
+
 /* What the store holds from earlier runs: counts, the best, and the pending
  * trials, which go through the stages again before anything new is asked. */
 static gboolean
@@ -1697,6 +1759,9 @@ resume_trials(RunState *rs, GError **error)
     return FALSE;
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   gint64 n_ok = 0, n_failed = 0;
+  g_autoptr(GHashTable) seen = NULL;
+  if (engine->pruner != NULL && !load_pruner_seen(engine, &seen, error))
+    return FALSE;
   /* A pending trial before the last one finished went through the stages
    * in the live run (a batch is admitted whole before the next ask):
    * counted in the runs "in a row" here, at its place; those after it
@@ -1752,6 +1817,9 @@ resume_trials(RunState *rs, GError **error)
       n_failed++; /* stored failed now */
       continue;
     }
+    gpointer fixed;
+    if (seen != NULL && g_hash_table_lookup_extended(seen, GSIZE_TO_POINTER((gsize) t->number), NULL, &fixed))
+      p->seen = (gint64) GPOINTER_TO_SIZE(fixed);
     g_ptr_array_add(pending, p);
     /* As admit meets it: a duplicate of a pending trial before it waits
      * for that one (a hit); any other passed dedupe. */
@@ -2038,6 +2106,16 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     pool = g_thread_pool_new(pool_func, &pool_data, (gint) workers, FALSE, NULL);
   GQueue dispatched = G_QUEUE_INIT; /* Job* under way, in dispatch order (tell_order: trial) */
   gboolean in_order = workers > 1 && exp->tell_in_order;
+  if (in_order && engine->pruner != NULL && !queued) {
+    /* The resumed pending trials keep the references they were asked with. */
+    engine->pruner_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (GList *l = rs.ready.head; l != NULL; l = l->next) {
+      const Proposal *p = l->data;
+      if (p->seen >= 0)
+        g_hash_table_insert(engine->pruner_seen, GSIZE_TO_POINTER((gsize) proposal_number(p)),
+                            GSIZE_TO_POINTER((gsize) p->seen));
+    }
+  }
 
   /* The evaluations queued since the last ask, in one transaction: the
    * workers see them all at once, for one commit. */
@@ -2086,7 +2164,9 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
        * was dispatched, which the order of tells fixes (the optimizer that
        * asked for it had been told the same), not against whichever
        * finished while it ran: the same decisions in every run. */
-      job->seen = in_order && job->pruner != NULL ? sieve_pruner_count_completed(job->pruner) : G_MAXINT64;
+      job->seen = !in_order || job->pruner == NULL ? G_MAXINT64
+                  : job->proposal->seen >= 0     ? job->proposal->seen
+                                                 : sieve_pruner_count_completed(job->pruner);
       if (progress)
         sieve_candidate_set_report_func(job->proposal->candidate, report_activity, progress);
       sieve_candidate_set_workers(job->proposal->candidate, workers);

@@ -184,6 +184,36 @@ class TrainingAware(unittest.TestCase):
         self.assertEqual(statuses["1.5"], ["ok", "ok", "pruned"])
         self.assertEqual(statuses["0"], statuses["1.5"])
 
+    def test_tell_order_trial_pruning_survives_sigkill(self):
+        """tell_order: trial, 2 workers, killed with SIGKILL while trial 1 (bad, slow) runs and after trial 0
+        (good) was stored: the resumed trial 1 is judged against the trials completed when it was asked (none),
+        as in a run that was not killed (ok), not against trial 0, which completed while it ran (pruned)."""
+        cfg, store = self.program_study(
+            "orderkill", "import sys, json, time\nreq = json.load(sys.stdin)\nt = req['trial']\n"
+            "v = 0.9 if t == 0 else 0.1\n"
+            "if t == 1: time.sleep(2)\n"
+            "for s in range(1, 4):\n"
+            "    print(json.dumps({'intermediate': {'step': s, 'value': v}}), flush=True)\n"
+            "print(json.dumps({'val_acc': v}), flush=True)\n",
+            "pruner: {kind: median, startup_trials: 1}\nbudget: {evaluations: 3}\nworkers: 2\n"
+            "tell_order: trial\nseed: 1\n")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store, "--quiet"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        done = []
+        while time.time() < deadline and not done:
+            time.sleep(0.1)
+            if os.path.exists(store):
+                try:
+                    done = [t["number"] for t in rows(store) if t["status"] != "pending"]
+                except AssertionError:
+                    continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.assertEqual(done, ["0"], "the kill did not come while trial 1 ran")
+        sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0)
+        self.assertEqual([t["status"] for t in rows(store)], ["ok", "ok", "pruned"])
+
     def test_many_reports_are_judged_quickly(self):
         """40,000 reports under a patience pruner: each judged in O(1) amortised (1.7 s here; copying and
         sorting the curve at each report took 89 to 250 s, past this test's 60 s)."""
