@@ -2160,10 +2160,11 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
       Job *job = g_new0(Job, 1);
       job->proposal = g_queue_pop_head(&rs.ready);
       job->pruner = engine->pruner;
-      /* tell_order: trial: judged against the trials completed before it
-       * was dispatched, which the order of tells fixes (the optimizer that
-       * asked for it had been told the same), not against whichever
-       * finished while it ran: the same decisions in every run. */
+      /* tell_order: trial: judged against the trials completed when it
+       * was asked (ask_and_store), which the order of tells fixes (the
+       * optimizer that asked for it had been told the same), not against
+       * whichever finished while it ran: the same decisions in every run,
+       * a resumed one too. */
       job->seen = !in_order || job->pruner == NULL ? G_MAXINT64
                   : job->proposal->seen >= 0     ? job->proposal->seen
                                                  : sieve_pruner_count_completed(job->pruner);
