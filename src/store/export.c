@@ -446,8 +446,13 @@ sieve_store_export_intermediate(SieveStore *store, SieveExportFormat format, GOu
       g_string_append_printf(buf, "%s{\"trial\":%" G_GINT64_FORMAT ",\"step\":%" G_GINT64_FORMAT ",\"fidelity\":",
                              i ? "," : "", v->trial, v->step);
       json_real(buf, v->fidelity);
+      /* A value is a metric: NaN (a diverged training's, which the pruners
+       * read as such) is "nan", not null, as the trials' export writes it. */
       g_string_append(buf, ",\"value\":");
-      json_real(buf, v->value);
+      if (isfinite(v->value))
+        sieve_text_append_double(buf, v->value);
+      else
+        sieve_json_append_string(buf, non_finite_name(v->value));
       g_string_append_c(buf, '}');
     }
     if (buf->len > FLUSH_AT && !flush(store, out, buf, error))

@@ -5,6 +5,7 @@ process per trial), a malformed progress line, a pruner on an evaluator
 that reports nothing, and a pruned study killed with SIGKILL and resumed."""
 import csv
 import io
+import json
 import os
 import signal
 import subprocess
@@ -124,6 +125,21 @@ class TrainingAware(unittest.TestCase):
         self.assertIn('{"intermediate": {"step": "two"', trials[0]["reason"])
         # What came before the bad line is kept.
         self.assertEqual(len(rows(store, "--intermediate")), 2)
+
+    def test_non_finite_values_export(self):
+        """A diverged training's values (NaN, +-Infinity, as Python prints them) are stored and exported as
+        the trials' non-finite metrics are: nan, inf, -inf in CSV, and the same strings in JSON (not null,
+        which reads as a missing value)."""
+        cfg, store = self.program_study(
+            "nonfinite", "import sys, json\njson.load(sys.stdin)\n"
+            "for s, v in enumerate([0.5, float('nan'), float('inf'), float('-inf')]):\n"
+            "    print(json.dumps({'intermediate': {'step': s, 'value': v}}), flush=True)\n"
+            "print(json.dumps({'val_acc': 0.5}), flush=True)\n",
+            "budget: {evaluations: 1}\n")
+        sieve("run", cfg, "--store", store, "--quiet", check=0)
+        self.assertEqual([c["value"] for c in rows(store, "--intermediate")], ["0.5", "nan", "inf", "-inf"])
+        out = sieve("export", store, "--intermediate", "--format", "json", check=0).stdout
+        self.assertEqual([c["value"] for c in json.loads(out)], [0.5, "nan", "inf", "-inf"])
 
     def test_pruner_needs_intermediate_values(self):
         cfg = os.path.join(self.dir, "fn.yaml")
