@@ -386,6 +386,18 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
                            sieve_component_get_name(experiment->evaluator.component));
       return NULL;
     }
+    /* A pruner ranks trials by one metric; with several objectives a trial
+     * bad at the first may be on the Pareto front (fast, small), and a
+     * pruned one has none of the others: Optuna refuses trial.report in a
+     * multi-objective study, and so do we. */
+    if (experiment->n_objectives > 1) {
+      sieve_node_set_error(error, experiment->pruner,
+                           "a pruner judges one objective, and this study has %u: a trial it would stop for its '%s' "
+                           "may be on the Pareto front of the others (Optuna refuses intermediate values in "
+                           "multi-objective studies too); remove the pruner or keep one objective",
+                           experiment->n_objectives, experiment->objectives[0].metric);
+      return NULL;
+    }
     /* The pruner judges the objective's values and a pruned trial stores
      * its last one under the objective's name: they must be that metric's. */
     const char *objective = experiment->objectives[0].metric;

@@ -179,6 +179,23 @@ class TrainingAware(unittest.TestCase):
                 self.assertIn(f"{cfg}:5:", p.stderr)
                 self.assertIn(wanted, p.stderr)
 
+    def test_pruner_with_several_objectives_is_refused(self):
+        """A pruner judges the first objective only: with several, it would stop trials on the Pareto front of
+        the others (and store them without those objectives). A config error at the pruner's line, as Optuna
+        refuses trial.report in a multi-objective study; nothing is stored."""
+        cfg, store = self.program_study(
+            "pareto", "import sys, json\njson.load(sys.stdin)\nprint(json.dumps({'val_acc': 0.5, 'ms': 1}))\n",
+            "pruner: {kind: median}\nbudget: {evaluations: 1}\n")
+        with open(cfg) as f:
+            text = f.read().replace("objective: {metric: val_acc}",
+                                    "objective: [{metric: val_acc}, {metric: ms, direction: minimize}]")
+        with open(cfg, "w") as f:
+            f.write(text)
+        p = sieve("run", cfg, "--store", store, check=2)
+        self.assertIn(f"{cfg}:5:", p.stderr)
+        self.assertIn("a pruner judges one objective, and this study has 2", p.stderr)
+        self.assertFalse(os.path.exists(store))
+
     def test_tell_order_trial_makes_pruning_reproducible(self):
         """tell_order: trial with 2 workers: trial 1 (bad) runs beside trial 0 (good), slowly or not; it is
         judged against the trials completed before it was dispatched (none), not against trial 0 if that
