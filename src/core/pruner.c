@@ -242,7 +242,11 @@ percentile_of(Reference *r, guint count, double q, gint64 min_count)
   const double *v = (const double *) r->sorted->data;
   double pos = q / 100.0 * (n - 1);
   guint lo = (guint) floor(pos), hi = MIN(lo + 1, n - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+  /* numpy's _lerp, to the last bit: from the upper value when the weight
+   * is >= 0.5 (a + d t and b - d (1 - t) round differently, and a trial's
+   * value equal to the percentile is kept, not pruned). */
+  double d = v[hi] - v[lo], t = pos - lo;
+  return t >= 0.5 ? v[hi] - d * (1 - t) : v[lo] + d * t;
 }
 
 /* Whether a is better than b in the objective's direction, NaN the worst
