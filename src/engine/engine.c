@@ -501,13 +501,21 @@ add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  for (guint i = 0, j = 0; i < values->len; i = j) {
-    gint64 trial = g_array_index(values, SieveIntermediate, i).trial;
-    for (j = i; j < values->len && g_array_index(values, SieveIntermediate, j).trial == trial; j++)
-      ;
-    const SieveTrial *t = trial >= 0 && trial < (gint64) trials->len ? trials->pdata[trial] : NULL;
-    if (t != NULL && t->number == trial && t->status == SIEVE_STATUS_OK)
-      sieve_pruner_add_completed(pruner, &g_array_index(values, SieveIntermediate, i), j - i);
+  /* Every trial that finished OK, in trial order, with the values it
+   * reported (sorted by trial, then step), none included: one that
+   * reported none counts towards startup_trials as it did when it
+   * completed, and the order numbers the references (tell_order: trial). */
+  guint i = 0;
+  for (guint k = 0; k < trials->len; k++) {
+    const SieveTrial *t = trials->pdata[k];
+    while (i < values->len && g_array_index(values, SieveIntermediate, i).trial < t->number)
+      i++;
+    guint j = i;
+    while (j < values->len && g_array_index(values, SieveIntermediate, j).trial == t->number)
+      j++;
+    if (t->status == SIEVE_STATUS_OK)
+      sieve_pruner_add_completed(pruner, j > i ? &g_array_index(values, SieveIntermediate, i) : NULL, j - i);
+    i = j;
   }
   return TRUE;
 }

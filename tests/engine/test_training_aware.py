@@ -247,6 +247,26 @@ class TrainingAware(unittest.TestCase):
         sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0)
         self.assertEqual([t["status"] for t in rows(store)], ["ok", "ok", "pruned"])
 
+    def test_resume_counts_completed_trials_without_values(self):
+        """A trial that completed without reporting a value counts towards startup_trials (as Optuna counts
+        every completed trial), in the run that completed it and in a resumed one alike: trial 2 is judged,
+        and pruned, after a resume as it is in one run."""
+        program = ("import sys, json\nreq = json.load(sys.stdin)\nt = req['trial']\nv = 0.1 if t == 2 else 0.9\n"
+                   "if t > 0: print(json.dumps({'intermediate': {'step': 1, 'value': v}}), flush=True)\n"
+                   "print(json.dumps({'intermediate': {'step': 2, 'value': v}}) if t > 0 else '', flush=True)\n"
+                   "print(json.dumps({'val_acc': v}), flush=True)\n")
+        statuses = {}
+        for name, runs in (("whole", [["--set", "budget.evaluations=3"]]),
+                           ("resumed", [["--set", "budget.evaluations=2"],
+                                        ["--set", "budget.evaluations=3", "--resume"]])):
+            cfg, store = self.program_study(name, program, "pruner: {kind: median, startup_trials: 2}\nseed: 1\n"
+                                            "budget: {evaluations: 3}\n")
+            for args in runs:
+                sieve("run", cfg, "--store", store, "--quiet", *args, check=0)
+            statuses[name] = [t["status"] for t in rows(store)]
+        self.assertEqual(statuses["whole"], ["ok", "ok", "pruned"])
+        self.assertEqual(statuses["resumed"], statuses["whole"])
+
     def test_many_reports_are_judged_quickly(self):
         """40,000 reports under a patience pruner: each judged in O(1) amortised (1.7 s here; copying and
         sorting the curve at each report took 89 to 250 s, past this test's 60 s)."""
