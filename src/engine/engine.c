@@ -1193,9 +1193,10 @@ finish_told(RunState *rs, Job *job)
   gboolean ok = sieve_result_get_status(result) == SIEVE_STATUS_OK;
   gint64 number = proposal_number(p);
   rs->evaluations++;
-  if (ok && engine->pruner != NULL && job->intermediate != NULL)
-    sieve_pruner_add_completed(engine->pruner, (const SieveIntermediate *) job->intermediate->data,
-                               job->intermediate->len);
+  if (ok && engine->pruner != NULL) /* one that reported nothing counts too, as add_completed_curves */
+    sieve_pruner_add_completed(engine->pruner,
+                               job->intermediate ? (const SieveIntermediate *) job->intermediate->data : NULL,
+                               job->intermediate ? job->intermediate->len : 0);
   double objective = sieve_engine_objective(engine->exp, result);
   note_best(rs, number, sieve_candidate_get_fidelity(p->candidate), objective);
   if (rs->progress && rs->best_number >= 0)
