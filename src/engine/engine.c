@@ -596,6 +596,18 @@ last_intermediate(const Job *job)
   return n ? &g_array_index(job->intermediate, SieveIntermediate, n - 1) : NULL;
 }
 
+/* An evaluator told to stop may end with an error, as an Optuna objective
+ * raises TrialPruned (a Lua evaluator's error("pruned") once c.report
+ * returned false): the trial is pruned, not the study's fatal error. */
+static gboolean
+stopped_by_error(const Job *job, SieveResult **result, GError **error)
+{
+  if (*result != NULL || !job->pruned || last_intermediate(job) == NULL)
+    return FALSE;
+  g_clear_error(error);
+  return TRUE;
+}
+
 /* A trial the pruner stopped: stored as pruned with its last value as the
  * objective's metric (sieve_engine_new refused a pruner on an evaluator
  * whose intermediate values are another metric's) and the step it reached, whatever the evaluator
@@ -655,6 +667,8 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
   if (one_at_a_time)
     g_mutex_unlock(&serial);
   sieve_candidate_free(c);
+  if (stopped_by_error(&job, &result, error))
+    result = sieve_result_new();
   job.result = result;
   if (result != NULL && job.pruned && last_intermediate(&job) != NULL)
     mark_pruned(engine->exp, &job);
@@ -675,6 +689,8 @@ run_job(Job *job, SieveEvaluator *evaluator)
   job->started = g_get_real_time() / 1e6;
   job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
   job->finished = g_get_real_time() / 1e6;
+  if (stopped_by_error(job, &job->result, &job->error))
+    job->result = sieve_result_new();
   sieve_candidate_set_intermediate_func(job->proposal->candidate, NULL, NULL);
 }
 

@@ -211,6 +211,22 @@ T.test("values reported after the pruner's stop are not kept: the trial is store
   T.truthy(pruned > 0, "some trials were pruned")
 end)
 
+T.test("an evaluator that stops with an error once told to stop (Optuna's TrialPruned) is pruned, the study goes on",
+       function()
+  local study = sieve.run(fixtures .. "/pruned.yaml", {store = scratch_store("pruned-raising"),
+                                                       set = {["evaluator.raise_on_stop"] = true}})
+  local pruned = 0
+  for t in study:trials() do
+    if t.status == "pruned" then
+      pruned = pruned + 1
+      T.truthy(t.reason:find("^pruned at step %d"), t.reason)
+    end
+  end
+  T.truthy(pruned > 0, "some trials were pruned")
+  T.eq(study:count(), 12, "the whole budget ran")
+  T.eq(study:count("failed"), 0)
+end)
+
 T.test("a Lua space's number ranges stay finite and exact", function()
   local n = 0
   local function space_with(decl)
