@@ -37,6 +37,14 @@ pruner: {kind: percentile, percentile: 1, startup_trials: 1}
 objective: {metric: val_acc, direction: maximize}
 budget: {evaluations: 5}
 """ + EVALUATOR
+STOPPED = """name: stopped
+seed: 5
+space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}
+optimizer: {plugin: successive_halving, eta: 2}
+pruner: {kind: patience, patience: 0}
+objective: {metric: val_acc, direction: maximize}
+budget: {evaluations: 3}
+""" + EVALUATOR.replace("min_epochs: 0.25", "min_epochs: 0.5")
 COMPARED = ("number", "status", "genotype", "fidelity", "val_acc", "train_loss", "train_acc")
 
 
@@ -88,6 +96,18 @@ class TestContinuation(Workdir):
         for r in rows:
             if r["status"] == "ok":
                 self.assertEqual(float(r["epochs_run"]), 1.0, r)
+
+    def test_a_pruned_training_keeps_no_state(self):
+        """A training the pruner stopped below the full fidelity is never promoted: no state of it stays in
+        state_dir (one file each, before), only those of the configurations that finished their rung."""
+        cfg = self.write_config("stopped.yaml", STOPPED % {"states": self.path("s-states"), "every": 1})
+        store = self.path("stopped.sieve")
+        self.run_until(cfg, store, resume=False)
+        rows = export_rows(store)
+        pruned = [r for r in rows if r["status"] == "pruned"]
+        self.assertTrue(pruned, "no training was pruned: the test shows nothing")
+        ok = [r for r in rows if r["status"] == "ok" and float(r["fidelity"]) < 1]
+        self.assertEqual(len(os.listdir(self.path("s-states"))), len({r["genotype"] for r in ok}), rows)
 
 
 if __name__ == "__main__":

@@ -753,8 +753,11 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   }
   if (from)
     state_free(from);
+  /* A training the pruner stopped is never promoted (asha ranks it last,
+   * the bracket optimizers never promote it): its state, and the one it
+   * continued from, would only fill memory or state_dir. */
   if (trained && self->continuation)
-    state_put(self, key, o.epochs, next);
+    state_put(self, key, o.epochs, reporter.stopped ? NULL : next);
   g_autoptr(GBytes) weights = g_steal_pointer(&reporter.weights);
   if (!trained) {
     if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||
