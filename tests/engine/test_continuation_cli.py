@@ -79,13 +79,18 @@ class TestContinuation(Workdir):
             self.assertLess(float(r["epochs_run"]), float(r["fidelity"]), r)
         self.assertEqual(len(os.listdir(self.path("states"))), 3)
 
-    def test_pruned_training_counts_what_it_ran(self):
-        cfg = self.write_config("pruned.yaml", PRUNED % {"states": self.path("p-states"), "every": 2})
-        store = self.path("pruned.sieve")
+    def pruned_study(self, name, template, every):
+        """Runs template's study (states in NAME-states) to its end: its trials, and the pruned ones."""
+        cfg = self.write_config(name + ".yaml", template % {"states": self.path(name + "-states"), "every": every})
+        store = self.path(name + ".sieve")
         self.run_until(cfg, store, resume=False)
         rows = export_rows(store)
         pruned = [r for r in rows if r["status"] == "pruned"]
         self.assertTrue(pruned, "no training was pruned: the test shows nothing")
+        return rows, pruned
+
+    def test_pruned_training_counts_what_it_ran(self):
+        rows, pruned = self.pruned_study("pruned", PRUNED, 2)
         for r in pruned:
             steps = float(r["step"])
             self.assertLess(steps, 8, r)
@@ -100,14 +105,9 @@ class TestContinuation(Workdir):
     def test_a_pruned_training_keeps_no_state(self):
         """A training the pruner stopped below the full fidelity is never promoted: no state of it stays in
         state_dir (one file each, before), only those of the configurations that finished their rung."""
-        cfg = self.write_config("stopped.yaml", STOPPED % {"states": self.path("s-states"), "every": 1})
-        store = self.path("stopped.sieve")
-        self.run_until(cfg, store, resume=False)
-        rows = export_rows(store)
-        pruned = [r for r in rows if r["status"] == "pruned"]
-        self.assertTrue(pruned, "no training was pruned: the test shows nothing")
+        rows, _ = self.pruned_study("stopped", STOPPED, 1)
         ok = [r for r in rows if r["status"] == "ok" and float(r["fidelity"]) < 1]
-        self.assertEqual(len(os.listdir(self.path("s-states"))), len({r["genotype"] for r in ok}), rows)
+        self.assertEqual(len(os.listdir(self.path("stopped-states"))), len({r["genotype"] for r in ok}), rows)
 
 
 if __name__ == "__main__":
