@@ -1855,8 +1855,13 @@ resume_trials(RunState *rs, GError **error)
       continue;
     }
     gpointer fixed;
-    if (seen != NULL && g_hash_table_lookup_extended(seen, GSIZE_TO_POINTER((gsize) t->number), NULL, &fixed))
+    if (seen != NULL && g_hash_table_lookup_extended(seen, GSIZE_TO_POINTER((gsize) t->number), NULL, &fixed)) {
       p->seen = (gint64) GPOINTER_TO_SIZE(fixed);
+      /* Kept for the next ask's save, whatever happens to the proposal (a duplicate waits). */
+      if (engine->pruner_seen == NULL)
+        engine->pruner_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+      g_hash_table_insert(engine->pruner_seen, GSIZE_TO_POINTER((gsize) t->number), fixed);
+    }
     g_ptr_array_add(pending, p);
     /* As admit meets it: a duplicate of a pending trial before it waits
      * for that one (a hit); any other passed dedupe. */
@@ -2143,16 +2148,13 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     pool = g_thread_pool_new(pool_func, &pool_data, (gint) workers, FALSE, NULL);
   GQueue dispatched = G_QUEUE_INIT; /* Job* under way, in dispatch order (tell_order: trial) */
   gboolean in_order = workers > 1 && exp->tell_in_order;
+  /* The references of the pending trials resumed (resume_trials), and of
+   * those asked from now on, are kept only where they are used. */
   if (in_order && engine->pruner != NULL && !queued) {
-    /* The resumed pending trials keep the references they were asked with. */
-    engine->pruner_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (GList *l = rs.ready.head; l != NULL; l = l->next) {
-      const Proposal *p = l->data;
-      if (p->seen >= 0)
-        g_hash_table_insert(engine->pruner_seen, GSIZE_TO_POINTER((gsize) proposal_number(p)),
-                            GSIZE_TO_POINTER((gsize) p->seen));
-    }
-  }
+    if (engine->pruner_seen == NULL)
+      engine->pruner_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  } else
+    g_clear_pointer(&engine->pruner_seen, g_hash_table_unref);
 
   /* The evaluations queued since the last ask, in one transaction: the
    * workers see them all at once, for one commit. */
