@@ -172,6 +172,22 @@ class TestTrainFlags(sieve_cli.Workdir):
             p = self.train("--batch", "0", "--set", section)
             self.assertIn("sieve: --batch 0: option 'batch_size' expects an integer in [1, 65536], got 0", p.stderr)
 
+    def test_other_evaluator_gets_its_own_defaults(self):
+        """sieve train's defaults (dataset: fashion-mnist) are the train
+        evaluator's: a --set that makes the evaluator another plugin runs it
+        with its own (latency has no dataset option and was refused: "sieve
+        train's default dataset: unknown option 'dataset'"); a flag that the
+        evaluator lacks is refused naming the flag."""
+        for section in ("evaluator={plugin: latency, max_seconds: 0.2}", "evaluator=latency"):
+            p = self.train("--set", section, "--set", "evaluator.max_seconds=0.2", check=0)
+            summary = json.loads(p.stdout)
+            self.assertEqual(summary["status"], "ok")
+            self.assertGreater(summary["latency_ms"], 0)
+            self.assertEqual(summary["threads"], 1)
+        p = self.train("--set", "evaluator=latency", "--epochs", "2")
+        self.assertIn("sieve: --epochs 2: unknown option 'epochs' for evaluator 'latency'", p.stderr)
+        self.assertEqual(p.stdout, "")
+
 
 def iris_like(path, rows=40, labels=None):
     """A small CSV of four features and a label column, as iris.csv."""
