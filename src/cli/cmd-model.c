@@ -129,7 +129,9 @@ model_load(Model *m, const char *path, GError **error)
    * the bare sandbox, within a viewer's limits (10 s a call, 1 GiB), as
    * sieve report runs a store's.  The caps hold for the rest of the
    * process. */
-  sieve_lua_limit_process(0);
+  sieve_lua_limit_process(0, "sieve model runs a model file's Lua with no grants, whatever its space asks for: "
+                             "a file whose space's script needs one cannot be read; export the network from a "
+                             "space whose script needs none");
   sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   m->weights = sieve_weights_load(path, error);
   return m->weights != NULL && model_build(m, path, error);

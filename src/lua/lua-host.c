@@ -43,9 +43,15 @@ sieve_lua_allow_name(guint bit)
   return "?";
 }
 
+/* What the user can do when a script asks for a grant the cap lacks (the
+ * first caller's; NULL: `sieve lua --allow NAME`). */
+static const char *process_hint;
+
 void
-sieve_lua_limit_process(guint grants)
+sieve_lua_limit_process(guint grants, const char *hint)
 {
+  if (hint != NULL && process_hint == NULL)
+    process_hint = hint;
   g_atomic_int_and(&process_grants, grants);
 }
 
@@ -77,10 +83,13 @@ sieve__lua_grant_ceiling(void)
   return ceiling;
 }
 
+/* capped: the process's cap lacks bit (not only the script's grants). */
 static char *
-grant_hint(gboolean from_config, guint bit)
+grant_hint(gboolean from_config, gboolean capped, guint bit)
 {
   const char *name = sieve_lua_allow_name(bit);
+  if (capped && process_hint != NULL)
+    return g_strdup(process_hint);
   return from_config ? g_strdup_printf("lua: {allow: [%s]} in the config that starts the script", name)
                      : g_strdup_printf("sieve lua --allow %s", name);
 }
@@ -90,7 +99,8 @@ sieve__lua_host_check_grant(SieveLuaHost *host, guint bit, const char *what, GEr
 {
   if ((host->settings.allow & bit) && (sieve__lua_grant_ceiling() & bit))
     return TRUE;
-  g_autofree char *hint = grant_hint(host->settings.from_config, bit);
+  g_autofree char *hint =
+      grant_hint(host->settings.from_config, (host->settings.allow & bit) && !(sieve__lua_grant_ceiling() & bit), bit);
   g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s needs the '%s' grant, which this script was not given (%s)",
               what, sieve_lua_allow_name(bit), hint);
   return FALSE;
@@ -522,7 +532,8 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
     guint bit = missing & -missing;
     /* The grants of whoever starts this host: the running script's, or
      * the process's (sieve lua). */
-    g_autofree char *hint = grant_hint(running_host ? running_host->settings.from_config : FALSE, bit);
+    g_autofree char *hint = grant_hint(running_host ? running_host->settings.from_config : FALSE,
+                                       !(g_atomic_int_get(&process_grants) & bit), bit);
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "a Lua sandbox that allows %s needs the '%s' grant, which this script was not given (%s)",
                 sieve_lua_allow_name(bit), sieve_lua_allow_name(bit), hint);

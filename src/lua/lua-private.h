@@ -115,8 +115,10 @@ SIEVE_INTERNAL_API const char *sieve_lua_allow_name(guint bit);
 /* Caps every Lua host this process makes from now on at grants (the bits
  * only ever go: a later call cannot give one back).  `sieve lua` calls it
  * with the script's grants, so nothing the script starts, in any thread,
- * can hold more. */
-SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants);
+ * can hold more.  hint (static, nullable; the first one given stays) says
+ * in an error what the user can do when a script asks for a grant the cap
+ * lacks; NULL: "sieve lua --allow NAME". */
+SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants, const char *hint);
 /* Caps every Lua host this process makes from now on at seconds per call
  * and memory bytes per state, whatever its settings say (0, no limit,
  * included): for viewers of stores from anyone.  Call before any host

@@ -292,6 +292,11 @@ class ModelCli(unittest.TestCase):
             p = sieve("model", *command)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("needs the 'os' grant", p.stderr)
+            # The hint fits the command (it said "(sieve lua --allow os)", which a model file cannot use).
+            self.assertIn("(sieve model runs a model file's Lua with no grants, whatever its space asks for: a file "
+                          "whose space's script needs one cannot be read; export the network from a space whose "
+                          "script needs none)", p.stderr)
+            self.assertNotIn("sieve lua", p.stderr)
             self.assertFalse(os.path.exists(marker), "reading the model file ran a command")
 
     def test_weights_file_space_files_not_kept(self):
