@@ -12,6 +12,7 @@
 
 #include "cli/cli-private.h"
 #include "core/core-private.h"
+#include "lua/lua-private.h"
 
 /* Files that are not UTF-8 text, or larger than this, are named by their
  * path only. */
@@ -38,6 +39,7 @@ describe_files(SieveWeights *w, const SieveSpace *space)
 {
   g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
   sieve__space_add_files(space, paths);
+  sieve_lua_space_add_modules(space, paths);
   g_autoptr(GString) out = g_string_new("{");
   for (guint i = 0; i < paths->len; i++) {
     gsize size = 0;
@@ -76,13 +78,33 @@ sieve_cli_restored_clear(SieveCliRestored *r)
     g_hash_table_iter_init(&it, r->copies);
   while (r->copies != NULL && g_hash_table_iter_next(&it, NULL, &copy)) {
     g_unlink(copy);
+    /* Its folders up to r->dir, those left empty. */
     g_autofree char *parent = g_path_get_dirname(copy);
-    g_rmdir(parent);
+    while (g_str_has_prefix(parent, r->dir) && strlen(parent) > strlen(r->dir) && g_rmdir(parent) == 0) {
+      char *up = g_path_get_dirname(parent);
+      g_free(parent);
+      parent = up;
+    }
   }
   if (r->dir != NULL)
     g_rmdir(r->dir);
   g_clear_pointer(&r->copies, g_hash_table_unref);
   g_clear_pointer(&r->dir, g_free);
+}
+
+/* Writes text to r->dir + path, its folders made as needed. */
+static gboolean
+write_copy(SieveCliRestored *r, const char *path, const char *text, GError **error)
+{
+  char *copy = g_build_filename(r->dir, path, NULL);
+  g_hash_table_insert(r->copies, g_strdup(path), copy);
+  g_autofree char *folder = g_path_get_dirname(copy);
+  if (g_mkdir_with_parents(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
+    if (error && *error == NULL)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 gboolean
@@ -98,14 +120,16 @@ sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origi
     sieve_node_set_error(error, files, "expected a JSON object of files and their texts");
     return FALSE;
   }
+  gboolean all_here = TRUE;
   for (guint i = 0; i < sieve_node_size(files); i++) {
     const char *path = sieve_node_text(sieve_node_nth_key(files, i));
     const SieveNode *value = sieve_node_nth(files, i);
-    /* sieve writes absolute paths of files: anything else (a relative
-     * path would also match option values that are no path) is refused. */
-    g_autofree char *base = g_path_get_basename(path);
-    if (!g_path_is_absolute(path) || g_str_equal(base, G_DIR_SEPARATOR_S) || g_str_equal(base, ".") ||
-        g_str_equal(base, "..")) {
+    /* sieve writes absolute paths of files, with no "." or ".." in them
+     * (their copies go to the same path under a private folder): anything
+     * else (a relative path would also match option values that are no
+     * path) is refused. */
+    g_autofree char *clean = g_canonicalize_filename(path, G_DIR_SEPARATOR_S);
+    if (!g_path_is_absolute(path) || !g_str_equal(clean, path) || g_str_equal(path, G_DIR_SEPARATOR_S)) {
       g_autofree char *quoted = g_strescape(path, NULL);
       sieve_node_set_error(error, sieve_node_nth_key(files, i), "expected an absolute file path as the key, got \"%s\"",
                            quoted);
@@ -118,20 +142,20 @@ sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origi
     const char *text = sieve_node_text(value);
     gsize size = 0;
     g_autofree char *here = read_regular(path, strlen(text), &size);
-    if (here != NULL && size == strlen(text) && memcmp(here, text, size) == 0)
-      continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
-    if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
-      return FALSE;
-    g_autofree char *number = g_strdup_printf("%u", i);
-    g_autofree char *folder = g_build_filename(r->dir, number, NULL);
-    char *copy = g_build_filename(folder, base, NULL);
-    g_hash_table_insert(r->copies, g_strdup(path), copy);
-    if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
-      if (error && *error == NULL)
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
-      return FALSE;
-    }
+    all_here = all_here && here != NULL && size == strlen(text) && memcmp(here, text, size) == 0;
   }
+  /* Every file unchanged: read in place.  Else all of them from the copies,
+   * each at its path under a private folder, so that a Lua script's copy
+   * finds the copies of the modules it required beside it (a script edited
+   * here with its modules, or the other way round, never mixes the two). */
+  if (all_here)
+    return TRUE;
+  if ((r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
+    return FALSE;
+  for (guint i = 0; i < sieve_node_size(files); i++)
+    if (!g_hash_table_contains(r->copies, sieve_node_text(sieve_node_nth_key(files, i))) &&
+        !write_copy(r, sieve_node_text(sieve_node_nth_key(files, i)), sieve_node_text(sieve_node_nth(files, i)), error))
+      return FALSE;
   return TRUE;
 }
 

@@ -159,7 +159,13 @@ describe_origin(SieveWeights *w, const SieveExperiment *exp, const char *genotyp
                 gint64 number, GError **error)
 {
   g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, error);
-  if (space == NULL || !sieve_cli_model_describe_space(w, space, error))
+  if (space == NULL)
+    return FALSE;
+  /* Built once, so that the modules a Lua space's build requires are
+   * among those the file carries. */
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, genotype, error);
+  g_autoptr(SieveGraph) net = g ? sieve_space_build(space, g, error) : NULL;
+  if (net == NULL || !sieve_cli_model_describe_space(w, space, error))
     return FALSE;
   g_autofree char *n = g_strdup_printf("%" G_GINT64_FORMAT, number);
   sieve_weights_set_meta(w, "genotype", genotype);

@@ -522,6 +522,7 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
   host->registry = registry;
   host->thread = g_thread_self();
   host->require_dirs = g_ptr_array_new_with_free_func(g_free);
+  host->required = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; host->settings.paths && host->settings.paths[i]; i++)
     g_ptr_array_add(host->require_dirs, g_strdup(host->settings.paths[i]));
   g_ptr_array_add(host->require_dirs, sieve__lua_project_dir());
@@ -569,6 +570,8 @@ sieve_lua_host_free(SieveLuaHost *host)
     lua_close(host->L); /* runs every __gc and __close: the C objects go with it */
   if (host->require_dirs)
     g_ptr_array_unref(host->require_dirs);
+  if (host->required)
+    g_ptr_array_unref(host->required);
   sieve_registry_free(host->own_registry);
   sieve_lua_settings_clear(&host->settings);
   g_free(host->main_chunk);

@@ -139,3 +139,36 @@ sieve__lua_impl_space_class_init(SieveLuaDef *def)
   def->builtin_klass = def->klass;
   def->builtin_klass.probe_options = (const char *const *) def->builtin_probe;
 }
+
+/* The modules of one builtin `lua` space's host under its script's folder. */
+static void
+add_host_modules(const SieveSpace *space, GPtrArray *paths)
+{
+  const SieveLuaInstance *inst = sieve_space_get_instance(space);
+  const SieveLuaHost *host = inst ? (inst->own_host ? inst->own_host : inst->host) : NULL;
+  if (host == NULL || host->main_chunk == NULL || host->required == NULL)
+    return;
+  g_autofree char *dir = g_path_get_dirname(host->main_chunk);
+  g_autofree char *canonical = g_canonicalize_filename(dir, NULL);
+  g_autofree char *prefix = g_str_has_suffix(canonical, G_DIR_SEPARATOR_S)
+                                ? g_strdup(canonical)
+                                : g_strconcat(canonical, G_DIR_SEPARATOR_S, NULL);
+  for (guint i = 0; i < host->required->len; i++) {
+    const char *path = host->required->pdata[i];
+    g_autofree char *clean = g_canonicalize_filename(path, NULL);
+    if (g_str_has_prefix(clean, prefix) && !g_ptr_array_find_with_equal_func(paths, clean, g_str_equal, NULL))
+      g_ptr_array_add(paths, g_steal_pointer(&clean));
+  }
+}
+
+void
+sieve_lua_space_add_modules(const SieveSpace *space, GPtrArray *paths)
+{
+  g_return_if_fail(space != NULL && paths != NULL);
+  /* The builtin space's name is `lua`, and its instance a SieveLuaInstance
+   * with a host of its own (sieve__lua_builtin_instance_new). */
+  if (g_strcmp0(sieve_space_get_name(space), "lua") == 0)
+    add_host_modules(space, paths);
+  for (guint k = 0; sieve__space_part(space, k) != NULL; k++)
+    sieve_lua_space_add_modules(sieve__space_part(space, k), paths);
+}

@@ -215,6 +215,12 @@ SIEVE_INTERNAL_API void sieve_lua_register_static(void);
 /* TRUE for the builtin `lua` components, whose section takes a `lua:`
  * sandbox map that defaults to the experiment's. */
 SIEVE_INTERNAL_API gboolean sieve_lua_component_is_builtin(const SieveComponent *component);
+/* Appends (char*, owned) the Lua modules that the scripts of space's
+ * builtin `lua` parts (space itself included) have required so far from
+ * their own folder or a folder below it, each once: what a model file
+ * carries beside the script (the project's lua/ and lua.path folders are
+ * not the script's). */
+SIEVE_INTERNAL_API void sieve_lua_space_add_modules(const SieveSpace *space, GPtrArray *paths);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLuaHost, sieve_lua_host_free)
 
@@ -248,6 +254,7 @@ struct _SieveLuaHost {
   SieveRegistry *registry;     /* borrowed, or own_registry */
   SieveRegistry *own_registry; /* (nullable) */
   GPtrArray *require_dirs;     /* char* absolute, searched in order */
+  GPtrArray *required;         /* char*: the files require loaded (restricted_searcher), in order */
   /* memory cap (lua_Alloc wrapper) */
   guint64 mem_used, mem_peak;
   gboolean mem_exceeded;

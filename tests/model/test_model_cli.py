@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -101,9 +102,21 @@ class ModelCli(unittest.TestCase):
         # YAML text) and the options left unset (null) read back, so the file builds its network again.
         # The script is named relative to the config, in a folder of its own, and the store is read
         # from another working folder: relative paths are the config's (meta config_dir).
-        os.mkdir(self.path("cfg"))
-        shutil.copy(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua"),
-                    self.path(os.path.join("cfg", "space.lua")))
+        # The script requires a module beside it as it loads, and another below its folder as it builds:
+        # the file carries both, and builds its network and runs a forward pass after the config's
+        # folder is deleted (it carried the script alone, and require found neither).
+        os.makedirs(self.path(os.path.join("cfg", "lib")))
+        with open(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")) as f:
+            body = f.read()
+        modules = {"helper.lua": "return {x = 1}\n", os.path.join("lib", "late.lua"): "return {y = 2}\n"}
+        for name, text in modules.items():
+            with open(self.path(os.path.join("cfg", name)), "w") as f:
+                f.write(text)
+        with open(self.path(os.path.join("cfg", "space.lua")), "w") as f:
+            f.write('assert(require("helper").x == 1)\nlocal register = sieve.register_space\n'
+                    'sieve.register_space = function(def)\n  local build = def.build\n'
+                    '  def.build = function(self, g) assert(require("lib.late").y == 2) return build(self, g) end\n'
+                    '  return register(def)\nend\n' + body)
         with open(self.path(os.path.join("cfg", "lua.yaml")), "w") as f:
             f.write(CONFIG.replace("name: tiny", "name: lua").replace(
                 "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
@@ -117,6 +130,26 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", out, check=0).stdout
         self.assertIn(f"genotype: {row['genotype']}", info)
         self.assertIn(f"parameters: {int(float(row['params']))}", info)
+        cfg = os.path.realpath(self.path("cfg"))
+        for name, text in modules.items():
+            self.assertIn(f"space_file: {os.path.join(cfg, name)} ({len(text)} bytes)", info)
+        x = self.path("lua-x.npy")
+        with open(x, "wb") as f:  # numpy's .npy format 1.0: two 1x28x28 images
+            header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 28, 28), }"
+            header += " " * (-(len(header) + 11) % 64) + "\n"
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+            f.write(struct.pack("<1568f", *(i % 97 / 97 - 0.5 for i in range(1568))))
+        y = [self.path("lua-y0.npy"), self.path("lua-y1.npy")]
+        sieve("model", "eval", out, "--input", x, "--output", y[0], check=0)
+        shutil.rmtree(cfg)
+        tmp = self.path("lua-tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        self.assertIn(f"genotype: {row['genotype']}", sieve("model", "info", out, check=0, env=env).stdout)
+        sieve("model", "eval", out, "--input", x, "--output", y[1], check=0, env=env)
+        with open(y[0], "rb") as f0, open(y[1], "rb") as f1:
+            self.assertEqual(f0.read(), f1.read())
+        self.assertEqual(os.listdir(tmp), [])
 
     def test_compose_recipe_file_travels(self):
         # A composite space whose recipe part is a file named relative to the config, the store kept in
@@ -239,6 +272,11 @@ class ModelCli(unittest.TestCase):
             f.write("-- edited after the export\n")
         tmp = self.path("req-tmp")
         os.mkdir(tmp)
+        info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
+        self.assertIn(f"genotype: {arch}", info)
+        self.assertEqual(os.listdir(tmp), [])
+        # The module travels in the file too: the folder deleted, the file still builds.
+        shutil.rmtree(folder)
         info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
         self.assertIn(f"genotype: {arch}", info)
         self.assertEqual(os.listdir(tmp), [])
