@@ -82,6 +82,19 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Model, model_clear)
 static SieveRuntime *
 compile_with_weights(const Model *m, guint batch, gboolean backward, const char *origin, GError **error)
 {
+  /* A file holds every parameter of its network (and the running
+   * statistics besides): one with fewer values is for another network,
+   * refused before the runtime allocates and initialises this one (a
+   * 64 KiB file whose metadata named C: 1024 cost 9 GB and a minute). */
+  guint64 needed = sieve_graph_params(m->net), held = sieve_weights_n_elements(m->weights);
+  if (needed > held) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s: holds %" G_GUINT64_FORMAT " values but its network (space %s, genotype %s) has %" G_GUINT64_FORMAT
+                " parameters: the weights are for another network",
+                origin, held, sieve_weights_get_meta(m->weights, "space") ?: "unknown",
+                sieve_weights_get_meta(m->weights, "genotype") ?: "unknown", needed);
+    return NULL;
+  }
   SieveRuntimeOptions ro = {.batch = batch, .backward = backward};
   g_autoptr(SieveRuntime) rt = sieve_runtime_new(m->net, &ro, error);
   if (rt == NULL || !sieve_weights_to_runtime(m->weights, rt, m->net, origin, error))

@@ -62,6 +62,38 @@ class TestModelMetadata(sieve_cli.Workdir):
         info = sieve("model", "info", old, check=0).stdout
         self.assertIn("parameters: ", info)
 
+    def test_metadata_of_a_larger_network_refused_before_allocation(self):
+        """A model file's metadata naming a network far larger than its
+        tensors (C: 1024 over a C: 4 file of 64 KiB) is refused by counting
+        before the runtime allocates it: it took 9 GB and a minute to find
+        the first tensor's shape wrong."""
+        import resource
+        import subprocess
+        g = self.path("small.safetensors")
+        sieve("model", "export", "--space", "nb201", "--arch", NB201_ARCH, *NB201_SMALL, "-o", g, check=0)
+        header, rest = safetensors_meta(g)
+        options = json.loads(header["__metadata__"]["space_options"])
+        options.update(C=1024, N=3)
+        header["__metadata__"]["space_options"] = json.dumps(options)
+        big = self.path("big.safetensors")
+        safetensors_write(big, header, rest)
+        values = 0  # the floats the file holds, from its header's shapes
+        for name, t in header.items():
+            if name != "__metadata__":
+                n = 1
+                for d in t["shape"]:
+                    n *= d
+                values += n
+
+        def cap():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        p = subprocess.run([sieve_cli.SIEVE, "model", "info", big], capture_output=True, text=True, timeout=60,
+                           preexec_fn=cap)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"big.safetensors: holds {values} values but its network (space nb201, genotype {NB201_ARCH}) "
+                      "has ", p.stderr)
+        self.assertIn(" parameters: the weights are for another network", p.stderr)
+
 
 def npy_f32(path, shape, values=None):
     """An .npy of '<f4' as numpy.save writes it."""
