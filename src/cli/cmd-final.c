@@ -176,8 +176,14 @@ sieve_cmd_final(int argc, char **argv)
      * once, at the highest fidelity it reached (not a lucky low rung, nor
      * one configuration twice). */
     g_autoptr(GArray) ranked = sieve_trials_rank(trials, exp->objectives[0].metric, exp->objectives[0].maximize, NULL);
-    for (guint i = 0; i < ranked->len && chosen->len < (guint)best; i++)
-      g_ptr_array_add(chosen, trials->pdata[g_array_index(ranked, guint, i)]);
+    /* Each network once at one fidelity too: a genotype proposed twice (random
+     * search with repeats) was trained twice, the same network. */
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < ranked->len && chosen->len < (guint)best; i++) {
+      SieveTrial *t = trials->pdata[g_array_index(ranked, guint, i)];
+      if (g_hash_table_add(seen, t->genotype))
+        g_ptr_array_add(chosen, t);
+    }
     if (chosen->len == 0) {
       g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no finished trial to train again", path);
       return sieve_cli_fail(error);

@@ -414,6 +414,23 @@ class ModelCli(unittest.TestCase):
         self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
+    def test_final_best_distinct_networks(self):
+        # --best K takes K distinct networks: a genotype two trials evaluated (random search may propose
+        # one again) was trained twice, the same network, and the K-th best network was left out.
+        store = self.path("final-dup.sieve")
+        src = sqlite3.connect(self.store)
+        dst = sqlite3.connect(store)
+        src.backup(dst)
+        src.close()
+        ranked = sorted(self.rows, key=lambda n: (-float(self.rows[n]["val_acc"]), n))
+        # The second best becomes the best's genotype: the third is the next network.
+        dst.execute("UPDATE trials SET genotype = ? WHERE number = ?", (self.rows[ranked[0]]["genotype"], ranked[1]))
+        dst.commit()
+        dst.close()
+        sieve("final", store, "--best", "2", "--epochs", "0.1", "--set", "evaluator.test=false", "-q", check=0)
+        finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
+        self.assertEqual(sorted(f["trial"] for f in finals), sorted([ranked[0], ranked[2]]))
+
     def test_final_killed_and_resumed(self):
         # A copy, so that the other tests see the search alone.
         store = self.path("final.sieve")
