@@ -55,6 +55,10 @@ sieve_lua_limit_process(guint grants, const char *hint)
   g_atomic_int_and(&process_grants, grants);
 }
 
+/* What a limit message says when the process's ceiling is the limit. */
+#define CAPPED_HINT                                                                                                    \
+  "the most this command lets a script from a model file or a store take; its lua: options cannot raise it"
+
 /* The ceilings of sieve_lua_limit_process_calls; 0: none.  Set once, by a
  * viewer's main thread before any host exists. */
 static double process_seconds;
@@ -292,6 +296,11 @@ limit_message(SieveLuaHost *host, lua_State *L)
     return g_strdup_printf("%s: instruction limit exceeded: more than %" G_GINT64_FORMAT
                            " instructions in one call into Lua (raise lua.instructions, or 0 for no limit)",
                            where, host->settings.instructions);
+  /* Under the process's cap (sieve model, report, serve) the options
+   * cannot raise it: say so, not "raise lua.seconds". */
+  if (process_seconds > 0 && host->settings.seconds >= process_seconds)
+    return g_strdup_printf("%s: time limit exceeded: more than %.1f seconds in one call into Lua (%s)", where,
+                           host->settings.seconds, CAPPED_HINT);
   return g_strdup_printf("%s: time limit exceeded: more than %.1f seconds in one call into Lua (raise lua.seconds, "
                          "or 0 for no limit)",
                          where, host->settings.seconds);
@@ -428,6 +437,10 @@ static GError *
 status_error(SieveLuaHost *host, int status)
 {
   const char *msg = lua_tostring(host->L, -1);
+  if (status == LUA_ERRMEM && host->mem_exceeded && process_memory > 0 && host->settings.memory >= process_memory)
+    return g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED,
+                       "%s: memory limit exceeded: the Lua state needed more than %" G_GUINT64_FORMAT " MiB (%s)",
+                       host->main_chunk ? host->main_chunk : "lua", host->settings.memory >> 20, CAPPED_HINT);
   if (status == LUA_ERRMEM && host->mem_exceeded)
     return g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED,
                        "%s: memory limit exceeded: the Lua state needed more than %" G_GUINT64_FORMAT
