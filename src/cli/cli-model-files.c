@@ -228,3 +228,27 @@ sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean
   add_script_folders(options, lua, r->copies);
   point_to_copies(options, r->copies);
 }
+
+gboolean
+sieve_cli_model_check_paths(const SieveNode *node, GError **error)
+{
+  if (node->kind == SIEVE_NODE_SCALAR) {
+    GStatBuf st;
+    /* Any absolute path among the texts: the option tables of the parts
+     * are not known yet, and no other text starts with '/' and names a
+     * FIFO or a device. */
+    if (node->quoted && node->text != NULL && node->text[0] == '/' && g_stat(node->text, &st) == 0 &&
+        !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      sieve_node_set_error(error, node,
+                           "%s is not a regular file (a FIFO, a socket or a device): a model file's space reads "
+                           "regular files only",
+                           node->text);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  for (guint i = 0; i < node->values->len; i++)
+    if (!sieve_cli_model_check_paths(node->values->pdata[i], error))
+      return FALSE;
+  return TRUE;
+}

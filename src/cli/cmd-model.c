@@ -39,6 +39,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
   if (map == NULL)
     return NULL;
   sieve_cli_restored_apply(restored, map, g_str_equal(name, "lua"));
+  if (options_json != NULL && !sieve_cli_model_check_paths(map, error))
+    return NULL;
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {

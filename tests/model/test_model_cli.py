@@ -297,6 +297,18 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", quiet, check=0, timeout=60, env=env).stdout
         self.assertIn(f"genotype: {self.rows[self.kept[0]]['genotype']}", info)
         self.assertEqual(os.listdir(tmp), [])
+        # Nor do the space's options: a path there that names a FIFO or a device is refused at its place
+        # (a Lua script or a recipe file at a FIFO blocked for ever, at /dev/urandom filled memory).
+        for space, options, column in (("lua", {"script": fifo}, 12), ("hpo", {"file": "/dev/urandom"}, 10),
+                                       ("lua", {"script": "/dev/stdin"}, 12)):
+            bad = self.path("hostile-path.safetensors")
+            self.rewrite_meta(good, bad, lambda meta: meta.update(space=space, space_options=json.dumps(options)))
+            p = subprocess.run([SIEVE, "model", "info", bad], capture_output=True, text=True, timeout=60, env=env,
+                               stdin=subprocess.PIPE)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"hostile-path.safetensors (metadata space_options):1:{column}: "
+                          f"{list(options.values())[0]} is not a regular file (a FIFO, a socket or a device): a model "
+                          "file's space reads regular files only", p.stderr)
         for key in ("recipe.yaml", "/x/..", "/", ""):
             bad = self.path("hostile-key.safetensors")
             self.rewrite_meta(good, bad, lambda meta: meta.update(space_files=json.dumps({key: "x: 1\n"})))
