@@ -175,18 +175,17 @@ point_to_copies(SieveNode *node, GHashTable *copies)
     point_to_copies(node->values->pdata[i], copies);
 }
 
-/* A Lua space (map: its options) whose script r copied: the script's own
- * folder, where it still is, added to require's folders (lua.path), so
- * that the modules it requires beside it are found from the copy.  Those
- * modules are not in the file: they are read as they are now. */
+/* A Lua space (map: its options) whose script r copied: its lua.path
+ * folders' copies (the modules carried from a folder below the script's
+ * that lua.path names) before the folders themselves, and the script's own
+ * folder, where it still is, after them, so that the modules that the file
+ * does not carry are found from the copy as they are now. */
 static void
-add_script_folder(SieveNode *map, GHashTable *copies)
+add_script_folder(SieveNode *map, const SieveCliRestored *r)
 {
   const SieveNode *script = sieve_node_lookup(map, "script");
-  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted || !g_hash_table_contains(copies, script->text))
-    return;
-  g_autofree char *dir = g_path_get_dirname(script->text);
-  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted ||
+      !g_hash_table_contains(r->copies, script->text))
     return;
   SieveNode *lua = (SieveNode *)sieve_node_lookup(map, "lua");
   if (lua == NULL || sieve_node_is_null(lua)) {
@@ -196,6 +195,23 @@ add_script_folder(SieveNode *map, GHashTable *copies)
   if (lua->kind != SIEVE_NODE_MAP)
     return; /* refused as it is by the option's check */
   SieveNode *path = (SieveNode *)sieve_node_lookup(lua, "path");
+  if (path != NULL && path->kind == SIEVE_NODE_LIST) {
+    SieveNode *list = sieve_node_new_list(path->origin, path->line, path->column);
+    for (guint i = 0; i < path->values->len; i++) {
+      SieveNode *item = path->values->pdata[i];
+      g_autofree char *copy = item->kind == SIEVE_NODE_SCALAR && item->quoted && g_path_is_absolute(item->text)
+                                  ? g_build_filename(r->dir, item->text, NULL)
+                                  : NULL;
+      if (copy != NULL && g_file_test(copy, G_FILE_TEST_IS_DIR))
+        sieve_node_list_append(list, sieve_node_new_scalar(copy, TRUE, item->origin, item->line, item->column));
+      sieve_node_list_append(list, sieve_node_ref(item));
+    }
+    sieve_node_map_set(lua, "path", list);
+    path = list;
+  }
+  g_autofree char *dir = g_path_get_dirname(script->text);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return;
   if (path == NULL || sieve_node_is_null(path)) {
     path = sieve_node_new_list(map->origin, map->line, map->column);
     sieve_node_map_set(lua, "path", path);
@@ -207,16 +223,16 @@ add_script_folder(SieveNode *map, GHashTable *copies)
 /* add_script_folder for node (options of a Lua space when lua) and every
  * part of it that names plugin lua. */
 static void
-add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
+add_script_folders(SieveNode *node, gboolean lua, const SieveCliRestored *r)
 {
   if (node->kind == SIEVE_NODE_SCALAR)
     return;
   if (node->kind == SIEVE_NODE_MAP && lua)
-    add_script_folder(node, copies);
+    add_script_folder(node, r);
   for (guint i = 0; i < node->values->len; i++) {
     SieveNode *child = node->values->pdata[i];
     const SieveNode *plugin = child->kind == SIEVE_NODE_MAP ? sieve_node_lookup(child, "plugin") : NULL;
-    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, copies);
+    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, r);
   }
 }
 
@@ -225,7 +241,7 @@ sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean
 {
   if (r == NULL || r->copies == NULL)
     return;
-  add_script_folders(options, lua, r->copies);
+  add_script_folders(options, lua, r);
   point_to_copies(options, r->copies);
 }
 

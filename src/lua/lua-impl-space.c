@@ -5,13 +5,37 @@
 #include "lua/lua-private.h"
 #include "core/core-private.h"
 
+/* lua.path in the options the space keeps as written (what a model file
+ * carries): the folders as resolved, absolute, so that the file reads them
+ * from any working folder (it resolved "lib" against the reader's). */
+static void
+resolve_written_paths(SieveSpace *space, const SieveLuaHost *host)
+{
+  g_autoptr(SieveNode) written = sieve__space_get_written(space);
+  SieveNode *lua = (SieveNode *) sieve_node_lookup(written, "lua");
+  SieveNode *path = lua && sieve_node_kind(lua) == SIEVE_NODE_MAP ? (SieveNode *) sieve_node_lookup(lua, "path") : NULL;
+  if (host == NULL || path == NULL || sieve_node_kind(path) != SIEVE_NODE_LIST || host->settings.paths == NULL ||
+      g_strv_length(host->settings.paths) != sieve_node_size(path))
+    return;
+  SieveNode *list = sieve_node_new_list(sieve_node_origin(path), sieve_node_line(path), sieve_node_column(path));
+  for (guint i = 0; host->settings.paths[i]; i++) {
+    const SieveNode *item = sieve_node_nth(path, i);
+    sieve_node_list_append(list, sieve_node_new_scalar(host->settings.paths[i], TRUE, sieve_node_origin(item),
+                                                       sieve_node_line(item), sieve_node_column(item)));
+  }
+  sieve_node_map_set(lua, "path", list);
+  sieve__space_set_written(space, written);
+}
+
 static gpointer
 space_create(SieveSpace *space, const SieveOptions *options, GError **error)
 {
   SieveLuaInstance *inst = sieve__lua_any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
   /* The builtin `lua` space is whatever its script defines. */
-  if (inst != NULL && sieve_options_spec(options) == sieve__lua_builtin_options)
+  if (inst != NULL && sieve_options_spec(options) == sieve__lua_builtin_options) {
     sieve__space_set_class(space, &inst->def->builtin_klass);
+    resolve_written_paths(space, inst->own_host);
+  }
   return inst;
 }
 

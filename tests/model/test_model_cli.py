@@ -108,19 +108,25 @@ class ModelCli(unittest.TestCase):
         os.makedirs(self.path(os.path.join("cfg", "lib")))
         with open(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")) as f:
             body = f.read()
-        modules = {"helper.lua": "return {x = 1}\n", os.path.join("lib", "late.lua"): "return {y = 2}\n"}
+        # A third through lua.path (lib, relative to the config): sieve model export and sieve final of the
+        # store, kept apart from the config, looked for it beside the store; the file named it relative,
+        # and looked for it in the reader's working folder.
+        modules = {"helper.lua": "return {x = 1}\n", os.path.join("lib", "late.lua"): "return {y = 2}\n",
+                   os.path.join("lib", "viapath.lua"): "return {z = 3}\n"}
         for name, text in modules.items():
             with open(self.path(os.path.join("cfg", name)), "w") as f:
                 f.write(text)
         with open(self.path(os.path.join("cfg", "space.lua")), "w") as f:
-            f.write('assert(require("helper").x == 1)\nlocal register = sieve.register_space\n'
+            f.write('assert(require("helper").x == 1)\nassert(require("viapath").z == 3)\n'
+                    'local register = sieve.register_space\n'
                     'sieve.register_space = function(def)\n  local build = def.build\n'
                     '  def.build = function(self, g) assert(require("lib.late").y == 2) return build(self, g) end\n'
                     '  return register(def)\nend\n' + body)
         with open(self.path(os.path.join("cfg", "lua.yaml")), "w") as f:
             f.write(CONFIG.replace("name: tiny", "name: lua").replace(
                 "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
-                "space: {plugin: lua, script: space.lua, options: {C: 4, N: 1, in_channels: 1, size: 28}}")
+                "space: {plugin: lua, script: space.lua, lua: {path: [lib]}, "
+                "options: {C: 4, N: 1, in_channels: 1, size: 28}}")
                 .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
         store = self.path("lua.sieve")
         sieve("run", os.path.join("cfg", "lua.yaml"), "--store", store, "--quiet", check=0, cwd=self.dir)
@@ -131,6 +137,7 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"genotype: {row['genotype']}", info)
         self.assertIn(f"parameters: {int(float(row['params']))}", info)
         cfg = os.path.realpath(self.path("cfg"))
+        self.assertIn('"lua":{"path":[%s]}' % json.dumps(os.path.join(cfg, "lib")), info)
         for name, text in modules.items():
             self.assertIn(f"space_file: {os.path.join(cfg, name)} ({len(text)} bytes)", info)
         x = self.path("lua-x.npy")
