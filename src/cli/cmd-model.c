@@ -206,6 +206,9 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
   g_autofree char *origin = NULL;
   g_autoptr(GBytes) bytes = NULL;
   GError *local = NULL;
+  /* Why a final or trial that did not finish has no weights. */
+  SieveStatus status = SIEVE_STATUS_OK;
+  g_autofree char *reason = NULL;
   if (final >= 0) {
     g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
     if (finals == NULL)
@@ -221,6 +224,8 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     }
     genotype = g_strdup(f->genotype);
     origin = g_strdup_printf("%s final %" G_GINT64_FORMAT, store_path, final);
+    status = f->status;
+    reason = g_strdup(f->reason);
     bytes = sieve_store_get_weights(store, "final", final, &local);
   } else {
     g_autoptr(SieveTrial) t = sieve_store_get_trial(store, trial, &local);
@@ -232,6 +237,8 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     if (t != NULL && t->status == SIEVE_STATUS_CACHED && t->cached_from >= 0)
       trial = t->cached_from; /* a duplicate's network is its original's */
     if (t != NULL) {
+      status = t->status;
+      reason = g_strdup(t->reason);
       genotype = g_strdup(t->genotype);
       origin = g_strdup_printf("%s trial %" G_GINT64_FORMAT, store_path, trial);
       bytes = sieve_store_get_weights(store, "trial", trial, &local);
@@ -239,6 +246,16 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
   }
   if (local != NULL) {
     g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (bytes == NULL && status == SIEVE_STATUS_PENDING) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: has not finished (pending): no weights yet%s", origin,
+                final >= 0 ? " (run the same sieve final command again to train it)" : "");
+    return FALSE;
+  }
+  if (bytes == NULL && status != SIEVE_STATUS_OK && status != SIEVE_STATUS_CACHED) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: %s%s%s%s: no weights (only a training that succeeded keeps them)",
+                origin, sieve_status_to_string(status), reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
     return FALSE;
   }
   if (bytes == NULL) {

@@ -433,6 +433,29 @@ class ModelCli(unittest.TestCase):
         self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
+    def test_export_of_unfinished_training(self):
+        # A trial or final that failed or is still pending has no weights: the message says so, with the
+        # reason (it said "no weights kept (train with keep_weights: top or all, or run sieve final)",
+        # which does not help when sieve final itself failed).
+        store = self.path("unfinished.sieve")
+        src = sqlite3.connect(self.store)
+        dst = sqlite3.connect(store)
+        src.backup(dst)
+        src.close()
+        failed, pending = self.kept[0], self.kept[1]
+        dst.execute("UPDATE trials SET status = 'failed', reason = 'diverged: loss is NaN' WHERE number = ?", (failed,))
+        dst.execute("UPDATE trials SET status = 'pending' WHERE number = ?", (pending,))
+        dst.execute("DELETE FROM weights WHERE number IN (?, ?)", (failed, pending))
+        dst.commit()
+        dst.close()
+        out = self.path("unfinished.onnx")
+        p = sieve("model", "export", store, "--trial", str(failed), "-o", out, check=1)
+        self.assertIn(f"sieve: {store} trial {failed}: failed (diverged: loss is NaN): no weights (only a training that "
+                      "succeeded keeps them)", p.stderr)
+        p = sieve("model", "export", store, "--trial", str(pending), "-o", out, check=1)
+        self.assertIn(f"sieve: {store} trial {pending}: has not finished (pending): no weights yet", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_final_best_distinct_networks(self):
         # --best K takes K distinct networks: a genotype two trials evaluated (random search may propose
         # one again) was trained twice, the same network, and the K-th best network was left out.
