@@ -165,7 +165,7 @@ stored_experiment(SieveStore *store, SieveRegistry *registry, const char *const 
     return NULL;
   }
   g_autofree char *dir = sieve_cli_study_dir(store);
-  return sieve_experiment_load_string(config, sieve_store_get_path(store), dir, overrides, registry, NULL, error);
+  return sieve_lua_experiment_load_string(config, sieve_store_get_path(store), dir, overrides, registry, NULL, error);
 }
 
 /* Adds what a file needs to be built again without the store. */
@@ -262,6 +262,19 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
                 "%s: no weights kept (train with the train evaluator's keep_weights: top or all, or run sieve final)",
                 origin);
+    return FALSE;
+  }
+  /* A space that the study's lua.load scripts register: a model file
+   * carries no such script, and nothing could read it back. */
+  const char *space_name = sieve_component_get_name(exp->space.component);
+  g_autoptr(SieveRegistry) plain = sieve_registry_new();
+  sieve_registry_load_default(plain, NULL, NULL);
+  if (sieve_registry_lookup(plain, SIEVE_KIND_SPACE, space_name) == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s: the study's space '%s' is registered by its config's lua.load scripts, which a model file "
+                "does not carry, so no model file of it could be read back; name the script in the space instead "
+                "(space: {plugin: lua, script: FILE, options: {...}})",
+                origin, space_name);
     return FALSE;
   }
   m->weights = sieve_weights_decode(bytes, origin, error);

@@ -433,6 +433,29 @@ class ModelCli(unittest.TestCase):
         self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
+    def test_lua_load_space_final_and_export(self):
+        # A space registered by the config's lua.load scripts: sieve final runs those scripts as sieve run
+        # does (it said "no space plugin named 'lua_nb201'"), and sieve model export says why it cannot
+        # write a model file of it (the file carries no lua.load script, so nothing could read it back).
+        folder = self.path("lua-load")
+        os.mkdir(folder)
+        shutil.copy(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua"),
+                    os.path.join(folder, "nb201.lua"))
+        with open(os.path.join(folder, "ll.yaml"), "w") as f:
+            f.write("lua: {load: [nb201.lua]}\n" + CONFIG.replace("name: tiny", "name: ll").replace(
+                "space: {plugin: nb201, ", "space: {plugin: lua_nb201, ")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("ll.sieve")
+        sieve("run", os.path.join(folder, "ll.yaml"), "--store", store, "--quiet", check=0, cwd="/")
+        sieve("final", store, "--trial", "0", "--epochs", "0.1", "--set", "evaluator.test=false", "-q", check=0, cwd="/")
+        finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
+        self.assertEqual([(f["trial"], f["status"]) for f in finals], [(0, "ok")])
+        out = self.path("ll.onnx")
+        p = sieve("model", "export", store, "--final", "0", "-o", out, check=2, cwd="/")
+        self.assertIn(f"sieve: {store} final 0: the study's space 'lua_nb201' is registered by its config's lua.load "
+                      "scripts, which a model file does not carry", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_export_of_unfinished_training(self):
         # A trial or final that failed or is still pending has no weights: the message says so, with the
         # reason (it said "no weights kept (train with keep_weights: top or all, or run sieve final)",
