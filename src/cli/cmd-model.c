@@ -85,11 +85,13 @@ static SieveRuntime *
 compile_with_weights(const Model *m, guint batch, gboolean backward, const char *origin, GError **error)
 {
   /* A file holds every parameter of its network (and the running
-   * statistics besides): one with fewer values is for another network,
+   * statistics besides): one with far fewer values is for another network,
    * refused before the runtime allocates and initialises this one (a
-   * 64 KiB file whose metadata named C: 1024 cost 9 GB and a minute). */
+   * 64 KiB file whose metadata named C: 1024 cost 9 GB and a minute).  A
+   * small difference costs little: the tensor check below then names the
+   * first tensor whose shape differs. */
   guint64 needed = sieve_graph_params(m->net), held = sieve_weights_n_elements(m->weights);
-  if (needed > held) {
+  if (needed > held && needed - held > (G_GUINT64_CONSTANT(1) << 24)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "%s: holds %" G_GUINT64_FORMAT " values but its network (space %s, genotype %s) has %" G_GUINT64_FORMAT
                 " parameters: the weights are for another network",

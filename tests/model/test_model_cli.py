@@ -205,6 +205,19 @@ class ModelCli(unittest.TestCase):
                 shutil.rmtree(cfg)
         self.assertEqual(os.listdir(tmp), [])
 
+    def copy_store(self, name, *statements):
+        """A copy of the class's store (the other tests see the search alone), statements (SQL, args) run on it."""
+        store = self.path(name)
+        src = sqlite3.connect(self.store)
+        dst = sqlite3.connect(store)
+        src.backup(dst)
+        src.close()
+        for sql, args in statements:
+            dst.execute(sql, args)
+        dst.commit()
+        dst.close()
+        return store
+
     def rewrite_meta(self, src, dst, change):
         """dst: src's safetensors file with its metadata strings changed by change(meta)."""
         with open(src, "rb") as f:
@@ -460,17 +473,12 @@ class ModelCli(unittest.TestCase):
         # A trial or final that failed or is still pending has no weights: the message says so, with the
         # reason (it said "no weights kept (train with keep_weights: top or all, or run sieve final)",
         # which does not help when sieve final itself failed).
-        store = self.path("unfinished.sieve")
-        src = sqlite3.connect(self.store)
-        dst = sqlite3.connect(store)
-        src.backup(dst)
-        src.close()
         failed, pending = self.kept[0], self.kept[1]
-        dst.execute("UPDATE trials SET status = 'failed', reason = 'diverged: loss is NaN' WHERE number = ?", (failed,))
-        dst.execute("UPDATE trials SET status = 'pending' WHERE number = ?", (pending,))
-        dst.execute("DELETE FROM weights WHERE number IN (?, ?)", (failed, pending))
-        dst.commit()
-        dst.close()
+        store = self.copy_store(
+            "unfinished.sieve",
+            ("UPDATE trials SET status = 'failed', reason = 'diverged: loss is NaN' WHERE number = ?", (failed,)),
+            ("UPDATE trials SET status = 'pending' WHERE number = ?", (pending,)),
+            ("DELETE FROM weights WHERE number IN (?, ?)", (failed, pending)))
         out = self.path("unfinished.onnx")
         p = sieve("model", "export", store, "--trial", str(failed), "-o", out, check=1)
         self.assertIn(f"sieve: {store} trial {failed}: failed (diverged: loss is NaN): no weights (only a training that "
@@ -482,28 +490,16 @@ class ModelCli(unittest.TestCase):
     def test_final_best_distinct_networks(self):
         # --best K takes K distinct networks: a genotype two trials evaluated (random search may propose
         # one again) was trained twice, the same network, and the K-th best network was left out.
-        store = self.path("final-dup.sieve")
-        src = sqlite3.connect(self.store)
-        dst = sqlite3.connect(store)
-        src.backup(dst)
-        src.close()
         ranked = sorted(self.rows, key=lambda n: (-float(self.rows[n]["val_acc"]), n))
         # The second best becomes the best's genotype: the third is the next network.
-        dst.execute("UPDATE trials SET genotype = ? WHERE number = ?", (self.rows[ranked[0]]["genotype"], ranked[1]))
-        dst.commit()
-        dst.close()
+        store = self.copy_store("final-dup.sieve", ("UPDATE trials SET genotype = ? WHERE number = ?",
+                                                    (self.rows[ranked[0]]["genotype"], ranked[1])))
         sieve("final", store, "--best", "2", "--epochs", "0.1", "--set", "evaluator.test=false", "-q", check=0)
         finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
         self.assertEqual(sorted(f["trial"] for f in finals), sorted([ranked[0], ranked[2]]))
 
     def test_final_killed_and_resumed(self):
-        # A copy, so that the other tests see the search alone.
-        store = self.path("final.sieve")
-        src = sqlite3.connect(self.store)
-        dst = sqlite3.connect(store)
-        src.backup(dst)
-        src.close()
-        dst.close()
+        store = self.copy_store("final.sieve")
         # 6 epochs: 24 steps of 64 images per final, so that the kill below
         # lands inside the first training, however loaded the machine.
         args = [SIEVE, "final", store, "--best", "2", "--epochs", "6", "--set", "evaluator.test=false"]
