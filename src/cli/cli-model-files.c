@@ -12,6 +12,7 @@
 
 #include "cli/cli-private.h"
 #include "core/core-private.h"
+#include "lua/lua-private.h"
 
 /* Files that are not UTF-8 text, or larger than this, are named by their
  * path only. */
@@ -38,6 +39,7 @@ describe_files(SieveWeights *w, const SieveSpace *space)
 {
   g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
   sieve__space_add_files(space, paths);
+  sieve_lua_space_add_modules(space, paths);
   g_autoptr(GString) out = g_string_new("{");
   for (guint i = 0; i < paths->len; i++) {
     gsize size = 0;
@@ -76,13 +78,33 @@ sieve_cli_restored_clear(SieveCliRestored *r)
     g_hash_table_iter_init(&it, r->copies);
   while (r->copies != NULL && g_hash_table_iter_next(&it, NULL, &copy)) {
     g_unlink(copy);
+    /* Its folders up to r->dir, those left empty. */
     g_autofree char *parent = g_path_get_dirname(copy);
-    g_rmdir(parent);
+    while (g_str_has_prefix(parent, r->dir) && strlen(parent) > strlen(r->dir) && g_rmdir(parent) == 0) {
+      char *up = g_path_get_dirname(parent);
+      g_free(parent);
+      parent = up;
+    }
   }
   if (r->dir != NULL)
     g_rmdir(r->dir);
   g_clear_pointer(&r->copies, g_hash_table_unref);
   g_clear_pointer(&r->dir, g_free);
+}
+
+/* Writes text to r->dir + path, its folders made as needed. */
+static gboolean
+write_copy(SieveCliRestored *r, const char *path, const char *text, GError **error)
+{
+  char *copy = g_build_filename(r->dir, path, NULL);
+  g_hash_table_insert(r->copies, g_strdup(path), copy);
+  g_autofree char *folder = g_path_get_dirname(copy);
+  if (g_mkdir_with_parents(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
+    if (error && *error == NULL)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 gboolean
@@ -98,14 +120,16 @@ sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origi
     sieve_node_set_error(error, files, "expected a JSON object of files and their texts");
     return FALSE;
   }
+  gboolean all_here = TRUE;
   for (guint i = 0; i < sieve_node_size(files); i++) {
     const char *path = sieve_node_text(sieve_node_nth_key(files, i));
     const SieveNode *value = sieve_node_nth(files, i);
-    /* sieve writes absolute paths of files: anything else (a relative
-     * path would also match option values that are no path) is refused. */
-    g_autofree char *base = g_path_get_basename(path);
-    if (!g_path_is_absolute(path) || g_str_equal(base, G_DIR_SEPARATOR_S) || g_str_equal(base, ".") ||
-        g_str_equal(base, "..")) {
+    /* sieve writes absolute paths of files, with no "." or ".." in them
+     * (their copies go to the same path under a private folder): anything
+     * else (a relative path would also match option values that are no
+     * path) is refused. */
+    g_autofree char *clean = g_canonicalize_filename(path, G_DIR_SEPARATOR_S);
+    if (!g_path_is_absolute(path) || !g_str_equal(clean, path) || g_str_equal(path, G_DIR_SEPARATOR_S)) {
       g_autofree char *quoted = g_strescape(path, NULL);
       sieve_node_set_error(error, sieve_node_nth_key(files, i), "expected an absolute file path as the key, got \"%s\"",
                            quoted);
@@ -118,20 +142,20 @@ sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origi
     const char *text = sieve_node_text(value);
     gsize size = 0;
     g_autofree char *here = read_regular(path, strlen(text), &size);
-    if (here != NULL && size == strlen(text) && memcmp(here, text, size) == 0)
-      continue; /* the file itself, unchanged: read in place (a Lua script's neighbours stay beside it) */
-    if (r->dir == NULL && (r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
-      return FALSE;
-    g_autofree char *number = g_strdup_printf("%u", i);
-    g_autofree char *folder = g_build_filename(r->dir, number, NULL);
-    char *copy = g_build_filename(folder, base, NULL);
-    g_hash_table_insert(r->copies, g_strdup(path), copy);
-    if (g_mkdir(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
-      if (error && *error == NULL)
-        g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
-      return FALSE;
-    }
+    all_here = all_here && here != NULL && size == strlen(text) && memcmp(here, text, size) == 0;
   }
+  /* Every file unchanged: read in place.  Else all of them from the copies,
+   * each at its path under a private folder, so that a Lua script's copy
+   * finds the copies of the modules it required beside it (a script edited
+   * here with its modules, or the other way round, never mixes the two). */
+  if (all_here)
+    return TRUE;
+  if ((r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
+    return FALSE;
+  for (guint i = 0; i < sieve_node_size(files); i++)
+    if (!g_hash_table_contains(r->copies, sieve_node_text(sieve_node_nth_key(files, i))) &&
+        !write_copy(r, sieve_node_text(sieve_node_nth_key(files, i)), sieve_node_text(sieve_node_nth(files, i)), error))
+      return FALSE;
   return TRUE;
 }
 
@@ -151,18 +175,17 @@ point_to_copies(SieveNode *node, GHashTable *copies)
     point_to_copies(node->values->pdata[i], copies);
 }
 
-/* A Lua space (map: its options) whose script r copied: the script's own
- * folder, where it still is, added to require's folders (lua.path), so
- * that the modules it requires beside it are found from the copy.  Those
- * modules are not in the file: they are read as they are now. */
+/* A Lua space (map: its options) whose script r copied: its lua.path
+ * folders' copies (the modules carried from a folder below the script's
+ * that lua.path names) before the folders themselves, and the script's own
+ * folder, where it still is, after them, so that the modules that the file
+ * does not carry are found from the copy as they are now. */
 static void
-add_script_folder(SieveNode *map, GHashTable *copies)
+add_script_folder(SieveNode *map, const SieveCliRestored *r)
 {
   const SieveNode *script = sieve_node_lookup(map, "script");
-  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted || !g_hash_table_contains(copies, script->text))
-    return;
-  g_autofree char *dir = g_path_get_dirname(script->text);
-  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+  if (script == NULL || script->kind != SIEVE_NODE_SCALAR || !script->quoted ||
+      !g_hash_table_contains(r->copies, script->text))
     return;
   SieveNode *lua = (SieveNode *)sieve_node_lookup(map, "lua");
   if (lua == NULL || sieve_node_is_null(lua)) {
@@ -172,6 +195,23 @@ add_script_folder(SieveNode *map, GHashTable *copies)
   if (lua->kind != SIEVE_NODE_MAP)
     return; /* refused as it is by the option's check */
   SieveNode *path = (SieveNode *)sieve_node_lookup(lua, "path");
+  if (path != NULL && path->kind == SIEVE_NODE_LIST) {
+    SieveNode *list = sieve_node_new_list(path->origin, path->line, path->column);
+    for (guint i = 0; i < path->values->len; i++) {
+      SieveNode *item = path->values->pdata[i];
+      g_autofree char *copy = item->kind == SIEVE_NODE_SCALAR && item->quoted && g_path_is_absolute(item->text)
+                                  ? g_build_filename(r->dir, item->text, NULL)
+                                  : NULL;
+      if (copy != NULL && g_file_test(copy, G_FILE_TEST_IS_DIR))
+        sieve_node_list_append(list, sieve_node_new_scalar(copy, TRUE, item->origin, item->line, item->column));
+      sieve_node_list_append(list, sieve_node_ref(item));
+    }
+    sieve_node_map_set(lua, "path", list);
+    path = list;
+  }
+  g_autofree char *dir = g_path_get_dirname(script->text);
+  if (!g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return;
   if (path == NULL || sieve_node_is_null(path)) {
     path = sieve_node_new_list(map->origin, map->line, map->column);
     sieve_node_map_set(lua, "path", path);
@@ -183,16 +223,16 @@ add_script_folder(SieveNode *map, GHashTable *copies)
 /* add_script_folder for node (options of a Lua space when lua) and every
  * part of it that names plugin lua. */
 static void
-add_script_folders(SieveNode *node, gboolean lua, GHashTable *copies)
+add_script_folders(SieveNode *node, gboolean lua, const SieveCliRestored *r)
 {
   if (node->kind == SIEVE_NODE_SCALAR)
     return;
   if (node->kind == SIEVE_NODE_MAP && lua)
-    add_script_folder(node, copies);
+    add_script_folder(node, r);
   for (guint i = 0; i < node->values->len; i++) {
     SieveNode *child = node->values->pdata[i];
     const SieveNode *plugin = child->kind == SIEVE_NODE_MAP ? sieve_node_lookup(child, "plugin") : NULL;
-    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, copies);
+    add_script_folders(child, plugin != NULL && g_strcmp0(plugin->text, "lua") == 0, r);
   }
 }
 
@@ -201,6 +241,30 @@ sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean
 {
   if (r == NULL || r->copies == NULL)
     return;
-  add_script_folders(options, lua, r->copies);
+  add_script_folders(options, lua, r);
   point_to_copies(options, r->copies);
+}
+
+gboolean
+sieve_cli_model_check_paths(const SieveNode *node, GError **error)
+{
+  if (node->kind == SIEVE_NODE_SCALAR) {
+    GStatBuf st;
+    /* Any absolute path among the texts: the option tables of the parts
+     * are not known yet, and no other text starts with '/' and names a
+     * FIFO or a device. */
+    if (node->quoted && node->text != NULL && node->text[0] == '/' && g_stat(node->text, &st) == 0 &&
+        !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      sieve_node_set_error(error, node,
+                           "%s is not a regular file (a FIFO, a socket or a device): a model file's space reads "
+                           "regular files only",
+                           node->text);
+      return FALSE;
+    }
+    return TRUE;
+  }
+  for (guint i = 0; i < node->values->len; i++)
+    if (!sieve_cli_model_check_paths(node->values->pdata[i], error))
+      return FALSE;
+  return TRUE;
 }

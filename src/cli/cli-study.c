@@ -61,7 +61,8 @@ sieve_cli_report_load(SieveStore *store, SieveRegistry *registry, SieveCliStudyL
    * limits (10 s a call, 1 GiB), whatever its config says (seconds: 0
    * would let a script hang the viewer).  The caps hold for the rest of
    * the process. */
-  sieve_lua_limit_process(0);
+  sieve_lua_limit_process(0, "sieve report and sieve serve run a store's Lua with no grants, whatever its config "
+                             "asks for");
   sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   load_study_lua(store, registry, lua);
   SieveReport *report = sieve_report_load(store, registry, space, error);

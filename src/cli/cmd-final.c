@@ -18,6 +18,7 @@
 #include "cli/cli-private.h"
 #include "core/core-private.h"
 #include "engine/engine-private.h"
+#include "lua/lua-private.h"
 
 static void
 on_report(gpointer user_data, const SieveCandidate *candidate, const char *text, double fraction)
@@ -141,7 +142,7 @@ sieve_cmd_final(int argc, char **argv)
   g_autoptr(SieveRegistry) registry = sieve_registry_new();
   g_autoptr(GPtrArray) refused = g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
   sieve_registry_load_default(registry, NULL, refused);
-  g_autoptr(SieveExperiment) exp = sieve_experiment_load_string(
+  g_autoptr(SieveExperiment) exp = sieve_lua_experiment_load_string(
       config, path, dir, (const char *const *)overrides->pdata, registry, refused, &error);
   sieve_cli_warn_refused(refused);
   if (exp == NULL) {
@@ -149,7 +150,7 @@ sieve_cmd_final(int argc, char **argv)
      * say what it means instead. */
     if (g_str_has_prefix(error->message, "--set evaluator.keep_weights=all:")) {
       g_autoptr(SieveExperiment) plain =
-          sieve_experiment_load_string(config, path, dir, NULL, registry, NULL, NULL);
+          sieve_lua_experiment_load_string(config, path, dir, NULL, registry, NULL, NULL);
       const char *name = plain ? sieve_component_get_name(plain->evaluator.component) : "?";
       g_clear_error(&error);
       g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
@@ -176,8 +177,14 @@ sieve_cmd_final(int argc, char **argv)
      * once, at the highest fidelity it reached (not a lucky low rung, nor
      * one configuration twice). */
     g_autoptr(GArray) ranked = sieve_trials_rank(trials, exp->objectives[0].metric, exp->objectives[0].maximize, NULL);
-    for (guint i = 0; i < ranked->len && chosen->len < (guint)best; i++)
-      g_ptr_array_add(chosen, trials->pdata[g_array_index(ranked, guint, i)]);
+    /* Each network once at one fidelity too: a genotype proposed twice (random
+     * search with repeats) was trained twice, the same network. */
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < ranked->len && chosen->len < (guint)best; i++) {
+      SieveTrial *t = trials->pdata[g_array_index(ranked, guint, i)];
+      if (g_hash_table_add(seen, t->genotype))
+        g_ptr_array_add(chosen, t);
+    }
     if (chosen->len == 0) {
       g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no finished trial to train again", path);
       return sieve_cli_fail(error);

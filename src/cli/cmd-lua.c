@@ -72,7 +72,7 @@ sieve_cmd_lua(int argc, char **argv)
   }
   /* The script's grants are the most anything it starts may hold, in any
    * thread: the components of the configs it runs included. */
-  sieve_lua_limit_process(settings.allow);
+  sieve_lua_limit_process(settings.allow, NULL);
   settings.instructions = instructions;
   settings.seconds = seconds;
   if (memory_mb >= 0)

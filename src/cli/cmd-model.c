@@ -39,6 +39,8 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
   if (map == NULL)
     return NULL;
   sieve_cli_restored_apply(restored, map, g_str_equal(name, "lua"));
+  if (options_json != NULL && !sieve_cli_model_check_paths(map, error))
+    return NULL;
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');
     if (!g_str_has_prefix(overrides[i], "space.") || eq == NULL) {
@@ -82,6 +84,21 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Model, model_clear)
 static SieveRuntime *
 compile_with_weights(const Model *m, guint batch, gboolean backward, const char *origin, GError **error)
 {
+  /* A file holds every parameter of its network (and the running
+   * statistics besides): one with far fewer values is for another network,
+   * refused before the runtime allocates and initialises this one (a
+   * 64 KiB file whose metadata named C: 1024 cost 9 GB and a minute).  A
+   * small difference costs little: the tensor check below then names the
+   * first tensor whose shape differs. */
+  guint64 needed = sieve_graph_params(m->net), held = sieve_weights_n_elements(m->weights);
+  if (needed > held && needed - held > (G_GUINT64_CONSTANT(1) << 24)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s: holds %" G_GUINT64_FORMAT " values but its network (space %s, genotype %s) has %" G_GUINT64_FORMAT
+                " parameters: the weights are for another network",
+                origin, held, sieve_weights_get_meta(m->weights, "space") ?: "unknown",
+                sieve_weights_get_meta(m->weights, "genotype") ?: "unknown", needed);
+    return NULL;
+  }
   SieveRuntimeOptions ro = {.batch = batch, .backward = backward};
   g_autoptr(SieveRuntime) rt = sieve_runtime_new(m->net, &ro, error);
   if (rt == NULL || !sieve_weights_to_runtime(m->weights, rt, m->net, origin, error))
@@ -129,7 +146,9 @@ model_load(Model *m, const char *path, GError **error)
    * the bare sandbox, within a viewer's limits (10 s a call, 1 GiB), as
    * sieve report runs a store's.  The caps hold for the rest of the
    * process. */
-  sieve_lua_limit_process(0);
+  sieve_lua_limit_process(0, "sieve model runs a model file's Lua with no grants, whatever its space asks for: "
+                             "a file whose space's script needs one cannot be read; export the network from a "
+                             "space whose script needs none");
   sieve_lua_limit_process_calls(SIEVE_LUA_VIEWER_SECONDS, SIEVE_LUA_DEFAULT_MEMORY);
   m->weights = sieve_weights_load(path, error);
   return m->weights != NULL && model_build(m, path, error);
@@ -148,7 +167,7 @@ stored_experiment(SieveStore *store, SieveRegistry *registry, const char *const 
     return NULL;
   }
   g_autofree char *dir = sieve_cli_study_dir(store);
-  return sieve_experiment_load_string(config, sieve_store_get_path(store), dir, overrides, registry, NULL, error);
+  return sieve_lua_experiment_load_string(config, sieve_store_get_path(store), dir, overrides, registry, NULL, error);
 }
 
 /* Adds what a file needs to be built again without the store. */
@@ -157,7 +176,13 @@ describe_origin(SieveWeights *w, const SieveExperiment *exp, const char *genotyp
                 gint64 number, GError **error)
 {
   g_autoptr(SieveSpace) space = sieve_space_new(exp->space.component, exp->space.options, error);
-  if (space == NULL || !sieve_cli_model_describe_space(w, space, error))
+  if (space == NULL)
+    return FALSE;
+  /* Built once, so that the modules a Lua space's build requires are
+   * among those the file carries. */
+  g_autoptr(SieveGenotype) g = sieve_space_parse(space, genotype, error);
+  g_autoptr(SieveGraph) net = g ? sieve_space_build(space, g, error) : NULL;
+  if (net == NULL || !sieve_cli_model_describe_space(w, space, error))
     return FALSE;
   g_autofree char *n = g_strdup_printf("%" G_GINT64_FORMAT, number);
   sieve_weights_set_meta(w, "genotype", genotype);
@@ -183,6 +208,9 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
   g_autofree char *origin = NULL;
   g_autoptr(GBytes) bytes = NULL;
   GError *local = NULL;
+  /* Why a final or trial that did not finish has no weights. */
+  SieveStatus status = SIEVE_STATUS_OK;
+  g_autofree char *reason = NULL;
   if (final >= 0) {
     g_autoptr(GPtrArray) finals = sieve_store_list_finals(store, error);
     if (finals == NULL)
@@ -198,6 +226,8 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     }
     genotype = g_strdup(f->genotype);
     origin = g_strdup_printf("%s final %" G_GINT64_FORMAT, store_path, final);
+    status = f->status;
+    reason = g_strdup(f->reason);
     bytes = sieve_store_get_weights(store, "final", final, &local);
   } else {
     g_autoptr(SieveTrial) t = sieve_store_get_trial(store, trial, &local);
@@ -209,6 +239,8 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     if (t != NULL && t->status == SIEVE_STATUS_CACHED && t->cached_from >= 0)
       trial = t->cached_from; /* a duplicate's network is its original's */
     if (t != NULL) {
+      status = t->status;
+      reason = g_strdup(t->reason);
       genotype = g_strdup(t->genotype);
       origin = g_strdup_printf("%s trial %" G_GINT64_FORMAT, store_path, trial);
       bytes = sieve_store_get_weights(store, "trial", trial, &local);
@@ -218,10 +250,33 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     g_propagate_error(error, local);
     return FALSE;
   }
+  if (bytes == NULL && status == SIEVE_STATUS_PENDING) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: has not finished (pending): no weights yet%s", origin,
+                final >= 0 ? " (run the same sieve final command again to train it)" : "");
+    return FALSE;
+  }
+  if (bytes == NULL && status != SIEVE_STATUS_OK && status != SIEVE_STATUS_CACHED) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: %s%s%s%s: no weights (only a training that succeeded keeps them)",
+                origin, sieve_status_to_string(status), reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
+    return FALSE;
+  }
   if (bytes == NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
                 "%s: no weights kept (train with the train evaluator's keep_weights: top or all, or run sieve final)",
                 origin);
+    return FALSE;
+  }
+  /* A space that the study's lua.load scripts register: a model file
+   * carries no such script, and nothing could read it back. */
+  const char *space_name = sieve_component_get_name(exp->space.component);
+  g_autoptr(SieveRegistry) plain = sieve_registry_new();
+  sieve_registry_load_default(plain, NULL, NULL);
+  if (sieve_registry_lookup(plain, SIEVE_KIND_SPACE, space_name) == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s: the study's space '%s' is registered by its config's lua.load scripts, which a model file "
+                "does not carry, so no model file of it could be read back; name the script in the space instead "
+                "(space: {plugin: lua, script: FILE, options: {...}})",
+                origin, space_name);
     return FALSE;
   }
   m->weights = sieve_weights_decode(bytes, origin, error);

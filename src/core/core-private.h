@@ -170,10 +170,10 @@ const SieveRegistry *sieve__space_get_registry(const SieveSpace *space);
 SIEVE_INTERNAL_API const SieveSpace *sieve__space_part(const SieveSpace *space, guint k);
 /* The options the user wrote, paths resolved (a composite's parts' too), as
  * a map. (transfer full) */
-SieveNode *sieve__space_get_written(const SieveSpace *space);
+SIEVE_INTERNAL_API SieveNode *sieve__space_get_written(const SieveSpace *space);
 /* Replaces them, from inside the space's create(). (transfer none: written
  * is referenced) */
-void sieve__space_set_written(SieveSpace *space, SieveNode *written);
+SIEVE_INTERNAL_API void sieve__space_set_written(SieveSpace *space, SieveNode *written);
 /* Every option of the space, defaults included, as sieve__options_to_json
  * writes them, with its paths and its parts' paths absolute: what a model
  * file carries to build the space again from any folder.  (transfer full) */

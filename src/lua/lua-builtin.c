@@ -23,8 +23,13 @@ sieve__lua_builtin_instance_new(SieveComponentKind kind, SieveSpace *space, cons
 {
   const char *script = sieve_options_get_string(options, "script");
   const char *wanted = sieve_options_get_string(options, "name");
+  /* lua.path is relative to the folder the script's is (the config's): the
+   * folder of the file the options came from is the store's when a study
+   * is read back (sieve final, sieve model export of a store kept apart
+   * from its config did not find the modules). */
+  const char *options_dir = sieve__options_get_base_dir(options);
   g_autofree char *origin_dir = g_path_get_dirname(sieve_node_origin(sieve_options_node(options, "script")));
-  g_autofree char *base_dir = g_canonicalize_filename(origin_dir, NULL);
+  g_autofree char *base_dir = g_canonicalize_filename(options_dir ? options_dir : origin_dir, NULL);
   SieveLuaSettings defaults, settings;
   sieve_lua_settings_init(&defaults);
   defaults.seconds = SIEVE_LUA_COMPONENT_SECONDS;

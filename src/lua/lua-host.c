@@ -43,11 +43,21 @@ sieve_lua_allow_name(guint bit)
   return "?";
 }
 
+/* What the user can do when a script asks for a grant the cap lacks (the
+ * first caller's; NULL: `sieve lua --allow NAME`). */
+static const char *process_hint;
+
 void
-sieve_lua_limit_process(guint grants)
+sieve_lua_limit_process(guint grants, const char *hint)
 {
+  if (hint != NULL && process_hint == NULL)
+    process_hint = hint;
   g_atomic_int_and(&process_grants, grants);
 }
+
+/* What a limit message says when the process's ceiling is the limit. */
+#define CAPPED_HINT                                                                                                    \
+  "the most this command lets a script from a model file or a store take; its lua: options cannot raise it"
 
 /* The ceilings of sieve_lua_limit_process_calls; 0: none.  Set once, by a
  * viewer's main thread before any host exists. */
@@ -77,10 +87,13 @@ sieve__lua_grant_ceiling(void)
   return ceiling;
 }
 
+/* capped: the process's cap lacks bit (not only the script's grants). */
 static char *
-grant_hint(gboolean from_config, guint bit)
+grant_hint(gboolean from_config, gboolean capped, guint bit)
 {
   const char *name = sieve_lua_allow_name(bit);
+  if (capped && process_hint != NULL)
+    return g_strdup(process_hint);
   return from_config ? g_strdup_printf("lua: {allow: [%s]} in the config that starts the script", name)
                      : g_strdup_printf("sieve lua --allow %s", name);
 }
@@ -90,7 +103,8 @@ sieve__lua_host_check_grant(SieveLuaHost *host, guint bit, const char *what, GEr
 {
   if ((host->settings.allow & bit) && (sieve__lua_grant_ceiling() & bit))
     return TRUE;
-  g_autofree char *hint = grant_hint(host->settings.from_config, bit);
+  g_autofree char *hint =
+      grant_hint(host->settings.from_config, (host->settings.allow & bit) && !(sieve__lua_grant_ceiling() & bit), bit);
   g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s needs the '%s' grant, which this script was not given (%s)",
               what, sieve_lua_allow_name(bit), hint);
   return FALSE;
@@ -282,6 +296,11 @@ limit_message(SieveLuaHost *host, lua_State *L)
     return g_strdup_printf("%s: instruction limit exceeded: more than %" G_GINT64_FORMAT
                            " instructions in one call into Lua (raise lua.instructions, or 0 for no limit)",
                            where, host->settings.instructions);
+  /* Under the process's cap (sieve model, report, serve) the options
+   * cannot raise it: say so, not "raise lua.seconds". */
+  if (process_seconds > 0 && host->settings.seconds >= process_seconds)
+    return g_strdup_printf("%s: time limit exceeded: more than %.1f seconds in one call into Lua (%s)", where,
+                           host->settings.seconds, CAPPED_HINT);
   return g_strdup_printf("%s: time limit exceeded: more than %.1f seconds in one call into Lua (raise lua.seconds, "
                          "or 0 for no limit)",
                          where, host->settings.seconds);
@@ -418,6 +437,10 @@ static GError *
 status_error(SieveLuaHost *host, int status)
 {
   const char *msg = lua_tostring(host->L, -1);
+  if (status == LUA_ERRMEM && host->mem_exceeded && process_memory > 0 && host->settings.memory >= process_memory)
+    return g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED,
+                       "%s: memory limit exceeded: the Lua state needed more than %" G_GUINT64_FORMAT " MiB (%s)",
+                       host->main_chunk ? host->main_chunk : "lua", host->settings.memory >> 20, CAPPED_HINT);
   if (status == LUA_ERRMEM && host->mem_exceeded)
     return g_error_new(SIEVE_ERROR, SIEVE_ERROR_FAILED,
                        "%s: memory limit exceeded: the Lua state needed more than %" G_GUINT64_FORMAT
@@ -512,6 +535,7 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
   host->registry = registry;
   host->thread = g_thread_self();
   host->require_dirs = g_ptr_array_new_with_free_func(g_free);
+  host->required = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; host->settings.paths && host->settings.paths[i]; i++)
     g_ptr_array_add(host->require_dirs, g_strdup(host->settings.paths[i]));
   g_ptr_array_add(host->require_dirs, sieve__lua_project_dir());
@@ -522,7 +546,8 @@ sieve_lua_host_new(const SieveLuaSettings *settings, SieveRegistry *registry, GE
     guint bit = missing & -missing;
     /* The grants of whoever starts this host: the running script's, or
      * the process's (sieve lua). */
-    g_autofree char *hint = grant_hint(running_host ? running_host->settings.from_config : FALSE, bit);
+    g_autofree char *hint = grant_hint(running_host ? running_host->settings.from_config : FALSE,
+                                       !(g_atomic_int_get(&process_grants) & bit), bit);
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "a Lua sandbox that allows %s needs the '%s' grant, which this script was not given (%s)",
                 sieve_lua_allow_name(bit), sieve_lua_allow_name(bit), hint);
@@ -558,6 +583,8 @@ sieve_lua_host_free(SieveLuaHost *host)
     lua_close(host->L); /* runs every __gc and __close: the C objects go with it */
   if (host->require_dirs)
     g_ptr_array_unref(host->require_dirs);
+  if (host->required)
+    g_ptr_array_unref(host->required);
   sieve_registry_free(host->own_registry);
   sieve_lua_settings_clear(&host->settings);
   g_free(host->main_chunk);

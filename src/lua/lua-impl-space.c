@@ -5,13 +5,37 @@
 #include "lua/lua-private.h"
 #include "core/core-private.h"
 
+/* lua.path in the options the space keeps as written (what a model file
+ * carries): the folders as resolved, absolute, so that the file reads them
+ * from any working folder (it resolved "lib" against the reader's). */
+static void
+resolve_written_paths(SieveSpace *space, const SieveLuaHost *host)
+{
+  g_autoptr(SieveNode) written = sieve__space_get_written(space);
+  SieveNode *lua = (SieveNode *) sieve_node_lookup(written, "lua");
+  SieveNode *path = lua && sieve_node_kind(lua) == SIEVE_NODE_MAP ? (SieveNode *) sieve_node_lookup(lua, "path") : NULL;
+  if (host == NULL || path == NULL || sieve_node_kind(path) != SIEVE_NODE_LIST || host->settings.paths == NULL ||
+      g_strv_length(host->settings.paths) != sieve_node_size(path))
+    return;
+  SieveNode *list = sieve_node_new_list(sieve_node_origin(path), sieve_node_line(path), sieve_node_column(path));
+  for (guint i = 0; host->settings.paths[i]; i++) {
+    const SieveNode *item = sieve_node_nth(path, i);
+    sieve_node_list_append(list, sieve_node_new_scalar(host->settings.paths[i], TRUE, sieve_node_origin(item),
+                                                       sieve_node_line(item), sieve_node_column(item)));
+  }
+  sieve_node_map_set(lua, "path", list);
+  sieve__space_set_written(space, written);
+}
+
 static gpointer
 space_create(SieveSpace *space, const SieveOptions *options, GError **error)
 {
   SieveLuaInstance *inst = sieve__lua_any_instance_new(SIEVE_KIND_SPACE, space, options, NULL, error);
   /* The builtin `lua` space is whatever its script defines. */
-  if (inst != NULL && sieve_options_spec(options) == sieve__lua_builtin_options)
+  if (inst != NULL && sieve_options_spec(options) == sieve__lua_builtin_options) {
     sieve__space_set_class(space, &inst->def->builtin_klass);
+    resolve_written_paths(space, inst->own_host);
+  }
   return inst;
 }
 
@@ -138,4 +162,37 @@ sieve__lua_impl_space_class_init(SieveLuaDef *def)
    * builtin's `options` map: the same overrides, one level down. */
   def->builtin_klass = def->klass;
   def->builtin_klass.probe_options = (const char *const *) def->builtin_probe;
+}
+
+/* The modules of one builtin `lua` space's host under its script's folder. */
+static void
+add_host_modules(const SieveSpace *space, GPtrArray *paths)
+{
+  const SieveLuaInstance *inst = sieve_space_get_instance(space);
+  const SieveLuaHost *host = inst ? (inst->own_host ? inst->own_host : inst->host) : NULL;
+  if (host == NULL || host->main_chunk == NULL || host->required == NULL)
+    return;
+  g_autofree char *dir = g_path_get_dirname(host->main_chunk);
+  g_autofree char *canonical = g_canonicalize_filename(dir, NULL);
+  g_autofree char *prefix = g_str_has_suffix(canonical, G_DIR_SEPARATOR_S)
+                                ? g_strdup(canonical)
+                                : g_strconcat(canonical, G_DIR_SEPARATOR_S, NULL);
+  for (guint i = 0; i < host->required->len; i++) {
+    const char *path = host->required->pdata[i];
+    g_autofree char *clean = g_canonicalize_filename(path, NULL);
+    if (g_str_has_prefix(clean, prefix) && !g_ptr_array_find_with_equal_func(paths, clean, g_str_equal, NULL))
+      g_ptr_array_add(paths, g_steal_pointer(&clean));
+  }
+}
+
+void
+sieve_lua_space_add_modules(const SieveSpace *space, GPtrArray *paths)
+{
+  g_return_if_fail(space != NULL && paths != NULL);
+  /* The builtin space's name is `lua`, and its instance a SieveLuaInstance
+   * with a host of its own (sieve__lua_builtin_instance_new). */
+  if (g_strcmp0(sieve_space_get_name(space), "lua") == 0)
+    add_host_modules(space, paths);
+  for (guint k = 0; sieve__space_part(space, k) != NULL; k++)
+    sieve_lua_space_add_modules(sieve__space_part(space, k), paths);
 }

@@ -115,8 +115,10 @@ SIEVE_INTERNAL_API const char *sieve_lua_allow_name(guint bit);
 /* Caps every Lua host this process makes from now on at grants (the bits
  * only ever go: a later call cannot give one back).  `sieve lua` calls it
  * with the script's grants, so nothing the script starts, in any thread,
- * can hold more. */
-SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants);
+ * can hold more.  hint (static, nullable; the first one given stays) says
+ * in an error what the user can do when a script asks for a grant the cap
+ * lacks; NULL: "sieve lua --allow NAME". */
+SIEVE_INTERNAL_API void sieve_lua_limit_process(guint grants, const char *hint);
 /* Caps every Lua host this process makes from now on at seconds per call
  * and memory bytes per state, whatever its settings say (0, no limit,
  * included): for viewers of stores from anyone.  Call before any host
@@ -213,6 +215,12 @@ SIEVE_INTERNAL_API void sieve_lua_register_static(void);
 /* TRUE for the builtin `lua` components, whose section takes a `lua:`
  * sandbox map that defaults to the experiment's. */
 SIEVE_INTERNAL_API gboolean sieve_lua_component_is_builtin(const SieveComponent *component);
+/* Appends (char*, owned) the Lua modules that the scripts of space's
+ * builtin `lua` parts (space itself included) have required so far from
+ * their own folder or a folder below it, each once: what a model file
+ * carries beside the script (the project's lua/ and lua.path folders are
+ * not the script's). */
+SIEVE_INTERNAL_API void sieve_lua_space_add_modules(const SieveSpace *space, GPtrArray *paths);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SieveLuaHost, sieve_lua_host_free)
 
@@ -246,6 +254,7 @@ struct _SieveLuaHost {
   SieveRegistry *registry;     /* borrowed, or own_registry */
   SieveRegistry *own_registry; /* (nullable) */
   GPtrArray *require_dirs;     /* char* absolute, searched in order */
+  GPtrArray *required;         /* char*: the files require loaded (restricted_searcher), in order */
   /* memory cap (lua_Alloc wrapper) */
   guint64 mem_used, mem_peak;
   gboolean mem_exceeded;

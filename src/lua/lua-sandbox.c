@@ -537,6 +537,8 @@ restricted_searcher(lua_State *L)
         int status = luaL_loadfilex(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
         if (status != LUA_OK)
           return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+        if (!g_ptr_array_find_with_equal_func(host->required, path, g_str_equal, NULL))
+          g_ptr_array_add(host->required, g_strdup(path));
         lua_pushstring(L, path);
         return 2;
       }

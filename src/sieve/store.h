@@ -139,7 +139,9 @@ SIEVE_API gboolean sieve_store_put_weights(SieveStore *store, const char *owner,
                                            GError **error);
 SIEVE_API GBytes *sieve_store_get_weights(SieveStore *store, const char *owner, gint64 number, GError **error);
 /* Keeps the weights of the keep trials best by metric (ties: the earlier
- * trial) and deletes the others' (keep_weights: top). */
+ * trial) and deletes the others' (keep_weights: top); as the summary ranks
+ * them: a higher fidelity first, and each genotype once (at its highest)
+ * when the fidelities differ. */
 SIEVE_API gboolean sieve_store_prune_weights(SieveStore *store, const char *metric, gboolean maximize, guint keep,
                                              GError **error);
 /* (transfer full) element-type gint64: the numbers of owner's kept weights, in order. */

@@ -1674,15 +1674,26 @@ sieve_store_prune_weights(SieveStore *store, const char *metric, gboolean maximi
   g_return_val_if_fail(store != NULL && metric != NULL && keep > 0, FALSE);
   if (!check_writable(store, error))
     return FALSE;
-  /* Ties go to the earlier trial; a trial without a finite value of the
+  /* The summary's ranking (sieve_trials_rank), so that its top trials are
+   * the ones `sieve model export` finds weights for: a higher fidelity
+   * first (none: the full one), then the metric; when the fidelities
+   * differ, each genotype once, at its highest (a lucky low rung, or the
+   * winner's own lower rungs, kept the weights and the winner lost its).
+   * Ties go to the earlier trial; a trial without a finite value of the
    * metric never ranks among the kept (in SQLite, a 'nan' or 'inf' is
    * TEXT, above every number; in PostgreSQL NaN is above every number). */
   g_autofree char *sql = g_strdup_printf(
       "DELETE FROM weights WHERE owner = 'trial' AND number NOT IN ("
-      " SELECT w.number FROM weights w JOIN metrics m ON m.trial = w.number AND m.name = ?1"
-      " WHERE w.owner = 'trial' AND m.value >= -1.7976931348623157e308 AND m.value <= 1.7976931348623157e308"
-      " ORDER BY m.value %s, w.number LIMIT ?2)",
-      maximize ? "DESC" : "ASC");
+      " SELECT number FROM ("
+      "  SELECT w.number AS number, COALESCE(t.fidelity, 1e308) AS f, m.value AS v,"
+      "   ROW_NUMBER() OVER (PARTITION BY CASE WHEN (SELECT COUNT(DISTINCT COALESCE(u.fidelity, 1e308))"
+      "     FROM weights x JOIN trials u ON u.number = x.number WHERE x.owner = 'trial') > 1"
+      "     THEN t.genotype ELSE CAST(w.number AS TEXT) END"
+      "    ORDER BY COALESCE(t.fidelity, 1e308) DESC, m.value %s, w.number) AS r"
+      "  FROM weights w JOIN trials t ON t.number = w.number JOIN metrics m ON m.trial = w.number AND m.name = ?1"
+      "  WHERE w.owner = 'trial' AND m.value >= -1.7976931348623157e308 AND m.value <= 1.7976931348623157e308"
+      " ) AS k WHERE r = 1 ORDER BY f DESC, v %s, number LIMIT ?2)",
+      maximize ? "DESC" : "ASC", maximize ? "DESC" : "ASC");
   SieveDbStmt *stmt = prepare(store, sql, error);
   if (stmt == NULL)
     return FALSE;

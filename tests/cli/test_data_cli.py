@@ -62,6 +62,38 @@ class TestModelMetadata(sieve_cli.Workdir):
         info = sieve("model", "info", old, check=0).stdout
         self.assertIn("parameters: ", info)
 
+    def test_metadata_of_a_larger_network_refused_before_allocation(self):
+        """A model file's metadata naming a network far larger than its
+        tensors (C: 1024 over a C: 4 file of 64 KiB) is refused by counting
+        before the runtime allocates it: it took 9 GB and a minute to find
+        the first tensor's shape wrong."""
+        import resource
+        import subprocess
+        g = self.path("small.safetensors")
+        sieve("model", "export", "--space", "nb201", "--arch", NB201_ARCH, *NB201_SMALL, "-o", g, check=0)
+        header, rest = safetensors_meta(g)
+        options = json.loads(header["__metadata__"]["space_options"])
+        options.update(C=1024, N=3)
+        header["__metadata__"]["space_options"] = json.dumps(options)
+        big = self.path("big.safetensors")
+        safetensors_write(big, header, rest)
+        values = 0  # the floats the file holds, from its header's shapes
+        for name, t in header.items():
+            if name != "__metadata__":
+                n = 1
+                for d in t["shape"]:
+                    n *= d
+                values += n
+
+        def cap():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        p = subprocess.run([sieve_cli.SIEVE, "model", "info", big], capture_output=True, text=True, timeout=60,
+                           preexec_fn=cap)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"big.safetensors: holds {values} values but its network (space nb201, genotype {NB201_ARCH}) "
+                      "has ", p.stderr)
+        self.assertIn(" parameters: the weights are for another network", p.stderr)
+
 
 def npy_f32(path, shape, values=None):
     """An .npy of '<f4' as numpy.save writes it."""
@@ -171,6 +203,22 @@ class TestTrainFlags(sieve_cli.Workdir):
         for section in ("evaluator={epochs: 2}", "evaluator=train"):
             p = self.train("--batch", "0", "--set", section)
             self.assertIn("sieve: --batch 0: option 'batch_size' expects an integer in [1, 65536], got 0", p.stderr)
+
+    def test_other_evaluator_gets_its_own_defaults(self):
+        """sieve train's defaults (dataset: fashion-mnist) are the train
+        evaluator's: a --set that makes the evaluator another plugin runs it
+        with its own (latency has no dataset option and was refused: "sieve
+        train's default dataset: unknown option 'dataset'"); a flag that the
+        evaluator lacks is refused naming the flag."""
+        for section in ("evaluator={plugin: latency, max_seconds: 0.2}", "evaluator=latency"):
+            p = self.train("--set", section, "--set", "evaluator.max_seconds=0.2", check=0)
+            summary = json.loads(p.stdout)
+            self.assertEqual(summary["status"], "ok")
+            self.assertGreater(summary["latency_ms"], 0)
+            self.assertEqual(summary["threads"], 1)
+        p = self.train("--set", "evaluator=latency", "--epochs", "2")
+        self.assertIn("sieve: --epochs 2: unknown option 'epochs' for evaluator 'latency'", p.stderr)
+        self.assertEqual(p.stdout, "")
 
 
 def iris_like(path, rows=40, labels=None):

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -101,13 +102,31 @@ class ModelCli(unittest.TestCase):
         # YAML text) and the options left unset (null) read back, so the file builds its network again.
         # The script is named relative to the config, in a folder of its own, and the store is read
         # from another working folder: relative paths are the config's (meta config_dir).
-        os.mkdir(self.path("cfg"))
-        shutil.copy(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua"),
-                    self.path(os.path.join("cfg", "space.lua")))
+        # The script requires a module beside it as it loads, and another below its folder as it builds:
+        # the file carries both, and builds its network and runs a forward pass after the config's
+        # folder is deleted (it carried the script alone, and require found neither).
+        os.makedirs(self.path(os.path.join("cfg", "lib")))
+        with open(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")) as f:
+            body = f.read()
+        # A third through lua.path (lib, relative to the config): sieve model export and sieve final of the
+        # store, kept apart from the config, looked for it beside the store; the file named it relative,
+        # and looked for it in the reader's working folder.
+        modules = {"helper.lua": "return {x = 1}\n", os.path.join("lib", "late.lua"): "return {y = 2}\n",
+                   os.path.join("lib", "viapath.lua"): "return {z = 3}\n"}
+        for name, text in modules.items():
+            with open(self.path(os.path.join("cfg", name)), "w") as f:
+                f.write(text)
+        with open(self.path(os.path.join("cfg", "space.lua")), "w") as f:
+            f.write('assert(require("helper").x == 1)\nassert(require("viapath").z == 3)\n'
+                    'local register = sieve.register_space\n'
+                    'sieve.register_space = function(def)\n  local build = def.build\n'
+                    '  def.build = function(self, g) assert(require("lib.late").y == 2) return build(self, g) end\n'
+                    '  return register(def)\nend\n' + body)
         with open(self.path(os.path.join("cfg", "lua.yaml")), "w") as f:
             f.write(CONFIG.replace("name: tiny", "name: lua").replace(
                 "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
-                "space: {plugin: lua, script: space.lua, options: {C: 4, N: 1, in_channels: 1, size: 28}}")
+                "space: {plugin: lua, script: space.lua, lua: {path: [lib]}, "
+                "options: {C: 4, N: 1, in_channels: 1, size: 28}}")
                 .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
         store = self.path("lua.sieve")
         sieve("run", os.path.join("cfg", "lua.yaml"), "--store", store, "--quiet", check=0, cwd=self.dir)
@@ -117,6 +136,27 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", out, check=0).stdout
         self.assertIn(f"genotype: {row['genotype']}", info)
         self.assertIn(f"parameters: {int(float(row['params']))}", info)
+        cfg = os.path.realpath(self.path("cfg"))
+        self.assertIn('"lua":{"path":[%s]}' % json.dumps(os.path.join(cfg, "lib")), info)
+        for name, text in modules.items():
+            self.assertIn(f"space_file: {os.path.join(cfg, name)} ({len(text)} bytes)", info)
+        x = self.path("lua-x.npy")
+        with open(x, "wb") as f:  # numpy's .npy format 1.0: two 1x28x28 images
+            header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 28, 28), }"
+            header += " " * (-(len(header) + 11) % 64) + "\n"
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+            f.write(struct.pack("<1568f", *(i % 97 / 97 - 0.5 for i in range(1568))))
+        y = [self.path("lua-y0.npy"), self.path("lua-y1.npy")]
+        sieve("model", "eval", out, "--input", x, "--output", y[0], check=0)
+        shutil.rmtree(cfg)
+        tmp = self.path("lua-tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        self.assertIn(f"genotype: {row['genotype']}", sieve("model", "info", out, check=0, env=env).stdout)
+        sieve("model", "eval", out, "--input", x, "--output", y[1], check=0, env=env)
+        with open(y[0], "rb") as f0, open(y[1], "rb") as f1:
+            self.assertEqual(f0.read(), f1.read())
+        self.assertEqual(os.listdir(tmp), [])
 
     def test_compose_recipe_file_travels(self):
         # A composite space whose recipe part is a file named relative to the config, the store kept in
@@ -164,6 +204,19 @@ class ModelCli(unittest.TestCase):
             if step == "edited":
                 shutil.rmtree(cfg)
         self.assertEqual(os.listdir(tmp), [])
+
+    def copy_store(self, name, *statements):
+        """A copy of the class's store (the other tests see the search alone), statements (SQL, args) run on it."""
+        store = self.path(name)
+        src = sqlite3.connect(self.store)
+        dst = sqlite3.connect(store)
+        src.backup(dst)
+        src.close()
+        for sql, args in statements:
+            dst.execute(sql, args)
+        dst.commit()
+        dst.close()
+        return store
 
     def rewrite_meta(self, src, dst, change):
         """dst: src's safetensors file with its metadata strings changed by change(meta)."""
@@ -242,6 +295,11 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
         self.assertIn(f"genotype: {arch}", info)
         self.assertEqual(os.listdir(tmp), [])
+        # The module travels in the file too: the folder deleted, the file still builds.
+        shutil.rmtree(folder)
+        info = sieve("model", "info", out, check=0, env=dict(os.environ, TMPDIR=tmp)).stdout
+        self.assertIn(f"genotype: {arch}", info)
+        self.assertEqual(os.listdir(tmp), [])
 
     def test_hostile_space_files(self):
         # space_files comes from whoever wrote the file: a key naming a FIFO or a device is never read
@@ -259,6 +317,18 @@ class ModelCli(unittest.TestCase):
         info = sieve("model", "info", quiet, check=0, timeout=60, env=env).stdout
         self.assertIn(f"genotype: {self.rows[self.kept[0]]['genotype']}", info)
         self.assertEqual(os.listdir(tmp), [])
+        # Nor do the space's options: a path there that names a FIFO or a device is refused at its place
+        # (a Lua script or a recipe file at a FIFO blocked for ever, at /dev/urandom filled memory).
+        for space, options, column in (("lua", {"script": fifo}, 12), ("hpo", {"file": "/dev/urandom"}, 10),
+                                       ("lua", {"script": "/dev/stdin"}, 12)):
+            bad = self.path("hostile-path.safetensors")
+            self.rewrite_meta(good, bad, lambda meta: meta.update(space=space, space_options=json.dumps(options)))
+            p = subprocess.run([SIEVE, "model", "info", bad], capture_output=True, text=True, timeout=60, env=env,
+                               stdin=subprocess.PIPE)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"hostile-path.safetensors (metadata space_options):1:{column}: "
+                          f"{list(options.values())[0]} is not a regular file (a FIFO, a socket or a device): a model "
+                          "file's space reads regular files only", p.stderr)
         for key in ("recipe.yaml", "/x/..", "/", ""):
             bad = self.path("hostile-key.safetensors")
             self.rewrite_meta(good, bad, lambda meta: meta.update(space_files=json.dumps({key: "x: 1\n"})))
@@ -292,6 +362,11 @@ class ModelCli(unittest.TestCase):
             p = sieve("model", *command)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn("needs the 'os' grant", p.stderr)
+            # The hint fits the command (it said "(sieve lua --allow os)", which a model file cannot use).
+            self.assertIn("(sieve model runs a model file's Lua with no grants, whatever its space asks for: a file "
+                          "whose space's script needs one cannot be read; export the network from a space whose "
+                          "script needs none)", p.stderr)
+            self.assertNotIn("sieve lua", p.stderr)
             self.assertFalse(os.path.exists(marker), "reading the model file ran a command")
 
     def test_weights_file_space_files_not_kept(self):
@@ -371,14 +446,60 @@ class ModelCli(unittest.TestCase):
         self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
         self.assertEqual(digest(self.store), before)
 
+    def test_lua_load_space_final_and_export(self):
+        # A space registered by the config's lua.load scripts: sieve final runs those scripts as sieve run
+        # does (it said "no space plugin named 'lua_nb201'"), and sieve model export says why it cannot
+        # write a model file of it (the file carries no lua.load script, so nothing could read it back).
+        folder = self.path("lua-load")
+        os.mkdir(folder)
+        shutil.copy(os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua"),
+                    os.path.join(folder, "nb201.lua"))
+        with open(os.path.join(folder, "ll.yaml"), "w") as f:
+            f.write("lua: {load: [nb201.lua]}\n" + CONFIG.replace("name: tiny", "name: ll").replace(
+                "space: {plugin: nb201, ", "space: {plugin: lua_nb201, ")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("ll.sieve")
+        sieve("run", os.path.join(folder, "ll.yaml"), "--store", store, "--quiet", check=0, cwd="/")
+        sieve("final", store, "--trial", "0", "--epochs", "0.1", "--set", "evaluator.test=false", "-q", check=0, cwd="/")
+        finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
+        self.assertEqual([(f["trial"], f["status"]) for f in finals], [(0, "ok")])
+        out = self.path("ll.onnx")
+        p = sieve("model", "export", store, "--final", "0", "-o", out, check=2, cwd="/")
+        self.assertIn(f"sieve: {store} final 0: the study's space 'lua_nb201' is registered by its config's lua.load "
+                      "scripts, which a model file does not carry", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_export_of_unfinished_training(self):
+        # A trial or final that failed or is still pending has no weights: the message says so, with the
+        # reason (it said "no weights kept (train with keep_weights: top or all, or run sieve final)",
+        # which does not help when sieve final itself failed).
+        failed, pending = self.kept[0], self.kept[1]
+        store = self.copy_store(
+            "unfinished.sieve",
+            ("UPDATE trials SET status = 'failed', reason = 'diverged: loss is NaN' WHERE number = ?", (failed,)),
+            ("UPDATE trials SET status = 'pending' WHERE number = ?", (pending,)),
+            ("DELETE FROM weights WHERE number IN (?, ?)", (failed, pending)))
+        out = self.path("unfinished.onnx")
+        p = sieve("model", "export", store, "--trial", str(failed), "-o", out, check=1)
+        self.assertIn(f"sieve: {store} trial {failed}: failed (diverged: loss is NaN): no weights (only a training that "
+                      "succeeded keeps them)", p.stderr)
+        p = sieve("model", "export", store, "--trial", str(pending), "-o", out, check=1)
+        self.assertIn(f"sieve: {store} trial {pending}: has not finished (pending): no weights yet", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_final_best_distinct_networks(self):
+        # --best K takes K distinct networks: a genotype two trials evaluated (random search may propose
+        # one again) was trained twice, the same network, and the K-th best network was left out.
+        ranked = sorted(self.rows, key=lambda n: (-float(self.rows[n]["val_acc"]), n))
+        # The second best becomes the best's genotype: the third is the next network.
+        store = self.copy_store("final-dup.sieve", ("UPDATE trials SET genotype = ? WHERE number = ?",
+                                                    (self.rows[ranked[0]]["genotype"], ranked[1])))
+        sieve("final", store, "--best", "2", "--epochs", "0.1", "--set", "evaluator.test=false", "-q", check=0)
+        finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
+        self.assertEqual(sorted(f["trial"] for f in finals), sorted([ranked[0], ranked[2]]))
+
     def test_final_killed_and_resumed(self):
-        # A copy, so that the other tests see the search alone.
-        store = self.path("final.sieve")
-        src = sqlite3.connect(self.store)
-        dst = sqlite3.connect(store)
-        src.backup(dst)
-        src.close()
-        dst.close()
+        store = self.copy_store("final.sieve")
         # 6 epochs: 24 steps of 64 images per final, so that the kill below
         # lands inside the first training, however loaded the machine.
         args = [SIEVE, "final", store, "--best", "2", "--epochs", "6", "--set", "evaluator.test=false"]

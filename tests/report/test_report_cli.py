@@ -4,6 +4,7 @@ folder: the space is rebuilt against the config's folder (its hpo file
 found).  The store keeps the config's path as given ('r.yaml'); the report
 resolved the space's file against that relative folder and crashed
 (SIGSEGV)."""
+import html
 import os
 import re
 import sqlite3
@@ -138,6 +139,9 @@ class LuaLoadedSpace(Workdir):
             page = f.read()
         self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
         self.assertIn("io", page)
+        # What the user can do is said for a viewer, not "(sieve lua --allow io)".
+        self.assertIn("sieve report and sieve serve run a store's Lua with no grants", html.unescape(page))
+        self.assertNotIn("sieve lua --allow", page)
 
     def test_store_limits_not_honoured(self):
         # A config that lifted its scripts' time limit (seconds: 0) does not
@@ -155,6 +159,10 @@ class LuaLoadedSpace(Workdir):
         with open(out) as f:
             page = f.read()
         self.assertIn("could not be rebuilt: its lua.load scripts did not load", page)
+        # The message says the limit is the viewer's (it said "raise lua.seconds, or 0 for no limit",
+        # which this config did, to no effect).
+        self.assertIn("time limit exceeded: more than 10.0 seconds in one call into Lua (the most this command lets "
+                      "a script from a model file or a store take; its lua: options cannot raise it)", page)
 
 
 if __name__ == "__main__":

@@ -263,6 +263,41 @@ test_v2_to_v3(Fixture *f, gconstpointer data)
   g_assert_cmpint(sieve_store_count_trials(s, -1, &error), ==, 3); /* finals are not trials */
 }
 
+/* keep_weights: top in a multi-fidelity study keeps the summary's top
+ * trials: a higher fidelity first, each genotype once at its highest.  It
+ * ranked by the metric alone and kept low rungs (0 and 4 here), so that
+ * the winner (5, the one configuration at the full fidelity) lost its
+ * weights and `sieve model export --trial 5` had none to write. */
+static void
+test_prune_weights_by_fidelity(Fixture *f, gconstpointer data)
+{
+  GError *error = NULL;
+  g_autoptr(SieveStore) s = open_ok(f->path, SIEVE_STORE_WRITE);
+  const struct {
+    const char *genotype;
+    double fidelity, acc;
+  } trials[] = {{"a", 1, 0.9}, {"b", 1, 0.8}, {"a", 3, 0.5}, {"b", 3, 0.4}, {"c", 1, 0.95}, {"a", 9, 0.45}};
+  g_autoptr(GBytes) w = g_bytes_new_static("abc", 3);
+  for (guint i = 0; i < G_N_ELEMENTS(trials); i++) {
+    gint64 n = sieve_store_add_trial(s, trials[i].genotype, trials[i].fidelity, &error);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    sieve_result_set_metric(r, "acc", trials[i].acc);
+    g_assert_true(sieve_store_finish_trial(s, n, r, 1, 2, 0, -1, &error));
+    g_assert_true(sieve_store_put_weights(s, "trial", n, w, &error));
+  }
+  g_assert_no_error(error);
+  g_assert_true(sieve_store_prune_weights(s, "acc", TRUE, 2, &error));
+  g_assert_no_error(error);
+  g_autoptr(GArray) kept = sieve_store_list_weights(s, "trial", &error);
+  g_assert_cmpuint(kept->len, ==, 2);
+  g_assert_cmpint(g_array_index(kept, gint64, 0), ==, 3); /* b at fidelity 3 (a's rung there is a again) */
+  g_assert_cmpint(g_array_index(kept, gint64, 1), ==, 5); /* a at the full fidelity */
+  g_assert_true(sieve_store_prune_weights(s, "acc", TRUE, 1, &error));
+  g_autoptr(GArray) one = sieve_store_list_weights(s, "trial", &error);
+  g_assert_cmpuint(one->len, ==, 1);
+  g_assert_cmpint(g_array_index(one, gint64, 0), ==, 5);
+}
+
 /* A version 3 store (no intermediate table, a status check without
  * 'pruned', as sieve 3 wrote it): read as it is, upgraded to 4 when
  * written with every trial kept; it then takes pruned trials and their
@@ -1051,6 +1086,7 @@ main(int argc, char **argv)
   TEST("/store/not-a-store", test_not_a_store);
   TEST("/store/newer-schema", test_newer_schema);
   TEST("/store/schema/v2-to-v3", test_v2_to_v3);
+  TEST("/store/weights/prune-by-fidelity", test_prune_weights_by_fidelity);
   TEST("/store/schema/v3-to-v4", test_v3_to_v4);
   TEST("/store/trials", test_trials);
   TEST("/store/metrics-round-trip", test_metrics_round_trip);
