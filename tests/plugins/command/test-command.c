@@ -370,6 +370,15 @@ test_garbage(void)
   g_autoptr(SieveEvaluator) cut = script_evaluator("cut.sh", "echo '{\"acc\": 0.5'", NULL);
   g_autoptr(SieveResult) r3 = evaluate(cut, 0, NAN);
   assert_failed(r3, "last stdout line is not a JSON object: '{\"acc\": 0.5'");
+
+  /* A NUL byte: C read the line up to it, so that the first was taken for
+   * {"acc": 0.5} and the second for an empty stdout (found by fuzzing). */
+  g_autoptr(SieveEvaluator) nul = script_evaluator("nul.sh", "printf '{\"acc\": 0.5}\\000{\"acc\": 9}\\n'", NULL);
+  g_autoptr(SieveResult) r4 = evaluate(nul, 0, NAN);
+  assert_failed(r4, "last stdout line holds a NUL byte (at character 13); it must be a JSON object of metrics");
+  g_autoptr(SieveEvaluator) lead = script_evaluator("lead.sh", "printf '\\000{\"acc\": 0.5}\\n'", NULL);
+  g_autoptr(SieveResult) r5 = evaluate(lead, 0, NAN);
+  assert_failed(r5, "last stdout line holds a NUL byte (at character 1); it must be a JSON object of metrics");
 }
 
 static void
