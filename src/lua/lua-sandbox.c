@@ -534,7 +534,7 @@ restricted_searcher(lua_State *L)
       if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
         luaL_pushresult(&tried);
         lua_pop(L, 1);
-        int status = luaL_loadfilex(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
+        int status = sieve__lua_load_file(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
         if (status != LUA_OK)
           return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
         lua_pushstring(L, path);

@@ -197,6 +197,14 @@ class TestSandboxFromYaml(Workdir):
         p = sieve("run", self.simple("raises", spins, "lua: {load: [raises.lua]}"), "--store", self.path("r.sieve"),
                   check=1)
         self.assertIn("raises.lua:1: not today", p.stderr)
+        # Expressions nested too deep stop Lua's compiler with "C stack overflow" and no place (found
+        # by fuzzing `sieve lua` scripts): the file and line are added, and it is a config error too.
+        deep = self.write("deep.lua", "local a = 1\nlocal x = " + "- " * 300 + "1\n")
+        p = sieve("lua", deep, check=2)
+        self.assertIn(f"{deep}:2: C stack overflow (expressions or blocks nested too deep)", p.stderr)
+        p = sieve("run", self.simple("deep-load", spins, "lua: {load: [deep.lua]}"), "--store",
+                  self.path("d.sieve"), check=2)
+        self.assertRegex(p.stderr, r"deep-load\.yaml:7:13: lua\.load: .*deep\.lua:2: C stack overflow")
 
     def test_unknown_lua_key(self):
         script = self.write("spin.lua", SPINS)
