@@ -373,12 +373,15 @@ test_garbage(void)
 
   /* A NUL byte: C read the line up to it, so that the first was taken for
    * {"acc": 0.5} and the second for an empty stdout (found by fuzzing). */
-  g_autoptr(SieveEvaluator) nul = script_evaluator("nul.sh", "printf '{\"acc\": 0.5}\\000{\"acc\": 9}\\n'", NULL);
-  g_autoptr(SieveResult) r4 = evaluate(nul, 0, NAN);
-  assert_failed(r4, "last stdout line holds a NUL byte (at character 13); it must be a JSON object of metrics");
-  g_autoptr(SieveEvaluator) lead = script_evaluator("lead.sh", "printf '\\000{\"acc\": 0.5}\\n'", NULL);
-  g_autoptr(SieveResult) r5 = evaluate(lead, 0, NAN);
-  assert_failed(r5, "last stdout line holds a NUL byte (at character 1); it must be a JSON object of metrics");
+  const char *nul_lines[][2] = {{"printf '{\"acc\": 0.5}\\000{\"acc\": 9}\\n'", "13"},
+                                {"printf '\\000{\"acc\": 0.5}\\n'", "1"}};
+  for (guint i = 0; i < G_N_ELEMENTS(nul_lines); i++) {
+    g_autoptr(SieveEvaluator) nul = script_evaluator("nul.sh", nul_lines[i][0], NULL);
+    g_autoptr(SieveResult) rn = evaluate(nul, 0, NAN);
+    g_autofree char *reason = g_strdup_printf("last stdout line holds a NUL byte (at character %s); it must be a "
+                                              "JSON object of metrics", nul_lines[i][1]);
+    assert_failed(rn, reason);
+  }
 }
 
 static void
