@@ -535,8 +535,17 @@ restricted_searcher(lua_State *L)
         luaL_pushresult(&tried);
         lua_pop(L, 1);
         int status = sieve__lua_load_file(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
-        if (status != LUA_OK)
-          return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+        if (status != LUA_OK) {
+          /* lua_error jumps over the g_autofree cleanups: free first. */
+          lua_pushfstring(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+          g_clear_pointer(&path, g_free);
+          g_clear_pointer(&file, g_free);
+          g_clear_pointer(&rel, g_free);
+          luaL_where(L, 1);
+          lua_insert(L, -2);
+          lua_concat(L, 2);
+          return lua_error(L);
+        }
         lua_pushstring(L, path);
         return 2;
       }
