@@ -224,6 +224,27 @@ resolve_path(const char *text, const char *base_dir)
 
 /* Reads node into v as option o.  is_default relaxes nothing but lets an
  * empty default stand for the empty string.  Errors point at node. */
+/* Whether integer i lies below min (above max), compared as integers: as
+ * doubles, 2^53 + 1 rounds to 2^53 and passed a bound of 2^53 (the
+ * top-level seed's). */
+static gboolean
+int_below(gint64 i, double min)
+{
+  double c = ceil(min);
+  if (c >= 9223372036854775808.0)
+    return TRUE;
+  return c >= -9223372036854775808.0 && i < (gint64)c;
+}
+
+static gboolean
+int_above(gint64 i, double max)
+{
+  double f = floor(max);
+  if (f < -9223372036854775808.0)
+    return TRUE;
+  return f < 9223372036854775808.0 && i > (gint64)f;
+}
+
 static gboolean
 read_value(const SieveOptionSpec *o, SieveNode *node, gboolean is_default, const char *base_dir,
            OptionValue *v, GError **error)
@@ -253,8 +274,8 @@ read_value(const SieveOptionSpec *o, SieveNode *node, gboolean is_default, const
     /* NaN compares false with everything: a bounded option refuses it, and
      * an unbounded one too (no option takes "not a number" to mean
      * something; it would only switch a comparison off). */
-    gboolean below = (o->flags & SIEVE_OPTION_HAS_MIN) && !(x >= o->min);
-    gboolean above = (o->flags & SIEVE_OPTION_HAS_MAX) && !(x <= o->max);
+    gboolean below = (o->flags & SIEVE_OPTION_HAS_MIN) && (is_int ? int_below(v->i, o->min) : !(x >= o->min));
+    gboolean above = (o->flags & SIEVE_OPTION_HAS_MAX) && (is_int ? int_above(v->i, o->max) : !(x <= o->max));
     if (below || above || isnan(x)) {
       sieve_node_set_error(error, node, "option '%s' expects %s %s, got %s", o->name,
                            is_int ? "an" : "a", expected, node->text);

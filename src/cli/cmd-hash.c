@@ -45,6 +45,8 @@ typedef struct {
 static void
 hash_item(Job *job, Item *item)
 {
+  if (item->error != NULL) /* refused as it was read */
+    return;
   GError *error = NULL;
   if (item->genotype == NULL)
     item->genotype = sieve_space_parse(job->space, item->text, &error);
@@ -103,6 +105,16 @@ read_stdin(GArray *items)
   guint number = 0;
   while ((len = getline(&line, &cap, stdin)) >= 0) {
     number++;
+    /* C reads a text up to its first NUL: the rest of the line would be
+     * dropped unseen, and a junk line hashed as the candidate before it. */
+    const char *nul = memchr(line, '\0', (size_t)len);
+    if (nul != NULL) {
+      Item it = {.where = g_strdup_printf("line %u of stdin", number),
+                 .error = g_strdup_printf("line %u of stdin: a NUL byte at character %ld (a candidate is text)",
+                                          number, (long)(nul - line) + 1)};
+      g_array_append_val(items, it);
+      continue;
+    }
     g_strstrip(line);
     if (line[0] == '\0')
       continue;

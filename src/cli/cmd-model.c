@@ -106,6 +106,18 @@ compile_with_weights(const Model *m, guint batch, gboolean backward, const char 
   return g_steal_pointer(&rt);
 }
 
+/* FALSE, with error prefixed by the file and the metadata key it came
+ * from unless it names the file already (an option's file:line:col does):
+ * "no space plugin named 'x'" alone would not say that a model file, not
+ * the command line, named it. */
+static gboolean
+name_metadata(GError **error, const char *origin, const char *key)
+{
+  if (error != NULL && *error != NULL && !g_str_has_prefix((*error)->message, origin))
+    g_prefix_error(error, "%s (metadata %s): ", origin, key);
+  return FALSE;
+}
+
 static gboolean
 model_build(Model *m, const char *origin, GError **error)
 {
@@ -127,13 +139,13 @@ model_build(Model *m, const char *origin, GError **error)
   m->space = space_new(m->registry, space, sieve_weights_get_meta(m->weights, "space_options"), NULL, &restored,
                        where, error);
   if (m->space == NULL)
-    return FALSE;
+    return name_metadata(error, origin, "space");
   g_autoptr(SieveGenotype) g = sieve_space_parse(m->space, genotype, error);
   if (g == NULL)
-    return FALSE;
+    return name_metadata(error, origin, "genotype");
   m->net = sieve_space_build(m->space, g, error);
   if (m->net == NULL)
-    return FALSE;
+    return name_metadata(error, origin, "genotype");
   g_autoptr(SieveRuntime) check = compile_with_weights(m, 1, FALSE, origin, error);
   return check != NULL;
 }

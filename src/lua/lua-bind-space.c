@@ -246,13 +246,29 @@ space_sample(lua_State *L)
   return 1;
 }
 
+/* The genotype text of the string at idx, parsed; a Lua string may hold a
+ * NUL byte, which C's parsers would read as its end, so that the rest of
+ * the text were dropped unseen: refused instead. */
+static SieveGenotype *
+parse_text(lua_State *L, int idx, SieveSpace *space, GError **error)
+{
+  size_t len;
+  const char *text = lua_tolstring(L, idx, &len);
+  if (strlen(text) != len) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "bad genotype for space '%s': a NUL byte at character %zu",
+                sieve_space_get_name(space), strlen(text) + 1);
+    return NULL;
+  }
+  return sieve_space_parse(space, text, error);
+}
+
 static int
 space_parse(lua_State *L)
 {
   SieveSpace *space = sieve__lua_check_space(L, 1);
-  const char *text = luaL_checkstring(L, 2);
+  luaL_checkstring(L, 2);
   GError *error = NULL;
-  SieveGenotype *g = sieve_space_parse(space, text, &error);
+  SieveGenotype *g = parse_text(L, 2, space, &error);
   if (g == NULL)
     return sieve__lua_error_gerror(L, error);
   sieve__lua_push_genotype(L, 1, g);
@@ -577,7 +593,7 @@ sieve__lua_to_genotype(lua_State *L, int idx, int space_idx, GError **error)
     return sieve_genotype_copy(g);
   }
   if (lua_type(L, idx) == LUA_TSTRING)
-    return sieve_space_parse(space, lua_tostring(L, idx), error);
+    return parse_text(L, idx, space, error);
   if (lua_type(L, idx) != LUA_TTABLE) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED,
                 "expected a genotype, its text or a table {decision = value}, got a %s", luaL_typename(L, idx));

@@ -81,8 +81,16 @@ to_node(lua_State *L, int idx, const char *origin, guint line, const char *path,
       return sieve_node_new_scalar(lua_tonumber(L, idx) > 0 ? ".inf" : "-.inf", FALSE, origin, line, 0);
     return sieve_node_new_scalar(text, FALSE, origin, line, 0);
   }
-  case LUA_TSTRING:
-    return sieve_node_new_scalar(lua_tostring(L, idx), TRUE, origin, line, 0);
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (strlen(s) != len) { /* C would read the string up to the NUL, the rest dropped unseen */
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u: %s: a string holding a NUL byte (at character %zu)",
+                  origin, line, path, strlen(s) + 1);
+      return NULL;
+    }
+    return sieve_node_new_scalar(s, TRUE, origin, line, 0);
+  }
   case LUA_TTABLE: {
     if (depth > MAX_DEPTH) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s:%u: %s: tables nested too deep (a cycle?)", origin,

@@ -627,6 +627,69 @@ load_error(SieveLuaHost *host, int status, const char *what, GError **error)
   return FALSE;
 }
 
+/* Feeds a file to lua_load one line at a time, counting them: when the
+ * compiler stops, the line it was reading is the last one fed. */
+typedef struct {
+  FILE *file;
+  char *buf;
+  size_t cap;
+  guint line;
+} LineReader;
+
+static const char *
+read_line(lua_State *L, void *data, size_t *size)
+{
+  (void)L;
+  LineReader *r = data;
+  ssize_t n = getline(&r->buf, &r->cap, r->file);
+  if (n <= 0) {
+    *size = 0;
+    return NULL;
+  }
+  r->line++;
+  if (r->line == 1 && r->buf[0] == '#') /* a '#!' line, which luaL_loadfilex skips keeping its newline */
+    return *size = 1, "\n";
+  if (r->line == 1 && n >= 3 && memcmp(r->buf, "\xEF\xBB\xBF", 3) == 0) /* a UTF-8 BOM, skipped too */
+    return *size = (size_t)n - 3, r->buf + 3;
+  *size = (size_t)n;
+  return r->buf;
+}
+
+/* The line at which compiling path stops, 0 when unknown. */
+static guint
+failing_line(lua_State *L, const char *path, const char *mode)
+{
+  LineReader r = {.file = fopen(path, "rb")};
+  if (r.file == NULL)
+    return 0;
+  int status = lua_load(L, read_line, &r, "=line", mode);
+  lua_pop(L, 1);
+  fclose(r.file);
+  free(r.buf);
+  return status == LUA_OK ? 0 : r.line;
+}
+
+int
+sieve__lua_load_file(lua_State *L, const char *path, const char *mode)
+{
+  int status = luaL_loadfilex(L, path, mode);
+  if (status == LUA_OK || status == LUA_ERRFILE || status == LUA_ERRMEM)
+    return status;
+  const char *msg = lua_tostring(L, -1);
+  g_autofree char *prefix = g_strdup_printf("%s:", path);
+  if (msg == NULL || g_str_has_prefix(msg, prefix))
+    return status;
+  g_autofree char *text = g_strdup(msg);
+  lua_pop(L, 1);
+  guint line = failing_line(L, path, mode);
+  const char *why = g_str_equal(text, "C stack overflow") ? " (expressions or blocks nested too deep)" : "";
+  if (line > 0)
+    lua_pushfstring(L, "%s:%d: %s%s", path, (int)line, text, why);
+  else
+    lua_pushfstring(L, "%s: %s%s", path, text, why);
+  return LUA_ERRSYNTAX;
+}
+
 static const char *
 load_mode(SieveLuaHost *host)
 {
@@ -656,7 +719,7 @@ sieve_lua_host_run_file(SieveLuaHost *host, const char *path, const char *const 
   }
   lua_setglobal(L, "arg");
 
-  int status = luaL_loadfilex(L, path, load_mode(host));
+  int status = sieve__lua_load_file(L, path, load_mode(host));
   if (status != LUA_OK)
     return load_error(host, status, path, error);
   for (guint i = 0; i < n; i++)

@@ -280,6 +280,10 @@ sieve__lua_host(lua_State *L)
  * nresults values, on failure pops everything and sets error (a Lua
  * message with file:line and traceback). */
 gboolean sieve__lua_call(SieveLuaHost *host, int nargs, int nresults, GError **error);
+/* luaL_loadfilex, except that an error raised while compiling without a
+ * place ("C stack overflow": expressions nested too deep) gets the file and
+ * line where compiling stopped, and is LUA_ERRSYNTAX. */
+int sieve__lua_load_file(lua_State *L, const char *path, const char *mode);
 /* The script's file:line at call level (1: the Lua caller of the running C
  * function), "?" when unknown.  (transfer full) */
 char *sieve__lua_where(lua_State *L, int level, guint *line);

@@ -534,9 +534,18 @@ restricted_searcher(lua_State *L)
       if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
         luaL_pushresult(&tried);
         lua_pop(L, 1);
-        int status = luaL_loadfilex(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
-        if (status != LUA_OK)
-          return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+        int status = sieve__lua_load_file(L, path, host->settings.allow & SIEVE_LUA_ALLOW_PACKAGE ? "bt" : "t");
+        if (status != LUA_OK) {
+          /* lua_error jumps over the g_autofree cleanups: free first. */
+          lua_pushfstring(L, "error loading module '%s' from file '%s':\n\t%s", name, path, lua_tostring(L, -1));
+          g_clear_pointer(&path, g_free);
+          g_clear_pointer(&file, g_free);
+          g_clear_pointer(&rel, g_free);
+          luaL_where(L, 1);
+          lua_insert(L, -2);
+          lua_concat(L, 2);
+          return lua_error(L);
+        }
         if (!g_ptr_array_find_with_equal_func(host->required, path, g_str_equal, NULL))
           g_ptr_array_add(host->required, g_strdup(path));
         lua_pushstring(L, path);

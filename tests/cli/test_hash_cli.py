@@ -214,6 +214,15 @@ class TestInput(unittest.TestCase):
         self.assertIn("unknown operation 'bogus'", p.stderr)
         self.assertIn("1 of 7 candidates could not be hashed", p.stderr)
 
+    def test_stdin_line_with_a_nul_byte(self):
+        # A line holding a NUL byte was hashed as the text before the NUL, the rest dropped unseen
+        # (found by fuzzing `sieve hash -`): it is refused, naming the line and the character.
+        stdin = self.good[0] + "\n" + self.good[1] + "\0junk\n" + self.good[2] + "\n"
+        p = sieve("hash", "--space", "nb201", "--kind", "structural", "-", stdin=stdin, check=1)
+        self.assertEqual([line.split("\t")[0] for line in p.stdout.splitlines()], [self.good[0], self.good[2]])
+        self.assertIn(f"line 2 of stdin: a NUL byte at character {len(self.good[1]) + 1}", p.stderr)
+        self.assertIn("1 of 3 candidates could not be hashed", p.stderr)
+
     def test_arguments(self):
         p = sieve("hash", self.good[0], "|none~0|+|none~0|", self.good[1], check=1)
         self.assertEqual([line.split("\t")[0] for line in p.stdout.splitlines()], self.good[:2])

@@ -25,6 +25,16 @@ class TestNumericOptions(sieve_cli.Workdir):
             self.assertIn(w, p.stderr, f"sieve {' '.join(args)}")
         self.assertEqual(p.stdout, "", f"sieve {' '.join(args)} did work")
 
+    def test_integer_bounds_compared_as_integers(self):
+        # The top-level seed's range is [0, 2^53]; 2^53 + 1 compared as a double rounds to 2^53 and
+        # was accepted (found by fuzzing --set values).
+        cfg = self.write("o.yaml", CONFIG)
+        self.bad(["run", cfg, "--set", "seed=9007199254740993", "--store", self.path("s.sieve")],
+                 "--set seed=9007199254740993: option 'seed' expects an integer in [0, 9007199254740992], "
+                 "got 9007199254740993")
+        sieve("run", cfg, "--set", "seed=9007199254740992", "--store", self.path("s.sieve"), "-q", check=0,
+              cwd=self.dir)
+
     def test_train(self):
         # Checked by the train evaluator's option table, located at the flag.
         for flag, value, key in [("--batch", "0", "batch_size"), ("--batch", "-5", "batch_size"),

@@ -102,6 +102,12 @@ T.test("genotypes: sample, format, parse, get, set, copy, values", function()
   T.eq(nb:genotype(h:values()), h, "genotype from a table of values")
   T.eq(nb:genotype(h:format()), h, "genotype from its text")
   T.raises("bad genotype", nb.parse, nb, "|nonsense|")
+  -- A text holding a NUL byte: C read it up to the NUL and took "VALID\0junk" for VALID (found by
+  -- fuzzing); refused, as is an option string holding one.
+  local text = g:format()
+  T.raises("a NUL byte at character " .. (#text + 1), nb.parse, nb, text .. "\0junk")
+  T.raises("a NUL byte at character " .. (#text + 1), nb.genotype, nb, text .. "\0junk")
+  T.raises("a string holding a NUL byte (at character 7)", sieve.space, "hpo", {file = "x.yaml\0junk"})
   local ok, why = nb:validate(g)
   T.truthy(ok, why)
 end)

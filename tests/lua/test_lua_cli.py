@@ -197,6 +197,36 @@ class TestSandboxFromYaml(Workdir):
         p = sieve("run", self.simple("raises", spins, "lua: {load: [raises.lua]}"), "--store", self.path("r.sieve"),
                   check=1)
         self.assertIn("raises.lua:1: not today", p.stderr)
+        # Expressions nested too deep stop Lua's compiler with "C stack overflow" and no place (found
+        # by fuzzing `sieve lua` scripts): the file and line are added, and it is a config error too.
+        deep = self.write("deep.lua", "local a = 1\nlocal x = " + "- " * 300 + "1\n")
+        p = sieve("lua", deep, check=2)
+        self.assertIn(f"{deep}:2: C stack overflow (expressions or blocks nested too deep)", p.stderr)
+        p = sieve("run", self.simple("deep-load", spins, "lua: {load: [deep.lua]}"), "--store",
+                  self.path("d.sieve"), check=2)
+        self.assertRegex(p.stderr, r"deep-load\.yaml:7:13: lua\.load: .*deep\.lua:2: C stack overflow")
+
+    def test_a_module_that_cannot_load_leaks_nothing(self):
+        # require of a module that does not compile raised past the searcher's g_autofree strings
+        # (LeakSanitizer, found by fuzzing `sieve lua`): ~200 bytes a call, 10 MB over 50000
+        # pcall(require) in a loop; now the peak memory is that of a single call.
+        self.write("syn.lua", "x = = 1\n")
+        loop = self.write("loop.lua", 'for i = 1, tonumber(arg[1]) do\n'
+                                      '  local ok, e = pcall(require, "syn")\n'
+                                      '  assert(not ok and e:find("syn.lua:1: unexpected symbol", 1, true), e)\n'
+                                      'end\n')
+
+        def peak_kb(n):
+            proc = subprocess.Popen([SIEVE, "lua", loop, str(n)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            self.assertEqual(proc.returncode, 0, proc.stderr.read())
+            proc.stderr.close()
+            return usage.ru_maxrss
+
+        once, many = peak_kb(1), peak_kb(50000)
+        self.assertLess(many - once, 4096, f"{once} KB after one failed require, {many} KB after 50000")
 
     def test_unknown_lua_key(self):
         script = self.write("spin.lua", SPINS)

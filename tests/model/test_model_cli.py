@@ -230,6 +230,22 @@ class ModelCli(unittest.TestCase):
         with open(dst, "wb") as f:
             f.write(len(text).to_bytes(8, "little") + text + data)
 
+    def test_bad_metadata_names_the_file(self):
+        # A model file whose metadata names no space plugin, or holds a genotype its space cannot
+        # read, is refused naming the file and the key (it said "no space plugin named 'x'" alone,
+        # as if the command line had named it; found by fuzzing `sieve model info`).
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
+        out = self.path("meta.safetensors")
+        sieve("model", "export", "--space", "nb201", "--set", "space.C=2", "--set", "space.N=1", "--arch", arch,
+              "-o", out, check=0)
+        for key, value, says in [("space", "3x99999x99999", "no space plugin named '3x99999x99999'"),
+                                 ("genotype", "|nor_conv_3x3~0|+|bogus~0|", "unknown operation 'bogus'")]:
+            bad = self.path(f"meta-{key}.safetensors")
+            self.rewrite_meta(out, bad, lambda meta: meta.update({key: value}))
+            p = sieve("model", "info", bad, check=1)
+            self.assertIn(f"sieve: {bad} (metadata {key}): ", p.stderr)
+            self.assertIn(says, p.stderr)
+
     def test_one_file_read_by_two_parts(self):
         # Two Lua parts of a composite space from one script with other options: the model file
         # carries the script once (it carried it twice, under one JSON key, and could not be read

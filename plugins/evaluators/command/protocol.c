@@ -440,6 +440,15 @@ command_read_output(const GString *out, const SieveFidelity *range, SieveResult 
     gsize begin = end;
     while (begin > 0 && out->str[begin - 1] != '\n')
       begin--;
+    /* C would read the line up to a NUL byte: '{"loss": 1}\0junk' taken
+     * for its prefix, or a line beginning with one for an empty line. */
+    const char *nul = memchr(out->str + begin, '\0', end - begin);
+    if (nul != NULL) {
+      sieve_result_set_failed(result, "last stdout line holds a NUL byte (at character %" G_GSIZE_FORMAT
+                                      "); it must be a JSON object of metrics",
+                              (gsize)(nul - (out->str + begin)) + 1);
+      return;
+    }
     g_autofree char *line = g_strndup(out->str + begin, end - begin);
     end = begin > 0 ? begin - 1 : 0;
     g_strstrip(line);

@@ -370,6 +370,18 @@ test_garbage(void)
   g_autoptr(SieveEvaluator) cut = script_evaluator("cut.sh", "echo '{\"acc\": 0.5'", NULL);
   g_autoptr(SieveResult) r3 = evaluate(cut, 0, NAN);
   assert_failed(r3, "last stdout line is not a JSON object: '{\"acc\": 0.5'");
+
+  /* A NUL byte: C read the line up to it, so that the first was taken for
+   * {"acc": 0.5} and the second for an empty stdout (found by fuzzing). */
+  const char *nul_lines[][2] = {{"printf '{\"acc\": 0.5}\\000{\"acc\": 9}\\n'", "13"},
+                                {"printf '\\000{\"acc\": 0.5}\\n'", "1"}};
+  for (guint i = 0; i < G_N_ELEMENTS(nul_lines); i++) {
+    g_autoptr(SieveEvaluator) nul = script_evaluator("nul.sh", nul_lines[i][0], NULL);
+    g_autoptr(SieveResult) rn = evaluate(nul, 0, NAN);
+    g_autofree char *reason = g_strdup_printf("last stdout line holds a NUL byte (at character %s); it must be a "
+                                              "JSON object of metrics", nul_lines[i][1]);
+    assert_failed(rn, reason);
+  }
 }
 
 static void
