@@ -322,7 +322,7 @@ study_key(const SieveExperiment *exp, gboolean keyed_pruner)
   /* The rest as written: name, pipeline (an empty one is none), constraints,
    * pruner, lua, plugin_path. */
   static const char *const read[] = {"seed", "tell_order", "constraint_tries", "objective",
-                                     "space", "optimizer", "evaluator"};
+                                     "space", "optimizer", "evaluator", NULL};
   for (guint i = 0; i < sieve_node_size(exp->root); i++) {
     const char *key = sieve_node_text(sieve_node_nth_key(exp->root, i));
     const SieveNode *value = sieve_node_nth(exp->root, i);
