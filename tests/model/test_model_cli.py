@@ -158,6 +158,26 @@ class ModelCli(unittest.TestCase):
             self.assertEqual(f0.read(), f1.read())
         self.assertEqual(os.listdir(tmp), [])
 
+    def test_lua_path_text_written_absolute(self):
+        # lua.path written as one text ("path: lib") is one folder, relative to the config's: the file
+        # writes it absolute as a list, as it does a list (it wrote "lib", which the reader then looked
+        # for in its own working folder).
+        folder = self.path("lpath")
+        os.makedirs(os.path.join(folder, "lib"))
+        script = os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "nb201.lua")
+        with open(os.path.join(folder, "lpath.yaml"), "w") as f:
+            f.write(CONFIG.replace("name: tiny", "name: lpath").replace(
+                "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
+                f"space: {{plugin: lua, script: {script}, lua: {{path: lib}}, "
+                "options: {C: 4, N: 1, in_channels: 1, size: 28}}")
+                .replace("evaluations: 3", "evaluations: 1").replace("train_limit: 512", "train_limit: 320"))
+        store = self.path("lpath.sieve")
+        sieve("run", os.path.join("lpath", "lpath.yaml"), "--store", store, "--quiet", check=0, cwd=self.dir)
+        out = self.path("lpath.safetensors")
+        sieve("model", "export", store, "--trial", "0", "-o", out, check=0, cwd="/")
+        info = sieve("model", "info", out, check=0).stdout
+        self.assertIn('"lua":{"path":[%s]}' % json.dumps(os.path.join(os.path.realpath(folder), "lib")), info)
+
     def test_compose_recipe_file_travels(self):
         # A composite space whose recipe part is a file named relative to the config, the store kept in
         # another folder: `sieve final` and `sieve model export` from a third folder read the recipe
