@@ -5,6 +5,7 @@
  * those files held when it was written ({"/abs/recipe.yaml": "parameters:
  * ..."}): it builds the same space from any folder, and after the config's
  * folder is moved or deleted. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,9 +101,14 @@ write_copy(SieveCliRestored *r, const char *path, const char *text, GError **err
   char *copy = g_build_filename(r->dir, path, NULL);
   g_hash_table_insert(r->copies, g_strdup(path), copy);
   g_autofree char *folder = g_path_get_dirname(copy);
-  if (g_mkdir_with_parents(folder, 0700) != 0 || !g_file_set_contents(copy, text, -1, error)) {
-    if (error && *error == NULL)
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s", folder, path);
+  if (g_mkdir_with_parents(folder, 0700) != 0) {
+    int saved = errno;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_IO, "%s: cannot write the copy of %s: %s", folder, path,
+                g_strerror(saved));
+    return FALSE;
+  }
+  if (!g_file_set_contents(copy, text, -1, error)) {
+    g_prefix_error(error, "cannot write the copy of %s: ", path);
     return FALSE;
   }
   return TRUE;
@@ -151,12 +157,18 @@ sieve_cli_restore_files(SieveCliRestored *r, const char *json, const char *origi
    * here with its modules, or the other way round, never mixes the two). */
   if (all_here)
     return TRUE;
-  if ((r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL)
+  /* The errors name the model file (origin) and its metadata key: a
+   * folder of TMPDIR alone would not say what was being read. */
+  if ((r->dir = g_dir_make_tmp("sieve-space-files-XXXXXX", error)) == NULL) {
+    g_prefix_error(error, "%s: cannot make a private folder for the copies of its files: ", origin);
     return FALSE;
+  }
   for (guint i = 0; i < sieve_node_size(files); i++)
     if (!g_hash_table_contains(r->copies, sieve_node_text(sieve_node_nth_key(files, i))) &&
-        !write_copy(r, sieve_node_text(sieve_node_nth_key(files, i)), sieve_node_text(sieve_node_nth(files, i)), error))
+        !write_copy(r, sieve_node_text(sieve_node_nth_key(files, i)), sieve_node_text(sieve_node_nth(files, i)), error)) {
+      g_prefix_error(error, "%s: ", origin);
       return FALSE;
+    }
   return TRUE;
 }
 

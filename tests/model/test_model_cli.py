@@ -391,6 +391,26 @@ class ModelCli(unittest.TestCase):
             self.assertIn(f"expected an absolute file path as the key, got {json.dumps(key)}", p.stderr)
             self.assertEqual(os.listdir(tmp), [])
 
+    def test_space_files_copy_errors_name_the_file(self):
+        # A copy of space_files that cannot be written (its key's folder name too long, TMPDIR missing)
+        # says which model file and metadata key it was restoring: it named a folder of TMPDIR alone.
+        good = self.path("copy-good.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", good, check=0)
+        tmp = self.path("copy-tmp")
+        os.mkdir(tmp)
+        long = "/" + "a" * 300 + "/x.yaml"
+        for key, env, message in (
+                (long, dict(os.environ, TMPDIR=tmp), f"cannot write the copy of {long}: "),
+                ("/nonexistent-sieve/x.yaml", dict(os.environ, TMPDIR=self.path("no-such-tmp")),
+                 "cannot make a private folder for the copies of its files: ")):
+            bad = self.path("copy-bad.safetensors")
+            self.rewrite_meta(good, bad, lambda meta: meta.update(space_files=json.dumps({key: "x: 1\n"})))
+            p = sieve("model", "info", bad, timeout=60, env=env)
+            self.assertNotEqual(p.returncode, 0, p.stderr)
+            self.assertIn("copy-bad.safetensors (metadata space_files): ", p.stderr)
+            self.assertIn(message, p.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+
     def test_model_file_scripts_run_without_grants(self):
         # A model file carries its Lua space's script (space_files) and the grants its options give it:
         # a file from anyone must not run a command when it is read. Its scripts run in the bare
