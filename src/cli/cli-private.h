@@ -90,11 +90,12 @@ gboolean sieve_cli_restore_files(SieveCliRestored *r, const char *json, const ch
  * and of its parts) that r copied at the copy, and a copied Lua script's
  * require at its own folder.  r nullable. */
 void sieve_cli_restored_apply(const SieveCliRestored *r, SieveNode *options, gboolean lua);
-/* FALSE and an error at the text when a text of options (a model file's
- * space options) is the absolute path of something that exists and is
- * neither a regular file nor a folder: reading a FIFO would block for
- * ever, a device (/dev/urandom) fill memory. */
-gboolean sieve_cli_model_check_paths(const SieveNode *options, GError **error);
+/* FALSE and an error at the text when a path option of spec in options (a
+ * model file's space options) is not absolute, or a text of options names
+ * something that exists and is neither a regular file nor a folder, or a
+ * file of size 0 under /proc or /sys: reading a FIFO would block for ever,
+ * a device (/dev/urandom) or /proc/self/pagemap fill memory. */
+gboolean sieve_cli_model_check_paths(const SieveOptionSpec *spec, const SieveNode *options, GError **error);
 
 /* A numeric option read as text (G_OPTION_ARG_STRING), so that a value
  * given is never mistaken for "not given": NULL text leaves *value (the

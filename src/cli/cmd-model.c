@@ -39,7 +39,7 @@ space_new(SieveRegistry *registry, const char *name, const char *options_json, c
   if (map == NULL)
     return NULL;
   sieve_cli_restored_apply(restored, map, g_str_equal(name, "lua"));
-  if (options_json != NULL && !sieve_cli_model_check_paths(map, error))
+  if (options_json != NULL && !sieve_cli_model_check_paths(spec, map, error))
     return NULL;
   for (guint i = 0; overrides && overrides[i]; i++) {
     const char *eq = strchr(overrides[i], '=');

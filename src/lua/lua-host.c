@@ -679,7 +679,11 @@ sieve__lua_load_file(lua_State *L, const char *path, const char *mode)
   g_autofree char *prefix = g_strdup_printf("%s:", path);
   if (msg == NULL || g_str_has_prefix(msg, prefix))
     return status;
-  g_autofree char *text = g_strdup(msg);
+  /* Loaded from a running script (require), the error handler of the call
+   * in progress added its traceback to the message: cut it, the error
+   * gets its own where it is raised again. */
+  const char *end = strchr(msg, '\n');
+  g_autofree char *text = end != NULL ? g_strndup(msg, end - msg) : g_strdup(msg);
   lua_pop(L, 1);
   guint line = failing_line(L, path, mode);
   const char *why = g_str_equal(text, "C stack overflow") ? " (expressions or blocks nested too deep)" : "";

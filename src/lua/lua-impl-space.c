@@ -7,19 +7,21 @@
 
 /* lua.path in the options the space keeps as written (what a model file
  * carries): the folders as resolved, absolute, so that the file reads them
- * from any working folder (it resolved "lib" against the reader's). */
+ * from any working folder (it resolved "lib" against the reader's).  A
+ * path written as one text ("path: lib") is one folder: written as the
+ * list of it. */
 static void
 resolve_written_paths(SieveSpace *space, const SieveLuaHost *host)
 {
   g_autoptr(SieveNode) written = sieve__space_get_written(space);
   SieveNode *lua = (SieveNode *) sieve_node_lookup(written, "lua");
   SieveNode *path = lua && sieve_node_kind(lua) == SIEVE_NODE_MAP ? (SieveNode *) sieve_node_lookup(lua, "path") : NULL;
-  if (host == NULL || path == NULL || sieve_node_kind(path) != SIEVE_NODE_LIST || host->settings.paths == NULL ||
-      g_strv_length(host->settings.paths) != sieve_node_size(path))
+  if (host == NULL || path == NULL || sieve_node_is_null(path) || host->settings.paths == NULL)
     return;
+  gboolean listed = sieve_node_kind(path) == SIEVE_NODE_LIST;
   SieveNode *list = sieve_node_new_list(sieve_node_origin(path), sieve_node_line(path), sieve_node_column(path));
   for (guint i = 0; host->settings.paths[i]; i++) {
-    const SieveNode *item = sieve_node_nth(path, i);
+    const SieveNode *item = listed && i < sieve_node_size(path) ? sieve_node_nth(path, i) : path;
     sieve_node_list_append(list, sieve_node_new_scalar(host->settings.paths[i], TRUE, sieve_node_origin(item),
                                                        sieve_node_line(item), sieve_node_column(item)));
   }

@@ -205,6 +205,12 @@ class TestSandboxFromYaml(Workdir):
         p = sieve("run", self.simple("deep-load", spins, "lua: {load: [deep.lua]}"), "--store",
                   self.path("d.sieve"), check=2)
         self.assertRegex(p.stderr, r"deep-load\.yaml:7:13: lua\.load: .*deep\.lua:2: C stack overflow")
+        # So is a module that a running script requires: its error handler added a traceback to the
+        # message, which then missed the hint and printed the traceback twice.
+        needs = self.write("needsdeep.lua", 'local m = require("deep")\n')
+        p = sieve("lua", needs, check=1)
+        self.assertIn(f"{deep}:2: C stack overflow (expressions or blocks nested too deep)\n", p.stderr)
+        self.assertEqual(p.stderr.count("stack traceback"), 1, p.stderr)
 
     def test_a_module_that_cannot_load_leaks_nothing(self):
         # require of a module that does not compile raised past the searcher's g_autofree strings
