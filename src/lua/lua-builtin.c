@@ -28,7 +28,11 @@ sieve__lua_builtin_instance_new(SieveComponentKind kind, SieveSpace *space, cons
    * is read back (sieve final, sieve model export of a store kept apart
    * from its config did not find the modules). */
   const char *options_dir = sieve__options_get_base_dir(options);
-  g_autofree char *origin_dir = g_path_get_dirname(sieve_node_origin(sieve_options_node(options, "script")));
+  /* Without a config, the script's origin may be a flag's text (--set
+   * space.script=...), not a file: then the current folder. */
+  const char *origin = sieve_node_origin(sieve_options_node(options, "script"));
+  g_autofree char *origin_dir = origin && g_file_test(origin, G_FILE_TEST_IS_REGULAR) ? g_path_get_dirname(origin)
+                                                                                     : g_strdup(".");
   g_autofree char *base_dir = g_canonicalize_filename(options_dir ? options_dir : origin_dir, NULL);
   SieveLuaSettings defaults, settings;
   sieve_lua_settings_init(&defaults);

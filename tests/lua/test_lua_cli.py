@@ -234,6 +234,18 @@ class TestSandboxFromYaml(Workdir):
         once, many = peak_kb(1), peak_kb(50000)
         self.assertLess(many - once, 4096, f"{once} KB after one failed require, {many} KB after 50000")
 
+    def test_lua_path_by_set_without_a_config(self):
+        # With no config, a relative lua.path is the current folder's, not
+        # relative to a folder named after the --set flag's text.
+        os.makedirs(self.path("sub/lib"))
+        with open(os.path.join(ROOT, "search_spaces", "nb201.lua")) as f:
+            self.write("sub/space.lua", 'assert(require("viapath").z == 3)\n' + f.read())
+        self.write("sub/lib/viapath.lua", "return {z = 3}\n")
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
+        p = sieve("hash", "--space", "lua", "--set", "space.script=sub/space.lua", "--set",
+                  "space.lua={path: [sub/lib]}", arch, cwd=self.dir, check=0)
+        self.assertTrue(p.stdout.startswith(arch + "\t"), p.stdout)
+
     def test_unknown_lua_key(self):
         script = self.write("spin.lua", SPINS)
         cfg = self.simple("typo", script, "lua: {alow: [io]}")
