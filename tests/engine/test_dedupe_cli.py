@@ -444,6 +444,33 @@ sieve.register_optimizer{
         self.assertIn("stopping: the last 4 proposals were all duplicates", out)
         self.assertEqual(export_rows(store), reference)
 
+    def test_a_duplicate_that_took_a_failed_originals_place_resumes_as_a_hit(self):
+        # Review 5b: a duplicate that waited for an original that then failed
+        # (a cache hit where admit met it) takes the original's place and is
+        # evaluated; a resumed run took it for one that passed dedupe and
+        # started the count of hits again.  The same network every time,
+        # two workers, trial 0 fails: trial 1 waits (one hit), then 2, 3, 4
+        # (four in a row stop the study); trial 1 takes 0's place.  Stopped
+        # after three proposals and resumed, the study stops there too.
+        net = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        prog = self.write("fail0.py", "import sys, json, time\nreq = json.load(sys.stdin)\n"
+                          "if req['trial'] == 0:\n    time.sleep(0.5)\n    sys.exit(1)\n"
+                          "time.sleep(1)\nprint(json.dumps({'cifar10_valid_acc': 0.5}))\n")
+        cfg = self.fixed_study([net], "pipeline: [{dedupe: {max_consecutive_hits: 4}}]\n"
+                               "budget: {evaluations: 10, proposals: 10}\nworkers: 2\n",
+                               evaluator=f"{{plugin: command, argv: [python3, {prog}], stdin: json}}")
+        ref = self.path("ref.sieve")
+        out = sieve("run", cfg, "--store", ref, check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        reference = [(r["number"], r["status"], r["cached_from"]) for r in export_rows(ref)]
+        self.assertEqual(reference, [("0", "failed", ""), ("1", "ok", "")] + [(str(n), "cached", "1") for n in (2, 3, 4)])
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, "--set", "budget.proposals=3", check=0)
+        self.assertEqual([r["status"] for r in export_rows(store)], ["failed", "ok", "cached"])
+        out = sieve("run", cfg, "--store", store, "--resume", check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        self.assertEqual([(r["number"], r["status"], r["cached_from"]) for r in export_rows(store)], reference)
+
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
         # past the screen and evaluated at a lower fidelity) against new

@@ -247,6 +247,71 @@ class TrainingAware(unittest.TestCase):
         sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0)
         self.assertEqual([t["status"] for t in rows(store)], ["ok", "ok", "pruned"])
 
+    def test_tell_order_trial_references_resume_in_tell_order(self):
+        """tell_order: trial, 2 workers, the first network proposed twice: trial 0 fails and trial 1, its
+        duplicate, takes its place, dispatched (and told) after trial 2; trial 3 is asked then, judged against
+        the first trial told (2, bad), not the first by number (1, good).  Killed with SIGKILL once trial 1 is
+        stored (3 and 4 still run) and resumed, the references are rebuilt in the order told (state
+        pruner_order), and every trial ends as in a run that was not killed (trial 3 is not pruned)."""
+        good = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        nets = [good, good, "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|",
+                "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|",
+                "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|"]
+        lua = os.path.join(self.dir, "fixed.lua")
+        with open(lua, "w") as f:
+            f.write("local list = {" + ", ".join(f'"{g}"' for g in nets) + "}\n" + """
+sieve.register_optimizer{
+  name = "fixed",
+  create = function(self) self.state.i = 0 end,
+  ask = function(self, n)
+    local out = {}
+    for k = 1, n do self.state.i = self.state.i + 1; out[k] = list[(self.state.i - 1) % #list + 1] end
+    return out
+  end,
+  tell = function(self, t) end,
+}
+""")
+        script = os.path.join(self.dir, "order.py")
+        with open(script, "w") as f:
+            f.write("import sys, json, time\nreq = json.load(sys.stdin)\nt = req['trial']\n"
+                    "if t == 0: sys.exit(1)\n"
+                    "v = {'|nor_conv_3x3~0|': 0.9, '|skip_connect~0|': 0.1}.get(req['genotype'].split('+')[0], 0.5)\n"
+                    "if t == 1: time.sleep(1)\n"
+                    "if t in (3, 4): time.sleep(4)\n"
+                    "for s in range(1, 4):\n"
+                    "    print(json.dumps({'intermediate': {'step': s, 'value': v}}), flush=True)\n"
+                    "print(json.dumps({'val_acc': v}), flush=True)\n")
+        cfg = os.path.join(self.dir, "order.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"name: order\nseed: 0\nspace: {{plugin: nb201}}\nlua: {{load: [{lua}]}}\n"
+                    f"optimizer: {{plugin: fixed}}\n"
+                    f"evaluator: {{plugin: command, argv: [{sys.executable}, {script}], stdin: json}}\n"
+                    "objective: {metric: val_acc, direction: maximize}\npipeline: [dedupe]\n"
+                    "pruner: {kind: median, startup_trials: 1}\nbudget: {evaluations: 5}\nworkers: 2\n"
+                    "tell_order: trial\n")
+        ref = os.path.join(self.dir, "ref.sieve")
+        sieve("run", cfg, "--store", ref, "--quiet", check=0)
+        reference = [(t["number"], t["status"]) for t in rows(ref)]
+        self.assertEqual(reference, [("0", "failed"), ("1", "ok"), ("2", "ok"), ("3", "ok"), ("4", "ok")])
+        store = os.path.join(self.dir, "k.sieve")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store, "--quiet"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        status = {}
+        while time.time() < deadline and status.get("1") != "ok":
+            time.sleep(0.1)
+            if os.path.exists(store):
+                try:
+                    status = {t["number"]: t["status"] for t in rows(store)}
+                except AssertionError:
+                    continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.assertEqual(status.get("1"), "ok", "the run was not killed after trial 1 was stored")
+        self.assertEqual(status.get("3"), "pending", "the kill did not come while trial 3 ran")
+        sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0)
+        self.assertEqual([(t["number"], t["status"]) for t in rows(store)], reference)
+
     def test_resume_counts_completed_trials_without_values(self):
         """A trial that completed without reporting a value counts towards startup_trials (as Optuna counts
         every completed trial), in the run that completed it and in a resumed one alike: trial 2 is judged,
