@@ -69,6 +69,14 @@ struct _SieveEngine {
    * finished, saved with each ask (state "pruner_seen") so that a resumed
    * trial is judged as it would have been; NULL otherwise. */
   GHashTable *pruner_seen;
+  /* Kept with pruner_seen: trial finished OK -> the trials told OK before
+   * it, saved with each tell (state "pruner_order"), so that a resumed run
+   * numbers the references in the order they were told. */
+  GHashTable *pruner_order;
+  /* Trial -> the failed original whose place it took (finish_told), saved
+   * with the hand-over (state "waited_for"): a resumed run counts it as the
+   * cache hit it was in the runs "in a row". */
+  GHashTable *waited_for;
   SieveConstrainer *constrainer; /* metrics before evaluation and constraints, NULL: none */
   gboolean scripts_known;        /* scripts computed (on the first cache key) */
   char *scripts;                 /* the cache key's scripts line, NULL: none (sieve__study_key_changed_scripts) */
@@ -85,6 +93,7 @@ struct Proposal {
   gboolean screened_in;             /* past the screen: goes to the evaluator */
   gboolean unchecked;               /* the constraints could not be checked (not built or measured) */
   gboolean counted;                 /* resumed: its place in the runs "in a row" is counted (resume_trials) */
+  gboolean waited;                  /* resumed: it waited for an original that failed (a hit "in a row") */
   gint64 seen;                      /* tell_order: trial: the completed trials the pruner judges it against,
                                      * fixed when it was asked; -1: not fixed (a store from before) */
   SieveResult *scores;              /* its proxy scores, kept with its result (nullable) */
@@ -213,6 +222,10 @@ sieve_engine_free(SieveEngine *engine)
   sieve_pruner_free(engine->pruner);
   if (engine->pruner_seen)
     g_hash_table_unref(engine->pruner_seen);
+  if (engine->pruner_order)
+    g_hash_table_unref(engine->pruner_order);
+  if (engine->waited_for)
+    g_hash_table_unref(engine->waited_for);
   sieve_constrainer_free(engine->constrainer);
   g_free(engine->scripts);
   g_free(engine);
@@ -490,10 +503,67 @@ restore_optimizer(SieveEngine *engine, GError **error)
   return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
 }
 
-/* A pruner's reference curves: those of the trials in store that finished
- * OK (a resumed study's earlier runs; for a worker, the study so far). */
+/* A state that maps trials to numbers (a{xx}: pruner_seen, pruner_order,
+ * waited_for); *out stays NULL when none was saved (a store from before,
+ * or a study that does not keep it). */
 static gboolean
-add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
+load_trial_map(SieveStore *store, const char *name, GHashTable **out, GError **error)
+{
+  GError *local = NULL;
+  g_autoptr(GVariant) state = sieve_store_load_state(store, name, &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (state == NULL || !g_variant_is_of_type(state, G_VARIANT_TYPE("a{xx}")))
+    return TRUE;
+  *out = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GVariantIter it;
+  gint64 trial, value;
+  g_variant_iter_init(&it, state);
+  while (g_variant_iter_next(&it, "{xx}", &trial, &value))
+    if (trial >= 0 && value >= 0)
+      g_hash_table_insert(*out, GSIZE_TO_POINTER((gsize) trial), GSIZE_TO_POINTER((gsize) value));
+  return TRUE;
+}
+
+static gboolean
+save_trial_map(SieveStore *store, const char *name, GHashTable *map, GError **error)
+{
+  GVariantBuilder b;
+  g_variant_builder_init(&b, G_VARIANT_TYPE("a{xx}"));
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, map);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_variant_builder_add(&b, "{xx}", (gint64) GPOINTER_TO_SIZE(k), (gint64) GPOINTER_TO_SIZE(v));
+  return sieve_store_save_state(store, name, g_variant_builder_end(&b), error);
+}
+
+/* One trial that finished OK: its place among those told (-1 when not
+ * saved: before any saved), and its values. */
+typedef struct {
+  gint64 place, number;
+  guint first, n;
+} Completed;
+
+static gint
+completed_compare(gconstpointer a, gconstpointer b)
+{
+  const Completed *x = a, *y = b;
+  gboolean xs = x->place >= 0, ys = y->place >= 0;
+  if (xs != ys)
+    return xs ? 1 : -1;
+  if (x->place != y->place)
+    return x->place < y->place ? -1 : 1;
+  return x->number < y->number ? -1 : x->number > y->number;
+}
+
+/* A pruner's reference curves: those of the trials in store that finished
+ * OK (a resumed study's earlier runs; for a worker, the study so far).
+ * *order (nullable) gets the places saved (state "pruner_order"). */
+static gboolean
+add_completed_curves(SievePruner *pruner, SieveStore *store, GHashTable **order, GError **error)
 {
   g_autoptr(GArray) values = sieve_store_list_intermediate(store, -1, error);
   if (values == NULL)
@@ -501,10 +571,17 @@ add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  /* Every trial that finished OK, in trial order, with the values it
-   * reported (sorted by trial, then step), none included: one that
-   * reported none counts towards startup_trials as it did when it
-   * completed, and the order numbers the references (tell_order: trial). */
+  g_autoptr(GHashTable) places = NULL;
+  if (!load_trial_map(store, "pruner_order", &places, error))
+    return FALSE;
+  /* Every trial that finished OK, in the order it was told where that was
+   * saved (tell_order: trial: a duplicate that took a failed original's
+   * place is told after later trials), else (a store from before) in trial
+   * order and before those, with the values it reported (sorted by trial,
+   * then step), none included: one that reported none counts towards
+   * startup_trials as it did when it completed, and the order numbers the
+   * references (tell_order: trial). */
+  g_autoptr(GArray) done = g_array_new(FALSE, FALSE, sizeof(Completed));
   guint i = 0;
   for (guint k = 0; k < trials->len; k++) {
     const SieveTrial *t = trials->pdata[k];
@@ -513,10 +590,22 @@ add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
     guint j = i;
     while (j < values->len && g_array_index(values, SieveIntermediate, j).trial == t->number)
       j++;
-    if (t->status == SIEVE_STATUS_OK)
-      sieve_pruner_add_completed(pruner, j > i ? &g_array_index(values, SieveIntermediate, i) : NULL, j - i);
+    gpointer place;
+    if (t->status == SIEVE_STATUS_OK) {
+      Completed c = {-1, t->number, i, j - i};
+      if (places != NULL && g_hash_table_lookup_extended(places, GSIZE_TO_POINTER((gsize) t->number), NULL, &place))
+        c.place = (gint64) GPOINTER_TO_SIZE(place);
+      g_array_append_val(done, c);
+    }
     i = j;
   }
+  g_array_sort(done, completed_compare);
+  for (guint k = 0; k < done->len; k++) {
+    const Completed *c = &g_array_index(done, Completed, k);
+    sieve_pruner_add_completed(pruner, c->n > 0 ? &g_array_index(values, SieveIntermediate, c->first) : NULL, c->n);
+  }
+  if (order != NULL)
+    *order = g_steal_pointer(&places);
   return TRUE;
 }
 
@@ -524,7 +613,7 @@ add_completed_curves(SievePruner *pruner, SieveStore *store, GError **error)
 static gboolean
 restore_pruner(SieveEngine *engine, GError **error)
 {
-  return engine->pruner == NULL || add_completed_curves(engine->pruner, engine->store, error);
+  return engine->pruner == NULL || add_completed_curves(engine->pruner, engine->store, &engine->pruner_order, error);
 }
 
 /* ---- evaluation ------------------------------------------------------- */
@@ -646,7 +735,7 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
   g_autoptr(SievePruner) pruner = NULL;
   if (engine->exp->pruner != NULL) {
     pruner = sieve_pruner_new(engine->exp->pruner, engine->exp->dir, engine->exp->objectives[0].maximize, error);
-    if (pruner == NULL || !add_completed_curves(pruner, store, error))
+    if (pruner == NULL || !add_completed_curves(pruner, store, NULL, error))
       return NULL;
   }
   SieveGenotype *g = sieve_space_parse(engine->space, genotype, error);
@@ -867,16 +956,7 @@ save_optimizer(SieveEngine *engine, GError **error)
 static gboolean
 save_pruner_seen(SieveEngine *engine, GError **error)
 {
-  if (engine->pruner_seen == NULL)
-    return TRUE;
-  GVariantBuilder b;
-  g_variant_builder_init(&b, G_VARIANT_TYPE("a{xx}"));
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, engine->pruner_seen);
-  while (g_hash_table_iter_next(&it, &k, &v))
-    g_variant_builder_add(&b, "{xx}", (gint64) GPOINTER_TO_SIZE(k), (gint64) GPOINTER_TO_SIZE(v));
-  return sieve_store_save_state(engine->store, "pruner_seen", g_variant_builder_end(&b), error);
+  return engine->pruner_seen == NULL || save_trial_map(engine->store, "pruner_seen", engine->pruner_seen, error);
 }
 
 /* Stores a finished trial and tells the optimizer, inside the caller's
@@ -1182,6 +1262,21 @@ finish_evaluation(RunState *rs, Job *job, GError **error)
       next->scores = sieve_result_new();
     add_missing_metrics(next->scores, p->scores);
     stored = sieve_store_set_trial_stage(engine->store, proposal_number(next), "evaluate", next->scores, error);
+  }
+  /* Whichever the stage, the duplicate that takes the place was a cache
+   * hit in the runs "in a row" (admit), as a resumed run counts it. */
+  if (stored && !ok && p->waiters && p->waiters->len > 0) {
+    if (engine->waited_for == NULL)
+      engine->waited_for = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_insert(engine->waited_for, GSIZE_TO_POINTER((gsize) proposal_number(p->waiters->pdata[0])),
+                        GSIZE_TO_POINTER((gsize) number));
+    stored = save_trial_map(engine->store, "waited_for", engine->waited_for, error);
+  }
+  /* Its place among the pruner's references (finish_told), as told. */
+  if (stored && ok && engine->pruner_order != NULL) {
+    g_hash_table_insert(engine->pruner_order, GSIZE_TO_POINTER((gsize) number),
+                        GSIZE_TO_POINTER((gsize) sieve_pruner_count_completed(engine->pruner)));
+    stored = save_trial_map(engine->store, "pruner_order", engine->pruner_order, error);
   }
   /* In a batch the caller saves the state once, after the last tell. */
   stored = stored && (rs->batch || (save_optimizer(engine, error) &&
@@ -1679,7 +1774,7 @@ admit(RunState *rs, GPtrArray *proposals, GError **error)
       return FALSE;
     }
     if (!counted)
-      rs->consecutive_hits = hit ? rs->consecutive_hits + 1 : 0;
+      rs->consecutive_hits = hit || p->waited ? rs->consecutive_hits + 1 : 0;
     if (!hit)
       g_ptr_array_add(passed, p);
   }
@@ -1761,30 +1856,6 @@ resume_pending(RunState *rs, const SieveTrial *t, GError **error)
   return p;
 }
 
-/* The pending trials' pruner references as the last ask saved them
- * (save_pruner_seen); *out stays NULL when none were saved (a store from
- * before, or tell_order: completion): such trials are judged as dispatched. */
-static gboolean
-load_pruner_seen(SieveEngine *engine, GHashTable **out, GError **error)
-{
-  GError *local = NULL;
-  g_autoptr(GVariant) state = sieve_store_load_state(engine->store, "pruner_seen", &local);
-  if (local != NULL) {
-    g_propagate_error(error, local);
-    return FALSE;
-  }
-  if (state == NULL || !g_variant_is_of_type(state, G_VARIANT_TYPE("a{xx}")))
-    return TRUE;
-  *out = g_hash_table_new(g_direct_hash, g_direct_equal);
-  GVariantIter it;
-  gint64 trial, seen;
-  g_variant_iter_init(&it, state);
-  while (g_variant_iter_next(&it, "{xx}", &trial, &seen))
-    if (trial >= 0 && seen >= 0)
-      g_hash_table_insert(*out, GSIZE_TO_POINTER((gsize) trial), GSIZE_TO_POINTER((gsize) seen));
-  return TRUE;
-}
-
 /* What the store holds from earlier runs: counts, the best, and the pending
  * trials, which go through the stages again before anything new is asked. */
 static gboolean
@@ -1797,7 +1868,10 @@ resume_trials(RunState *rs, GError **error)
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   gint64 n_ok = 0, n_failed = 0;
   g_autoptr(GHashTable) seen = NULL;
-  if (engine->pruner != NULL && !load_pruner_seen(engine, &seen, error))
+  /* (none saved: the pending trials are judged as dispatched) */
+  if (engine->pruner != NULL && !load_trial_map(engine->store, "pruner_seen", &seen, error))
+    return FALSE;
+  if (!load_trial_map(engine->store, "waited_for", &engine->waited_for, error))
     return FALSE;
   /* A pending trial before the last one finished went through the stages
    * in the live run (a batch is admitted whole before the next ask):
@@ -1812,6 +1886,9 @@ resume_trials(RunState *rs, GError **error)
     rs->proposals++;
     n_ok += t->status == SIEVE_STATUS_OK;
     n_failed += t->status == SIEVE_STATUS_FAILED;
+    /* It took a failed original's place: a hit where admit met it. */
+    gboolean waited = engine->waited_for != NULL &&
+                      g_hash_table_contains(engine->waited_for, GSIZE_TO_POINTER((gsize) t->number));
     /* The counts "in a row" as the live run left them (constrain, admit). */
     if (t->status == SIEVE_STATUS_REJECTED)
       rs->consecutive_rejections++;
@@ -1824,7 +1901,7 @@ resume_trials(RunState *rs, GError **error)
     case SIEVE_STATUS_FAILED:
     case SIEVE_STATUS_PRUNED:
       rs->evaluations++;
-      rs->consecutive_hits = 0;
+      rs->consecutive_hits = waited ? rs->consecutive_hits + 1 : 0;
       note_best(rs, t->number, t->fidelity, sieve_engine_objective(engine->exp, t->result));
       continue;
     case SIEVE_STATUS_CACHED:
@@ -1864,11 +1941,13 @@ resume_trials(RunState *rs, GError **error)
     }
     g_ptr_array_add(pending, p);
     /* As admit meets it: a duplicate of a pending trial before it waits
-     * for that one (a hit); any other passed dedupe. */
+     * for that one (a hit), as did one that took a failed original's
+     * place; any other passed dedupe. */
+    p->waited = waited;
     gboolean waits = p->slot != NULL && !p->screened_in && g_hash_table_contains(slots, p->slot);
     if (i < tail) {
       p->counted = TRUE;
-      rs->consecutive_hits = waits ? rs->consecutive_hits + 1 : 0;
+      rs->consecutive_hits = waits || waited ? rs->consecutive_hits + 1 : 0;
     }
     if (p->slot != NULL && !waits)
       g_hash_table_add(slots, p->slot);
@@ -2153,8 +2232,12 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   if (in_order && engine->pruner != NULL && !queued) {
     if (engine->pruner_seen == NULL)
       engine->pruner_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-  } else
+    if (engine->pruner_order == NULL)
+      engine->pruner_order = g_hash_table_new(g_direct_hash, g_direct_equal);
+  } else {
     g_clear_pointer(&engine->pruner_seen, g_hash_table_unref);
+    g_clear_pointer(&engine->pruner_order, g_hash_table_unref);
+  }
 
   /* The evaluations queued since the last ask, in one transaction: the
    * workers see them all at once, for one commit. */

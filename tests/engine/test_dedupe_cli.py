@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
@@ -443,6 +444,80 @@ sieve.register_optimizer{
         out = sieve("run", cfg, "--store", store, "--resume", check=0).stdout
         self.assertIn("stopping: the last 4 proposals were all duplicates", out)
         self.assertEqual(export_rows(store), reference)
+
+    def test_a_duplicate_that_took_a_failed_originals_place_resumes_as_a_hit(self):
+        # Review 5b: a duplicate that waited for an original that then failed
+        # (a cache hit where admit met it) takes the original's place and is
+        # evaluated; a resumed run took it for one that passed dedupe and
+        # started the count of hits again.  The same network every time,
+        # two workers, trial 0 fails: trial 1 waits (one hit), then 2, 3, 4
+        # (four in a row stop the study); trial 1 takes 0's place.  Stopped
+        # after three proposals and resumed, the study stops there too.
+        net = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        prog = self.write("fail0.py", "import sys, json, time\nreq = json.load(sys.stdin)\n"
+                          "if req['trial'] == 0:\n    time.sleep(0.5)\n    sys.exit(1)\n"
+                          "time.sleep(1)\nprint(json.dumps({'cifar10_valid_acc': 0.5}))\n")
+        cfg = self.fixed_study([net], "pipeline: [{dedupe: {max_consecutive_hits: 4}}]\n"
+                               "budget: {evaluations: 10, proposals: 10}\nworkers: 2\n",
+                               evaluator=f"{{plugin: command, argv: [python3, {prog}], stdin: json}}")
+        ref = self.path("ref.sieve")
+        out = sieve("run", cfg, "--store", ref, check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        reference = [(r["number"], r["status"], r["cached_from"]) for r in export_rows(ref)]
+        self.assertEqual(reference, [("0", "failed", ""), ("1", "ok", "")] + [(str(n), "cached", "1") for n in (2, 3, 4)])
+        store = self.path("s.sieve")
+        sieve("run", cfg, "--store", store, "--set", "budget.proposals=3", check=0)
+        self.assertEqual([r["status"] for r in export_rows(store)], ["failed", "ok", "cached"])
+        out = sieve("run", cfg, "--store", store, "--resume", check=0).stdout
+        self.assertIn("stopping: the last 4 proposals were all duplicates", out)
+        self.assertEqual([(r["number"], r["status"], r["cached_from"]) for r in export_rows(store)], reference)
+
+    def test_tell_order_trial_references_resume_in_tell_order(self):
+        # Review 5b: under tell_order: trial the pruner judges a trial
+        # against the first N trials told (fixed when it was asked); a
+        # resumed run rebuilt them in trial order.  Two workers, the first
+        # network proposed twice: trial 0 fails and trial 1, its duplicate,
+        # takes its place, dispatched (and told) after trial 2; trial 3 is
+        # asked then, judged against trial 2 (bad), not trial 1 (good).
+        # Killed with SIGKILL once trial 1 is stored (3 and 4 still run) and
+        # resumed, every trial ends as in a run that was not killed.
+        good = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|nor_conv_3x3~0|nor_conv_3x3~1|nor_conv_3x3~2|"
+        nets = [good, good, "|skip_connect~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|",
+                "|nor_conv_1x1~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|",
+                "|avg_pool_3x3~0|+|nor_conv_1x1~0|skip_connect~1|+|nor_conv_1x1~0|skip_connect~1|skip_connect~2|"]
+        prog = self.write("order.py", "import sys, json, time\nreq = json.load(sys.stdin)\nt = req['trial']\n"
+                          "if t == 0: sys.exit(1)\n"
+                          "v = {'|nor_conv_3x3~0|': 0.9, '|skip_connect~0|': 0.1}.get(req['genotype'].split('+')[0], 0.5)\n"
+                          "if t == 1: time.sleep(1)\n"
+                          "if t in (3, 4): time.sleep(4)\n"
+                          "for s in range(1, 4):\n"
+                          "    print(json.dumps({'intermediate': {'step': s, 'value': v}}), flush=True)\n"
+                          "print(json.dumps({'cifar10_valid_acc': v}), flush=True)\n")
+        cfg = self.fixed_study(nets, "pipeline: [dedupe]\npruner: {kind: median, startup_trials: 1}\n"
+                               "budget: {evaluations: 5}\nworkers: 2\ntell_order: trial\n",
+                               evaluator=f"{{plugin: command, argv: [python3, {prog}], stdin: json}}")
+        ref = self.path("ref.sieve")
+        sieve("run", cfg, "--store", ref, "--quiet", check=0)
+        reference = [(r["number"], r["status"]) for r in export_rows(ref)]
+        self.assertEqual(reference, [("0", "failed"), ("1", "ok"), ("2", "ok"), ("3", "ok"), ("4", "ok")])
+        store = self.path("k.sieve")
+        proc = subprocess.Popen([SIEVE, "run", cfg, "--store", store, "--quiet"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        status = {}
+        while time.time() < deadline and status.get("1") != "ok":
+            time.sleep(0.1)
+            if os.path.exists(store):
+                try:
+                    status = {r["number"]: r["status"] for r in export_rows(store)}
+                except AssertionError:  # the store not yet readable
+                    continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.assertEqual(status.get("1"), "ok", "the run was not killed after trial 1 was stored")
+        self.assertEqual(status.get("3"), "pending", "the kill did not come while trial 3 ran")
+        sieve("run", cfg, "--store", store, "--resume", "--quiet", check=0)
+        self.assertEqual([(r["number"], r["status"]) for r in export_rows(store)], reference)
 
     def test_promotions_are_not_screened_again(self):
         # Bug hunt 4: the screen ranked a Hyperband promotion (a configuration
