@@ -3,7 +3,8 @@
 # here: the CUDA tests (against the CPU backend, and the CPU runtime's own
 # tests on the GPU), then bench/cuda_vs_torch.py with the PyTorch peer in the
 # same call.  Logs and the bench's JSON go to $OUT (or .gpu/out).
-#   usage: bash scripts/gpu-check.sh [tests|bench|all] [extra cuda_vs_torch.py arguments]
+#   usage: bash scripts/gpu-check.sh [tests|bench|all|setup] [extra cuda_vs_torch.py arguments]
+# (setup: only unpack the build and make its paths; scripts/gpu-profile.sh starts so)
 set -uo pipefail
 what=${1:-all}
 shift || true
