@@ -64,6 +64,9 @@ static const Case cases[] = {
   {"bohb", "{min_points: 4}", TRUE, 1},
   {"asha", NULL, TRUE, 1},
   {"asha", "{brackets: 3}", TRUE, 1},
+  /* the model from a rung's 4th result on: determinism and resume cover it */
+  {"asha", "{sampler: tpe, min_points: 4}", TRUE, 1},
+  {"asha", "{sampler: tpe, brackets: 2, random_fraction: 0.2}", TRUE, 1},
   {"reinforce", NULL, FALSE, 1},
 };
 
@@ -963,6 +966,92 @@ test_asha_brackets(void)
   g_ptr_array_unref(a.asked);
 }
 
+/* asha's sampler: tpe (BOHB's model over the rung results, Falkner et al.
+ * 2018) on a categorical space like NB201's cells: 5 decisions of 5
+ * choices, the value the number of decisions at their target choice
+ * (plus a little for choices near it), the same at every rung.  ASHA over
+ * epochs 1..9 with eta 9 (rungs 1 and 9, as the bench's 1/4 and 2 epochs
+ * with eta 8), one worker, 60 trials.  Returns the share of the new
+ * configurations started after the first 15 that have 3 or more
+ * decisions at their target (a uniform draw: 5.8 %), and their number in
+ * *n_new. */
+static double
+asha_sampler_run(const char *yaml, guint64 seed, guint *n_new)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], "
+                                                 "c: [p, q, r, s, t], d: [p, q, r, s, t], e: [p, q, r, s, t]}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  static const guint target[] = {2, 4, 0, 3, 1};
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("asha", space, yaml, seed, 1, &fid, &error);
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint good = 0;
+  *n_new = 0;
+  for (guint t = 0; t < 60; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    const SieveGenotype *g = sieve_candidate_get_genotype(c);
+    guint hits = 0;
+    double value = 0;
+    for (guint d = 0; d < 5; d++) {
+      guint choice = (guint) sieve_genotype_get(g, d);
+      hits += choice == target[d];
+      value += choice == target[d] ? 1 : 0.1 * (4 - abs((int) choice - (int) target[d]));
+    }
+    const char *text = sieve_candidate_get_text(c);
+    if (!g_hash_table_contains(started, text)) {
+      g_assert_cmpfloat(sieve_candidate_get_fidelity(c), ==, 1);
+      if (g_hash_table_size(started) >= 15) {
+        good += hits >= 3;
+        (*n_new)++;
+      }
+      g_hash_table_add(started, g_strdup(text));
+    }
+    g_autoptr(SieveResult) r = sieve_result_new();
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &value, &error));
+    g_assert_no_error(error);
+  }
+  return (double) good / *n_new;
+}
+
+/* The model must concentrate the new configurations near the optimum,
+ * far more than random draws do, over 6 seeds; with random_fraction 1 the
+ * same sampler is random again (the check is on the model, not on the
+ * option's parsing).  In 60 trials the top rung gets fewer than n_min = 6
+ * results, so the model is rung 0's, as in the bench (a model of a top
+ * rung's few results, all promoted ones, concentrates far less). */
+static void
+test_asha_sampler(void)
+{
+  double random = 0, tpe = 0, coin = 0;
+  guint n_random = 0, n_tpe = 0, n_coin = 0;
+  for (guint64 seed = 1; seed <= 6; seed++) {
+    guint n[3];
+    double share[3] = {asha_sampler_run("{eta: 9}", seed, &n[0]), asha_sampler_run("{eta: 9, sampler: tpe}", seed, &n[1]),
+                       asha_sampler_run("{eta: 9, sampler: tpe, random_fraction: 1}", seed, &n[2])};
+    g_test_message("seed %" G_GUINT64_FORMAT ": share of new configurations with 3 or more decisions at their "
+                   "target: random %.3f of %u, tpe %.3f of %u, tpe with random_fraction 1 %.3f of %u", seed,
+                   share[0], n[0], share[1], n[1], share[2], n[2]);
+    random += share[0] * n[0];
+    tpe += share[1] * n[1];
+    coin += share[2] * n[2];
+    n_random += n[0];
+    n_tpe += n[1];
+    n_coin += n[2];
+  }
+  random /= n_random;
+  tpe /= n_tpe;
+  coin /= n_coin;
+  g_test_message("over the seeds: random %.3f, tpe %.3f, tpe with random_fraction 1 %.3f", random, tpe, coin);
+  g_assert_cmpuint(n_tpe, >=, 200);
+  g_assert_cmpfloat(tpe, >=, 0.15);
+  g_assert_cmpfloat(tpe, >, 3 * random);
+  g_assert_cmpfloat(tpe, >, 2 * coin);
+}
+
 /* ---- NSGA-II ---------------------------------------------------------- */
 
 /* Hypervolume (two objectives, larger is better) above the reference point. */
@@ -1171,6 +1260,14 @@ test_bad_options(void)
   expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
+  expect_error("asha", "{sampler: bohb}", 1, &budget_fidelity,
+               "test.yaml:1:11: option 'sampler' expects one of random, tpe; got 'bohb'");
+  expect_error("asha", "{sampler: tpe, random_fraction: 1.5}", 1, &budget_fidelity,
+               "test.yaml:1:*random_fraction*");
+  expect_error("asha", "{eta: 4, min_points: 3}", 1, &budget_fidelity,
+               "test.yaml:1:22: min_points applies only to the model of sampler: tpe, and the sampler is random");
+  expect_error("asha", "{top_fraction: 0.3, sampler: random}", 1, &budget_fidelity,
+               "test.yaml:1:16: top_fraction applies only to the model of sampler: tpe, and the sampler is random");
   expect_error("asha", "{brackets: 5}", 1, &budget_fidelity,
                "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3 (one bracket can start at each rung*");
 }
@@ -1209,6 +1306,7 @@ main(int argc, char **argv)
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
+  g_test_add_func("/optimizers/asha/sampler", test_asha_sampler);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
   g_test_add_func("/optimizers/reinforce/overflow", test_reinforce_overflow);
   g_test_add_func("/optimizers/bad-options", test_bad_options);
