@@ -33,7 +33,8 @@
  * 2018; ../common/bohb-model.h): a TPE fitted on the results of the
  * highest rung with at least n_min = decisions + 1 of them, a
  * random_fraction of the draws staying random, as BOHB does for
- * Hyperband's brackets.  It reads the results by the same rules as the
+ * Hyperband's brackets (until a rung has n_min results, every draw is
+ * sampler: random's, the same configurations).  It reads the results by the same rules as the
  * promotions (a pruned or failed trial at -inf, in the worse group), in
  * ask order (Optuna's trial order: the TPE's weights favour the later
  * ones); the model is fitted again at each draw from the entries, so the
@@ -267,9 +268,17 @@ draw(Asha *self)
     opt_tpe_data_add(&data, e->genotype, e->fitness);
     g_array_append_val(fidelity, self->fidelity[e->rung]);
   }
-  SieveGenotype *g = opt_bohb_model_sample(&self->model, self->space, &data, (const double *) fidelity->data,
-                                           &self->rng, &self->seen);
+  const double *f = (const double *) fidelity->data;
+  double at = opt_bohb_model_fidelity(&self->model, &data, f);
+  SieveGenotype *g = NULL;
+  /* The coin only once a rung has enough results, as HpBandSter's
+   * get_config does (Falkner et al.'s implementation): until then the
+   * draws, rng and all, are sampler: random's. */
+  if (!isnan(at) && sieve_rng_uniform(&self->rng) >= self->model.random_fraction)
+    g = opt_bohb_model_suggest(&self->model, self->space, &data, f, at, &self->rng, &self->seen);
   opt_tpe_data_clear(&data);
+  if (g == NULL)
+    g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
   return g;
 }
 

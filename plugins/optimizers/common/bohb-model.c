@@ -22,48 +22,36 @@ opt_bohb_model_init(OptBohbModel *model, const SieveSpace *space, const SieveOpt
                                                                   : sieve_space_n_decisions(space) + 1;
 }
 
-/* The model of the highest fidelity with min_points results, or NULL. */
-static SieveGenotype *
-model_sample(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data, const double *fid,
-             SieveRng *rng, const OptSeen *seen)
+double
+opt_bohb_model_fidelity(const OptBohbModel *model, const OptTpeData *data, const double *fidelity)
 {
   guint n = opt_tpe_data_size(data);
-  double best = -INFINITY;
-  guint count_best = 0;
+  double best = NAN;
   for (guint i = 0; i < n; i++) {
-    if (fid[i] <= best)
+    if (fidelity[i] <= best)
       continue;
     guint count = 0;
     for (guint j = 0; j < n; j++)
-      count += fid[j] == fid[i];
-    if (count >= model->min_points) {
-      best = fid[i];
-      count_best = count;
-    }
+      count += fidelity[j] == fidelity[i];
+    if (count >= model->min_points)
+      best = fidelity[i];
   }
-  if (count_best == 0)
-    return NULL;
-  OptTpeData at;
-  opt_tpe_data_init(&at, space);
-  guint D = data->n_decisions;
-  for (guint i = 0; i < n; i++)
-    if (fid[i] == best) {
-      g_array_append_vals(at.x, &g_array_index(data->x, double, i * D), D);
-      g_array_append_val(at.y, g_array_index(data->y, double, i));
-    }
-  SieveGenotype *g = opt_tpe_suggest(space, &at, &model->tpe, rng, seen);
-  opt_tpe_data_clear(&at);
-  return g;
+  return best;
 }
 
 SieveGenotype *
-opt_bohb_model_sample(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data,
-                      const double *fidelity, SieveRng *rng, const OptSeen *seen)
+opt_bohb_model_suggest(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data,
+                       const double *fidelity, double at, SieveRng *rng, const OptSeen *seen)
 {
-  SieveGenotype *g = NULL;
-  if (sieve_rng_uniform(rng) >= model->random_fraction)
-    g = model_sample(model, space, data, fidelity, rng, seen);
-  if (g == NULL)
-    g = opt_sample_unseen(space, seen, rng, OPT_RANDOM_TRIES);
+  OptTpeData here;
+  opt_tpe_data_init(&here, space);
+  guint n = opt_tpe_data_size(data), D = data->n_decisions;
+  for (guint i = 0; i < n; i++)
+    if (fidelity[i] == at) {
+      g_array_append_vals(here.x, &g_array_index(data->x, double, i * D), D);
+      g_array_append_val(here.y, g_array_index(data->y, double, i));
+    }
+  SieveGenotype *g = opt_tpe_suggest(space, &here, &model->tpe, rng, seen);
+  opt_tpe_data_clear(&here);
   return g;
 }

@@ -5,7 +5,14 @@
  *
  *   OptBohbModel m;
  *   opt_bohb_model_init(&m, space, options);  // options from OPT_BOHB_MODEL_OPTIONS
- *   SieveGenotype *g = opt_bohb_model_sample(&m, space, &data, fidelity, &rng, &seen);
+ *   double at = opt_bohb_model_fidelity(&m, &data, fidelity);
+ *   if (!isnan(at) && sieve_rng_uniform(&rng) >= m.random_fraction)
+ *     g = opt_bohb_model_suggest(&m, space, &data, fidelity, at, &rng, &seen);
+ *   if (g == NULL)
+ *     g = opt_sample_unseen(space, &seen, &rng, OPT_RANDOM_TRIES);
+ *
+ * (`bohb` draws the coin first, `asha` only once a fidelity has enough
+ * results, as HpBandSter's get_config does: see each.)
  *
  * With probability random_fraction a new configuration is random;
  * otherwise it is drawn from a multivariate TPE fitted on the results at
@@ -48,13 +55,14 @@ typedef struct {
 /* Reads the OPT_BOHB_MODEL_OPTIONS of options. */
 void opt_bohb_model_init(OptBohbModel *model, const SieveSpace *space, const SieveOptions *options);
 
-/* A new configuration not in seen: from the model of data (results in
- * order, fidelity[i] the fidelity of result i) with probability 1 -
- * random_fraction when a fidelity has enough results, else (or when the
- * model's candidates were all seen) a random one; NULL when the space has
- * none left (a finite space).  rng draws the coin first, then the sample.
- * (transfer full) (nullable) */
-SieveGenotype *opt_bohb_model_sample(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data,
-                                     const double *fidelity, SieveRng *rng, const OptSeen *seen);
+/* The highest fidelity among fidelity[0 .. n) (n: the results in data)
+ * with at least min_points results, or NAN when none has. */
+double opt_bohb_model_fidelity(const OptBohbModel *model, const OptTpeData *data, const double *fidelity);
+
+/* A configuration not in seen from the TPE of data's results at fidelity
+ * at (one of opt_bohb_model_fidelity's), or NULL when every candidate drawn
+ * was seen.  (transfer full) (nullable) */
+SieveGenotype *opt_bohb_model_suggest(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data,
+                                      const double *fidelity, double at, SieveRng *rng, const OptSeen *seen);
 
 G_END_DECLS

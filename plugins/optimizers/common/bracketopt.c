@@ -1,4 +1,6 @@
 /* sieve optimizers: bracket-scheduled optimizers.  See bracketopt.h. */
+#include <math.h>
+
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
 #include <sieve/optimizer.h>
@@ -59,10 +61,18 @@ static SieveGenotype *
 sample(gpointer user, OptBrackets *b, double fidelity)
 {
   BracketOpt *self = user;
-  if (self->method == OPT_BRACKETS_BOHB)
-    return opt_bohb_model_sample(&self->model, self->space, &self->data, (const double *) self->data_fidelity->data,
-                                 &self->rng, &b->sampled);
-  return opt_sample_unseen(self->space, &b->sampled, &self->rng, OPT_RANDOM_TRIES);
+  SieveGenotype *g = NULL;
+  /* The coin first, whether or not a model can be fitted yet (asha draws
+   * it only once one can; kept here, so that bohb's runs stay the same). */
+  if (self->method == OPT_BRACKETS_BOHB && sieve_rng_uniform(&self->rng) >= self->model.random_fraction) {
+    const double *f = (const double *) self->data_fidelity->data;
+    double at = opt_bohb_model_fidelity(&self->model, &self->data, f);
+    if (!isnan(at))
+      g = opt_bohb_model_suggest(&self->model, self->space, &self->data, f, at, &self->rng, &b->sampled);
+  }
+  if (g == NULL)
+    g = opt_sample_unseen(self->space, &b->sampled, &self->rng, OPT_RANDOM_TRIES);
+  return g;
 }
 
 gboolean

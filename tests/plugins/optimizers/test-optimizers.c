@@ -1046,6 +1046,34 @@ test_asha_sampler(void)
   tpe /= n_tpe;
   coin /= n_coin;
   g_test_message("over the seeds: random %.3f, tpe %.3f, tpe with random_fraction 1 %.3f", random, tpe, coin);
+  /* Until a rung has n_min = 6 results, tpe's draws are random's, rng and
+   * all: the first 6 configurations are the same; from the 7th, asked
+   * after 6 results, the model's (random_fraction 0) differ. */
+  GError *error = NULL;
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], "
+                                                 "c: [p, q, r, s, t], d: [p, q, r, s, t], e: [p, q, r, s, t]}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  g_autoptr(SieveOptimizer) a = optimizer_try("asha", space, "{eta: 9}", 4, 1, &fid, &error);
+  g_autoptr(SieveOptimizer) b = optimizer_try("asha", space, "{eta: 9, sampler: tpe, random_fraction: 0}", 4, 1, &fid,
+                                              &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) from_a = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_autoptr(GPtrArray) from_b = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  guint same = 0;
+  for (guint t = 0; t < 12; t++) {
+    g_assert_true(sieve_optimizer_ask(a, 1, from_a, &error));
+    g_assert_true(sieve_optimizer_ask(b, 1, from_b, &error));
+    g_assert_cmpuint(from_a->len, ==, t + 1);
+    g_assert_cmpuint(from_b->len, ==, t + 1);
+    same += strcmp(sieve_candidate_get_text(from_a->pdata[t]), sieve_candidate_get_text(from_b->pdata[t])) == 0;
+    if (t < 6)
+      g_assert_cmpuint(same, ==, t + 1);
+    double value = t % 3; /* any values: the draws before the model ignore them */
+    g_autoptr(SieveResult) r = sieve_result_new();
+    g_assert_true(sieve_optimizer_tell(a, from_a->pdata[t], r, &value, &error));
+    g_assert_true(sieve_optimizer_tell(b, from_b->pdata[t], r, &value, &error));
+  }
+  g_assert_cmpuint(same, <, 12);
   g_assert_cmpuint(n_tpe, >=, 200);
   g_assert_cmpfloat(tpe, >=, 0.15);
   g_assert_cmpfloat(tpe, >, 3 * random);
