@@ -34,9 +34,9 @@
  * highest rung with at least n_min = decisions + 1 of them, a
  * random_fraction of the draws staying random, as BOHB does for
  * Hyperband's brackets (until a rung has n_min results, every draw is
- * sampler: random's, the same configurations).  It reads the results by the same rules as the
- * promotions (a pruned or failed trial at -inf, in the worse group), in
- * ask order (Optuna's trial order: the TPE's weights favour the later
+ * sampler: random's, the same configurations).  It reads the results by
+ * the same rules as the promotions (a pruned or failed trial at -inf, in
+ * the worse group), in ask order (Optuna's trial order: the TPE's weights favour the later
  * ones); the model is fitted again at each draw from the entries, so the
  * saved entries and rng are its whole state and a resumed study draws
  * exactly what the uninterrupted one would.
