@@ -1054,7 +1054,8 @@ test_asha_sampler(void)
   guint n_random = 0, n_tpe = 0, n_coin = 0;
   for (guint64 seed = 1; seed <= 6; seed++) {
     guint n[3];
-    double share[3] = {asha_sampler_run("{eta: 9}", seed, &n[0]), asha_sampler_run("{eta: 9, sampler: tpe}", seed, &n[1]),
+    double share[3] = {asha_sampler_run("{eta: 9}", seed, &n[0]),
+                       asha_sampler_run("{eta: 9, sampler: tpe}", seed, &n[1]),
                        asha_sampler_run("{eta: 9, sampler: tpe, random_fraction: 1}", seed, &n[2])};
     g_test_message("seed %" G_GUINT64_FORMAT ": share of new configurations with 3 or more decisions at their "
                    "target: random %.3f of %u, tpe %.3f of %u, tpe with random_fraction 1 %.3f of %u", seed,
