@@ -24,7 +24,8 @@ fidelities) costs >= 25% less with continuation, at equal results; target
 after the whole.  --seeds, --jobs, --train-limit, --validation and
 --threads scale it; --out / --add keep and merge runs.  --full-epochs
 sets the full fidelity (random search's training, and the top rung) and
---asha-eta / --asha-min ASHA's rungs: with a full fidelity of 2 epochs
+--asha-eta / --asha-min ASHA's rungs (--asha-sampler tpe: its new
+configurations from BOHB's model of the rung results): with a full fidelity of 2 epochs
 and ASHA at eta 8 from 1/4 epoch, ASHA screens twice the configurations
 random search trains within half its budget (README, "Training-aware
 search").
@@ -217,8 +218,8 @@ def methods(args):
         "random": ("{plugin: random}", False, None),
         "hyperband": (hb % "hyperband", False, None),
         "hyperband+cont": (hb % "hyperband", True, None),
-        "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g}" % (args.asha_eta, args.asha_min), False,
-                        pruner_for),
+        "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g%s}" % (
+            args.asha_eta, args.asha_min, ", sampler: tpe" if args.asha_sampler == "tpe" else ""), False, pruner_for),
         "bohb+cont": (hb % "bohb", True, None),
     }
 
@@ -338,10 +339,10 @@ def mean_sd(xs):
 def part_nb201(sieve, seeds, args):
     print("\n== NB201 (C=8, N=1) on Fashion-MNIST: %s training examples per epoch (%d steps of 64), %d validation, "
           "%d thread(s); full fidelity %g epoch(s); Hyperband and BOHB eta %g, fidelity from %g epoch; ASHA eta %g, "
-          "fidelity from %g epoch, median pruning from %g of the full training; each method starts trials while it "
+          "fidelity from %g epoch, %s sampler, median pruning from %g of the full training; each method starts trials while it "
           "has spent < %g epochs"
           % (args.train_limit or "all", steps_per_epoch(args), args.validation, args.threads, args.full_epochs, ETA,
-             MIN_EPOCHS, args.asha_eta, args.asha_min, PRUNE_FROM, args.budget), flush=True)
+             MIN_EPOCHS, args.asha_eta, args.asha_min, args.asha_sampler, PRUNE_FROM, args.budget), flush=True)
     tasks = [(m, s) for s in seeds for m in args.methods]
     results = []
     with tempfile.TemporaryDirectory(prefix="sieve-bench-nb201-") as workdir, \
@@ -456,6 +457,9 @@ def main():
                         help="the full fidelity: epochs a configuration trains at the top rung, and random search's")
     parser.add_argument("--asha-eta", type=float, default=ASHA_ETA, help="ASHA's reduction factor")
     parser.add_argument("--asha-min", type=float, default=ASHA_MIN, help="ASHA's lowest rung, in epochs")
+    parser.add_argument("--asha-sampler", choices=["random", "tpe"], default="random",
+                        help="how ASHA draws new configurations: random (as random search) or tpe (BOHB's model of "
+                             "the highest rung with decisions + 1 results, a third of the draws random)")
     parser.add_argument("--asha-budget", type=float, default=0,
                         help="epochs ASHA's studies run (0: --budget); target (b) reads them after --budget / 2")
     parser.add_argument("--no-test", action="store_true", help="skip the incumbents' test accuracy")

@@ -36,7 +36,12 @@ OPTIMIZERS = {
     "hyperband": "{plugin: hyperband}",
     "bohb": "{plugin: bohb, min_points: 3}",
     "reinforce": "{plugin: reinforce}",
+    "asha": "{plugin: asha}",
+    # the model from rung 0's first 3 (branin's 2 decisions + 1) results on
+    "asha-tpe": "{plugin: asha, sampler: tpe}",
 }
+# the OPTIMIZERS entries that need the evaluator's fidelity
+WITH_FIDELITY = MULTI_FIDELITY | {"asha", "asha-tpe"}
 
 
 class TestConfigs(Workdir):
@@ -209,7 +214,7 @@ class TestResume(Workdir):
     def study(self, name, workers=1, delay=0.01, n=None):
         return self.write_config(f"{name}.yaml", STUDY % {
             "space": os.path.join(ROOT, "search_spaces", "branin.yaml"), "optimizer": OPTIMIZERS[name],
-            "delay": delay, "fidelity": FIDELITY if name in MULTI_FIDELITY else "", "n": n or self.N,
+            "delay": delay, "fidelity": FIDELITY if name in WITH_FIDELITY else "", "n": n or self.N,
             "workers": workers})
 
     def test_kill_at_many_points(self):

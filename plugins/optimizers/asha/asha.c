@@ -26,8 +26,23 @@
  * Results: a failed, screened or pruned trial ranks below every finished
  * one (a pruned trial's last value was measured below its rung's fidelity,
  * so it is no evidence at that rung); ties keep the earlier result first.
+ *
+ * New configurations (`sampler`): random draws, as random search's, or
+ * (`tpe`) BOHB's model over the rung results (Falkner, Klein & Hutter,
+ * "BOHB: Robust and Efficient Hyperparameter Optimization at Scale", ICML
+ * 2018; ../common/bohb-model.h): a TPE fitted on the results of the
+ * highest rung with at least n_min = decisions + 1 of them, a
+ * random_fraction of the draws staying random, as BOHB does for
+ * Hyperband's brackets (until a rung has n_min results, every draw is
+ * sampler: random's, the same configurations).  It reads the results by
+ * the same rules as the promotions (a pruned or failed trial at -inf, in
+ * the worse group), in ask order (Optuna's trial order: the TPE's weights favour the later
+ * ones); the model is fitted again at each draw from the entries, so the
+ * saved entries and rng are its whole state and a resumed study draws
+ * exactly what the uninterrupted one would.
  */
 #include <math.h>
+#include <string.h>
 
 #include <sieve/component.h>
 #include <sieve/optimizer.h>
@@ -37,14 +52,23 @@
 #include <sieve/rng.h>
 #include <sieve/space.h>
 
+#include "bohb-model.h"
 #include "brackets.h"
 #include "optcommon.h"
+
+static const char *const sampler_names[] = {"random", "tpe", NULL};
 
 static const SieveOptionSpec asha_options[] = {
   OPT_BRACKET_OPTIONS,
   SIEVE_OPTION_INT("brackets", "1", 1, 64,
                    "asynchronous Hyperband: brackets of ASHA starting at rungs 0 .. brackets-1, new "
                    "configurations given to them in Hyperband's proportions (1: plain ASHA)"),
+  SIEVE_OPTION_CHOICE("sampler", "random", sampler_names,
+                      "how a new configuration is drawn: random: uniformly, as random search does; tpe: as BOHB "
+                      "(Falkner et al. 2018), from a multivariate TPE fitted on the results of the highest rung "
+                      "with min_points of them (random until one has), random_fraction of the draws staying "
+                      "random; the five options below apply with tpe only"),
+  OPT_BOHB_MODEL_OPTIONS,
   SIEVE_OPTION_END,
 };
 
@@ -69,6 +93,8 @@ typedef struct {
   GPtrArray *entries; /* Entry*, in ask order */
   GHashTable *index;  /* opt_key(text, fidelity) -> Entry* of a pending one */
   OptSeen seen;       /* configurations started (each once, in one bracket) */
+  gboolean tpe;       /* sampler: tpe */
+  OptBohbModel model; /* its settings */
 } Asha;
 
 static void
@@ -113,8 +139,19 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
                             brackets, levels + 1, min, max, eta);
     return NULL;
   }
+  gboolean tpe = strcmp(sieve_options_get_string(options, "sampler"), "tpe") == 0;
+  for (guint i = 0; !tpe && opt_bohb_model_option_names[i] != NULL; i++)
+    if (sieve_options_is_set(options, opt_bohb_model_option_names[i])) {
+      sieve_options_set_error(options, opt_bohb_model_option_names[i], error,
+                              "%s applies only to the model of sampler: tpe, and the sampler is random",
+                              opt_bohb_model_option_names[i]);
+      return NULL;
+    }
   Asha *self = g_new0(Asha, 1);
   self->space = space;
+  self->tpe = tpe;
+  if (tpe)
+    opt_bohb_model_init(&self->model, space, options);
   sieve_rng_seed(&self->rng, study->seed);
   self->eta = eta;
   self->top = levels;
@@ -213,6 +250,38 @@ next_bracket(const Asha *self)
   return s;
 }
 
+/* A new configuration not started yet, or NULL when the space has none
+ * left: random, or from BOHB's model of the finished results (every
+ * bracket's, by rung fidelity, in ask order). */
+static SieveGenotype *
+draw(Asha *self)
+{
+  if (!self->tpe)
+    return opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
+  OptTpeData data;
+  opt_tpe_data_init(&data, self->space);
+  g_autoptr(GArray) fidelity = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < self->entries->len; i++) {
+    const Entry *e = self->entries->pdata[i];
+    if (!e->done)
+      continue;
+    opt_tpe_data_add(&data, e->genotype, e->fitness);
+    g_array_append_val(fidelity, self->fidelity[e->rung]);
+  }
+  const double *f = (const double *) fidelity->data;
+  double at = opt_bohb_model_fidelity(&self->model, &data, f);
+  SieveGenotype *g = NULL;
+  /* The coin only once a rung has enough results, as HpBandSter's
+   * get_config does (Falkner et al.'s implementation): until then the
+   * draws, rng and all, are sampler: random's. */
+  if (!isnan(at) && sieve_rng_uniform(&self->rng) >= self->model.random_fraction)
+    g = opt_bohb_model_suggest(&self->model, self->space, &data, f, at, &self->rng, &self->seen);
+  opt_tpe_data_clear(&data);
+  if (g == NULL)
+    g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
+  return g;
+}
+
 /* A promotion in any bracket, from the rung below the top down. */
 static Entry *
 next_promotion(Asha *self, gboolean exhausted)
@@ -233,7 +302,7 @@ asha_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     Entry *up = next_promotion(self, exhausted);
     g_autoptr(SieveGenotype) g = NULL;
     if (up == NULL && !exhausted) {
-      g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
+      g = draw(self);
       /* NULL: a finite space, every configuration started */
       exhausted = g == NULL;
       if (exhausted)
@@ -383,7 +452,7 @@ static const SieveComponentInfo asha_info = {
   .kind = SIEVE_KIND_OPTIMIZER,
   .name = "asha",
   .summary = "asynchronous successive halving: promote a rung's top 1/eta as soon as they finish; with brackets, "
-             "asynchronous Hyperband (Li et al. 2020)",
+             "asynchronous Hyperband (Li et al. 2020); sampler: tpe draws new ones from BOHB's model",
   .options = asha_options,
   .klass = &asha_class,
 };

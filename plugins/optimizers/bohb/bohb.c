@@ -13,13 +13,7 @@
 
 static const SieveOptionSpec bohb_options[] = {
   OPT_BRACKET_OPTIONS,
-  SIEVE_OPTION_FLOAT("random_fraction", "0.333333", 0, 1, "share of configurations drawn at random"),
-  SIEVE_OPTION_FLOAT("top_fraction", "0.15", 0.001, 1, "share of a fidelity's results forming the good density"),
-  SIEVE_OPTION_INT("n_candidates", "64", 1, 1e5, "candidates drawn from the good density per configuration"),
-  SIEVE_OPTION_FLOAT("bandwidth_factor", "3", 0.01, 100, "widening of the kernels when drawing candidates"),
-  {"min_points", SIEVE_OPTION_TYPE_INT, NULL, 2, 1e6, NULL,
-   "results a fidelity needs before its model is used (default: decisions + 1)",
-   SIEVE_OPTION_HAS_MIN | SIEVE_OPTION_HAS_MAX, {NULL}},
+  OPT_BOHB_MODEL_OPTIONS,
   SIEVE_OPTION_END,
 };
 

@@ -1,4 +1,6 @@
 /* sieve optimizers: bracket-scheduled optimizers.  See bracketopt.h. */
+#include <math.h>
+
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
 #include <sieve/optimizer.h>
@@ -16,9 +18,7 @@ typedef struct {
   OptBracketsMethod method;
   OptBrackets brackets;
   /* BOHB */
-  OptTpeParams tpe;
-  double random_fraction;
-  guint min_points;
+  OptBohbModel model;
   OptTpeData data;       /* every finished evaluation */
   GArray *data_fidelity; /* double, its fidelity */
 } BracketOpt;
@@ -52,53 +52,9 @@ opt_bracketopt_create(const SieveSpace *space, const SieveOptions *options, cons
     opt_bracketopt_destroy(self);
     return NULL;
   }
-  if (method == OPT_BRACKETS_BOHB) {
-    /* Falkner et al. 2018, section 4 and their HpBandSter defaults */
-    self->tpe = (OptTpeParams) OPT_TPE_DEFAULTS;
-    self->tpe.multivariate = TRUE;
-    self->tpe.gamma = sieve_options_get_double(options, "top_fraction");
-    self->tpe.gamma_max = G_MAXUINT;
-    self->tpe.n_candidates = (guint) sieve_options_get_int(options, "n_candidates");
-    self->tpe.bandwidth_factor = sieve_options_get_double(options, "bandwidth_factor");
-    self->random_fraction = sieve_options_get_double(options, "random_fraction");
-    self->min_points = sieve_options_is_set(options, "min_points") ? (guint) sieve_options_get_int(options, "min_points")
-                                                                   : sieve_space_n_decisions(space) + 1;
-  }
+  if (method == OPT_BRACKETS_BOHB)
+    opt_bohb_model_init(&self->model, space, options);
   return self;
-}
-
-/* BOHB: the model of the highest fidelity with min_points results, or NULL. */
-static SieveGenotype *
-model_sample(BracketOpt *self, OptBrackets *b)
-{
-  guint n = opt_tpe_data_size(&self->data);
-  const double *fid = (const double *) self->data_fidelity->data;
-  double best = -INFINITY;
-  guint count_best = 0;
-  for (guint i = 0; i < n; i++) {
-    if (fid[i] <= best)
-      continue;
-    guint count = 0;
-    for (guint j = 0; j < n; j++)
-      count += fid[j] == fid[i];
-    if (count >= self->min_points) {
-      best = fid[i];
-      count_best = count;
-    }
-  }
-  if (count_best == 0)
-    return NULL;
-  OptTpeData at;
-  opt_tpe_data_init(&at, self->space);
-  guint D = self->data.n_decisions;
-  for (guint i = 0; i < n; i++)
-    if (fid[i] == best) {
-      g_array_append_vals(at.x, &g_array_index(self->data.x, double, i * D), D);
-      g_array_append_val(at.y, g_array_index(self->data.y, double, i));
-    }
-  SieveGenotype *g = opt_tpe_suggest(self->space, &at, &self->tpe, &self->rng, &b->sampled);
-  opt_tpe_data_clear(&at);
-  return g;
 }
 
 static SieveGenotype *
@@ -106,8 +62,14 @@ sample(gpointer user, OptBrackets *b, double fidelity)
 {
   BracketOpt *self = user;
   SieveGenotype *g = NULL;
-  if (self->method == OPT_BRACKETS_BOHB && sieve_rng_uniform(&self->rng) >= self->random_fraction)
-    g = model_sample(self, b);
+  /* The coin first, whether or not a model can be fitted yet (asha draws
+   * it only once one can; kept here, so that bohb's runs stay the same). */
+  if (self->method == OPT_BRACKETS_BOHB && sieve_rng_uniform(&self->rng) >= self->model.random_fraction) {
+    const double *f = (const double *) self->data_fidelity->data;
+    double at = opt_bohb_model_fidelity(&self->model, &self->data, f);
+    if (!isnan(at))
+      g = opt_bohb_model_suggest(&self->model, self->space, &self->data, f, at, &self->rng, &b->sampled);
+  }
   if (g == NULL)
     g = opt_sample_unseen(self->space, &b->sampled, &self->rng, OPT_RANDOM_TRIES);
   return g;

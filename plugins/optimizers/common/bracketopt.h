@@ -3,12 +3,8 @@
  * (configurations from a TPE model, Falkner, Klein & Hutter, "BOHB: Robust
  * and Efficient Hyperparameter Optimization at Scale", ICML 2018).
  *
- * BOHB's model: with probability random_fraction a configuration is
- * random; otherwise the model is fitted on the results at the highest
- * fidelity that has at least min_points of them (any fidelity's results
- * being equally valid evidence only at that fidelity), as a multivariate
- * TPE with the paper's settings: the best 15 % form l(x), 64 candidates,
- * kernels widened 3-fold when drawing candidates.
+ * BOHB's model (random_fraction, a TPE of the highest fidelity with
+ * enough results): bohb-model.h, shared with `asha`'s `sampler: tpe`.
  */
 #pragma once
 
@@ -18,8 +14,8 @@
 #include <sieve/result.h>
 #include <sieve/space.h>
 
+#include "bohb-model.h"
 #include "brackets.h"
-#include "tpe-model.h"
 
 G_BEGIN_DECLS
 

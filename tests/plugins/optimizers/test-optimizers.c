@@ -64,6 +64,9 @@ static const Case cases[] = {
   {"bohb", "{min_points: 4}", TRUE, 1},
   {"asha", NULL, TRUE, 1},
   {"asha", "{brackets: 3}", TRUE, 1},
+  /* the model from a rung's 4th result on: determinism and resume cover it */
+  {"asha", "{sampler: tpe, min_points: 4}", TRUE, 1},
+  {"asha", "{sampler: tpe, brackets: 2, random_fraction: 0.2}", TRUE, 1},
   {"reinforce", NULL, FALSE, 1},
 };
 
@@ -636,13 +639,13 @@ test_bohb_model(void)
  * none ends its bracket.  One worker over epochs 1..9 (eta 3), a
  * configuration rejected unless its x < 0.2: one rejected is never asked
  * again, and the good ones still reach the full fidelity. */
-static void
-brackets_never_promote(const char *name, SieveStatus status, double bad_objective)
+static guint
+brackets_never_promote(const char *name, const char *yaml, SieveStatus status, double bad_objective, guint *late)
 {
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
   static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
   GError *error = NULL;
-  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, NULL, 4, 1, &fid, &error);
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, yaml, 4, 1, &fid, &error);
   g_assert_no_error(error);
   g_autoptr(GHashTable) rejected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   guint full = 0, n_rejected = 0;
@@ -664,20 +667,23 @@ brackets_never_promote(const char *name, SieveStatus status, double bad_objectiv
       objective = bad_objective;
       g_hash_table_add(rejected, g_strdup(text));
       n_rejected++;
+      if (late != NULL && t >= 60)
+        (*late)++;
     }
     full += sieve_candidate_get_fidelity(c) == 9;
     g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
     g_assert_no_error(error);
   }
-  g_test_message("%s: %u %s, %u at the full fidelity", name, n_rejected, sieve_status_to_string(status), full);
-  g_assert_cmpuint(n_rejected, >, 60);
+  g_test_message("%s %s: %u %s, %u at the full fidelity", name, yaml ? yaml : "{}", n_rejected,
+                 sieve_status_to_string(status), full);
   g_assert_cmpuint(full, >, 0);
+  return n_rejected;
 }
 
 static void
 test_brackets_rejected(gconstpointer data)
 {
-  brackets_never_promote(data, SIEVE_STATUS_REJECTED, NAN);
+  g_assert_cmpuint(brackets_never_promote(data, NULL, SIEVE_STATUS_REJECTED, NAN, NULL), >, 60);
 }
 
 /* A pruned trial is told its last value, measured at the step the pruner
@@ -687,7 +693,28 @@ test_brackets_rejected(gconstpointer data)
 static void
 test_brackets_pruned(gconstpointer data)
 {
-  brackets_never_promote(data, SIEVE_STATUS_PRUNED, 10.0);
+  g_assert_cmpuint(brackets_never_promote(data, NULL, SIEVE_STATUS_PRUNED, 10.0, NULL), >, 60);
+}
+
+/* asha's model reads a pruned trial as the promotions do, the worst at its
+ * rung (its last value, 10, better than any finished one's, is no evidence
+ * there): it learns to avoid x >= 0.2, where every trial is pruned, and
+ * proposes there far less often than random draws do (80 %); read at its
+ * value, it would be drawn to them.  Rungs 1 and 9 (eta 9) and min_points 30
+ * keep the model at rung 0 (the top rung, which holds only promoted
+ * configurations, gets fewer than 30 results; modelled from 10, its model
+ * drew near x = 1, all pruned: see the README's "ASHA with a model").
+ * Pruned configurations are still never asked again. */
+static void
+test_asha_tpe_pruned(void)
+{
+  guint random_late = 0, tpe_late = 0;
+  brackets_never_promote("asha", "{eta: 9}", SIEVE_STATUS_PRUNED, 10.0, &random_late);
+  brackets_never_promote("asha", "{eta: 9, sampler: tpe, min_points: 30, random_fraction: 0}", SIEVE_STATUS_PRUNED,
+                         10.0, &tpe_late);
+  g_test_message("pruned among the last 60 trials: random %u, tpe %u", random_late, tpe_late);
+  g_assert_cmpuint(random_late, >, 35);
+  g_assert_cmpuint(2 * tpe_late, <, random_late);
 }
 
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
@@ -963,6 +990,121 @@ test_asha_brackets(void)
   g_ptr_array_unref(a.asked);
 }
 
+/* asha's sampler: tpe (BOHB's model over the rung results, Falkner et al.
+ * 2018) on a categorical space like NB201's cells: 5 decisions of 5
+ * choices, the value the number of decisions at their target choice
+ * (plus a little for choices near it), the same at every rung.  ASHA over
+ * epochs 1..9 with eta 9 (rungs 1 and 9, as the bench's 1/4 and 2 epochs
+ * with eta 8), one worker, 60 trials.  Returns the share of the new
+ * configurations started after the first 15 that have 3 or more
+ * decisions at their target (a uniform draw: 5.8 %), and their number in
+ * *n_new. */
+static double
+asha_sampler_run(const char *yaml, guint64 seed, guint *n_new)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], "
+                                                 "c: [p, q, r, s, t], d: [p, q, r, s, t], e: [p, q, r, s, t]}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  static const guint target[] = {2, 4, 0, 3, 1};
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("asha", space, yaml, seed, 1, &fid, &error);
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint good = 0;
+  *n_new = 0;
+  for (guint t = 0; t < 60; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    const SieveGenotype *g = sieve_candidate_get_genotype(c);
+    guint hits = 0;
+    double value = 0;
+    for (guint d = 0; d < 5; d++) {
+      guint choice = (guint) sieve_genotype_get(g, d);
+      hits += choice == target[d];
+      value += choice == target[d] ? 1 : 0.1 * (4 - abs((int) choice - (int) target[d]));
+    }
+    const char *text = sieve_candidate_get_text(c);
+    if (!g_hash_table_contains(started, text)) {
+      g_assert_cmpfloat(sieve_candidate_get_fidelity(c), ==, 1);
+      if (g_hash_table_size(started) >= 15) {
+        good += hits >= 3;
+        (*n_new)++;
+      }
+      g_hash_table_add(started, g_strdup(text));
+    }
+    g_autoptr(SieveResult) r = sieve_result_new();
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &value, &error));
+    g_assert_no_error(error);
+  }
+  return (double) good / *n_new;
+}
+
+/* The model must concentrate the new configurations near the optimum,
+ * far more than random draws do, over 6 seeds; with random_fraction 1 the
+ * same sampler is random again (the check is on the model, not on the
+ * option's parsing).  In 60 trials the top rung gets fewer than n_min = 6
+ * results, so the model is rung 0's, as in the bench (a model of a top
+ * rung's few results, all promoted ones, concentrates far less). */
+static void
+test_asha_sampler(void)
+{
+  double random = 0, tpe = 0, coin = 0;
+  guint n_random = 0, n_tpe = 0, n_coin = 0;
+  for (guint64 seed = 1; seed <= 6; seed++) {
+    guint n[3];
+    double share[3] = {asha_sampler_run("{eta: 9}", seed, &n[0]),
+                       asha_sampler_run("{eta: 9, sampler: tpe}", seed, &n[1]),
+                       asha_sampler_run("{eta: 9, sampler: tpe, random_fraction: 1}", seed, &n[2])};
+    g_test_message("seed %" G_GUINT64_FORMAT ": share of new configurations with 3 or more decisions at their "
+                   "target: random %.3f of %u, tpe %.3f of %u, tpe with random_fraction 1 %.3f of %u", seed,
+                   share[0], n[0], share[1], n[1], share[2], n[2]);
+    random += share[0] * n[0];
+    tpe += share[1] * n[1];
+    coin += share[2] * n[2];
+    n_random += n[0];
+    n_tpe += n[1];
+    n_coin += n[2];
+  }
+  random /= n_random;
+  tpe /= n_tpe;
+  coin /= n_coin;
+  g_test_message("over the seeds: random %.3f, tpe %.3f, tpe with random_fraction 1 %.3f", random, tpe, coin);
+  /* Until a rung has n_min = 6 results, tpe's draws are random's, rng and
+   * all: the first 6 configurations are the same; from the 7th, asked
+   * after 6 results, the model's (random_fraction 0) differ. */
+  GError *error = NULL;
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], "
+                                                 "c: [p, q, r, s, t], d: [p, q, r, s, t], e: [p, q, r, s, t]}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  g_autoptr(SieveOptimizer) a = optimizer_try("asha", space, "{eta: 9}", 4, 1, &fid, &error);
+  g_autoptr(SieveOptimizer) b = optimizer_try("asha", space, "{eta: 9, sampler: tpe, random_fraction: 0}", 4, 1, &fid,
+                                              &error);
+  g_assert_no_error(error);
+  g_autoptr(GPtrArray) from_a = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_autoptr(GPtrArray) from_b = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  guint same = 0;
+  for (guint t = 0; t < 12; t++) {
+    g_assert_true(sieve_optimizer_ask(a, 1, from_a, &error));
+    g_assert_true(sieve_optimizer_ask(b, 1, from_b, &error));
+    g_assert_cmpuint(from_a->len, ==, t + 1);
+    g_assert_cmpuint(from_b->len, ==, t + 1);
+    same += strcmp(sieve_candidate_get_text(from_a->pdata[t]), sieve_candidate_get_text(from_b->pdata[t])) == 0;
+    if (t < 6)
+      g_assert_cmpuint(same, ==, t + 1);
+    double value = t % 3; /* any values: the draws before the model ignore them */
+    g_autoptr(SieveResult) r = sieve_result_new();
+    g_assert_true(sieve_optimizer_tell(a, from_a->pdata[t], r, &value, &error));
+    g_assert_true(sieve_optimizer_tell(b, from_b->pdata[t], r, &value, &error));
+  }
+  g_assert_cmpuint(same, <, 12);
+  g_assert_cmpuint(n_tpe, >=, 200);
+  g_assert_cmpfloat(tpe, >=, 0.15);
+  g_assert_cmpfloat(tpe, >, 3 * random);
+  g_assert_cmpfloat(tpe, >, 2 * coin);
+}
+
 /* ---- NSGA-II ---------------------------------------------------------- */
 
 /* Hypervolume (two objectives, larger is better) above the reference point. */
@@ -1171,6 +1313,14 @@ test_bad_options(void)
   expect_error("successive_halving", "{n_configs: 2}", 1, &budget_fidelity,
                "test.yaml:1:*: n_configs 2 is too few*");
   expect_error("reinforce", "{bins: 1}", 1, NULL, "test.yaml:1:*bins*");
+  expect_error("asha", "{sampler: bohb}", 1, &budget_fidelity,
+               "test.yaml:1:11: option 'sampler' expects one of random, tpe; got 'bohb'");
+  expect_error("asha", "{sampler: tpe, random_fraction: 1.5}", 1, &budget_fidelity,
+               "test.yaml:1:*random_fraction*");
+  expect_error("asha", "{eta: 4, min_points: 3}", 1, &budget_fidelity,
+               "test.yaml:1:22: min_points applies only to the model of sampler: tpe, and the sampler is random");
+  expect_error("asha", "{top_fraction: 0.3, sampler: random}", 1, &budget_fidelity,
+               "test.yaml:1:16: top_fraction applies only to the model of sampler: tpe, and the sampler is random");
   expect_error("asha", "{brackets: 5}", 1, &budget_fidelity,
                "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3 (one bracket can start at each rung*");
 }
@@ -1206,9 +1356,11 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/hyperband/pruned", "hyperband", test_brackets_pruned);
   g_test_add_data_func("/optimizers/bohb/pruned", "bohb", test_brackets_pruned);
   g_test_add_data_func("/optimizers/asha/pruned", "asha", test_brackets_pruned);
+  g_test_add_func("/optimizers/asha/tpe-pruned", test_asha_tpe_pruned);
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
+  g_test_add_func("/optimizers/asha/sampler", test_asha_sampler);
   g_test_add_func("/optimizers/nsga2/hypervolume", test_nsga2);
   g_test_add_func("/optimizers/reinforce/overflow", test_reinforce_overflow);
   g_test_add_func("/optimizers/bad-options", test_bad_options);

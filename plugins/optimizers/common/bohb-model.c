@@ -1,0 +1,57 @@
+/* sieve optimizers: BOHB's model over multi-fidelity results.  See
+ * bohb-model.h (Falkner, Klein & Hutter, ICML 2018). */
+#include <math.h>
+
+#include "bohb-model.h"
+
+const char *const opt_bohb_model_option_names[] = {"random_fraction", "top_fraction", "n_candidates",
+                                                   "bandwidth_factor", "min_points", NULL};
+
+void
+opt_bohb_model_init(OptBohbModel *model, const SieveSpace *space, const SieveOptions *options)
+{
+  /* Falkner et al. 2018, section 4 and their HpBandSter defaults */
+  model->tpe = (OptTpeParams) OPT_TPE_DEFAULTS;
+  model->tpe.multivariate = TRUE;
+  model->tpe.gamma = sieve_options_get_double(options, "top_fraction");
+  model->tpe.gamma_max = G_MAXUINT;
+  model->tpe.n_candidates = (guint) sieve_options_get_int(options, "n_candidates");
+  model->tpe.bandwidth_factor = sieve_options_get_double(options, "bandwidth_factor");
+  model->random_fraction = sieve_options_get_double(options, "random_fraction");
+  model->min_points = sieve_options_is_set(options, "min_points") ? (guint) sieve_options_get_int(options, "min_points")
+                                                                  : sieve_space_n_decisions(space) + 1;
+}
+
+double
+opt_bohb_model_fidelity(const OptBohbModel *model, const OptTpeData *data, const double *fidelity)
+{
+  guint n = opt_tpe_data_size(data);
+  double best = NAN;
+  for (guint i = 0; i < n; i++) {
+    if (fidelity[i] <= best)
+      continue;
+    guint count = 0;
+    for (guint j = 0; j < n; j++)
+      count += fidelity[j] == fidelity[i];
+    if (count >= model->min_points)
+      best = fidelity[i];
+  }
+  return best;
+}
+
+SieveGenotype *
+opt_bohb_model_suggest(const OptBohbModel *model, const SieveSpace *space, const OptTpeData *data,
+                       const double *fidelity, double at, SieveRng *rng, const OptSeen *seen)
+{
+  OptTpeData here;
+  opt_tpe_data_init(&here, space);
+  guint n = opt_tpe_data_size(data), D = data->n_decisions;
+  for (guint i = 0; i < n; i++)
+    if (fidelity[i] == at) {
+      g_array_append_vals(here.x, &g_array_index(data->x, double, i * D), D);
+      g_array_append_val(here.y, g_array_index(data->y, double, i));
+    }
+  SieveGenotype *g = opt_tpe_suggest(space, &here, &model->tpe, rng, seen);
+  opt_tpe_data_clear(&here);
+  return g;
+}
