@@ -94,7 +94,8 @@ typedef struct {
   guint n;
   double *w;      /* mixture weights, summing to 1 */
   double *log_w;
-  double *mu, *sigma, *log_z; /* numeric: truncated normals on [lo, hi] */
+  double *mu, *sigma, *log_z; /* numeric: truncated normals on [lo, hi], as scored */
+  double draw_scale; /* numeric: the bandwidths' factor when drawing only */
   double lo, hi;
   double *table;  /* categorical, univariate: the mixture's probability of each choice */
   gint *choice;   /* categorical: each kernel's observed choice, -1 for the prior */
@@ -242,10 +243,15 @@ mix_build(Mix *m, const OptTpeData *data, const guint *idx, guint n_idx, guint d
     }
   }
   m->sigma[n_obs] = range;
+  /* BOHB (Falkner, Klein & Hutter, "BOHB: Robust and Efficient
+   * Hyperparameter Optimization at Scale", ICML 2018, section 4) draws
+   * candidates from l'(x), l's bandwidths multiplied by b_w, and ranks them
+   * by l(x)/g(x) with the unwidened densities (HpBandSter's bw_factor): the
+   * factor widens the draw (kernel_draw), never the scores. */
+  m->draw_scale = p->bandwidth_factor;
   for (guint k = 0; k < n; k++) {
     if (isnan(m->mu[k]))
       continue; /* the prior's kernel stands in */
-    m->sigma[k] *= p->bandwidth_factor;
     m->log_z[k] = log(MAX(std_cdf((m->hi - m->mu[k]) / m->sigma[k]) - std_cdf((m->lo - m->mu[k]) / m->sigma[k]),
                           1e-300));
   }
@@ -319,9 +325,9 @@ kernel_draw(const Mix *m, guint k, const SieveDecision *dec, SieveRng *rng)
   }
   if (isnan(m->mu[k]))
     k = m->n - 1;
-  double t = NAN;
+  double t = NAN, s = m->sigma[k] * m->draw_scale; /* widened for the draw only: see mix_build */
   for (guint tries = 0; tries < 100 && isnan(t); tries++) {
-    double c = m->mu[k] + m->sigma[k] * sieve_rng_normal(rng);
+    double c = m->mu[k] + s * sieve_rng_normal(rng);
     if (c >= m->lo && c <= m->hi)
       t = c;
   }

@@ -44,7 +44,8 @@ typedef struct {
   guint gamma_max;      /* at most this many good observations (25) */
   double prior_weight;  /* weight of the prior kernel (1.0) */
   gboolean multivariate;
-  double bandwidth_factor; /* multiplies every numeric bandwidth when sampling (1; BOHB widens by 3) */
+  double bandwidth_factor; /* multiplies every numeric bandwidth when drawing candidates, not when scoring them (1;
+                            * BOHB widens by 3) */
 } OptTpeParams;
 
 #define OPT_TPE_DEFAULTS {24, 0.1, 25, 1.0, FALSE, 1.0}
