@@ -386,7 +386,13 @@ def part_nb201(sieve, seeds, args):
     old = []
     for path in args.add or []:
         with open(path) as f:
-            old += json.load(f)["results"]
+            run = json.load(f)
+        # Both samplers' studies are "asha+median": merged, one would replace the other unseen.
+        other = run.get("args", {}).get("asha_sampler", "random")
+        if other != args.asha_sampler and any(r["method"] == "asha+median" for r in run["results"]):
+            sys.exit("training_aware.py: %s holds ASHA with --asha-sampler %s, this run %s: merge runs of one sampler"
+                     % (path, other, args.asha_sampler))
+        old += run["results"]
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"args": vars(args), "results": results}, f, indent=1)

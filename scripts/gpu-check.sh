@@ -24,6 +24,7 @@ src=$(cat .gpu/source-root)
 [[ -e $src ]] || { mkdir -p "$(dirname "$src")" && ln -sfn "$root" "$src"; }
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-} SIEVE_BUILD_ROOT=$build SIEVE_DATA_DIR=$root/.gpu/data
 export G_DEBUG=fatal-criticals PYTHONUNBUFFERED=1
+[[ $what == setup ]] && exit 0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 status=0
 if [[ $what == tests || $what == all ]]; then

@@ -8,7 +8,7 @@
 #   usage: bash scripts/gpu-profile.sh
 set -u
 root=$PWD; out=${OUT:-$root/.gpu/out}; mkdir -p "$out"
-bash scripts/gpu-check.sh setup >/dev/null 2>&1
+bash scripts/gpu-check.sh setup || { echo "gpu-profile: the build could not be set up" >&2; exit 2; }
 build=$(cat .gpu/build-root)
 export LD_LIBRARY_PATH=$root/.gpu/lib:${LD_LIBRARY_PATH:-} SIEVE_BUILD_ROOT=$build SIEVE_DATA_DIR=$root/.gpu/data
 ct=$build/bench/cuda-train

@@ -37,7 +37,8 @@ OPTIMIZERS = {
     "bohb": "{plugin: bohb, min_points: 3}",
     "reinforce": "{plugin: reinforce}",
     "asha": "{plugin: asha}",
-    # the model from rung 0's first 3 (branin's 2 decisions + 1) results on
+    # the model from the first rung with 3 results (branin's 2 decisions + 1), rung 0's and
+    # then higher ones as they fill
     "asha-tpe": "{plugin: asha, sampler: tpe}",
 }
 # the OPTIMIZERS entries that need the evaluator's fidelity

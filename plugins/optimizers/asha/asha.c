@@ -252,7 +252,7 @@ next_bracket(const Asha *self)
 
 /* A new configuration not started yet, or NULL when the space has none
  * left: random, or from BOHB's model of the finished results (every
- * bracket's, by rung fidelity, in ask order). */
+ * bracket's, by rung fidelity, in ask order).  (transfer full) (nullable) */
 static SieveGenotype *
 draw(Asha *self)
 {

@@ -636,9 +636,11 @@ test_bohb_model(void)
 
 /* A rejected (broke a constraint) or failed result, fitness -inf, is never
  * promoted: a rung with fewer good results than it keeps promotes fewer,
- * none ends its bracket.  One worker over epochs 1..9 (eta 3), a
- * configuration rejected unless its x < 0.2: one rejected is never asked
- * again, and the good ones still reach the full fidelity. */
+ * none ends its bracket.  One worker over epochs 1..9 (the optimizer's
+ * default eta, or yaml's options), 120 asks, a configuration told status
+ * (and bad_objective) unless its x < 0.2: one told so is never asked
+ * again, and the good ones still reach the full fidelity.  Returns how
+ * many were told status; *late (nullable) counts those from the 61st ask. */
 static guint
 brackets_never_promote(const char *name, const char *yaml, SieveStatus status, double bad_objective, guint *late)
 {
