@@ -15,11 +15,14 @@ packages=(
   libsoup-3.0-dev chromium libxml2-utils
   # tests/model: independent consumers of the ONNX files sieve writes
   python3-onnx python3-opencv python3-numpy
+  # tests/proxy (proxies-crosscheck) and tests/plugins/nb101: the PyTorch peer
+  # they check sieve's numbers against, with /usr/bin/python3
+  python3-torch
 )
 
 # `setup.sh bench`: also the peers the benchmarks run beside sieve.
 if [[ "${1:-}" == bench ]]; then
-  packages+=(python3-torch python3-optuna python3-numpy python3-scipy python3-plotly python3-psycopg2)
+  packages+=(python3-optuna python3-numpy python3-scipy python3-plotly python3-psycopg2)
 fi
 
 missing=()
