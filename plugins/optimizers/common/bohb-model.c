@@ -22,19 +22,33 @@ opt_bohb_model_init(OptBohbModel *model, const SieveSpace *space, const SieveOpt
                                                                   : sieve_space_n_decisions(space) + 1;
 }
 
+typedef struct {
+  double fidelity;
+  guint count;
+} FidelityCount;
+
 double
 opt_bohb_model_fidelity(const OptBohbModel *model, const OptTpeData *data, const double *fidelity)
 {
+  /* One pass, counting per distinct fidelity (a study has a few: its rungs),
+   * where a count per result made each draw quadratic in the results. */
+  g_autoptr(GArray) counts = g_array_new(FALSE, FALSE, sizeof(FidelityCount));
   guint n = opt_tpe_data_size(data);
-  double best = NAN;
   for (guint i = 0; i < n; i++) {
-    if (fidelity[i] <= best)
-      continue;
-    guint count = 0;
-    for (guint j = 0; j < n; j++)
-      count += fidelity[j] == fidelity[i];
-    if (count >= model->min_points)
-      best = fidelity[i];
+    if (isnan(fidelity[i]))
+      continue; /* equal to nothing, itself included */
+    guint k = 0;
+    while (k < counts->len && g_array_index(counts, FidelityCount, k).fidelity != fidelity[i])
+      k++;
+    if (k == counts->len)
+      g_array_append_val(counts, ((FidelityCount){fidelity[i], 0}));
+    g_array_index(counts, FidelityCount, k).count++;
+  }
+  double best = NAN;
+  for (guint k = 0; k < counts->len; k++) {
+    const FidelityCount *c = &g_array_index(counts, FidelityCount, k);
+    if (c->count >= model->min_points && !(c->fidelity <= best))
+      best = c->fidelity;
   }
   return best;
 }
