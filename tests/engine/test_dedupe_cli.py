@@ -525,6 +525,8 @@ sieve.register_optimizer{
         # configurations and dropped it, so most promotions never ran.  A
         # promotion goes to the evaluator; the screen ranks the new
         # configurations among themselves and keeps its keep_top of them.
+        # (16 evaluations: a first rung of 9 takes 9 trained configurations,
+        # a screened one's place going to a new one, before it promotes.)
         prog = self.write("f.sh", 'echo "{\\"value\\": $1}"\n')
         for optimizer in ("{plugin: hyperband, eta: 3}", "{plugin: successive_halving, eta: 3, n_configs: 9}",
                           "{plugin: asha, eta: 3}", "{plugin: bohb, eta: 3}"):
@@ -535,7 +537,7 @@ sieve.register_optimizer{
                                  "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
                                  "objective: {metric: value, direction: maximize}\n"
                                  "pipeline: [dedupe, {screen: {proxies: [synflow], keep_top: 2, batch: 4, "
-                                 "batch_size: 2}}]\nbudget: {evaluations: 12}\n")
+                                 "batch_size: 2}}]\nbudget: {evaluations: 16}\n")
                 store = self.path(f"hb{optimizer.split(',')[0][9:]}.sieve")
                 sieve("run", cfg, "--store", store, check=0)
                 rows = export_rows(store)
@@ -559,11 +561,47 @@ sieve.register_optimizer{
                         self.assertTrue(m, r)
                         rank, of, kept = map(int, m.groups())
                         self.assertTrue(kept < rank <= of <= 4 and kept <= 2, r)
-                self.assertEqual(summary(store)["evaluated"], "12")
+                self.assertEqual(summary(store)["evaluated"], "16")
                 # Review 5: within the budget the promotions leave: none kept
                 # past the screen stays pending (keep counted the budget as
                 # if the round's promotions took none of it).
                 self.assertEqual([r["number"] for r in rows if r["status"] == "pending" and r["screen_score"]], [])
+
+    def test_asha_promotes_from_what_the_screen_let_through(self):
+        # A configuration the screen dropped was never trained: it is no
+        # result of ASHA's first rung.  Counted there (as the worst), three
+        # screened out of every four would have ASHA promote the top third of
+        # all four, every one trained, instead of the top third of the trained.
+        # The value is a function of the genotype only, the same at every
+        # fidelity; one worker, so each promotion (asked before the new
+        # configurations of its round) saw every earlier trial's result.
+        prog = self.write("f.sh", 'echo "{\\"value\\": $(printf %s "$1" | cksum | cut -c1-6)}"\n')
+        cfg = self.write("asha.yaml", "name: asha\nseed: 3\nspace: {plugin: nb201, C: 4, N: 1}\n"
+                         "optimizer: {plugin: asha, eta: 3}\n"
+                         f"evaluator: {{plugin: command, argv: [sh, {prog}, \"{{genotype}}\"], "
+                         "fidelity: {name: budget, min: 1, max: 9, integer: true}}\n"
+                         "objective: {metric: value, direction: maximize}\n"
+                         "pipeline: [{screen: {proxies: [synflow], keep_top: 1, batch: 4, batch_size: 2}}]\n"
+                         "budget: {evaluations: 30}\n")
+        store = self.path("asha.sieve")
+        sieve("run", cfg, "--store", store, check=0)
+        rows = sorted(export_rows(store), key=lambda r: int(r["number"]))
+        trained = {1.0: [], 3.0: [], 9.0: []}  # values of the finished trainings at each fidelity, so far
+        promotions = 0
+        for r in rows:
+            f = float(r["fidelity"])
+            if f > 1:
+                below = trained[f / 3]
+                better = sum(v > float(r["value"]) for v in below)
+                self.assertLess(better, len(below) // 3,
+                                f"trial {r['number']} promoted to {f:g} ranks {better + 1} of {len(below)} trained")
+                promotions += 1
+            if r["status"] == "ok":
+                trained[f].append(float(r["value"]))
+        self.assertEqual(summary(store)["evaluated"], "30")
+        self.assertGreater(int(summary(store)["screened"]), 30)
+        self.assertGreater(promotions, 2, "too few promotions: the test checks little")
+        self.assertTrue(trained[9.0], "nothing reached the top rung")
 
     def test_duplicates_in_flight_wait_for_their_original(self):
         # Three cells, four workers: the first four proposals hold a duplicate

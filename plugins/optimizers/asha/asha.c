@@ -23,9 +23,17 @@
  * goes before a new configuration.  The loop's position is not state of
  * its own: it is the number of configurations started so far.
  *
- * Results: a failed, screened or pruned trial ranks below every finished
- * one (a pruned trial's last value was measured below its rung's fidelity,
- * so it is no evidence at that rung); ties keep the earlier result first.
+ * Results: a failed or pruned trial ranks below every finished one (a
+ * pruned trial's last value was measured below its rung's fidelity, so it
+ * is no evidence at that rung); ties keep the earlier result first.  A
+ * configuration the pipeline never trained (screened out by the zero-cost
+ * proxies, or rejected by a constraint) is no result of its rung at all:
+ * it is withdrawn, and does not count in n_k (the model still reads it,
+ * as the worst: the screen or a constraint said no there).
+ * Counted as the worst of rung 0, screened configurations would scale
+ * every promotion up by 1/keep_fraction (a screen keeping 1/4 under eta 4
+ * would promote every configuration it let through).  It still counts as
+ * started (it had its place in the brackets' loop) and is never drawn again.
  *
  * New configurations (`sampler`): random draws, as random search's, or
  * (`tpe`) BOHB's model over the rung results (Falkner, Klein & Hutter,
@@ -77,9 +85,18 @@ typedef struct {
   guint bracket;     /* its early-stopping rate: the rung it started at */
   guint rung;
   gboolean done;     /* its result came */
-  double fitness;    /* larger is better; -INFINITY when it failed */
+  double fitness;    /* larger is better; -INFINITY when it failed; NAN once done: withdrawn */
   gboolean promoted; /* a copy went up a rung */
 } Entry;
+
+/* A configuration told as never trained (screened, rejected): no result of
+ * its rung.  Saved as done with a NAN fitness (a state saved before this
+ * rule holds -INFINITY for them, and keeps counting them). */
+static gboolean
+entry_withdrawn(const Entry *e)
+{
+  return e->done && isnan(e->fitness);
+}
 
 typedef struct {
   const SieveSpace *space;
@@ -212,7 +229,7 @@ promotable(Asha *self, guint b, guint k, gboolean exhausted)
   gboolean settled = exhausted;
   for (guint i = 0; i < self->entries->len; i++) {
     Entry *e = self->entries->pdata[i];
-    if (e->bracket == b && e->rung == k && e->done)
+    if (e->bracket == b && e->rung == k && e->done && !entry_withdrawn(e))
       g_ptr_array_add(done, e);
     if (e->bracket == b && e->rung <= k && !e->done)
       settled = FALSE;
@@ -265,7 +282,8 @@ draw(Asha *self)
     const Entry *e = self->entries->pdata[i];
     if (!e->done)
       continue;
-    opt_tpe_data_add(&data, e->genotype, e->fitness);
+    /* a withdrawn one, as the worst: where the screen or a constraint said no */
+    opt_tpe_data_add(&data, e->genotype, entry_withdrawn(e) ? -INFINITY : e->fitness);
     g_array_append_val(fidelity, self->fidelity[e->rung]);
   }
   const double *f = (const double *) fidelity->data;
@@ -337,8 +355,9 @@ asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult 
   g_hash_table_remove(self->index, key);
   SieveStatus status = sieve_result_get_status(result);
   gboolean measured = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
+  gboolean untrained = status == SIEVE_STATUS_SCREENED || status == SIEVE_STATUS_REJECTED;
   e->done = TRUE;
-  e->fitness = measured ? opt_fitness(objectives[0]) : -INFINITY;
+  e->fitness = measured ? opt_fitness(objectives[0]) : untrained ? NAN : -INFINITY;
   return TRUE;
 }
 

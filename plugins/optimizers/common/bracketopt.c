@@ -100,7 +100,12 @@ opt_bracketopt_tell(gpointer instance, const SieveCandidate *candidate, const Si
   SieveStatus status = sieve_result_get_status(result);
   gboolean measured = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
   double fitness = measured ? opt_fitness(objectives[0]) : -INFINITY;
-  if (!opt_brackets_tell(&self->brackets, candidate, fitness))
+  /* Never trained (screened out, rejected): no result of its rung (BOHB's
+   * model still reads it as the worst: the screen or a constraint said no
+   * there, and it learns to stay away). */
+  gboolean untrained = status == SIEVE_STATUS_SCREENED || status == SIEVE_STATUS_REJECTED;
+  if (!(untrained ? opt_brackets_withdraw(&self->brackets, candidate)
+                  : opt_brackets_tell(&self->brackets, candidate, fitness)))
     return TRUE; /* not one of ours (nothing to learn for the schedule) */
   if (self->method == OPT_BRACKETS_BOHB) {
     double f = sieve_candidate_get_fidelity(candidate);

@@ -334,6 +334,24 @@ opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitnes
   return TRUE;
 }
 
+gboolean
+opt_brackets_withdraw(OptBrackets *b, const SieveCandidate *candidate)
+{
+  g_autofree char *key = opt_key(sieve_candidate_get_text(candidate), sieve_candidate_get_fidelity(candidate));
+  Entry *e = g_hash_table_lookup(b->pending, key);
+  if (e == NULL)
+    return FALSE;
+  for (guint i = 0; i < b->active->len; i++) {
+    OptBracket *k = b->active->pdata[i];
+    if (g_ptr_array_find(k->entries[0], e, NULL)) {
+      g_hash_table_remove(b->pending, key);
+      g_ptr_array_remove(k->entries[0], e); /* frees it */
+      return TRUE;
+    }
+  }
+  return opt_brackets_tell(b, candidate, -INFINITY);
+}
+
 void
 opt_brackets_save(const OptBrackets *b, GVariantDict *dict)
 {

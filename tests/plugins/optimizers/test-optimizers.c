@@ -719,6 +719,120 @@ test_asha_tpe_pruned(void)
   g_assert_cmpuint(2 * tpe_late, <, random_late);
 }
 
+/* A configuration the pipeline never trained (screened out by the proxies,
+ * or rejected by a constraint) is no result of asha's rung 0: promotions
+ * follow the trained ones only.  Three of every four new configurations
+ * are told as never trained (a screen keeping a quarter); with eta 3 every
+ * promotion must rank in the top third of the trained results of its rung
+ * (counted among all four, the top third would hold every trained one),
+ * with the model (sampler: tpe) too. */
+static void
+asha_untrained(const char *yaml, SieveStatus status)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("asha", space, yaml, 5, 1, &fid, &error);
+  g_assert_no_error(error);
+  GArray *trained[3]; /* double: x of each trained result, per rung */
+  for (guint k = 0; k < 3; k++)
+    trained[k] = g_array_new(FALSE, FALSE, sizeof(double));
+  guint news = 0, promotions = 0;
+  for (guint t = 0; t < 200; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    double f = sieve_candidate_get_fidelity(c);
+    guint k = f == 1 ? 0 : f == 3 ? 1 : 2;
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+    if (k > 0) {
+      /* the objective is x at every rung: its rank among the trained results below */
+      guint better = 0;
+      for (guint i = 0; i < trained[k - 1]->len; i++)
+        better += g_array_index(trained[k - 1], double, i) > x;
+      if (better >= trained[k - 1]->len / 3)
+        g_error("%s: x = %g promoted to fidelity %g ranks %u of the %u trained below", yaml, x, f, better + 1,
+                trained[k - 1]->len);
+      promotions++;
+    }
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = x;
+    if (k == 0 && news++ % 4 != 0) {
+      sieve_result_set_status(r, status);
+      objective = NAN;
+    } else {
+      g_array_append_val(trained[k], x);
+    }
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+    g_assert_no_error(error);
+  }
+  g_test_message("%s %s: %u new, trained %u at fidelity 1, %u at 3, %u at 9", yaml, sieve_status_to_string(status),
+                 news, trained[0]->len, trained[1]->len, trained[2]->len);
+  g_assert_cmpuint(trained[2]->len, >, 0);
+  /* ASHA promotes the top third of what was trained, and at least that */
+  g_assert_cmpuint(trained[1]->len, >=, trained[0]->len / 3);
+  for (guint k = 0; k < 3; k++)
+    g_array_unref(trained[k]);
+}
+
+/* The same for the synchronous brackets: a configuration never trained
+ * leaves its rung 0 and a new one takes its place, so the first bracket
+ * (9 at fidelity 1, 3 at 3, 1 at 9 with eta 3) trains 9 before promoting
+ * their best 3.  Counted as the worst of 9 proposed, it promoted the best
+ * 3 of the two or three the screen let through, whatever they scored. */
+static void
+test_brackets_untrained(gconstpointer data)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  const char *name = data;
+  g_autoptr(SieveOptimizer) opt =
+      optimizer_try(name, space, strcmp(name, "successive_halving") == 0 ? "{eta: 3, n_configs: 9}" : "{eta: 3}", 5,
+                    1, &fid, &error);
+  g_assert_no_error(error);
+  g_autoptr(GArray) trained = g_array_new(FALSE, FALSE, sizeof(double));
+  guint news = 0, promoted = 0;
+  for (guint t = 0; t < 60 && promoted < 3; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    g_assert_cmpuint(out->len, ==, 1);
+    SieveCandidate *c = out->pdata[0];
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = x;
+    if (sieve_candidate_get_fidelity(c) == 1) {
+      g_assert_cmpuint(promoted, ==, 0);
+      if (news++ % 4 != 0) {
+        sieve_result_set_status(r, news % 2 ? SIEVE_STATUS_SCREENED : SIEVE_STATUS_REJECTED);
+        objective = NAN;
+      } else {
+        g_array_append_val(trained, x);
+      }
+    } else {
+      g_assert_cmpfloat(sieve_candidate_get_fidelity(c), ==, 3);
+      g_assert_cmpuint(trained->len, ==, 9);
+      guint better = 0;
+      for (guint i = 0; i < trained->len; i++)
+        better += g_array_index(trained, double, i) > x;
+      g_assert_cmpuint(better, <, 3);
+      promoted++;
+    }
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+    g_assert_no_error(error);
+  }
+  g_assert_cmpuint(promoted, ==, 3);
+}
+
+static void
+test_asha_untrained(void)
+{
+  asha_untrained("{eta: 3}", SIEVE_STATUS_SCREENED);
+  asha_untrained("{eta: 3}", SIEVE_STATUS_REJECTED);
+  asha_untrained("{eta: 3, sampler: tpe, min_points: 5}", SIEVE_STATUS_SCREENED);
+}
+
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
  * integer fidelity, whatever eta: the evaluator refuses any other. */
 static void
@@ -1432,6 +1546,10 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/bohb/pruned", "bohb", test_brackets_pruned);
   g_test_add_data_func("/optimizers/asha/pruned", "asha", test_brackets_pruned);
   g_test_add_func("/optimizers/asha/tpe-pruned", test_asha_tpe_pruned);
+  g_test_add_func("/optimizers/asha/untrained", test_asha_untrained);
+  g_test_add_data_func("/optimizers/successive-halving/untrained", "successive_halving", test_brackets_untrained);
+  g_test_add_data_func("/optimizers/hyperband/untrained", "hyperband", test_brackets_untrained);
+  g_test_add_data_func("/optimizers/bohb/untrained", "bohb", test_brackets_untrained);
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
