@@ -59,12 +59,10 @@ opt_bohb_model_suggest(const OptBohbModel *model, const SieveSpace *space, const
 {
   OptTpeData here;
   opt_tpe_data_init(&here, space);
-  guint n = opt_tpe_data_size(data), D = data->n_decisions;
+  guint n = opt_tpe_data_size(data);
   for (guint i = 0; i < n; i++)
-    if (fidelity[i] == at) {
-      g_array_append_vals(here.x, &g_array_index(data->x, double, i * D), D);
-      g_array_append_val(here.y, g_array_index(data->y, double, i));
-    }
+    if (fidelity[i] == at)
+      opt_tpe_data_add_from(&here, data, i);
   SieveGenotype *g = opt_tpe_suggest(space, &here, &model->tpe, rng, seen);
   opt_tpe_data_clear(&here);
   return g;

@@ -15,6 +15,7 @@ opt_tpe_data_init(OptTpeData *data, const SieveSpace *space)
   data->n_decisions = sieve_space_n_decisions(space);
   data->x = g_array_new(FALSE, FALSE, sizeof(double));
   data->y = g_array_new(FALSE, FALSE, sizeof(double));
+  data->tier = g_array_new(FALSE, FALSE, sizeof(double));
 }
 
 void
@@ -22,16 +23,47 @@ opt_tpe_data_clear(OptTpeData *data)
 {
   g_clear_pointer(&data->x, g_array_unref);
   g_clear_pointer(&data->y, g_array_unref);
+  g_clear_pointer(&data->tier, g_array_unref);
 }
 
-void
-opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness)
+/* A finished trial's tier: above every pruned one, unless it failed. */
+static double
+finished_tier(double fitness)
+{
+  return fitness == -INFINITY ? -INFINITY : INFINITY;
+}
+
+static void
+data_append(OptTpeData *data, const SieveGenotype *genotype, double fitness, double tier)
 {
   for (guint i = 0; i < data->n_decisions; i++) {
     double v = sieve_genotype_get(genotype, i);
     g_array_append_val(data->x, v);
   }
   g_array_append_val(data->y, fitness);
+  g_array_append_val(data->tier, tier);
+}
+
+void
+opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness)
+{
+  data_append(data, genotype, fitness, finished_tier(fitness));
+}
+
+void
+opt_tpe_data_add_pruned(OptTpeData *data, const SieveGenotype *genotype, double step, double fitness)
+{
+  /* a step that is not a number ranks with the failed */
+  data_append(data, genotype, fitness, isnan(step) ? -INFINITY : step);
+}
+
+void
+opt_tpe_data_add_from(OptTpeData *data, const OptTpeData *from, guint i)
+{
+  g_return_if_fail(data->n_decisions == from->n_decisions && i < from->y->len);
+  g_array_append_vals(data->x, &g_array_index(from->x, double, (gsize) i * from->n_decisions), from->n_decisions);
+  g_array_append_val(data->y, g_array_index(from->y, double, i));
+  g_array_append_val(data->tier, g_array_index(from->tier, double, i));
 }
 
 guint
@@ -44,10 +76,13 @@ void
 opt_tpe_data_save(const OptTpeData *data, GVariantDict *dict, const char *prefix)
 {
   g_autofree char *kx = g_strconcat(prefix, "x", NULL), *ky = g_strconcat(prefix, "y", NULL);
+  g_autofree char *kt = g_strconcat(prefix, "tier", NULL);
   g_variant_dict_insert_value(dict, kx, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->x->data, data->x->len,
                                                                   sizeof(double)));
   g_variant_dict_insert_value(dict, ky, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->y->data, data->y->len,
                                                                   sizeof(double)));
+  g_variant_dict_insert_value(dict, kt, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->tier->data,
+                                                                  data->tier->len, sizeof(double)));
 }
 
 gboolean
@@ -68,10 +103,28 @@ opt_tpe_data_load(OptTpeData *data, GVariant *state, const char *prefix, GError 
                 "decisions", kx, nx, ny, data->n_decisions);
     return FALSE;
   }
+  /* Absent: a state saved before tiers; present, it must be right. */
+  g_autofree char *kt = g_strconcat(prefix, "tier", NULL);
+  g_autoptr(GVariant) any_tier = g_variant_lookup_value(state, kt, NULL);
+  g_autoptr(GVariant) tier = NULL;
+  if (any_tier != NULL && (tier = opt_state_lookup(state, kt, G_VARIANT_TYPE("ad"), error)) == NULL)
+    return FALSE;
+  gsize nt = 0;
+  const double *vt = tier ? g_variant_get_fixed_array(tier, &nt, sizeof(double)) : NULL;
+  if (tier != NULL && nt != ny) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state's '%s' holds %zu tiers for %zu observations", kt,
+                nt, ny);
+    return FALSE;
+  }
   g_array_set_size(data->x, 0);
   g_array_set_size(data->y, 0);
+  g_array_set_size(data->tier, 0);
   g_array_append_vals(data->x, vx, (guint) nx);
   g_array_append_vals(data->y, vy, (guint) ny);
+  for (gsize i = 0; i < ny; i++) {
+    double t = vt ? vt[i] : finished_tier(vy[i]);
+    g_array_append_val(data->tier, t);
+  }
   return TRUE;
 }
 
@@ -372,22 +425,25 @@ model_build(Model *model, const SieveSpace *space, const OptTpeData *data, const
   model->D = D;
   guint n_below = (guint) MIN(ceil(p->gamma * n), (double) p->gamma_max);
   n_below = CLAMP(n_below, 1, n);
-  /* The best n_below by fitness (earlier trials first among equals): an
-   * insertion into a short sorted list, O(n n_below) at worst but close to
-   * O(n) in practice, where a full sort would cost O(n log n) every ask. */
-  const double *y = (const double *) data->y->data;
+  /* The best n_below by tier, then fitness (earlier trials first among
+   * equals): an insertion into a short sorted list, O(n n_below) at worst
+   * but close to O(n) in practice, where a full sort would cost O(n log n)
+   * every ask. */
+  const double *y = (const double *) data->y->data, *tier = (const double *) data->tier->data;
+#define RANKS_ABOVE(i, j) (tier[i] > tier[j] || (tier[i] == tier[j] && y[i] > y[j]))
   g_autofree guint *top = g_new(guint, n_below);
   guint filled = 0;
   for (guint i = 0; i < n; i++) {
-    if (filled == n_below && !(y[i] > y[top[filled - 1]]))
+    if (filled == n_below && !RANKS_ABOVE(i, top[filled - 1]))
       continue;
     guint j = filled < n_below ? filled++ : n_below - 1;
-    while (j > 0 && y[i] > y[top[j - 1]]) {
+    while (j > 0 && RANKS_ABOVE(i, top[j - 1])) {
       top[j] = top[j - 1];
       j--;
     }
     top[j] = i;
   }
+#undef RANKS_ABOVE
   g_autofree gboolean *is_below = g_new0(gboolean, n);
   for (guint i = 0; i < n_below; i++)
     is_below[top[i]] = TRUE;

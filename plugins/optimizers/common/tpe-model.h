@@ -51,18 +51,30 @@ typedef struct {
 #define OPT_TPE_DEFAULTS {24, 0.1, 25, 1.0, FALSE, 1.0}
 
 /* Finished observations in trial order: values of each decision (NAN where
- * inactive) and a fitness, larger is better (-INFINITY for failed trials). */
+ * inactive) and a fitness, larger is better (-INFINITY for failed trials).
+ * They rank by tier first, then by fitness: a finished trial's tier is
+ * +INFINITY (-INFINITY when it failed), a pruned trial's the step it
+ * reached, so that every finished trial ranks above every pruned one and
+ * pruned trials rank by how far they got, then by their last value, as
+ * Optuna's TPESampler ranks them (its _get_observation_pairs, 3.x). */
 typedef struct {
   guint n_decisions;
-  GArray *x; /* double, n * n_decisions */
-  GArray *y; /* double */
+  GArray *x;    /* double, n * n_decisions */
+  GArray *y;    /* double */
+  GArray *tier; /* double */
 } OptTpeData;
 
 void opt_tpe_data_init(OptTpeData *data, const SieveSpace *space);
 void opt_tpe_data_clear(OptTpeData *data);
 void opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness);
+/* A pruned trial: its last value's fitness, at the step it reached. */
+void opt_tpe_data_add_pruned(OptTpeData *data, const SieveGenotype *genotype, double step, double fitness);
+/* Observation i of from, appended to data (of the same space). */
+void opt_tpe_data_add_from(OptTpeData *data, const OptTpeData *from, guint i);
 guint opt_tpe_data_size(const OptTpeData *data);
-/* {"x": ad (flattened), "y": ad} as two entries of dict under prefix. */
+/* {"x": ad (flattened), "y": ad, "tier": ad} as entries of dict under
+ * prefix (a state without "tier", saved before it existed, loads with the
+ * tiers opt_tpe_data_add gives). */
 void opt_tpe_data_save(const OptTpeData *data, GVariantDict *dict, const char *prefix);
 gboolean opt_tpe_data_load(OptTpeData *data, GVariant *state, const char *prefix, GError **error);
 

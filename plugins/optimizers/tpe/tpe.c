@@ -19,6 +19,12 @@
  * configurations, so proposals move away from the infeasible region (the
  * treatment of infeasible trials in Optuna's and Hyperopt's TPE when no
  * constraint model is fitted).
+ *
+ * A pruned trial (status PRUNED, its last value and the `step` it reached)
+ * ranks below every finished one, and among pruned ones by the step they
+ * reached, then by that value, as Optuna's TPESampler ranks them: a trial
+ * stopped early on a value that looked good is no evidence that its
+ * configuration ends well.
  */
 #include <sieve/candidate.h>
 #include <sieve/component.h>
@@ -101,7 +107,15 @@ tpe_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *
          GError **error)
 {
   Tpe *self = instance;
-  opt_tpe_data_add(&self->data, sieve_candidate_get_genotype(candidate), opt_fitness(objectives[0]));
+  const SieveGenotype *g = sieve_candidate_get_genotype(candidate);
+  double step = NAN;
+  if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED) {
+    if (!sieve_result_get_metric(result, "step", &step))
+      step = 0; /* no step told: it got nowhere */
+    opt_tpe_data_add_pruned(&self->data, g, step, opt_fitness(objectives[0]));
+  } else {
+    opt_tpe_data_add(&self->data, g, opt_fitness(objectives[0]));
+  }
   return TRUE;
 }
 

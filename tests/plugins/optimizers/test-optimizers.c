@@ -833,6 +833,98 @@ test_asha_untrained(void)
   asha_untrained("{eta: 3, sampler: tpe, min_points: 5}", SIEVE_STATUS_SCREENED);
 }
 
+/* tpe ranks a pruned trial as Optuna's TPESampler does: below every
+ * finished one, then by the step it reached.  On x in [0, 1], finished
+ * trials score 1 - |x - 0.2| (best at 0.2); a trial with x >= 0.6 is
+ * pruned at step 3 with a last value of 10, better than any finished
+ * one's.  Ranked by that value, the pruned trials would form the good
+ * density and draw the proposals to x >= 0.6, where every trial is pruned;
+ * ranked below, the proposals gather near 0.2.  One pruned trial stopped
+ * later (step 8) ranks above those stopped at step 3: alone among the
+ * pruned in a good group of finished ones, it is where the step decides. */
+static guint
+tpe_pruned_run(const char *yaml, guint *near)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("tpe", space, yaml, 9, 1, NULL, &error);
+  g_assert_no_error(error);
+  guint pruned_late = 0;
+  *near = 0;
+  for (guint t = 0; t < 80; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    SieveCandidate *c = out->pdata[0];
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = 1 - fabs(x - 0.2);
+    if (x >= 0.6) {
+      sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+      sieve_result_set_metric(r, "step", 3);
+      objective = 10;
+      pruned_late += t >= 40;
+    }
+    *near += t >= 40 && fabs(x - 0.2) < 0.1;
+    sieve_result_set_metric(r, "a", objective);
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+    g_assert_no_error(error);
+  }
+  return pruned_late;
+}
+
+static void
+test_tpe_pruned(void)
+{
+  guint near = 0, near_mv = 0;
+  guint late = tpe_pruned_run("{n_startup: 10}", &near);
+  guint late_mv = tpe_pruned_run("{n_startup: 10, multivariate: true}", &near_mv);
+  g_test_message("of the last 40 proposals: pruned %u (multivariate %u), within 0.1 of the best %u (%u); random "
+                 "draws would put 16 and 8 there", late, late_mv, near, near_mv);
+  g_assert_cmpuint(late, <, 8);
+  g_assert_cmpuint(late_mv, <, 8);
+  g_assert_cmpuint(near, >, 16);
+  g_assert_cmpuint(near_mv, >, 16);
+
+  /* The step orders the pruned.  Told: one finished trial at x = 0.9
+   * (value 0.5), one pruned at step 8 at x = 0.1 (value 0.1), 17 pruned at
+   * step 3 around x = 0.5 (value 5).  gamma 0.1 of 19 keeps 2 in the good
+   * group: the finished trial and the one that got furthest, so the
+   * proposals come from near 0.9 and 0.1, none from near 0.5 (ranked by
+   * value, the good group would be two trials near 0.5; by finished first
+   * only, the finished one and one near 0.5). */
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("tpe", space, "{n_startup: 1, gamma: 0.1}", 4, 1, NULL, &error);
+  g_assert_no_error(error);
+  for (guint t = 0; t < 19; t++) {
+    double x = t == 0 ? 0.9 : t == 1 ? 0.1 : 0.42 + 0.01 * t;
+    g_autofree char *text = g_strdup_printf("x=%g", x);
+    SieveGenotype *g = sieve_space_parse(space, text, &error);
+    g_assert_no_error(error);
+    g_autoptr(SieveCandidate) c = sieve_candidate_new(g, NAN);
+    g_autoptr(SieveResult) r = sieve_result_new();
+    double objective = t == 0 ? 0.5 : t == 1 ? 0.1 : 5;
+    if (t > 0) {
+      sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+      sieve_result_set_metric(r, "step", t == 1 ? 8 : 3);
+    }
+    sieve_result_set_metric(r, "a", objective);
+    g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+  }
+  guint low = 0, middle = 0, high = 0;
+  for (guint t = 0; t < 30; t++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(out->pdata[0]), 0);
+    low += fabs(x - 0.1) < 0.1;
+    middle += fabs(x - 0.5) < 0.1;
+    high += fabs(x - 0.9) < 0.1;
+  }
+  g_test_message("30 proposals: %u near 0.1, %u near 0.5, %u near 0.9", low, middle, high);
+  g_assert_cmpuint(low, >, 5);
+  g_assert_cmpuint(middle, ==, 0);
+}
+
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
  * integer fidelity, whatever eta: the evaluator refuses any other. */
 static void
@@ -1547,6 +1639,7 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/asha/pruned", "asha", test_brackets_pruned);
   g_test_add_func("/optimizers/asha/tpe-pruned", test_asha_tpe_pruned);
   g_test_add_func("/optimizers/asha/untrained", test_asha_untrained);
+  g_test_add_func("/optimizers/tpe/pruned", test_tpe_pruned);
   g_test_add_data_func("/optimizers/successive-halving/untrained", "successive_halving", test_brackets_untrained);
   g_test_add_data_func("/optimizers/hyperband/untrained", "hyperband", test_brackets_untrained);
   g_test_add_data_func("/optimizers/bohb/untrained", "bohb", test_brackets_untrained);
