@@ -26,14 +26,16 @@
  * Results: a failed or pruned trial ranks below every finished one (a
  * pruned trial's last value was measured below its rung's fidelity, so it
  * is no evidence at that rung); ties keep the earlier result first.  A
- * configuration the pipeline never trained (screened out by the zero-cost
- * proxies, or rejected by a constraint) is no result of its rung at all:
- * it is withdrawn, and does not count in n_k (the model still reads it,
+ * configuration the pipeline never trained at its first rung (screened out
+ * by the zero-cost proxies, or rejected by a constraint) is no result of
+ * that rung at all: it is withdrawn, and does not count in n_k (the model still reads it,
  * as the worst: the screen or a constraint said no there).
  * Counted as the worst of rung 0, screened configurations would scale
  * every promotion up by 1/keep_fraction (a screen keeping 1/4 under eta 4
  * would promote every configuration it let through).  It still counts as
  * started (it had its place in the brackets' loop) and is never drawn again.
+ * A promotion the constraints reject (promotions skip the screen) is a
+ * result of -inf at its rung, as in the synchronous brackets.
  *
  * New configurations (`sampler`): random draws, as random search's, or
  * (`tpe`) BOHB's model over the rung results (Falkner, Klein & Hutter,
@@ -44,7 +46,8 @@
  * Hyperband's brackets (until a rung has n_min results, every draw is
  * sampler: random's, the same configurations).  It reads the results by
  * the same rules as the promotions (a pruned or failed trial at -inf, in
- * the worse group), in ask order (Optuna's trial order: the TPE's weights favour the later
+ * the worse group), and a withdrawn configuration at -inf too (the
+ * promotions leave it out), in ask order (Optuna's trial order: the TPE's weights favour the later
  * ones); the model is fitted again at each draw from the entries, so the
  * saved entries and rng are its whole state and a resumed study draws
  * exactly what the uninterrupted one would.
@@ -355,7 +358,7 @@ asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult 
   g_hash_table_remove(self->index, key);
   SieveStatus status = sieve_result_get_status(result);
   gboolean measured = status == SIEVE_STATUS_OK || status == SIEVE_STATUS_CACHED;
-  gboolean untrained = status == SIEVE_STATUS_SCREENED || status == SIEVE_STATUS_REJECTED;
+  gboolean untrained = (status == SIEVE_STATUS_SCREENED || status == SIEVE_STATUS_REJECTED) && e->rung == e->bracket;
   e->done = TRUE;
   e->fitness = measured ? opt_fitness(objectives[0]) : untrained ? NAN : -INFINITY;
   return TRUE;

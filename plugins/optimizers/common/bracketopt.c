@@ -116,7 +116,7 @@ opt_bracketopt_tell(gpointer instance, const SieveCandidate *candidate, const Si
 }
 
 /* State: {"rng", "opened", "brackets", "sampled"} and for BOHB
- * {"x", "y", "fidelity": ad}. */
+ * {"x", "y", "tier", "fidelity": ad}. */
 GVariant *
 opt_bracketopt_save(gpointer instance, GError **error)
 {

@@ -122,7 +122,8 @@ opt_tpe_data_load(OptTpeData *data, GVariant *state, const char *prefix, GError 
   g_array_append_vals(data->x, vx, (guint) nx);
   g_array_append_vals(data->y, vy, (guint) ny);
   for (gsize i = 0; i < ny; i++) {
-    double t = vt ? vt[i] : finished_tier(vy[i]);
+    /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
+    double t = vt ? (isnan(vt[i]) ? -INFINITY : vt[i]) : finished_tier(vy[i]);
     g_array_append_val(data->tier, t);
   }
   return TRUE;

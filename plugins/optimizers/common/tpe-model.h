@@ -54,9 +54,10 @@ typedef struct {
  * inactive) and a fitness, larger is better (-INFINITY for failed trials).
  * They rank by tier first, then by fitness: a finished trial's tier is
  * +INFINITY (-INFINITY when it failed), a pruned trial's the step it
- * reached, so that every finished trial ranks above every pruned one and
- * pruned trials rank by how far they got, then by their last value, as
- * Optuna's TPESampler ranks them (its _get_observation_pairs, 3.x). */
+ * reached, so that every trial completed with a measured value ranks above
+ * every pruned one, and pruned trials (above the failed) rank by how far
+ * they got, then by their last value, as Optuna's TPESampler ranks them
+ * (its _get_observation_pairs, 3.x). */
 typedef struct {
   guint n_decisions;
   GArray *x;    /* double, n * n_decisions */

@@ -21,10 +21,11 @@
  * constraint model is fitted).
  *
  * A pruned trial (status PRUNED, its last value and the `step` it reached)
- * ranks below every finished one, and among pruned ones by the step they
- * reached, then by that value, as Optuna's TPESampler ranks them: a trial
- * stopped early on a value that looked good is no evidence that its
- * configuration ends well.
+ * ranks below every trial that completed with a measured value (above the
+ * failed and rejected ones), and among pruned ones by the step they
+ * reached, then by that value, one without a step below those with one, as
+ * Optuna's TPESampler ranks them: a trial stopped early on a value that
+ * looked good is no evidence that its configuration ends well.
  */
 #include <sieve/candidate.h>
 #include <sieve/component.h>
@@ -111,7 +112,7 @@ tpe_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *
   double step = NAN;
   if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED) {
     if (!sieve_result_get_metric(result, "step", &step))
-      step = 0; /* no step told: it got nowhere */
+      step = -1; /* no step told: below every pruned trial that told one (steps are >= 0) */
     opt_tpe_data_add_pruned(&self->data, g, step, opt_fitness(objectives[0]));
   } else {
     opt_tpe_data_add(&self->data, g, opt_fitness(objectives[0]));
@@ -119,7 +120,7 @@ tpe_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *
   return TRUE;
 }
 
-/* State: {"rng", "seen": as, "x": ad (observations' values, flattened), "y": ad} */
+/* State: {"rng", "seen": as, "x": ad (observations' values, flattened), "y": ad, "tier": ad} */
 static GVariant *
 tpe_save(gpointer instance, GError **error)
 {
