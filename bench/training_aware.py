@@ -28,7 +28,11 @@ sets the full fidelity (random search's training, and the top rung) and
 configurations from BOHB's model of the rung results): with a full fidelity of 2 epochs
 and ASHA at eta 8 from 1/4 epoch, ASHA screens twice the configurations
 random search trains within half its budget (README, "Training-aware
-search").
+search").  --screen P1,P2,.. puts sieve's zero-cost proxy screen (the mean
+rank of the proxies, the best --screen-keep of each round of 16 proposals
+trained) before ASHA's studies and before those of the method random+screen
+(random search behind the same screen, the control); the proxies' compute
+is counted, in epochs, with the training's.
 
   /usr/bin/python3 bench/training_aware.py --sieve build/src/cli/sieve [--seeds 1,2,3,4,5] [--jobs 2] [--skip-nb201]
 """
@@ -221,13 +225,42 @@ def methods(args):
         "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g%s}" % (
             args.asha_eta, args.asha_min, ", sampler: tpe" if args.asha_sampler == "tpe" else ""), False, pruner_for),
         "bohb+cont": (hb % "bohb", True, None),
+        "random+screen": ("{plugin: random}", False, None),
     }
 
 
-METHOD_NAMES = ["random", "hyperband", "hyperband+cont", "asha+median", "bohb+cont"]
+def screened(name, args):
+    """Whether a method's study runs the zero-cost proxy screen (--screen): ASHA's, and random+screen's."""
+    return bool(args.screen) and name in ("asha+median", "random+screen")
+
+
+def screen_stage(args):
+    return ("pipeline:\n  - screen: {proxies: [%s], keep_fraction: %g, batch: 16, dataset: fashion-mnist}\n"
+            % (", ".join(args.screen.split(",")), args.screen_keep))
+
+
+def screen_seconds(sieve, genotypes, seed, args, cache):
+    """Seconds the screen's proxies take on each genotype, measured by `sieve proxies` with the stage's
+    settings (its batch of 64 Fashion-MNIST examples, the study's seed, --threads): the compute a screened
+    or screened-in trial cost before any training.  cache: genotype -> seconds, filled in."""
+    todo = sorted({g for g in genotypes if g not in cache})
+    if not todo:
+        return cache
+    p = subprocess.run([sieve, "proxies", "--space", "nb201", "--set", "space.C=8", "--set", "space.N=1",
+                        "--set", "space.in_channels=1", "--set", "space.size=28", "--dataset", "fashion-mnist",
+                        "--seed", str(seed), "--threads", str(args.threads), "--proxies", args.screen, "-"],
+                       input="\n".join(todo) + "\n", check=True, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        d = json.loads(line)
+        cache[d["arch"]] = sum(d["time_ms"].values()) / 1000.0
+    return cache
+
+
+METHOD_NAMES = ["random", "hyperband", "hyperband+cont", "asha+median", "bohb+cont"]  # and random+screen, asked
 # A first guess of the evaluations 8 epochs take; the study is extended
 # (--resume with a larger budget) until they are spent.
-FIRST_GUESS = {"random": 8, "hyperband": 25, "hyperband+cont": 31, "asha+median": 22, "bohb+cont": 31}
+FIRST_GUESS = {"random": 8, "hyperband": 25, "hyperband+cont": 31, "asha+median": 22, "bohb+cont": 31,
+               "random+screen": 8}
 
 
 def steps_per_epoch(args):
@@ -244,6 +277,12 @@ def budget_of(name, args):
     return args.asha_budget if name == "asha+median" and args.asha_budget else args.budget
 
 
+def cost(row):
+    """A trial's compute in epochs: its training, and its share of the screen (row["screen_epochs"], set by
+    run_method for a study with the screen: the proxies' seconds over the study's seconds per epoch)."""
+    return float(row["epochs_run"] or 0) + row.get("screen_epochs", 0.0)
+
+
 def within(rows, budget):
     """The trials a study runs with `budget` epochs: in order, each one
     started while less than the budget had been spent (so the last may end
@@ -253,7 +292,7 @@ def within(rows, budget):
         if spent >= budget - 1e-9:
             break
         out.append(r)
-        spent += float(r["epochs_run"] or 0)
+        spent += cost(r)
     return out, spent
 
 
@@ -274,45 +313,70 @@ def export(sieve, store):
     return sorted(csv.DictReader(io.StringIO(out)), key=lambda r: int(r["number"]))
 
 
+def add_screen_cost(sieve, rows, seed, args, cache):
+    """Sets each scored trial's screen_epochs: the proxies' seconds on its genotype over the study's
+    training seconds per epoch (its trained trials' train_s over their epochs_run, the same machine and
+    threads).  A trial the screen never scored (a promotion) has none."""
+    trained = [r for r in rows if r.get("train_s") and r.get("epochs_run")]
+    per_epoch = sum(float(r["train_s"]) for r in trained) / max(sum(float(r["epochs_run"]) for r in trained), 1e-9)
+    scored = [r for r in rows if r.get("screen_score")]
+    screen_seconds(sieve, [r["genotype"] for r in scored], seed, args, cache)
+    for r in scored:
+        r["screen_epochs"] = cache[r["genotype"]] / per_epoch if trained else 0.0
+    return sum(cache[r["genotype"]] for r in scored), per_epoch
+
+
 def run_method(sieve, workdir, name, seed, args):
     optimizer, continuation, pruner = methods(args)[name]
     cfg = os.path.join(workdir, f"{name}-{seed}.yaml")
     report_every = math.ceil(steps_per_epoch(args) * MIN_EPOCHS) if pruner else 0
+    screen = screened(name, args)
     with open(cfg, "w") as f:
         f.write(f"name: {name}\nseed: {seed}\n"
                 "space: {plugin: nb201, C: 8, N: 1, in_channels: 1, size: 28}\n"
                 f"optimizer: {optimizer}\n")
         f.write(EVALUATOR.format(epochs=args.full_epochs, validation=args.validation, train_limit=args.train_limit, threads=args.threads,
                                  seed=seed, continuation="true" if continuation else "false",
-                                 min_epochs=MIN_EPOCHS, state_dir=os.path.join(workdir, f"{name}-{seed}.states"),
+                                 min_epochs=min(MIN_EPOCHS, args.asha_min), state_dir=os.path.join(workdir, f"{name}-{seed}.states"),
                                  report_every=report_every))
         if pruner:
             f.write(f"pruner: {pruner(args)}\n")
+        if screen:
+            f.write(screen_stage(args))
         f.write("objective: {metric: val_acc, direction: maximize}\nbudget: {evaluations: 1}\n")
     store = os.path.join(workdir, f"{name}-{seed}.sieve")
     t0 = time.time()
     budget = budget_of(name, args)
     evaluations, rows, resume = max(1, int(FIRST_GUESS[name] * budget / BUDGET / args.full_epochs)), [], []
+    screen_cache, screen_s, per_epoch = {}, 0.0, 0.0
     while True:
         subprocess.run([sieve, "run", cfg, "--store", store, "--quiet", "--set", f"budget.evaluations={evaluations}",
                         *resume], check=True, capture_output=True)
         rows = export(sieve, store)
-        spent = sum(float(r["epochs_run"] or 0) for r in rows)
+        if screen:
+            screen_s, per_epoch = add_screen_cost(sieve, rows, seed, args, screen_cache)
+        spent = sum(cost(r) for r in rows)
         if spent >= budget - 1e-9:
             break
         # Not spent yet: extend the study (a larger budget continues it, continuation states kept in state_dir).
-        evaluations += max(1, math.ceil((budget - spent) / max(spent / len(rows), 1e-3)))
+        n_evaluated = max(1, sum(r["status"] != "screened" for r in rows))
+        evaluations += max(1, math.ceil((budget - spent) / max(spent / n_evaluated, 1e-3)))
         resume = ["--resume"]
     wall = time.time() - t0
     kept, compute = within(rows, budget)
     half, half_compute = within(rows, args.budget / 2)
     best, best_half = incumbent(kept, args), incumbent(half, args)
-    return {"method": name, "seed": seed, "compute": compute, "trials": len(kept),
+    evaluated = [r for r in kept if r["status"] != "screened"]
+    return {"method": name, "seed": seed, "compute": compute, "trials": len(evaluated),
+            "screened": len(kept) - len(evaluated),
+            "screen_compute": sum(r.get("screen_epochs", 0.0) for r in kept), "screen_s_per_epoch": per_epoch,
+            "half_screened": sum(r["status"] == "screened" for r in half),
+            "half_screen_compute": sum(r.get("screen_epochs", 0.0) for r in half),
             "pruned": sum(r["status"] == "pruned" for r in kept), "full": sum(at_full(r, args) and r["status"] == "ok" for r in kept),
             "genotype": best["genotype"] if best else None, "val": float(best["val_acc"]) if best else float("nan"),
             "half_compute": half_compute, "half_genotype": best_half["genotype"] if best_half else None,
             "half_val": float(best_half["val_acc"]) if best_half else float("nan"),
-            "prefix": [float(r["epochs_run"] or 0) for r in kept], "prefix_genotypes":
+            "prefix": [cost(r) for r in kept], "prefix_genotypes":
             [(r["genotype"], r["status"], float(r["fidelity"] or 1), float(r["val_acc"] or "nan")) for r in kept],
             "wall": wall}
 
@@ -343,18 +407,25 @@ def part_nb201(sieve, seeds, args):
           "has spent < %g epochs"
           % (args.train_limit or "all", steps_per_epoch(args), args.validation, args.threads, args.full_epochs, ETA,
              MIN_EPOCHS, args.asha_eta, args.asha_min, args.asha_sampler, PRUNE_FROM, args.budget), flush=True)
+    if args.screen:
+        print("screen (ASHA's and random+screen's studies): proxies %s, the best %g of each round of 16 proposals "
+              "trained; its compute counted in epochs: the proxies' seconds (sieve proxies, --threads) over the "
+              "study's training seconds per epoch" % (args.screen, args.screen_keep), flush=True)
     tasks = [(m, s) for s in seeds for m in args.methods]
     results = []
     with tempfile.TemporaryDirectory(prefix="sieve-bench-nb201-") as workdir, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for r in pool.map(lambda t: run_method(sieve, workdir, t[0], t[1], args), tasks):
             results.append(r)
-            print("  %-15s seed %d: %3d trials (%2d pruned, %d at full fidelity), compute %.3f epochs, incumbent "
+            print("  %-15s seed %d: %3d trials (%2d pruned, %d at full fidelity%s), compute %.3f epochs, incumbent "
                   "val_acc %.4f, %.0f s" % (r["method"], r["seed"], r["trials"], r["pruned"], r["full"],
+                                            ", %d screened out, screen %.3f epochs" % (r["screened"], r["screen_compute"])
+                                            if r.get("screened") else "",
                                             r["compute"], r["val"], r["wall"]), flush=True)
     # Test accuracy of every incumbent, each (genotype, seed) trained once.
     wanted = {(g, r["seed"]) for r in results
-              for g in (r["genotype"], r["half_genotype"] if r["method"] == "asha+median" else None) if g}
+              for g in (r["genotype"], r["half_genotype"] if r["method"] in ("asha+median", "random+screen") else None)
+              if g}
     tested = {}
     if not args.no_test:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -392,6 +463,11 @@ def part_nb201(sieve, seeds, args):
         if other != args.asha_sampler and any(r["method"] == "asha+median" for r in run["results"]):
             sys.exit("training_aware.py: %s holds ASHA with --asha-sampler %s, this run %s: merge runs of one sampler"
                      % (path, other, args.asha_sampler))
+        screen = (run.get("args", {}).get("screen"), run.get("args", {}).get("screen_keep"))
+        if screen[0] != args.screen and any(screened(r["method"], argparse.Namespace(screen="x"))
+                                            for r in run["results"]):
+            sys.exit("training_aware.py: %s holds studies with --screen %s, this run %s: merge runs of one screen"
+                     % (path, screen[0], args.screen))
         old += run["results"]
     if args.out:
         with open(args.out, "w") as f:
@@ -405,10 +481,11 @@ def summarize(results, methods):
     by = {m: sorted([r for r in results if r["method"] == m], key=lambda r: r["seed"]) for m in methods}
     fmt = lambda xs, d=4: "%.*f ± %.*f" % (d, mean_sd(xs)[0], d, mean_sd(xs)[1])
     print("\nper method, mean ± sd over %d seed(s):" % len(seeds))
-    print("%-15s %8s %8s %18s %18s %18s" % ("method", "trials", "pruned", "compute (epochs)", "incumbent val_acc",
-                                           "test_acc"))
+    print("%-15s %8s %8s %8s %18s %18s %18s" % ("method", "trials", "screened", "pruned", "compute (epochs)",
+                                                "incumbent val_acc", "test_acc"))
     for m, rs in by.items():
-        print("%-15s %8.1f %8.1f %18s %18s %18s" % (m, mean_sd([r["trials"] for r in rs])[0],
+        print("%-15s %8.1f %8.1f %8.1f %18s %18s %18s" % (m, mean_sd([r["trials"] for r in rs])[0],
+                                                   mean_sd([r.get("screened", 0) for r in rs])[0],
                                                    mean_sd([r["pruned"] for r in rs])[0],
                                                    fmt([r["compute"] for r in rs], 3), fmt([r["val"] for r in rs]),
                                                    fmt([r["test"] for r in rs])))
@@ -440,7 +517,17 @@ def summarize(results, methods):
                                     fmt([r["val"] for r in ra]), wins, len(ra),
                                     fmt([r["test"] for r in asha]) if not ARGS.asha_budget else
                                     "not run (--asha-budget %g)" % ARGS.asha_budget))
-        verdicts.append("(b) ASHA at %.2f of the compute: mean test_acc %.4f vs %.4f: %s" % (
+        if any(r.get("half_screened") for r in asha):
+            print("    ASHA's screen within half the budget: %s proposals screened out, the proxies' compute %s epochs "
+                  "(counted in the compute above)" % (fmt([r["half_screened"] for r in asha], 1),
+                                                      fmt([r["half_screen_compute"] for r in asha], 3)))
+        if "random+screen" in by:
+            rs = by["random+screen"]
+            print("    random search with the same screen: test_acc %s with the whole budget (%s epochs), %s with half "
+                  "of it (%s)" % (fmt([r["test"] for r in rs]), fmt([r["compute"] for r in rs], 3),
+                                  fmt([r["half_test"] for r in rs]), fmt([r["half_compute"] for r in rs], 3)))
+        verdicts.append("(b) ASHA%s at %.2f of the compute: mean test_acc %.4f vs %.4f: %s" % (
+            " with the screen" if any(r.get("half_screened") for r in asha) else "",
             ratio, got, target, "holds" if got >= target and ratio <= 0.5 + 1e-9 else "does NOT hold"))
     for v in verdicts:
         print(v)
@@ -468,12 +555,18 @@ def main():
                              "the highest rung with decisions + 1 results, a third of the draws random)")
     parser.add_argument("--asha-budget", type=float, default=0,
                         help="epochs ASHA's studies run (0: --budget); target (b) reads them after --budget / 2")
+    parser.add_argument("--screen", default="",
+                        help="zero-cost proxies (comma-separated) of a screen stage in ASHA's studies and "
+                             "random+screen's: sieve's sieve before training (its compute counted)")
+    parser.add_argument("--screen-keep", type=float, default=0.25, help="the screen's keep_fraction")
     parser.add_argument("--no-test", action="store_true", help="skip the incumbents' test accuracy")
     parser.add_argument("--skip-nb201", action="store_true")
     args = parser.parse_args()
     global ARGS
     ARGS = args
     args.methods = args.methods.split(",")
+    if "random+screen" in args.methods and not args.screen:
+        parser.error("random+screen needs --screen")
     differ = part_pruners(args.sieve, [int(s) for s in args.pruner_seeds.split(",") if s])
     if not args.skip_nb201:
         part_nb201(args.sieve, [int(s) for s in args.seeds.split(",") if s], args)
