@@ -289,7 +289,9 @@ def within(rows, budget):
     a little past it); and the compute they used."""
     out, spent = [], 0.0
     for r in rows:
-        if spent >= budget - 1e-9:
+        # Past the budget, only the rest of the last screen round: its proposals screened out after the
+        # last trial (numbered when asked, their proxies run with the round's).
+        if spent >= budget - 1e-9 and not (out and r["status"] == "screened"):
             break
         out.append(r)
         spent += cost(r)
@@ -463,11 +465,13 @@ def part_nb201(sieve, seeds, args):
         if other != args.asha_sampler and any(r["method"] == "asha+median" for r in run["results"]):
             sys.exit("training_aware.py: %s holds ASHA with --asha-sampler %s, this run %s: merge runs of one sampler"
                      % (path, other, args.asha_sampler))
-        screen = (run.get("args", {}).get("screen"), run.get("args", {}).get("screen_keep"))
-        if screen[0] != args.screen and any(screened(r["method"], argparse.Namespace(screen="x"))
-                                            for r in run["results"]):
-            sys.exit("training_aware.py: %s holds studies with --screen %s, this run %s: merge runs of one screen"
-                     % (path, screen[0], args.screen))
+        # Runs from before --screen have no screen: "".
+        theirs = (run.get("args", {}).get("screen") or "", run.get("args", {}).get("screen_keep", 0.25))
+        ours = (args.screen or "", args.screen_keep)
+        if (theirs[0] != ours[0] or (ours[0] and theirs[1] != ours[1])) and \
+                any(screened(r["method"], argparse.Namespace(screen="x")) for r in run["results"]):
+            sys.exit("training_aware.py: %s holds studies with --screen %r (keep %g), this run %r (keep %g): merge "
+                     "runs of one screen" % (path, theirs[0], theirs[1], ours[0], ours[1]))
         old += run["results"]
     if args.out:
         with open(args.out, "w") as f:
