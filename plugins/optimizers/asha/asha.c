@@ -28,8 +28,8 @@
  * is no evidence at that rung); ties keep the earlier result first.  A
  * configuration the pipeline never trained at its first rung (screened out
  * by the zero-cost proxies, or rejected by a constraint) is no result of
- * that rung at all: it is withdrawn, and does not count in n_k (the model still reads it,
- * as the worst: the screen or a constraint said no there).
+ * that rung at all: it is withdrawn, and does not count in n_k (the model
+ * still reads it, as the worst: the screen or a constraint said no there).
  * Counted as the worst of rung 0, screened configurations would scale
  * every promotion up by 1/keep_fraction (a screen keeping 1/4 under eta 4
  * would promote every configuration it let through).  It still counts as
@@ -47,8 +47,8 @@
  * sampler: random's, the same configurations).  It reads the results by
  * the same rules as the promotions (a pruned or failed trial at -inf, in
  * the worse group), and a withdrawn configuration at -inf too (the
- * promotions leave it out), in ask order (Optuna's trial order: the TPE's weights favour the later
- * ones); the model is fitted again at each draw from the entries, so the
+ * promotions leave it out), in ask order (Optuna's trial order: the TPE's
+ * weights favour the later ones); the model is fitted again at each draw from the entries, so the
  * saved entries and rng are its whole state and a resumed study draws
  * exactly what the uninterrupted one would.
  */
