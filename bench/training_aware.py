@@ -229,9 +229,12 @@ def methods(args):
     }
 
 
+SCREEN_METHODS = ("asha+median", "random+screen")  # the methods --screen puts the screen before
+
+
 def screened(name, args):
-    """Whether a method's study runs the zero-cost proxy screen (--screen): ASHA's, and random+screen's."""
-    return bool(args.screen) and name in ("asha+median", "random+screen")
+    """Whether a method's study runs the zero-cost proxy screen (--screen)."""
+    return bool(args.screen) and name in SCREEN_METHODS
 
 
 def screen_stage(args):
@@ -243,13 +246,13 @@ def screen_seconds(sieve, genotypes, seed, args, cache):
     """Seconds the screen's proxies take on each genotype, measured by `sieve proxies` with the stage's
     settings (its batch of 64 Fashion-MNIST examples, the study's seed, --threads): the compute a screened
     or screened-in trial cost before any training.  cache: genotype -> seconds, filled in."""
-    todo = sorted({g for g in genotypes if g not in cache})
-    if not todo:
+    unscored = sorted({g for g in genotypes if g not in cache})
+    if not unscored:
         return cache
     p = subprocess.run([sieve, "proxies", "--space", "nb201", "--set", "space.C=8", "--set", "space.N=1",
                         "--set", "space.in_channels=1", "--set", "space.size=28", "--dataset", "fashion-mnist",
                         "--seed", str(seed), "--threads", str(args.threads), "--proxies", args.screen, "-"],
-                       input="\n".join(todo) + "\n", check=True, capture_output=True, text=True)
+                       input="\n".join(unscored) + "\n", check=True, capture_output=True, text=True)
     for line in p.stdout.splitlines():
         d = json.loads(line)
         cache[d["arch"]] = sum(d["time_ms"].values()) / 1000.0
@@ -469,7 +472,7 @@ def part_nb201(sieve, seeds, args):
         theirs = (run.get("args", {}).get("screen") or "", run.get("args", {}).get("screen_keep", 0.25))
         ours = (args.screen or "", args.screen_keep)
         if (theirs[0] != ours[0] or (ours[0] and theirs[1] != ours[1])) and \
-                any(screened(r["method"], argparse.Namespace(screen="x")) for r in run["results"]):
+                any(r["method"] in SCREEN_METHODS for r in run["results"]):
             sys.exit("training_aware.py: %s holds studies with --screen %r (keep %g), this run %r (keep %g): merge "
                      "runs of one screen" % (path, theirs[0], theirs[1], ours[0], ours[1]))
         old += run["results"]

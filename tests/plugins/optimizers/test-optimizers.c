@@ -45,6 +45,18 @@ optimizer_try(const char *name, const SieveSpace *space, const char *yaml, guint
   return sieve_optimizer_new(c, space, options, &study, error);
 }
 
+/* One proposal of opt, which must have one to give.  (transfer full) */
+static SieveCandidate *
+ask_one(SieveOptimizer *opt)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+  g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(out->len, ==, 1);
+  return g_ptr_array_steal_index(out, 0);
+}
+
 /* One optimizer setting under test. */
 typedef struct {
   const char *name;
@@ -510,10 +522,7 @@ run_on_function(const char *name, const char *yaml, guint trials)
   GArray *records = g_array_new(FALSE, FALSE, sizeof(Record));
   g_array_set_clear_func(records, record_clear);
   for (guint t = 0; t < trials; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    g_assert_cmpuint(out->len, ==, 1);
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     sieve_candidate_set_trial(c, t);
     g_autoptr(SieveResult) r = sieve_evaluator_evaluate(ev, c, &error);
     g_assert_no_error(error);
@@ -652,11 +661,7 @@ brackets_never_promote(const char *name, const char *yaml, SieveStatus status, d
   g_autoptr(GHashTable) rejected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   guint full = 0, n_rejected = 0;
   for (guint t = 0; t < 120; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    g_assert_no_error(error);
-    g_assert_cmpuint(out->len, ==, 1);
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     const char *text = sieve_candidate_get_text(c);
     if (g_hash_table_contains(rejected, text))
       g_error("%s: %s was %s, and asked again at fidelity %g", name, text, sieve_status_to_string(status),
@@ -739,10 +744,7 @@ asha_untrained(const char *yaml, SieveStatus status)
     trained[k] = g_array_new(FALSE, FALSE, sizeof(double));
   guint news = 0, promotions = 0;
   for (guint t = 0; t < 200; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    g_assert_cmpuint(out->len, ==, 1);
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     double f = sieve_candidate_get_fidelity(c);
     guint k = f == 1 ? 0 : f == 3 ? 1 : 2;
     double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
@@ -795,10 +797,7 @@ test_brackets_untrained(gconstpointer data)
   g_autoptr(GArray) trained = g_array_new(FALSE, FALSE, sizeof(double));
   guint news = 0, promoted = 0;
   for (guint t = 0; t < 60 && promoted < 3; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    g_assert_cmpuint(out->len, ==, 1);
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
     g_autoptr(SieveResult) r = sieve_result_new();
     double objective = x;
@@ -852,9 +851,7 @@ tpe_pruned_run(const char *yaml, guint *near)
   guint pruned_late = 0;
   *near = 0;
   for (guint t = 0; t < 80; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
     g_autoptr(SieveResult) r = sieve_result_new();
     double objective = 1 - fabs(x - 0.2);
@@ -913,9 +910,8 @@ test_tpe_pruned(void)
   }
   guint low = 0, middle = 0, high = 0;
   for (guint t = 0; t < 30; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    double x = sieve_genotype_get(sieve_candidate_get_genotype(out->pdata[0]), 0);
+    g_autoptr(SieveCandidate) c = ask_one(opt);
+    double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
     low += fabs(x - 0.1) < 0.1;
     middle += fabs(x - 0.5) < 0.1;
     high += fabs(x - 0.9) < 0.1;
@@ -942,10 +938,7 @@ test_brackets_fidelities(void)
       double low = strstr(options[j], "min_fidelity") ? g_ascii_strtod(strstr(options[j], "min_fidelity: ") + 14, NULL)
                                                        : budget_fidelity.min;
       for (guint t = 0; t < 150; t++) {
-        g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-        g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-        g_assert_cmpuint(out->len, ==, 1);
-        SieveCandidate *c = out->pdata[0];
+        g_autoptr(SieveCandidate) c = ask_one(opt);
         double f = sieve_candidate_get_fidelity(c);
         if (!(f >= low && f <= budget_fidelity.max && f == floor(f)))
           g_error("%s %s: fidelity %g", names[i], options[j], f);
@@ -1218,10 +1211,7 @@ asha_share_run(const char *space_yaml, const char *yaml, guint64 seed, guint tri
   guint n_good = 0;
   *n_new = 0;
   for (guint t = 0; t < trials; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    g_assert_cmpuint(out->len, ==, 1);
-    SieveCandidate *c = out->pdata[0];
+    g_autoptr(SieveCandidate) c = ask_one(opt);
     gboolean good = FALSE;
     double value = score(sieve_candidate_get_genotype(c), &good);
     const char *text = sieve_candidate_get_text(c);
@@ -1423,13 +1413,12 @@ nsga_run(const char *name, const char *yaml, guint64 seed, GHashTable *table)
   g_assert_no_error(error);
   g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint t = 0; t < 150; t++) {
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
-    g_assert_true(sieve_optimizer_ask(opt, 1, out, &error));
-    const double *row = g_hash_table_lookup(table, sieve_candidate_get_text(out->pdata[0]));
+    g_autoptr(SieveCandidate) c = ask_one(opt);
+    const double *row = g_hash_table_lookup(table, sieve_candidate_get_text(c));
     g_assert_nonnull(row);
     double told[2] = {row[0], -row[1]}; /* accuracy up, latency down */
     g_autoptr(SieveResult) r = sieve_result_new();
-    g_assert_true(sieve_optimizer_tell(opt, out->pdata[0], r, told, &error));
+    g_assert_true(sieve_optimizer_tell(opt, c, r, told, &error));
     g_array_append_vals(points, told, 2);
   }
   return hypervolume(points, 0, -40);
