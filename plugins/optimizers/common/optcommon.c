@@ -450,3 +450,14 @@ opt_sample_unseen(const SieveSpace *space, const OptSeen *seen, SieveRng *rng, g
   }
   return NULL;
 }
+
+double
+opt_tier(const SieveResult *result, double fitness)
+{
+  if (sieve_result_get_status(result) != SIEVE_STATUS_PRUNED)
+    return opt_tier_finished(fitness);
+  double step;
+  if (!sieve_result_get_metric(result, "step", &step))
+    return -1; /* no step told: below every pruned trial that told one (steps are >= 0) */
+  return isnan(step) ? -INFINITY : step;
+}

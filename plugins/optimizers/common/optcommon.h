@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include <sieve/candidate.h>
+#include <sieve/result.h>
 #include <sieve/rng.h>
 #include <sieve/space.h>
 
@@ -134,6 +135,31 @@ static inline double
 opt_fitness(double objective)
 {
   return isnan(objective) ? -INFINITY : objective;
+}
+
+/* The order the samplers share for what they were told, in two parts: a
+ * tier, then the fitness within it.  A finished trial's tier is +INFINITY,
+ * a failed one's (fitness -INFINITY) -INFINITY; a pruned trial's is the
+ * step it reached (-1 when it told none, -INFINITY when that is not a
+ * number), so it ranks below every finished trial and above the failed,
+ * and the pruned by how far they got.  This is Optuna's TPESampler's order
+ * for pruned trials (its last value was measured below the full fidelity:
+ * no evidence against a finished trial's, and a value that looks good at
+ * an early step must not draw the search its way). */
+double opt_tier(const SieveResult *result, double fitness);
+
+/* A finished trial's tier (opt_tier). */
+static inline double
+opt_tier_finished(double fitness)
+{
+  return fitness == -INFINITY ? -INFINITY : INFINITY;
+}
+
+/* Whether (tier, fitness) ranks strictly above (other_tier, other_fitness). */
+static inline gboolean
+opt_ranks_above(double tier, double fitness, double other_tier, double other_fitness)
+{
+  return tier != other_tier ? tier > other_tier : fitness > other_fitness;
 }
 
 G_END_DECLS

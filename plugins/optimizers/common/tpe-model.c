@@ -26,13 +26,6 @@ opt_tpe_data_clear(OptTpeData *data)
   g_clear_pointer(&data->tier, g_array_unref);
 }
 
-/* A finished trial's tier: above every pruned one, unless it failed. */
-static double
-finished_tier(double fitness)
-{
-  return fitness == -INFINITY ? -INFINITY : INFINITY;
-}
-
 static void
 data_append(OptTpeData *data, const SieveGenotype *genotype, double fitness, double tier)
 {
@@ -47,14 +40,13 @@ data_append(OptTpeData *data, const SieveGenotype *genotype, double fitness, dou
 void
 opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness)
 {
-  data_append(data, genotype, fitness, finished_tier(fitness));
+  data_append(data, genotype, fitness, opt_tier_finished(fitness));
 }
 
 void
-opt_tpe_data_add_pruned(OptTpeData *data, const SieveGenotype *genotype, double step, double fitness)
+opt_tpe_data_add_ranked(OptTpeData *data, const SieveGenotype *genotype, double fitness, double tier)
 {
-  /* a step that is not a number ranks with the failed */
-  data_append(data, genotype, fitness, isnan(step) ? -INFINITY : step);
+  data_append(data, genotype, fitness, isnan(tier) ? -INFINITY : tier);
 }
 
 void
@@ -123,7 +115,7 @@ opt_tpe_data_load(OptTpeData *data, GVariant *state, const char *prefix, GError 
   g_array_append_vals(data->y, vy, (guint) ny);
   for (gsize i = 0; i < ny; i++) {
     /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
-    double t = vt ? (isnan(vt[i]) ? -INFINITY : vt[i]) : finished_tier(vy[i]);
+    double t = vt ? (isnan(vt[i]) ? -INFINITY : vt[i]) : opt_tier_finished(vy[i]);
     g_array_append_val(data->tier, t);
   }
   return TRUE;

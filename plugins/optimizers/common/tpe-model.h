@@ -52,12 +52,10 @@ typedef struct {
 
 /* Finished observations in trial order: values of each decision (NAN where
  * inactive) and a fitness, larger is better (-INFINITY for failed trials).
- * They rank by tier first, then by fitness: a finished trial's tier is
- * +INFINITY (-INFINITY when it failed), a pruned trial's the step it
- * reached, so that every trial completed with a measured value ranks above
- * every pruned one, and pruned trials (above the failed) rank by how far
- * they got, then by their last value, as Optuna's TPESampler ranks them
- * (its _get_observation_pairs, 3.x). */
+ * They rank by tier first, then by fitness (opt_tier: every trial
+ * completed with a measured value above every pruned one, pruned trials
+ * above the failed by how far they got, then by their last value, as
+ * Optuna's TPESampler ranks them, its _get_observation_pairs, 3.x). */
 typedef struct {
   guint n_decisions;
   GArray *x;    /* double, n * n_decisions */
@@ -68,8 +66,8 @@ typedef struct {
 void opt_tpe_data_init(OptTpeData *data, const SieveSpace *space);
 void opt_tpe_data_clear(OptTpeData *data);
 void opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness);
-/* A pruned trial: its last value's fitness, at the step it reached. */
-void opt_tpe_data_add_pruned(OptTpeData *data, const SieveGenotype *genotype, double step, double fitness);
+/* An observation of any tier (opt_tier; NAN ranks with the failed). */
+void opt_tpe_data_add_ranked(OptTpeData *data, const SieveGenotype *genotype, double fitness, double tier);
 /* Observation i of from, appended to data (of the same space). */
 void opt_tpe_data_add_from(OptTpeData *data, const OptTpeData *from, guint i);
 guint opt_tpe_data_size(const OptTpeData *data);

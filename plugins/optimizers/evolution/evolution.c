@@ -29,6 +29,13 @@
  * constraint_violation dominates, so infeasible members fill the worst
  * fronts, leave first, and win a tournament only against worse violators.
  *
+ * A pruned child (status PRUNED) joins the population ranked below every
+ * finished member, among the pruned by the step it reached, then its last
+ * value (opt_tier, the order tpe takes from Optuna): its value was measured
+ * before the full training, and a value that looks good early must not
+ * make it a parent over a finished member.  It ages out as any member.
+ * (A pruner judges one objective, so NSGA-II never sees a pruned child.)
+ *
  * Asynchronous use: children join when their tell arrives, in any order;
  * while the population is still empty (every proposal pending) proposals
  * stay random, so ask() never waits.  A child whose genotype was proposed
@@ -69,6 +76,7 @@ typedef struct {
   SieveGenotype *genotype;
   double *objectives; /* n_objectives, larger is better, NAN when missing */
   double violation;   /* 0: feasible; > 0: rejected by a constraint, how far (SIEVE_METRIC_CONSTRAINT_VIOLATION) */
+  double tier;        /* opt_tier of the first objective: below +INFINITY, pruned */
   /* NSGA-II bookkeeping, recomputed when needed */
   guint rank;
   double crowding;
@@ -240,7 +248,9 @@ tournament(Evolution *self)
     const Member *c = self->members->pdata[sieve_rng_below(&self->rng, self->members->len)];
     if (best == NULL)
       best = c;
-    else if (self->nsga2 ? crowded_better(c, best) : opt_fitness(c->objectives[0]) > opt_fitness(best->objectives[0]))
+    else if (self->nsga2 ? crowded_better(c, best)
+                         : opt_ranks_above(c->tier, opt_fitness(c->objectives[0]), best->tier,
+                                           opt_fitness(best->objectives[0])))
       best = c;
   }
   return best;
@@ -298,6 +308,7 @@ evolution_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
   m->genotype = sieve_genotype_copy(sieve_candidate_get_genotype(candidate));
   m->objectives = g_memdup2(objectives, sizeof(double) * self->n_objectives);
   m->violation = violation;
+  m->tier = opt_tier(result, opt_fitness(objectives[0]));
   g_ptr_array_add(self->members, m);
   if (self->members->len <= self->population)
     return TRUE;
@@ -320,17 +331,20 @@ evolution_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
 
 /* State: {"rng": (tttt), "seen": as, "proposed": t,
  *         "members": a(adad) oldest first (genotype, objectives),
- *         "violations": ad, one per member (0: feasible)} */
+ *         "violations": ad, one per member (0: feasible),
+ *         "tiers": ad, one per member (opt_tier)} */
 static GVariant *
 evolution_save(gpointer instance, GError **error)
 {
   Evolution *self = instance;
-  GVariantBuilder members, violations;
+  GVariantBuilder members, violations, tiers;
   g_variant_builder_init(&members, G_VARIANT_TYPE("a(adad)"));
   g_variant_builder_init(&violations, G_VARIANT_TYPE("ad"));
+  g_variant_builder_init(&tiers, G_VARIANT_TYPE("ad"));
   for (guint i = 0; i < self->members->len; i++) {
     const Member *m = self->members->pdata[i];
     g_variant_builder_add(&violations, "d", m->violation);
+    g_variant_builder_add(&tiers, "d", m->tier);
     g_variant_builder_add(&members, "(@ad@ad)", opt_genotype_save(m->genotype),
                           g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, m->objectives, self->n_objectives,
                                                     sizeof(double)));
@@ -342,6 +356,7 @@ evolution_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "proposed", g_variant_new_uint64(self->proposed));
   g_variant_dict_insert_value(&dict, "members", g_variant_builder_end(&members));
   g_variant_dict_insert_value(&dict, "violations", g_variant_builder_end(&violations));
+  g_variant_dict_insert_value(&dict, "tiers", g_variant_builder_end(&tiers));
   return g_variant_dict_end(&dict);
 }
 
@@ -367,6 +382,11 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) violations = g_variant_lookup_value(state, "violations", G_VARIANT_TYPE("ad"));
   gsize n_violations = 0;
   const double *vs = violations ? g_variant_get_fixed_array(violations, &n_violations, sizeof(double)) : NULL;
+  /* Absent from states saved before pruned children were ranked: every
+   * member as finished. */
+  g_autoptr(GVariant) tiers = g_variant_lookup_value(state, "tiers", G_VARIANT_TYPE("ad"));
+  gsize n_tiers = 0;
+  const double *ts = tiers ? g_variant_get_fixed_array(tiers, &n_tiers, sizeof(double)) : NULL;
   g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func((GDestroyNotify) member_free);
   for (gsize i = 0; i < g_variant_n_children(members); i++) {
     g_autoptr(GVariant) genotype = NULL, objectives = NULL;
@@ -385,6 +405,8 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
     m->genotype = g;
     m->objectives = g_memdup2(v, sizeof(double) * n);
     m->violation = i < n_violations ? vs[i] : 0;
+    /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
+    m->tier = i < n_tiers ? (isnan(ts[i]) ? -INFINITY : ts[i]) : opt_tier_finished(opt_fitness(v[0]));
     g_ptr_array_add(loaded, m);
   }
   /* All or nothing: the rng into a temporary, seen last (it is). */

@@ -21,6 +21,10 @@
  * A neighbour rejected by a constraint (status REJECTED, NAN objective)
  * counts as the worst value: never a step, so the climb stays inside the
  * feasible region; a random start that breaks one is followed by another.
+ * A pruned one (status PRUNED) ranks below every finished genotype, among
+ * the pruned by the step it reached, then its last value (opt_tier, the
+ * order tpe takes from Optuna): its value was measured before the full
+ * training, so a value that looks good early never makes it a step.
  */
 #include <sieve/abi.h>
 #include <sieve/candidate.h>
@@ -55,12 +59,13 @@ typedef struct {
   GHashTable *values; /* text (owned by value_order) -> double* fitness */
   GPtrArray *value_order;
   GArray *value_list; /* double, same order */
+  GArray *value_tiers; /* double, opt_tier of each value, same order */
   Phase phase;
   guint need;         /* SAMPLING: finished samples needed before climbing */
   GPtrArray *pool;    /* SieveCandidate* sampled in this phase */
   GPtrArray *spare;   /* SieveCandidate* proposed at random while a step waited */
   SieveGenotype *centre;
-  double centre_value;
+  double centre_value, centre_tier;
   GPtrArray *neighbours; /* SieveGenotype* of the centre */
   GPtrArray *neighbour_texts;
   guint pos;             /* next neighbour to propose */
@@ -76,6 +81,7 @@ local_search_destroy(gpointer instance)
   g_clear_pointer(&self->values, g_hash_table_unref);
   g_clear_pointer(&self->value_order, g_ptr_array_unref);
   g_clear_pointer(&self->value_list, g_array_unref);
+  g_clear_pointer(&self->value_tiers, g_array_unref);
   g_clear_pointer(&self->pool, g_ptr_array_unref);
   g_clear_pointer(&self->spare, g_ptr_array_unref);
   g_clear_pointer(&self->centre, sieve_genotype_free);
@@ -99,6 +105,7 @@ local_search_create(const SieveSpace *space, const SieveOptions *options, const 
   self->values = g_hash_table_new(g_str_hash, g_str_equal);
   self->value_order = g_ptr_array_new_with_free_func(g_free);
   self->value_list = g_array_new(FALSE, FALSE, sizeof(double));
+  self->value_tiers = g_array_new(FALSE, FALSE, sizeof(double));
   self->phase = PHASE_SAMPLING;
   self->need = self->initial;
   self->pool = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
@@ -109,7 +116,7 @@ local_search_create(const SieveSpace *space, const SieveOptions *options, const 
 }
 
 static void
-record_value(LocalSearch *self, const char *text, double value)
+record_value(LocalSearch *self, const char *text, double value, double tier)
 {
   double *old = g_hash_table_lookup(self->values, text);
   if (old != NULL)
@@ -117,26 +124,29 @@ record_value(LocalSearch *self, const char *text, double value)
   char *key = g_strdup(text);
   g_ptr_array_add(self->value_order, key);
   g_array_append_val(self->value_list, value);
+  g_array_append_val(self->value_tiers, tier);
   /* The array may move when it grows: index, not pointer. */
   g_hash_table_insert(self->values, key, GUINT_TO_POINTER(self->value_list->len));
 }
 
 static gboolean
-lookup_value(LocalSearch *self, const char *text, double *out)
+lookup_value(LocalSearch *self, const char *text, double *out, double *tier)
 {
   guint index = GPOINTER_TO_UINT(g_hash_table_lookup(self->values, text));
   if (index == 0)
     return FALSE;
   *out = g_array_index(self->value_list, double, index - 1);
+  *tier = g_array_index(self->value_tiers, double, index - 1);
   return TRUE;
 }
 
 static void
-set_centre(LocalSearch *self, SieveGenotype *centre, double value)
+set_centre(LocalSearch *self, SieveGenotype *centre, double value, double tier)
 {
   g_clear_pointer(&self->centre, sieve_genotype_free);
   self->centre = centre;
   self->centre_value = value;
+  self->centre_tier = tier;
   self->phase = PHASE_CLIMB;
   g_ptr_array_unref(self->neighbours);
   self->neighbours = opt_neighbours(self->space, centre, self->numeric_steps, &self->rng);
@@ -166,32 +176,34 @@ decide(LocalSearch *self)
   if (self->phase == PHASE_SAMPLING) {
     guint finished = 0;
     gint best = -1;
-    double best_value = -INFINITY, v;
+    double best_value = -INFINITY, best_tier = -INFINITY, v, t;
     for (guint i = 0; i < self->pool->len; i++)
-      if (lookup_value(self, sieve_candidate_get_text(self->pool->pdata[i]), &v)) {
+      if (lookup_value(self, sieve_candidate_get_text(self->pool->pdata[i]), &v, &t)) {
         finished++;
-        if (best < 0 || v > best_value) {
+        if (best < 0 || opt_ranks_above(t, v, best_tier, best_value)) {
           best = (gint) i;
           best_value = v;
+          best_tier = t;
         }
       }
     if (finished < self->need)
       return FALSE;
     SieveGenotype *g = sieve_genotype_copy(sieve_candidate_get_genotype(self->pool->pdata[best]));
     g_ptr_array_set_size(self->pool, 0);
-    set_centre(self, g, best_value);
+    set_centre(self, g, best_value, best_tier);
     return TRUE;
   }
   guint finished = 0, pending = 0;
   gint best = -1;
-  double best_value = -INFINITY, v;
+  double best_value = -INFINITY, best_tier = -INFINITY, v, t;
   for (guint i = 0; i < self->neighbours->len; i++) {
     const char *text = self->neighbour_texts->pdata[i];
-    if (lookup_value(self, text, &v)) {
+    if (lookup_value(self, text, &v, &t)) {
       finished++;
-      if (best < 0 || v > best_value) {
+      if (best < 0 || opt_ranks_above(t, v, best_tier, best_value)) {
         best = (gint) i;
         best_value = v;
+        best_tier = t;
       }
     } else if (i < self->pos || opt_seen_contains(&self->seen, text)) {
       pending++;
@@ -199,10 +211,10 @@ decide(LocalSearch *self)
   }
   gboolean all_known = finished == self->neighbours->len;
   gboolean all_asked = pending + finished == self->neighbours->len;
-  gboolean better = best >= 0 && best_value > self->centre_value;
+  gboolean better = best >= 0 && opt_ranks_above(best_tier, best_value, self->centre_tier, self->centre_value);
   if (better && (self->first_improvement || all_known || all_asked)) {
     /* all_asked but not all_known: an early step, taken rather than wait */
-    set_centre(self, sieve_genotype_copy(self->neighbours->pdata[best]), best_value);
+    set_centre(self, sieve_genotype_copy(self->neighbours->pdata[best]), best_value, best_tier);
     return TRUE;
   }
   if (all_known) {
@@ -254,7 +266,8 @@ local_search_tell(gpointer instance, const SieveCandidate *candidate, const Siev
                   const double *objectives, GError **error)
 {
   LocalSearch *self = instance;
-  record_value(self, sieve_candidate_get_text(candidate), opt_fitness(objectives[0]));
+  double fitness = opt_fitness(objectives[0]);
+  record_value(self, sieve_candidate_get_text(candidate), fitness, opt_tier(result, fitness));
   while (decide(self))
     ;
   return TRUE;
@@ -276,8 +289,9 @@ texts_of(GPtrArray *candidates)
 }
 
 /* State: {"rng", "seen": as, "known": as, "values": ad (fitness of known),
- *  "phase": u, "need": u, "pool": as, "spare": as, "centre": ad (empty
- *  before the first climb), "centre_value": d, "neighbours": aad, "pos": u} */
+ *  "tiers": ad (opt_tier of known), "phase": u, "need": u, "pool": as,
+ *  "spare": as, "centre": ad (empty before the first climb), "centre_value":
+ *  d, "centre_tier": d, "neighbours": aad, "pos": u} */
 static GVariant *
 local_search_save(gpointer instance, GError **error)
 {
@@ -290,6 +304,9 @@ local_search_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "values",
                               g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->value_list->data,
                                                         self->value_list->len, sizeof(double)));
+  g_variant_dict_insert_value(&dict, "tiers",
+                              g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->value_tiers->data,
+                                                        self->value_tiers->len, sizeof(double)));
   g_variant_dict_insert_value(&dict, "phase", g_variant_new_uint32(self->phase));
   g_variant_dict_insert_value(&dict, "need", g_variant_new_uint32(self->need));
   g_variant_dict_insert_value(&dict, "pool", texts_of(self->pool));
@@ -298,6 +315,7 @@ local_search_save(gpointer instance, GError **error)
                               self->centre ? opt_genotype_save(self->centre)
                                            : g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, NULL, 0, sizeof(double)));
   g_variant_dict_insert_value(&dict, "centre_value", g_variant_new_double(self->centre_value));
+  g_variant_dict_insert_value(&dict, "centre_tier", g_variant_new_double(self->centre_tier));
   g_variant_dict_insert_value(&dict, "neighbours", opt_genotypes_save(self->neighbours));
   g_variant_dict_insert_value(&dict, "pos", g_variant_new_uint32(self->pos));
   return g_variant_dict_end(&dict);
@@ -348,6 +366,16 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
       ok = FALSE;
     }
   }
+  /* Absent from states saved before pruned trials were ranked: every
+   * value as finished. */
+  g_autoptr(GVariant) tiers = ok ? g_variant_lookup_value(state, "tiers", G_VARIANT_TYPE("ad")) : NULL;
+  g_autoptr(GVariant) centre_tier = ok ? g_variant_lookup_value(state, "centre_tier", G_VARIANT_TYPE_DOUBLE) : NULL;
+  gsize n_tiers = 0;
+  const double *ts = tiers ? g_variant_get_fixed_array(tiers, &n_tiers, sizeof(double)) : NULL;
+  if (ok && tiers != NULL && n_tiers != n_values) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu values but %zu tiers", n_values, n_tiers);
+    ok = FALSE;
+  }
   if (ok && g_variant_n_children(v[8]) > 0)
     ok = (centre = opt_genotype_load(self->space, v[8], error)) != NULL;
   if (ok)
@@ -365,10 +393,13 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     g_hash_table_remove_all(self->values);
     g_ptr_array_set_size(self->value_order, 0);
     g_array_set_size(self->value_list, 0);
+    g_array_set_size(self->value_tiers, 0);
     g_autofree const char **known = g_variant_get_strv(v[2], NULL);
     const double *values = g_variant_get_fixed_array(v[3], &n_values, sizeof(double));
+    /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
     for (gsize i = 0; i < n_values; i++)
-      record_value(self, known[i], values[i]);
+      record_value(self, known[i], values[i],
+                   ts ? (isnan(ts[i]) ? -INFINITY : ts[i]) : opt_tier_finished(opt_fitness(values[i])));
     self->phase = g_variant_get_uint32(v[4]) == PHASE_CLIMB ? PHASE_CLIMB : PHASE_SAMPLING;
     self->need = g_variant_get_uint32(v[5]);
     g_ptr_array_unref(self->pool);
@@ -378,6 +409,8 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     g_clear_pointer(&self->centre, sieve_genotype_free);
     self->centre = g_steal_pointer(&centre);
     self->centre_value = g_variant_get_double(v[9]);
+    double ct = centre_tier ? g_variant_get_double(centre_tier) : opt_tier_finished(opt_fitness(self->centre_value));
+    self->centre_tier = isnan(ct) ? -INFINITY : ct;
     g_ptr_array_unref(self->neighbours);
     self->neighbours = g_steal_pointer(&neighbours);
     g_ptr_array_set_size(self->neighbour_texts, 0);

@@ -14,6 +14,12 @@
  * scale.  Tells may come in any order: each updates the policy it finds.
  * A sampled genotype proposed before is drawn again (a bounded number of
  * times, then a random unseen genotype is taken).
+ *
+ * A pruned trial's reward is the lowest reward of a finished trial told so
+ * far (none before the first): it ranks below every finished trial, as tpe
+ * ranks it after Optuna (opt_tier), and its own last value, measured before
+ * the full training, is no reward on the finished trials' scale (a value
+ * that looks good early must not draw the policy its way).
  */
 #include <math.h>
 #include <string.h>
@@ -53,6 +59,7 @@ typedef struct {
   GArray *logits;
   double baseline, spread; /* moving mean of rewards and of squared advantages */
   guint64 rewards;
+  double lowest; /* the lowest finished reward (a pruned trial's), +INFINITY before one */
   double space_size;
   OptSeen seen;
 } Reinforce;
@@ -86,6 +93,7 @@ reinforce_create(const SieveSpace *space, const SieveOptions *options, const Sie
   Reinforce *self = g_new0(Reinforce, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
+  self->lowest = INFINITY;
   self->lr = sieve_options_get_double(options, "lr");
   self->decay = sieve_options_get_double(options, "baseline_decay");
   self->bins = (guint) sieve_options_get_int(options, "bins");
@@ -189,8 +197,11 @@ reinforce_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
    * MAX_REWARD (a -DBL_MAX penalty): its advantage squared would make the
    * spread infinite and every later step zero, and as the first reward,
    * the baseline, it would do that to every reward after it. */
+  if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED)
+    r = self->lowest; /* +INFINITY before a finished one: no reward yet */
   if (!isfinite(r) || fabs(r) > MAX_REWARD)
     return TRUE;
+  self->lowest = MIN(self->lowest, r);
   if (self->rewards++ == 0) {
     self->baseline = r;
     return TRUE;
@@ -215,7 +226,7 @@ reinforce_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
   return TRUE;
 }
 
-/* State: {"rng", "seen": as, "logits": ad, "baseline": d, "spread": d, "rewards": t} */
+/* State: {"rng", "seen": as, "logits": ad, "baseline": d, "spread": d, "rewards": t, "lowest": d} */
 static GVariant *
 reinforce_save(gpointer instance, GError **error)
 {
@@ -229,6 +240,7 @@ reinforce_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "baseline", g_variant_new_double(self->baseline));
   g_variant_dict_insert_value(&dict, "spread", g_variant_new_double(self->spread));
   g_variant_dict_insert_value(&dict, "rewards", g_variant_new_uint64(self->rewards));
+  g_variant_dict_insert_value(&dict, "lowest", g_variant_new_double(self->lowest));
   return g_variant_dict_end(&dict);
 }
 
@@ -262,6 +274,10 @@ reinforce_load(gpointer instance, GVariant *state, GError **error)
   self->baseline = g_variant_get_double(baseline);
   self->spread = g_variant_get_double(spread);
   self->rewards = g_variant_get_uint64(rewards);
+  /* Absent from states saved before pruned trials had a reward: pruned
+   * trials wait for the next finished one's. */
+  g_autoptr(GVariant) lowest = g_variant_lookup_value(state, "lowest", G_VARIANT_TYPE_DOUBLE);
+  self->lowest = lowest && !isnan(g_variant_get_double(lowest)) ? g_variant_get_double(lowest) : INFINITY;
   return TRUE;
 }
 

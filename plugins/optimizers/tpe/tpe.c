@@ -108,15 +108,8 @@ tpe_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *
          GError **error)
 {
   Tpe *self = instance;
-  const SieveGenotype *g = sieve_candidate_get_genotype(candidate);
-  double step = NAN;
-  if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED) {
-    if (!sieve_result_get_metric(result, "step", &step))
-      step = -1; /* no step told: below every pruned trial that told one (steps are >= 0) */
-    opt_tpe_data_add_pruned(&self->data, g, step, opt_fitness(objectives[0]));
-  } else {
-    opt_tpe_data_add(&self->data, g, opt_fitness(objectives[0]));
-  }
+  double fitness = opt_fitness(objectives[0]);
+  opt_tpe_data_add_ranked(&self->data, sieve_candidate_get_genotype(candidate), fitness, opt_tier(result, fitness));
   return TRUE;
 }
 

@@ -131,6 +131,7 @@ typedef struct {
   GString *log;
   GHashTable *keys; /* every proposal's key -> count, to check distinctness */
   guint proposed, duplicates;
+  gboolean prunes; /* a quarter of the results told as pruned (by their text's hash) */
 } Driver;
 
 static void
@@ -142,6 +143,7 @@ driver_init(Driver *d, SieveOptimizer *opt, guint64 order_seed)
   d->log = g_string_new(NULL);
   d->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   d->proposed = d->duplicates = 0;
+  d->prunes = FALSE;
 }
 
 static void
@@ -185,6 +187,11 @@ driver_tell_one(Driver *d, guint index)
   synthetic(c, objectives);
   g_autoptr(SieveResult) r = sieve_result_new();
   sieve_result_set_metric(r, "a", objectives[0]);
+  guint hash = g_str_hash(sieve_candidate_get_text(c));
+  if (d->prunes && hash % 4 == 0) {
+    sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+    sieve_result_set_metric(r, "step", hash / 4 % 5);
+  }
   GError *error = NULL;
   g_assert_true(sieve_optimizer_tell(d->opt, c, r, objectives, &error));
   g_assert_no_error(error);
@@ -276,6 +283,8 @@ test_resume(gconstpointer data)
     for (guint cut = 3; cut <= 43; cut += 20) {
       Driver a, b;
       driver_init(&a, case_new(&cases[i], space, 3), 9);
+      /* pruned trials too where a study may have them (one objective) */
+      a.prunes = cases[i].n_objectives == 1;
       driver_run(&a, cut, 3, 2, TRUE); /* leaves some pending */
       g_assert_cmpuint(a.pending->len, >, 0);
       GError *error = NULL;
@@ -300,6 +309,7 @@ test_resume(gconstpointer data)
             sieve_genotype_copy(sieve_candidate_get_genotype(a.pending->pdata[p])),
             sieve_candidate_get_fidelity(a.pending->pdata[p])));
       b.order = a.order;
+      b.prunes = a.prunes;
       g_string_truncate(a.log, 0);
       driver_run(&a, 30, 2, 2, TRUE);
       driver_run(&b, 30, 2, 2, TRUE);
@@ -842,11 +852,11 @@ test_asha_untrained(void)
  * later (step 8) ranks above those stopped at step 3: alone among the
  * pruned in a good group of finished ones, it is where the step decides. */
 static guint
-tpe_pruned_run(const char *yaml, guint *near)
+pruned_run(const char *name, const char *yaml, guint *near)
 {
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
   GError *error = NULL;
-  g_autoptr(SieveOptimizer) opt = optimizer_try("tpe", space, yaml, 9, 1, NULL, &error);
+  g_autoptr(SieveOptimizer) opt = optimizer_try(name, space, yaml, 9, 1, NULL, &error);
   g_assert_no_error(error);
   guint pruned_late = 0;
   *near = 0;
@@ -873,8 +883,8 @@ static void
 test_tpe_pruned(void)
 {
   guint near = 0, near_mv = 0;
-  guint late = tpe_pruned_run("{n_startup: 10}", &near);
-  guint late_mv = tpe_pruned_run("{n_startup: 10, multivariate: true}", &near_mv);
+  guint late = pruned_run("tpe", "{n_startup: 10}", &near);
+  guint late_mv = pruned_run("tpe", "{n_startup: 10, multivariate: true}", &near_mv);
   g_test_message("of the last 40 proposals: pruned %u (multivariate %u), within 0.1 of the best %u (%u); random "
                  "draws would put 16 and 8 there", late, late_mv, near, near_mv);
   g_assert_cmpuint(late, <, 8);
@@ -919,6 +929,85 @@ test_tpe_pruned(void)
   g_test_message("30 proposals: %u near 0.1, %u near 0.5, %u near 0.9", low, middle, high);
   g_assert_cmpuint(low, >, 5);
   g_assert_cmpuint(middle, ==, 0);
+}
+
+/* evolution and reinforce rank a pruned trial below every finished one
+ * too (the rule of tpe above; reinforce's reward for it is the lowest one
+ * told): on tpe's objective, where every trial at x >= 0.6 is pruned with
+ * a last value (10) better than any finished one's, ranked by that value
+ * the proposals would gather at x >= 0.6 (35 and 39 of the last 40 did). */
+static void
+test_pruned_ranks_below(gconstpointer data)
+{
+  const Case *c = data;
+  guint near = 0;
+  guint late = pruned_run(c->name, c->yaml, &near);
+  g_test_message("%s %s: of the last 40 proposals, pruned %u, within 0.1 of the best %u; random draws would put 16 "
+                 "and 8 there", c->name, c->yaml, late, near);
+  g_assert_cmpuint(late, <, 8);
+  g_assert_cmpuint(near, >, 16);
+}
+
+/* Genotypes of space at most one decision apart. */
+static guint
+decisions_apart(const SieveGenotype *a, const SieveGenotype *b)
+{
+  guint n = 0;
+  for (guint d = 0; d < sieve_genotype_size(a); d++)
+    n += sieve_genotype_get(a, d) != sieve_genotype_get(b, d);
+  return n;
+}
+
+static void
+tell_value(SieveOptimizer *opt, const SieveCandidate *c, gboolean pruned, double objective)
+{
+  GError *error = NULL;
+  g_autoptr(SieveResult) r = sieve_result_new();
+  if (pruned) {
+    sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
+    sieve_result_set_metric(r, "step", 3);
+  }
+  sieve_result_set_metric(r, "a", objective);
+  g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+  g_assert_no_error(error);
+}
+
+/* local_search never steps to a pruned neighbour, however good its last
+ * value: on 3 decisions of 4 choices, of the first two random genotypes
+ * (finished, values 1 and 2) the climb starts from the better; its
+ * neighbours finish below it, but for one pruned with a last value of 10.
+ * Ranked by that value the climb would move there and propose the pruned
+ * one's neighbours next; ranked below every finished one, the centre is a
+ * local optimum and the climb restarts from random genotypes. */
+static void
+test_local_search_pruned(void)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: {type: categorical, choices: [0, 1, 2, 3]}, "
+                                                 "b: {type: categorical, choices: [0, 1, 2, 3]}, "
+                                                 "c: {type: categorical, choices: [0, 1, 2, 3]}}}");
+  GError *error = NULL;
+  g_autoptr(SieveOptimizer) opt = optimizer_try("local_search", space, "{initial: 2}", 3, 1, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveCandidate) first = ask_one(opt);
+  g_autoptr(SieveCandidate) centre = ask_one(opt);
+  tell_value(opt, first, FALSE, 1);
+  tell_value(opt, centre, FALSE, 2);
+  g_autoptr(SieveCandidate) pruned = NULL;
+  for (guint k = 0; k < 9; k++) {
+    g_autoptr(SieveCandidate) n = ask_one(opt);
+    g_assert_cmpuint(decisions_apart(sieve_candidate_get_genotype(n), sieve_candidate_get_genotype(centre)), ==, 1);
+    tell_value(opt, n, k == 0, k == 0 ? 10 : 0.5);
+    if (k == 0)
+      pruned = g_steal_pointer(&n);
+  }
+  guint near = 0;
+  for (guint k = 0; k < 5; k++) {
+    g_autoptr(SieveCandidate) next = ask_one(opt);
+    near += decisions_apart(sieve_candidate_get_genotype(next), sieve_candidate_get_genotype(pruned)) == 1;
+  }
+  g_test_message("of the 5 proposals after the step, %u are neighbours of the pruned genotype (6 of the 53 not "
+                 "proposed yet are)", near);
+  g_assert_cmpuint(near, <=, 2);
 }
 
 /* Every rung's fidelity lies in [min_fidelity, max] and is whole for an
@@ -1629,6 +1718,15 @@ main(int argc, char **argv)
   g_test_add_func("/optimizers/asha/tpe-pruned", test_asha_tpe_pruned);
   g_test_add_func("/optimizers/asha/untrained", test_asha_untrained);
   g_test_add_func("/optimizers/tpe/pruned", test_tpe_pruned);
+  g_test_add_func("/optimizers/local-search/pruned", test_local_search_pruned);
+  static const Case pruned_cases[] = {
+    {"evolution", "{population: 10, sample_size: 5}", FALSE, 1},
+    {"reinforce", NULL, FALSE, 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(pruned_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/optimizers/%s/pruned", pruned_cases[i].name);
+    g_test_add_data_func(path, &pruned_cases[i], test_pruned_ranks_below);
+  }
   g_test_add_data_func("/optimizers/successive-halving/untrained", "successive_halving", test_brackets_untrained);
   g_test_add_data_func("/optimizers/hyperband/untrained", "hyperband", test_brackets_untrained);
   g_test_add_data_func("/optimizers/bohb/untrained", "bohb", test_brackets_untrained);
