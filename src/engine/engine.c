@@ -710,7 +710,10 @@ mark_pruned(const SieveExperiment *exp, Job *job)
   sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
   sieve_result_set_metric(result, exp->objectives[0].metric, last->value);
   sieve_result_set_metric(result, "step", (double) last->step);
-  g_autofree char *value = sieve_text_format_double(last->value);
+  /* Six digits, as the progress line shows values (the exact value is the
+   * stored metric); not the locale's decimal point. */
+  char value[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(value, sizeof value, "%.6g", last->value);
   g_autofree char *reason = g_strdup_printf("pruned at step %" G_GINT64_FORMAT " (%s %s)", last->step,
                                             exp->objectives[0].metric, value);
   sieve_result_set_reason(result, reason);
