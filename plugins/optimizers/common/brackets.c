@@ -334,6 +334,40 @@ opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitnes
   return TRUE;
 }
 
+/* Whether bracket k is still filling its first rung (nothing promoted). */
+static gboolean
+bracket_filling(const OptBracket *k)
+{
+  return k->rungs < 2 || k->entries[1]->len == 0;
+}
+
+/* The place a withdrawn configuration left in the first rung of bracket
+ * i is taken by a configuration of the last bracket opened after it that
+ * is still filling a first rung at the same fidelity (a finished one
+ * before a pending one): all were drawn alike for such a rung, so the
+ * earliest bracket fills first and the later ones wait as its reserve.
+ * Else a screen's round (16 proposals, 4 trained) would open a bracket
+ * for what the first one's places could not take, and every round
+ * another, each filling a few trained at a time: the first promotion
+ * would wait for many more trainings than a bracket's n. */
+static void
+bracket_refill(OptBrackets *b, guint i)
+{
+  OptBracket *k = b->active->pdata[i];
+  for (guint m = b->active->len; m-- > i + 1;) {
+    OptBracket *later = b->active->pdata[m];
+    GPtrArray *rung = later->entries[0];
+    if (!bracket_filling(later) || later->fidelity[0] != k->fidelity[0] || rung->len == 0)
+      continue;
+    guint take = 0;
+    while (take < rung->len && ((Entry *) rung->pdata[take])->state != ENTRY_DONE)
+      take++;
+    g_ptr_array_add(k->entries[0], g_ptr_array_steal_index(rung, take < rung->len ? take : 0));
+    brackets_advance(b); /* k may be complete now */
+    return;
+  }
+}
+
 gboolean
 opt_brackets_withdraw(OptBrackets *b, const SieveCandidate *candidate)
 {
@@ -346,6 +380,7 @@ opt_brackets_withdraw(OptBrackets *b, const SieveCandidate *candidate)
     if (g_ptr_array_find(k->entries[0], e, NULL)) {
       g_hash_table_remove(b->pending, key);
       g_ptr_array_remove(k->entries[0], e); /* frees it */
+      bracket_refill(b, i);
       return TRUE;
     }
   }

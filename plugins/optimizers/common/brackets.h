@@ -84,7 +84,8 @@ SieveCandidate *opt_brackets_next(OptBrackets *b, OptBracketSample sample, gpoin
 gboolean opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, double fitness);
 /* A candidate the pipeline never trained (screened out by the proxies,
  * rejected by a constraint): at rung 0 it leaves its rung, whose place a
- * new configuration takes (it stays sampled, never drawn again), so that a
+ * configuration of a later bracket still filling a first rung at that
+ * fidelity takes, else a new one (it stays sampled, never drawn again), so that a
  * rung's n are n trained results and its best 1/eta go up, not the best
  * 1/eta of everything proposed; at a higher rung it is a result of
  * -INFINITY.  Returns FALSE for a candidate the scheduler never proposed. */

@@ -131,7 +131,8 @@ typedef struct {
   GString *log;
   GHashTable *keys; /* every proposal's key -> count, to check distinctness */
   guint proposed, duplicates;
-  gboolean prunes; /* a quarter of the results told as pruned (by their text's hash) */
+  gboolean prunes;  /* a quarter of the results told as pruned (by their text's hash) */
+  gboolean screens; /* an eighth told as screened out (never trained) */
 } Driver;
 
 static void
@@ -143,7 +144,7 @@ driver_init(Driver *d, SieveOptimizer *opt, guint64 order_seed)
   d->log = g_string_new(NULL);
   d->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   d->proposed = d->duplicates = 0;
-  d->prunes = FALSE;
+  d->prunes = d->screens = FALSE;
 }
 
 static void
@@ -191,6 +192,9 @@ driver_tell_one(Driver *d, guint index)
   if (d->prunes && hash % 4 == 0) {
     sieve_result_set_status(r, SIEVE_STATUS_PRUNED);
     sieve_result_set_metric(r, "step", hash / 4 % 5);
+  } else if (d->screens && hash % 8 == 1) {
+    sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
+    objectives[0] = objectives[1] = NAN;
   }
   GError *error = NULL;
   g_assert_true(sieve_optimizer_tell(d->opt, c, r, objectives, &error));
@@ -285,6 +289,7 @@ test_resume(gconstpointer data)
       driver_init(&a, case_new(&cases[i], space, 3), 9);
       /* pruned trials too where a study may have them (one objective) */
       a.prunes = cases[i].n_objectives == 1;
+      a.screens = TRUE;
       driver_run(&a, cut, 3, 2, TRUE); /* leaves some pending */
       g_assert_cmpuint(a.pending->len, >, 0);
       GError *error = NULL;
@@ -310,6 +315,7 @@ test_resume(gconstpointer data)
             sieve_candidate_get_fidelity(a.pending->pdata[p])));
       b.order = a.order;
       b.prunes = a.prunes;
+      b.screens = a.screens;
       g_string_truncate(a.log, 0);
       driver_run(&a, 30, 2, 2, TRUE);
       driver_run(&b, 30, 2, 2, TRUE);
@@ -793,17 +799,27 @@ asha_untrained(const char *yaml, SieveStatus status)
  * (9 at fidelity 1, 3 at 3, 1 at 9 with eta 3) trains 9 before promoting
  * their best 3.  Counted as the worst of 9 proposed, it promoted the best
  * 3 of the two or three the screen let through, whatever they scored. */
+/* A bracket optimizer over fidelities 1 to 9, eta 3, whose first bracket
+ * is 9 at 1, 3 at 3, 1 at 9 (successive_halving's n_configs 9). */
+static SieveOptimizer *
+brackets_on_x(const char *name, const SieveSpace *space)
+{
+  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
+  GError *error = NULL;
+  SieveOptimizer *opt =
+      optimizer_try(name, space, strcmp(name, "successive_halving") == 0 ? "{eta: 3, n_configs: 9}" : "{eta: 3}", 5,
+                    1, &fid, &error);
+  g_assert_no_error(error);
+  return opt;
+}
+
 static void
 test_brackets_untrained(gconstpointer data)
 {
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
-  static const SieveFidelity fid = {"epochs", 1, 9, TRUE, {NULL}};
-  GError *error = NULL;
   const char *name = data;
-  g_autoptr(SieveOptimizer) opt =
-      optimizer_try(name, space, strcmp(name, "successive_halving") == 0 ? "{eta: 3, n_configs: 9}" : "{eta: 3}", 5,
-                    1, &fid, &error);
-  g_assert_no_error(error);
+  g_autoptr(SieveOptimizer) opt = brackets_on_x(name, space);
+  GError *error = NULL;
   g_autoptr(GArray) trained = g_array_new(FALSE, FALSE, sizeof(double));
   guint news = 0, promoted = 0;
   for (guint t = 0; t < 60 && promoted < 3; t++) {
@@ -832,6 +848,73 @@ test_brackets_untrained(gconstpointer data)
     g_assert_no_error(error);
   }
   g_assert_cmpuint(promoted, ==, 3);
+}
+
+static gint
+compare_doubles_desc(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x > y ? -1 : x < y;
+}
+
+/* A screen asks for rounds of 16 and trains the best 4 new configurations
+ * (the highest x), withdrawing the other 12 (promotions skip it): a
+ * bracket's first rung has fewer places than a round, and the brackets
+ * opened alongside for the rest must not each fill a few trained at a
+ * time: the places the first bracket's withdrawn configurations leave are
+ * taken by those of later brackets at its fidelity, so it promotes after
+ * its 9 are trained, within 3 rounds (12 trained; hyperband's and bohb's
+ * brackets starting at 3 and 9 take some of each round's 4, so 4 rounds).
+ * Before, no bracket of successive_halving or hyperband promoted within 8
+ * rounds (32 trained), and bohb's first after 28. */
+static void
+test_brackets_screen_rounds(gconstpointer data)
+{
+  g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {x: {type: float, low: 0, high: 1}}}");
+  const char *name = data;
+  g_autoptr(SieveOptimizer) opt = brackets_on_x(name, space);
+  GError *error = NULL;
+  g_autoptr(GHashTable) started = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint trained = 0, first_promotion = G_MAXUINT;
+  for (guint round = 0; round < 8 && first_promotion == G_MAXUINT; round++) {
+    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_candidate_free);
+    g_assert_true(sieve_optimizer_ask(opt, 16, out, &error));
+    g_assert_no_error(error);
+    g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; i < out->len; i++) {
+      const SieveCandidate *c = out->pdata[i];
+      double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+      if (g_hash_table_contains(started, sieve_candidate_get_text(c)))
+        first_promotion = MIN(first_promotion, trained);
+      else
+        g_array_append_val(xs, x);
+    }
+    g_array_sort(xs, compare_doubles_desc);
+    double cut = xs->len > 4 ? g_array_index(xs, double, 3) : -INFINITY;
+    for (guint pass = 0; pass < 2; pass++) /* the screened out first, as the engine tells them */
+      for (guint i = 0; i < out->len; i++) {
+        const SieveCandidate *c = out->pdata[i];
+        double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0), objective = x;
+        gboolean new = !g_hash_table_contains(started, sieve_candidate_get_text(c));
+        gboolean screened = new && x < cut;
+        if (screened != (pass == 0))
+          continue;
+        g_autoptr(SieveResult) r = sieve_result_new();
+        if (screened) {
+          sieve_result_set_status(r, SIEVE_STATUS_SCREENED);
+          objective = NAN;
+        }
+        g_assert_true(sieve_optimizer_tell(opt, c, r, &objective, &error));
+        g_assert_no_error(error);
+        if (!screened && new) {
+          trained++;
+          g_hash_table_add(started, g_strdup(sieve_candidate_get_text(c)));
+        }
+      }
+  }
+  g_test_message("%s: first promotion after %u new configurations trained", name, first_promotion);
+  g_assert_cmpuint(first_promotion, >=, 9);
+  g_assert_cmpuint(first_promotion, <=, strcmp(name, "successive_halving") == 0 ? 12 : 16);
 }
 
 static void
@@ -1730,6 +1813,10 @@ main(int argc, char **argv)
   g_test_add_data_func("/optimizers/successive-halving/untrained", "successive_halving", test_brackets_untrained);
   g_test_add_data_func("/optimizers/hyperband/untrained", "hyperband", test_brackets_untrained);
   g_test_add_data_func("/optimizers/bohb/untrained", "bohb", test_brackets_untrained);
+  g_test_add_data_func("/optimizers/successive-halving/screen-rounds", "successive_halving",
+                       test_brackets_screen_rounds);
+  g_test_add_data_func("/optimizers/hyperband/screen-rounds", "hyperband", test_brackets_screen_rounds);
+  g_test_add_data_func("/optimizers/bohb/screen-rounds", "bohb", test_brackets_screen_rounds);
   g_test_add_func("/optimizers/brackets/fidelities", test_brackets_fidelities);
   g_test_add_func("/optimizers/asha/promotions", test_asha);
   g_test_add_func("/optimizers/asha/brackets", test_asha_brackets);
