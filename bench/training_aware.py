@@ -25,7 +25,9 @@ after the whole.  --seeds, --jobs, --train-limit, --validation and
 --threads scale it; --out / --add keep and merge runs.  --full-epochs
 sets the full fidelity (random search's training, and the top rung) and
 --asha-eta / --asha-min ASHA's rungs (--asha-sampler tpe: its new
-configurations from BOHB's model of the rung results): with a full fidelity of 2 epochs
+configurations from BOHB's model of the rung results, model: highest_rung;
+tpe-reached: from the TPE of every configuration ranked by the rung it
+reached, asha's default model): with a full fidelity of 2 epochs
 and ASHA at eta 8 from 1/4 epoch, ASHA screens twice the configurations
 random search trains within half its budget (README, "Training-aware
 search").  --screen P1,P2,.. puts sieve's zero-cost proxy screen (the mean
@@ -192,6 +194,8 @@ evaluator:
 # schedule cut short, as continuation trains them, 0.07 to 0.22: rungs cut
 # from the full schedule rank badly here, so ASHA would promote by chance.
 ASHA_ETA = 4
+# --asha-sampler: asha's options for each.
+ASHA_SAMPLERS = {"random": "", "tpe": ", sampler: tpe, model: highest_rung", "tpe-reached": ", sampler: tpe"}
 ASHA_MIN = 0.25
 # Median pruning with MedianPruner's defaults (5 startup trials, 1 trial
 # per step), judged on the validation accuracy the train evaluator reports
@@ -223,7 +227,7 @@ def methods(args):
         "hyperband": (hb % "hyperband", False, None),
         "hyperband+cont": (hb % "hyperband", True, None),
         "asha+median": ("{plugin: asha, eta: %g, min_fidelity: %g%s}" % (
-            args.asha_eta, args.asha_min, ", sampler: tpe" if args.asha_sampler == "tpe" else ""), False, pruner_for),
+            args.asha_eta, args.asha_min, ASHA_SAMPLERS[args.asha_sampler]), False, pruner_for),
         "bohb+cont": (hb % "bohb", True, None),
         "random+screen": ("{plugin: random}", False, None),
     }
@@ -557,9 +561,11 @@ def main():
                         help="the full fidelity: epochs a configuration trains at the top rung, and random search's")
     parser.add_argument("--asha-eta", type=float, default=ASHA_ETA, help="ASHA's reduction factor")
     parser.add_argument("--asha-min", type=float, default=ASHA_MIN, help="ASHA's lowest rung, in epochs")
-    parser.add_argument("--asha-sampler", choices=["random", "tpe"], default="random",
-                        help="how ASHA draws new configurations: random (as random search) or tpe (BOHB's model of "
-                             "the highest rung with decisions + 1 results, a third of the draws random)")
+    parser.add_argument("--asha-sampler", choices=list(ASHA_SAMPLERS), default="random",
+                        help="how ASHA draws new configurations: random (as random search), tpe (BOHB's model of "
+                             "the highest rung with decisions + 1 results, a third of the draws random: the runs of "
+                             "2026-11-26) or tpe-reached (the TPE of every configuration ranked by the rung it "
+                             "reached, asha's default model)")
     parser.add_argument("--asha-budget", type=float, default=0,
                         help="epochs ASHA's studies run (0: --budget); target (b) reads them after --budget / 2")
     parser.add_argument("--screen", default="",

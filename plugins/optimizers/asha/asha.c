@@ -38,19 +38,28 @@
  * result of -inf at its rung, as in the synchronous brackets.
  *
  * New configurations (`sampler`): random draws, as random search's, or
- * (`tpe`) BOHB's model over the rung results (Falkner, Klein & Hutter,
- * "BOHB: Robust and Efficient Hyperparameter Optimization at Scale", ICML
- * 2018; ../common/bohb-model.h): a TPE fitted on the results of the
- * highest rung with at least n_min = decisions + 1 of them, a
- * random_fraction of the draws staying random, as BOHB does for
- * Hyperband's brackets (until a rung has n_min results, every draw is
- * sampler: random's, the same configurations).  It reads the results by
- * the same rules as the promotions (a pruned or failed trial at -inf, in
- * the worse group), and a withdrawn configuration at -inf too (the
- * promotions leave it out), in ask order (Optuna's trial order: the TPE's
- * weights favour the later ones); the model is fitted again at each draw from the entries, so the
- * saved entries and rng are its whole state and a resumed study draws
- * exactly what the uninterrupted one would.
+ * (`tpe`) a multivariate TPE with BOHB's settings (Falkner, Klein &
+ * Hutter, "BOHB: Robust and Efficient Hyperparameter Optimization at
+ * Scale", ICML 2018; ../common/bohb-model.h), a random_fraction of the
+ * draws staying random, fitted (`model`) on
+ *   reached (the default): every configuration once, ranked by the
+ *     highest rung where it has a result, then by its value there, as
+ *     Optuna's TPESampler ranks the trials its SuccessiveHalvingPruner
+ *     stopped: the good group is what climbed furthest and did best
+ *     there, every rung's evidence kept;
+ *   highest_rung: BOHB's rule, the results of the highest rung with at
+ *     least n_min of them (ASHA's top rung holds only promoted
+ *     configurations: once it fills, that model splits good from slightly
+ *     less good and never sees what failed below).
+ * Until the model has n_min = decisions + 1 results (configurations for
+ * reached), every draw is sampler: random's, the same configurations.  It
+ * reads the results by the same rules as the promotions (a pruned or
+ * failed trial at -inf, in the worse group), and a withdrawn configuration
+ * at -inf too (the promotions leave it out), in ask order (Optuna's trial
+ * order: the TPE's weights favour the later ones); the model is fitted
+ * again at each draw from the entries, so the saved entries and rng are
+ * its whole state and a resumed study draws exactly what the
+ * uninterrupted one would.
  */
 #include <math.h>
 #include <string.h>
@@ -68,6 +77,7 @@
 #include "optcommon.h"
 
 static const char *const sampler_names[] = {"random", "tpe", NULL};
+static const char *const model_names[] = {"reached", "highest_rung", NULL};
 
 static const SieveOptionSpec asha_options[] = {
   OPT_BRACKET_OPTIONS,
@@ -75,10 +85,15 @@ static const SieveOptionSpec asha_options[] = {
                    "asynchronous Hyperband: brackets of ASHA starting at rungs 0 .. brackets-1, new "
                    "configurations given to them in Hyperband's proportions (1: plain ASHA)"),
   SIEVE_OPTION_CHOICE("sampler", "random", sampler_names,
-                      "how a new configuration is drawn: random: uniformly, as random search does; tpe: as BOHB "
-                      "(Falkner et al. 2018), from a multivariate TPE fitted on the results of the highest rung "
-                      "with min_points of them (random until one has), random_fraction of the draws staying "
-                      "random; the five options below apply with tpe only"),
+                      "how a new configuration is drawn: random: uniformly, as random search does; tpe: from a "
+                      "multivariate TPE with BOHB's settings (Falkner et al. 2018) fitted on the results `model` "
+                      "names (random until it has min_points of them), random_fraction of the draws staying "
+                      "random; the six options below apply with tpe only"),
+  SIEVE_OPTION_CHOICE("model", "reached", model_names,
+                      "the results the TPE is fitted on: reached: every configuration once, ranked by the highest "
+                      "rung it reached, then by its value there (as Optuna's TPESampler ranks the trials an ASHA "
+                      "pruner stopped); highest_rung: BOHB's rule, the results of the highest rung that has "
+                      "min_points of them"),
   OPT_BOHB_MODEL_OPTIONS,
   SIEVE_OPTION_END,
 };
@@ -114,6 +129,7 @@ typedef struct {
   GHashTable *index;  /* opt_key(text, fidelity) -> Entry* of a pending one */
   OptSeen seen;       /* configurations started (each once, in one bracket) */
   gboolean tpe;       /* sampler: tpe */
+  gboolean reached;   /* its model: reached (else highest_rung) */
   OptBohbModel model; /* its settings */
 } Asha;
 
@@ -160,6 +176,11 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
     return NULL;
   }
   gboolean tpe = strcmp(sieve_options_get_string(options, "sampler"), "tpe") == 0;
+  /* The model and its options mean nothing to random draws: a mistake. */
+  if (!tpe && sieve_options_is_set(options, "model")) {
+    sieve_options_set_error(options, "model", error, "model applies only to sampler: tpe, and the sampler is random");
+    return NULL;
+  }
   for (guint i = 0; !tpe && opt_bohb_model_option_names[i] != NULL; i++)
     if (sieve_options_is_set(options, opt_bohb_model_option_names[i])) {
       sieve_options_set_error(options, opt_bohb_model_option_names[i], error,
@@ -170,6 +191,7 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
   Asha *self = g_new0(Asha, 1);
   self->space = space;
   self->tpe = tpe;
+  self->reached = strcmp(sieve_options_get_string(options, "model"), "reached") == 0;
   if (tpe)
     opt_bohb_model_init(&self->model, space, options);
   sieve_rng_seed(&self->rng, study->seed);
@@ -270,9 +292,77 @@ next_bracket(const Asha *self)
   return s;
 }
 
+/* A genotype's values, hashed for grouping a configuration's entries
+ * (sieve_genotype_equal compares them; every NAN hashes alike). */
+static guint
+genotype_hash(gconstpointer key)
+{
+  const SieveGenotype *g = key;
+  guint h = 2166136261u;
+  for (guint i = 0; i < sieve_genotype_size(g); i++) {
+    double v = sieve_genotype_get(g, i);
+    guint64 bits = 0;
+    if (!isnan(v)) {
+      v = v == 0 ? 0 : v; /* -0 as 0 */
+      memcpy(&bits, &v, sizeof bits);
+    }
+    h = (h ^ (guint) bits ^ (guint) (bits >> 32)) * 16777619u;
+  }
+  return h;
+}
+
+static gboolean
+genotype_equal(gconstpointer a, gconstpointer b)
+{
+  return sieve_genotype_equal(a, b);
+}
+
+/* model: reached.  One observation per configuration with a result, in
+ * the order it started: its tier the highest rung where it has a measured
+ * result, its value there (opt_tpe_data_add_ranked), so the TPE's good
+ * group is the configurations that climbed furthest and did best there,
+ * as Optuna's TPESampler ranks the trials an ASHA pruner (its
+ * SuccessiveHalvingPruner) stopped: every rung's evidence counts, and a
+ * configuration stopped low stays in the bad group.  One with no measured
+ * result (failed, pruned, or withdrawn at its first rung) ranks with the
+ * failed.  Returns the observations' count. */
+static guint
+reached_data(Asha *self, OptTpeData *data)
+{
+  g_autoptr(GHashTable) slot = g_hash_table_new(genotype_hash, genotype_equal);
+  g_autoptr(GArray) tier = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) fitness = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GPtrArray) genotypes = g_ptr_array_new();
+  for (guint i = 0; i < self->entries->len; i++) {
+    const Entry *e = self->entries->pdata[i];
+    if (!e->done)
+      continue;
+    gboolean measured = !entry_withdrawn(e) && e->fitness > -INFINITY;
+    double t = measured ? (double) e->rung : -INFINITY, f = measured ? e->fitness : -INFINITY;
+    gpointer at;
+    if (g_hash_table_lookup_extended(slot, e->genotype, NULL, &at)) {
+      guint j = GPOINTER_TO_UINT(at);
+      if (t > g_array_index(tier, double, j)) {
+        g_array_index(tier, double, j) = t;
+        g_array_index(fitness, double, j) = f;
+      }
+      continue;
+    }
+    g_hash_table_insert(slot, e->genotype, GUINT_TO_POINTER(genotypes->len));
+    g_ptr_array_add(genotypes, e->genotype);
+    g_array_append_val(tier, t);
+    g_array_append_val(fitness, f);
+  }
+  for (guint j = 0; j < genotypes->len; j++)
+    opt_tpe_data_add_ranked(data, genotypes->pdata[j], g_array_index(fitness, double, j),
+                            g_array_index(tier, double, j));
+  return genotypes->len;
+}
+
 /* A new configuration not started yet, or NULL when the space has none
- * left: random, or from BOHB's model of the finished results (every
- * bracket's, by rung fidelity, in ask order).  (transfer full) (nullable) */
+ * left: random, or from a TPE of the finished results (model: reached,
+ * above, or highest_rung: BOHB's model, every bracket's results by rung
+ * fidelity, in ask order).  (transfer full) (nullable) */
 static SieveGenotype *
 draw(Asha *self)
 {
@@ -281,22 +371,30 @@ draw(Asha *self)
   OptTpeData data;
   opt_tpe_data_init(&data, self->space);
   g_autoptr(GArray) fidelity = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < self->entries->len; i++) {
-    const Entry *e = self->entries->pdata[i];
-    if (!e->done)
-      continue;
-    /* a withdrawn one, as the worst: where the screen or a constraint said no */
-    opt_tpe_data_add(&data, e->genotype, entry_withdrawn(e) ? -INFINITY : e->fitness);
-    g_array_append_val(fidelity, self->fidelity[e->rung]);
+  gboolean ready;
+  double at = NAN;
+  if (self->reached) {
+    ready = reached_data(self, &data) >= self->model.min_points;
+  } else {
+    for (guint i = 0; i < self->entries->len; i++) {
+      const Entry *e = self->entries->pdata[i];
+      if (!e->done)
+        continue;
+      /* a withdrawn one, as the worst: where the screen or a constraint said no */
+      opt_tpe_data_add(&data, e->genotype, entry_withdrawn(e) ? -INFINITY : e->fitness);
+      g_array_append_val(fidelity, self->fidelity[e->rung]);
+    }
+    at = opt_bohb_model_fidelity(&self->model, &data, (const double *) fidelity->data);
+    ready = !isnan(at);
   }
-  const double *f = (const double *) fidelity->data;
-  double at = opt_bohb_model_fidelity(&self->model, &data, f);
   SieveGenotype *g = NULL;
-  /* The coin only once a rung has enough results, as HpBandSter's
+  /* The coin only once the model has enough results, as HpBandSter's
    * get_config does (Falkner et al.'s implementation): until then the
    * draws, rng and all, are sampler: random's. */
-  if (!isnan(at) && sieve_rng_uniform(&self->rng) >= self->model.random_fraction)
-    g = opt_bohb_model_suggest(&self->model, self->space, &data, f, at, &self->rng, &self->seen);
+  if (ready && sieve_rng_uniform(&self->rng) >= self->model.random_fraction)
+    g = self->reached ? opt_tpe_suggest(self->space, &data, &self->model.tpe, &self->rng, &self->seen)
+                      : opt_bohb_model_suggest(&self->model, self->space, &data, (const double *) fidelity->data,
+                                               at, &self->rng, &self->seen);
   opt_tpe_data_clear(&data);
   if (g == NULL)
     g = opt_sample_unseen(self->space, &self->seen, &self->rng, OPT_RANDOM_TRIES);
@@ -474,7 +572,7 @@ static const SieveComponentInfo asha_info = {
   .kind = SIEVE_KIND_OPTIMIZER,
   .name = "asha",
   .summary = "asynchronous successive halving: promote a rung's top 1/eta as soon as they finish; with brackets, "
-             "asynchronous Hyperband (Li et al. 2020); sampler: tpe draws new ones from BOHB's model",
+             "asynchronous Hyperband (Li et al. 2020); sampler: tpe draws new ones from a TPE of the rung results",
   .options = asha_options,
   .klass = &asha_class,
 };

@@ -79,6 +79,7 @@ static const Case cases[] = {
   /* the model from a rung's 4th result on: determinism and resume cover it */
   {"asha", "{sampler: tpe, min_points: 4}", TRUE, 1},
   {"asha", "{sampler: tpe, brackets: 2, random_fraction: 0.2}", TRUE, 1},
+  {"asha", "{sampler: tpe, model: highest_rung, min_points: 4}", TRUE, 1},
   {"reinforce", NULL, FALSE, 1},
 };
 
@@ -719,25 +720,34 @@ test_brackets_pruned(gconstpointer data)
   g_assert_cmpuint(brackets_never_promote(data, NULL, SIEVE_STATUS_PRUNED, 10.0, NULL), >, 60);
 }
 
-/* asha's model reads a pruned trial as the promotions do, the worst at its
+/* asha's models read a pruned trial as the promotions do, the worst at its
  * rung (its last value, 10, better than any finished one's, is no evidence
- * there): it learns to avoid x >= 0.2, where every trial is pruned, and
- * proposes there far less often than random draws do (80 %); read at its
- * value, it would be drawn to them.  Rungs 1 and 9 (eta 9) and min_points 30
- * keep the model at rung 0 (the top rung, which holds only promoted
- * configurations, gets fewer than 30 results; modelled from 10, its model
- * drew near x = 1, all pruned: see the README's "ASHA with a model").
+ * there): they learn to avoid x >= 0.2, where every trial is pruned, and
+ * propose there far less often than random draws do (80 %); read at its
+ * value, they would be drawn to them.  Rungs 1 and 9 (eta 9).  BOHB's rule
+ * (model: highest_rung) with min_points 30 keeps its model at rung 0 (the
+ * top rung, which holds only promoted configurations, gets fewer than 30
+ * results); with min_points 10 the top rung's model, which never sees what
+ * was pruned below it, drew near x = 1, all pruned (the README's "ASHA
+ * with a model").  model: reached ranks every configuration by the rung it
+ * reached, the pruned ones lowest, and keeps away with min_points 10.
  * Pruned configurations are still never asked again. */
 static void
 test_asha_tpe_pruned(void)
 {
-  guint random_late = 0, tpe_late = 0;
+  guint random_late = 0, rung0_late = 0, top_late = 0, reached_late = 0;
   brackets_never_promote("asha", "{eta: 9}", SIEVE_STATUS_PRUNED, 10.0, &random_late);
-  brackets_never_promote("asha", "{eta: 9, sampler: tpe, min_points: 30, random_fraction: 0}", SIEVE_STATUS_PRUNED,
-                         10.0, &tpe_late);
-  g_test_message("pruned among the last 60 trials: random %u, tpe %u", random_late, tpe_late);
+  brackets_never_promote("asha", "{eta: 9, sampler: tpe, model: highest_rung, min_points: 30, random_fraction: 0}",
+                         SIEVE_STATUS_PRUNED, 10.0, &rung0_late);
+  brackets_never_promote("asha", "{eta: 9, sampler: tpe, model: highest_rung, min_points: 10, random_fraction: 0}",
+                         SIEVE_STATUS_PRUNED, 10.0, &top_late);
+  brackets_never_promote("asha", "{eta: 9, sampler: tpe, min_points: 10, random_fraction: 0}", SIEVE_STATUS_PRUNED,
+                         10.0, &reached_late);
+  g_test_message("pruned among the last 60 trials: random %u, highest_rung (min_points 30) %u, highest_rung "
+                 "(min_points 10) %u, reached (min_points 10) %u", random_late, rung0_late, top_late, reached_late);
   g_assert_cmpuint(random_late, >, 35);
-  g_assert_cmpuint(2 * tpe_late, <, random_late);
+  g_assert_cmpuint(2 * rung0_late, <, random_late);
+  g_assert_cmpuint(2 * reached_late, <, random_late);
 }
 
 /* A configuration the pipeline never trained (screened out by the proxies,
@@ -1426,44 +1436,61 @@ target_score(const SieveGenotype *g, gboolean *good)
 }
 
 static double
-asha_sampler_run(const char *yaml, guint64 seed, guint *n_new)
+asha_sampler_run(const char *yaml, guint64 seed, guint trials, guint *n_new)
 {
   return asha_share_run("{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], c: [p, q, r, s, t], "
-                        "d: [p, q, r, s, t], e: [p, q, r, s, t]}}", yaml, seed, 60, 15, target_score, n_new);
+                        "d: [p, q, r, s, t], e: [p, q, r, s, t]}}", yaml, seed, trials, 15, target_score, n_new);
 }
 
-/* The model must concentrate the new configurations near the optimum,
+/* The share of good new configurations of asha_sampler_run over seeds 1-6. */
+static double
+asha_sampler_share(const char *yaml, guint trials, guint *n_total)
+{
+  double good = 0;
+  *n_total = 0;
+  for (guint64 seed = 1; seed <= 6; seed++) {
+    guint n = 0;
+    good += asha_sampler_run(yaml, seed, trials, &n) * n;
+    *n_total += n;
+  }
+  g_test_message("%s, %u trials: %.3f of %u new configurations have 3 or more decisions at their target", yaml,
+                 trials, good / *n_total, *n_total);
+  return good / *n_total;
+}
+
+/* The models must concentrate the new configurations near the optimum,
  * far more than random draws do, over 6 seeds; with random_fraction 1 the
  * same sampler is random again (the check is on the model, not on the
  * option's parsing).  In 60 trials the top rung gets fewer than n_min = 6
- * results, so the model is rung 0's, as in the bench (a model of a top
- * rung's few results, all promoted ones, concentrates far less). */
+ * results, so BOHB's rule (model: highest_rung) models rung 0, as in the
+ * bench; in 160 it models the top rung from its 6th result on, whose
+ * results, all promoted ones, it splits into good and slightly less good,
+ * and concentrates less.  model: reached ranks every configuration by the
+ * rung it reached, then its value: the promoted ones form the good group,
+ * with every rung's evidence, and it concentrates more in both. */
 static void
 test_asha_sampler(void)
 {
-  double random = 0, tpe = 0, coin = 0;
-  guint n_random = 0, n_tpe = 0, n_coin = 0;
-  for (guint64 seed = 1; seed <= 6; seed++) {
-    guint n[3];
-    double share[3] = {asha_sampler_run("{eta: 9}", seed, &n[0]),
-                       asha_sampler_run("{eta: 9, sampler: tpe}", seed, &n[1]),
-                       asha_sampler_run("{eta: 9, sampler: tpe, random_fraction: 1}", seed, &n[2])};
-    g_test_message("seed %" G_GUINT64_FORMAT ": share of new configurations with 3 or more decisions at their "
-                   "target: random %.3f of %u, tpe %.3f of %u, tpe with random_fraction 1 %.3f of %u", seed,
-                   share[0], n[0], share[1], n[1], share[2], n[2]);
-    random += share[0] * n[0];
-    tpe += share[1] * n[1];
-    coin += share[2] * n[2];
-    n_random += n[0];
-    n_tpe += n[1];
-    n_coin += n[2];
-  }
-  random /= n_random;
-  tpe /= n_tpe;
-  coin /= n_coin;
-  g_test_message("over the seeds: random %.3f, tpe %.3f, tpe with random_fraction 1 %.3f", random, tpe, coin);
-  /* Until a rung has n_min = 6 results, tpe's draws are random's, rng and
-   * all: the first 6 configurations are the same; from the 7th, asked
+  guint n_random, n_reached, n_coin, n_rung, n_reached_long, n_rung_long;
+  double random = asha_sampler_share("{eta: 9}", 60, &n_random);
+  double reached = asha_sampler_share("{eta: 9, sampler: tpe}", 60, &n_reached);
+  double coin = asha_sampler_share("{eta: 9, sampler: tpe, random_fraction: 1}", 60, &n_coin);
+  double rung = asha_sampler_share("{eta: 9, sampler: tpe, model: highest_rung}", 60, &n_rung);
+  double reached_long = asha_sampler_share("{eta: 9, sampler: tpe}", 160, &n_reached_long);
+  double rung_long = asha_sampler_share("{eta: 9, sampler: tpe, model: highest_rung}", 160, &n_rung_long);
+  double random_long = asha_sampler_share("{eta: 9}", 160, &n_random);
+  g_assert_cmpuint(n_reached, >=, 200);
+  g_assert_cmpuint(n_rung, >=, 200);
+  g_assert_cmpfloat(reached, >=, 0.15);
+  g_assert_cmpfloat(reached, >, 3 * random);
+  g_assert_cmpfloat(reached, >, 2 * coin);
+  g_assert_cmpfloat(rung, >=, 0.15);
+  g_assert_cmpfloat(rung, >, 3 * random);
+  g_assert_cmpfloat(reached, >, rung);
+  g_assert_cmpfloat(reached_long, >, rung_long);
+  g_assert_cmpfloat(reached_long, >, 3 * random_long);
+  /* Until the model has n_min = 6 results, tpe's draws are random's, rng
+   * and all: the first 6 configurations are the same; from the 7th, asked
    * after 6 results, the model's (random_fraction 0) differ. */
   GError *error = NULL;
   g_autoptr(SieveSpace) space = space_new("hpo", "{parameters: {a: [p, q, r, s, t], b: [p, q, r, s, t], "
@@ -1490,10 +1517,6 @@ test_asha_sampler(void)
     g_assert_true(sieve_optimizer_tell(b, from_b->pdata[t], r, &value, &error));
   }
   g_assert_cmpuint(same, <, 12);
-  g_assert_cmpuint(n_tpe, >=, 200);
-  g_assert_cmpfloat(tpe, >=, 0.15);
-  g_assert_cmpfloat(tpe, >, 3 * random);
-  g_assert_cmpfloat(tpe, >, 2 * coin);
 }
 
 /* asha with sampler: tpe (BOHB's model, random_fraction 0) on one float x
@@ -1542,8 +1565,9 @@ bandwidth_share(const char *yaml)
 static void
 test_asha_bandwidth(void)
 {
-  double wide = bandwidth_share("{eta: 9, sampler: tpe, random_fraction: 0, min_points: 10}");
-  double one = bandwidth_share("{eta: 9, sampler: tpe, random_fraction: 0, min_points: 10, bandwidth_factor: 1}");
+  double wide = bandwidth_share("{eta: 9, sampler: tpe, model: highest_rung, random_fraction: 0, min_points: 10}");
+  double one = bandwidth_share("{eta: 9, sampler: tpe, model: highest_rung, random_fraction: 0, min_points: 10, "
+                               "bandwidth_factor: 1}");
   g_assert_cmpfloat(wide, >, 0.07);
   g_assert_cmpfloat(wide, >, 0.65 * one);
 }
@@ -1763,6 +1787,10 @@ test_bad_options(void)
                "test.yaml:1:22: min_points applies only to the model of sampler: tpe, and the sampler is random");
   expect_error("asha", "{top_fraction: 0.3, sampler: random}", 1, &budget_fidelity,
                "test.yaml:1:16: top_fraction applies only to the model of sampler: tpe, and the sampler is random");
+  expect_error("asha", "{model: reached}", 1, &budget_fidelity,
+               "test.yaml:1:9: model applies only to sampler: tpe, and the sampler is random");
+  expect_error("asha", "{sampler: tpe, model: bohb}", 1, &budget_fidelity,
+               "test.yaml:1:23: option 'model' expects one of reached, highest_rung; got 'bohb'");
   expect_error("asha", "{brackets: 5}", 1, &budget_fidelity,
                "test.yaml:1:12: brackets 5 is more than the 4 rungs of the fidelity range [1, 27] with eta = 3 (one bracket can start at each rung*");
 }
