@@ -687,13 +687,18 @@ last_intermediate(const Job *job)
 
 /* An evaluator told to stop may end with an error, as an Optuna objective
  * raises TrialPruned (a Lua evaluator's error("pruned") once c.report
- * returned false): the trial is pruned, not the study's fatal error. */
+ * returned false): the trial is pruned, not the study's fatal error.  Its
+ * *result is then an empty one that cost the evaluation's seconds (the
+ * evaluator's wrapper times results, not errors, and a pruned trial's time
+ * was spent). */
 static gboolean
-stopped_by_error(const Job *job, SieveResult **result, GError **error)
+stopped_by_error(const Job *job, SieveResult **result, GError **error, double seconds)
 {
   if (*result != NULL || !job->pruned || last_intermediate(job) == NULL)
     return FALSE;
   g_clear_error(error);
+  *result = sieve_result_new();
+  sieve_result_set_cost(*result, seconds);
   return TRUE;
 }
 
@@ -755,12 +760,13 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
   gboolean one_at_a_time = !sieve_evaluator_is_concurrent(engine->evaluator);
   if (one_at_a_time)
     g_mutex_lock(&serial);
+  gint64 start = g_get_monotonic_time();
   SieveResult *result = sieve_evaluator_evaluate(engine->evaluator, c, error);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
   if (one_at_a_time)
     g_mutex_unlock(&serial);
   sieve_candidate_free(c);
-  if (stopped_by_error(&job, &result, error))
-    result = sieve_result_new();
+  stopped_by_error(&job, &result, error, seconds);
   job.result = result;
   if (result != NULL && job.pruned && last_intermediate(&job) != NULL)
     mark_pruned(engine->exp, &job);
@@ -779,10 +785,10 @@ run_job(Job *job, SieveEvaluator *evaluator)
   sieve_candidate_set_intermediate_func(job->proposal->candidate, on_intermediate, job);
   job->worker = current_worker();
   job->started = g_get_real_time() / 1e6;
+  gint64 start = g_get_monotonic_time();
   job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
   job->finished = g_get_real_time() / 1e6;
-  if (stopped_by_error(job, &job->result, &job->error))
-    job->result = sieve_result_new();
+  stopped_by_error(job, &job->result, &job->error, (g_get_monotonic_time() - start) / 1e6);
   sieve_candidate_set_intermediate_func(job->proposal->candidate, NULL, NULL);
 }
 

@@ -220,6 +220,8 @@ T.test("an evaluator that stops with an error once told to stop (Optuna's TrialP
     if t.status == "pruned" then
       pruned = pruned + 1
       T.truthy(t.reason:find("^pruned at step %d"), t.reason)
+      -- its time was spent: the evaluation's wall time, as for any result
+      T.truthy(t.cost > 0, string.format("trial %d cost %g", t.number, t.cost))
     end
   end
   T.truthy(pruned > 0, "some trials were pruned")

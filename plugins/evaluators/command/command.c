@@ -35,7 +35,8 @@
  * program may write lines
  *   {"intermediate": {"step": 3, "value": 0.71}}
  * (optionally "fidelity": N beside them, the fidelity reached), one per
- * measurement, flushed as written (Python: print(..., flush=True)).  Each is
+ * measurement, flushed as written (Python's output is made unbuffered:
+ * PYTHONUNBUFFERED=1 unless the environment sets it).  Each is
  * reported as the program writes it.  When the pruner decides the trial
  * should stop, the program's process group gets SIGTERM: it may end at
  * once (the default in Python) or catch it and exit soon; anything it
@@ -206,7 +207,12 @@ command_create(const SieveSpace *space, const SieveOptions *options, GError **er
   self->argv = g_ptr_array_new_with_free_func((GDestroyNotify) command_template_free);
   self->env_names = g_ptr_array_new_with_free_func(g_free);
   self->env_values = g_ptr_array_new_with_free_func((GDestroyNotify) command_template_free);
-  self->base_env = g_get_environ();
+  /* Progress must arrive as it is written, and Python writes to a pipe in
+   * blocks: every line would come at the program's exit, after it ran to
+   * its end, and a pruner's stop would turn the finished trial into a
+   * pruned one.  So Python's output is unbuffered unless the environment
+   * already says otherwise (the experiment's env: can too). */
+  self->base_env = g_environ_setenv(g_get_environ(), "PYTHONUNBUFFERED", "1", FALSE);
   self->stdin_json = strcmp(sieve_options_get_string(options, "stdin"), "json") == 0;
   self->timeout = sieve_options_get_double(options, "timeout");
   self->cwd = g_strdup(sieve_options_get_string(options, "cwd"));

@@ -508,6 +508,41 @@ assert_progress_refused(const char *stdout_text, const char *reason)
   g_assert_cmpuint(reports.n, ==, 0);
 }
 
+/* A Python program that prints its progress with a plain print(): to a
+ * pipe Python writes in blocks, so every line would come at its exit, after
+ * it ran to its end, and a pruner's stop would turn the finished trial
+ * into a pruned one (its metrics lost).  The evaluator makes Python's
+ * output unbuffered (PYTHONUNBUFFERED=1 unless the environment sets it):
+ * the stop at the first report ends the program in the sleep after it, so
+ * it never writes the file it writes after that sleep. */
+static void
+test_progress_python_unbuffered(void)
+{
+  g_autofree char *saved = g_strdup(g_getenv("PYTHONUNBUFFERED"));
+  g_unsetenv("PYTHONUNBUFFERED");
+  g_autofree char *marker = g_build_filename(tmpdir, "after-sleep", NULL);
+  g_remove(marker);
+  g_autofree char *body = g_strdup_printf(
+      "exec /usr/bin/python3 -c '\n"
+      "import json, time\n"
+      "for step in (1, 2):\n"
+      "    print(json.dumps({\"intermediate\": {\"step\": step, \"value\": 0.5}}))\n"
+      "    time.sleep(3)\n"
+      "    open(\"%s\", \"w\").close()\n"
+      "print(json.dumps({\"val_acc\": 0.5}))\n"
+      "'",
+      marker);
+  Reports reports;
+  stop_at_report = 1;
+  g_autoptr(SieveResult) r = run_script(body, &reports);
+  stop_at_report = 0;
+  if (saved != NULL)
+    g_setenv("PYTHONUNBUFFERED", saved, TRUE);
+  g_assert_cmpuint(reports.n, ==, 1);
+  g_assert_cmpuint(sieve_result_n_metrics(r), ==, 0); /* stopped: the engine stores it as pruned */
+  g_assert_false(g_file_test(marker, G_FILE_TEST_EXISTS));
+}
+
 /* The metrics are the last line that is not a progress line; progress
  * lines after them are not reported, so a pruner that would say stop
  * cannot turn the finished trial into a pruned one (Optuna: a trial whose
@@ -875,6 +910,7 @@ main(int argc, char **argv)
   g_test_add_func("/command/create-errors", test_create_errors);
   g_test_add_func("/command/concurrent", test_concurrent);
   g_test_add_func("/command/progress-after-metrics", test_progress_after_metrics);
+  g_test_add_func("/command/progress-python-unbuffered", test_progress_python_unbuffered);
   g_test_add_func("/command/progress-misspelt", test_progress_misspelt);
   g_test_add_func("/command/progress-held-once", test_progress_held_once);
   g_test_add_func("/command/progress-no-newline", test_progress_no_newline);
