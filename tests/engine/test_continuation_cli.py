@@ -45,6 +45,14 @@ pruner: {kind: patience, patience: 0}
 objective: {metric: val_acc, direction: maximize}
 budget: {evaluations: 3}
 """ + EVALUATOR.replace("min_epochs: 0.25", "min_epochs: 0.5")
+ENDED = """name: ended
+seed: 4
+space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}
+optimizer: {plugin: successive_halving, eta: 2, n_configs: 6}
+pruner: {kind: median, startup_trials: 1}
+objective: {metric: val_acc, direction: maximize}
+budget: {evaluations: 6}
+""" + EVALUATOR.replace("min_epochs: 0.25", "min_epochs: 0.5")
 COMPARED = ("number", "status", "genotype", "fidelity", "val_acc", "train_loss", "train_acc")
 
 
@@ -108,6 +116,17 @@ class TestContinuation(Workdir):
         rows, _ = self.pruned_study("stopped", STOPPED, 1)
         ok = [r for r in rows if r["status"] == "ok" and float(r["fidelity"]) < 1]
         self.assertEqual(len(os.listdir(self.path("stopped-states"))), len({r["genotype"] for r in ok}), rows)
+
+
+    def test_a_training_pruned_at_its_last_step_keeps_no_state(self):
+        """A rung's last value comes from the final evaluation pass (report_every 4 of its 4 steps: the only one),
+        and the pruner may stop the trial there too, as an Optuna loop prunes after its last epoch's report: then
+        its state is not kept either (it stayed in state_dir, before, for a configuration never promoted)."""
+        rows, pruned = self.pruned_study("ended", ENDED, 4)
+        for r in pruned:
+            self.assertEqual(float(r["step"]), 4, r)
+        ok = [r for r in rows if r["status"] == "ok"]
+        self.assertEqual(len(os.listdir(self.path("ended-states"))), len(ok), rows)
 
 
 if __name__ == "__main__":

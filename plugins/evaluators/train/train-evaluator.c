@@ -753,11 +753,17 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   }
   if (from)
     state_free(from);
+  /* The last step's value, measured by the final evaluation pass: the
+   * pruner may stop the trial there too (as an Optuna loop prunes after
+   * its last epoch's report), before its state is kept. */
+  gboolean pruned_at_end = FALSE;
+  if (trained && !isnan(r.val_acc) && !reporter.stopped)
+    pruned_at_end = !sieve_candidate_report_intermediate(candidate, r.steps, o.epochs, r.val_acc);
   /* A training the pruner stopped is never promoted (asha ranks it last,
    * the bracket optimizers never promote it): its state, and the one it
    * continued from, would only fill memory or state_dir. */
   if (trained && self->continuation)
-    state_put(self, key, o.epochs, reporter.stopped ? NULL : next);
+    state_put(self, key, o.epochs, reporter.stopped || pruned_at_end ? NULL : next);
   g_autoptr(GBytes) weights = g_steal_pointer(&reporter.weights);
   if (!trained) {
     if (g_error_matches(local, SIEVE_ERROR, SIEVE_ERROR_DIVERGED) ||
@@ -771,11 +777,8 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
     sieve_result_free(result);
     return NULL;
   }
-  if (!isnan(r.val_acc)) {
+  if (!isnan(r.val_acc))
     sieve_result_set_metric(result, "val_acc", r.val_acc);
-    if (!reporter.stopped)
-      sieve_candidate_report_intermediate(candidate, r.steps, o.epochs, r.val_acc);
-  }
   if (!isnan(r.test_acc))
     sieve_result_set_metric(result, "test_acc", r.test_acc);
   sieve_result_set_metric(result, "train_loss", r.train_loss);
