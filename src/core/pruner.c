@@ -303,8 +303,9 @@ curve_update(const SievePruner *p, SievePrunerCurve *c, const SieveIntermediate 
   if (p->kind == KIND_PATIENCE) {
     guint from = changed;
     if (!appended) {
-      /* A value before the end changed (a step reported again or out of
-       * order): the window is built again, O(patience). */
+      /* A value before the end changed (a step reported out of order; one
+       * reported again is ignored before it gets here): the window is built
+       * again, O(patience). */
       g_array_set_size(c->window, 0);
       c->window_head = 0;
       from = (gint64) n > p->patience + 1 ? n - (guint) p->patience - 1 : 0;

@@ -180,9 +180,11 @@ SIEVE_INTERNAL_API void sieve_engine_request_stop(void);
  * mean ...); it reported: ..."; -1 otherwise. */
 SIEVE_INTERNAL_API gint sieve_engine_check_objectives(SieveResult *result, const char *const *metrics, guint n,
                                                       char **missing);
-/* Keeps v in values (SieveIntermediate by step; a repeated step replaces
- * the earlier value): how an evaluation's reported values are kept, by the
- * engine and by Lua studies.  Returns the index v now has. */
+/* Keeps v in values (SieveIntermediate by step; a step reported again is
+ * ignored, its first value kept, as Optuna's trial.report ignores it): how
+ * an evaluation's reported values are kept, by the engine and by Lua
+ * studies.  Returns the index v now has, or values->len when it was
+ * ignored (nothing changed). */
 SIEVE_INTERNAL_API guint sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
 /* NULL when an evaluator that declares the metrics it reports (declared,
  * NULL: it does not say) reports metric; else the error message, with a

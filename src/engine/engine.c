@@ -112,6 +112,7 @@ typedef struct {
   SievePrunerCurve *curve; /* (nullable) what the pruner keeps of this trial between its reports */
   GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
   gboolean pruned;       /* the pruner stopped it */
+  gboolean warned_repeat; /* a step reported again was warned about (once a trial) */
   gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
 } Job;
 
@@ -646,15 +647,19 @@ sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v)
   guint i = values->len;
   while (i > 0 && g_array_index(values, SieveIntermediate, i - 1).step > v->step)
     i--;
+  /* A step reported again keeps its first value, as Optuna's trial.report
+   * ignores it (with a warning): nothing changed. */
   if (i > 0 && g_array_index(values, SieveIntermediate, i - 1).step == v->step)
-    g_array_index(values, SieveIntermediate, --i) = *v;
-  else
-    g_array_insert_val(values, i, *v);
+    return values->len;
+  g_array_insert_val(values, i, *v);
   return i;
 }
 
 /* An intermediate value from the evaluation (any thread): kept with the job
- * (a step reported again replaces its value) and judged by the pruner.
+ * (a step reported again is ignored, with a warning, its first value kept:
+ * sieve_engine_keep_intermediate) and judged by the pruner (again, as
+ * Optuna's should_prune after an ignored report: more trials may have
+ * completed since).
  * Nothing reported after the decision to stop is kept (an evaluator that
  * goes on reporting, as the command evaluator ignores a stopped program's
  * lines): the pruned trial is what the pruner judged. */
@@ -667,6 +672,12 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(job->intermediate, &v);
+  if (changed == job->intermediate->len && !job->warned_repeat) {
+    job->warned_repeat = TRUE;
+    g_printerr("sieve: warning: trial %" G_GINT64_FORMAT " reported step %" G_GINT64_FORMAT
+               " again: the first value is kept, later ones are ignored (as Optuna's trial.report does)\n",
+               v.trial, step);
+  }
   if (job->pruner == NULL)
     return TRUE;
   if (job->curve == NULL)

@@ -440,8 +440,8 @@ study_tell(lua_State *L)
 }
 
 /* An intermediate value of the trial run evaluates (c.report in a Lua
- * evaluator): kept by step, a repeated step replacing the earlier one, as
- * the engine keeps them; stored with the trial. */
+ * evaluator): kept by step, a repeated step ignored (its first value
+ * kept), as the engine keeps them; stored with the trial. */
 static gboolean
 on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {

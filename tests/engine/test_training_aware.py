@@ -141,6 +141,22 @@ class TrainingAware(unittest.TestCase):
         out = sieve("export", store, "--intermediate", "--format", "json", check=0).stdout
         self.assertEqual([c["value"] for c in json.loads(out)], [0.5, "nan", "inf", "-inf"])
 
+    def test_a_step_reported_again_keeps_its_first_value(self):
+        """As Optuna's trial.report ignores a repeated step: trial 0 completes at 0.5; trial 1 reports step 1 as
+        0.9, then again as 0.1. Kept first, it beats the median (0.5) and completes; replaced (as before), the
+        0.1 was judged and pruned it."""
+        cfg, store = self.program_study(
+            "again", "import sys, json\ntrial = json.load(sys.stdin)['trial']\n"
+            "for v in ([0.5] if trial == 0 else [0.9, 0.1]):\n"
+            "    print(json.dumps({'intermediate': {'step': 1, 'value': v}}), flush=True)\n"
+            "print(json.dumps({'val_acc': 0.5}), flush=True)\n",
+            "pruner: {kind: median, startup_trials: 1}\nbudget: {evaluations: 2}\n")
+        p = sieve("run", cfg, "--store", store, "--quiet", check=0)
+        self.assertEqual([r["status"] for r in rows(store)], ["ok", "ok"])
+        self.assertEqual([(c["trial"], c["step"], c["value"]) for c in rows(store, "--intermediate")],
+                         [("0", "1", "0.5"), ("1", "1", "0.9")])
+        self.assertIn("trial 1 reported step 1 again: the first value is kept", p.stderr)
+
     def test_pruner_needs_intermediate_values(self):
         cfg = os.path.join(self.dir, "fn.yaml")
         with open(cfg, "w") as f:
