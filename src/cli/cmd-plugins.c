@@ -68,6 +68,18 @@ describe_stage(const char *name)
   printf("\nexample:\n  pipeline:\n    - %s\n", sieve_pipeline_stage_example(name));
 }
 
+/* The experiment's pruner: section is no plugin either, and is described
+ * from its own option table. */
+static void
+describe_pruner(void)
+{
+  printf("experiment section pruner: stops a running evaluation, judged on the intermediate values it reports, "
+         "by Optuna 3.1's rules (median, percentile, patience)\n\noptions:\n");
+  g_autofree char *text = sieve_option_spec_describe(sieve_pruner_spec());
+  fputs(text, stdout);
+  printf("\nexample:\n  pruner: {kind: median, startup_trials: 5, warmup_steps: 2}\n");
+}
+
 int
 sieve_cmd_plugins(int argc, char **argv)
 {
@@ -121,8 +133,15 @@ sieve_cmd_plugins(int argc, char **argv)
       describe_stage(name);
       found = TRUE;
     }
+    if (strcmp(name, "pruner") == 0) {
+      if (found)
+        printf("\n");
+      describe_pruner();
+      found = TRUE;
+    }
     if (!found) {
       g_autoptr(GPtrArray) all = g_ptr_array_new();
+      g_ptr_array_add(all, "pruner");
       for (const char *const *stage = sieve_pipeline_stage_names(); *stage; stage++)
         g_ptr_array_add(all, (gpointer) *stage);
       for (guint k = 0; k < G_N_ELEMENTS(kinds); k++) {
@@ -155,6 +174,7 @@ sieve_cmd_plugins(int argc, char **argv)
   printf("\npipeline stages (the experiment's pipeline: list, before the evaluator):\n");
   for (const char *const *stage = sieve_pipeline_stage_names(); *stage; stage++)
     printf("  %-12s %s\n", *stage, sieve_pipeline_stage_summary(*stage));
-  printf("\n'sieve plugins --describe NAME' lists a component's or a stage's options.\n");
+  printf("\n'sieve plugins --describe NAME' lists a component's or a stage's options ('--describe pruner': the "
+         "experiment's pruner: section).\n");
   return SIEVE_EXIT_OK;
 }

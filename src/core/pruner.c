@@ -12,8 +12,8 @@
  *     numpy's nanpercentile) of the completed trials' values at the same
  *     step, when at least min_trials of them reported that step.
  *   patience (PatientPruner around no pruner): pruned when the best of its
- *     last patience + 1 values is no better (by min_delta) than the best
- *     before them.
+ *     last patience + 1 values is worse than the best before them by more
+ *     than min_delta (equal values, a plateau, go on).
  * "Completed" means finished OK: a pruned or failed trial's curve is never
  * the reference, as in Optuna.
  */

@@ -858,6 +858,7 @@ typedef struct {
   GQueue ready;          /* Proposal* waiting for a worker, in trial order */
   gboolean objective_seen; /* some trial of the study reported every objective (see check_objective) */
   gboolean batch;          /* finish_evaluation inside the caller's transaction (record_batch) */
+  gboolean warned_silent;  /* a trial that reported nothing to the pruner was warned about (once a run) */
 } RunState;
 
 static double
@@ -2066,6 +2067,17 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   }
   if (job->pruned && last_intermediate(job) != NULL)
     mark_pruned(exp, job);
+  /* A pruner that never gets a value judges nothing: say so once, or a
+   * program that writes its progress to stderr (Python's logging does)
+   * would leave the pruner silently off. */
+  if (exp->pruner != NULL && !rs->warned_silent && job->intermediate != NULL && job->intermediate->len == 0 &&
+      sieve_result_get_status(job->result) == SIEVE_STATUS_OK) {
+    rs->warned_silent = TRUE;
+    g_printerr("sieve: warning: trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, so "
+               "the pruner could not judge it (the command evaluator reads {\"intermediate\": ...} lines on "
+               "stdout; Lua evaluators call c.report; train reports every report_every steps)\n",
+               proposal_number(job->proposal));
+  }
   GError *local = NULL;
   add_stage_metrics(rs->engine, job->result, job->proposal->scores);
   /* Checked before storing, so the trial is stored as it will be read. */

@@ -44,6 +44,11 @@ class TestPlugins(unittest.TestCase):
         self.assertIn("required", out)
         p = sieve("plugins", "--describe", "tabulr", check=1)
         self.assertIn("did you mean 'tabular'?", p.stderr)
+        # The pruner: section is no plugin, but is described from its option table too.
+        out = sieve("plugins", "--describe", "pruner", check=0).stdout
+        self.assertIn("experiment section pruner:", out)
+        self.assertRegex(out, r"(?m)^  warmup_steps \(integer, default 0")
+        self.assertIn("did you mean 'pruner'?", sieve("plugins", "--describe", "prunr", check=1).stderr)
 
     def test_describe_seed_follows_the_experiment(self):
         # Bug hunt 3: evaluators said "seed (integer, default 0" while they

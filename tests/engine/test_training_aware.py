@@ -157,6 +157,19 @@ class TrainingAware(unittest.TestCase):
                          [("0", "1", "0.5"), ("1", "1", "0.9")])
         self.assertIn("trial 1 reported step 1 again: the first value is kept", p.stderr)
 
+    def test_a_pruner_that_gets_no_value_is_warned_about(self):
+        """A program that writes its progress lines to stderr (where Python's logging writes) reports nothing:
+        the pruner cannot judge, and sieve says so once instead of leaving it silently off."""
+        cfg, store = self.program_study(
+            "stderr", "import sys, json\njson.load(sys.stdin)\n"
+            "print(json.dumps({'intermediate': {'step': 1, 'value': 0.5}}), file=sys.stderr, flush=True)\n"
+            "print(json.dumps({'val_acc': 0.5}), flush=True)\n",
+            "pruner: {kind: median, startup_trials: 1}\nbudget: {evaluations: 3}\n")
+        p = sieve("run", cfg, "--store", store, "--quiet", check=0)
+        self.assertEqual(p.stderr.count("finished without reporting an intermediate value"), 1, p.stderr)
+        self.assertIn("trial 0 finished without reporting an intermediate value, so the pruner could not judge it",
+                      p.stderr)
+
     def test_pruner_needs_intermediate_values(self):
         cfg = os.path.join(self.dir, "fn.yaml")
         with open(cfg, "w") as f:
