@@ -32,8 +32,11 @@ static const SieveOptionSpec pruner_spec[] = {
     SIEVE_OPTION_INT("interval_steps", "1", 1, 1e12, "median, percentile: judge once per this many steps"),
     SIEVE_OPTION_INT("min_trials", "1", 1, 1e9,
                      "median, percentile: completed trials that reported the step, needed to judge it"),
-    SIEVE_OPTION_INT("patience", "3", 0, 1e12, "patience: steps without improvement before stopping"),
-    SIEVE_OPTION_FLOAT("min_delta", "0", 0, INFINITY, "patience: the smallest change that counts as improvement"),
+    SIEVE_OPTION_INT("patience", "3", 0, 1e12,
+                     "patience: the last patience + 1 values are judged against the best before them"),
+    SIEVE_OPTION_FLOAT("min_delta", "0", 0, INFINITY,
+                       "patience: stopped when their best is worse than the best before by more than this (a "
+                       "plateau goes on)"),
     SIEVE_OPTION_END,
 };
 

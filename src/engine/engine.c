@@ -112,7 +112,8 @@ typedef struct {
   SievePrunerCurve *curve; /* (nullable) what the pruner keeps of this trial between its reports */
   GArray *intermediate;  /* SieveIntermediate: what the evaluation reported, by step */
   gboolean pruned;       /* the pruner stopped it */
-  gboolean warned_repeat; /* a step reported again was warned about (once a trial) */
+  gboolean repeated;      /* it reported a step again (the first: repeated_step), for a warning */
+  gint64 repeated_step;
   gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
 } Job;
 
@@ -672,11 +673,9 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(job->intermediate, &v);
-  if (changed == job->intermediate->len && !job->warned_repeat) {
-    job->warned_repeat = TRUE;
-    g_printerr("sieve: warning: trial %" G_GINT64_FORMAT " reported step %" G_GINT64_FORMAT
-               " again: the first value is kept, later ones are ignored (as Optuna's trial.report does)\n",
-               v.trial, step);
+  if (changed == job->intermediate->len && !job->repeated) {
+    job->repeated = TRUE; /* said by the loop's thread, not this worker's (repeated_step_text) */
+    job->repeated_step = step;
   }
   if (job->pruner == NULL)
     return TRUE;
@@ -686,6 +685,16 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
                                job->intermediate->len, changed))
     job->pruned = TRUE;
   return !job->pruned;
+}
+
+/* The warning for a trial that reported a step twice (once a run: a
+ * program that always does would repeat it for every trial). (transfer full) */
+static char *
+repeated_step_text(gint64 trial, gint64 step)
+{
+  return g_strdup_printf("trial %" G_GINT64_FORMAT " reported step %" G_GINT64_FORMAT " again: the first value is "
+                         "kept, later ones are ignored (as Optuna's trial.report does)",
+                         trial, step);
 }
 
 /* The last intermediate value of a job (by step); NULL when none. */
@@ -778,6 +787,11 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
     g_mutex_unlock(&serial);
   sieve_candidate_free(c);
   stopped_by_error(&job, &result, error, seconds);
+  if (job.repeated) {
+    /* a worker has no progress line: its own stderr */
+    g_autofree char *text = repeated_step_text(trial, job.repeated_step);
+    g_printerr("sieve: warning: %s\n", text);
+  }
   job.result = result;
   if (result != NULL && job.pruned && last_intermediate(&job) != NULL)
     mark_pruned(engine->exp, &job);
@@ -859,6 +873,7 @@ typedef struct {
   gboolean objective_seen; /* some trial of the study reported every objective (see check_objective) */
   gboolean batch;          /* finish_evaluation inside the caller's transaction (record_batch) */
   gboolean warned_silent;  /* a trial that reported nothing to the pruner was warned about (once a run) */
+  gboolean warned_repeat;  /* a step reported twice was warned about (once a run) */
 } RunState;
 
 static double
@@ -2073,10 +2088,16 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   if (exp->pruner != NULL && !rs->warned_silent && job->intermediate != NULL && job->intermediate->len == 0 &&
       sieve_result_get_status(job->result) == SIEVE_STATUS_OK) {
     rs->warned_silent = TRUE;
-    g_printerr("sieve: warning: trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, so "
-               "the pruner could not judge it (the command evaluator reads {\"intermediate\": ...} lines on "
-               "stdout; Lua evaluators call c.report; train reports every report_every steps)\n",
-               proposal_number(job->proposal));
+    sieve_progress_notice(rs->progress,
+                          "warning: trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, "
+                          "so the pruner could not judge it (the command evaluator reads {\"intermediate\": ...} "
+                          "lines on stdout; Lua evaluators call c.report; train reports every report_every steps)",
+                          proposal_number(job->proposal));
+  }
+  if (job->repeated && !rs->warned_repeat) {
+    rs->warned_repeat = TRUE;
+    g_autofree char *text = repeated_step_text(proposal_number(job->proposal), job->repeated_step);
+    sieve_progress_notice(rs->progress, "warning: %s", text);
   }
   GError *local = NULL;
   add_stage_metrics(rs->engine, job->result, job->proposal->scores);

@@ -98,7 +98,10 @@ class TrainingAware(unittest.TestCase):
             self.assertEqual(float(t["val_acc"]), float(last["value"]))
             self.assertEqual(float(t["step"]), float(last["step"]))
             self.assertEqual(float(t["fidelity"]), float(last["fidelity"]))
-            self.assertIn("pruned at step", t["reason"])
+            # the value as the progress line shows values: six significant digits, a '.' (the exact value is
+            # the metric)
+            self.assertEqual(t["reason"], "pruned at step %d (val_acc %s)" % (int(last["step"]),
+                                                                              "%.6g" % float(last["value"])))
             # Optuna's median rule: the best so far below the completed trials' median at that step.
             step = int(last["step"])
             self.assertGreaterEqual(step, 2)
@@ -155,7 +158,7 @@ class TrainingAware(unittest.TestCase):
         self.assertEqual([r["status"] for r in rows(store)], ["ok", "ok"])
         self.assertEqual([(c["trial"], c["step"], c["value"]) for c in rows(store, "--intermediate")],
                          [("0", "1", "0.5"), ("1", "1", "0.9")])
-        self.assertIn("trial 1 reported step 1 again: the first value is kept", p.stderr)
+        self.assertIn("warning: trial 1 reported step 1 again: the first value is kept", p.stdout)
 
     def test_a_pruner_that_gets_no_value_is_warned_about(self):
         """A program that writes its progress lines to stderr (where Python's logging writes) reports nothing:
@@ -166,9 +169,9 @@ class TrainingAware(unittest.TestCase):
             "print(json.dumps({'val_acc': 0.5}), flush=True)\n",
             "pruner: {kind: median, startup_trials: 1}\nbudget: {evaluations: 3}\n")
         p = sieve("run", cfg, "--store", store, "--quiet", check=0)
-        self.assertEqual(p.stderr.count("finished without reporting an intermediate value"), 1, p.stderr)
-        self.assertIn("trial 0 finished without reporting an intermediate value, so the pruner could not judge it",
-                      p.stderr)
+        self.assertEqual(p.stdout.count("finished without reporting an intermediate value"), 1, p.stdout)
+        self.assertIn("warning: trial 0 finished without reporting an intermediate value, so the pruner could not "
+                      "judge it", p.stdout)
 
     def test_pruner_needs_intermediate_values(self):
         cfg = os.path.join(self.dir, "fn.yaml")

@@ -77,6 +77,21 @@ class TestWorkers(Workdir):
         self.run_until(two, killed, resume=True)
         self.assertEqual(computed(export_rows(killed)), reference)
 
+    def test_more_threads_than_cores_is_warned_about(self):
+        """Two workers of one more thread each than half the cores ask for more threads than there are: OpenMP's
+        threads then wait on each other (a small network trained 140 times slower), and sieve says so, once."""
+        cores = os.cpu_count()
+        cfg = self.write_config("over.yaml", (STUDY % {"n": 2, "workers": 2}).replace(
+            "threads_per_worker: 1", f"threads_per_worker: {cores // 2 + 1}").replace(
+            "train_limit: 512, validation: 256", "train_limit: 64, validation: 32"))
+        p = sieve("run", cfg, "--store", self.path("over.sieve"), "--quiet", check=0)
+        self.assertEqual(p.stderr.count("training thread(s) at once"), 1, p.stderr)
+        self.assertIn(f"{2 * (cores // 2 + 1)} training thread(s) at once (2 worker(s) x {cores // 2 + 1}) on "
+                      f"{cores} cores", p.stderr)
+        p = sieve("run", self.study(2), "--store", self.path("fit.sieve"), "--quiet", "--set", "budget.evaluations=1",
+                  check=0)
+        self.assertNotIn("training thread(s) at once", p.stderr)
+
 
 class TestRecipeErrors(Workdir):
     def test_unknown_recipe_decision(self):

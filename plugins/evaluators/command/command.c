@@ -36,7 +36,7 @@
  *   {"intermediate": {"step": 3, "value": 0.71}}
  * (optionally "fidelity": N beside them, the fidelity reached), one per
  * measurement, flushed as written (Python's output is made unbuffered:
- * PYTHONUNBUFFERED=1 unless the environment sets it).  Each is
+ * PYTHONUNBUFFERED=1 unless the environment sets it to a value).  Each is
  * reported as the program writes it.  When the pruner decides the trial
  * should stop, the program's process group gets SIGTERM: it may end at
  * once (the default in Python) or catch it and exit soon; anything it
@@ -210,9 +210,14 @@ command_create(const SieveSpace *space, const SieveOptions *options, GError **er
   /* Progress must arrive as it is written, and Python writes to a pipe in
    * blocks: every line would come at the program's exit, after it ran to
    * its end, and a pruner's stop would turn the finished trial into a
-   * pruned one.  So Python's output is unbuffered unless the environment
-   * already says otherwise (the experiment's env: can too). */
-  self->base_env = g_environ_setenv(g_get_environ(), "PYTHONUNBUFFERED", "1", FALSE);
+   * pruned one.  So Python's output is unbuffered: PYTHONUNBUFFERED=1
+   * unless sieve's environment sets it to something (Python reads an empty
+   * value as unset, so that is set too); the experiment's env: may still
+   * set it. */
+  self->base_env = g_get_environ();
+  const char *unbuffered = g_environ_getenv(self->base_env, "PYTHONUNBUFFERED");
+  if (unbuffered == NULL || unbuffered[0] == '\0')
+    self->base_env = g_environ_setenv(self->base_env, "PYTHONUNBUFFERED", "1", TRUE);
   self->stdin_json = strcmp(sieve_options_get_string(options, "stdin"), "json") == 0;
   self->timeout = sieve_options_get_double(options, "timeout");
   self->cwd = g_strdup(sieve_options_get_string(options, "cwd"));

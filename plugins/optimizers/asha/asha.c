@@ -54,7 +54,8 @@
  * Until the model has n_min = decisions + 1 results (configurations for
  * reached), every draw is sampler: random's, the same configurations.  It
  * reads the results by the same rules as the promotions (a pruned or
- * failed trial at -inf, in the worse group), and a withdrawn configuration
+ * failed trial at -inf, in the worse group; under reached, a promotion's
+ * leaves its configuration at the rung below), and a withdrawn configuration
  * at -inf too (the promotions leave it out), in ask order (Optuna's trial
  * order: the TPE's weights favour the later ones); the model is fitted
  * again at each draw from the entries, so the saved entries and rng are
@@ -130,6 +131,7 @@ typedef struct {
   OptSeen seen;       /* configurations started (each once, in one bracket) */
   gboolean tpe;       /* sampler: tpe */
   gboolean reached;   /* its model: reached (else highest_rung) */
+  gboolean model_set; /* the experiment names the model (else a resumed state's model stays) */
   OptBohbModel model; /* its settings */
 } Asha;
 
@@ -192,6 +194,7 @@ asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStu
   self->space = space;
   self->tpe = tpe;
   self->reached = strcmp(sieve_options_get_string(options, "model"), "reached") == 0;
+  self->model_set = sieve_options_is_set(options, "model");
   if (tpe)
     opt_bohb_model_init(&self->model, space, options);
   sieve_rng_seed(&self->rng, study->seed);
@@ -323,9 +326,12 @@ genotype_equal(gconstpointer a, gconstpointer b)
  * group is the configurations that climbed furthest and did best there,
  * as Optuna's TPESampler ranks the trials an ASHA pruner (its
  * SuccessiveHalvingPruner) stopped: every rung's evidence counts, and a
- * configuration stopped low stays in the bad group.  One with no measured
- * result (failed, pruned, or withdrawn at its first rung) ranks with the
- * failed.  Returns the observations' count. */
+ * configuration stopped low stays in the bad group.  A promotion that
+ * failed, was rejected or pruned is no evidence at its rung (as Optuna's
+ * TPESampler leaves failed trials out): the configuration keeps the rung
+ * below and its value there.  One with no measured result at all (failed,
+ * pruned, or withdrawn at its first rung) ranks with the failed.  Returns
+ * the observations' count. */
 static guint
 reached_data(Asha *self, OptTpeData *data)
 {
@@ -464,13 +470,14 @@ asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult 
 
 /* State: {"rng": (tttt), "seen": as, "entries": a(uadbdb)} (rung, values,
  * done, fitness, promoted), in ask order, and "brackets": au, each entry's
- * bracket (absent from states saved before brackets existed: all 0). */
+ * bracket (absent from states saved before brackets existed: all 0), and
+ * with sampler: tpe "model": s (absent from states saved before the
+ * option: the model was highest_rung). */
 static GVariant *
 asha_save(gpointer instance, GError **error)
 {
   Asha *self = instance;
-  GVariantBuilder entries;
-  GVariantBuilder brackets;
+  GVariantBuilder entries, brackets;
   g_variant_builder_init(&entries, G_VARIANT_TYPE("a(uadbdb)"));
   g_variant_builder_init(&brackets, G_VARIANT_TYPE("au"));
   for (guint i = 0; i < self->entries->len; i++) {
@@ -485,6 +492,8 @@ asha_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
   g_variant_dict_insert_value(&dict, "entries", g_variant_builder_end(&entries));
   g_variant_dict_insert_value(&dict, "brackets", g_variant_builder_end(&brackets));
+  if (self->tpe)
+    g_variant_dict_insert_value(&dict, "model", g_variant_new_string(self->reached ? "reached" : "highest_rung"));
   return g_variant_dict_end(&dict);
 }
 
@@ -510,6 +519,23 @@ asha_load(gpointer instance, GVariant *state, GError **error)
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "asha state: %" G_GSIZE_FORMAT " brackets for %" G_GSIZE_FORMAT
                 " entries", n_brackets, g_variant_n_children(entries));
     return FALSE;
+  }
+  /* The model a study began with stays, unless the experiment names one:
+   * a study from before the option (BOHB's rule, then the only model) goes
+   * on with it, and naming another is refused, not silently switched. */
+  gboolean reached = self->reached;
+  if (self->tpe) {
+    g_autoptr(GVariant) model = g_variant_lookup_value(state, "model", G_VARIANT_TYPE_STRING);
+    const char *was = model ? g_variant_get_string(model, NULL) : "highest_rung";
+    gboolean was_reached = strcmp(was, "reached") == 0;
+    if (self->model_set && was_reached != self->reached) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "asha: this study's model is %s, and the experiment asks for model: %s; a model cannot change "
+                  "in the middle of a study (start a new store, or set model: %s)",
+                  was, self->reached ? "reached" : "highest_rung", was);
+      return FALSE;
+    }
+    reached = was_reached;
   }
   SieveRng restored;
   if (!sieve_rng_load(&restored, rng, error))
@@ -546,6 +572,7 @@ asha_load(gpointer instance, GVariant *state, GError **error)
     return FALSE;
   }
   self->rng = restored;
+  self->reached = reached;
   g_ptr_array_unref(self->entries);
   self->entries = g_steal_pointer(&loaded);
   g_hash_table_remove_all(self->index);

@@ -33,7 +33,8 @@
  * finished member, among the pruned by the step it reached, then its last
  * value (opt_tier, the order tpe takes from Optuna): its value was measured
  * before the full training, and a value that looks good early must not
- * make it a parent over a finished member.  It ages out as any member.
+ * make it a parent over a finished member (it wins only against pruned and
+ * failed ones).  It ages out as any member.
  * (A pruner judges one objective, so NSGA-II never sees a pruned child.)
  *
  * Asynchronous use: children join when their tell arrives, in any order;
@@ -387,6 +388,11 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) tiers = g_variant_lookup_value(state, "tiers", G_VARIANT_TYPE("ad"));
   gsize n_tiers = 0;
   const double *ts = tiers ? g_variant_get_fixed_array(tiers, &n_tiers, sizeof(double)) : NULL;
+  if (tiers != NULL && n_tiers != g_variant_n_children(members)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu members but %zu tiers",
+                (gsize) g_variant_n_children(members), n_tiers);
+    return FALSE;
+  }
   g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func((GDestroyNotify) member_free);
   for (gsize i = 0; i < g_variant_n_children(members); i++) {
     g_autoptr(GVariant) genotype = NULL, objectives = NULL;

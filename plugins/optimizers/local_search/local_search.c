@@ -24,7 +24,8 @@
  * A pruned one (status PRUNED) ranks below every finished genotype, among
  * the pruned by the step it reached, then its last value (opt_tier, the
  * order tpe takes from Optuna): its value was measured before the full
- * training, so a value that looks good early never makes it a step.
+ * training, so a value that looks good early never makes it a step from a
+ * finished centre.
  */
 #include <sieve/abi.h>
 #include <sieve/candidate.h>

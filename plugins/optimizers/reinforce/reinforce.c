@@ -275,7 +275,8 @@ reinforce_load(gpointer instance, GVariant *state, GError **error)
   self->spread = g_variant_get_double(spread);
   self->rewards = g_variant_get_uint64(rewards);
   /* Absent from states saved before pruned trials had a reward: pruned
-   * trials wait for the next finished one's. */
+   * trials are skipped (no reward) until a finished one is told, and the
+   * lowest counts from then on. */
   g_autoptr(GVariant) lowest = g_variant_lookup_value(state, "lowest", G_VARIANT_TYPE_DOUBLE);
   self->lowest = lowest && !isnan(g_variant_get_double(lowest)) ? g_variant_get_double(lowest) : INFINITY;
   return TRUE;
