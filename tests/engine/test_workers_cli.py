@@ -93,6 +93,19 @@ class TestWorkers(Workdir):
         self.assertNotIn("training thread(s) at once", p.stderr)
 
 
+    def test_an_epochs_decision_under_a_fidelity_is_warned_about(self):
+        """asha asks for each trial's epochs as its fidelity: a recipe decision 'epochs' then has no effect,
+        though the optimizer goes on searching it; sieve says so, once."""
+        cfg = self.write_config("fid.yaml", (STUDY % {"n": 3, "workers": 1}).replace(
+            "momentum: {type: float, low: 0.5, high: 0.9}", "epochs: {type: float, low: 0.25, high: 1}").replace(
+            "optimizer: {plugin: random}", "optimizer: {plugin: asha, eta: 2}").replace(
+            "train_limit: 512, validation: 256", "train_limit: 64, validation: 32, min_epochs: 0.5"))
+        p = sieve("run", cfg, "--store", self.path("fid.sieve"), "--quiet", check=0)
+        self.assertEqual(p.stderr.count("the recipe decision 'epochs' has no effect"), 1, p.stderr)
+        rows = export_rows(self.path("fid.sieve"))
+        self.assertTrue(all(float(r["epochs"]) == float(r["fidelity"]) for r in rows), rows)
+
+
 class TestRecipeErrors(Workdir):
     def test_unknown_recipe_decision(self):
         """Run from the config's folder with relative paths: the part's file

@@ -125,6 +125,7 @@ typedef struct {
   guint threads_per_worker; /* 0: threads / workers */
   guint per_gpu;            /* trainings at once the engine is asked for: per_gpu on a GPU, else 1 */
   gint oversubscribed;      /* the warning that threads exceed the cores was given (atomic) */
+  gint epochs_overridden;   /* the warning that the fidelity overrides the recipe's epochs was given (atomic) */
 } Trainer;
 
 /* The device trained on (transfer none): "cpu" or "cuda" as written (a
@@ -728,6 +729,13 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
+  /* A multi-fidelity optimizer asks for each trial's epochs as its
+   * fidelity: a recipe decision of that name then has no effect, though
+   * the optimizer goes on searching it.  Said once. */
+  if (!isnan(fidelity) && train_recipe_sets(self->recipe, "epochs") &&
+      g_atomic_int_compare_and_exchange(&self->epochs_overridden, 0, 1))
+    g_printerr("sieve: warning: the recipe decision 'epochs' has no effect: the optimizer asks for each trial's "
+               "epochs as its fidelity (remove the decision, or search it with an optimizer without a fidelity)\n");
   if (o.batch_size > self->data.train->n) {
     /* This candidate's recipe asks for it (the configured batch size was
      * checked at create): its trial fails, the study goes on. */
