@@ -57,8 +57,10 @@ SIEVE_INTERNAL_API void sieve_progress_set_rejected(SieveProgress *progress, gin
 SIEVE_INTERNAL_API void sieve_progress_activity(SieveProgress *progress, gint64 trial, const char *text);
 /* The best so far, as known before this run (resume). */
 /* The incumbent, from now on told by the caller (the engine's: the best at
- * the highest fidelity), not worked out from each trial's objective. */
-SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective);
+ * the highest fidelity, shown with it unless fidelity is NAN), not worked
+ * out from each trial's objective. */
+SIEVE_INTERNAL_API void sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective,
+                                                double fidelity);
 /* Print a message on its own line without garbling the status line. */
 SIEVE_INTERNAL_API void sieve_progress_message(SieveProgress *progress, const char *format, ...) G_GNUC_PRINTF(2, 3);
 /* A message printed even by a quiet progress: why a study stopped short

@@ -1223,7 +1223,7 @@ answer_from_cache(RunState *rs, Proposal *p, SieveStore *source, gint64 original
   if (!own) {
     note_best(rs, proposal_number(p), sieve_candidate_get_fidelity(p->candidate), metric_value(engine->exp, result));
     if (rs->progress && rs->best_number >= 0)
-      sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+      sieve_progress_set_best(rs->progress, rs->best_number, rs->best, rs->best_fidelity);
   }
   if (rs->progress) {
     g_autofree char *origin = !own ? g_strdup(sieve_store_get_path(source))
@@ -1347,7 +1347,7 @@ finish_told(RunState *rs, Job *job)
   double objective = sieve_engine_objective(engine->exp, result);
   note_best(rs, number, sieve_candidate_get_fidelity(p->candidate), objective);
   if (rs->progress && rs->best_number >= 0)
-    sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+    sieve_progress_set_best(rs->progress, rs->best_number, rs->best, rs->best_fidelity);
   if (rs->progress)
     sieve_progress_trial(rs->progress, number, sieve_result_get_status(result), objective,
                          sieve_candidate_get_text(p->candidate), sieve_result_get_cost(result),
@@ -1992,7 +1992,7 @@ resume_trials(RunState *rs, GError **error)
     sieve_progress_set_counts(rs->progress, rs->evaluations, n_ok, n_failed, rs->hits, rs->screened);
     sieve_progress_set_rejected(rs->progress, rs->rejected);
     if (rs->best_number >= 0)
-      sieve_progress_set_best(rs->progress, rs->best_number, rs->best);
+      sieve_progress_set_best(rs->progress, rs->best_number, rs->best, rs->best_fidelity);
   }
   return admit(rs, g_steal_pointer(&pending), error);
 }
@@ -2214,7 +2214,8 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   if (!restore_optimizer(engine, error) || !restore_pruner(engine, error))
     return FALSE;
   const SieveExperiment *exp = engine->exp;
-  RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN};
+  RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN,
+               .best_fidelity = NAN};
   rs.inflight = g_hash_table_new(g_str_hash, g_str_equal);
   g_queue_init(&rs.ready);
   g_autoptr(GAsyncQueue) done = g_async_queue_new();

@@ -19,6 +19,7 @@ struct _SieveProgress {
   gboolean maximize;
   gint64 best_number;
   double best;
+  double best_fidelity; /* the incumbent's fidelity, NAN: none (a study without one) */
   gboolean told_best; /* the best comes from sieve_progress_set_best only */
   gint64 start;     /* monotonic us */
   gint64 last_draw; /* monotonic us */
@@ -86,6 +87,7 @@ sieve_progress_new(FILE *out, gboolean interactive, gint64 budget, gint64 alread
   p->maximize = maximize;
   p->best_number = -1;
   p->best = NAN;
+  p->best_fidelity = NAN;
   p->start = g_get_monotonic_time();
   g_mutex_init(&p->lock);
   return p;
@@ -104,11 +106,12 @@ sieve_progress_free(SieveProgress *progress)
 }
 
 void
-sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective)
+sieve_progress_set_best(SieveProgress *progress, gint64 number, double objective, double fidelity)
 {
   g_mutex_lock(&progress->lock);
   progress->best_number = number;
   progress->best = objective;
+  progress->best_fidelity = fidelity;
   progress->told_best = TRUE;
   g_mutex_unlock(&progress->lock);
 }
@@ -139,14 +142,25 @@ format_rate(gint64 trials, double elapsed)
   return g_strdup_printf("%.3g s/trial", 1 / rate);
 }
 
+/* "0.8874 (#12)", or in a multi-fidelity study "0.8874 (#12 at fidelity
+ * 1)": its best is the best at the highest fidelity reached, which may be
+ * lower than an earlier best at a lower fidelity; the fidelity says why.
+ * (transfer full) */
+static char *
+best_text(const SieveProgress *p)
+{
+  if (isnan(p->best_fidelity))
+    return g_strdup_printf("%.6g (#%" G_GINT64_FORMAT ")", p->best, p->best_number);
+  return g_strdup_printf("%.6g (#%" G_GINT64_FORMAT " at fidelity %g)", p->best, p->best_number, p->best_fidelity);
+}
+
 static void
 draw(SieveProgress *p)
 {
   double elapsed = (g_get_monotonic_time() - p->start) / 1e6;
   double rate = elapsed > 0 ? p->this_run / elapsed : 0;
-  g_autofree char *best = p->best_number >= 0
-                              ? g_strdup_printf("best %.6g (#%" G_GINT64_FORMAT ")", p->best, p->best_number)
-                              : g_strdup("best -");
+  g_autofree char *shown = p->best_number >= 0 ? best_text(p) : NULL;
+  g_autofree char *best = shown ? g_strconcat("best ", shown, NULL) : g_strdup("best -");
   g_autofree char *eta = NULL;
   if (p->budget > 0 && rate > 0)
     eta = format_duration((p->budget - p->done) / rate);
@@ -223,12 +237,11 @@ sieve_progress_trial(SieveProgress *progress, gint64 number, SieveStatus status,
   if (status == SIEVE_STATUS_FAILED || status == SIEVE_STATUS_PRUNED)
     fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s %" G_GINT64_FORMAT " %s (%.3g s): %s | %s\n", p->done, budget,
             p->noun, number, sieve_status_to_string(status), cost, reason ? reason : "no reason given", genotype);
-  else
-    fprintf(p->out,
-            "[%" G_GINT64_FORMAT "%s] %s %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%.6g (#%" G_GINT64_FORMAT
-            ") | %s\n",
-            p->done, budget, p->noun, number, sieve_status_to_string(status), p->objective, objective, cost, p->best,
-            p->best_number, genotype);
+  else {
+    g_autofree char *best = best_text(p);
+    fprintf(p->out, "[%" G_GINT64_FORMAT "%s] %s %" G_GINT64_FORMAT " %s %s=%.6g (%.3g s) best=%s | %s\n", p->done,
+            budget, p->noun, number, sieve_status_to_string(status), p->objective, objective, cost, best, genotype);
+  }
   fflush(p->out);
   g_mutex_unlock(&p->lock);
   call_hook(p);

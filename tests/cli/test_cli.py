@@ -202,6 +202,17 @@ class TestNb201(Workdir):
                                    r"report the objective metric 'lat_ms_gold6226' \(did you mean 'lat_ms_gold_6226'\?\)")
         self.assertFalse(os.path.exists(self.path("mo2.sieve")), "refused before the store is written")
 
+    def test_progress_names_the_incumbent_fidelity(self):
+        """A multi-fidelity study's best is the best at the highest fidelity reached, which may be lower than an
+        earlier best at a lower one: the progress line says at which fidelity, and only then."""
+        out = sieve("run", os.path.join(CONFIGS, "branin-successive_halving.yaml"), "--store", self.path("f.sieve"),
+                    "--set", "budget.evaluations=40", check=0).stdout
+        self.assertRegex(out, r"(?m) ok value=\S+ \(\S+ s\) best=\S+ \(#\d+ at fidelity 27\) \| ")
+        out = sieve("run", os.path.join(CONFIGS, "branin-random.yaml"), "--store", self.path("r.sieve"),
+                    "--set", "budget.evaluations=3", check=0).stdout
+        self.assertRegex(out, r"(?m) ok value=\S+ \(\S+ s\) best=\S+ \(#\d+\) \| ")
+        self.assertNotIn("at fidelity", out)
+
     def test_set_overrides(self):
         store = self.path("o.sieve")
         cfg = os.path.join(CONFIGS, "nb201-random.yaml")
