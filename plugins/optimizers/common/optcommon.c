@@ -459,5 +459,5 @@ opt_tier(const SieveResult *result, double fitness)
   double step;
   if (!sieve_result_get_metric(result, "step", &step))
     return -1; /* no step told: below every pruned trial that told one (steps are >= 0) */
-  return isnan(step) ? -INFINITY : step;
+  return opt_fitness(step); /* a step that is not a number ranks with the failed */
 }

@@ -46,7 +46,7 @@ opt_tpe_data_add(OptTpeData *data, const SieveGenotype *genotype, double fitness
 void
 opt_tpe_data_add_ranked(OptTpeData *data, const SieveGenotype *genotype, double fitness, double tier)
 {
-  data_append(data, genotype, fitness, isnan(tier) ? -INFINITY : tier);
+  data_append(data, genotype, fitness, opt_fitness(tier)); /* NAN below every tier, as opt_fitness orders */
 }
 
 void
@@ -115,7 +115,7 @@ opt_tpe_data_load(OptTpeData *data, GVariant *state, const char *prefix, GError 
   g_array_append_vals(data->y, vy, (guint) ny);
   for (gsize i = 0; i < ny; i++) {
     /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
-    double t = vt ? (isnan(vt[i]) ? -INFINITY : vt[i]) : opt_tier_finished(vy[i]);
+    double t = vt ? opt_fitness(vt[i]) : opt_tier_finished(vy[i]);
     g_array_append_val(data->tier, t);
   }
   return TRUE;

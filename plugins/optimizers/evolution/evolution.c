@@ -412,7 +412,7 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
     m->objectives = g_memdup2(v, sizeof(double) * n);
     m->violation = i < n_violations ? vs[i] : 0;
     /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
-    m->tier = i < n_tiers ? (isnan(ts[i]) ? -INFINITY : ts[i]) : opt_tier_finished(opt_fitness(v[0]));
+    m->tier = i < n_tiers ? opt_fitness(ts[i]) : opt_tier_finished(opt_fitness(v[0]));
     g_ptr_array_add(loaded, m);
   }
   /* All or nothing: the rng into a temporary, seen last (it is). */

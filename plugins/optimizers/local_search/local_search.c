@@ -400,7 +400,7 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
     for (gsize i = 0; i < n_values; i++)
       record_value(self, known[i], values[i],
-                   ts ? (isnan(ts[i]) ? -INFINITY : ts[i]) : opt_tier_finished(opt_fitness(values[i])));
+                   ts ? opt_fitness(ts[i]) : opt_tier_finished(opt_fitness(values[i])));
     self->phase = g_variant_get_uint32(v[4]) == PHASE_CLIMB ? PHASE_CLIMB : PHASE_SAMPLING;
     self->need = g_variant_get_uint32(v[5]);
     g_ptr_array_unref(self->pool);
@@ -410,8 +410,8 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     g_clear_pointer(&self->centre, sieve_genotype_free);
     self->centre = g_steal_pointer(&centre);
     self->centre_value = g_variant_get_double(v[9]);
-    double ct = centre_tier ? g_variant_get_double(centre_tier) : opt_tier_finished(opt_fitness(self->centre_value));
-    self->centre_tier = isnan(ct) ? -INFINITY : ct;
+    self->centre_tier = centre_tier ? opt_fitness(g_variant_get_double(centre_tier))
+                                    : opt_tier_finished(opt_fitness(self->centre_value));
     g_ptr_array_unref(self->neighbours);
     self->neighbours = g_steal_pointer(&neighbours);
     g_ptr_array_set_size(self->neighbour_texts, 0);
