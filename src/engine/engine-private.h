@@ -188,6 +188,20 @@ SIEVE_INTERNAL_API gint sieve_engine_check_objectives(SieveResult *result, const
  * studies.  Returns the index v now has, or values->len when it was
  * ignored (nothing changed). */
 SIEVE_INTERNAL_API guint sieve_engine_keep_intermediate(GArray *values, const SieveIntermediate *v);
+/* Pruners outside the engine's loop (Lua studies), by the engine's rules:
+ * why a pruner cannot judge a study of objectives[0..n) evaluated by
+ * evaluator (nullable: checks the objectives only): more than one
+ * objective, or an evaluator that reports no intermediate values or
+ * another metric's; NULL when it can (transfer full);
+ * a pruner's reference curves from the trials in store that finished OK
+ * (a resumed study's); and a result marked as the pruned trial whose last
+ * intermediate value is last (status, the objective metric and "step" set
+ * to its, the reason "pruned at step S (metric V)"). */
+SIEVE_INTERNAL_API char *sieve_engine_pruner_refusal(const SieveEvaluator *evaluator, const char *const *objectives,
+                                                     guint n);
+SIEVE_INTERNAL_API gboolean sieve_engine_restore_pruner(SievePruner *pruner, SieveStore *store, GError **error);
+SIEVE_INTERNAL_API void sieve_engine_mark_pruned(SieveResult *result, const char *metric,
+                                                 const SieveIntermediate *last);
 /* NULL when an evaluator that declares the metrics it reports (declared,
  * NULL: it does not say) reports metric; else the error message, with a
  * did-you-mean (transfer full). */

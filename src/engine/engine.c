@@ -394,41 +394,10 @@ sieve_engine_new(const SieveExperiment *experiment, GError **error)
   if (!check_objectives_declared(engine, error))
     return NULL;
   if (experiment->pruner != NULL) {
-    if (!sieve_evaluator_reports_intermediate(engine->evaluator)) {
-      sieve_node_set_error(error, experiment->pruner,
-                           "a pruner needs intermediate values, and evaluator '%s' reports none (train, command "
-                           "and lua evaluators do)",
-                           sieve_component_get_name(experiment->evaluator.component));
-      return NULL;
-    }
-    /* A pruner ranks trials by one metric; with several objectives a trial
-     * bad at the first may be on the Pareto front (fast, small), and a
-     * pruned one has none of the others: Optuna refuses trial.report in a
-     * multi-objective study, and so do we. */
-    if (experiment->n_objectives > 1) {
-      sieve_node_set_error(error, experiment->pruner,
-                           "a pruner judges one objective, and this study has %u: a trial it would stop for its '%s' "
-                           "may be on the Pareto front of the others (Optuna refuses intermediate values in "
-                           "multi-objective studies too); remove the pruner or keep one objective",
-                           experiment->n_objectives, experiment->objectives[0].metric);
-      return NULL;
-    }
-    /* The pruner judges the objective's values and a pruned trial stores
-     * its last one under the objective's name: they must be that metric's. */
-    const char *objective = experiment->objectives[0].metric;
-    const char *reported = sieve_evaluator_get_intermediate_metric(engine->evaluator, objective);
-    if (reported == NULL) {
-      sieve_node_set_error(error, experiment->pruner,
-                           "a pruner needs intermediate values, and evaluator '%s' reports none with these options "
-                           "(train: without a validation split)",
-                           sieve_component_get_name(experiment->evaluator.component));
-      return NULL;
-    }
-    if (strcmp(reported, objective) != 0) {
-      sieve_node_set_error(error, experiment->pruner,
-                           "a pruner judges the objective '%s', and evaluator '%s' reports intermediate values of "
-                           "'%s': make '%s' the objective, or remove the pruner",
-                           objective, sieve_component_get_name(experiment->evaluator.component), reported, reported);
+    g_autofree char *refusal =
+        sieve_engine_pruner_refusal(engine->evaluator, experiment->objective_names, experiment->n_objectives);
+    if (refusal != NULL) {
+      sieve_node_set_error(error, experiment->pruner, "%s", refusal);
       return NULL;
     }
     engine->pruner = sieve_pruner_new(experiment->pruner, experiment->dir, experiment->objectives[0].maximize, error);
@@ -730,18 +699,63 @@ stopped_by_error(const Job *job, SieveResult **result, GError **error, double se
 static void
 mark_pruned(const SieveExperiment *exp, Job *job)
 {
-  const SieveIntermediate *last = last_intermediate(job);
-  SieveResult *result = job->result;
+  sieve_engine_mark_pruned(job->result, exp->objectives[0].metric, last_intermediate(job));
+}
+
+void
+sieve_engine_mark_pruned(SieveResult *result, const char *metric, const SieveIntermediate *last)
+{
+  g_return_if_fail(result != NULL && metric != NULL && last != NULL);
   sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
-  sieve_result_set_metric(result, exp->objectives[0].metric, last->value);
+  sieve_result_set_metric(result, metric, last->value);
   sieve_result_set_metric(result, "step", (double) last->step);
   /* Six digits, as the progress line shows values (the exact value is the
    * stored metric); not the locale's decimal point. */
   char value[G_ASCII_DTOSTR_BUF_SIZE];
   g_ascii_formatd(value, sizeof value, "%.6g", last->value);
-  g_autofree char *reason = g_strdup_printf("pruned at step %" G_GINT64_FORMAT " (%s %s)", last->step,
-                                            exp->objectives[0].metric, value);
+  g_autofree char *reason = g_strdup_printf("pruned at step %" G_GINT64_FORMAT " (%s %s)", last->step, metric, value);
   sieve_result_set_reason(result, reason);
+}
+
+char *
+sieve_engine_pruner_refusal(const SieveEvaluator *evaluator, const char *const *objectives, guint n)
+{
+  g_return_val_if_fail(objectives != NULL && n > 0, NULL);
+  /* A pruner ranks trials by one metric; with several objectives a trial
+   * bad at the first may be on the Pareto front (fast, small), and a
+   * pruned one has none of the others: Optuna refuses trial.report in a
+   * multi-objective study, and so do we. */
+  if (n > 1)
+    return g_strdup_printf("a pruner judges one objective, and this study has %u: a trial it would stop for its '%s' "
+                           "may be on the Pareto front of the others (Optuna refuses intermediate values in "
+                           "multi-objective studies too); remove the pruner or keep one objective",
+                           n, objectives[0]);
+  if (evaluator == NULL)
+    return NULL;
+  const char *name = sieve_component_get_name(sieve_evaluator_get_component(evaluator));
+  if (!sieve_evaluator_reports_intermediate(evaluator))
+    return g_strdup_printf("a pruner needs intermediate values, and evaluator '%s' reports none (train, command "
+                           "and lua evaluators do)",
+                           name);
+  /* The pruner judges the objective's values and a pruned trial stores
+   * its last one under the objective's name: they must be that metric's. */
+  const char *reported = sieve_evaluator_get_intermediate_metric(evaluator, objectives[0]);
+  if (reported == NULL)
+    return g_strdup_printf("a pruner needs intermediate values, and evaluator '%s' reports none with these options "
+                           "(train: without a validation split)",
+                           name);
+  if (strcmp(reported, objectives[0]) != 0)
+    return g_strdup_printf("a pruner judges the objective '%s', and evaluator '%s' reports intermediate values of "
+                           "'%s': make '%s' the objective, or remove the pruner",
+                           objectives[0], name, reported, reported);
+  return NULL;
+}
+
+gboolean
+sieve_engine_restore_pruner(SievePruner *pruner, SieveStore *store, GError **error)
+{
+  g_return_val_if_fail(pruner != NULL && store != NULL, FALSE);
+  return add_completed_curves(pruner, store, NULL, error);
 }
 
 void

@@ -6,8 +6,13 @@
  *                             evaluator = ev, objective = {metric = "value", direction = "minimize"},
  *                             seed = 1, store = "branin.sieve"}      -- store optional (a temporary one)
  *   local t = study:ask()                    -- {number, genotype, text, fidelity}
- *   study:tell(t, ev:evaluate(t.genotype))
+ *   study:tell(t, study:evaluate(t))         -- or any result; study:evaluate keeps what c.report reports
  *   study:run(50)                            -- ask, evaluate, tell, 50 times
+ *
+ *   -- with pruner = {kind = "median", ...} (the YAML `pruner:`), an Optuna-style loop:
+ *   for epoch = 1, 10 do
+ *     if not study:report(t, epoch, train_one_epoch()) then study:tell(t, "pruned") break end
+ *   end
  *   print(study:best().metrics.value)
  *   for t in study:trials() do ... end
  *
@@ -18,7 +23,13 @@
  * as a pending trial with the optimizer's state, each tell as the finished
  * trial with the state after it, one transaction each; a study opened on a
  * store that already holds trials continues from its saved optimizer state
- * and hands out its pending trials first.  What sieve.run returns is the
+ * and hands out its pending trials first.  A study with a pruner judges a
+ * trial's intermediate values (study:report, or c.report in an evaluation
+ * by study:run or study:evaluate) against the trials that finished OK, by
+ * the engine's rules (core/pruner.c): an evaluation it stops is told as
+ * pruned whatever it returns, as under `sieve run`; a script that reports
+ * itself decides, telling "pruned" (Optuna's TrialState.PRUNED) or a
+ * result.  What sieve.run returns is the
  * same userdata over the finished store, read-only (best, trials, count),
  * with a space built as the run's was, so that its trials have genotypes.
  */
@@ -29,27 +40,48 @@
 #include "engine/engine-private.h"
 #include "lua/lua-private.h"
 
+/* A trial asked and not told yet: its candidate, the intermediate values
+ * reported for it and the pruner's verdict on them. */
+typedef struct {
+  SieveCandidate *candidate;
+  GArray *intermediate;     /* SieveIntermediate, by step */
+  SievePruner *pruner;      /* the study's (borrowed), NULL: none */
+  SievePrunerCurve *curve;  /* its verdicts so far, NULL before the first */
+  gboolean should_prune;    /* the last verdict */
+  gboolean evaluating;      /* study:run or study:evaluate is evaluating it */
+  gboolean stopped;         /* its evaluation was told to stop: it is the pruned trial, whatever it returns */
+} Flight;
+
 typedef struct {
   SieveStore *store;
   char *tmp_dir;              /* a temporary store's folder, removed on close */
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
   SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
+  SievePruner *pruner;        /* NULL: none */
   SieveLuaObjectives objectives;
-  GHashTable *in_flight;      /* trial number -> SieveCandidate* asked, not told */
+  GHashTable *in_flight;      /* trial number -> Flight* asked, not told */
   GQueue pending;             /* SieveCandidate* stored pending before this session */
   /* Its calls on the stack: the script's callbacks (the evaluator's and a
    * Lua optimizer's methods) may call back into the study, which refuses
    * what would free or re-enter what those calls hold. */
-  guint running;              /* run, ask or tell on the stack: close is refused, and a second run */
+  guint running;              /* run, ask, tell or evaluate on the stack: close is refused, and a second run */
   gboolean in_optimizer;      /* inside the optimizer's ask, tell, save or load: ask and tell are refused too */
   gint64 run_trial;           /* the trial run is evaluating (it tells it), -1 */
-  GArray *intermediate;       /* SieveIntermediate the trial run evaluates reported, by step */
   /* A finished study's: its experiment (its components, and the Lua hosts
    * that registered them, live as long as it does) and a space of it that
    * the space userdata at user value 1 borrows (closed with the study). */
   SieveExperiment *exp;
   SieveSpace *space;
 } StudyBox;
+
+static void
+flight_free(Flight *f)
+{
+  sieve_candidate_free(f->candidate);
+  g_array_unref(f->intermediate);
+  sieve_pruner_curve_free(f->curve);
+  g_free(f);
+}
 
 /* user values: 1 space, 2 evaluator (nil) */
 
@@ -67,9 +99,9 @@ study_close(lua_State *L, StudyBox *box)
   }
   g_clear_pointer(&box->optimizer, sieve_optimizer_free);
   g_clear_pointer(&box->options, sieve_options_free);
-  g_clear_pointer(&box->in_flight, g_hash_table_unref);
+  g_clear_pointer(&box->in_flight, g_hash_table_unref); /* before the pruner its flights borrow */
+  g_clear_pointer(&box->pruner, sieve_pruner_free);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
-  g_clear_pointer(&box->intermediate, g_array_unref);
   if (box->store != NULL) {
     g_autofree char *path = g_strdup(sieve_store_get_path(box->store));
     g_clear_pointer(&box->store, sieve_store_close);
@@ -350,6 +382,74 @@ sieve__lua_push_candidate(lua_State *L, const SieveCandidate *c, int space_idx)
   lua_setfield(L, -2, "genotype");
 }
 
+/* The in-flight trial a study call names (a trial table or its number, at
+ * idx), or a Lua error saying why it is none. */
+static Flight *
+check_flight(lua_State *L, StudyBox *box, int idx, const char *call)
+{
+  if (lua_istable(L, idx))
+    lua_getfield(L, idx, "number");
+  else
+    lua_pushvalue(L, idx);
+  int whole = 0;
+  lua_Integer number = lua_tointegerx(L, -1, &whole);
+  if (!whole && lua_type(L, -1) == LUA_TNUMBER)
+    luaL_error(L, "study:%s: a trial number is a whole number, got %f", call, lua_tonumber(L, -1));
+  if (!whole)
+    luaL_error(L, "study:%s needs a trial (the table study:ask returned) or its number, got %s %s", call,
+               lua_istable(L, idx) ? "a trial whose number is" : "a", luaL_typename(L, -1));
+  lua_pop(L, 1);
+  /* (numbers are gint keys: one out of range was never asked) */
+  Flight *f = number < 0 || number > G_MAXINT ? NULL
+                                              : g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
+  if (f == NULL)
+    luaL_error(L, "trial %I was not asked in this session, or is already told", number);
+  return f;
+}
+
+static void
+flight_add(StudyBox *box, SieveCandidate *c)
+{
+  Flight *f = g_new0(Flight, 1);
+  f->candidate = c;
+  f->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  f->pruner = box->pruner;
+  g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), f);
+}
+
+/* An intermediate value of an in-flight trial: kept by step (a repeated
+ * step keeps its first value, as the engine keeps them) and judged by the
+ * pruner against the trials that finished OK so far.  Returns whether the
+ * trial should go on. */
+static gboolean
+flight_report(Flight *f, gint64 step, double fidelity, double value)
+{
+  SieveIntermediate v = {.trial = sieve_candidate_get_trial(f->candidate), .step = step, .fidelity = fidelity,
+                         .value = value};
+  guint changed = sieve_engine_keep_intermediate(f->intermediate, &v);
+  if (f->pruner == NULL)
+    return TRUE;
+  if (f->curve == NULL)
+    f->curve = sieve_pruner_curve_new(G_MAXINT64);
+  f->should_prune = sieve_pruner_judge_curve(f->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
+                                             f->intermediate->len, changed);
+  return !f->should_prune;
+}
+
+/* c.report during an evaluation by study:run or study:evaluate: once the
+ * pruner stops it, what it reports after is not kept (as under sieve run:
+ * the pruned trial is what the pruner judged). */
+static gboolean
+on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+{
+  Flight *f = user_data;
+  if (f->stopped)
+    return FALSE;
+  if (!flight_report(f, step, fidelity, value))
+    f->stopped = TRUE;
+  return !f->stopped;
+}
+
 static int
 study_ask(lua_State *L)
 {
@@ -364,29 +464,65 @@ study_ask(lua_State *L)
     lua_pushnil(L); /* nothing now: none left, or none before a pending trial is told */
     return 1;
   }
-  g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), c);
+  flight_add(box, c);
   lua_getiuservalue(L, 1, 1);
   sieve__lua_push_candidate(L, c, lua_gettop(L));
   return 1;
 }
 
-/* Stores a told trial (with the intermediate values its evaluation
- * reported, may be NULL) and tells the optimizer, in one transaction.  The
- * result goes through the engine's rule first: an objective that is not a
- * finite number, or missing, fails the trial with the reason. */
-static gboolean
-tell_one(StudyBox *box, SieveCandidate *c, SieveResult *result, double started, const GArray *intermediate,
-         GError **error)
+/* Evaluates an in-flight trial with the study's evaluator at ev_idx: its
+ * number reaches the evaluator, what it reports is kept with the trial and
+ * judged by the pruner.  An evaluation the pruner stopped that then raised
+ * (as an Optuna objective raises TrialPruned) is the pruned trial, an empty
+ * result that cost its seconds.  (transfer full) */
+static SieveResult *
+flight_evaluate(lua_State *L, int ev_idx, Flight *f, GError **error)
 {
+  sieve_candidate_set_intermediate_func(f->candidate, on_intermediate, f);
+  f->evaluating = TRUE;
+  gint64 start = g_get_monotonic_time();
+  SieveResult *result = sieve__lua_evaluator_run(L, ev_idx, f->candidate, error);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
+  f->evaluating = FALSE;
+  sieve_candidate_set_intermediate_func(f->candidate, NULL, NULL);
+  if (result == NULL && f->stopped && f->intermediate->len > 0) {
+    g_clear_error(error);
+    result = sieve_result_new();
+    sieve_result_set_cost(result, seconds);
+  }
+  return result;
+}
+
+/* Stores a told trial with the intermediate values reported for it and
+ * tells the optimizer, in one transaction.  A trial whose evaluation the
+ * pruner stopped, or told "pruned", is the pruned trial at its last value
+ * (with the fidelity it reached: range, the evaluator's, NULL: none); an
+ * OK result goes through the engine's rule first: an objective that is not
+ * a finite number, or missing, fails the trial with the reason.  An OK
+ * trial becomes a reference curve of the pruner once stored. */
+static gboolean
+tell_one(StudyBox *box, Flight *f, SieveResult *result, double started, const SieveFidelity *range, GError **error)
+{
+  const SieveIntermediate *last = f->intermediate->len == 0
+                                      ? NULL
+                                      : &g_array_index(f->intermediate, SieveIntermediate, f->intermediate->len - 1);
+  if (last != NULL && (f->stopped || sieve_result_get_status(result) == SIEVE_STATUS_PRUNED))
+    sieve_engine_mark_pruned(result, box->objectives.metrics[0], last);
   sieve_engine_check_objectives(result, (const char *const *) box->objectives.metrics, box->objectives.n, NULL);
   double told[box->objectives.n];
   sieve__lua_orient(&box->objectives, result, told);
   if (!sieve_store_begin(box->store, error))
     return FALSE;
+  SieveCandidate *c = f->candidate;
   gint64 number = sieve_candidate_get_trial(c);
-  gboolean ok = intermediate == NULL || intermediate->len == 0 ||
-                sieve_store_set_intermediate(box->store, number, (const SieveIntermediate *) intermediate->data,
-                                             intermediate->len, error);
+  gboolean ok = last == NULL || sieve_store_set_intermediate(box->store, number,
+                                                             (const SieveIntermediate *) f->intermediate->data,
+                                                             f->intermediate->len, error);
+  /* A pruned trial counts as an evaluation of the fidelity it reached (the
+   * engine's rule: one the evaluator could have reached). */
+  if (ok && last != NULL && sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && isfinite(last->fidelity) &&
+      last->fidelity >= 0 && (range == NULL || last->fidelity <= range->max))
+    ok = sieve_store_set_trial_fidelity(box->store, number, last->fidelity, error);
   ok = ok && sieve_store_finish_trial(box->store, number, result, started, g_get_real_time() / 1e6, 0, -1, error);
   if (ok) {
     box->in_optimizer = TRUE;
@@ -397,40 +533,49 @@ tell_one(StudyBox *box, SieveCandidate *c, SieveResult *result, double started, 
     sieve_store_rollback(box->store);
     return FALSE;
   }
+  if (box->pruner != NULL && sieve_result_get_status(result) == SIEVE_STATUS_OK)
+    sieve_pruner_add_completed(box->pruner, (const SieveIntermediate *) f->intermediate->data, f->intermediate->len);
   return TRUE;
 }
 
-/* study:tell(trial or number, result) */
+/* The study's evaluator's fidelity (user value 2), NULL: none or no evaluator. */
+static const SieveFidelity *
+study_fidelity(lua_State *L)
+{
+  lua_getiuservalue(L, 1, 2);
+  SieveEvaluator *ev = sieve__lua_to_evaluator(L, -1);
+  lua_pop(L, 1);
+  return ev != NULL ? sieve_evaluator_get_fidelity(ev) : NULL;
+}
+
+/* study:tell(trial or number, result or "pruned") */
 static int
 study_tell(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
-  if (lua_istable(L, 2))
-    lua_getfield(L, 2, "number");
-  else
-    lua_pushvalue(L, 2);
-  int whole = 0;
-  lua_Integer number = lua_tointegerx(L, -1, &whole);
-  if (!whole && lua_type(L, -1) == LUA_TNUMBER)
-    return luaL_error(L, "study:tell: a trial number is a whole number, got %f", lua_tonumber(L, -1));
-  if (!whole)
-    return luaL_error(L, "study:tell needs a trial (the table study:ask returned) or its number, got %s %s",
-                      lua_istable(L, 2) ? "a trial whose number is" : "a", luaL_typename(L, -1));
-  lua_pop(L, 1);
-  if (box->run_trial >= 0 && number == box->run_trial)
-    return luaL_error(L, "trial %I is being evaluated by study:run, which tells it when its evaluation returns",
-                      number);
-  /* (numbers are gint keys: one out of range was never asked) */
-  SieveCandidate *c = number < 0 || number > G_MAXINT ? NULL
-                                                      : g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
-  if (c == NULL)
-    return luaL_error(L, "trial %I was not asked in this session, or is already told", number);
+  Flight *f = check_flight(L, box, 2, "tell");
+  gint64 number = sieve_candidate_get_trial(f->candidate);
+  if (f->evaluating)
+    return luaL_error(L, number == box->run_trial
+                             ? "trial %I is being evaluated by study:run, which tells it when its evaluation returns"
+                             : "trial %I is being evaluated by study:evaluate: tell it the result that returns",
+                      (lua_Integer) number);
   GError *error = NULL;
-  SieveResult *result = sieve__lua_to_result(L, 3, &error);
-  if (result == NULL)
+  SieveResult *result;
+  if (lua_type(L, 3) == LUA_TSTRING && strcmp(lua_tostring(L, 3), "pruned") == 0) {
+    result = sieve_result_new();
+    sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
+  } else if ((result = sieve__lua_to_result(L, 3, &error)) == NULL)
     return sieve__lua_error_gerror(L, error);
+  if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && f->intermediate->len == 0) {
+    sieve_result_free(result);
+    return luaL_error(L, "trial %I is told pruned and reported no intermediate value (study:report): a pruned trial "
+                         "is stored with the last value it reported",
+                      (lua_Integer) number);
+  }
+  const SieveFidelity *range = study_fidelity(L);
   study_enter(L, box, +1);
-  gboolean ok = tell_one(box, c, result, g_get_real_time() / 1e6, NULL, &error);
+  gboolean ok = tell_one(box, f, result, g_get_real_time() / 1e6, range, &error);
   study_enter(L, box, -1);
   sieve_result_free(result);
   if (!ok)
@@ -439,16 +584,69 @@ study_tell(lua_State *L)
   return 0;
 }
 
-/* An intermediate value of the trial run evaluates (c.report in a Lua
- * evaluator): kept by step, a repeated step ignored (its first value
- * kept), as the engine keeps them; stored with the trial. */
-static gboolean
-on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
+/* study:report(trial or number, step, value [, fidelity]) -> continue: an
+ * intermediate value of a trial the script evaluates itself (Optuna's
+ * trial.report then trial.should_prune, in one call); false when the
+ * study's pruner would stop it. */
+static int
+study_report(lua_State *L)
 {
-  SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
-                         .value = value};
-  sieve_engine_keep_intermediate(user_data, &v);
-  return TRUE; /* no pruner in a Lua study */
+  StudyBox *box = check_study(L, 1, TRUE);
+  Flight *f = check_flight(L, box, 2, "report");
+  if (f->evaluating)
+    return luaL_error(L, "trial %I is being evaluated by the study's evaluator, which reports with c.report",
+                      (lua_Integer) sieve_candidate_get_trial(f->candidate));
+  gint64 step;
+  double value, fidelity;
+  sieve__lua_check_report(L, 3, study_fidelity(L), &step, &value, &fidelity);
+  lua_pushboolean(L, flight_report(f, step, fidelity, value));
+  return 1;
+}
+
+/* study:should_prune(trial or number): the pruner's verdict on the values
+ * reported so far (false without a pruner or before any report). */
+static int
+study_should_prune(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, TRUE);
+  Flight *f = check_flight(L, box, 2, "should_prune");
+  lua_pushboolean(L, f->should_prune);
+  return 1;
+}
+
+/* The study's evaluator, pushed, or a Lua error naming the call. */
+static void
+push_study_evaluator(lua_State *L, const char *call)
+{
+  lua_getiuservalue(L, 1, 2);
+  if (!luaL_testudata(L, -1, SIEVE_LUA_EVALUATOR))
+    luaL_error(L, "study:%s needs the study's evaluator (sieve.study{evaluator = ...})", call);
+}
+
+/* study:evaluate(trial or number) -> result: the study's evaluator on an
+ * asked trial, what it reports kept with the trial and judged by the pruner;
+ * study:tell stores them (a stopped evaluation as the pruned trial). */
+static int
+study_evaluate(lua_State *L)
+{
+  StudyBox *box = check_study(L, 1, TRUE);
+  Flight *f = check_flight(L, box, 2, "evaluate");
+  if (box->running > 0)
+    return luaL_error(L, "study:evaluate called while this study is running (from its evaluator or optimizer): its "
+                         "evaluator evaluates one trial at a time");
+  if (f->intermediate->len > 0 || f->stopped)
+    return luaL_error(L, "trial %I has been evaluated or reported already: tell it",
+                      (lua_Integer) sieve_candidate_get_trial(f->candidate));
+  lua_settop(L, 2);
+  push_study_evaluator(L, "evaluate");
+  GError *error = NULL;
+  study_enter(L, box, +1);
+  SieveResult *result = flight_evaluate(L, 3, f, &error);
+  study_enter(L, box, -1);
+  if (result == NULL)
+    return sieve__lua_error_gerror(L, error);
+  sieve__lua_push_result(L, result);
+  return 1;
 }
 
 /* study:run(n): n rounds of ask, evaluate (the study's evaluator), tell.
@@ -465,11 +663,8 @@ study_run(lua_State *L)
     return luaL_error(L, "study:run called while this study is running (from its evaluator or optimizer): a study "
                          "runs one loop at a time");
   lua_settop(L, 2);
-  lua_getiuservalue(L, 1, 2);
-  if (!luaL_testudata(L, 3, SIEVE_LUA_EVALUATOR))
-    return luaL_error(L, "study:run needs the study's evaluator (sieve.study{evaluator = ...})");
-  if (box->intermediate == NULL)
-    box->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
+  push_study_evaluator(L, "run");
+  const SieveFidelity *range = study_fidelity(L);
   /* No raise from here to study_enter(-1): errors are GErrors. */
   study_enter(L, box, +1);
   lua_Integer done = 0;
@@ -479,15 +674,13 @@ study_run(lua_State *L)
     if (c == NULL)
       break;
     gint64 number = sieve_candidate_get_trial(c);
-    g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) number), c);
+    flight_add(box, c);
+    Flight *f = g_hash_table_lookup(box->in_flight, GINT_TO_POINTER((gint) number));
     double started = g_get_real_time() / 1e6;
-    g_array_set_size(box->intermediate, 0);
-    sieve_candidate_set_intermediate_func(c, on_intermediate, box->intermediate);
     box->run_trial = number;
-    SieveResult *result = sieve__lua_evaluator_run(L, 3, c, &error);
+    SieveResult *result = flight_evaluate(L, 3, f, &error);
     box->run_trial = -1;
-    sieve_candidate_set_intermediate_func(c, NULL, NULL);
-    gboolean ok = result != NULL && tell_one(box, c, result, started, box->intermediate, &error);
+    gboolean ok = result != NULL && tell_one(box, f, result, started, range, &error);
     g_clear_pointer(&result, sieve_result_free);
     if (!ok)
       break;
@@ -538,6 +731,9 @@ study_resume(StudyBox *box, SieveSpace *space, GError **error)
   box->in_optimizer = FALSE;
   if (!loaded)
     return FALSE;
+  /* The pruner judges against the trials earlier sessions finished OK too. */
+  if (box->pruner != NULL && !sieve_engine_restore_pruner(box->pruner, box->store, error))
+    return FALSE;
   g_autoptr(GPtrArray) pending = sieve_store_list_trials(box->store, TRUE, error);
   if (pending == NULL)
     return FALSE;
@@ -568,7 +764,7 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
   box->optimizer = sieve_optimizer_new(c, space, options, &info, error);
   if (box->optimizer == NULL)
     return FALSE;
-  box->in_flight = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) sieve_candidate_free);
+  box->in_flight = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify) flight_free);
   g_autofree char *path = NULL;
   if (store_path == NULL) {
     box->tmp_dir = g_dir_make_tmp("sieve-study-XXXXXX", error);
@@ -603,12 +799,43 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
   return study_resume(box, space, error);
 }
 
+/* pruner = {kind = "median", ...} at idx (the YAML `pruner:` section's
+ * options): the study's pruner, refused as `sieve run` refuses it (more
+ * than one objective; an evaluator that reports no intermediate values, or
+ * another metric's), errors at the script's line. */
+static gboolean
+check_pruner(lua_State *L, int idx, StudyBox *box, const SieveEvaluator *evaluator, GError **error)
+{
+  guint line;
+  g_autofree char *origin = sieve__lua_where(L, 1, &line);
+  g_autofree char *rel = g_path_get_dirname(origin);
+  g_autofree char *dir = g_canonicalize_filename(rel, NULL);
+  if (!lua_istable(L, idx)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s:%u: sieve.study: pruner must be a table {kind = \"median\", warmup_steps = 2, ...}, got a %s", origin,
+                line, luaL_typename(L, idx));
+    return FALSE;
+  }
+  g_autoptr(SieveNode) node = sieve__lua_to_node(L, idx, origin, line, error);
+  if (node == NULL)
+    return FALSE;
+  g_autofree char *refusal =
+      sieve_engine_pruner_refusal(evaluator, (const char *const *) box->objectives.metrics, box->objectives.n);
+  if (refusal != NULL) {
+    sieve_node_set_error(error, node, "%s", refusal);
+    return FALSE;
+  }
+  box->pruner = sieve_pruner_new(node, dir, box->objectives.maximize[0], error);
+  return box->pruner != NULL;
+}
+
 static int
 study_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  static const char *const keys[] = {"space", "optimizer", "evaluator", "objective", "seed", "store", "name", NULL};
+  static const char *const keys[] = {"space",  "optimizer", "evaluator", "objective", "seed",
+                                     "store",  "name",      "pruner",    NULL};
   sieve__lua_check_keys(L, 1, "sieve.study", keys);
   lua_getfield(L, 1, "space");
   if (!luaL_testudata(L, 2, SIEVE_LUA_SPACE))
@@ -672,6 +899,10 @@ study_new(lua_State *L)
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, opt_name, 8, &c);
   box->options = options; /* freed with the study, even on a raise */
   GError *error = NULL;
+  lua_getfield(L, 1, "pruner");
+  if (!lua_isnil(L, -1) && !check_pruner(L, lua_gettop(L), box, evaluator, &error))
+    return sieve__lua_error_gerror(L, error);
+  lua_pop(L, 1);
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
   if (!ok)
     return sieve__lua_error_gerror(L, error);
@@ -814,6 +1045,7 @@ run_new(lua_State *L)
 
 static const luaL_Reg study_methods[] = {
     {"ask", study_ask},     {"tell", study_tell},   {"run", study_run},   {"best", study_best},
+    {"report", study_report}, {"should_prune", study_should_prune}, {"evaluate", study_evaluate},
     {"trials", study_trials}, {"count", study_count}, {"path", study_path},
     {"intermediate", study_intermediate}, {"close", study_close_method},
     {NULL, NULL},

@@ -18,34 +18,46 @@ typedef struct {
   const SieveFidelity *range; /* the evaluator's fidelity; NULL: none */
 } ReportBox;
 
+/* The arguments step, value [, fidelity] from first on, checked (a step is
+ * an integer >= 0; a fidelity finite, >= 0 and at most range's max where
+ * the evaluator has one), or an argument error at the caller's line: how
+ * c.report and study:report read an intermediate value. */
+void
+sieve__lua_check_report(lua_State *L, int first, const SieveFidelity *range, gint64 *step, double *value,
+                        double *fidelity)
+{
+  lua_Integer s = luaL_checkinteger(L, first);
+  *value = luaL_checknumber(L, first + 1);
+  *fidelity = luaL_optnumber(L, first + 2, NAN);
+  if (s < 0)
+    luaL_argerror(L, first, "a step is an integer >= 0");
+  *step = s;
+  /* As the command evaluator's progress lines: NaN and infinite values are
+   * a diverged training; a fidelity is how far the trial got. */
+  if (!isnan(*fidelity) || !lua_isnoneornil(L, first + 2)) {
+    if (!isfinite(*fidelity) || *fidelity < 0)
+      luaL_argerror(L, first + 2, "a fidelity is a finite number >= 0");
+    if (range != NULL && *fidelity > range->max) {
+      char *got = sieve_text_format_double(*fidelity), *max = sieve_text_format_double(range->max);
+      const char *message = lua_pushfstring(L, "fidelity %s is above the evaluator's fidelity max %s", got, max);
+      g_free(got); /* before the error's longjmp */
+      g_free(max);
+      luaL_argerror(L, first + 2, message);
+    }
+  }
+}
+
 /* trial.report(step, value [, fidelity]) -> continue: an intermediate value
- * (sieve_candidate_report_intermediate); false means stop now and return.
- * A fidelity not finite, negative or above the evaluator's max is an error
- * at the call's line. */
+ * (sieve_candidate_report_intermediate); false means stop now and return. */
 static int
 candidate_report(lua_State *L)
 {
   ReportBox *box = lua_touserdata(L, lua_upvalueindex(1));
   if (box->candidate == NULL)
     return luaL_error(L, "trial.report() called after evaluate() returned");
-  lua_Integer step = luaL_checkinteger(L, 1);
-  lua_Number value = luaL_checknumber(L, 2);
-  lua_Number fidelity = luaL_optnumber(L, 3, NAN);
-  if (step < 0)
-    return luaL_argerror(L, 1, "a step is an integer >= 0");
-  /* As the command evaluator's progress lines: NaN and infinite values are
-   * a diverged training; a fidelity is how far the trial got. */
-  if (!isnan(fidelity) || !lua_isnoneornil(L, 3)) {
-    if (!isfinite(fidelity) || fidelity < 0)
-      return luaL_argerror(L, 3, "a fidelity is a finite number >= 0");
-    if (box->range != NULL && fidelity > box->range->max) {
-      char *got = sieve_text_format_double(fidelity), *max = sieve_text_format_double(box->range->max);
-      const char *message = lua_pushfstring(L, "fidelity %s is above the evaluator's fidelity max %s", got, max);
-      g_free(got); /* before the error's longjmp */
-      g_free(max);
-      return luaL_argerror(L, 3, message);
-    }
-  }
+  gint64 step;
+  double value, fidelity;
+  sieve__lua_check_report(L, 1, box->range, &step, &value, &fidelity);
   lua_pushboolean(L, sieve_candidate_report_intermediate(box->candidate, step, fidelity, value));
   return 1;
 }

@@ -414,6 +414,13 @@ SieveResult *sieve__lua_evaluator_run(lua_State *L, int idx, SieveCandidate *c, 
 /* A fidelity as a table {name, min, max, integer}. */
 void sieve__lua_push_fidelity(lua_State *L, const SieveFidelity *fidelity);
 
+/* lua-impl-evaluator.c: the arguments step, value [, fidelity] from first
+ * on, as c.report and study:report take them (range: the evaluator's
+ * fidelity, NULL: none); an argument error at the caller's line when one is
+ * not a step >= 0, a number, or a fidelity finite, >= 0 and within range. */
+void sieve__lua_check_report(lua_State *L, int first, const SieveFidelity *range, gint64 *step, double *value,
+                             double *fidelity);
+
 /* lua-bind-study.c */
 void sieve__lua_open_study(lua_State *L, int sieve_idx);
 /* A candidate as a table {number, text, fidelity (when it has one), genotype of the space at space_idx}. */
