@@ -20,6 +20,7 @@ typedef struct {
   SieveOptions *options; /* as long as the optimizer: the engine keeps a component's options for its life,
                           * and plugins may borrow from them */
   guint busy;            /* asks and tells running: closing it then is an error, not a use after free */
+  SieveFidelity fidelity; /* the study's (name owned), as long as the optimizer; name NULL: none */
 } OptimizerBox;
 
 static OptimizerBox *
@@ -42,7 +43,7 @@ optimizer_new(lua_State *L)
 {
   const char *name = luaL_checkstring(L, 1);
   SieveSpace *space = sieve__lua_check_space(L, 2);
-  static const char *const keys[] = {"seed", "objective", NULL};
+  static const char *const keys[] = {"seed", "objective", "fidelity", NULL};
   sieve__lua_check_keys(L, 4, "sieve.optimizer's study", keys);
   const SieveComponent *c;
   SieveOptions *options = sieve__lua_check_component_options(L, SIEVE_KIND_OPTIMIZER, name, 3, &c);
@@ -60,12 +61,21 @@ optimizer_new(lua_State *L)
   lua_pushvalue(L, 2);
   lua_setiuservalue(L, -2, 1);
   sieve__lua_check_objectives(L, 4, &box->objectives);
+  /* The fidelity of the evaluations it will be told of, for multi-fidelity
+   * optimizers (a study's evaluator offers its own), kept with it. */
+  GError *error = NULL;
+  if (lua_istable(L, 4)) {
+    lua_getfield(L, 4, "fidelity");
+    if (!lua_isnil(L, -1) && !sieve__lua_to_fidelity(L, lua_gettop(L), &box->fidelity, &error))
+      return sieve__lua_error_gerror(L, error);
+    lua_pop(L, 1);
+  }
   SieveStudyInfo study = {
       .seed = (guint64) seed,
       .n_objectives = box->objectives.n,
       .objective_names = (const char *const *) box->objectives.metrics,
+      .fidelity = box->fidelity.name != NULL ? &box->fidelity : NULL,
   };
-  GError *error = NULL;
   box->optimizer = sieve_optimizer_new(c, space, options, &study, &error);
   if (box->optimizer == NULL)
     return sieve__lua_error_gerror(L, error);
@@ -182,6 +192,7 @@ optimizer_release(OptimizerBox *box)
 {
   g_clear_pointer(&box->optimizer, sieve_optimizer_free);
   g_clear_pointer(&box->options, sieve_options_free);
+  g_clear_pointer((char **) &box->fidelity.name, g_free);
   sieve__lua_objectives_clear(&box->objectives);
 }
 

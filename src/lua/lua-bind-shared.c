@@ -99,6 +99,18 @@ check_options(lua_State *L, int idx, const SieveOptionSpec *spec, const char *co
   return sieve_options_new(spec, node, NULL, dir, context, error);
 }
 
+/* A fidelity written in a script, {name = "epochs", min = 1, max = 81,
+ * integer = true}, at idx, validated as in a config (sieve_fidelity_read),
+ * errors at the caller's line; out->name is the caller's to g_free. */
+gboolean
+sieve__lua_to_fidelity(lua_State *L, int idx, SieveFidelity *out, GError **error)
+{
+  guint line;
+  g_autofree char *origin = sieve__lua_where(L, 1, &line);
+  g_autoptr(SieveNode) node = sieve__lua_to_node(L, idx, origin, line, error);
+  return node != NULL && sieve_fidelity_read(node, out, error);
+}
+
 /* The component kind and name, or a Lua error naming the closest one. */
 static const SieveComponent *
 check_component(lua_State *L, SieveComponentKind kind, const char *name)

@@ -58,6 +58,7 @@ typedef struct {
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
   SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
   SievePruner *pruner;        /* NULL: none */
+  SieveFidelity fidelity;     /* its evaluations' (the evaluator's, or the script's), name owned; name NULL: none */
   SieveLuaObjectives objectives;
   GHashTable *in_flight;      /* trial number -> Flight* asked, not told */
   GQueue pending;             /* SieveCandidate* stored pending before this session */
@@ -101,6 +102,7 @@ study_close(lua_State *L, StudyBox *box)
   g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref); /* before the pruner its flights borrow */
   g_clear_pointer(&box->pruner, sieve_pruner_free);
+  g_clear_pointer((char **) &box->fidelity.name, g_free);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
   if (box->store != NULL) {
     g_autofree char *path = g_strdup(sieve_store_get_path(box->store));
@@ -538,14 +540,12 @@ tell_one(StudyBox *box, Flight *f, SieveResult *result, double started, const Si
   return TRUE;
 }
 
-/* The study's evaluator's fidelity (user value 2), NULL: none or no evaluator. */
+/* The fidelity of the study at 1's evaluations, NULL: none. */
 static const SieveFidelity *
 study_fidelity(lua_State *L)
 {
-  lua_getiuservalue(L, 1, 2);
-  SieveEvaluator *ev = sieve__lua_to_evaluator(L, -1);
-  lua_pop(L, 1);
-  return ev != NULL ? sieve_evaluator_get_fidelity(ev) : NULL;
+  StudyBox *box = lua_touserdata(L, 1);
+  return box->fidelity.name != NULL ? &box->fidelity : NULL;
 }
 
 /* study:tell(trial or number, result or "pruned") */
@@ -760,6 +760,7 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
       .seed = (guint64) seed,
       .n_objectives = box->objectives.n,
       .objective_names = (const char *const *) box->objectives.metrics,
+      .fidelity = box->fidelity.name != NULL ? &box->fidelity : NULL,
   };
   box->optimizer = sieve_optimizer_new(c, space, options, &info, error);
   if (box->optimizer == NULL)
@@ -834,8 +835,8 @@ study_new(lua_State *L)
 {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  static const char *const keys[] = {"space",  "optimizer", "evaluator", "objective", "seed",
-                                     "store",  "name",      "pruner",    NULL};
+  static const char *const keys[] = {"space", "optimizer", "evaluator", "objective", "seed",
+                                     "store", "name",      "pruner",    "fidelity",  NULL};
   sieve__lua_check_keys(L, 1, "sieve.study", keys);
   lua_getfield(L, 1, "space");
   if (!luaL_testudata(L, 2, SIEVE_LUA_SPACE))
@@ -902,6 +903,22 @@ study_new(lua_State *L)
   lua_getfield(L, 1, "pruner");
   if (!lua_isnil(L, -1) && !check_pruner(L, lua_gettop(L), box, evaluator, &error))
     return sieve__lua_error_gerror(L, error);
+  lua_pop(L, 1);
+  /* Its evaluations' fidelity, for multi-fidelity optimizers and what a
+   * report may reach: the evaluator's, or the script's own when it
+   * evaluates by itself. */
+  lua_getfield(L, 1, "fidelity");
+  if (!lua_isnil(L, -1)) {
+    if (evaluator != NULL)
+      return luaL_error(L, "sieve.study: fidelity is for a study without an evaluator; evaluator '%s' offers its own%s",
+                        sieve_component_get_name(sieve_evaluator_get_component(evaluator)),
+                        sieve_evaluator_get_fidelity(evaluator) ? "" : " (none)");
+    if (!sieve__lua_to_fidelity(L, lua_gettop(L), &box->fidelity, &error))
+      return sieve__lua_error_gerror(L, error);
+  } else if (evaluator != NULL && sieve_evaluator_get_fidelity(evaluator) != NULL) {
+    box->fidelity = *sieve_evaluator_get_fidelity(evaluator);
+    box->fidelity.name = g_strdup(box->fidelity.name);
+  }
   lua_pop(L, 1);
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
   if (!ok)

@@ -439,6 +439,10 @@ SieveOptions *sieve__lua_check_component_options(lua_State *L, SieveComponentKin
 /* Raises "FILE:LINE: what: unknown option 'k' (did you mean ...)" for a key
  * of the table at idx (when it is one) not among keys (NULL-terminated). */
 void sieve__lua_check_keys(lua_State *L, int idx, const char *what, const char *const *keys);
+/* A fidelity table {name, min, max, integer} at idx, validated as a
+ * config's (errors at the caller's line); out->name is the caller's to
+ * g_free. */
+gboolean sieve__lua_to_fidelity(lua_State *L, int idx, SieveFidelity *out, GError **error);
 
 /* The objectives of a study written in Lua: `objective = "name"`,
  * {metric = "name", direction = "minimize"} or a list of those. */

@@ -263,4 +263,42 @@ T.test("a Lua method that is a C function or a load() chunk: its errors name wha
   local s <close> = space -- not left busy
 end)
 
+T.test("multi-fidelity optimizers in sieve.study and sieve.optimizer get the evaluations' fidelity", function()
+  local space = sieve.space("hpo", {file = branin})
+  sieve.register_evaluator{name = "budgeted", fidelity = {name = "epochs", min = 1, max = 9, integer = true},
+    evaluate = function(self, c) return {metrics = {value = c.genotype:get("x1") - c.fidelity}} end}
+  local ev = sieve.evaluator("budgeted", space)
+  for _, name in ipairs({"asha", "hyperband", "successive_halving", "bohb"}) do
+    local st = sieve.study{space = space, optimizer = name, evaluator = ev, objective = {metric = "value"}, seed = 1}
+    T.eq(st:run(12), 12, name)
+    local seen = {}
+    for t in st:trials() do seen[t.fidelity] = true end
+    T.truthy(seen[1] and seen[3], name .. ": rungs at 1 and 3 of the evaluator's 1..9, eta 3")
+    for f in pairs(seen) do T.truthy(f == 1 or f == 3 or f == 9, name .. ": fidelity " .. f) end
+    st:close()
+  end
+  -- a script that evaluates by itself names the fidelity
+  local st = sieve.study{space = space, optimizer = "successive_halving", objective = {metric = "loss"}, seed = 1,
+                         fidelity = {name = "epochs", min = 1, max = 9, integer = true}}
+  local t = st:ask()
+  T.eq(t.fidelity, 1)
+  T.raises("fidelity 10 is above the evaluator's fidelity max 9", st.report, st, t, 1, 0.5, 10)
+  st:tell(t, {metrics = {loss = 1}})
+  st:close()
+  local opt = sieve.optimizer("hyperband", space, {}, {seed = 2, fidelity = {name = "epochs", min = 1, max = 27, integer = true}})
+  local _, fidelities = opt:ask(1)
+  T.eq(fidelities[1], 1)
+  T.raises("hyperband needs an evaluator that offers a fidelity", sieve.optimizer, "hyperband", space, {}, {seed = 2})
+  T.raises("the fidelity's max (0.5) is below its min (1)", sieve.optimizer, "hyperband", space, {},
+           {fidelity = {name = "epochs", min = 1, max = 0.5}})
+  local err = T.raises("the fidelity's min must be > 0", function()
+    sieve.study{space = space, optimizer = "hyperband", objective = {metric = "loss"},
+                fidelity = {name = "epochs", min = 0, max = 3}}
+  end)
+  T.truthy(err:find("test_study%.lua:%d+"), err)
+  T.raises("fidelity is for a study without an evaluator; evaluator 'budgeted' offers its own", sieve.study,
+           {space = space, optimizer = "hyperband", evaluator = ev, objective = {metric = "value"},
+            fidelity = {name = "epochs", min = 1, max = 3}})
+end)
+
 T.done()
