@@ -890,6 +890,17 @@ typedef struct {
   gboolean warned_repeat;  /* a step reported twice was warned about (once a run) */
 } RunState;
 
+/* A warning of the run: on its progress display, or on stderr when it has
+ * none (sieve.run from Lua without progress = true), never dropped. */
+static void
+warn(RunState *rs, const char *text)
+{
+  if (rs->progress != NULL)
+    sieve_progress_notice(rs->progress, "warning: %s", text);
+  else
+    g_printerr("sieve: warning: %s\n", text);
+}
+
 static double
 elapsed(const RunState *rs)
 {
@@ -2102,16 +2113,17 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   if (exp->pruner != NULL && !rs->warned_silent && job->intermediate != NULL && job->intermediate->len == 0 &&
       sieve_result_get_status(job->result) == SIEVE_STATUS_OK) {
     rs->warned_silent = TRUE;
-    sieve_progress_notice(rs->progress,
-                          "warning: trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, "
-                          "so the pruner could not judge it (the command evaluator reads {\"intermediate\": ...} "
-                          "lines on stdout; Lua evaluators call c.report; train reports every report_every steps)",
-                          proposal_number(job->proposal));
+    g_autofree char *text = g_strdup_printf(
+        "trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, so the pruner could not judge "
+        "it (the command evaluator reads {\"intermediate\": ...} lines on stdout; Lua evaluators call c.report; "
+        "train reports every report_every steps)",
+        proposal_number(job->proposal));
+    warn(rs, text);
   }
   if (job->repeated && !rs->warned_repeat) {
     rs->warned_repeat = TRUE;
     g_autofree char *text = repeated_step_text(proposal_number(job->proposal), job->repeated_step);
-    sieve_progress_notice(rs->progress, "warning: %s", text);
+    warn(rs, text);
   }
   GError *local = NULL;
   add_stage_metrics(rs->engine, job->result, job->proposal->scores);

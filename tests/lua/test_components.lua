@@ -229,6 +229,30 @@ T.test("an evaluator that stops with an error once told to stop (Optuna's TrialP
   T.eq(study:count("failed"), 0)
 end)
 
+T.test("sieve.run without a progress display warns of a repeated step and of a trial that reported nothing", function()
+  -- (these warnings went to a progress display that sieve.run does not have unless progress = true: a crash)
+  local study = sieve.run(fixtures .. "/pruned.yaml", {store = scratch_store("pruned-repeated"),
+                                                       set = {["evaluator.repeat_first"] = true}})
+  T.eq(study:count(), 12, "the whole budget ran")
+  local by_step = {}
+  for _, v in ipairs(study:intermediate()) do
+    by_step[v.trial] = by_step[v.trial] or {}
+    by_step[v.trial][v.step] = v.value
+  end
+  local checked = 0
+  for trial, s in pairs(by_step) do
+    if s[2] then -- acc(2) = 1.5 acc(1): step 1 keeps its first value, not the repeated 0
+      T.truthy(math.abs(s[2] - 1.5 * s[1]) < 1e-12, string.format("trial %d: %g, %g", trial, s[1], s[2]))
+      checked = checked + 1
+    end
+  end
+  T.truthy(checked > 0)
+  study = sieve.run(fixtures .. "/pruned.yaml", {store = scratch_store("pruned-silent"),
+                                                 set = {["evaluator.silent"] = true}})
+  T.eq(study:count("ok"), 12, "nothing to judge: every trial finishes")
+  T.eq(#study:intermediate(), 0)
+end)
+
 T.test("a Lua space's number ranges stay finite and exact", function()
   local n = 0
   local function space_with(decl)
