@@ -202,6 +202,11 @@ SIEVE_INTERNAL_API char *sieve_engine_pruner_refusal(const SieveEvaluator *evalu
 SIEVE_INTERNAL_API gboolean sieve_engine_restore_pruner(SievePruner *pruner, SieveStore *store, GError **error);
 SIEVE_INTERNAL_API void sieve_engine_mark_pruned(SieveResult *result, const char *metric,
                                                  const SieveIntermediate *last);
+/* The warnings, said once a run: a trial that reported a step again (its
+ * first value kept), and one that finished OK without reporting a value to
+ * the pruner.  (transfer full) */
+SIEVE_INTERNAL_API char *sieve_engine_repeated_step_text(gint64 trial, gint64 step);
+SIEVE_INTERNAL_API char *sieve_engine_silent_trial_text(gint64 trial);
 /* NULL when an evaluator that declares the metrics it reports (declared,
  * NULL: it does not say) reports metric; else the error message, with a
  * did-you-mean (transfer full). */

@@ -643,7 +643,7 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(job->intermediate, &v);
   if (changed == job->intermediate->len && !job->repeated) {
-    job->repeated = TRUE; /* said by the loop's thread, not this worker's (repeated_step_text) */
+    job->repeated = TRUE; /* said by the loop's thread, not this worker's (sieve_engine_repeated_step_text) */
     job->repeated_step = step;
   }
   if (job->pruner == NULL)
@@ -658,12 +658,21 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
 
 /* The warning for a trial that reported a step twice (once a run: a
  * program that always does would repeat it for every trial). (transfer full) */
-static char *
-repeated_step_text(gint64 trial, gint64 step)
+char *
+sieve_engine_repeated_step_text(gint64 trial, gint64 step)
 {
   return g_strdup_printf("trial %" G_GINT64_FORMAT " reported step %" G_GINT64_FORMAT " again: the first value is "
                          "kept, later ones are ignored (as Optuna's trial.report does)",
                          trial, step);
+}
+
+char *
+sieve_engine_silent_trial_text(gint64 trial)
+{
+  return g_strdup_printf("trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, so the pruner "
+                         "could not judge it (the command evaluator reads {\"intermediate\": ...} lines on stdout; "
+                         "Lua evaluators call c.report; train reports every report_every steps)",
+                         trial);
 }
 
 /* The last intermediate value of a job (by step); NULL when none. */
@@ -803,7 +812,7 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
   stopped_by_error(&job, &result, error, seconds);
   if (job.repeated) {
     /* a worker has no progress line: its own stderr */
-    g_autofree char *text = repeated_step_text(trial, job.repeated_step);
+    g_autofree char *text = sieve_engine_repeated_step_text(trial, job.repeated_step);
     g_printerr("sieve: warning: %s\n", text);
   }
   job.result = result;
@@ -2113,16 +2122,12 @@ process_job(RunState *rs, Job *job, gboolean queued, GPtrArray *stored_jobs, GEr
   if (exp->pruner != NULL && !rs->warned_silent && job->intermediate != NULL && job->intermediate->len == 0 &&
       sieve_result_get_status(job->result) == SIEVE_STATUS_OK) {
     rs->warned_silent = TRUE;
-    g_autofree char *text = g_strdup_printf(
-        "trial %" G_GINT64_FORMAT " finished without reporting an intermediate value, so the pruner could not judge "
-        "it (the command evaluator reads {\"intermediate\": ...} lines on stdout; Lua evaluators call c.report; "
-        "train reports every report_every steps)",
-        proposal_number(job->proposal));
+    g_autofree char *text = sieve_engine_silent_trial_text(proposal_number(job->proposal));
     warn(rs, text);
   }
   if (job->repeated && !rs->warned_repeat) {
     rs->warned_repeat = TRUE;
-    g_autofree char *text = repeated_step_text(proposal_number(job->proposal), job->repeated_step);
+    g_autofree char *text = sieve_engine_repeated_step_text(proposal_number(job->proposal), job->repeated_step);
     warn(rs, text);
   }
   GError *local = NULL;

@@ -67,7 +67,7 @@ sieve__lua_to_result(lua_State *L, int idx, GError **error)
       if (lua_type(L, -1) != LUA_TSTRING || !sieve_status_from_string(lua_tostring(L, -1), &status) ||
           status == SIEVE_STATUS_PENDING) {
         g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED,
-                    "result status must be one of: ok, failed, screened, cached; got %s",
+                    "result status must be one of: ok, failed, pruned, screened, cached, rejected; got %s",
                     lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, -1));
         lua_pop(L, 2);
         return NULL;

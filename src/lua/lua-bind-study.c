@@ -42,17 +42,21 @@
 
 /* A trial asked and not told yet: its candidate, the intermediate values
  * reported for it and the pruner's verdict on them. */
+typedef struct _StudyBox StudyBox;
+
 typedef struct {
+  StudyBox *box;            /* its study */
   SieveCandidate *candidate;
   GArray *intermediate;     /* SieveIntermediate, by step */
   SievePruner *pruner;      /* the study's (borrowed), NULL: none */
   SievePrunerCurve *curve;  /* its verdicts so far, NULL before the first */
   gboolean should_prune;    /* the last verdict */
   gboolean evaluating;      /* study:run or study:evaluate is evaluating it */
+  gboolean evaluated;       /* study:evaluate evaluated it: its values are the evaluation's */
   gboolean stopped;         /* its evaluation was told to stop: it is the pruned trial, whatever it returns */
 } Flight;
 
-typedef struct {
+struct _StudyBox {
   SieveStore *store;
   char *tmp_dir;              /* a temporary store's folder, removed on close */
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
@@ -67,13 +71,15 @@ typedef struct {
    * what would free or re-enter what those calls hold. */
   guint running;              /* run, ask, tell or evaluate on the stack: close is refused, and a second run */
   gboolean in_optimizer;      /* inside the optimizer's ask, tell, save or load: ask and tell are refused too */
+  gboolean warned_repeat;     /* said once: a trial reported a step again */
+  gboolean warned_silent;     /* said once: a trial finished OK without a value for the pruner */
   gint64 run_trial;           /* the trial run is evaluating (it tells it), -1 */
   /* A finished study's: its experiment (its components, and the Lua hosts
    * that registered them, live as long as it does) and a space of it that
    * the space userdata at user value 1 borrows (closed with the study). */
   SieveExperiment *exp;
   SieveSpace *space;
-} StudyBox;
+};
 
 static void
 flight_free(Flight *f)
@@ -413,6 +419,7 @@ static void
 flight_add(StudyBox *box, SieveCandidate *c)
 {
   Flight *f = g_new0(Flight, 1);
+  f->box = box;
   f->candidate = c;
   f->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
   f->pruner = box->pruner;
@@ -424,11 +431,16 @@ flight_add(StudyBox *box, SieveCandidate *c)
  * pruner against the trials that finished OK so far.  Returns whether the
  * trial should go on. */
 static gboolean
-flight_report(Flight *f, gint64 step, double fidelity, double value)
+flight_report(StudyBox *box, Flight *f, gint64 step, double fidelity, double value)
 {
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(f->candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(f->intermediate, &v);
+  if (changed == f->intermediate->len && !box->warned_repeat) {
+    box->warned_repeat = TRUE;
+    g_autofree char *text = sieve_engine_repeated_step_text(v.trial, step);
+    g_printerr("sieve: warning: %s\n", text);
+  }
   if (f->pruner == NULL)
     return TRUE;
   if (f->curve == NULL)
@@ -447,7 +459,7 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   Flight *f = user_data;
   if (f->stopped)
     return FALSE;
-  if (!flight_report(f, step, fidelity, value))
+  if (!flight_report(f->box, f, step, fidelity, value))
     f->stopped = TRUE;
   return !f->stopped;
 }
@@ -476,7 +488,8 @@ study_ask(lua_State *L)
  * number reaches the evaluator, what it reports is kept with the trial and
  * judged by the pruner.  An evaluation the pruner stopped that then raised
  * (as an Optuna objective raises TrialPruned) is the pruned trial, an empty
- * result that cost its seconds.  (transfer full) */
+ * result that cost its seconds; a stopped evaluation's result is the
+ * pruned trial's, whatever the evaluator returned.  (transfer full) */
 static SieveResult *
 flight_evaluate(lua_State *L, int ev_idx, Flight *f, GError **error)
 {
@@ -486,30 +499,37 @@ flight_evaluate(lua_State *L, int ev_idx, Flight *f, GError **error)
   SieveResult *result = sieve__lua_evaluator_run(L, ev_idx, f->candidate, error);
   double seconds = (g_get_monotonic_time() - start) / 1e6;
   f->evaluating = FALSE;
+  f->evaluated = TRUE;
   sieve_candidate_set_intermediate_func(f->candidate, NULL, NULL);
   if (result == NULL && f->stopped && f->intermediate->len > 0) {
     g_clear_error(error);
     result = sieve_result_new();
     sieve_result_set_cost(result, seconds);
   }
+  if (result != NULL && f->stopped && f->intermediate->len > 0)
+    sieve_engine_mark_pruned(result, f->box->objectives.metrics[0],
+                             &g_array_index(f->intermediate, SieveIntermediate, f->intermediate->len - 1));
   return result;
 }
 
 /* Stores a told trial with the intermediate values reported for it and
  * tells the optimizer, in one transaction.  A trial whose evaluation the
- * pruner stopped, or told "pruned", is the pruned trial at its last value
+ * pruner stopped, or told_pruned ("pruned"), is the pruned trial at its last value
  * (with the fidelity it reached: range, the evaluator's, NULL: none); an
  * OK result goes through the engine's rule first: an objective that is not
  * a finite number, or missing, fails the trial with the reason.  An OK
  * trial becomes a reference curve of the pruner once stored. */
 static gboolean
-tell_one(StudyBox *box, Flight *f, SieveResult *result, double started, const SieveFidelity *range, GError **error)
+tell_one(StudyBox *box, Flight *f, SieveResult *result, gboolean told_pruned, double started,
+         const SieveFidelity *range, GError **error)
 {
   const SieveIntermediate *last = f->intermediate->len == 0
                                       ? NULL
                                       : &g_array_index(f->intermediate, SieveIntermediate, f->intermediate->len - 1);
-  if (last != NULL && (f->stopped || sieve_result_get_status(result) == SIEVE_STATUS_PRUNED))
+  if (last != NULL && (f->stopped || told_pruned))
     sieve_engine_mark_pruned(result, box->objectives.metrics[0], last);
+  else if (told_pruned)
+    sieve_result_set_reason(result, "pruned by the script before it reported a value");
   sieve_engine_check_objectives(result, (const char *const *) box->objectives.metrics, box->objectives.n, NULL);
   double told[box->objectives.n];
   sieve__lua_orient(&box->objectives, result, told);
@@ -535,8 +555,15 @@ tell_one(StudyBox *box, Flight *f, SieveResult *result, double started, const Si
     sieve_store_rollback(box->store);
     return FALSE;
   }
-  if (box->pruner != NULL && sieve_result_get_status(result) == SIEVE_STATUS_OK)
+  if (box->pruner != NULL && sieve_result_get_status(result) == SIEVE_STATUS_OK) {
     sieve_pruner_add_completed(box->pruner, (const SieveIntermediate *) f->intermediate->data, f->intermediate->len);
+    /* A pruner that never gets a value judges nothing: said once, as sieve run says it. */
+    if (last == NULL && !box->warned_silent) {
+      box->warned_silent = TRUE;
+      g_autofree char *text = sieve_engine_silent_trial_text(number);
+      g_printerr("sieve: warning: %s\n", text);
+    }
+  }
   return TRUE;
 }
 
@@ -562,20 +589,19 @@ study_tell(lua_State *L)
                       (lua_Integer) number);
   GError *error = NULL;
   SieveResult *result;
-  if (lua_type(L, 3) == LUA_TSTRING && strcmp(lua_tostring(L, 3), "pruned") == 0) {
+  gboolean told_pruned = lua_type(L, 3) == LUA_TSTRING;
+  if (told_pruned) {
+    if (strcmp(lua_tostring(L, 3), "pruned") != 0)
+      return luaL_error(L, "study:tell takes a result ({metrics = {...}}, sieve.result{...}) or \"pruned\", got the "
+                           "string '%s'",
+                        lua_tostring(L, 3));
     result = sieve_result_new();
     sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
   } else if ((result = sieve__lua_to_result(L, 3, &error)) == NULL)
     return sieve__lua_error_gerror(L, error);
-  if (sieve_result_get_status(result) == SIEVE_STATUS_PRUNED && f->intermediate->len == 0) {
-    sieve_result_free(result);
-    return luaL_error(L, "trial %I is told pruned and reported no intermediate value (study:report): a pruned trial "
-                         "is stored with the last value it reported",
-                      (lua_Integer) number);
-  }
   const SieveFidelity *range = study_fidelity(L);
   study_enter(L, box, +1);
-  gboolean ok = tell_one(box, f, result, g_get_real_time() / 1e6, range, &error);
+  gboolean ok = tell_one(box, f, result, told_pruned, g_get_real_time() / 1e6, range, &error);
   study_enter(L, box, -1);
   sieve_result_free(result);
   if (!ok)
@@ -596,20 +622,29 @@ study_report(lua_State *L)
   if (f->evaluating)
     return luaL_error(L, "trial %I is being evaluated by the study's evaluator, which reports with c.report",
                       (lua_Integer) sieve_candidate_get_trial(f->candidate));
+  if (f->evaluated)
+    return luaL_error(L, "trial %I was evaluated by study:evaluate, and its values are the evaluation's: tell it the "
+                         "result",
+                      (lua_Integer) sieve_candidate_get_trial(f->candidate));
   gint64 step;
   double value, fidelity;
   sieve__lua_check_report(L, 3, study_fidelity(L), &step, &value, &fidelity);
-  lua_pushboolean(L, flight_report(f, step, fidelity, value));
+  lua_pushboolean(L, flight_report(box, f, step, fidelity, value));
   return 1;
 }
 
 /* study:should_prune(trial or number): the pruner's verdict on the values
- * reported so far (false without a pruner or before any report). */
+ * reported so far, judged again against the trials finished by now (as
+ * Optuna's trial.should_prune); false without a pruner or before any
+ * report. */
 static int
 study_should_prune(lua_State *L)
 {
   StudyBox *box = check_study(L, 1, TRUE);
   Flight *f = check_flight(L, box, 2, "should_prune");
+  if (f->curve != NULL && f->intermediate->len > 0 && !f->stopped)
+    f->should_prune = sieve_pruner_judge_curve(f->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
+                                               f->intermediate->len, f->intermediate->len);
   lua_pushboolean(L, f->should_prune);
   return 1;
 }
@@ -680,7 +715,7 @@ study_run(lua_State *L)
     box->run_trial = number;
     SieveResult *result = flight_evaluate(L, 3, f, &error);
     box->run_trial = -1;
-    gboolean ok = result != NULL && tell_one(box, f, result, started, range, &error);
+    gboolean ok = result != NULL && tell_one(box, f, result, FALSE, started, range, &error);
     g_clear_pointer(&result, sieve_result_free);
     if (!ok)
       break;
@@ -700,8 +735,8 @@ study_close_method(lua_State *L)
 {
   StudyBox *box = luaL_checkudata(L, 1, SIEVE_LUA_STUDY);
   if (box->running > 0)
-    return luaL_error(L, "the study is running (study:run, ask or tell is on the stack): close it after that call "
-                         "returns");
+    return luaL_error(L, "the study is running (study:run, ask, tell or evaluate is on the stack): close it after that "
+                         "call returns");
   study_close(L, box);
   return 0;
 }

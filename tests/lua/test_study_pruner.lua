@@ -82,13 +82,19 @@ T.test("study:evaluate keeps what the evaluator reports for study:tell", functio
   slopes = {1, 2, 0.5}
   ignore, raise = {}, {}
   local st = pruned_study()
-  for _ = 1, 3 do
+  local results = {}
+  for n = 1, 3 do
     local t = st:ask()
-    local r = st:evaluate(t)
+    results[n] = st:evaluate(t)
     T.raises("has been evaluated or reported already", st.evaluate, st, t)
-    st:tell(t, r)
+    T.raises("was evaluated by study:evaluate, and its values are the evaluation's", st.report, st, t, 6, 99)
+    st:tell(t, results[n])
   end
   T.eq(statuses(st), "ok ok pruned")
+  -- what study:evaluate returns for a stopped evaluation is already the pruned trial's
+  T.eq(results[3].status, "pruned")
+  T.eq(results[3].metrics.value, 0.5)
+  T.eq(results[1].status, "ok")
   T.eq(#st:intermediate(0), 5)
   T.eq(#st:intermediate(2), 1)
   st:close()
@@ -126,9 +132,17 @@ T.test("a script's own loop: study:report, study:should_prune, study:tell(t, \"p
   st:tell(t, {metrics = {loss = 100}})
   T.eq(st:count("ok"), 4)
   T.eq(#st:intermediate(t.number), 1)
+  -- told pruned before any report, as Optuna allows: pruned without a value
+  local early = st:ask()
+  st:tell(early, "pruned")
+  local stored
+  for tr in st:trials() do if tr.number == early.number then stored = tr end end
+  T.eq(stored.status, "pruned")
+  T.eq(stored.reason, "pruned by the script before it reported a value")
   -- mistakes
   local u = st:ask()
-  T.raises("is told pruned and reported no intermediate value", st.tell, st, u, "pruned")
+  T.raises("study:tell takes a result ({metrics = {...}}, sieve.result{...}) or \"pruned\", got the string 'prune'",
+           st.tell, st, u, "prune")
   T.raises("a step is an integer >= 0", st.report, st, u, -1, 3)
   T.raises("number expected, got string", st.report, st, u, 1, "x")
   T.raises("a fidelity is a finite number >= 0", st.report, st, u, 1, 3, 0 / 0)
@@ -136,6 +150,39 @@ T.test("a script's own loop: study:report, study:should_prune, study:tell(t, \"p
   T.raises("study:evaluate needs the study's evaluator", st.evaluate, st, u)
   st:tell(u, {metrics = {loss = 1}})
   T.raises("was not asked in this session, or is already told", st.report, st, u, 2, 3)
+  st:close()
+end)
+
+T.test("study:should_prune judges again against the trials finished since the report, as Optuna's", function()
+  local st = sieve.study{space = sieve.space("hpo", {file = branin}), optimizer = "random",
+                         objective = {metric = "acc", direction = "maximize"}, seed = 1,
+                         pruner = {kind = "median", startup_trials = 2}}
+  local waiting = st:ask()
+  T.eq(st:report(waiting, 1, 0.2), true, "no trial finished yet: the pruner's startup")
+  for _, acc in ipairs({0.5, 0.7}) do
+    local t = st:ask()
+    st:report(t, 1, acc)
+    st:tell(t, {metrics = {acc = acc}})
+  end
+  T.eq(st:should_prune(waiting), true, "0.2 is below the median 0.6 of the two finished since")
+  st:tell(waiting, "pruned")
+  T.eq(st:count("pruned"), 1)
+  st:close()
+end)
+
+T.test("an evaluator's own status = \"pruned\" is stored as it returned it, as sieve run stores it", function()
+  sieve.register_evaluator{name = "self-pruning", evaluate = function(self, c)
+    c.report(1, 3)
+    return {status = "pruned", reason = "my own early stop", metrics = {value = 42}}
+  end}
+  local space = sieve.space("hpo", {file = branin})
+  local st = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("self-pruning", space),
+                         objective = {metric = "value"}, seed = 1, pruner = {kind = "median"}}
+  T.eq(st:run(1), 1)
+  local t = st:trials()()
+  T.eq(t.status, "pruned")
+  T.eq(t.reason, "my own early stop")
+  T.eq(t.metrics.value, 42)
   st:close()
 end)
 
