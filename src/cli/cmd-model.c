@@ -510,6 +510,22 @@ cmd_eval(int argc, char **argv)
   g_autoptr(SieveDataset) test = sieve_dataset_open(dataset, data_dir, "test", &error);
   if (test == NULL)
     return sieve_cli_fail(error);
+  /* The network reads examples of its input's shape from the dataset's
+   * buffer and scores its classes against the labels: another shape would
+   * read out of bounds, other classes would give a number that means
+   * nothing.  Refused as `sieve run` refuses them, with what to export. */
+  const SieveGraphNode *in = sieve_graph_node(m.net, sieve_graph_input_node(m.net));
+  guint classes = sieve_graph_node(m.net, sieve_graph_output(m.net))->shape.c;
+  if (in->shape.c != test->channels || in->shape.h != test->height || in->shape.w != test->width ||
+      classes != test->n_classes) {
+    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "%s: the network takes %ux%ux%u inputs and scores %u classes, and %s has %ux%ux%u "
+                "images of %u classes (export the network for it: --set space.in_channels=%u --set space.size=%u "
+                "--set space.classes=%u, where its space has these options)",
+                path, in->shape.c, in->shape.h, in->shape.w, classes, test->name, test->channels, test->height,
+                test->width, test->n_classes, test->channels, test->height, test->n_classes);
+    return sieve_cli_fail(error);
+  }
   const char *mean_text = sieve_weights_get_meta(m.weights, "normalize_mean");
   if (mean_text != NULL) {
     /* The training split's statistics, as the network saw its inputs. */

@@ -97,6 +97,26 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"parameters: {int(float(self.rows[trial]['params']))}", info)
         self.assertIn(f"macs: {int(float(self.rows[trial]['macs']))}", info)
 
+    def test_eval_refuses_a_network_that_does_not_fit_the_dataset(self):
+        # The exported default nb201 takes 3x32x32 images (it read past Fashion-MNIST's 1x28x28 buffer:
+        # a crash), and the trained weights exported at size 32 or for 3 classes gave an accuracy
+        # that meant nothing, exit 0.
+        arch = self.rows[self.kept[0]]["genotype"]
+        trained = self.path("fit.safetensors")
+        sieve("model", "export", self.store, "--trial", str(self.kept[0]), "-o", trained, check=0)
+        tiny = ["--set", "space.C=4", "--set", "space.N=1", "--set", "space.in_channels=1"]
+        for name, sets, weights in (("default.onnx", [], []),
+                                    ("size32.onnx", tiny + ["--set", "space.size=32"], ["--weights", trained]),
+                                    ("classes3.onnx", tiny + ["--set", "space.size=28", "--set", "space.classes=3"],
+                                     [])):
+            sieve("model", "export", "--space", "nb201", "--arch", arch, *sets, *weights, "-o", self.path(name),
+                  check=0)
+            p = sieve("model", "eval", self.path(name), "--dataset", "fashion-mnist", "--threads", "1")
+            self.assertEqual(p.returncode, 2, name + p.stderr)
+            self.assertIn(self.path(name), p.stderr)
+            self.assertIn("and fashion-mnist/test has 1x28x28 images of 10 classes", p.stderr)
+            self.assertEqual(p.stdout, "", name)
+
     def test_lua_space_weights_build_again(self):
         # A Lua space's options in a file's metadata: the script's own options (a node, written as its
         # YAML text) and the options left unset (null) read back, so the file builds its network again.
