@@ -164,6 +164,13 @@ parse_node(Parse *p, yaml_event_t *event, guint depth)
                       event->data.scalar.style != YAML_ANY_SCALAR_STYLE;
     if (!check_props(p, event, event->data.scalar.anchor, event->data.scalar.tag, &quoted))
       goto fail;
+    /* A "\0" escape: every text sieve reads from here ends at its first
+     * NUL, so "random\0junk" would quietly be "random". */
+    if (memchr(event->data.scalar.value, '\0', event->data.scalar.length) != NULL) {
+      error_at(p, mark, "a NUL character (\\0) in a text: texts end at one, so this one would be cut short; "
+                        "write it without");
+      goto fail;
+    }
     node = sieve__node_new(SIEVE_NODE_SCALAR, p->origin, line, column);
     node->text = g_strndup((const char *)event->data.scalar.value, event->data.scalar.length);
     node->quoted = quoted;

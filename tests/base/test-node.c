@@ -356,6 +356,11 @@ test_parse_errors(void)
        "s:4:1: found a tab character that violates indentation (while scanning a plain scalar)"},
       /* After a byte order mark, marks count from the first character. */
       {"\xef\xbb\xbf" "a: 1\nb: [1, 2\n", "s:3:1: did not find expected ',' or ']' (while parsing a flow sequence)"},
+      /* The escape \0 (a raw NUL byte is libyaml's error): the text was cut at it ("random\0junk" loaded random). */
+      {"plugin: \"random\\0junk\"\n", "s:1:9: a NUL character (\\0) in a text: texts end at one, so this one would "
+                                    "be cut short; write it without"},
+      {"\"a\\0b\": 1\n", "s:1:1: a NUL character (\\0) in a text: texts end at one, so this one would be cut short; "
+                        "write it without"},
   };
   for (guint k = 0; k < G_N_ELEMENTS(strings); k++) {
     g_autoptr(GError) error = NULL;
