@@ -669,7 +669,7 @@ study_evaluate(lua_State *L)
   if (box->running > 0)
     return luaL_error(L, "study:evaluate called while this study is running (from its evaluator or optimizer): its "
                          "evaluator evaluates one trial at a time");
-  if (f->intermediate->len > 0 || f->stopped)
+  if (f->evaluated || f->intermediate->len > 0)
     return luaL_error(L, "trial %I has been evaluated or reported already: tell it",
                       (lua_Integer) sieve_candidate_get_trial(f->candidate));
   lua_settop(L, 2);

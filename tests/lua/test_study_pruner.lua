@@ -95,6 +95,15 @@ T.test("study:evaluate keeps what the evaluator reports for study:tell", functio
   T.eq(results[3].status, "pruned")
   T.eq(results[3].metrics.value, 0.5)
   T.eq(results[1].status, "ok")
+  -- an evaluation that reported nothing is evaluated all the same
+  sieve.register_evaluator{name = "quiet", evaluate = function(self, c) return {metrics = {value = 1}} end}
+  local space = sieve.space("hpo", {file = branin})
+  local quiet = sieve.study{space = space, optimizer = "random", evaluator = sieve.evaluator("quiet", space),
+                            objective = {metric = "value"}, seed = 1}
+  local q = quiet:ask()
+  quiet:evaluate(q)
+  T.raises("has been evaluated or reported already", quiet.evaluate, quiet, q)
+  quiet:close()
   T.eq(#st:intermediate(0), 5)
   T.eq(#st:intermediate(2), 1)
   st:close()
