@@ -3,6 +3,7 @@
  * for the zip container (stored members, no zip64). */
 #include <errno.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -200,6 +201,28 @@ sieve__npy_to_f32(const SieveNpy *a, const char *name, GError **error)
     g_free(out);
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "%s: expected floating-point values (<f4 or <f8), not %s",
                 name, types[a->type].descr);
+    return NULL;
+  }
+  /* Inputs of a network: NaN or an infinity has no answer that sieve's
+   * runtime would give as PyTorch or an ONNX runtime gives it (oneDNN's
+   * ReLU returns 0 for NaN, so the logits came out finite and plausible).
+   * Refused where it is, as the CSV reader refuses it. */
+  for (guint64 i = 0; i < a->count; i++) {
+    if (isfinite(out[i]))
+      continue;
+    guint64 index[SIEVE_NPY_MAX_DIMS], rest = i;
+    for (guint d = a->ndims; d-- > 0;) {
+      index[d] = rest % a->dims[d];
+      rest /= a->dims[d];
+    }
+    GString *at = g_string_new(NULL);
+    for (guint d = 0; d < a->ndims; d++)
+      g_string_append_printf(at, "%s%" G_GUINT64_FORMAT, d ? ", " : "", index[d]);
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                "%s: element [%s] is %s: a network's inputs must be finite numbers (replace missing values first)",
+                name, at->str, isnan(out[i]) ? "nan" : out[i] > 0 ? "inf" : "-inf");
+    g_string_free(at, TRUE);
+    g_free(out);
     return NULL;
   }
   return out;

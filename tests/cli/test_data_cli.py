@@ -140,6 +140,21 @@ class TestEmptyInputs(sieve_cli.Workdir):
             with open(self.path("y.npy"), "rb") as f:
                 self.assertIn(b"'shape': (2, 10)", f.read(128))
 
+    def test_model_eval_non_finite_inputs(self):
+        """A NaN or infinite input is refused where it is: oneDNN's ReLU
+        returns 0 for NaN, so the logits came out finite where PyTorch,
+        ONNX Runtime and OpenCV give NaN."""
+        sieve("model", "export", "--space", "nb201", "--arch", NB201_ARCH, *NB201_SMALL, "-o", self.path("n.onnx"),
+              check=0)
+        for bad, word in ((float("nan"), "nan"), (float("-inf"), "-inf")):
+            values = [0.5] * 128
+            values[64 + 3 * 8 + 5] = bad  # example 1, channel 0, row 3, column 5
+            npy_f32(self.path("bad.npy"), (2, 1, 8, 8), values)
+            p = sieve("model", "eval", self.path("n.onnx"), "--input", self.path("bad.npy"), "-o", self.path("o.npy"),
+                      check=1)
+            self.assertIn(f"bad.npy: element [1, 0, 3, 5] is {word}: a network's inputs must be finite", p.stderr)
+            self.assertFalse(os.path.exists(self.path("o.npy")))
+
 
 class TestTrainFlags(sieve_cli.Workdir):
     prefix = "sieve-data-"
