@@ -387,8 +387,16 @@ sieve_experiment_resolve(SieveExperiment *exp, SieveRegistry *registry, GError *
   exp->budget_seconds = sieve_options_get_double(budget, "seconds");
   exp->budget_proposals = sieve_options_get_int(budget, "proposals");
   if (exp->budget_evaluations == 0 && exp->budget_seconds == 0 && exp->budget_proposals == 0) {
-    sieve_node_set_error(error, sieve_node_lookup(exp->root, "budget"),
-                         "the budget sets no limit: give 'evaluations', 'proposals' or 'seconds'");
+    /* At the limit written as 0 where there is one (a --set value is
+     * located by the --set), not at the section that may hold a real one
+     * in the file. */
+    const SieveNode *budget_node = sieve_node_lookup(exp->root, "budget"), *at = budget_node;
+    static const char *const limits[] = {"evaluations", "proposals", "seconds"};
+    for (guint i = 0; i < G_N_ELEMENTS(limits) && at == budget_node; i++)
+      if (sieve_node_lookup(budget_node, limits[i]) != NULL)
+        at = sieve_node_lookup(budget_node, limits[i]);
+    sieve_node_set_error(error, at,
+                         "the budget sets no limit (0 is none): give 'evaluations', 'proposals' or 'seconds' > 0");
     return FALSE;
   }
 

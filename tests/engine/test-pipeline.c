@@ -208,8 +208,20 @@ test_config_errors(void)
   GError *error = NULL;
   g_assert_null(sieve_experiment_load_string(text, "test.yaml", tmp_dir, NULL, registry, NULL, &error));
   g_assert_cmpstr(error->message, ==,
-                  "test.yaml:5:9: the budget sets no limit: give 'evaluations', 'proposals' or 'seconds'");
+                  "test.yaml:5:23: the budget sets no limit (0 is none): give 'evaluations', 'proposals' or "
+                  "'seconds' > 0");
   g_clear_error(&error);
+  /* Set to 0 by --set, the limit is the --set's, not the file's line that
+   * holds a real one. */
+  {
+    g_autofree char *limited = g_strdup_printf(base_yaml, table_path, "");
+    const char *overrides[] = {"budget.evaluations=0", NULL};
+    g_assert_null(sieve_experiment_load_string(limited, "test.yaml", tmp_dir, overrides, registry, NULL, &error));
+    g_assert_cmpstr(error->message, ==,
+                    "--set budget.evaluations=0: the budget sets no limit (0 is none): give 'evaluations', "
+                    "'proposals' or 'seconds' > 0");
+    g_clear_error(&error);
+  }
 }
 
 /* The checks that need the space: a space without networks has only the
