@@ -105,9 +105,19 @@ sieve_cmd_final(int argc, char **argv)
   if (best == 0 && trial < 0)
     best = 1;
   const char *path = argv[1];
-  if (!sieve_store_is_url(path) && !g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-    g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND, "%s: no such store", path);
-    return sieve_cli_fail(error);
+  /* Read first, as export and report read it: opened for writing, a file
+   * that is no study (an empty one) would get a store's tables before it
+   * was refused. */
+  {
+    g_autoptr(SieveStore) probe = sieve_store_open(path, SIEVE_STORE_READ, &error);
+    if (probe == NULL)
+      return sieve_cli_fail(error);
+    g_autofree char *config = sieve_store_get_meta(probe, "config", &error);
+    if (config == NULL) {
+      if (error == NULL)
+        g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", path);
+      return sieve_cli_fail(error);
+    }
   }
   g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
   if (store == NULL)

@@ -580,6 +580,21 @@ class ModelCli(unittest.TestCase):
         self.assertIn(f"sieve: {store} trial {pending}: has not finished (pending): no weights yet", p.stderr)
         self.assertFalse(os.path.exists(out))
 
+    def test_final_leaves_what_is_no_study_alone(self):
+        # An empty file was given a store's tables (86 KB) before "holds no study", and then read as an
+        # empty study by export; a folder was "no such store". Now as export and report say it.
+        empty = self.path("empty.sieve")
+        open(empty, "w").close()
+        p = sieve("final", empty, "--best", "1")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("empty.sieve: not a sieve store (an empty database)", p.stderr)
+        self.assertEqual(os.path.getsize(empty), 0)
+        p = sieve("final", self.dir, "--best", "1")
+        self.assertIn("not a sieve store (a directory)", p.stderr)
+        p = sieve("final", self.path("missing.sieve"))
+        self.assertIn("missing.sieve: no such store", p.stderr)
+        self.assertFalse(os.path.exists(self.path("missing.sieve")))
+
     def test_final_best_distinct_networks(self):
         # --best K takes K distinct networks: a genotype two trials evaluated (random search may propose
         # one again) was trained twice, the same network, and the K-th best network was left out.
