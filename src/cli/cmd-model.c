@@ -496,7 +496,11 @@ cmd_eval(int argc, char **argv)
   if (!sieve_cli_parse_int("--batch", batch_text, 1, 65536, &batch, &error) ||
       !sieve_cli_parse_int("--threads", threads_text, 0, 1024, &threads, &error))
     return sieve_cli_fail(error);
-  if (argc != 2 || (!dataset && !input) || (input && !output) || repeat < 1) {
+  if (repeat < 1) {
+    fprintf(stderr, "sieve model eval: --repeat %d: expected the number of timed one-example runs, >= 1\n", repeat);
+    return SIEVE_EXIT_USAGE;
+  }
+  if (argc != 2 || (!dataset && !input) || (input && !output)) {
     fprintf(stderr, "sieve model eval: expected MODEL --dataset NAME, or MODEL --input X.npy --output Y.npy\n");
     return SIEVE_EXIT_USAGE;
   }

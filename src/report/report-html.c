@@ -646,7 +646,7 @@ parallel_coordinates(GString *out, const SieveReport *report)
   double span = height - top - bottom;
   g_autofree char *thinned = k > 1 ? g_strdup_printf(" drawn of %u: every %u-th", n, k) : g_strdup("");
   g_autofree char *metric = escaped(o->metric);
-  g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated %s (%u%s), one axis per decision "
+  g_string_append_printf(out, "<p>Parallel coordinates: one line per evaluated %s (%u of them%s), one axis per decision "
                               "(its range, choices in order from the bottom) and %s on the right; the colour goes "
                               "from dark blue (worst) to yellow (best).</p>\n",
                          report->by_fidelity ? "configuration, at the highest fidelity it reached" : "trial",
@@ -869,10 +869,11 @@ section_failures(GString *out, const SieveReport *report)
     }
   }
   g_array_sort(reasons, compare_reason);
-  g_string_append_printf(out, "<section id=\"failures\"><h2>Failed trials</h2>\n<p>%u evaluations failed, for "
-                              "%u reasons.</p><table id=\"failure-table\"><thead><tr><th>trials</th><th>first</th>"
+  guint failed = report->counts[SIEVE_STATUS_FAILED];
+  g_string_append_printf(out, "<section id=\"failures\"><h2>Failed trials</h2>\n<p>%u evaluation%s failed, for "
+                              "%u reason%s.</p><table id=\"failure-table\"><thead><tr><th>trials</th><th>first</th>"
                               "<th>reason</th></tr></thead><tbody>\n",
-                         report->counts[SIEVE_STATUS_FAILED], reasons->len);
+                         failed, failed == 1 ? "" : "s", reasons->len, reasons->len == 1 ? "" : "s");
   for (guint r = 0; r < reasons->len && r < MAX_REASONS; r++) {
     const Reason *reason = &g_array_index(reasons, Reason, r);
     g_string_append_printf(out, "<tr><td class=\"n\">%u</td><td class=\"n\">%" G_GINT64_FORMAT "</td><td>",

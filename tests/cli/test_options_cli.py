@@ -76,6 +76,8 @@ class TestNumericOptions(sieve_cli.Workdir):
         self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--batch", "-3"],
                  "--batch -3: expected a whole number from 1 to 65536")
         self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--threads", "-1"], "--threads -1: expected")
+        self.bad(["model", "eval", "m.onnx", "--dataset", "mnist", "--repeat", "0"],
+                 "--repeat 0: expected the number of timed one-example runs, >= 1")
 
     def test_latency_flags_of_another_mode(self):
         # A flag that would do nothing in the mode given is refused (README), not ignored: --samples

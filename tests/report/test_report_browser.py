@@ -262,6 +262,7 @@ budget: {{evaluations: 12}}
         self.assertIn("failures", dom.sections)
         self.assertEqual(dom.tables["failure-table"], 1 + 1, "one reason")
         self.assertIn("out of memory (told to fail)", text)
+        self.assertIn("4 evaluations failed, for 1 reason.", text)
         h = dom.plots["history-trial"]
         self.assertEqual(h["classes"].get("failed", 0), failed)
         self.assertEqual(h["pt"], 12)
