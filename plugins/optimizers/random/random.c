@@ -8,6 +8,13 @@
  * its genotypes has been proposed, and an infinite one after a bounded
  * number of draws that bring nothing new.
  *
+ * The state of a unique search is the rng as seeded, the rng now and the
+ * number proposed, not the texts: the proposals are the first distinct
+ * draws from the seeded rng (tells change nothing), so load draws them
+ * again.  Saved after every
+ * tell, the list of texts made a study of n trials write O(n^2) bytes
+ * (3,000 trials of nb201: 6.3 s against 0.66 s without unique).
+ *
  * Constraints need nothing here: the engine rejects a proposal that breaks
  * one before it is evaluated and asks again, which is sampling within the
  * constraints by rejection; the experiment's constraint_tries caps the
@@ -41,6 +48,8 @@ static const SieveOptionSpec random_options[] = {
 typedef struct {
   const SieveSpace *space;
   SieveRng rng;
+  SieveRng start;     /* as seeded: where the proposals are drawn again from on load */
+  gboolean by_text;   /* a study begun before "proposed": its state keeps the texts (they need not replay from start) */
   gboolean unique;
   double size;        /* distinct genotypes, INFINITY when a float decision exists */
   GHashTable *seen;   /* canonical text (owned by order) -> itself */
@@ -64,6 +73,7 @@ random_create(const SieveSpace *space, const SieveOptions *options, const SieveS
   RandomSearch *self = g_new0(RandomSearch, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
+  self->start = self->rng;
   self->unique = sieve_options_get_bool(options, "unique");
   self->size = sieve_space_size(space);
   self->seen = g_hash_table_new(g_str_hash, g_str_equal);
@@ -112,7 +122,9 @@ random_tell(gpointer instance, const SieveCandidate *candidate, const SieveResul
   return TRUE; /* random search learns nothing */
 }
 
-/* State: {"rng": (tttt), "seen": as}; seen is empty unless unique. */
+/* State: {"rng": (tttt), "start": (tttt), "proposed": t} (a state saved
+ * before "proposed", {"rng", "seen": as}, the texts themselves, is read
+ * too). */
 static GVariant *
 random_save(gpointer instance, GError **error)
 {
@@ -120,9 +132,44 @@ random_save(gpointer instance, GError **error)
   GVariantDict dict;
   g_variant_dict_init(&dict, NULL);
   g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
-  g_variant_dict_insert_value(&dict, "seen",
-                              g_variant_new_strv((const char *const *) self->order->pdata, self->order->len));
+  if (self->by_text) {
+    g_variant_dict_insert_value(&dict, "seen",
+                                g_variant_new_strv((const char *const *) self->order->pdata, self->order->len));
+  } else {
+    g_variant_dict_insert_value(&dict, "start", sieve_rng_save(&self->start));
+    g_variant_dict_insert_value(&dict, "proposed", g_variant_new_uint64(self->order->len));
+  }
   return g_variant_dict_end(&dict);
+}
+
+/* The first `proposed` distinct draws from start into seen and order, as
+ * random_ask drew them; FALSE when the space has fewer, or when the draws
+ * end at another rng state than the one saved (another space than the
+ * study's). */
+static gboolean
+replay(RandomSearch *self, const SieveRng *start, guint64 proposed, const SieveRng *saved, GError **error)
+{
+  SieveRng rng = *start;
+  while (self->order->len < proposed) {
+    if ((double) self->order->len >= self->size)
+      break;
+    g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &rng);
+    char *text = sieve_space_format(self->space, genotype);
+    if (g_hash_table_contains(self->seen, text))
+      g_free(text);
+    else
+      remember(self, text);
+  }
+  g_autoptr(GVariant) got = g_variant_ref_sink(sieve_rng_save(&rng));
+  g_autoptr(GVariant) want = g_variant_ref_sink(sieve_rng_save(saved));
+  if (self->order->len < proposed || !g_variant_equal(got, want)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                "the state's %" G_GUINT64_FORMAT " proposals do not draw again in this space (%u did, to another "
+                "random state): it was saved for another space",
+                proposed, self->order->len);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -135,22 +182,46 @@ random_load(gpointer instance, GVariant *state, GError **error)
     return FALSE;
   }
   g_autoptr(GVariant) rng = g_variant_lookup_value(state, "rng", NULL);
+  g_autoptr(GVariant) proposed = g_variant_lookup_value(state, "proposed", G_VARIANT_TYPE_UINT64);
+  g_autoptr(GVariant) start_state = g_variant_lookup_value(state, "start", NULL);
   g_autoptr(GVariant) seen = g_variant_lookup_value(state, "seen", G_VARIANT_TYPE_STRING_ARRAY);
-  if (rng == NULL || seen == NULL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state lacks '%s'", rng == NULL ? "rng" : "seen");
+  if (rng == NULL || (proposed == NULL && seen == NULL) || (proposed != NULL && start_state == NULL)) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state lacks '%s'",
+                rng == NULL ? "rng" : proposed == NULL ? "proposed" : "start");
     return FALSE;
   }
-  SieveRng restored;
-  if (!sieve_rng_load(&restored, rng, error))
+  SieveRng restored, start = self->start;
+  if (!sieve_rng_load(&restored, rng, error) || (start_state != NULL && !sieve_rng_load(&start, start_state, error)))
     return FALSE;
+  /* Drawn into fresh sets, so that a failed load leaves the optimizer as
+   * it was. */
+  GHashTable *old_seen = self->seen;
+  GPtrArray *old_order = self->order;
+  self->seen = g_hash_table_new(g_str_hash, g_str_equal);
+  self->order = g_ptr_array_new_with_free_func(g_free);
+  gboolean ok = TRUE;
+  if (proposed != NULL) {
+    if (self->unique) /* (only a unique search remembers, and counts, what it proposed) */
+      ok = replay(self, &start, g_variant_get_uint64(proposed), &restored, error);
+  } else if (self->unique) {
+    gsize n = 0;
+    g_autofree const char **texts = g_variant_get_strv(seen, &n);
+    for (gsize i = 0; i < n; i++)
+      if (!g_hash_table_contains(self->seen, texts[i]))
+        remember(self, g_strdup(texts[i]));
+  }
+  if (!ok) {
+    g_hash_table_unref(self->seen);
+    g_ptr_array_unref(self->order);
+    self->seen = old_seen;
+    self->order = old_order;
+    return FALSE;
+  }
+  g_hash_table_unref(old_seen);
+  g_ptr_array_unref(old_order);
   self->rng = restored;
-  g_hash_table_remove_all(self->seen);
-  g_ptr_array_set_size(self->order, 0);
-  gsize n = 0;
-  g_autofree const char **texts = g_variant_get_strv(seen, &n);
-  for (gsize i = 0; i < n; i++)
-    if (!g_hash_table_contains(self->seen, texts[i]))
-      remember(self, g_strdup(texts[i]));
+  self->start = start;
+  self->by_text = proposed == NULL;
   return TRUE;
 }
 
