@@ -801,8 +801,14 @@ section_top(GString *out, const SieveReport *report)
                               "class=\"sortable\"><thead><tr><th>rank</th><th>trial</th>",
                          n, report->by_fidelity ? "configurations" : "trials", objective,
                          report->by_fidelity ? " at the highest fidelity each reached (higher fidelity first)" : "");
+  /* A metric named as one of the table's own columns is told apart, as
+   * the CSV export names it metric.NAME. */
+  static const char *const own[] = {"rank", "trial", "fidelity", "cost (s)", "cache hits", "screen score", "genotype"};
   for (guint c = 0; c < columns->len; c++) {
-    g_string_append(out, "<th>");
+    gboolean clash = FALSE;
+    for (guint k = 0; k < G_N_ELEMENTS(own); k++)
+      clash = clash || strcmp(columns->pdata[c], own[k]) == 0;
+    g_string_append(out, clash ? "<th>metric." : "<th>");
     sieve__report_append_escaped(out, columns->pdata[c]);
     g_string_append(out, "</th>");
   }

@@ -263,6 +263,9 @@ budget: {{evaluations: 12}}
         self.assertEqual(dom.tables["failure-table"], 1 + 1, "one reason")
         self.assertIn("out of memory (told to fail)", text)
         self.assertIn("4 evaluations failed, for 1 reason.", text)
+        # a metric named fidelity is told apart from the table's own fidelity column
+        self.assertIn("<th>metric.fidelity</th>", text)
+        self.assertEqual(text.count("<th>fidelity</th>"), 1)
         h = dom.plots["history-trial"]
         self.assertEqual(h["classes"].get("failed", 0), failed)
         self.assertEqual(h["pt"], 12)
