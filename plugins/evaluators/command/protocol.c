@@ -184,21 +184,38 @@ command_read_metrics_line(const char *line, SieveResult *result)
   while (json_object_iter_next_ordered(&iter, &name, &value)) {
     GType type = JSON_NODE_HOLDS_VALUE(value) ? json_node_get_value_type(value) : G_TYPE_INVALID;
     double number;
-    if (name[0] == '\0')
-      continue; /* a metric needs a name */
+    gboolean metric = TRUE;
     if (type == G_TYPE_STRING && nonfinite_value(json_node_get_string(value), &number)) {
-      sieve_result_set_metric(result, name, number);
+      /* (a NaN or infinity Python wrote) */
     } else if (strcmp(name, "status") == 0 || strcmp(name, "reason") == 0) {
       if (type != G_TYPE_STRING) {
         sieve_result_set_failed(result, "member '%s' of the program's JSON line must be a string", name);
         return;
       }
       *(strcmp(name, "status") == 0 ? &status : &reason) = json_node_get_string(value);
+      metric = FALSE;
     } else if (type == G_TYPE_INT64 || type == G_TYPE_DOUBLE) {
-      sieve_result_set_metric(result, name, json_node_get_double(value));
+      number = json_node_get_double(value);
     } else if (type == G_TYPE_BOOLEAN) {
-      sieve_result_set_metric(result, name, json_node_get_boolean(value) ? 1 : 0);
+      number = json_node_get_boolean(value) ? 1 : 0;
+    } else {
+      metric = FALSE; /* strings, lists, objects: not metrics */
     }
+    if (!metric)
+      continue;
+    /* A metric is a column of every table, summary and export: a name it
+     * cannot be is the program's mistake, said, not a metric dropped or a
+     * table broken by a newline. */
+    gboolean control = FALSE;
+    for (const char *c = name; *c && !control; c++)
+      control = (guchar) *c < 0x20 || *c == 0x7f;
+    if (name[0] == '\0' || control) {
+      g_autofree char *shown = g_strescape(name, NULL);
+      sieve_result_set_failed(result, "the program's JSON line has a metric named \"%s\": a metric needs a name%s",
+                              shown, control ? " without control characters (newlines, tabs)" : "");
+      return;
+    }
+    sieve_result_set_metric(result, name, number);
   }
   if (status == NULL || strcmp(status, "ok") == 0)
     return;

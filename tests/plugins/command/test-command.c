@@ -382,6 +382,25 @@ test_garbage(void)
                                               "JSON object of metrics", nul_lines[i][1]);
     assert_failed(rn, reason);
   }
+
+  /* A metric's name is a column of every table: an empty one was dropped
+   * without a word, a newline broke sieve run's summary table. */
+  const char *names[][2] = {{"echo '{\"acc\": 0.5, \"\": 3}'", "the program's JSON line has a metric named \"\": a "
+                                                               "metric needs a name"},
+                            {"printf '%s\\n' '{\"acc\": 0.5, \"a\\nb\": 3}'",
+                             "the program's JSON line has a metric named \"a\\nb\": a metric needs a name without "
+                             "control characters (newlines, tabs)"},
+                            {"printf '%s\\n' '{\"acc\": 0.5, \"\": \"text\", \"note\\t\": [1]}'", NULL}};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autoptr(SieveEvaluator) named = script_evaluator("names.sh", names[i][0], NULL);
+    g_autoptr(SieveResult) rn = evaluate(named, 0, NAN);
+    if (names[i][1] != NULL) {
+      assert_failed(rn, names[i][1]);
+    } else { /* what is no metric (a string, a list) is not judged */
+      g_assert_cmpint(sieve_result_get_status(rn), ==, SIEVE_STATUS_OK);
+      g_assert_cmpuint(sieve_result_n_metrics(rn), ==, 1);
+    }
+  }
 }
 
 static void
