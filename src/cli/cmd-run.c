@@ -128,7 +128,15 @@ print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint6
   }
   gint64 left = exp->budget_evaluations > 0 ? exp->budget_evaluations - evaluated : G_MAXINT64;
   printf("  %" G_GINT64_FORMAT " trials stored", total);
-  if (pending == 0)
+  if (pending == 0 && left <= 0)
+    /* The budget is the study's total, where Optuna's n_trials counts the
+     * trials of one optimize call: a resume with the same number runs
+     * nothing, which is said with how to go on. */
+    printf(": the evaluation budget (%" G_GINT64_FORMAT ", the study's total, not this run's) is spent "
+           "already, so nothing runs (--set budget.evaluations=%" G_GINT64_FORMAT " runs %" G_GINT64_FORMAT
+           " more)\n",
+           exp->budget_evaluations, evaluated + exp->budget_evaluations, exp->budget_evaluations);
+  else if (pending == 0)
     printf("\n");
   else if (left <= 0)
     printf(", %" G_GINT64_FORMAT " of them unfinished: the evaluation budget (%" G_GINT64_FORMAT

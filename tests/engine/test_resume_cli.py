@@ -137,6 +137,17 @@ class Resume(Workdir):
         self.assertIn("5 trials: 4 ok, 1 failed, 0 pending", out)
         self.assertRegex(status_lines(out)[-1], r"^\[5/5\] best \S+ \(#\d+\) \| ok 4 failed 1 \|", out)
 
+    def test_a_spent_budget_is_said_with_how_to_go_on(self):
+        # New-user review: a resume with the budget the study already spent ran nothing, silently (an
+        # Optuna user's n_trials counts one optimize call; sieve's budget is the study's total).
+        p = sieve("run", self.config, "--store", self.store, "--resume", "--set", "budget.evaluations=2", check=0)
+        self.assertIn("3 trials stored: the evaluation budget (2, the study's total, not this run's) is spent "
+                      "already, so nothing runs (--set budget.evaluations=5 runs 2 more)", p.stdout)
+        self.assertEqual(len(export_rows(self.store)), 3)
+        p = sieve("run", self.config, "--store", self.store, "--resume", "--set", "budget.evaluations=5", check=0)
+        self.assertIn("3 trials stored\n", p.stdout)
+        self.assertEqual(len(export_rows(self.store)), 5)
+
     def test_pending_beyond_a_spent_budget_is_said_to_stay(self):
         # Bug hunt 3: a resume whose budget was spent said "1 of them
         # unfinished and run again", then left it pending.
