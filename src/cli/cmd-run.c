@@ -267,6 +267,17 @@ sieve_cmd_run(int argc, char **argv)
                   store_path ? "--store" : "store", store_path ? store_path : path, store_dir);
     return sieve_cli_fail(error);
   }
+  /* A folder where the store's file goes: the same mistake, said there. */
+  if (store_dir != NULL && g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    const SieveNode *key = store_path ? NULL : sieve_node_lookup(exp->root, "store");
+    if (key != NULL)
+      sieve_node_set_error(&error, key, "store %s is a folder; name the store's file in it (%s/study.sieve)",
+                           sieve_node_text(key), sieve_node_text(key));
+    else
+      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s %s is a folder; name the store's file in it",
+                  store_path ? "--store" : "store", store_path ? store_path : path);
+    return sieve_cli_fail(error);
+  }
   /* A report that cannot be written is known now, not after the study.
    * Standard output carries the run's progress and summary: `-` is not
    * the page's place here (`sieve report STORE -o -` writes it there). */

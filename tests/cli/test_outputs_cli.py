@@ -147,6 +147,15 @@ class TestOutputChecked(sieve_cli.Workdir):
         p = sieve("export", self.store, "-o", missing, check=2)
         self.assertIn("does not exist", p.stderr)
 
+    def test_run_store_is_a_folder(self):
+        # New-user review: a folder as the store was "not a sieve store (a directory)", exit 1, no place.
+        p = sieve("run", self.cfg, "--store", self.dir, check=2)
+        self.assertIn(f"--store {self.dir} is a folder; name the store's file in it", p.stderr)
+        cfg = self.write("folder.yaml", CONFIG + f"store: {self.dir}\n")
+        p = sieve("run", cfg, check=2)
+        self.assertIn(f"folder.yaml:{CONFIG.count(chr(10)) + 1}:8: store {self.dir} is a folder; name the store's "
+                      f"file in it ({self.dir}/study.sieve)", p.stderr)
+
 
 class TestOutputIntoAPipe(sieve_cli.Workdir):
     prefix = "sieve-fifo-"
