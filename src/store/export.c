@@ -311,12 +311,19 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   static const char *const names[] = {"trials", "evaluated", "ok", "failed", "cached", "screened", "pending",
                                       "distinct_evaluated", "finals", "finals_ok", "finals_failed",
                                       "finals_pending", "pruned", "rejected"};
+  /* Without hashes (no dedupe) nothing is known to be distinct: empty
+   * (null), not a 0 that reads as "none of them". */
+  const guint unknown = kind == NULL ? 7 : G_N_ELEMENTS(values);
+  g_assert(strcmp(names[7], "distinct_evaluated") == 0);
   if (format == SIEVE_EXPORT_CSV) {
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
       g_string_append_printf(buf, "%s,", names[i]);
     g_string_append(buf, "cache_fraction,hash_kind\n");
     for (guint i = 0; i < G_N_ELEMENTS(values); i++)
-      g_string_append_printf(buf, "%" G_GINT64_FORMAT ",", values[i]);
+      if (i == unknown)
+        g_string_append_c(buf, ',');
+      else
+        g_string_append_printf(buf, "%" G_GINT64_FORMAT ",", values[i]);
     sieve_text_append_double(buf, fraction);
     g_string_append_c(buf, ',');
     csv_field(buf, kind);
@@ -324,7 +331,10 @@ sieve_store_export_summary(SieveStore *store, SieveExportFormat format, GOutputS
   } else {
     g_string_append_c(buf, '{');
     for (guint i = 0; i < G_N_ELEMENTS(names); i++)
-      g_string_append_printf(buf, "\"%s\":%" G_GINT64_FORMAT ",", names[i], values[i]);
+      if (i == unknown)
+        g_string_append_printf(buf, "\"%s\":null,", names[i]);
+      else
+        g_string_append_printf(buf, "\"%s\":%" G_GINT64_FORMAT ",", names[i], values[i]);
     g_string_append(buf, "\"cache_fraction\":");
     sieve_text_append_double(buf, fraction);
     g_string_append(buf, ",\"hash_kind\":");

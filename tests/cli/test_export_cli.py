@@ -74,6 +74,11 @@ class TestExport(sieve_cli.Workdir):
             p = sieve("export", store, a, b, check=2)
             self.assertIn(f"{a} and {b} are alternatives", p.stderr)
             self.assertEqual(p.stdout, "")
+        # Without dedupe there are no hashes: distinct_evaluated is not known, not 0 (new-user review).
+        summary = csv_rows(sieve("export", store, "--summary", check=0).stdout)[0]
+        self.assertEqual((summary["evaluated"], summary["distinct_evaluated"], summary["hash_kind"]), ("2", "", ""))
+        summary = json.loads(sieve("export", store, "--summary", "-f", "json", check=0).stdout)
+        self.assertIsNone(summary["distinct_evaluated"])
 
 
 @unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")
