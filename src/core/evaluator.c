@@ -87,6 +87,13 @@ sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator)
   return (evaluator->klass->flags & SIEVE_EVALUATOR_CONCURRENT) != 0;
 }
 
+gboolean
+sieve_evaluator_builds_networks(const SieveEvaluator *evaluator)
+{
+  g_return_val_if_fail(evaluator != NULL, FALSE);
+  return (evaluator->klass->flags & SIEVE_EVALUATOR_BUILDS) != 0;
+}
+
 guint
 sieve_evaluator_get_workers(const SieveEvaluator *evaluator)
 {

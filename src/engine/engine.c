@@ -2300,6 +2300,17 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
     g_hash_table_unref(rs.inflight);
     return FALSE;
   }
+  /* A Lua space builds networks on its script's thread only: an evaluator
+   * that builds them on its workers' threads failed every trial there. */
+  if (!queued && workers > 1 && sieve_evaluator_builds_networks(engine->evaluator) &&
+      sieve__component_in_lua(exp->space.component)) {
+    if (progress)
+      sieve_progress_message(progress, "space '%s' runs in Lua, on one thread, and evaluator '%s' builds its "
+                             "networks: using 1 worker, not %u",
+                             sieve_component_get_name(exp->space.component),
+                             sieve_component_get_name(exp->evaluator.component), workers);
+    workers = 1;
+  }
   if (!queued && workers > 1 && !sieve_evaluator_is_concurrent(engine->evaluator)) {
     if (progress)
       sieve_progress_message(progress, "evaluator '%s' cannot run concurrently: using 1 worker, not %u",

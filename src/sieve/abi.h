@@ -31,7 +31,8 @@ G_BEGIN_DECLS
  *      sieve_text_char_number and sieve_text_quote_at (where a parser stopped and what stands there, in UTF-8);
  *      SieveEvaluatorClass.intermediate_metric and sieve_evaluator_get_intermediate_metric (what a pruner judges);
  *      sieve_json_widen_integers (JSON integers beyond 64 bits read as doubles, not wrapped);
- *      SieveSpaceClass.probe_options_for (a probe scale that depends on the space's own options). */
+ *      SieveSpaceClass.probe_options_for (a probe scale that depends on the space's own options);
+ *      SIEVE_EVALUATOR_BUILDS and sieve_evaluator_builds_networks (one evaluation at a time with a Lua space). */
 #define SIEVE_ABI_MAJOR 2
 #define SIEVE_ABI_MINOR 2
 

@@ -25,6 +25,10 @@ typedef enum {
   /* evaluate() may report intermediate values (sieve_candidate_report_intermediate)
    * and stops when told to: what a pruner needs (ABI 2.2). */
   SIEVE_EVALUATOR_INTERMEDIATE = 1 << 1,
+  /* evaluate() builds the candidate's network (sieve_space_build) on the
+   * thread that calls it: with a space that runs on one thread only (a Lua
+   * space) the engine runs one evaluation at a time (ABI 2.2). */
+  SIEVE_EVALUATOR_BUILDS = 1 << 2,
 } SieveEvaluatorFlags;
 
 typedef struct {
@@ -70,6 +74,8 @@ SIEVE_API void sieve_evaluator_free(SieveEvaluator *evaluator);
 SIEVE_API SieveResult *sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate,
                                                 GError **error);
 SIEVE_API gboolean sieve_evaluator_is_concurrent(const SieveEvaluator *evaluator);
+/* Whether evaluate() builds networks on its calling thread (SIEVE_EVALUATOR_BUILDS). */
+SIEVE_API gboolean sieve_evaluator_builds_networks(const SieveEvaluator *evaluator);
 /* The evaluations it asks to run at once when the experiment leaves
  * `workers` unset (SieveEvaluatorClass.workers): >= 1, and 1 for an
  * evaluator that is not concurrent. */

@@ -91,6 +91,30 @@ class TestWorkers(Workdir):
         p = sieve("run", self.study(2), "--store", self.path("fit.sieve"), "--quiet", "--set", "budget.evaluations=1",
                   check=0)
         self.assertNotIn("training thread(s) at once", p.stderr)
+        # One thread each already: the way out is fewer workers (it advised threads <= 1).
+        many = self.write_config("many.yaml", (STUDY % {"n": cores + 1, "workers": cores + 1}).replace(
+            "train_limit: 512, validation: 256", "train_limit: 64, validation: 32"))
+        p = sieve("run", many, "--store", self.path("many.sieve"), "--quiet", check=0)
+        self.assertIn(f"{cores + 1} training thread(s) at once ({cores + 1} worker(s) x 1) on {cores} cores", p.stderr)
+        self.assertIn(f"(set workers to at most {cores})", p.stderr)
+
+    def test_a_lua_space_trains_on_one_worker(self):
+        """A Lua space builds its networks on its script's thread only: with workers: 2 the train evaluator
+        failed every trial ("called from another thread"), and the run exited 0; it now runs one at a time."""
+        cfg = self.write_config("lua.yaml", f"""name: lua-workers
+seed: 3
+space: {{plugin: lua, script: {ROOT}/search_spaces/nb201.lua, options: {{C: 4, N: 1, in_channels: 1, size: 28}}}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: train, train_limit: 64, validation: 32, test: false, epochs: 0.5, batch_size: 32,
+            threads_per_worker: 1}}
+objective: {{metric: val_acc, direction: maximize}}
+budget: {{evaluations: 3}}
+workers: 2
+""")
+        p = sieve("run", cfg, "--store", self.path("lua.sieve"), check=0)
+        self.assertIn("space 'lua' runs in Lua, on one thread, and evaluator 'train' builds its networks: using 1 "
+                      "worker, not 2", p.stdout + p.stderr)
+        self.assertEqual([r["status"] for r in export_rows(self.path("lua.sieve"))], ["ok"] * 3)
 
 
     def test_an_epochs_decision_under_a_fidelity_is_warned_about(self):

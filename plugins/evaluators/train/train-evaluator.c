@@ -721,11 +721,18 @@ train_evaluate(gpointer instance, const SieveCandidate *candidate, GError **erro
   guint cores = (guint)g_get_num_processors();
   guint asked = (o.threads ? o.threads : cores) * MAX(1, workers);
   if (asked > cores && strcmp(self->device, "cuda") != 0 &&
-      g_atomic_int_compare_and_exchange(&self->oversubscribed, 0, 1))
+      g_atomic_int_compare_and_exchange(&self->oversubscribed, 0, 1)) {
+    /* The way out: fewer threads per training while there are more than
+     * one, else fewer workers. */
+    guint per = o.threads ? o.threads : cores;
+    g_autofree char *advice = per > 1 && cores / MAX(1, workers) >= 1
+                                  ? g_strdup_printf("set threads or threads_per_worker to at most %u",
+                                                    MAX(1, cores / MAX(1, workers)))
+                                  : g_strdup_printf("set workers to at most %u", MAX(1, cores / per));
     g_printerr("sieve: warning: %u training thread(s) at once (%u worker(s) x %u) on %u cores: OpenMP's threads will "
-               "wait on each other and each training runs far slower (set threads or threads_per_worker to at most "
-               "%u)\n",
-               asked, MAX(1, workers), o.threads ? o.threads : cores, cores, MAX(1, cores / MAX(1, workers)));
+               "wait on each other and each training runs far slower (%s)\n",
+               asked, MAX(1, workers), per, cores, advice);
+  }
   double fidelity = sieve_candidate_get_fidelity(candidate);
   if (!isnan(fidelity))
     o.epochs = fidelity;
@@ -854,7 +861,7 @@ static const SieveEvaluatorClass train_class = {
   .destroy = train_destroy,
   .evaluate = train_evaluate,
   /* Concurrent: each training has its own runtime, batcher and threads. */
-  .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE,
+  .flags = SIEVE_EVALUATOR_CONCURRENT | SIEVE_EVALUATOR_INTERMEDIATE | SIEVE_EVALUATOR_BUILDS,
   .fidelity = train_fidelity,
   .metrics = train_metrics,
   .workers = train_workers,
