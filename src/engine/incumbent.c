@@ -17,6 +17,47 @@ sieve_trial_is_ranked(const SieveTrial *trial)
   return trial->status == SIEVE_STATUS_OK || (trial->status == SIEVE_STATUS_CACHED && trial->cached_from < 0);
 }
 
+/* trial number -> SieveTrial*, built when a trial answered from this
+ * store's own trial is met (transfer full) (nullable). */
+static GHashTable *
+by_number(GPtrArray *trials)
+{
+  GHashTable *map = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < trials->len; i++)
+    g_hash_table_insert(map, &((SieveTrial *) trials->pdata[i])->number, trials->pdata[i]);
+  return map;
+}
+
+/* Whether trial t is a point of a ranking on metrics[0..n): a ranked trial
+ * (sieve_trial_is_ranked), or one answered from this store's own trial
+ * whose values of these metrics are not its source's.  A metric measured
+ * before evaluation on the candidate's own network (params, macs, latency)
+ * may differ between twins (an isomorphic one without the dead branches:
+ * the same accuracy with fewer parameters), and such a trial is a point
+ * nothing else stands for: the Pareto front left it out. *map is built on
+ * first use. */
+static gboolean
+ranked_on(GPtrArray *trials, GHashTable **map, const SieveTrial *t, const char *const *metrics, guint n)
+{
+  if (sieve_trial_is_ranked(t))
+    return TRUE;
+  if (t->status != SIEVE_STATUS_CACHED)
+    return FALSE;
+  if (*map == NULL)
+    *map = by_number(trials);
+  const SieveTrial *source = g_hash_table_lookup(*map, &t->cached_from);
+  if (source == NULL || !sieve_trial_is_ranked(source))
+    return FALSE;
+  for (guint k = 0; k < n; k++) {
+    double a, b;
+    gboolean has_a = sieve_result_get_metric(t->result, metrics[k], &a);
+    gboolean has_b = sieve_result_get_metric(source->result, metrics[k], &b);
+    if (has_a != has_b || (has_a && a != b && !(isnan(a) && isnan(b))))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 /* Whether value v of trial t takes part in a ranking: not NaN; and for a
  * result copied from another store, finite, as every objective this study
  * measures itself is (that store checked its own objectives, not ours; a
@@ -64,11 +105,13 @@ GArray *
 sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, gboolean *by_fidelity)
 {
   g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
+  g_autoptr(GHashTable) map = NULL;
   gboolean mixed = FALSE;
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     double v;
-    if (!sieve_trial_is_ranked(t) || !sieve_result_get_metric(t->result, objective, &v) || !rankable(t, v))
+    if (!ranked_on(trials, &map, t, &objective, 1) || !sieve_result_get_metric(t->result, objective, &v) ||
+        !rankable(t, v))
       continue;
     Ranked r = {i, t->number, v, isnan(t->fidelity) ? INFINITY : t->fidelity};
     if (ranked->len > 0 && r.fidelity != g_array_index(ranked, Ranked, 0).fidelity)
@@ -96,10 +139,11 @@ GArray *
 sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n)
 {
   GArray *points = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) map = NULL;
   double top = -INFINITY;
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
-    gboolean complete = sieve_trial_is_ranked(t);
+    gboolean complete = ranked_on(trials, &map, t, metrics, n);
     for (guint k = 0; k < n && complete; k++) {
       double v;
       complete = sieve_result_get_metric(t->result, metrics[k], &v) && rankable(t, v);

@@ -141,6 +141,49 @@ test_pareto_brute_force(void)
   g_rand_free(rand);
 }
 
+/* A trial answered from this store's own trial is ranked once, with its
+ * source, unless an objective differs: params measured on its own network
+ * (an isomorphic twin without dead branches) made a Pareto point that the
+ * summary's front left out (found by a new-user review). */
+static SieveTrial *
+trial_of(gint64 number, SieveStatus status, gint64 cached_from, double acc, double params)
+{
+  SieveTrial *t = g_new0(SieveTrial, 1);
+  t->number = number;
+  t->status = status;
+  t->cached_from = cached_from;
+  t->fidelity = NAN;
+  t->genotype = g_strdup_printf("g%" G_GINT64_FORMAT, number);
+  t->result = sieve_result_new();
+  sieve_result_set_status(t->result, status);
+  sieve_result_set_metric(t->result, "acc", acc);
+  sieve_result_set_metric(t->result, "params", params);
+  return t;
+}
+
+static void
+test_pareto_cached_twins(void)
+{
+  g_autoptr(GPtrArray) trials = g_ptr_array_new_with_free_func((GDestroyNotify) sieve_trial_free);
+  g_ptr_array_add(trials, trial_of(0, SIEVE_STATUS_OK, -1, 87.0, 600));
+  g_ptr_array_add(trials, trial_of(1, SIEVE_STATUS_CACHED, 0, 87.0, 130)); /* a point of its own */
+  g_ptr_array_add(trials, trial_of(2, SIEVE_STATUS_CACHED, 0, 87.0, 600)); /* trial 0 again */
+  g_ptr_array_add(trials, trial_of(3, SIEVE_STATUS_OK, -1, 88.0, 700));
+  g_ptr_array_add(trials, trial_of(4, SIEVE_STATUS_CACHED, 9, 99.0, 1));   /* its source is not here */
+  const char *const metrics[] = {"acc", "params"};
+  g_autoptr(GArray) points = sieve_trials_pareto_points(trials, metrics, 2);
+  g_assert_cmpuint(points->len, ==, 3);
+  g_assert_cmpuint(g_array_index(points, guint, 0), ==, 0);
+  g_assert_cmpuint(g_array_index(points, guint, 1), ==, 1);
+  g_assert_cmpuint(g_array_index(points, guint, 2), ==, 3);
+  /* Ranked on params alone, the twin is first; on acc alone it is trial 0 again. */
+  g_autoptr(GArray) by_params = sieve_trials_rank(trials, "params", FALSE, NULL);
+  g_assert_cmpuint(by_params->len, ==, 3);
+  g_assert_cmpuint(g_array_index(by_params, guint, 0), ==, 1);
+  g_autoptr(GArray) by_acc = sieve_trials_rank(trials, "acc", TRUE, NULL);
+  g_assert_cmpuint(by_acc->len, ==, 2);
+}
+
 /* ---- a study in a store ------------------------------------------------------ */
 
 static const char config[] = "name: synthetic\n"
@@ -589,6 +632,7 @@ main(int argc, char **argv)
   g_test_add_func("/report/stats/correlations", test_correlations);
   g_test_add_func("/report/stats/eta-squared", test_eta_squared);
   g_test_add_func("/report/pareto/brute-force", test_pareto_brute_force);
+  g_test_add_func("/report/pareto/cached-twins", test_pareto_cached_twins);
   g_test_add("/report/study/figures", Fixture, NULL, fixture_set_up, test_study, fixture_tear_down);
   g_test_add("/report/study/thinning", Fixture, NULL, fixture_set_up, test_thinning, fixture_tear_down);
   g_test_add("/report/study/fidelity", Fixture, NULL, fixture_set_up, test_fidelity, fixture_tear_down);
