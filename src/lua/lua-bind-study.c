@@ -62,6 +62,7 @@ struct _StudyBox {
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
   SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
   SievePruner *pruner;        /* NULL: none */
+  char *pruner_key;           /* its options as JSON, defaults written out (the study's key) */
   SieveFidelity fidelity;     /* its evaluations' (the evaluator's, or the script's), name owned; name NULL: none */
   SieveLuaObjectives objectives;
   GHashTable *in_flight;      /* trial number -> Flight* asked, not told */
@@ -108,6 +109,7 @@ study_close(lua_State *L, StudyBox *box)
   g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref); /* before the pruner its flights borrow */
   g_clear_pointer(&box->pruner, sieve_pruner_free);
+  g_clear_pointer(&box->pruner_key, g_free);
   g_clear_pointer((char **) &box->fidelity.name, g_free);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
   if (box->store != NULL) {
@@ -818,6 +820,10 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
     g_propagate_error(error, local);
     return FALSE;
   }
+  SieveLuaStudyKey k = {.objectives = &box->objectives, .optimizer = opt_name, .optimizer_options = options,
+                        .seed = (gint64) seed, .space = space, .pruner = box->pruner_key,
+                        .fidelity = box->fidelity.name != NULL ? &box->fidelity : NULL};
+  g_autofree char *key = sieve__lua_study_key(&k);
   if (stored_name == NULL) {
     g_autofree char *seed_text = g_strdup_printf("%" G_GINT64_FORMAT, (gint64) seed);
     if (!sieve_store_begin(box->store, error))
@@ -826,13 +832,33 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
         !sieve_store_set_meta(box->store, "seed", seed_text, error) ||
         !sieve_store_set_meta(box->store, "objective", box->objectives.metrics[0], error) ||
         !sieve_store_set_meta(box->store, "direction", box->objectives.maximize[0] ? "maximize" : "minimize", error) ||
-        !sieve_store_commit(box->store, error)) {
+        !sieve_store_set_meta(box->store, "lua_study_key", key, error) || !sieve_store_commit(box->store, error)) {
       sieve_store_rollback(box->store);
       return FALSE;
     }
     return TRUE;
   }
-  return study_resume(box, space, error);
+  /* The same study, or a refusal that names what differs, before anything
+   * of it is read (a store from before the key: its objective at least, and
+   * it gets the key). */
+  g_autofree char *stored_key = sieve_store_get_meta(box->store, "lua_study_key", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  if (stored_key != NULL)
+    return sieve__lua_study_key_check(stored_key, key, store_path, error) && study_resume(box, space, error);
+  g_autofree char *objective = sieve_store_get_meta(box->store, "objective", NULL);
+  g_autofree char *direction = sieve_store_get_meta(box->store, "direction", NULL);
+  g_autofree char *old_key = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\n",
+                                             objective ? objective : "(none)", direction ? direction : "(none)");
+  g_autofree char *wanted = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\n",
+                                            box->objectives.metrics[0],
+                                            box->objectives.maximize[0] ? "maximize" : "minimize");
+  if ((objective != NULL && !sieve__lua_study_key_check(old_key, wanted, store_path, error)) ||
+      !study_resume(box, space, error))
+    return FALSE;
+  return sieve_store_set_meta(box->store, "lua_study_key", key, error);
 }
 
 /* pruner = {kind = "median", ...} at idx (the YAML `pruner:` section's
@@ -862,7 +888,13 @@ check_pruner(lua_State *L, int idx, StudyBox *box, const SieveEvaluator *evaluat
     return FALSE;
   }
   box->pruner = sieve_pruner_new(node, dir, box->objectives.maximize[0], error);
-  return box->pruner != NULL;
+  if (box->pruner == NULL)
+    return FALSE;
+  g_autoptr(SieveOptions) options = sieve_options_new(sieve_pruner_spec(), node, NULL, dir, "pruner", error);
+  if (options == NULL)
+    return FALSE;
+  box->pruner_key = sieve__options_to_json(options);
+  return TRUE;
 }
 
 static int
@@ -956,8 +988,12 @@ study_new(lua_State *L)
   }
   lua_pop(L, 1);
   gboolean ok = study_setup(box, sieve__lua_host(L), space, store_path, name, opt_name, seed, options, &error);
-  if (!ok)
+  if (!ok) {
+    /* Closed now, not at a collection: its store's writer lock would keep
+     * the next sieve.study on it out (a live study holds no space at 1). */
+    study_close(L, box);
     return sieve__lua_error_gerror(L, error);
+  }
   lua_settop(L, study);
   return 1;
 }

@@ -14,6 +14,7 @@
  *     lua-bind-optimizer.c  sieve.optimizer: optimizers (C or Lua) driven from a script
  *     lua-bind-evaluator.c  sieve.evaluator: evaluators driven from a script
  *     lua-bind-study.c      sieve.study and sieve.run: studies over a store
+ *     lua-study-key.c       what makes a store's study the one sieve.study opens again
  *     lua-bind-result.c     sieve.result: evaluation results
  *     lua-bind-rng.c        sieve.rng: the seeded generator
  *     lua-bind-proxy.c      sieve.proxies, sieve.proxy_list, sieve.rank_aggregate
@@ -457,6 +458,24 @@ void sieve__lua_check_objectives(lua_State *L, int idx, SieveLuaObjectives *out)
 void sieve__lua_objectives_clear(SieveLuaObjectives *objectives);
 /* Larger-is-better values of a result for the objectives (NAN where missing). */
 void sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out);
+
+/* lua-study-key.c: what makes a store's study the one a script opens with
+ * sieve.study (all borrowed; optimizer_options, pruner (its options as
+ * JSON) and fidelity may be NULL). */
+typedef struct {
+  const SieveLuaObjectives *objectives;
+  const char *optimizer;
+  const SieveOptions *optimizer_options;
+  gint64 seed;
+  const SieveSpace *space;
+  const char *pruner;
+  const SieveFidelity *fidelity;
+} SieveLuaStudyKey;
+/* The key's text, one "path<TAB>value" line per setting. (transfer full) */
+char *sieve__lua_study_key(const SieveLuaStudyKey *key);
+/* FALSE, with the first setting that differs and both values, when the key
+ * stored with the study at store is not the one wanted. */
+gboolean sieve__lua_study_key_check(const char *stored, const char *wanted, const char *store, GError **error);
 
 /* ==== components written in Lua ==== */
 /* A component a script registered (lua-def.c). */

@@ -210,6 +210,40 @@ T.test("a reopened study's pruner judges against the trials earlier sessions fin
   st:close()
 end)
 
+T.test("a store opened again by sieve.study must hold the same study, as sieve run --resume checks", function()
+  -- (reopened with the other direction its best turned upside down; continued by another optimizer, the
+  -- first could no longer open it: "the state lacks 'x'")
+  local store = scratch_store("same-study")
+  local function open(args)
+    args.space = args.space or sieve.space("hpo", {file = branin})
+    args.optimizer = args.optimizer or "tpe"
+    args.objective = args.objective or {metric = "v", direction = "maximize"}
+    args.seed, args.store = 1, store
+    return sieve.study(args)
+  end
+  local st = open{}
+  for _ = 1, 3 do local t = st:ask(); st:tell(t, {metrics = {v = t.genotype:get("x1")}}) end
+  st:close()
+  local function refused(args, wanted)
+    local ok, err = pcall(open, args)
+    T.eq(ok, false)
+    T.truthy(err:find("test_study_pruner%.lua:%d+: sieve%.study: .*same%-study.* holds another study: its " .. wanted), err)
+  end
+  refused({objective = {metric = "v", direction = "minimize"}},
+          "objective%[0%]%.direction is 'maximize', and this script's 'minimize'")
+  refused({optimizer = "random"}, "optimizer%.plugin is 'tpe', and this script's 'random'")
+  refused({optimizer = {plugin = "tpe", n_startup = 3}}, "optimizer%.options is")
+  refused({space = sieve.space("hpo", {parameters = {x1 = {type = "float", low = -5, high = 20},
+                                                     x2 = {type = "float", low = 0, high = 15}}})},
+          "space%.decision%[0%] is 'x1 float %[%-5, 10%]")
+  refused({pruner = {kind = "median"}}, "pruner is %(none%), and this script's '{")
+  st = open{}
+  T.eq(st:count(), 3, "the same study opens, and nothing of it was changed by the refusals")
+  local t = st:ask()
+  st:tell(t, {metrics = {v = 1}})
+  st:close()
+end)
+
 T.test("pruners sieve run refuses are refused at the script's line", function()
   local space = sieve.space("hpo", {file = branin})
   local curves = sieve.evaluator("curves", space)

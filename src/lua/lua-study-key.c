@@ -1,0 +1,132 @@
+/* sieve: the key of a study a script opens with sieve.study, what makes a
+ * store's study the same one when a script opens it again, as `sieve run
+ * --resume` compares a YAML study's key (engine/study-key.c).  Without it a
+ * store reopened with the other direction went on with its best turned
+ * upside down, and one continued by another optimizer could no longer be
+ * opened by the first ("the state lacks 'x'").
+ *
+ * One "path<TAB>value" line per setting, in a fixed order:
+ *
+ *   objective[0].metric	value
+ *   objective[0].direction	maximize
+ *   optimizer.plugin	tpe
+ *   optimizer.options	{"n_startup":10,...}      (defaults written out)
+ *   seed	1
+ *   space.plugin	hpo
+ *   space.decision[0]	x float [0, 1] log=0 parent=-1
+ *   pruner	{"kind":"median",...}              or (none)
+ *   fidelity	epochs [1, 9] integer=1           or (none)
+ *
+ * The budget is the script's (it asks as many times as it likes), and the
+ * store is where the study is, not what it is. */
+#include <string.h>
+
+#include "lua/lua-private.h"
+
+static void
+add_line(GString *key, const char *path, const char *value)
+{
+  g_autofree char *escaped = g_strescape(value != NULL ? value : "(none)", NULL);
+  g_string_append_printf(key, "%s\t%s\n", path, escaped);
+}
+
+static char *
+decision_text(const SieveDecision *d)
+{
+  GString *out = g_string_new(d->name);
+  switch (d->kind) {
+  case SIEVE_DECISION_CATEGORICAL:
+    g_string_append(out, " categorical [");
+    for (guint c = 0; c < d->n_choices; c++)
+      g_string_append_printf(out, "%s%s", c ? ", " : "", d->choices[c]);
+    g_string_append_c(out, ']');
+    break;
+  case SIEVE_DECISION_INT:
+  case SIEVE_DECISION_FLOAT: {
+    char low[G_ASCII_DTOSTR_BUF_SIZE], high[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(out, " %s [%s, %s]", d->kind == SIEVE_DECISION_INT ? "int" : "float",
+                           g_ascii_dtostr(low, sizeof low, d->low), g_ascii_dtostr(high, sizeof high, d->high));
+    break;
+  }
+  }
+  g_string_append_printf(out, " log=%d parent=%d mask=%" G_GUINT64_FORMAT, d->log ? 1 : 0, d->parent,
+                         d->parent_mask);
+  return g_string_free(out, FALSE);
+}
+
+char *
+sieve__lua_study_key(const SieveLuaStudyKey *k)
+{
+  GString *key = g_string_new(NULL);
+  for (guint i = 0; i < k->objectives->n; i++) {
+    g_autofree char *metric = g_strdup_printf("objective[%u].metric", i);
+    g_autofree char *direction = g_strdup_printf("objective[%u].direction", i);
+    add_line(key, metric, k->objectives->metrics[i]);
+    add_line(key, direction, k->objectives->maximize[i] ? "maximize" : "minimize");
+  }
+  add_line(key, "optimizer.plugin", k->optimizer);
+  g_autofree char *options = k->optimizer_options ? sieve__options_to_json(k->optimizer_options) : NULL;
+  add_line(key, "optimizer.options", options);
+  g_autofree char *seed = g_strdup_printf("%" G_GINT64_FORMAT, k->seed);
+  add_line(key, "seed", seed);
+  add_line(key, "space.plugin", sieve_space_get_name(k->space));
+  for (guint i = 0; i < sieve_space_n_decisions(k->space); i++) {
+    g_autofree char *path = g_strdup_printf("space.decision[%u]", i);
+    g_autofree char *text = decision_text(sieve_space_decision(k->space, i));
+    add_line(key, path, text);
+  }
+  add_line(key, "pruner", k->pruner);
+  g_autofree char *fidelity = NULL;
+  if (k->fidelity != NULL) {
+    char low[G_ASCII_DTOSTR_BUF_SIZE], high[G_ASCII_DTOSTR_BUF_SIZE];
+    fidelity = g_strdup_printf("%s [%s, %s] integer=%d", k->fidelity->name,
+                               g_ascii_dtostr(low, sizeof low, k->fidelity->min),
+                               g_ascii_dtostr(high, sizeof high, k->fidelity->max), k->fidelity->integer ? 1 : 0);
+  }
+  add_line(key, "fidelity", fidelity);
+  return g_string_free(key, FALSE);
+}
+
+/* The value of path in key, NULL when it has none. (transfer full) */
+static char *
+value_of(const char *key, const char *path)
+{
+  g_auto(GStrv) lines = g_strsplit(key, "\n", -1);
+  gsize n = strlen(path);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strncmp(lines[i], path, n) == 0 && lines[i][n] == '\t')
+      return g_strcompress(lines[i] + n + 1);
+  return NULL;
+}
+
+gboolean
+sieve__lua_study_key_check(const char *stored, const char *wanted, const char *store, GError **error)
+{
+  if (strcmp(stored, wanted) == 0)
+    return TRUE;
+  /* The first setting, in the key's order, whose value differs or that
+   * one of them lacks. */
+  g_auto(GStrv) lines = g_strsplit(wanted, "\n", -1);
+  g_auto(GStrv) old_lines = g_strsplit(stored, "\n", -1);
+  guint n = MAX(g_strv_length(lines), g_strv_length(old_lines));
+  for (guint i = 0; i < n; i++) {
+    const char *line = i < g_strv_length(lines) ? lines[i] : old_lines[i];
+    const char *tab = strchr(line, '\t');
+    if (tab == NULL)
+      continue;
+    g_autofree char *path = g_strndup(line, (gsize) (tab - line));
+    g_autofree char *was = value_of(stored, path), *now = value_of(wanted, path);
+    if (g_strcmp0(was, now) == 0)
+      continue;
+    /* (none) is no value: not quoted as one */
+    gboolean q_was = was != NULL && strcmp(was, "(none)") != 0, q_now = now != NULL && strcmp(now, "(none)") != 0;
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "sieve.study: %s holds another study: its %s is %s%s%s, and this script's %s%s%s (a study goes on with "
+                "the settings it began with: open it with those, or give another store)",
+                store, path, q_was ? "'" : "", was ? was : "(none)", q_was ? "'" : "", q_now ? "'" : "",
+                now ? now : "(none)", q_now ? "'" : "");
+    return FALSE;
+  }
+  /* Same settings, other order: the key of another version; the same study. */
+  return TRUE;
+}
