@@ -278,8 +278,19 @@ check_pipeline(SieveEngine *engine, GError **error)
   if (pipeline->dedupe.enabled) {
     engine->dedupe = TRUE;
     engine->hash_kind = pipeline->dedupe.hash;
-    if (!pipeline->dedupe.hash_set)
+    if (!pipeline->dedupe.hash_set) {
       engine->hash_kind = networks ? SIEVE_DEDUPE_FUNCTIONAL : SIEVE_DEDUPE_GENOTYPE;
+      /* A space with a structural hash of its own (nb101's: the
+       * benchmark's graph hash) joins cells whose networks differ (an
+       * isomorphic relabelling splits channels and concatenates in vertex
+       * order), which the functional hash of the network tells apart:
+       * there the space's identity is the default. */
+      guint first = 0;
+      const SieveSpace *arch = sieve__space_arch_part(engine->space, &first);
+      const SieveSpaceClass *klass = sieve__space_get_class(arch != NULL ? arch : engine->space);
+      if (networks && klass != NULL && klass->hash != NULL)
+        engine->hash_kind = SIEVE_DEDUPE_STRUCTURAL;
+    }
     else if (!networks && engine->hash_kind != SIEVE_DEDUPE_GENOTYPE) {
       sieve_node_set_error(error, pipeline->dedupe.node,
                            "stage 'dedupe': space '%s' builds no networks, so it has no %s hash; use hash: genotype",

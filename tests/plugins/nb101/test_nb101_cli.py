@@ -150,6 +150,36 @@ class Nb101(unittest.TestCase):
                 genotypes = [line for line in texts.splitlines() if "matrix=" in line]
                 self.assertEqual(len(genotypes), 30)
 
+    def test_dedupe_trains_an_isomorphic_cell_once(self):
+        """Two labellings of one cell share the benchmark's hash, but their networks differ (the output
+        concatenates in vertex order), so the functional hash told them apart and the default dedupe trained
+        both: with a space that has its own structural hash, that hash is the default."""
+        a = "matrix=[[0,1,1,0],[0,0,0,1],[0,0,0,1],[0,0,0,0]],ops=[input,conv3x3-bn-relu,maxpool3x3,output]"
+        b = "matrix=[[0,1,1,0],[0,0,0,1],[0,0,0,1],[0,0,0,0]],ops=[input,maxpool3x3,conv3x3-bn-relu,output]"
+        rows = [line.split("\t") for line in sieve("hash", "--space", "nb101", a, b).stdout.splitlines()]
+        self.assertEqual(rows[0][1], rows[1][1], "one class by the benchmark's hash")
+        self.assertNotEqual(rows[0][2], rows[1][2], "two networks by their function at the probe scale")
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "two.lua"), "w") as f:
+                f.write(f"local texts = {{{json.dumps(a)}, {json.dumps(b)}}}\n"
+                        "sieve.register_optimizer{name = 'two', create = function(self) self.state.i = 0 end,\n"
+                        "  ask = function(self, n) local out = {}\n"
+                        "    for k = 1, n do self.state.i = self.state.i + 1; out[k] = texts[(self.state.i - 1) % 2 + 1] "
+                        "end\n    return out end, tell = function(self, t) end}\n")
+            cfg = os.path.join(tmp, "dd.yaml")
+            with open(cfg, "w") as f:
+                f.write("name: dd\nseed: 0\nlua: {load: [two.lua]}\n"
+                        "space: {plugin: nb101, stem_channels: 8, cells: 1, size: 16}\n"
+                        "optimizer: {plugin: two}\npipeline: [dedupe]\n"
+                        "evaluator: {plugin: proxy, proxies: params}\n"
+                        "objective: {metric: score, direction: maximize}\nbudget: {proposals: 2}\n")
+            store = os.path.join(tmp, "s.sieve")
+            sieve("run", cfg, "--store", store, "--quiet")
+            rows = sieve("export", store).stdout.splitlines()
+            self.assertEqual([r.split(",")[1] for r in rows[1:]], ["ok", "cached"])
+            summary = sieve("export", store, "--summary").stdout.splitlines()
+            self.assertEqual(summary[1].split(",")[-1], "structural")
+
     def test_configs(self):
         """The shipped configs, trained at a token scale (their own scale is minutes)."""
         for name, budget in (("nb101-random.yaml", 2), ("nb101-evolution.yaml", 3)):
