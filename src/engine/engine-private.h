@@ -110,6 +110,12 @@ SIEVE_INTERNAL_API GArray *sieve_trials_rank(GPtrArray *trials, const char *obje
  * evaluator's full one).  What the summary and the report share.
  * (transfer full) element-type guint */
 SIEVE_INTERNAL_API GArray *sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n);
+/* The non-dominated trials among those points over metrics[k] (larger is
+ * better where maximize[k]), as indices into trials, sorted by the first
+ * metric, best first (ties by number): the front the summary prints and
+ * Lua's study:best_trials() returns.  (transfer full) element-type guint */
+SIEVE_INTERNAL_API GArray *sieve_trials_pareto_front(GPtrArray *trials, const char *const *metrics,
+                                                     const gboolean *maximize, guint n);
 
 /* ==== the summary (summary.c) ==== */
 

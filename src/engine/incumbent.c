@@ -162,3 +162,67 @@ sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint 
   }
   return points;
 }
+
+/* One trial's values, oriented: larger is better. */
+typedef struct {
+  guint index;
+  gint64 number;
+  const double *values;
+} FrontPoint;
+
+static gboolean
+dominates(const FrontPoint *a, const FrontPoint *b, guint n)
+{
+  gboolean strictly = FALSE;
+  for (guint k = 0; k < n; k++) {
+    if (a->values[k] < b->values[k])
+      return FALSE;
+    if (a->values[k] > b->values[k])
+      strictly = TRUE;
+  }
+  return strictly;
+}
+
+static gint
+compare_first(gconstpointer a, gconstpointer b)
+{
+  const FrontPoint *x = a, *y = b;
+  if (x->values[0] != y->values[0])
+    return x->values[0] > y->values[0] ? -1 : 1;
+  return x->number < y->number ? -1 : x->number > y->number;
+}
+
+GArray *
+sieve_trials_pareto_front(GPtrArray *trials, const char *const *metrics, const gboolean *maximize, guint n)
+{
+  g_autoptr(GArray) eligible = sieve_trials_pareto_points(trials, metrics, n);
+  g_autofree double *values = g_new(double, (gsize) eligible->len * n + 1);
+  g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(FrontPoint));
+  for (guint i = 0; i < eligible->len; i++) {
+    guint index = g_array_index(eligible, guint, i);
+    const SieveTrial *t = trials->pdata[index];
+    double *v = values + (gsize) i * n;
+    for (guint k = 0; k < n; k++) {
+      v[k] = NAN;
+      sieve_result_get_metric(t->result, metrics[k], &v[k]);
+      v[k] = maximize[k] ? v[k] : -v[k];
+    }
+    FrontPoint p = {index, t->number, v};
+    g_array_append_val(points, p);
+  }
+  /* O(n^2) over the finished trials: fine for a summary or a script's call. */
+  g_autoptr(GArray) front = g_array_new(FALSE, FALSE, sizeof(FrontPoint));
+  for (guint i = 0; i < points->len; i++) {
+    const FrontPoint *p = &g_array_index(points, FrontPoint, i);
+    gboolean dominated = FALSE;
+    for (guint j = 0; j < points->len && !dominated; j++)
+      dominated = j != i && dominates(&g_array_index(points, FrontPoint, j), p, n);
+    if (!dominated)
+      g_array_append_val(front, *p);
+  }
+  g_array_sort(front, compare_first);
+  GArray *indices = g_array_sized_new(FALSE, FALSE, sizeof(guint), front->len);
+  for (guint i = 0; i < front->len; i++)
+    g_array_append_val(indices, g_array_index(front, FrontPoint, i).index);
+  return indices;
+}

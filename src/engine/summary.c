@@ -143,33 +143,6 @@ print_top(FILE *out, GPtrArray *trials, GArray *ranked, const char *objective, g
 /* Rows printed before the rest of a large front is only counted. */
 #define MAX_FRONT_ROWS 50
 
-typedef struct {
-  const SieveTrial *trial;
-  double *values; /* oriented: larger is better */
-} Point;
-
-static gboolean
-dominates(const Point *a, const Point *b, guint n)
-{
-  gboolean strictly = FALSE;
-  for (guint k = 0; k < n; k++) {
-    if (a->values[k] < b->values[k])
-      return FALSE;
-    if (a->values[k] > b->values[k])
-      strictly = TRUE;
-  }
-  return strictly;
-}
-
-static gint
-compare_first(gconstpointer a, gconstpointer b)
-{
-  const Point *x = a, *y = b;
-  if (x->values[0] != y->values[0])
-    return x->values[0] > y->values[0] ? -1 : 1;
-  return x->trial->number < y->trial->number ? -1 : 1;
-}
-
 gboolean
 sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, const gboolean *maximize, guint n,
                    GError **error)
@@ -177,31 +150,9 @@ sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, con
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
   if (trials == NULL)
     return FALSE;
-  g_autoptr(GArray) eligible = sieve_trials_pareto_points(trials, metrics, n);
-  g_autoptr(GArray) points = g_array_new(FALSE, FALSE, sizeof(Point));
-  g_autofree double *values = g_new(double, (gsize) eligible->len * n + 1);
-  for (guint i = 0; i < eligible->len; i++) {
-    const SieveTrial *t = trials->pdata[g_array_index(eligible, guint, i)];
-    Point p = {t, values + (gsize) i * n};
-    for (guint k = 0; k < n; k++) {
-      double v = NAN;
-      sieve_result_get_metric(t->result, metrics[k], &v);
-      p.values[k] = maximize[k] ? v : -v;
-    }
-    g_array_append_val(points, p);
-  }
-  double fidelity = points->len > 0 ? g_array_index(points, Point, 0).trial->fidelity : NAN;
-  /* O(n^2) over finished trials: fine for a summary printed once. */
-  g_autoptr(GArray) front = g_array_new(FALSE, FALSE, sizeof(Point));
-  for (guint i = 0; i < points->len; i++) {
-    const Point *p = &g_array_index(points, Point, i);
-    gboolean dominated = FALSE;
-    for (guint j = 0; j < points->len && !dominated; j++)
-      dominated = j != i && dominates(&g_array_index(points, Point, j), p, n);
-    if (!dominated)
-      g_array_append_val(front, *p);
-  }
-  g_array_sort(front, compare_first);
+  g_autoptr(GArray) front = sieve_trials_pareto_front(trials, metrics, maximize, n);
+  double fidelity = front->len > 0 ? ((const SieveTrial *) trials->pdata[g_array_index(front, guint, 0)])->fidelity
+                                   : NAN;
   GString *line = g_string_new(NULL);
   for (guint k = 0; k < n; k++)
     g_string_append_printf(line, "%s%s (%s)", k ? ", " : "", metrics[k], maximize[k] ? "maximize" : "minimize");
@@ -219,11 +170,14 @@ sieve_print_pareto(FILE *out, SieveStore *store, const char *const *metrics, con
     g_string_append_printf(line, " %*s", (int) MAX(12, strlen(metrics[k])), metrics[k]);
   fprintf(out, "%s  genotype\n", line->str);
   for (guint r = 0; r < front->len && r < MAX_FRONT_ROWS; r++) {
-    const Point *p = &g_array_index(front, Point, r);
-    g_string_printf(line, "%7" G_GINT64_FORMAT, p->trial->number);
-    for (guint k = 0; k < n; k++)
-      g_string_append_printf(line, " %*.6g", (int) MAX(12, strlen(metrics[k])), maximize[k] ? p->values[k] : -p->values[k]);
-    fprintf(out, "%s  %s\n", line->str, p->trial->genotype);
+    const SieveTrial *t = trials->pdata[g_array_index(front, guint, r)];
+    g_string_printf(line, "%7" G_GINT64_FORMAT, t->number);
+    for (guint k = 0; k < n; k++) {
+      double v = NAN;
+      sieve_result_get_metric(t->result, metrics[k], &v);
+      g_string_append_printf(line, " %*.6g", (int) MAX(12, strlen(metrics[k])), v);
+    }
+    fprintf(out, "%s  %s\n", line->str, t->genotype);
   }
   if (front->len > MAX_FRONT_ROWS)
     fprintf(out, "... and %u more (sieve export lists every trial)\n", front->len - MAX_FRONT_ROWS);

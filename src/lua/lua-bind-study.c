@@ -211,6 +211,16 @@ push_trial(lua_State *L, StudyBox *box, const SieveTrial *t, int space_idx)
     lua_pushnumber(L, v);
     lua_setfield(L, -2, "objective");
   }
+  /* Every objective's value, in order, in a study of several (nil where missing). */
+  if (box->objectives.n > 1 && (t->status == SIEVE_STATUS_OK || t->status == SIEVE_STATUS_CACHED)) {
+    lua_createtable(L, (int) box->objectives.n, 0);
+    for (guint k = 0; k < box->objectives.n; k++)
+      if (sieve_result_get_metric(t->result, box->objectives.metrics[k], &v)) {
+        lua_pushnumber(L, v);
+        lua_rawseti(L, -2, (lua_Integer) k + 1);
+      }
+    lua_setfield(L, -2, "objectives");
+  }
   if (space_idx != 0) {
     SieveGenotype *g = sieve_space_parse(sieve__lua_check_space(L, space_idx), t->genotype, NULL);
     if (g != NULL) {
@@ -239,7 +249,13 @@ check_trials(lua_State *L, StudyBox **box, int *space_idx)
 static int
 study_best(lua_State *L)
 {
-  StudyBox *box;
+  StudyBox *box = check_study(L, 1, FALSE);
+  /* No single best among several objectives: as Optuna's best_trial
+   * refuses, pointing at the front. */
+  if (box->objectives.n > 1)
+    return luaL_error(L, "study:best(): this study has %d objectives, and no single trial is best among them: "
+                         "study:best_trials() gives the Pareto front",
+                      (int) box->objectives.n);
   int space_idx;
   GPtrArray *trials = check_trials(L, &box, &space_idx);
   /* The best at the highest fidelity reached, as the summary ranks. */
@@ -249,6 +265,26 @@ study_best(lua_State *L)
     lua_pushnil(L);
   else
     push_trial(L, box, best, space_idx);
+  g_ptr_array_unref(trials);
+  return 1;
+}
+
+/* study:best_trials(): the non-dominated trials over the study's
+ * objectives, sorted by the first, best first (the front sieve run prints;
+ * with one objective, the best trials, ties included). */
+static int
+study_best_trials(lua_State *L)
+{
+  StudyBox *box;
+  int space_idx;
+  GPtrArray *trials = check_trials(L, &box, &space_idx);
+  g_autoptr(GArray) front = sieve_trials_pareto_front(trials, (const char *const *) box->objectives.metrics,
+                                                      box->objectives.maximize, box->objectives.n);
+  lua_createtable(L, (int) front->len, 0);
+  for (guint i = 0; i < front->len; i++) {
+    push_trial(L, box, trials->pdata[g_array_index(front, guint, i)], space_idx);
+    lua_rawseti(L, -2, (lua_Integer) i + 1);
+  }
   g_ptr_array_unref(trials);
   return 1;
 }
@@ -1134,6 +1170,7 @@ run_new(lua_State *L)
 static const luaL_Reg study_methods[] = {
     {"ask", study_ask},     {"tell", study_tell},   {"run", study_run},   {"best", study_best},
     {"report", study_report}, {"should_prune", study_should_prune}, {"evaluate", study_evaluate},
+    {"best_trials", study_best_trials},
     {"trials", study_trials}, {"count", study_count}, {"path", study_path},
     {"intermediate", study_intermediate}, {"close", study_close_method},
     {NULL, NULL},

@@ -301,4 +301,28 @@ T.test("multi-fidelity optimizers in sieve.study and sieve.optimizer get the eva
             fidelity = {name = "epochs", min = 1, max = 3}})
 end)
 
+T.test("a study of several objectives: best() refuses, as Optuna's best_trial, and best_trials() is the front", function()
+  local st = sieve.study{space = sieve.space("hpo", {file = branin}), optimizer = "random", seed = 1,
+                         objective = {{metric = "a"}, {metric = "b", direction = "minimize"}}}
+  -- (a, b): (2, 2) and (1, 1) are non-dominated; (2, 3) and (0.5, 5) are dominated
+  for _, ab in ipairs({{1, 1}, {2, 2}, {2, 3}, {0.5, 5}}) do
+    local t = st:ask()
+    st:tell(t, {metrics = {a = ab[1], b = ab[2]}})
+  end
+  T.raises("study:best(): this study has 2 objectives, and no single trial is best among them: " ..
+           "study:best_trials() gives the Pareto front", st.best, st)
+  local front = st:best_trials()
+  T.eq(#front, 2)
+  T.eq(front[1].number, 1)
+  T.eq(front[2].number, 0)
+  T.eq(front[1].objectives[1], 2)
+  T.eq(front[1].objectives[2], 2)
+  -- one objective: the best trials, ties included
+  local one = sieve.study{space = sieve.space("hpo", {file = branin}), optimizer = "random", seed = 1,
+                          objective = {metric = "a"}}
+  for _, a in ipairs({3, 5, 5}) do local t = one:ask(); one:tell(t, {metrics = {a = a}}) end
+  T.eq(#one:best_trials(), 2)
+  T.eq(one:best().number, 1)
+end)
+
 T.done()
