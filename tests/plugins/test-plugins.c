@@ -1094,10 +1094,11 @@ test_train_shapes(void)
   } cases[] = {
       {"{C: 4, N: 1}", "test.yaml:1:11: dataset 'fashion-mnist' is 1x28x28 per example with 10 classes, but space "
                        "'nb201' builds networks that take 3x32x32 and give 10 outputs: set in_channels: 1, size: 28 "
-                       "in the space"},
+                       "in the space (on a command line: --set space.in_channels=1 --set space.size=28)"},
       {"{C: 4, N: 1, in_channels: 1, size: 28, classes: 5}",
        "test.yaml:1:11: dataset 'fashion-mnist' is 1x28x28 per example with 10 classes, but space 'nb201' builds "
-       "networks that take 1x28x28 and give 5 outputs: set classes: 10 in the space"},
+       "networks that take 1x28x28 and give 5 outputs: set classes: 10 in the space (on a command line: --set "
+       "space.classes=10)"},
   };
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
     g_autoptr(SieveSpace) space = space_new("nb201", cases[k].space);

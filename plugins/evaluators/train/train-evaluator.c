@@ -251,24 +251,35 @@ check_shapes(const SieveSpace *space, const SieveOptions *options, const SieveDa
                             MAX(ds->n_classes, 2));
     return FALSE;
   }
-  g_autoptr(GString) set = g_string_new(NULL);
-  if (in->shape.c != ds->channels)
+  /* What to set, as a config writes it and as a command line does
+   * (sieve train, sieve model export: --set space.KEY=VALUE). */
+  g_autoptr(GString) set = g_string_new(NULL), flags = g_string_new(NULL);
+  if (in->shape.c != ds->channels) {
     g_string_append_printf(set, "in_channels: %u, ", ds->channels);
-  if (in->shape.h != ds->height || in->shape.w != ds->width) {
-    if (ds->height == ds->width)
-      g_string_append_printf(set, "size: %u, ", ds->height);
-    else
-      g_string_append_printf(set, "an input of %ux%u, ", ds->height, ds->width);
+    g_string_append_printf(flags, "--set space.in_channels=%u ", ds->channels);
   }
-  if (!classes)
+  if (in->shape.h != ds->height || in->shape.w != ds->width) {
+    if (ds->height == ds->width) {
+      g_string_append_printf(set, "size: %u, ", ds->height);
+      g_string_append_printf(flags, "--set space.size=%u ", ds->height);
+    } else {
+      g_string_append_printf(set, "an input of %ux%u, ", ds->height, ds->width);
+    }
+  }
+  if (!classes) {
     g_string_append_printf(set, "classes: %u, ", ds->n_classes);
+    g_string_append_printf(flags, "--set space.classes=%u ", ds->n_classes);
+  }
   g_string_truncate(set, set->len - 2);
+  if (flags->len > 0)
+    g_string_truncate(flags, flags->len - 1);
   sieve_options_set_error(options, "dataset", error,
                           "dataset '%s' is %ux%ux%u per example with %u classes, but space '%s' builds networks "
-                          "that take %ux%ux%u and give %u outputs: set %s in the space",
+                          "that take %ux%ux%u and give %u outputs: set %s in the space%s%s%s",
                           sieve_options_get_string(options, "dataset"), ds->channels, ds->height, ds->width,
                           ds->n_classes, sieve_space_get_name(space), in->shape.c, in->shape.h, in->shape.w,
-                          out->shape.c, set->str);
+                          out->shape.c, set->str, flags->len ? " (on a command line: " : "", flags->str,
+                          flags->len ? ")" : "");
   return FALSE;
 }
 

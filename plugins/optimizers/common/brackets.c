@@ -83,7 +83,8 @@ opt_brackets_init(OptBrackets *b, const SieveSpace *space, const SieveStudyInfo 
   if (study->fidelity == NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "%s needs an evaluator that offers a fidelity (e.g. epochs); this one offers none "
-                "(the function and command evaluators take a `fidelity: {name: budget, min: 1, max: 27}` option)",
+                "(the function and command evaluators take a `fidelity: {name: budget, min: 1, max: 27}` option; "
+                "in Lua, a study without an evaluator takes fidelity = {name = \"epochs\", min = 1, max = 27})",
                 who);
     return FALSE;
   }
