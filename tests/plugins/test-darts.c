@@ -240,7 +240,12 @@ test_bad_strings(void)
      "at character 201: normal_concat is range(-9223372036854775807, 6); this space concatenates every "
      "intermediate node, [2, 3, 4, 5] or range(2, 6), as DARTS and NAS-Bench-301 do"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), reduce=" CELL ")",
-     "at character 389: expected ',' between the fields, got ')'"},
+     "at character 389: Genotype(...) lacks reduce_concat (DARTS writes all four fields: ..., "
+     "normal_concat=range(2, 6), ...)"},
+    /* (it said "expected ',' between the fields, got ')'": a review read it as a syntax error) */
+    {"Genotype(normal=" CELL ", reduce=" CELL ",)",
+     "at character 362: Genotype(...) lacks normal_concat and reduce_concat (DARTS writes all four fields: ..., "
+     "normal_concat=range(2, 6), ...)"},
     {"Genotype(normal=" CELL ", normal_concat=range(2, 6), normal=" CELL ")",
      "at character 214: field normal given twice"},
     {"Genotype(normal=" CELL ", concat=range(2, 6))",

@@ -458,6 +458,18 @@ darts_parse(gpointer instance, const SieveSpace *space, const char *text, GError
     return NULL;
   gboolean done[4] = {FALSE};
   for (guint i = 0; i < 4; i++) {
+    skip_space(&ps);
+    /* Closed early: name the fields it lacks, not the ',' it expected. */
+    if (i > 0 && (*ps.p == ')' || (*ps.p == ',' && *(ps.p + 1 + strspn(ps.p + 1, " \t\n")) == ')'))) {
+      g_autoptr(GString) missing = g_string_new(NULL);
+      for (guint j = 0; j < 4; j++)
+        if (!done[j])
+          g_string_append_printf(missing, "%s%s", missing->len ? " and " : "", fields[j]);
+      parse_error(&ps, ps.p, "Genotype(...) lacks %s (DARTS writes all four fields: ..., normal_concat=range(2, 6), "
+                             "...)",
+                  missing->str);
+      return NULL;
+    }
     if (i > 0 && !expect(&ps, ',', "between the fields"))
       return NULL;
     skip_space(&ps);
