@@ -66,6 +66,26 @@ fail:
   return FALSE;
 }
 
+/* The store at path opened in mode, with the study's config (*config,
+ * transfer full); NULL with error when it cannot be opened or holds no
+ * study. (transfer full) */
+static SieveStore *
+open_study(const char *path, SieveStoreMode mode, char **config, GError **error)
+{
+  g_autoptr(SieveStore) store = sieve_store_open(path, mode, error);
+  if (store == NULL)
+    return NULL;
+  GError *local = NULL;
+  *config = sieve_store_get_meta(store, "config", &local);
+  if (*config == NULL) {
+    if (local == NULL)
+      g_set_error(&local, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", path);
+    g_propagate_error(error, local);
+    return NULL;
+  }
+  return g_steal_pointer(&store);
+}
+
 int
 sieve_cmd_final(int argc, char **argv)
 {
@@ -108,26 +128,16 @@ sieve_cmd_final(int argc, char **argv)
   /* Read first, as export and report read it: opened for writing, a file
    * that is no study (an empty one) would get a store's tables before it
    * was refused. */
+  g_autofree char *config = NULL;
   {
-    g_autoptr(SieveStore) probe = sieve_store_open(path, SIEVE_STORE_READ, &error);
+    g_autoptr(SieveStore) probe = open_study(path, SIEVE_STORE_READ, &config, &error);
     if (probe == NULL)
       return sieve_cli_fail(error);
-    g_autofree char *config = sieve_store_get_meta(probe, "config", &error);
-    if (config == NULL) {
-      if (error == NULL)
-        g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", path);
-      return sieve_cli_fail(error);
-    }
+    g_clear_pointer(&config, g_free);
   }
-  g_autoptr(SieveStore) store = sieve_store_open(path, SIEVE_STORE_WRITE, &error);
+  g_autoptr(SieveStore) store = open_study(path, SIEVE_STORE_WRITE, &config, &error);
   if (store == NULL)
     return sieve_cli_fail(error);
-  g_autofree char *config = sieve_store_get_meta(store, "config", &error);
-  if (config == NULL) {
-    if (error == NULL)
-      g_set_error(&error, SIEVE_ERROR, SIEVE_ERROR_STORE, "%s: holds no study", path);
-    return sieve_cli_fail(error);
-  }
   /* The study's evaluator, its options overridden, weights kept. */
   g_autoptr(GPtrArray) overrides = g_ptr_array_new();
   for (guint i = 0; sets && sets[i]; i++) {
