@@ -100,7 +100,8 @@ section_header(GString *out, const SieveReport *report)
     append_meta(out, report->n_objectives > 1 ? "objectives" : "objective", text->str);
     g_string_free(text, TRUE);
   }
-  append_meta(out, "budget", report->budget);
+  /* The config stored is the last run's: a resume may have changed it. */
+  append_meta(out, "budget (the last run's)", report->budget);
   append_meta(out, "seed", report->seed);
   append_meta(out, "created", report->created);
   /* The study's own time (a resumed study's pauses are not in it), then the

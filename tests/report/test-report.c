@@ -371,6 +371,8 @@ test_study(Fixture *f, gconstpointer data)
   g_assert_null(strstr(html, "<section id=\"fidelity\">")); /* no fidelities */
   g_assert_null(strstr(html, "<section id=\"importance\">")); /* no space */
   g_assert_nonnull(strstr(html, "<dd id=\"elapsed\">0.006</dd>"));
+  /* The stored config is the last run's: a resumed study's header said "budget evaluations 10" for 20 trials. */
+  g_assert_nonnull(strstr(html, "<dt>budget (the last run's)</dt><dd>evaluations 50</dd>"));
   g_autofree char *failed = g_strdup_printf("<dd id=\"count-failed\">%u</dd>", counts[SIEVE_STATUS_FAILED]);
   g_assert_nonnull(strstr(html, failed));
   g_autofree char *front = g_strdup_printf("<p>%u non-dominated of %u evaluated", expected, m);
