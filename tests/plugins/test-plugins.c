@@ -627,6 +627,23 @@ test_random_unique_state(void)
   g_assert_nonnull(texts);
   g_assert_cmpuint(g_variant_n_children(texts), ==, 3500);
 
+  /* An ask that ends in draws bringing nothing new (a space counted as
+   * infinite, a float, with few distinct texts) moves the rng past the last
+   * proposal: the state counts those draws too, and loads (it was refused,
+   * "do not draw again in this space", a review found). */
+  g_autoptr(SieveSpace) few = space_new("hpo", "parameters:\n"
+                                               "  x1: {type: float, low: 1, high: 1.0000000000000004}\n"
+                                               "  x2: {type: int, low: 0, high: 1}\n");
+  g_autoptr(SieveOptimizer) e = optimizer_new(few, "unique: true\n", 9);
+  g_autoptr(GPtrArray) all = ask_texts(e, 20);
+  g_assert_cmpuint(all->len, <, 20);
+  g_autoptr(GVariant) e_state = sieve_optimizer_save(e, &error);
+  g_autoptr(SieveOptimizer) f = optimizer_new(few, "unique: true\n", 9);
+  g_assert_true(sieve_optimizer_load(f, e_state, &error));
+  g_assert_no_error(error);
+  g_autoptr(GVariant) f_state = sieve_optimizer_save(f, &error);
+  g_assert_true(g_variant_equal(e_state, f_state));
+
   /* Saved in another space: its draws end elsewhere. */
   g_autoptr(SieveSpace) mlp = space_new("hpo", "file: search_spaces/mlp.yaml\n");
   g_autoptr(SieveOptimizer) d = optimizer_new(mlp, "unique: true\n", 4);

@@ -49,6 +49,7 @@ typedef struct {
   const SieveSpace *space;
   SieveRng rng;
   SieveRng start;     /* as seeded: where the proposals are drawn again from on load */
+  guint64 draws;      /* samples drawn since start (repeats and misses included) */
   gboolean by_text;   /* a study begun before "proposed": its state keeps the texts (they need not replay from start) */
   gboolean unique;
   double size;        /* distinct genotypes, INFINITY when a float decision exists */
@@ -99,6 +100,7 @@ random_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     if (self->unique && (double) self->order->len >= self->size)
       break; /* every genotype of a finite space has been proposed */
     g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &self->rng);
+    self->draws++;
     if (self->unique) {
       char *text = sieve_space_format(self->space, genotype);
       if (g_hash_table_contains(self->seen, text)) {
@@ -122,9 +124,9 @@ random_tell(gpointer instance, const SieveCandidate *candidate, const SieveResul
   return TRUE; /* random search learns nothing */
 }
 
-/* State: {"rng": (tttt), "start": (tttt), "proposed": t} (a state saved
- * before "proposed", {"rng", "seen": as}, the texts themselves, is read
- * too). */
+/* State: {"rng": (tttt), "start": (tttt), "proposed": t, "draws": t} (a
+ * state saved before "proposed", {"rng", "seen": as}, the texts
+ * themselves, is read too). */
 static GVariant *
 random_save(gpointer instance, GError **error)
 {
@@ -138,21 +140,27 @@ random_save(gpointer instance, GError **error)
   } else {
     g_variant_dict_insert_value(&dict, "start", sieve_rng_save(&self->start));
     g_variant_dict_insert_value(&dict, "proposed", g_variant_new_uint64(self->order->len));
+    /* An ask that ends in draws bringing nothing new moves the rng past
+     * the last proposal: the count of draws replays those too. */
+    g_variant_dict_insert_value(&dict, "draws", g_variant_new_uint64(self->draws));
   }
   return g_variant_dict_end(&dict);
 }
 
-/* The first `proposed` distinct draws from start into seen and order, as
- * random_ask drew them; FALSE when the space has fewer, or when the draws
- * end at another rng state than the one saved (another space than the
- * study's). */
+/* The `draws` samples from start (G_MAXUINT64: as many as the first
+ * `proposed` distinct ones take) into seen and order, as random_ask drew
+ * them; FALSE when they give another number of proposals, or end at
+ * another rng state than the one saved (another space than the study's). */
 static gboolean
-replay(RandomSearch *self, const SieveRng *start, guint64 proposed, const SieveRng *saved, GError **error)
+replay(RandomSearch *self, const SieveRng *start, guint64 proposed, guint64 draws, const SieveRng *saved,
+       GError **error)
 {
   SieveRng rng = *start;
-  while (self->order->len < proposed) {
-    if ((double) self->order->len >= self->size)
+  guint64 drawn = 0;
+  while (drawn < draws && (draws != G_MAXUINT64 || self->order->len < proposed)) {
+    if (draws == G_MAXUINT64 && (double) self->order->len >= self->size)
       break;
+    drawn++;
     g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &rng);
     char *text = sieve_space_format(self->space, genotype);
     if (g_hash_table_contains(self->seen, text))
@@ -162,7 +170,7 @@ replay(RandomSearch *self, const SieveRng *start, guint64 proposed, const SieveR
   }
   g_autoptr(GVariant) got = g_variant_ref_sink(sieve_rng_save(&rng));
   g_autoptr(GVariant) want = g_variant_ref_sink(sieve_rng_save(saved));
-  if (self->order->len < proposed || !g_variant_equal(got, want)) {
+  if (self->order->len != proposed || !g_variant_equal(got, want)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
                 "the state's %" G_GUINT64_FORMAT " proposals do not draw again in this space (%u did, to another "
                 "random state): it was saved for another space",
@@ -184,6 +192,7 @@ random_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) rng = g_variant_lookup_value(state, "rng", NULL);
   g_autoptr(GVariant) proposed = g_variant_lookup_value(state, "proposed", G_VARIANT_TYPE_UINT64);
   g_autoptr(GVariant) start_state = g_variant_lookup_value(state, "start", NULL);
+  g_autoptr(GVariant) draws = g_variant_lookup_value(state, "draws", G_VARIANT_TYPE_UINT64);
   g_autoptr(GVariant) seen = g_variant_lookup_value(state, "seen", G_VARIANT_TYPE_STRING_ARRAY);
   if (rng == NULL || (proposed == NULL && seen == NULL) || (proposed != NULL && start_state == NULL)) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state lacks '%s'",
@@ -202,7 +211,8 @@ random_load(gpointer instance, GVariant *state, GError **error)
   gboolean ok = TRUE;
   if (proposed != NULL) {
     if (self->unique) /* (only a unique search remembers, and counts, what it proposed) */
-      ok = replay(self, &start, g_variant_get_uint64(proposed), &restored, error);
+      ok = replay(self, &start, g_variant_get_uint64(proposed), draws ? g_variant_get_uint64(draws) : G_MAXUINT64,
+                  &restored, error);
   } else if (self->unique) {
     gsize n = 0;
     g_autofree const char **texts = g_variant_get_strv(seen, &n);
@@ -221,6 +231,7 @@ random_load(gpointer instance, GVariant *state, GError **error)
   g_ptr_array_unref(old_order);
   self->rng = restored;
   self->start = start;
+  self->draws = draws ? g_variant_get_uint64(draws) : 0;
   self->by_text = proposed == NULL;
   return TRUE;
 }
