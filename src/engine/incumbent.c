@@ -17,16 +17,21 @@ sieve_trial_is_ranked(const SieveTrial *trial)
   return trial->status == SIEVE_STATUS_OK || (trial->status == SIEVE_STATUS_CACHED && trial->cached_from < 0);
 }
 
-/* trial number -> SieveTrial*, built when a trial answered from this
- * store's own trial is met (transfer full) (nullable). */
-static GHashTable *
-by_number(GPtrArray *trials)
+/* What ranked_on needs, built when a trial answered from this store's
+ * own trial is met: trial number -> SieveTrial*, and the twins ranked so
+ * far ("source|values" texts). */
+typedef struct {
+  GHashTable *by_number;
+  GHashTable *twins;
+} Twins;
+
+static void
+twins_clear(Twins *t)
 {
-  GHashTable *map = g_hash_table_new(g_int64_hash, g_int64_equal);
-  for (guint i = 0; i < trials->len; i++)
-    g_hash_table_insert(map, &((SieveTrial *) trials->pdata[i])->number, trials->pdata[i]);
-  return map;
+  g_clear_pointer(&t->by_number, g_hash_table_unref);
+  g_clear_pointer(&t->twins, g_hash_table_unref);
 }
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Twins, twins_clear)
 
 /* Whether trial t is a point of a ranking on metrics[0..n): a ranked trial
  * (sieve_trial_is_ranked), or one answered from this store's own trial
@@ -34,28 +39,42 @@ by_number(GPtrArray *trials)
  * before evaluation on the candidate's own network (params, macs, latency)
  * may differ between twins (an isomorphic one without the dead branches:
  * the same accuracy with fewer parameters), and such a trial is a point
- * nothing else stands for: the Pareto front left it out. *map is built on
- * first use. */
+ * nothing else stands for: the Pareto front left it out.  Twins of one
+ * source with the same values are one point, ranked once (the first).
+ * The trials come in the order of the store (by number). */
 static gboolean
-ranked_on(GPtrArray *trials, GHashTable **map, const SieveTrial *t, const char *const *metrics, guint n)
+ranked_on(GPtrArray *trials, Twins *twins, const SieveTrial *t, const char *const *metrics, guint n)
 {
   if (sieve_trial_is_ranked(t))
     return TRUE;
   if (t->status != SIEVE_STATUS_CACHED)
     return FALSE;
-  if (*map == NULL)
-    *map = by_number(trials);
-  const SieveTrial *source = g_hash_table_lookup(*map, &t->cached_from);
+  if (twins->by_number == NULL) {
+    twins->by_number = g_hash_table_new(g_int64_hash, g_int64_equal);
+    for (guint i = 0; i < trials->len; i++)
+      g_hash_table_insert(twins->by_number, &((SieveTrial *) trials->pdata[i])->number, trials->pdata[i]);
+    twins->twins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  }
+  const SieveTrial *source = g_hash_table_lookup(twins->by_number, &t->cached_from);
   if (source == NULL || !sieve_trial_is_ranked(source))
     return FALSE;
+  gboolean differs = FALSE;
+  GString *key = g_string_new(NULL);
+  g_string_append_printf(key, "%" G_GINT64_FORMAT, t->cached_from);
   for (guint k = 0; k < n; k++) {
     double a, b;
     gboolean has_a = sieve_result_get_metric(t->result, metrics[k], &a);
     gboolean has_b = sieve_result_get_metric(source->result, metrics[k], &b);
     if (has_a != has_b || (has_a && a != b && !(isnan(a) && isnan(b))))
-      return TRUE;
+      differs = TRUE;
+    char text[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append_printf(key, "|%s", has_a ? g_ascii_dtostr(text, sizeof text, a) : "-");
   }
-  return FALSE;
+  if (!differs) {
+    g_string_free(key, TRUE);
+    return FALSE;
+  }
+  return g_hash_table_add(twins->twins, g_string_free(key, FALSE));
 }
 
 /* Whether value v of trial t takes part in a ranking: not NaN; and for a
@@ -105,12 +124,12 @@ GArray *
 sieve_trials_rank(GPtrArray *trials, const char *objective, gboolean maximize, gboolean *by_fidelity)
 {
   g_autoptr(GArray) ranked = g_array_new(FALSE, FALSE, sizeof(Ranked));
-  g_autoptr(GHashTable) map = NULL;
+  g_auto(Twins) twins = {0};
   gboolean mixed = FALSE;
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
     double v;
-    if (!ranked_on(trials, &map, t, &objective, 1) || !sieve_result_get_metric(t->result, objective, &v) ||
+    if (!ranked_on(trials, &twins, t, &objective, 1) || !sieve_result_get_metric(t->result, objective, &v) ||
         !rankable(t, v))
       continue;
     Ranked r = {i, t->number, v, isnan(t->fidelity) ? INFINITY : t->fidelity};
@@ -139,11 +158,11 @@ GArray *
 sieve_trials_pareto_points(GPtrArray *trials, const char *const *metrics, guint n)
 {
   GArray *points = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_autoptr(GHashTable) map = NULL;
+  g_auto(Twins) twins = {0};
   double top = -INFINITY;
   for (guint i = 0; i < trials->len; i++) {
     const SieveTrial *t = trials->pdata[i];
-    gboolean complete = ranked_on(trials, &map, t, metrics, n);
+    gboolean complete = ranked_on(trials, &twins, t, metrics, n);
     for (guint k = 0; k < n && complete; k++) {
       double v;
       complete = sieve_result_get_metric(t->result, metrics[k], &v) && rankable(t, v);

@@ -170,6 +170,7 @@ test_pareto_cached_twins(void)
   g_ptr_array_add(trials, trial_of(2, SIEVE_STATUS_CACHED, 0, 87.0, 600)); /* trial 0 again */
   g_ptr_array_add(trials, trial_of(3, SIEVE_STATUS_OK, -1, 88.0, 700));
   g_ptr_array_add(trials, trial_of(4, SIEVE_STATUS_CACHED, 9, 99.0, 1));   /* its source is not here */
+  g_ptr_array_add(trials, trial_of(5, SIEVE_STATUS_CACHED, 0, 87.0, 130)); /* trial 1 again: one point */
   const char *const metrics[] = {"acc", "params"};
   g_autoptr(GArray) points = sieve_trials_pareto_points(trials, metrics, 2);
   g_assert_cmpuint(points->len, ==, 3);
