@@ -163,6 +163,8 @@ extern const SieveComponentInfo sieve__compose_info;
 SIEVE_INTERNAL_API const SieveSpace *sieve__space_arch_part(const SieveSpace *space, guint *first);
 /* (transfer none) (nullable): NULL for a space built by hand */
 const SieveSpaceClass *sieve__space_get_class(const SieveSpace *space);
+/* The plugin component a space was made from, NULL for one built by hand. */
+SIEVE_INTERNAL_API const SieveComponent *sieve__space_get_component(const SieveSpace *space);
 /* The registry of the space's component. (transfer none) (nullable) */
 const SieveRegistry *sieve__space_get_registry(const SieveSpace *space);
 /* Part k of a composite space; NULL past its last part or when space is not

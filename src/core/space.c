@@ -158,6 +158,12 @@ sieve__space_get_class(const SieveSpace *space)
   return space->klass;
 }
 
+const SieveComponent *
+sieve__space_get_component(const SieveSpace *space)
+{
+  return space->component;
+}
+
 const SieveRegistry *
 sieve__space_get_registry(const SieveSpace *space)
 {

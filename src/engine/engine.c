@@ -2247,6 +2247,18 @@ sieve__component_in_lua(const SieveComponent *component)
          (path != NULL && g_str_has_suffix(path, ".lua"));
 }
 
+/* The space written in Lua that builds the study's networks (the space,
+ * or a composite's architecture part), which runs on its script's thread
+ * only; NULL when they are built in C. (transfer none) */
+static const SieveSpace *
+builds_in_lua(const SieveEngine *engine)
+{
+  guint first = 0;
+  const SieveSpace *arch = sieve__space_arch_part(engine->space, &first);
+  const SieveComponent *c = arch != NULL ? sieve__space_get_component(arch) : engine->exp->space.component;
+  return c != NULL && sieve__component_in_lua(c) ? (arch != NULL ? arch : engine->space) : NULL;
+}
+
 gboolean
 sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress, GError **error)
 {
@@ -2286,12 +2298,12 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   if (!queued && !exp->workers_set && sieve_evaluator_get_workers(engine->evaluator) > 1) {
     /* A Lua space builds networks on its script's thread only, and the
      * evaluator builds them on its workers': stay at one. */
-    if (sieve__component_in_lua(exp->space.component)) {
+    if (builds_in_lua(engine)) {
       if (progress)
         sieve_progress_message(progress, "evaluator '%s' would run %u evaluations at once, but space '%s' runs in "
                                "Lua, on one thread: 1 worker", sieve_component_get_name(exp->evaluator.component),
                                sieve_evaluator_get_workers(engine->evaluator),
-                               sieve_component_get_name(exp->space.component));
+                               sieve_space_get_name(builds_in_lua(engine)));
     } else {
       workers = sieve_evaluator_get_workers(engine->evaluator);
       if (progress)
@@ -2313,12 +2325,11 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   }
   /* A Lua space builds networks on its script's thread only: an evaluator
    * that builds them on its workers' threads failed every trial there. */
-  if (!queued && workers > 1 && sieve_evaluator_builds_networks(engine->evaluator) &&
-      sieve__component_in_lua(exp->space.component)) {
+  if (!queued && workers > 1 && sieve_evaluator_builds_networks(engine->evaluator) && builds_in_lua(engine)) {
     if (progress)
       sieve_progress_message(progress, "space '%s' runs in Lua, on one thread, and evaluator '%s' builds its "
                              "networks: using 1 worker, not %u",
-                             sieve_component_get_name(exp->space.component),
+                             sieve_space_get_name(builds_in_lua(engine)),
                              sieve_component_get_name(exp->evaluator.component), workers);
     workers = 1;
   }

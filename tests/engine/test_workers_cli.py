@@ -115,6 +115,17 @@ workers: 2
         self.assertIn("space 'lua' runs in Lua, on one thread, and evaluator 'train' builds its networks: using 1 "
                       "worker, not 2", p.stdout + p.stderr)
         self.assertEqual([r["status"] for r in export_rows(self.path("lua.sieve"))], ["ok"] * 3)
+        # The same as the architecture part of a composite space (the diff review found it failing there).
+        with open(cfg) as f:
+            text = f.read()
+        lua_space = f"{{plugin: lua, script: {ROOT}/search_spaces/nb201.lua, options: {{C: 4, N: 1, in_channels: 1, size: 28}}}}"
+        composed = text.replace(f"space: {lua_space}", "space: {plugin: compose, parts: [" + lua_space +
+                                ", {plugin: hpo, parameters: {lr: {type: float, low: 0.01, high: 0.1}}}]}")
+        self.assertNotEqual(composed, text)
+        cfg2 = self.write_config("lua-compose.yaml", composed)
+        p = sieve("run", cfg2, "--store", self.path("lua-compose.sieve"), check=0)
+        self.assertIn("space 'lua' runs in Lua, on one thread", p.stdout + p.stderr)
+        self.assertEqual([r["status"] for r in export_rows(self.path("lua-compose.sieve"))], ["ok"] * 3)
 
 
     def test_an_epochs_decision_under_a_fidelity_is_warned_about(self):
