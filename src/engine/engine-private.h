@@ -447,6 +447,12 @@ SIEVE_INTERNAL_API gboolean sieve__component_in_lua(const SieveComponent *compon
  * that defines it; budget, workers, report and store left out.
  * (transfer full) */
 char *sieve__study_key(const SieveExperiment *experiment);
+/* The key's lines of an option table under key ("key.name<TAB>value\n"
+ * each), those that differ from the table's defaults only, so that a
+ * default written or omitted, or an option a component gains later, is the
+ * same study: what Lua's sieve.study keys its optimizer and pruner with.
+ * (transfer full) */
+SIEVE_INTERNAL_API char *sieve__study_key_options(const char *key, const SieveOptions *options, const char *base_dir);
 /* The key as written until 2026-11-26: the pruner's section as written,
  * not through its option table.  (transfer full) */
 char *sieve__study_key_as_written(const SieveExperiment *experiment);

@@ -170,6 +170,17 @@ add_options(GPtrArray *lines, const char *key, const SieveOptions *options, cons
   }
 }
 
+char *
+sieve__study_key_options(const char *key, const SieveOptions *options, const char *base_dir)
+{
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+  add_options(lines, key, options, base_dir);
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < lines->len; i++)
+    g_string_append_printf(out, "%s\n", (const char *) lines->pdata[i]);
+  return g_string_free(out, FALSE);
+}
+
 /* A component's section: its plugin and every option of its table that
  * differs from the table's default, so that a default written or omitted
  * is the same study, and so is one resumed by a version of the plugin that

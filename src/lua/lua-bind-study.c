@@ -62,7 +62,7 @@ struct _StudyBox {
   SieveOptimizer *optimizer;  /* NULL for a finished (read-only) study */
   SieveOptions *options;      /* the optimizer's, as long as it lives (plugins may borrow from them) */
   SievePruner *pruner;        /* NULL: none */
-  char *pruner_key;           /* its options as JSON, defaults written out (the study's key) */
+  SieveOptions *pruner_options; /* its options (the study's key) */
   SieveFidelity fidelity;     /* its evaluations' (the evaluator's, or the script's), name owned; name NULL: none */
   SieveLuaObjectives objectives;
   GHashTable *in_flight;      /* trial number -> Flight* asked, not told */
@@ -109,7 +109,7 @@ study_close(lua_State *L, StudyBox *box)
   g_clear_pointer(&box->options, sieve_options_free);
   g_clear_pointer(&box->in_flight, g_hash_table_unref); /* before the pruner its flights borrow */
   g_clear_pointer(&box->pruner, sieve_pruner_free);
-  g_clear_pointer(&box->pruner_key, g_free);
+  g_clear_pointer(&box->pruner_options, sieve_options_free);
   g_clear_pointer((char **) &box->fidelity.name, g_free);
   g_queue_clear_full(&box->pending, (GDestroyNotify) sieve_candidate_free);
   if (box->store != NULL) {
@@ -857,7 +857,7 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
     return FALSE;
   }
   SieveLuaStudyKey k = {.objectives = &box->objectives, .optimizer = opt_name, .optimizer_options = options,
-                        .seed = (gint64) seed, .space = space, .pruner = box->pruner_key,
+                        .seed = (gint64) seed, .space = space, .pruner = box->pruner_options,
                         .fidelity = box->fidelity.name != NULL ? &box->fidelity : NULL};
   g_autofree char *key = sieve__lua_study_key(&k);
   if (stored_name == NULL) {
@@ -884,15 +884,29 @@ study_setup(StudyBox *box, SieveLuaHost *host, SieveSpace *space, const char *st
   }
   if (stored_key != NULL)
     return sieve__lua_study_key_check(stored_key, key, store_path, error) && study_resume(box, space, error);
+  /* A study of sieve run: its config defines it, which a script does not
+   * repeat; it goes on through sieve.run(config, {resume = true}). */
+  g_autofree char *config = sieve_store_get_meta(box->store, "config", NULL);
+  if (config != NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "sieve.study: %s holds a study of sieve run (its config is stored with it): go on with it through "
+                "sieve.run(CONFIG, {store = ..., resume = true}), or give sieve.study another store",
+                store_path);
+    return FALSE;
+  }
+  /* A script's study from before the key: what it stored of itself (the
+   * objective, direction and seed) must agree, and it gets the key. */
   g_autofree char *objective = sieve_store_get_meta(box->store, "objective", NULL);
   g_autofree char *direction = sieve_store_get_meta(box->store, "direction", NULL);
-  g_autofree char *old_key = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\n",
-                                             objective ? objective : "(none)", direction ? direction : "(none)");
-  g_autofree char *wanted = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\n",
+  g_autofree char *stored_seed = sieve_store_get_meta(box->store, "seed", NULL);
+  g_autofree char *old_key = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\nseed\t%s\n",
+                                             objective ? objective : "(none)", direction ? direction : "(none)",
+                                             stored_seed ? stored_seed : "(none)");
+  g_autofree char *wanted = g_strdup_printf("objective[0].metric\t%s\nobjective[0].direction\t%s\nseed\t%"
+                                            G_GINT64_FORMAT "\n",
                                             box->objectives.metrics[0],
-                                            box->objectives.maximize[0] ? "maximize" : "minimize");
-  if ((objective != NULL && !sieve__lua_study_key_check(old_key, wanted, store_path, error)) ||
-      !study_resume(box, space, error))
+                                            box->objectives.maximize[0] ? "maximize" : "minimize", (gint64) seed);
+  if (!sieve__lua_study_key_check(old_key, wanted, store_path, error) || !study_resume(box, space, error))
     return FALSE;
   return sieve_store_set_meta(box->store, "lua_study_key", key, error);
 }
@@ -926,11 +940,8 @@ check_pruner(lua_State *L, int idx, StudyBox *box, const SieveEvaluator *evaluat
   box->pruner = sieve_pruner_new(node, dir, box->objectives.maximize[0], error);
   if (box->pruner == NULL)
     return FALSE;
-  g_autoptr(SieveOptions) options = sieve_options_new(sieve_pruner_spec(), node, NULL, dir, "pruner", error);
-  if (options == NULL)
-    return FALSE;
-  box->pruner_key = sieve__options_to_json(options);
-  return TRUE;
+  box->pruner_options = sieve_options_new(sieve_pruner_spec(), node, NULL, dir, "pruner", error);
+  return box->pruner_options != NULL;
 }
 
 static int

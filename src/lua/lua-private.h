@@ -460,15 +460,15 @@ void sieve__lua_objectives_clear(SieveLuaObjectives *objectives);
 void sieve__lua_orient(const SieveLuaObjectives *objectives, const SieveResult *result, double *out);
 
 /* lua-study-key.c: what makes a store's study the one a script opens with
- * sieve.study (all borrowed; optimizer_options, pruner (its options as
- * JSON) and fidelity may be NULL). */
+ * sieve.study (all borrowed; optimizer_options, pruner (its options) and
+ * fidelity may be NULL). */
 typedef struct {
   const SieveLuaObjectives *objectives;
   const char *optimizer;
   const SieveOptions *optimizer_options;
   gint64 seed;
   const SieveSpace *space;
-  const char *pruner;
+  const SieveOptions *pruner;
   const SieveFidelity *fidelity;
 } SieveLuaStudyKey;
 /* The key's text, one "path<TAB>value" line per setting. (transfer full) */

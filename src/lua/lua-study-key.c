@@ -10,17 +10,18 @@
  *   objective[0].metric	value
  *   objective[0].direction	maximize
  *   optimizer.plugin	tpe
- *   optimizer.options	{"n_startup":10,...}      (defaults written out)
+ *   optimizer.n_startup	10                       (the options that differ from their defaults)
  *   seed	1
  *   space.plugin	hpo
  *   space.decision[0]	x float [0, 1] log=0 parent=-1
- *   pruner	{"kind":"median",...}              or (none)
+ *   pruner.kind	median                           or (none)
  *   fidelity	epochs [1, 9] integer=1           or (none)
  *
  * The budget is the script's (it asks as many times as it likes), and the
  * store is where the study is, not what it is. */
 #include <string.h>
 
+#include "engine/engine-private.h"
 #include "lua/lua-private.h"
 
 static void
@@ -65,8 +66,10 @@ sieve__lua_study_key(const SieveLuaStudyKey *k)
     add_line(key, direction, k->objectives->maximize[i] ? "maximize" : "minimize");
   }
   add_line(key, "optimizer.plugin", k->optimizer);
-  g_autofree char *options = k->optimizer_options ? sieve__options_to_json(k->optimizer_options) : NULL;
-  add_line(key, "optimizer.options", options);
+  if (k->optimizer_options != NULL) {
+    g_autofree char *options = sieve__study_key_options("optimizer", k->optimizer_options, NULL);
+    g_string_append(key, options);
+  }
   g_autofree char *seed = g_strdup_printf("%" G_GINT64_FORMAT, k->seed);
   add_line(key, "seed", seed);
   add_line(key, "space.plugin", sieve_space_get_name(k->space));
@@ -75,7 +78,12 @@ sieve__lua_study_key(const SieveLuaStudyKey *k)
     g_autofree char *text = decision_text(sieve_space_decision(k->space, i));
     add_line(key, path, text);
   }
-  add_line(key, "pruner", k->pruner);
+  if (k->pruner != NULL) {
+    g_autofree char *pruner = sieve__study_key_options("pruner", k->pruner, NULL);
+    g_string_append(key, pruner);
+  } else {
+    add_line(key, "pruner.kind", NULL);
+  }
   g_autofree char *fidelity = NULL;
   if (k->fidelity != NULL) {
     char low[G_ASCII_DTOSTR_BUF_SIZE], high[G_ASCII_DTOSTR_BUF_SIZE];
@@ -118,13 +126,14 @@ sieve__lua_study_key_check(const char *stored, const char *wanted, const char *s
     g_autofree char *was = value_of(stored, path), *now = value_of(wanted, path);
     if (g_strcmp0(was, now) == 0)
       continue;
-    /* (none) is no value: not quoted as one */
+    /* (none) is no value, and an option without a line is its default:
+     * neither quoted as a value */
     gboolean q_was = was != NULL && strcmp(was, "(none)") != 0, q_now = now != NULL && strcmp(now, "(none)") != 0;
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
                 "sieve.study: %s holds another study: its %s is %s%s%s, and this script's %s%s%s (a study goes on with "
                 "the settings it began with: open it with those, or give another store)",
-                store, path, q_was ? "'" : "", was ? was : "(none)", q_was ? "'" : "", q_now ? "'" : "",
-                now ? now : "(none)", q_now ? "'" : "");
+                store, path, q_was ? "'" : "", was ? was : "the default", q_was ? "'" : "", q_now ? "'" : "",
+                now ? now : "the default", q_now ? "'" : "");
     return FALSE;
   }
   /* Same settings, other order: the key of another version; the same study. */

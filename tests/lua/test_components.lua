@@ -253,6 +253,22 @@ T.test("sieve.run without a progress display warns of a repeated step and of a t
   T.eq(#study:intermediate(), 0)
 end)
 
+T.test("sieve.study refuses a store of sieve run: its config defines that study (sieve.run resumes it)", function()
+  -- (it opened one with any seed and stamped that seed as the study's; a diff review found it)
+  local store = scratch_store("run-store")
+  local done = sieve.run(fixtures .. "/pruned.yaml", {store = store})
+  T.eq(done:count(), 12)
+  done:close()
+  local ok, err = pcall(function()
+    return sieve.study{space = sieve.space("ring", {width = 5}), optimizer = "lua-random", store = store,
+                       objective = {metric = "acc"}, seed = 5}
+  end)
+  T.eq(ok, false)
+  T.truthy(err:find("test_components%.lua:%d+: sieve%.study: .*run%-store.* holds a study of sieve run"), err)
+  local again = sieve.run(fixtures .. "/pruned.yaml", {store = store, resume = true, set = {["budget.evaluations"] = 13}})
+  T.eq(again:count(), 13, "and sieve.run goes on with it")
+end)
+
 T.test("a Lua space's number ranges stay finite and exact", function()
   local n = 0
   local function space_with(decl)

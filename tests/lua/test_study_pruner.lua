@@ -232,13 +232,14 @@ T.test("a store opened again by sieve.study must hold the same study, as sieve r
   refused({objective = {metric = "v", direction = "minimize"}},
           "objective%[0%]%.direction is 'maximize', and this script's 'minimize'")
   refused({optimizer = "random"}, "optimizer%.plugin is 'tpe', and this script's 'random'")
-  refused({optimizer = {plugin = "tpe", n_startup = 3}}, "optimizer%.options is")
+  refused({optimizer = {plugin = "tpe", n_startup = 3}}, "optimizer%.n_startup is the default, and this script's '3'")
   refused({space = sieve.space("hpo", {parameters = {x1 = {type = "float", low = -5, high = 20},
                                                      x2 = {type = "float", low = 0, high = 15}}})},
           "space%.decision%[0%] is 'x1 float %[%-5, 10%]")
-  refused({pruner = {kind = "median"}}, "pruner is %(none%), and this script's '{")
-  st = open{}
-  T.eq(st:count(), 3, "the same study opens, and nothing of it was changed by the refusals")
+  refused({pruner = {kind = "median"}}, "pruner%.kind is %(none%), and this script's 'median'")
+  st = open{optimizer = {plugin = "tpe", n_startup = 10}}
+  T.eq(st:count(), 3, "the same study opens (a default written out is the default), and nothing of it was "
+                      .. "changed by the refusals")
   local t = st:ask()
   st:tell(t, {metrics = {v = 1}})
   st:close()
