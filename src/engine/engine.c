@@ -1946,6 +1946,20 @@ resume_trials(RunState *rs, GError **error)
   g_autoptr(GPtrArray) trials = sieve_store_list_trials(engine->store, FALSE, error);
   if (trials == NULL)
     return FALSE;
+  /* A default hash the study began with stays its hash: a version whose
+   * default differs (a space with a structural hash of its own) would key
+   * its cache apart, and retrain what the store has answered before. */
+  if (engine->dedupe && !engine->exp->pipeline.dedupe.hash_set) {
+    for (guint i = 0; i < trials->len; i++) {
+      const char *stored = ((const SieveTrial *) trials->pdata[i])->hash_kind;
+      if (stored == NULL)
+        continue;
+      for (SieveDedupeHash k = 0; k <= SIEVE_DEDUPE_GENOTYPE; k++)
+        if (strcmp(stored, sieve_dedupe_hash_name(k)) == 0)
+          engine->hash_kind = k;
+      break;
+    }
+  }
   g_autoptr(GPtrArray) pending = g_ptr_array_new_with_free_func((GDestroyNotify) proposal_free);
   gint64 n_ok = 0, n_failed = 0;
   g_autoptr(GHashTable) seen = NULL;

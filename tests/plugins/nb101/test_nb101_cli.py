@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -179,6 +180,25 @@ class Nb101(unittest.TestCase):
             self.assertEqual([r.split(",")[1] for r in rows[1:]], ["ok", "cached"])
             summary = sieve("export", store, "--summary").stdout.splitlines()
             self.assertEqual(summary[1].split(",")[-1], "structural")
+            # A study begun with the default before this one (functional) keeps its hash on resume: its cache
+            # keyed by the new default retrained what it had answered (the diff review's case).
+            old = os.path.join(tmp, "old.sieve")
+            with open(cfg) as f:
+                text = f.read()
+            written = os.path.join(tmp, "written.yaml")
+            with open(written, "w") as f:
+                f.write(text.replace("pipeline: [dedupe]", "pipeline: [{dedupe: {hash: functional}}]"))
+            sieve("run", written, "--store", old, "--quiet")
+            db = sqlite3.connect(old)
+            with db:  # the key the earlier version wrote for `pipeline: [dedupe]`
+                db.execute("UPDATE meta SET value = replace(value, 'pipeline[0].dedupe.hash' || char(9) || "
+                           "'functional', 'pipeline[0]' || char(9) || 'dedupe') WHERE key = 'study_key'")
+            db.close()
+            sieve("run", cfg, "--store", old, "--resume", "--quiet", "--set", "budget.proposals=4")
+            rows = [r.split(",") for r in sieve("export", old).stdout.splitlines()[1:]]
+            self.assertEqual([r[1] for r in rows], ["ok", "ok", "cached", "cached"])
+            summary = sieve("export", old, "--summary").stdout.splitlines()
+            self.assertEqual(summary[1].split(",")[-1], "functional")
 
     def test_configs(self):
         """The shipped configs, trained at a token scale (their own scale is minutes)."""
