@@ -10,7 +10,7 @@
  *   objective[0].metric	value
  *   objective[0].direction	maximize
  *   optimizer.plugin	tpe
- *   optimizer.n_startup	10                       (the options that differ from their defaults)
+ *   optimizer.n_startup	3                        (the options that differ from their defaults)
  *   seed	1
  *   space.plugin	hpo
  *   space.decision[0]	x float [0, 1] log=0 parent=-1
