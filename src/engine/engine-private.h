@@ -453,6 +453,8 @@ char *sieve__study_key(const SieveExperiment *experiment);
  * same study: what Lua's sieve.study keys its optimizer and pruner with.
  * (transfer full) */
 SIEVE_INTERNAL_API char *sieve__study_key_options(const char *key, const SieveOptions *options, const char *base_dir);
+/* path -> value (unescaped) of a key's lines. (transfer full) */
+SIEVE_INTERNAL_API GHashTable *sieve__study_key_lines(const char *key);
 /* The key as written until 2026-11-26: the pruner's section as written,
  * not through its option table.  (transfer full) */
 char *sieve__study_key_as_written(const SieveExperiment *experiment);

@@ -365,9 +365,8 @@ sieve__study_key_as_written(const SieveExperiment *exp)
   return study_key(exp, FALSE);
 }
 
-/* path -> value of a key's lines. */
-static GHashTable *
-key_lines(const char *key)
+GHashTable *
+sieve__study_key_lines(const char *key)
 {
   GHashTable *map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_auto(GStrv) lines = g_strsplit(key, "\n", -1);
@@ -403,7 +402,7 @@ static gboolean is_script_digest(const char *path);
 char *
 sieve__study_key_difference(const char *stored, const char *current, gboolean skip_scripts)
 {
-  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GHashTable) a = sieve__study_key_lines(stored), b = sieve__study_key_lines(current);
   g_autoptr(GPtrArray) paths = union_paths(a, b);
   /* A component's plugin first: its other settings differ because of it
    * (bug hunt 4: optimizer.script, then optimizer.options.population, was
@@ -496,7 +495,7 @@ GPtrArray *
 sieve__study_key_script_changes(const char *stored, const char *current, const char *stored_config,
                                 const SieveExperiment *exp)
 {
-  g_autoptr(GHashTable) a = key_lines(stored), b = key_lines(current);
+  g_autoptr(GHashTable) a = sieve__study_key_lines(stored), b = sieve__study_key_lines(current);
   g_autoptr(GPtrArray) changes = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) paths = union_paths(a, b);
   g_autoptr(GPtrArray) settings = g_ptr_array_new();
@@ -541,7 +540,7 @@ sieve__study_key_changed_scripts(const char *key, const char *history)
     if (g_strv_length(f) == 5 && !g_hash_table_contains(original, f[1]))
       g_hash_table_insert(original, g_strdup(f[1]), g_strdup(f[2]));
   }
-  g_autoptr(GHashTable) lines = key_lines(key);
+  g_autoptr(GHashTable) lines = sieve__study_key_lines(key);
   g_autoptr(GPtrArray) paths = union_paths(lines, lines);
   GString *out = g_string_new(NULL);
   gboolean changed = FALSE;

@@ -95,46 +95,36 @@ sieve__lua_study_key(const SieveLuaStudyKey *k)
   return g_string_free(key, FALSE);
 }
 
-/* The value of path in key, NULL when it has none. (transfer full) */
-static char *
-value_of(const char *key, const char *path)
-{
-  g_auto(GStrv) lines = g_strsplit(key, "\n", -1);
-  gsize n = strlen(path);
-  for (guint i = 0; lines[i] != NULL; i++)
-    if (strncmp(lines[i], path, n) == 0 && lines[i][n] == '\t')
-      return g_strcompress(lines[i] + n + 1);
-  return NULL;
-}
-
 gboolean
 sieve__lua_study_key_check(const char *stored, const char *wanted, const char *store, GError **error)
 {
   if (strcmp(stored, wanted) == 0)
     return TRUE;
-  /* The first setting, in the key's order, whose value differs or that
-   * one of them lacks. */
-  g_auto(GStrv) lines = g_strsplit(wanted, "\n", -1);
-  g_auto(GStrv) old_lines = g_strsplit(stored, "\n", -1);
-  guint n = MAX(g_strv_length(lines), g_strv_length(old_lines));
-  for (guint i = 0; i < n; i++) {
-    const char *line = i < g_strv_length(lines) ? lines[i] : old_lines[i];
-    const char *tab = strchr(line, '\t');
-    if (tab == NULL)
-      continue;
-    g_autofree char *path = g_strndup(line, (gsize) (tab - line));
-    g_autofree char *was = value_of(stored, path), *now = value_of(wanted, path);
-    if (g_strcmp0(was, now) == 0)
-      continue;
-    /* (none) is no value, and an option without a line is its default:
-     * neither quoted as a value */
-    gboolean q_was = was != NULL && strcmp(was, "(none)") != 0, q_now = now != NULL && strcmp(now, "(none)") != 0;
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
-                "sieve.study: %s holds another study: its %s is %s%s%s, and this script's %s%s%s (a study goes on with "
-                "the settings it began with: open it with those, or give another store)",
-                store, path, q_was ? "'" : "", was ? was : "the default", q_was ? "'" : "", q_now ? "'" : "",
-                now ? now : "the default", q_now ? "'" : "");
-    return FALSE;
+  /* The first setting, in the script's key's order then the stored one's,
+   * whose value differs or that one of them lacks (an option set then,
+   * and left at its default now, is a line the script's key lacks). */
+  g_autoptr(GHashTable) was_lines = sieve__study_key_lines(stored), now_lines = sieve__study_key_lines(wanted);
+  const char *keys[] = {wanted, stored};
+  for (guint side = 0; side < 2; side++) {
+    g_auto(GStrv) lines = g_strsplit(keys[side], "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++) {
+      const char *tab = strchr(lines[i], '\t');
+      if (tab == NULL)
+        continue;
+      g_autofree char *path = g_strndup(lines[i], (gsize) (tab - lines[i]));
+      const char *was = g_hash_table_lookup(was_lines, path), *now = g_hash_table_lookup(now_lines, path);
+      if (g_strcmp0(was, now) == 0)
+        continue;
+      /* (none) is no value, and an option without a line is its default:
+       * neither quoted as a value */
+      gboolean q_was = was != NULL && strcmp(was, "(none)") != 0, q_now = now != NULL && strcmp(now, "(none)") != 0;
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                  "sieve.study: %s holds another study: its %s is %s%s%s, and this script's %s%s%s (a study goes on "
+                  "with the settings it began with: open it with those, or give another store)",
+                  store, path, q_was ? "'" : "", was ? was : "the default", q_was ? "'" : "", q_now ? "'" : "",
+                  now ? now : "the default", q_now ? "'" : "");
+      return FALSE;
+    }
   }
   /* Same settings, other order: the key of another version; the same study. */
   return TRUE;

@@ -243,6 +243,12 @@ T.test("a store opened again by sieve.study must hold the same study, as sieve r
   local t = st:ask()
   st:tell(t, {metrics = {v = 1}})
   st:close()
+  -- A study begun with an option set, opened by a script that leaves it at its default: the stored key's
+  -- line the script's lacks (it was accepted: only the script's lines were walked).
+  store = scratch_store("same-study-set")
+  st = open{optimizer = {plugin = "tpe", n_startup = 3}}
+  st:close()
+  refused({}, "optimizer%.n_startup is '3', and this script's the default")
 end)
 
 T.test("pruners sieve run refuses are refused at the script's line", function()
