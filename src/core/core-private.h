@@ -126,6 +126,9 @@ SIEVE_INTERNAL_API void sieve_pipeline_clear(SievePipeline *pipeline);
 
 /* "functional", "structural", "genotype" (transfer none) */
 SIEVE_INTERNAL_API const char *sieve_dedupe_hash_name(SieveDedupeHash hash);
+/* The hash of that name (functional, structural, genotype) into *out;
+ * FALSE for another name. */
+SIEVE_INTERNAL_API gboolean sieve_dedupe_hash_from_name(const char *name, SieveDedupeHash *out);
 
 /* The stages, in their order (NULL-terminated), for docs (`sieve plugins`).
  * (transfer none) */

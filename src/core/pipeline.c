@@ -114,6 +114,17 @@ sieve_dedupe_hash_name(SieveDedupeHash hash)
   return hash_names[hash];
 }
 
+gboolean
+sieve_dedupe_hash_from_name(const char *name, SieveDedupeHash *out)
+{
+  for (guint i = 0; name != NULL && hash_names[i]; i++)
+    if (strcmp(name, hash_names[i]) == 0) {
+      *out = (SieveDedupeHash) i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 void
 sieve_pipeline_clear(SievePipeline *pipeline)
 {
@@ -138,11 +149,8 @@ load_dedupe(SieveDedupeStage *out, const SieveNode *stage, const SieveNode *opti
   out->enabled = TRUE;
   out->node = stage;
   out->hash_set = sieve_options_is_set(o, "hash");
-  out->hash = SIEVE_DEDUPE_FUNCTIONAL;
-  const char *hash = sieve_options_get_string(o, "hash");
-  for (guint i = 0; hash && hash_names[i]; i++)
-    if (strcmp(hash, hash_names[i]) == 0)
-      out->hash = (SieveDedupeHash) i;
+  if (!sieve_dedupe_hash_from_name(sieve_options_get_string(o, "hash"), &out->hash))
+    out->hash = SIEVE_DEDUPE_FUNCTIONAL;
   out->max_consecutive_hits = sieve_options_get_int(o, "max_consecutive_hits");
   const char *const *from = sieve_options_get_strv(o, "cache_from");
   guint n = from ? g_strv_length((char **) from) : 0;

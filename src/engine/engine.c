@@ -268,6 +268,16 @@ open_shared(SieveEngine *engine, GError **error)
   return TRUE;
 }
 
+/* The space whose networks a study builds: a composite's architecture
+ * part, or the space itself. (transfer none) */
+static const SieveSpace *
+network_space(const SieveSpace *space)
+{
+  guint first = 0;
+  const SieveSpace *arch = sieve__space_arch_part(space, &first);
+  return arch != NULL ? arch : space;
+}
+
 /* The stages' needs the config alone cannot check: what the space builds. */
 static gboolean
 check_pipeline(SieveEngine *engine, GError **error)
@@ -285,9 +295,7 @@ check_pipeline(SieveEngine *engine, GError **error)
        * isomorphic relabelling splits channels and concatenates in vertex
        * order), which the functional hash of the network tells apart:
        * there the space's identity is the default. */
-      guint first = 0;
-      const SieveSpace *arch = sieve__space_arch_part(engine->space, &first);
-      const SieveSpaceClass *klass = sieve__space_get_class(arch != NULL ? arch : engine->space);
+      const SieveSpaceClass *klass = sieve__space_get_class(network_space(engine->space));
       if (networks && klass != NULL && klass->hash != NULL)
         engine->hash_kind = SIEVE_DEDUPE_STRUCTURAL;
     }
@@ -1949,14 +1957,10 @@ resume_trials(RunState *rs, GError **error)
   /* A default hash the study began with stays its hash: a version whose
    * default differs (a space with a structural hash of its own) would key
    * its cache apart, and retrain what the store has answered before. */
-  if (engine->dedupe && !engine->exp->pipeline.dedupe.hash_set) {
-    for (guint i = 0; i < trials->len; i++) {
-      const char *stored = ((const SieveTrial *) trials->pdata[i])->hash_kind;
-      if (stored == NULL)
-        continue;
-      for (SieveDedupeHash k = 0; k <= SIEVE_DEDUPE_GENOTYPE; k++)
-        if (strcmp(stored, sieve_dedupe_hash_name(k)) == 0)
-          engine->hash_kind = k;
+  for (guint i = 0; engine->dedupe && !engine->exp->pipeline.dedupe.hash_set && i < trials->len; i++) {
+    const char *stored = ((const SieveTrial *) trials->pdata[i])->hash_kind;
+    if (stored != NULL) {
+      sieve_dedupe_hash_from_name(stored, &engine->hash_kind);
       break;
     }
   }
@@ -2267,10 +2271,10 @@ sieve__component_in_lua(const SieveComponent *component)
 static const SieveSpace *
 builds_in_lua(const SieveEngine *engine)
 {
-  guint first = 0;
-  const SieveSpace *arch = sieve__space_arch_part(engine->space, &first);
-  const SieveComponent *c = arch != NULL ? sieve__space_get_component(arch) : engine->exp->space.component;
-  return c != NULL && sieve__component_in_lua(c) ? (arch != NULL ? arch : engine->space) : NULL;
+  const SieveSpace *builder = network_space(engine->space);
+  const SieveComponent *c = builder != engine->space ? sieve__space_get_component(builder)
+                                                     : engine->exp->space.component;
+  return c != NULL && sieve__component_in_lua(c) ? builder : NULL;
 }
 
 gboolean

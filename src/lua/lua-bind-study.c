@@ -48,7 +48,6 @@ typedef struct {
   StudyBox *box;            /* its study */
   SieveCandidate *candidate;
   GArray *intermediate;     /* SieveIntermediate, by step */
-  SievePruner *pruner;      /* the study's (borrowed), NULL: none */
   SievePrunerCurve *curve;  /* its verdicts so far, NULL before the first */
   gboolean should_prune;    /* the last verdict */
   gboolean evaluating;      /* study:run or study:evaluate is evaluating it */
@@ -81,6 +80,13 @@ struct _StudyBox {
   SieveExperiment *exp;
   SieveSpace *space;
 };
+
+/* The fidelity of the study's evaluations (what a report may reach), NULL: none. */
+static const SieveFidelity *
+study_fidelity(const StudyBox *box)
+{
+  return box->fidelity.name != NULL ? &box->fidelity : NULL;
+}
 
 static void
 flight_free(Flight *f)
@@ -460,7 +466,6 @@ flight_add(StudyBox *box, SieveCandidate *c)
   f->box = box;
   f->candidate = c;
   f->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
-  f->pruner = box->pruner;
   g_hash_table_insert(box->in_flight, GINT_TO_POINTER((gint) sieve_candidate_get_trial(c)), f);
 }
 
@@ -469,21 +474,22 @@ flight_add(StudyBox *box, SieveCandidate *c)
  * pruner against the trials that finished OK so far.  Returns whether the
  * trial should go on. */
 static gboolean
-flight_report(StudyBox *box, Flight *f, gint64 step, double fidelity, double value)
+flight_report(Flight *f, gint64 step, double fidelity, double value)
 {
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(f->candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(f->intermediate, &v);
+  StudyBox *box = f->box;
   if (changed == f->intermediate->len && !box->warned_repeat) {
     box->warned_repeat = TRUE;
     g_autofree char *text = sieve_engine_repeated_step_text(v.trial, step);
     g_printerr("sieve: warning: %s\n", text);
   }
-  if (f->pruner == NULL)
+  if (box->pruner == NULL)
     return TRUE;
   if (f->curve == NULL)
     f->curve = sieve_pruner_curve_new(G_MAXINT64);
-  f->should_prune = sieve_pruner_judge_curve(f->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
+  f->should_prune = sieve_pruner_judge_curve(box->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
                                              f->intermediate->len, changed);
   return !f->should_prune;
 }
@@ -497,7 +503,7 @@ on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step
   Flight *f = user_data;
   if (f->stopped)
     return FALSE;
-  if (!flight_report(f->box, f, step, fidelity, value))
+  if (!flight_report(f, step, fidelity, value))
     f->stopped = TRUE;
   return !f->stopped;
 }
@@ -553,14 +559,14 @@ flight_evaluate(lua_State *L, int ev_idx, Flight *f, GError **error)
 /* Stores a told trial with the intermediate values reported for it and
  * tells the optimizer, in one transaction.  A trial whose evaluation the
  * pruner stopped, or told_pruned ("pruned"), is the pruned trial at its last value
- * (with the fidelity it reached: range, the evaluator's, NULL: none); an
+ * (with the fidelity it reached, within the study's); an
  * OK result goes through the engine's rule first: an objective that is not
  * a finite number, or missing, fails the trial with the reason.  An OK
  * trial becomes a reference curve of the pruner once stored. */
 static gboolean
-tell_one(StudyBox *box, Flight *f, SieveResult *result, gboolean told_pruned, double started,
-         const SieveFidelity *range, GError **error)
+tell_one(StudyBox *box, Flight *f, SieveResult *result, gboolean told_pruned, double started, GError **error)
 {
+  const SieveFidelity *range = study_fidelity(box);
   const SieveIntermediate *last = f->intermediate->len == 0
                                       ? NULL
                                       : &g_array_index(f->intermediate, SieveIntermediate, f->intermediate->len - 1);
@@ -605,13 +611,6 @@ tell_one(StudyBox *box, Flight *f, SieveResult *result, gboolean told_pruned, do
   return TRUE;
 }
 
-/* The fidelity of the study at 1's evaluations, NULL: none. */
-static const SieveFidelity *
-study_fidelity(lua_State *L)
-{
-  StudyBox *box = lua_touserdata(L, 1);
-  return box->fidelity.name != NULL ? &box->fidelity : NULL;
-}
 
 /* study:tell(trial or number, result or "pruned") */
 static int
@@ -637,9 +636,8 @@ study_tell(lua_State *L)
     sieve_result_set_status(result, SIEVE_STATUS_PRUNED);
   } else if ((result = sieve__lua_to_result(L, 3, &error)) == NULL)
     return sieve__lua_error_gerror(L, error);
-  const SieveFidelity *range = study_fidelity(L);
   study_enter(L, box, +1);
-  gboolean ok = tell_one(box, f, result, told_pruned, g_get_real_time() / 1e6, range, &error);
+  gboolean ok = tell_one(box, f, result, told_pruned, g_get_real_time() / 1e6, &error);
   study_enter(L, box, -1);
   sieve_result_free(result);
   if (!ok)
@@ -666,8 +664,8 @@ study_report(lua_State *L)
                       (lua_Integer) sieve_candidate_get_trial(f->candidate));
   gint64 step;
   double value, fidelity;
-  sieve__lua_check_report(L, 3, study_fidelity(L), &step, &value, &fidelity);
-  lua_pushboolean(L, flight_report(box, f, step, fidelity, value));
+  sieve__lua_check_report(L, 3, study_fidelity(box), &step, &value, &fidelity);
+  lua_pushboolean(L, flight_report(f, step, fidelity, value));
   return 1;
 }
 
@@ -681,7 +679,7 @@ study_should_prune(lua_State *L)
   StudyBox *box = check_study(L, 1, TRUE);
   Flight *f = check_flight(L, box, 2, "should_prune");
   if (f->curve != NULL && f->intermediate->len > 0 && !f->stopped)
-    f->should_prune = sieve_pruner_judge_curve(f->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
+    f->should_prune = sieve_pruner_judge_curve(box->pruner, f->curve, (const SieveIntermediate *) f->intermediate->data,
                                                f->intermediate->len, f->intermediate->len);
   lua_pushboolean(L, f->should_prune);
   return 1;
@@ -737,7 +735,6 @@ study_run(lua_State *L)
                          "runs one loop at a time");
   lua_settop(L, 2);
   push_study_evaluator(L, "run");
-  const SieveFidelity *range = study_fidelity(L);
   /* No raise from here to study_enter(-1): errors are GErrors. */
   study_enter(L, box, +1);
   lua_Integer done = 0;
@@ -753,7 +750,7 @@ study_run(lua_State *L)
     box->run_trial = number;
     SieveResult *result = flight_evaluate(L, 3, f, &error);
     box->run_trial = -1;
-    gboolean ok = result != NULL && tell_one(box, f, result, FALSE, started, range, &error);
+    gboolean ok = result != NULL && tell_one(box, f, result, FALSE, started, &error);
     g_clear_pointer(&result, sieve_result_free);
     if (!ok)
       break;

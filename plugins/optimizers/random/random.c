@@ -89,6 +89,25 @@ remember(RandomSearch *self, char *text)
   g_hash_table_add(self->seen, text);
 }
 
+/* One sample from rng; with unique, remembered when its text is new
+ * (*fresh: FALSE for a repeat), as an ask draws and a load draws again.
+ * (transfer full) */
+static SieveGenotype *
+draw(RandomSearch *self, SieveRng *rng, gboolean *fresh)
+{
+  SieveGenotype *genotype = sieve_space_sample(self->space, rng);
+  *fresh = TRUE;
+  if (self->unique) {
+    char *text = sieve_space_format(self->space, genotype);
+    *fresh = !g_hash_table_contains(self->seen, text);
+    if (*fresh)
+      remember(self, text);
+    else
+      g_free(text);
+  }
+  return genotype;
+}
+
 static gboolean
 random_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
@@ -99,17 +118,13 @@ random_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
   while (added < n) {
     if (self->unique && (double) self->order->len >= self->size)
       break; /* every genotype of a finite space has been proposed */
-    g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &self->rng);
+    gboolean fresh;
+    g_autoptr(SieveGenotype) genotype = draw(self, &self->rng, &fresh);
     self->draws++;
-    if (self->unique) {
-      char *text = sieve_space_format(self->space, genotype);
-      if (g_hash_table_contains(self->seen, text)) {
-        g_free(text);
-        if (++misses >= max_misses)
-          break;
-        continue;
-      }
-      remember(self, text);
+    if (!fresh) {
+      if (++misses >= max_misses)
+        break;
+      continue;
     }
     g_ptr_array_add(out, sieve_candidate_new(g_steal_pointer(&genotype), NAN));
     added++;
@@ -161,12 +176,8 @@ replay(RandomSearch *self, const SieveRng *start, guint64 proposed, guint64 draw
     if (draws == G_MAXUINT64 && (double) self->order->len >= self->size)
       break;
     drawn++;
-    g_autoptr(SieveGenotype) genotype = sieve_space_sample(self->space, &rng);
-    char *text = sieve_space_format(self->space, genotype);
-    if (g_hash_table_contains(self->seen, text))
-      g_free(text);
-    else
-      remember(self, text);
+    gboolean fresh;
+    sieve_genotype_free(draw(self, &rng, &fresh));
   }
   g_autoptr(GVariant) got = g_variant_ref_sink(sieve_rng_save(&rng));
   g_autoptr(GVariant) want = g_variant_ref_sink(sieve_rng_save(saved));
