@@ -48,6 +48,49 @@ on_trial(gpointer data)
     fprintf(stderr, "sieve: warning: cannot write the report: %s\n", error->message);
 }
 
+/* A study that ends with nothing to rank failed, whatever its trials'
+ * count: every trial failed, or none reported the objective.  A script or a
+ * scheduler that runs `sieve run` must see it in the exit status, as an
+ * Optuna user sees the objective's exception.  The stored trials stay. */
+static gboolean
+check_ranked(SieveStore *store, const SieveExperiment *exp, GError **error)
+{
+  g_autoptr(GPtrArray) trials = sieve_store_list_trials(store, FALSE, error);
+  if (trials == NULL)
+    return FALSE;
+  const char *metric = exp->objectives[0].metric;
+  g_autoptr(GArray) ranked = sieve_trials_rank(trials, metric, exp->objectives[0].maximize, NULL);
+  if (ranked->len > 0 || trials->len == 0)
+    return TRUE;
+  guint counts[SIEVE_STATUS_REJECTED + 1] = {0};
+  const SieveTrial *first = NULL; /* the first failed trial, whose reason is quoted */
+  for (guint i = 0; i < trials->len; i++) {
+    const SieveTrial *t = trials->pdata[i];
+    counts[t->status]++;
+    if (t->status == SIEVE_STATUS_FAILED && first == NULL)
+      first = t;
+  }
+  static const struct {
+    SieveStatus status;
+    const char *what;
+  } outcomes[] = {
+    {SIEVE_STATUS_FAILED, "failed"},           {SIEVE_STATUS_REJECTED, "rejected by a constraint"},
+    {SIEVE_STATUS_PRUNED, "pruned"},           {SIEVE_STATUS_SCREENED, "screened out"},
+    {SIEVE_STATUS_OK, "ok without a value"},   {SIEVE_STATUS_CACHED, "answered from the cache"},
+    {SIEVE_STATUS_PENDING, "pending"},
+  };
+  g_autoptr(GString) what = g_string_new(NULL);
+  for (guint k = 0; k < G_N_ELEMENTS(outcomes); k++)
+    if (counts[outcomes[k].status] > 0)
+      g_string_append_printf(what, "%s%u %s", what->len ? ", " : "", counts[outcomes[k].status], outcomes[k].what);
+  if (first != NULL)
+    g_string_append_printf(what, "; the first failed, trial %" G_GINT64_FORMAT ": %s", first->number,
+                           first->reason ? first->reason : "(no reason)");
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "no trial of study '%s' has a value of '%s' (%u trials: %s)",
+              exp->name, metric, trials->len, what->str);
+  return FALSE;
+}
+
 /* --local-workers: `sieve worker` processes of this executable, the URL in
  * their environment (not on their command line, which `ps` shows), ended
  * with this process if it dies. */
@@ -384,5 +427,10 @@ sieve_cmd_run(int argc, char **argv)
   }
   /* The store's own name: a URL without its password. */
   printf("\nstore: %s  (sieve export %s --format csv)\n", sieve_store_get_path(store), sieve_store_get_path(store));
-  return interrupts ? SIEVE_EXIT_INTERRUPTED : SIEVE_EXIT_OK;
+  if (interrupts)
+    return SIEVE_EXIT_INTERRUPTED;
+  fflush(stdout);
+  if (!check_ranked(store, exp, &error))
+    return sieve_cli_fail(error);
+  return SIEVE_EXIT_OK;
 }

@@ -64,6 +64,35 @@ budget: {{evaluations: 2}}
         self.assertEqual(len(statuses), 2)  # the budget counts the trial that stopped it
         self.assertEqual(statuses[-1], "ok")
 
+class TestNothingRanked(sieve_cli.Workdir):
+    prefix = "sieve-stop-"
+
+    def test_every_trial_failed_exits_1(self):
+        # Left out at stop 41: a study whose every trial failed exited 0, so a
+        # script or a scheduler took it for a result. The trials stay stored.
+        prog = self.write("boom.sh", "#!/bin/sh\necho \"boom $1\" >&2\nexit 3\n")
+        os.chmod(prog, 0o755)
+        cfg = self.write("f.yaml", f"""\
+name: allfail
+space: {{plugin: hpo, parameters: {{x1: {{type: float, low: -5, high: 10}}}}}}
+optimizer: {{plugin: random}}
+evaluator: {{plugin: command, argv: [{prog}, "{{trial}}"]}}
+objective: {{metric: value, direction: minimize}}
+budget: {{evaluations: 3}}
+""")
+        store = self.path("f.sieve")
+        p = sieve("run", cfg, "--store", store, "-q", check=1)
+        self.assertIn("3 trials: 0 ok, 3 failed", p.stdout)
+        self.assertIn("no trial of study 'allfail' has a value of 'value' (3 trials: 3 failed; the first failed, "
+                      "trial 0: exited with status 3: boom 0)", p.stderr)
+        self.assertEqual([r["status"] for r in export_rows(store)], ["failed"] * 3)
+        # The program mended, the resumed study has a result and exits 0.
+        self.write("boom.sh", "#!/bin/sh\necho '{\"value\": 2.5}'\n")
+        os.chmod(prog, 0o755)
+        sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=4", "-q", check=0)
+        self.assertEqual([r["status"] for r in export_rows(store)], ["failed"] * 3 + ["ok"])
+
+
 class TestStoppedShortWithQuiet(sieve_cli.Workdir):
     prefix = "sieve-stop-"
 
@@ -83,8 +112,12 @@ class TestStoppedShortWithQuiet(sieve_cli.Workdir):
               f"evaluator: {{plugin: tabular, table: {table}, metrics: [cifar10_valid_acc]}}\n"
               "objective: {metric: cifar10_valid_acc}\nbudget: {evaluations: 20}\nconstraint_tries: 5\n"
               "constraints: [{metric: params, max: 1}]\n")
-        out = sieve("run", self.write("n.yaml", nb), "--store", self.path("n.sieve"), "-q", check=0).stdout
+        p = sieve("run", self.write("n.yaml", nb), "--store", self.path("n.sieve"), "-q", check=1)
+        out = p.stdout
         self.assertIn("stopping: the last 5 proposals all broke a constraint", out)
+        # Nothing met the constraint: no result, so not a success either.
+        self.assertIn("no trial of study 'n' has a value of 'cifar10_valid_acc' (5 trials: 5 rejected by a "
+                      "constraint)", p.stderr)
         self.assertNotRegex(out, r"(?m)^\[\d+/")
 
 
