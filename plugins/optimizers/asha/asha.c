@@ -468,7 +468,7 @@ asha_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult 
   return TRUE;
 }
 
-/* State: {"rng": (tttt), "seen": as, "entries": a(uadbdb)} (rung, values,
+/* State: {"rng": (tttt), "seen": ay, "entries": a(uadbdb)} (rung, values,
  * done, fitness, promoted), in ask order, and "brackets": au, each entry's
  * bracket (absent from states saved before brackets existed: all 0), and
  * with sampler: tpe "model": s (absent from states saved before the
@@ -504,7 +504,7 @@ asha_load(gpointer instance, GVariant *state, GError **error)
   if (!opt_state_check(state, error))
     return FALSE;
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
-  g_autoptr(GVariant) seen = rng ? opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error) : NULL;
+  g_autoptr(GVariant) seen = rng ? opt_texts_lookup(state, "seen", error) : NULL;
   g_autoptr(GVariant) entries = seen ? opt_state_lookup(state, "entries", G_VARIANT_TYPE("a(uadbdb)"), error) : NULL;
   if (entries == NULL)
     return FALSE;

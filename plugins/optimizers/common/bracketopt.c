@@ -128,7 +128,7 @@ opt_bracketopt_save(gpointer instance, GError **error)
   if (self->method == OPT_BRACKETS_BOHB) {
     opt_tpe_data_save(&self->data, &dict, "");
     g_variant_dict_insert_value(&dict, "fidelity",
-                                g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->data_fidelity->data,
+                                opt_array_new(G_VARIANT_TYPE_DOUBLE, self->data_fidelity->data,
                                                           self->data_fidelity->len, sizeof(double)));
   }
   return g_variant_dict_end(&dict);

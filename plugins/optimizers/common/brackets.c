@@ -406,8 +406,8 @@ opt_brackets_save(const OptBrackets *b, GVariantDict *dict)
       g_variant_builder_close(&rungs);
     }
     g_variant_builder_add(&brackets, "(t@au@ad@aa(addy))", k->id,
-                          g_variant_new_fixed_array(G_VARIANT_TYPE_UINT32, k->size, k->rungs, sizeof(guint32)),
-                          g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, k->fidelity, k->rungs, sizeof(double)),
+                          opt_array_new(G_VARIANT_TYPE_UINT32, k->size, k->rungs, sizeof(guint32)),
+                          opt_array_new(G_VARIANT_TYPE_DOUBLE, k->fidelity, k->rungs, sizeof(double)),
                           g_variant_builder_end(&rungs));
   }
   g_variant_dict_insert_value(dict, "opened", g_variant_new_uint64(b->opened));
@@ -424,7 +424,7 @@ opt_brackets_load(OptBrackets *b, GVariant *state, GError **error)
   g_autoptr(GVariant) brackets = opt_state_lookup(state, "brackets", G_VARIANT_TYPE("a(tauadaa(addy))"), error);
   if (brackets == NULL)
     return FALSE;
-  g_autoptr(GVariant) sampled = opt_state_lookup(state, "sampled", G_VARIANT_TYPE_STRING_ARRAY, error);
+  g_autoptr(GVariant) sampled = opt_texts_lookup(state, "sampled", error);
   if (sampled == NULL)
     return FALSE;
   g_autoptr(GPtrArray) active = g_ptr_array_new_with_free_func((GDestroyNotify) bracket_free);

@@ -7,7 +7,7 @@
  *   g_autofree char *text = sieve_space_format(space, child);
  *   if (opt_seen_add(&seen, text, child)) // TRUE: never proposed before
  *     ...
- *   GVariant *v = opt_seen_save(&seen);   // "as", proposal order
+ *   GVariant *v = opt_seen_save(&seen);   // "ay", proposal order
  *   opt_seen_clear(&seen);
  *
  * Everything here is deterministic given the SieveRng passed in, and every
@@ -32,6 +32,12 @@ gboolean opt_state_check(GVariant *state, GError **error);
  * key. (transfer full) */
 GVariant *opt_state_lookup(GVariant *state, const char *key, const GVariantType *type, GError **error);
 
+/* An array of n elements of size bytes each, copied from data, for a
+ * fixed-size element type of which every bit pattern is a value (y, q, u,
+ * t, n, i, x, d; not b): g_variant_new_fixed_array's value marked trusted,
+ * so that a store's normal-form check is O(1), not one call per element.
+ * (transfer floating) */
+GVariant *opt_array_new(const GVariantType *element, gconstpointer data, gsize n, gsize size);
 /* A genotype as its values, "ad" (NAN for inactive decisions). (transfer floating) */
 GVariant *opt_genotype_save(const SieveGenotype *genotype);
 /* Inverse of opt_genotype_save, validated against the space. (transfer full) */
@@ -53,6 +59,7 @@ typedef struct {
   GHashTable *set;    /* text (owned by order) -> itself */
   GPtrArray *order;
   GHashTable *values; /* GBytes of the values -> itself (owned) */
+  GByteArray *packed; /* the texts in order, each ended by a NUL: what save() writes */
 } OptSeen;
 
 void opt_seen_init(OptSeen *seen, const SieveSpace *space);
@@ -66,7 +73,18 @@ gboolean opt_seen_contains(const OptSeen *seen, const char *text);
 /* Whether a genotype equal to g was added. */
 gboolean opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g);
 guint opt_seen_size(const OptSeen *seen);
-GVariant *opt_seen_save(const OptSeen *seen); /* "as" (transfer floating) */
+/* The texts in proposal order, each ended by a NUL, as one "ay" (transfer
+ * floating).  States saved before 2026-11-27 hold an "as" of the same
+ * texts: opt_texts_lookup and opt_seen_load read both. */
+GVariant *opt_seen_save(const OptSeen *seen);
+/* Saved texts under key, "ay" (each ended by a NUL, as opt_seen_save
+ * writes them) or "as"; NULL + an error naming the key when absent or of
+ * another type. (transfer full) */
+GVariant *opt_texts_lookup(GVariant *state, const char *key, GError **error);
+/* The texts of such a value, *n of them, pointing into it; NULL + error
+ * when its bytes are not NUL-ended UTF-8 texts (a state is input).
+ * (transfer container) NULL-terminated */
+const char **opt_saved_texts(GVariant *texts, gsize *n, GError **error);
 /* Replaces seen by saved texts; FALSE + error on a text the space cannot
  * parse, seen then left as it was (a failed load() must not leave an
  * optimizer half restored). */

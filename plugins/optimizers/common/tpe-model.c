@@ -69,11 +69,11 @@ opt_tpe_data_save(const OptTpeData *data, GVariantDict *dict, const char *prefix
 {
   g_autofree char *kx = g_strconcat(prefix, "x", NULL), *ky = g_strconcat(prefix, "y", NULL);
   g_autofree char *kt = g_strconcat(prefix, "tier", NULL);
-  g_variant_dict_insert_value(dict, kx, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->x->data, data->x->len,
+  g_variant_dict_insert_value(dict, kx, opt_array_new(G_VARIANT_TYPE_DOUBLE, data->x->data, data->x->len,
                                                                   sizeof(double)));
-  g_variant_dict_insert_value(dict, ky, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->y->data, data->y->len,
+  g_variant_dict_insert_value(dict, ky, opt_array_new(G_VARIANT_TYPE_DOUBLE, data->y->data, data->y->len,
                                                                   sizeof(double)));
-  g_variant_dict_insert_value(dict, kt, g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, data->tier->data,
+  g_variant_dict_insert_value(dict, kt, opt_array_new(G_VARIANT_TYPE_DOUBLE, data->tier->data,
                                                                   data->tier->len, sizeof(double)));
 }
 

@@ -330,7 +330,7 @@ evolution_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
   return TRUE;
 }
 
-/* State: {"rng": (tttt), "seen": as, "proposed": t,
+/* State: {"rng": (tttt), "seen": ay, "proposed": t,
  *         "members": a(adad) oldest first (genotype, objectives),
  *         "violations": ad, one per member (0: feasible),
  *         "tiers": ad, one per member (opt_tier)} */
@@ -347,7 +347,7 @@ evolution_save(gpointer instance, GError **error)
     g_variant_builder_add(&violations, "d", m->violation);
     g_variant_builder_add(&tiers, "d", m->tier);
     g_variant_builder_add(&members, "(@ad@ad)", opt_genotype_save(m->genotype),
-                          g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, m->objectives, self->n_objectives,
+                          opt_array_new(G_VARIANT_TYPE_DOUBLE, m->objectives, self->n_objectives,
                                                     sizeof(double)));
   }
   GVariantDict dict;
@@ -370,7 +370,7 @@ evolution_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
   if (rng == NULL)
     return FALSE;
-  g_autoptr(GVariant) seen = opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error);
+  g_autoptr(GVariant) seen = opt_texts_lookup(state, "seen", error);
   if (seen == NULL)
     return FALSE;
   g_autoptr(GVariant) proposed = opt_state_lookup(state, "proposed", G_VARIANT_TYPE_UINT64, error);

@@ -59,6 +59,7 @@ typedef struct {
   OptSeen seen;
   GHashTable *values; /* text (owned by value_order) -> double* fitness */
   GPtrArray *value_order;
+  GByteArray *value_packed; /* value_order's texts, each ended by a NUL: what save() writes */
   GArray *value_list; /* double, same order */
   GArray *value_tiers; /* double, opt_tier of each value, same order */
   Phase phase;
@@ -81,6 +82,7 @@ local_search_destroy(gpointer instance)
   opt_seen_clear(&self->seen);
   g_clear_pointer(&self->values, g_hash_table_unref);
   g_clear_pointer(&self->value_order, g_ptr_array_unref);
+  g_clear_pointer(&self->value_packed, g_byte_array_unref);
   g_clear_pointer(&self->value_list, g_array_unref);
   g_clear_pointer(&self->value_tiers, g_array_unref);
   g_clear_pointer(&self->pool, g_ptr_array_unref);
@@ -105,6 +107,7 @@ local_search_create(const SieveSpace *space, const SieveOptions *options, const 
   opt_seen_init(&self->seen, space);
   self->values = g_hash_table_new(g_str_hash, g_str_equal);
   self->value_order = g_ptr_array_new_with_free_func(g_free);
+  self->value_packed = g_byte_array_new();
   self->value_list = g_array_new(FALSE, FALSE, sizeof(double));
   self->value_tiers = g_array_new(FALSE, FALSE, sizeof(double));
   self->phase = PHASE_SAMPLING;
@@ -124,6 +127,7 @@ record_value(LocalSearch *self, const char *text, double value, double tier)
     return; /* a genotype told twice (a resumed pending trial) keeps its first value */
   char *key = g_strdup(text);
   g_ptr_array_add(self->value_order, key);
+  g_byte_array_append(self->value_packed, (const guint8 *) key, strlen(key) + 1);
   g_array_append_val(self->value_list, value);
   g_array_append_val(self->value_tiers, tier);
   /* The array may move when it grows: index, not pointer. */
@@ -275,12 +279,6 @@ local_search_tell(gpointer instance, const SieveCandidate *candidate, const Siev
 }
 
 static GVariant *
-strv_of(GPtrArray *texts)
-{
-  return g_variant_new_strv((const char *const *) texts->pdata, texts->len);
-}
-
-static GVariant *
 texts_of(GPtrArray *candidates)
 {
   g_autofree const char **texts = g_new(const char *, candidates->len + 1);
@@ -289,7 +287,7 @@ texts_of(GPtrArray *candidates)
   return g_variant_new_strv(texts, candidates->len);
 }
 
-/* State: {"rng", "seen": as, "known": as, "values": ad (fitness of known),
+/* State: {"rng", "seen": ay, "known": ay (each text ended by a NUL; "as" before 2026-11-27), "values": ad (fitness of known),
  *  "tiers": ad (opt_tier of known), "phase": u, "need": u, "pool": as,
  *  "spare": as, "centre": ad (empty before the first climb), "centre_value":
  *  d, "centre_tier": d, "neighbours": aad, "pos": u} */
@@ -301,12 +299,13 @@ local_search_save(gpointer instance, GError **error)
   g_variant_dict_init(&dict, NULL);
   g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
   g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
-  g_variant_dict_insert_value(&dict, "known", strv_of(self->value_order));
+  g_variant_dict_insert_value(&dict, "known",
+                              opt_array_new(G_VARIANT_TYPE_BYTE, self->value_packed->data, self->value_packed->len, 1));
   g_variant_dict_insert_value(&dict, "values",
-                              g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->value_list->data,
+                              opt_array_new(G_VARIANT_TYPE_DOUBLE, self->value_list->data,
                                                         self->value_list->len, sizeof(double)));
   g_variant_dict_insert_value(&dict, "tiers",
-                              g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->value_tiers->data,
+                              opt_array_new(G_VARIANT_TYPE_DOUBLE, self->value_tiers->data,
                                                         self->value_tiers->len, sizeof(double)));
   g_variant_dict_insert_value(&dict, "phase", g_variant_new_uint32(self->phase));
   g_variant_dict_insert_value(&dict, "need", g_variant_new_uint32(self->need));
@@ -314,7 +313,7 @@ local_search_save(gpointer instance, GError **error)
   g_variant_dict_insert_value(&dict, "spare", texts_of(self->spare));
   g_variant_dict_insert_value(&dict, "centre",
                               self->centre ? opt_genotype_save(self->centre)
-                                           : g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, NULL, 0, sizeof(double)));
+                                           : opt_array_new(G_VARIANT_TYPE_DOUBLE, NULL, 0, sizeof(double)));
   g_variant_dict_insert_value(&dict, "centre_value", g_variant_new_double(self->centre_value));
   g_variant_dict_insert_value(&dict, "centre_tier", g_variant_new_double(self->centre_tier));
   g_variant_dict_insert_value(&dict, "neighbours", opt_genotypes_save(self->neighbours));
@@ -348,20 +347,24 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
   const struct {
     const char *key;
     const char *type;
-  } keys[] = {{"rng", "(tttt)"}, {"seen", "as"},  {"known", "as"}, {"values", "ad"},       {"phase", "u"},
+  } keys[] = {{"rng", "(tttt)"}, {"seen", NULL},  {"known", NULL}, {"values", "ad"},       {"phase", "u"},
               {"need", "u"},     {"pool", "as"},  {"spare", "as"}, {"centre", "ad"},        {"centre_value", "d"},
               {"neighbours", "aad"}, {"pos", "u"}};
   GVariant *v[G_N_ELEMENTS(keys)] = {NULL};
   gboolean ok = TRUE;
   for (guint k = 0; k < G_N_ELEMENTS(keys) && ok; k++)
-    ok = (v[k] = opt_state_lookup(state, keys[k].key, G_VARIANT_TYPE(keys[k].type), error)) != NULL;
+    ok = (v[k] = keys[k].type ? opt_state_lookup(state, keys[k].key, G_VARIANT_TYPE(keys[k].type), error)
+                              : opt_texts_lookup(state, keys[k].key, error)) != NULL; /* NULL type: "ay" or "as" */
   g_autoptr(SieveGenotype) centre = NULL;
   g_autoptr(GPtrArray) neighbours = NULL, pool = NULL, spare = NULL;
   gsize n_known = 0, n_values = 0;
+  g_autofree const char **known = NULL;
   if (ok) {
-    n_known = g_variant_n_children(v[2]);
+    known = opt_saved_texts(v[2], &n_known, error);
     g_variant_get_fixed_array(v[3], &n_values, sizeof(double));
-    if (n_known != n_values) {
+    if (known == NULL)
+      ok = FALSE;
+    else if (n_known != n_values) {
       g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE, "the state has %zu known genotypes but %zu values",
                   n_known, n_values);
       ok = FALSE;
@@ -393,9 +396,9 @@ local_search_load(gpointer instance, GVariant *state, GError **error)
     self->rng = restored;
     g_hash_table_remove_all(self->values);
     g_ptr_array_set_size(self->value_order, 0);
+    g_byte_array_set_size(self->value_packed, 0);
     g_array_set_size(self->value_list, 0);
     g_array_set_size(self->value_tiers, 0);
-    g_autofree const char **known = g_variant_get_strv(v[2], NULL);
     const double *values = g_variant_get_fixed_array(v[3], &n_values, sizeof(double));
     /* a NAN tier (a hand-edited state) ranks with the failed: never unordered */
     for (gsize i = 0; i < n_values; i++)

@@ -226,7 +226,7 @@ reinforce_tell(gpointer instance, const SieveCandidate *candidate, const SieveRe
   return TRUE;
 }
 
-/* State: {"rng", "seen": as, "logits": ad, "baseline": d, "spread": d, "rewards": t, "lowest": d} */
+/* State: {"rng", "seen": ay, "logits": ad, "baseline": d, "spread": d, "rewards": t, "lowest": d} */
 static GVariant *
 reinforce_save(gpointer instance, GError **error)
 {
@@ -235,7 +235,7 @@ reinforce_save(gpointer instance, GError **error)
   g_variant_dict_init(&dict, NULL);
   g_variant_dict_insert_value(&dict, "rng", sieve_rng_save(&self->rng));
   g_variant_dict_insert_value(&dict, "seen", opt_seen_save(&self->seen));
-  g_variant_dict_insert_value(&dict, "logits", g_variant_new_fixed_array(G_VARIANT_TYPE_DOUBLE, self->logits->data,
+  g_variant_dict_insert_value(&dict, "logits", opt_array_new(G_VARIANT_TYPE_DOUBLE, self->logits->data,
                                                                          self->logits->len, sizeof(double)));
   g_variant_dict_insert_value(&dict, "baseline", g_variant_new_double(self->baseline));
   g_variant_dict_insert_value(&dict, "spread", g_variant_new_double(self->spread));
@@ -251,7 +251,7 @@ reinforce_load(gpointer instance, GVariant *state, GError **error)
   if (!opt_state_check(state, error))
     return FALSE;
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
-  g_autoptr(GVariant) seen = rng ? opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error) : NULL;
+  g_autoptr(GVariant) seen = rng ? opt_texts_lookup(state, "seen", error) : NULL;
   g_autoptr(GVariant) logits = seen ? opt_state_lookup(state, "logits", G_VARIANT_TYPE("ad"), error) : NULL;
   g_autoptr(GVariant) baseline = logits ? opt_state_lookup(state, "baseline", G_VARIANT_TYPE_DOUBLE, error) : NULL;
   g_autoptr(GVariant) spread = baseline ? opt_state_lookup(state, "spread", G_VARIANT_TYPE_DOUBLE, error) : NULL;

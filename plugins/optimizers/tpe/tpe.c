@@ -113,7 +113,7 @@ tpe_tell(gpointer instance, const SieveCandidate *candidate, const SieveResult *
   return TRUE;
 }
 
-/* State: {"rng", "seen": as, "x": ad (observations' values, flattened), "y": ad, "tier": ad} */
+/* State: {"rng", "seen": ay, "x": ad (observations' values, flattened), "y": ad, "tier": ad} */
 static GVariant *
 tpe_save(gpointer instance, GError **error)
 {
@@ -135,7 +135,7 @@ tpe_load(gpointer instance, GVariant *state, GError **error)
   g_autoptr(GVariant) rng = opt_state_lookup(state, "rng", G_VARIANT_TYPE("(tttt)"), error);
   if (rng == NULL)
     return FALSE;
-  g_autoptr(GVariant) seen = opt_state_lookup(state, "seen", G_VARIANT_TYPE_STRING_ARRAY, error);
+  g_autoptr(GVariant) seen = opt_texts_lookup(state, "seen", error);
   /* All or nothing: every part is read into a temporary, and the data
    * (which replaces its arrays only once it has checked them) last. */
   SieveRng restored;

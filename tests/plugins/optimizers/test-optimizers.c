@@ -275,6 +275,71 @@ test_determinism(gconstpointer data)
   }
 }
 
+/* state with each text list saved under key (at any depth: "as", or "ay"
+ * of NUL-ended texts) replaced by what replace makes of it (NULL: left as
+ * it is); *found tells whether one was replaced. (transfer full) */
+static GVariant *
+map_texts(GVariant *state, const char *key, GVariant *(*replace)(GVariant *texts), gboolean *found)
+{
+  if (g_variant_is_of_type(state, G_VARIANT_TYPE("{sv}"))) {
+    g_autofree char *name = NULL;
+    g_autoptr(GVariant) value = NULL;
+    g_variant_get(state, "{sv}", &name, &value);
+    if (strcmp(name, key) == 0 && (g_variant_is_of_type(value, G_VARIANT_TYPE_STRING_ARRAY) ||
+                                   g_variant_is_of_type(value, G_VARIANT_TYPE_BYTESTRING))) {
+      GVariant *replaced = replace(value);
+      if (replaced != NULL) {
+        *found = TRUE;
+        return g_variant_ref_sink(g_variant_new("{sv}", name, replaced));
+      }
+    }
+    g_autoptr(GVariant) replaced = map_texts(value, key, replace, found);
+    return g_variant_ref_sink(g_variant_new("{sv}", name, replaced));
+  }
+  if (!g_variant_is_container(state) || g_variant_is_of_type(state, G_VARIANT_TYPE_VARIANT))
+    return g_variant_ref(state);
+  GVariantBuilder builder;
+  g_variant_builder_init(&builder, g_variant_get_type(state));
+  for (gsize i = 0; i < g_variant_n_children(state); i++) {
+    g_autoptr(GVariant) child = g_variant_get_child_value(state, i);
+    g_autoptr(GVariant) replaced = map_texts(child, key, replace, found);
+    g_variant_builder_add_value(&builder, replaced);
+  }
+  return g_variant_ref_sink(g_variant_builder_end(&builder));
+}
+
+/* One text no space reads, in the form of texts. (transfer floating) */
+static GVariant *
+bad_texts(GVariant *texts)
+{
+  static const char bad[] = "not a genotype";
+  if (g_variant_is_of_type(texts, G_VARIANT_TYPE_BYTESTRING))
+    return g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, bad, sizeof bad, 1);
+  static const char *const list[] = {bad, NULL};
+  return g_variant_new_strv(list, -1);
+}
+
+/* The "as" form states had before 2026-11-27 of a "ay" of NUL-ended texts;
+ * NULL for an "as". (transfer floating) */
+static GVariant *
+legacy_texts(GVariant *texts)
+{
+  if (!g_variant_is_of_type(texts, G_VARIANT_TYPE_BYTESTRING))
+    return NULL;
+  gsize len = 0;
+  const char *data = g_variant_get_fixed_array(texts, &len, 1);
+  g_autoptr(GPtrArray) list = g_ptr_array_new();
+  for (gsize at = 0; at < len; at += strlen(data + at) + 1)
+    g_ptr_array_add(list, (gpointer) (data + at));
+  return g_variant_new_strv((const char *const *) list->pdata, list->len);
+}
+
+static GVariant *
+with_bad_texts(GVariant *state, const char *key, gboolean *found)
+{
+  return map_texts(state, key, bad_texts, found);
+}
+
 /* Save with trials pending, load into a fresh instance, and carry on both
  * identically: the proposals must match one for one. */
 static void
@@ -309,6 +374,24 @@ test_resume(gconstpointer data)
           g_autofree char *ta = g_variant_print(state, FALSE), *tb = g_variant_print(sb, FALSE);
           g_error("%s: state after load differs:\n%s\n%s", label, ta, tb);
         }
+      }
+      /* A state saved before 2026-11-27, its texts an "as", loads to the
+       * same state (saved again in today's form). */
+      {
+        g_autoptr(GVariant) legacy = g_variant_ref(state);
+        gboolean found = FALSE;
+        static const char *const keys[] = {"seen", "sampled", "known"};
+        for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+          GVariant *next = map_texts(legacy, keys[k], legacy_texts, &found);
+          g_variant_unref(legacy);
+          legacy = next;
+        }
+        g_assert_true(found); /* every case keeps its proposals (random is not among them) */
+        g_autoptr(SieveOptimizer) c = case_new(&cases[i], space, 998);
+        g_assert_true(sieve_optimizer_load(c, legacy, &error));
+        g_assert_no_error(error);
+        g_autoptr(GVariant) sc = sieve_optimizer_save(c, NULL);
+        g_assert_true(g_variant_equal(sc, state));
       }
       for (guint p = 0; p < a.pending->len; p++)
         g_ptr_array_add(b.pending, sieve_candidate_new(
@@ -349,34 +432,6 @@ test_bad_state(void)
   }
 }
 
-/* state with the string list saved under key (at any depth) replaced by
- * one text no space reads; *found tells whether there was one. (transfer full) */
-static GVariant *
-with_bad_texts(GVariant *state, const char *key, gboolean *found)
-{
-  if (g_variant_is_of_type(state, G_VARIANT_TYPE("{sv}"))) {
-    g_autofree char *name = NULL;
-    g_autoptr(GVariant) value = NULL;
-    g_variant_get(state, "{sv}", &name, &value);
-    if (strcmp(name, key) == 0 && g_variant_is_of_type(value, G_VARIANT_TYPE_STRING_ARRAY)) {
-      static const char *const bad[] = {"not a genotype", NULL};
-      *found = TRUE;
-      return g_variant_ref_sink(g_variant_new("{sv}", name, g_variant_new_strv(bad, -1)));
-    }
-    g_autoptr(GVariant) replaced = with_bad_texts(value, key, found);
-    return g_variant_ref_sink(g_variant_new("{sv}", name, replaced));
-  }
-  if (!g_variant_is_container(state) || g_variant_is_of_type(state, G_VARIANT_TYPE_VARIANT))
-    return g_variant_ref(state);
-  GVariantBuilder builder;
-  g_variant_builder_init(&builder, g_variant_get_type(state));
-  for (gsize i = 0; i < g_variant_n_children(state); i++) {
-    g_autoptr(GVariant) child = g_variant_get_child_value(state, i);
-    g_autoptr(GVariant) replaced = with_bad_texts(child, key, found);
-    g_variant_builder_add_value(&builder, replaced);
-  }
-  return g_variant_ref_sink(g_variant_builder_end(&builder));
-}
 
 /* A saved proposal the space cannot parse (a store edited, or written by
  * another version of the space) is an error from load, never an abort; and
@@ -422,6 +477,27 @@ test_bad_saved_text(void)
     }
     g_assert_cmpuint(tried, >, 0);
     driver_clear(&d);
+  }
+  /* Bytes that are no list of texts: no NUL at the end, not UTF-8. */
+  static const struct {
+    const char *bytes;
+    gsize len;
+    const char *message;
+  } broken[] = {{"abc", 3, "do not end with a NUL"}, {"ok\0\xff\0", 5, "#2 is not UTF-8"}};
+  for (guint b = 0; b < G_N_ELEMENTS(broken); b++) {
+    g_autoptr(SieveOptimizer) o = case_new(&cases[0], space, 1);
+    GError *error = NULL;
+    g_autoptr(GVariant) state = sieve_optimizer_save(o, &error);
+    g_assert_no_error(error);
+    GVariantDict dict;
+    g_variant_dict_init(&dict, state);
+    g_variant_dict_insert_value(&dict, "seen", g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, broken[b].bytes,
+                                                                         broken[b].len, 1));
+    g_autoptr(GVariant) bad = g_variant_ref_sink(g_variant_dict_end(&dict));
+    g_assert_false(sieve_optimizer_load(o, bad, &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, broken[b].message));
+    g_clear_error(&error);
   }
 }
 
