@@ -118,6 +118,23 @@ class TestBadOptions(Workdir):
         self.check(self.base("{plugin: evolution, selection: nsga2}"),
                    r"bad\.yaml:4:43: selection nsga2 needs two or more objectives; the experiment has 1")
 
+    def test_one_objective_methods_refuse_two(self):
+        # A new-user review (2026-11-27): tpe and the others ranked by the
+        # first objective of two without a word, while the summary printed a
+        # Pareto front as if the search had sought one.
+        two = "objective: [{metric: value, direction: minimize}, {metric: regret, direction: minimize}]"
+        for name, optimizer in sorted(OPTIMIZERS.items()):
+            fidelity = FIDELITY if name in WITH_FIDELITY else ""
+            text = self.base(optimizer, fidelity).replace("objective: {metric: value, direction: minimize}", two)
+            what = "selection aging ranks the population" if name == "evolution" else "it ranks candidates"
+            with self.subTest(optimizer=name):
+                self.check(text, rf"bad\.yaml:4:12: optimizer '{name.split('-')[0]}': {what} by one objective, and "
+                                 r"this study has 2 \(value, regret\): use `evolution` with `selection: nsga2`")
+        # What it points to runs.
+        text = self.base("{plugin: evolution, selection: nsga2, population: 4, sample_size: 2}").replace(
+            "objective: {metric: value, direction: minimize}", two)
+        sieve("run", self.write_config("ok.yaml", text), "--store", self.path("ok.sieve"), "-q", check=0)
+
     def test_multi_fidelity_without_fidelity(self):
         for name in sorted(MULTI_FIDELITY):
             self.check(self.base("{plugin: %s}" % name),

@@ -160,6 +160,8 @@ asha_destroy(gpointer instance)
 static gpointer
 asha_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
+  if (!opt_one_objective(study, "it ranks candidates", error))
+    return NULL;
   /* The rungs as Hyperband's brackets validate and space them (eta,
    * min_fidelity against the evaluator's fidelity). */
   OptBrackets rungs;

@@ -41,6 +41,8 @@ gpointer
 opt_bracketopt_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study,
                       OptBracketsMethod method, GError **error)
 {
+  if (!opt_one_objective(study, "it ranks candidates", error))
+    return NULL;
   BracketOpt *self = g_new0(BracketOpt, 1);
   self->space = space;
   self->method = method;

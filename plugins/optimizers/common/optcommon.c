@@ -22,6 +22,22 @@ opt_state_check(GVariant *state, GError **error)
   return TRUE;
 }
 
+gboolean
+opt_one_objective(const SieveStudyInfo *study, const char *what, GError **error)
+{
+  if (study->n_objectives <= 1)
+    return TRUE;
+  g_autoptr(GString) names = g_string_new(NULL);
+  for (guint k = 0; k < study->n_objectives; k++) /* (not NULL-terminated) */
+    g_string_append_printf(names, "%s%s", k ? ", " : "", study->objective_names[k]);
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+              "%s by one objective, and this study has %u (%s): use `evolution` with "
+              "`selection: nsga2` for a Pareto front (or `random`); or keep one objective, since every metric the "
+              "evaluator reports is stored and exported anyway",
+              what, study->n_objectives, names->str);
+  return FALSE;
+}
+
 GVariant *
 opt_state_lookup(GVariant *state, const char *key, const GVariantType *type, GError **error)
 {

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include <sieve/candidate.h>
+#include <sieve/optimizer.h>
 #include <sieve/result.h>
 #include <sieve/rng.h>
 #include <sieve/space.h>
@@ -28,6 +29,10 @@ G_BEGIN_DECLS
 
 /* Checks that state is an a{sv}. */
 gboolean opt_state_check(GVariant *state, GError **error);
+/* FALSE + an error when the study has several objectives: what ("it
+ * ranks candidates", or a setting that does) ranks by one, and would pass the others
+ * over without a word (it was so until 2026-11-27). */
+gboolean opt_one_objective(const SieveStudyInfo *study, const char *what, GError **error);
 /* The value under key with the given type, or NULL + an error naming the
  * key. (transfer full) */
 GVariant *opt_state_lookup(GVariant *state, const char *key, const GVariantType *type, GError **error);

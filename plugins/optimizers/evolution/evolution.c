@@ -134,6 +134,8 @@ evolution_create(const SieveSpace *space, const SieveOptions *options, const Sie
                             study->n_objectives);
     return NULL;
   }
+  if (!nsga2 && !opt_one_objective(study, "selection aging ranks the population", error))
+    return NULL;
   Evolution *self = g_new0(Evolution, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);

@@ -97,6 +97,8 @@ static gpointer
 local_search_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study,
                     GError **error)
 {
+  if (!opt_one_objective(study, "it ranks candidates", error))
+    return NULL;
   LocalSearch *self = g_new0(LocalSearch, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);

@@ -90,6 +90,8 @@ reinforce_destroy(gpointer instance)
 static gpointer
 reinforce_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
+  if (!opt_one_objective(study, "it ranks candidates", error))
+    return NULL;
   Reinforce *self = g_new0(Reinforce, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);

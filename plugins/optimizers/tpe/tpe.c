@@ -73,6 +73,8 @@ tpe_destroy(gpointer instance)
 static gpointer
 tpe_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
 {
+  if (!opt_one_objective(study, "it ranks candidates", error))
+    return NULL;
   Tpe *self = g_new0(Tpe, 1);
   self->space = space;
   sieve_rng_seed(&self->rng, study->seed);
