@@ -174,6 +174,37 @@ read_config(SieveReport *report, const SieveNode *root)
   }
 }
 
+/* The objectives of a study made in Lua (sieve.study), which stores no
+ * config: its key's lines "objective[K].metric<TAB>NAME" and
+ * "objective[K].direction<TAB>minimize|maximize", in K order (the Lua
+ * study key's form, src/lua/lua-study-key.c). */
+static void
+read_lua_objectives(SieveReport *report, const char *key)
+{
+  g_auto(GStrv) lines = g_strsplit(key, "\n", -1);
+  guint n = 0;
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix(lines[i], "objective[") && strstr(lines[i], "].metric\t") != NULL)
+      n++;
+  if (n == 0)
+    return;
+  report->objectives = g_new0(SieveReportObjective, n);
+  for (guint k = 0; k < n; k++) {
+    g_autofree char *metric = g_strdup_printf("objective[%u].metric\t", k);
+    g_autofree char *direction = g_strdup_printf("objective[%u].direction\t", k);
+    const char *name = NULL, *dir = NULL;
+    for (guint i = 0; lines[i] != NULL; i++) {
+      if (g_str_has_prefix(lines[i], metric))
+        name = lines[i] + strlen(metric);
+      else if (g_str_has_prefix(lines[i], direction))
+        dir = lines[i] + strlen(direction);
+    }
+    if (name == NULL)
+      break; /* a key not of this form: the objectives read so far */
+    report->objectives[report->n_objectives++] = (SieveReportObjective){g_strdup(name), g_strcmp0(dir, "minimize") != 0};
+  }
+}
+
 /* ---- figures ------------------------------------------------------------ */
 
 static void
@@ -418,6 +449,9 @@ sieve_report_new(SieveStore *store, const SieveSpace *space, GError **error)
     if (root != NULL && sieve_node_kind(root) == SIEVE_NODE_MAP)
       read_config(report, root);
   }
+  g_autofree char *lua_key = config == NULL ? sieve_store_get_meta(store, "lua_study_key", NULL) : NULL;
+  if (lua_key != NULL)
+    read_lua_objectives(report, lua_key);
   if (report->n_objectives == 0) {
     /* An older store, or a config that did not parse: meta still names the
      * primary objective. */

@@ -628,6 +628,52 @@ test_pruned(Fixture *f, gconstpointer data)
   g_assert_nonnull(strstr(line, ", 4 pruned"));
 }
 
+/* A study made in Lua (sieve.study) stores no config: its objectives are
+ * read from its key, so that a study of two gets its Pareto front and not a
+ * "best" by the first alone (a new-user review, 2026-11-27). */
+static void
+test_lua_objectives(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  {
+    g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_WRITE, &error);
+    g_assert_no_error(error);
+    g_assert_true(sieve_store_begin(store, &error));
+    g_assert_true(sieve_store_set_meta(store, "name", "lua-study", &error));
+    g_assert_true(sieve_store_set_meta(store, "objective", "a", &error));
+    g_assert_true(sieve_store_set_meta(store, "direction", "minimize", &error));
+    g_assert_true(sieve_store_set_meta(store, "lua_study_key",
+                                       "objective[0].metric\ta\nobjective[0].direction\tminimize\n"
+                                       "objective[1].metric\tb b\nobjective[1].direction\tmaximize\n"
+                                       "optimizer.plugin\trandom\nseed\t2\n",
+                                       &error));
+    /* (a, b): (1, 1) (2, 3) (3, 2) (0.5, 0) (4, 4): all but (3, 2) on the front */
+    static const double points[][2] = {{1, 1}, {2, 3}, {3, 2}, {0.5, 0}, {4, 4}};
+    for (guint i = 0; i < G_N_ELEMENTS(points); i++) {
+      g_autofree char *genotype = g_strdup_printf("x=%u", i);
+      gint64 number = sieve_store_add_trial(store, genotype, NAN, &error);
+      g_assert_no_error(error);
+      g_autoptr(SieveResult) r = sieve_result_new();
+      sieve_result_set_metric(r, "a", points[i][0]);
+      sieve_result_set_metric(r, "b b", points[i][1]);
+      g_assert_true(sieve_store_finish_trial(store, number, r, 1000.0 + i, 1000.5 + i, 0, -1, &error));
+    }
+    g_assert_true(sieve_store_commit(store, &error));
+  }
+  g_autoptr(SieveStore) store = sieve_store_open(f->path, SIEVE_STORE_READ, &error);
+  g_assert_no_error(error);
+  g_autoptr(SieveReport) report = sieve_report_new(store, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(report->n_objectives, ==, 2);
+  g_assert_cmpstr(report->objectives[0].metric, ==, "a");
+  g_assert_false(report->objectives[0].maximize);
+  g_assert_cmpstr(report->objectives[1].metric, ==, "b b");
+  g_assert_true(report->objectives[1].maximize);
+  g_assert_cmpuint(report->pareto_front->len, ==, 4);
+  for (guint p = 0; p < report->pareto_front->len; p++)
+    g_assert_cmpuint(g_array_index(report->pareto_front, guint, p), !=, 2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -642,6 +688,7 @@ main(int argc, char **argv)
   g_test_add("/report/study/huge-values", Fixture, NULL, fixture_set_up, test_huge_values, fixture_tear_down);
   g_test_add("/report/study/close-values", Fixture, NULL, fixture_set_up, test_close_values, fixture_tear_down);
   g_test_add("/report/study/empty", Fixture, NULL, fixture_set_up, test_empty, fixture_tear_down);
+  g_test_add("/report/study/lua-objectives", Fixture, NULL, fixture_set_up, test_lua_objectives, fixture_tear_down);
   g_test_add("/report/study/pruned", Fixture, NULL, fixture_set_up, test_pruned, fixture_tear_down);
   return g_test_run();
 }
