@@ -72,6 +72,29 @@ sieve_dataset_load_csv(const char *path, const char *label_column, GError **erro
     return NULL;
   }
 
+  /* A file without a header would lose its first example, read as column
+   * names: a header of numbers only is refused, unless it is pandas'
+   * default names of an unnamed frame's columns, 0 .. n-1. */
+  guint numbers = 0;
+  gboolean pandas = TRUE;
+  for (guint j = 0; j < n_columns; j++) {
+    char *end = NULL;
+    errno = 0;
+    double v = g_ascii_strtod(names[j], &end);
+    gboolean number = names[j][0] != '\0' && end != NULL && *end == '\0' && isfinite(v);
+    numbers += number;
+    g_autofree char *index = g_strdup_printf("%u", j);
+    pandas = pandas && strcmp(names[j], index) == 0;
+  }
+  if (numbers == n_columns && !pandas) {
+    sieve_csv_reader_set_error(csv, 0, error,
+                               "the first line is the header (the columns' names, the label's last), and every "
+                               "field of it is a number: the file "
+                               "seems to have no header, and its first example would be lost; add a header line "
+                               "such as x1,x2,...,label");
+    return NULL;
+  }
+
   guint label = n_columns - 1;
   if (label_column != NULL) {
     label = G_MAXUINT;

@@ -624,6 +624,11 @@ test_csv_int_labels(Fixture *f, gconstpointer data)
                   "label 'cat' in column 'label' is a class name, but label '2' before it is a number: the labels "
                   "of a file are all numbers (class ids) or all class names");
   check_csv_error(f, "a,label\n1,cat\n2,3\n", NULL, ":3:3: ", "label '3' in column 'label' is a number");
+  /* pandas' names of an unnamed frame's columns are a header. */
+  g_autofree char *unnamed = write_text(f->dir, "unnamed.csv", "0,1,2\n0.5,1,0\n2,3,1\n");
+  g_autoptr(SieveDataset) lu = sieve_dataset_load_csv(unnamed, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(lu->n, ==, 2);
   /* Integral numbers however written are the ids (pandas writes 1.0). */
   g_autofree char *dec = write_text(f->dir, "dec.csv", "a,label\n1,1.0\n2,+2\n3,-0\n4,2\n");
   g_autoptr(SieveDataset) ld = sieve_dataset_load_csv(dec, NULL, &error);
@@ -679,6 +684,10 @@ test_csv_errors(Fixture *f, gconstpointer data)
   check_csv_error(f, "a,y,y\n1,2,0\n", "y", ":1:5: ", "label column 'y' appears twice in the header (columns 2 and 3)");
   check_csv_error(f, "y\n1\n", NULL, ":1:1: ", "the header has 1 column");
   check_csv_error(f, "a,b,y\n", NULL, ": ", "no data rows after the header");
+  /* No header: the first example would be read as names and lost. */
+  check_csv_error(f, "0.5,-1,2\n1,2,0\n", NULL, ":1:1: ", "every field of it is a number: the file seems to have "
+                                                          "no header");
+  check_csv_error(f, "1,2,3\n1,2,0\n", NULL, ":1:1: ", "seems to have no header");
   check_csv_error(f, "\n \n", NULL, ": ", "empty file, expected a header row");
   GError *error = NULL;
   g_autofree char *missing = g_build_filename(f->dir, "missing.csv", NULL);
