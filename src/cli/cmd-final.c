@@ -324,6 +324,7 @@ sieve_cmd_final(int argc, char **argv)
   if (now == NULL)
     return sieve_cli_fail(error);
   printf("%-6s %-6s %12s %12s  %s\n", "final", "trial", "search", "final", objective->metric);
+  gboolean missing = FALSE; /* a final ok without the objective: no validation split */
   for (guint j = 0; j < now->len; j++) {
     const SieveFinal *f = now->pdata[j];
     gboolean mine = FALSE;
@@ -332,9 +333,19 @@ sieve_cmd_final(int argc, char **argv)
     if (!mine || !same_settings(f, settings, epochs))
       continue;
     const SieveTrial *t = trials->pdata[f->trial];
-    printf("%-6" G_GINT64_FORMAT " %-6" G_GINT64_FORMAT " %12.6g %12.6g  %s\n", f->number, f->trial,
-           sieve_engine_objective(exp, t->result), sieve_engine_objective(exp, f->result),
+    double search = sieve_engine_objective(exp, t->result), final = sieve_engine_objective(exp, f->result);
+    char a[32] = "-", b[32] = "-";
+    if (!isnan(search))
+      g_snprintf(a, sizeof a, "%.6g", search);
+    if (!isnan(final))
+      g_snprintf(b, sizeof b, "%.6g", final);
+    missing |= isnan(final) && f->status == SIEVE_STATUS_OK;
+    printf("%-6" G_GINT64_FORMAT " %-6" G_GINT64_FORMAT " %12s %12s  %s\n", f->number, f->trial, a, b,
            f->status == SIEVE_STATUS_OK ? "ok" : sieve_status_to_string(f->status));
   }
+  if (missing)
+    printf("(-: the final reported no %s, e.g. with no validation split (evaluator.validation=0); its other "
+           "metrics: sieve export %s --finals)\n",
+           objective->metric, path);
   return status;
 }

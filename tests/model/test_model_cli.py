@@ -606,6 +606,16 @@ class ModelCli(unittest.TestCase):
         finals = json.loads(sieve("export", store, "--finals", "--format", "json", check=0).stdout)
         self.assertEqual(sorted(f["trial"] for f in finals), sorted([ranked[0], ranked[2]]))
 
+    def test_final_without_validation(self):
+        # A final on all the data (validation 0) reports no val_acc: its row
+        # said "nan" beside "ok" (new-user review); it says "-" and why.
+        store = self.copy_store("final-noval.sieve")
+        p = sieve("final", store, "--trial", "0", "--epochs", "0.1", "--set", "evaluator.validation=0",
+                  "--set", "evaluator.test=false", check=0)
+        self.assertNotIn("nan", p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^0\s+0\s+\S+\s+-\s+ok$")
+        self.assertIn("(-: the final reported no val_acc, e.g. with no validation split", p.stdout)
+
     def test_final_killed_and_resumed(self):
         store = self.copy_store("final.sieve")
         # 6 epochs: 24 steps of 64 images per final, so that the kill below
