@@ -273,9 +273,21 @@ model_from_store(Model *m, const char *store_path, gint64 trial, gint64 final, G
     return FALSE;
   }
   if (bytes == NULL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
-                "%s: no weights kept (train with the train evaluator's keep_weights: top or all, or run sieve final)",
-                origin);
+    /* Only an evaluator with keep_weights (train) keeps networks: to any
+     * other the advice below would be a dead end (a new-user review). */
+    gboolean keeps = FALSE;
+    const SieveComponentInfo *info = sieve_component_get_info(exp->evaluator.component);
+    for (const SieveOptionSpec *o = info->options; o != NULL && o->name != NULL; o++)
+      keeps |= strcmp(o->name, "keep_weights") == 0;
+    if (!keeps)
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
+                  "%s: no weights: the study's evaluator '%s' trains no network that sieve keeps (only the train "
+                  "evaluator does, with keep_weights: top or all), so there is no model to export",
+                  origin, sieve_component_get_name(exp->evaluator.component));
+    else
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_NOT_FOUND,
+                  "%s: no weights kept (train with the train evaluator's keep_weights: top or all, or run sieve final)",
+                  origin);
     return FALSE;
   }
   /* A space that the study's lua.load scripts register: a model file

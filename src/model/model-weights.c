@@ -576,6 +576,17 @@ sieve_weights_load(const char *path, GError **error)
     return NULL;
   }
   g_autoptr(GBytes) bytes = g_bytes_new_take(contents, size);
+  /* A study's store where a model file was expected: say what it is and
+   * how a model comes out of it (a new-user review; it was "neither a
+   * safetensors weights file nor a valid ONNX model"). */
+  static const char sqlite_magic[] = "SQLite format 3";
+  if (size >= sizeof sqlite_magic && memcmp(contents, sqlite_magic, sizeof sqlite_magic) == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_PARSE,
+                "%s: an SQLite file (a study's store?), not a model file: write a trial's network to one with "
+                "`sieve model export %s --trial N -o model.onnx` (or -o net.safetensors)",
+                path, path);
+    return NULL;
+  }
   if (sieve__model_is_onnx(bytes))
     return sieve_onnx_decode(bytes, path, error);
   return sieve_weights_decode(bytes, path, error);

@@ -537,7 +537,24 @@ class ModelCli(unittest.TestCase):
         p = sieve("model", "export", self.store, "--trial", str(self.kept[0]), "--batch", "0", "-o", self.path("b.onnx"))
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("--batch 0: expected a whole number from 1", p.stderr)
+        # A store where a model file was expected is named as one, with the way out of it.
+        for cmd in (["model", "info", self.store], ["model", "eval", self.store, "--dataset", "fashion-mnist"]):
+            p = sieve(*cmd)
+            self.assertEqual(p.returncode, 1, cmd)
+            self.assertIn(f"{self.store}: an SQLite file (a study's store?), not a model file: write a trial's "
+                          f"network to one with `sieve model export {self.store} --trial N -o model.onnx`", p.stderr)
         self.assertEqual(digest(self.store), before)
+        # A study whose evaluator keeps no networks gets no advice to keep them.
+        cfg = os.path.join(self.dir, "fn.yaml")
+        with open(cfg, "w") as f:
+            f.write("name: fn\nspace: {plugin: hpo, file: %s}\noptimizer: {plugin: random}\n"
+                    "evaluator: {plugin: function, function: branin}\nobjective: {metric: value, direction: minimize}\n"
+                    "budget: {evaluations: 2}\n" % os.path.join(os.environ["SIEVE_SOURCE_ROOT"], "search_spaces", "branin.yaml"))
+        sieve("run", cfg, "--store", self.path("fn.sieve"), "-q", check=0)
+        p = sieve("model", "export", self.path("fn.sieve"), "--trial", "1", "-o", self.path("fn.onnx"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no weights: the study's evaluator 'function' trains no network that sieve keeps", p.stderr)
+        self.assertFalse(os.path.exists(self.path("fn.onnx")))
 
     def test_lua_load_space_final_and_export(self):
         # A space registered by the config's lua.load scripts: sieve final runs those scripts as sieve run
