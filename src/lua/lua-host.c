@@ -373,11 +373,23 @@ sieve__lua_call_hooked(lua_State *L, int nargs)
 /* ---- calls -------------------------------------------------------------- */
 
 /* lua.c's msghandler: a traceback under the message; a non-string error
- * object is shown through its __tostring or by its type. */
+ * object is shown through its __tostring or by its type.  Lua raises a
+ * yield it cannot do ("attempt to yield from outside a coroutine", "...
+ * across a C-call boundary") inside coroutine.yield, a C function, so with
+ * no location: it gets the script line that called it, as every other
+ * error of a script has. */
 static int
 message_handler(lua_State *L)
 {
   const char *msg = lua_tostring(L, 1);
+  lua_Debug ar;
+  if (msg != NULL && lua_type(L, 1) == LUA_TSTRING && g_str_has_prefix(msg, "attempt to yield ") &&
+      lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar) && strcmp(ar.what, "C") == 0) {
+    guint line = 0;
+    g_autofree char *where = sieve__lua_where(L, 1, &line);
+    if (line > 0)
+      msg = lua_pushfstring(L, "%s:%d: %s", where, (int) line, msg);
+  }
   if (msg == NULL) {
     /* Once the limit is spent no script code runs (this handler may run
      * with hooks off): a __tostring could loop for ever. */

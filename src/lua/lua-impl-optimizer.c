@@ -66,6 +66,15 @@ optimizer_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
     lua_settop(L, top);
     return FALSE;
   }
+  if (lua_rawlen(L, -1) > n) {
+    /* The engine refuses it too, but without the script's line. */
+    g_autofree char *prefix = sieve__lua_instance_prefix(inst, "ask");
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "%sreturned %" G_GUINT64_FORMAT " genotypes for ask(%u): "
+                "at most n, fewer (even none) when it has nothing to propose yet", prefix,
+                (guint64) lua_rawlen(L, -1), n);
+    lua_settop(L, top);
+    return FALSE;
+  }
   lua_rawgeti(L, LUA_REGISTRYINDEX, inst->self_ref);
   lua_getfield(L, -1, "space");
   int space_idx = lua_gettop(L);

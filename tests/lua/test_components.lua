@@ -73,6 +73,22 @@ T.test("g:set keeps a genotype valid: an inactive decision is refused, a parent'
   local o = sieve.optimizer("unset-child", space, {}, {seed = 1, objective = "value"})
   local refused = T.raises("item 1: 'radius' is active but has no value", o.ask, o, 1)
   T.truthy(refused:find("ask() (", 1, true) and refused:find("test_components.lua:", 1, true), refused)
+  -- More than asked for, and a yield outside a coroutine: said at the script's line too (a new-user
+  -- review found both without one).
+  sieve.register_optimizer{name = "too-many",
+    ask = function(self, n) local out = {} for i = 1, n + 2 do out[i] = self.space:sample(self.rng) end return out end}
+  local many = sieve.optimizer("too-many", space, {}, {seed = 1, objective = "value"})
+  refused = T.raises("returned 3 genotypes for ask(1): at most n", many.ask, many, 1)
+  T.truthy(refused:find("ask() (", 1, true) and refused:find("test_components.lua:", 1, true), refused)
+  sieve.register_optimizer{name = "yields", ask = function(self, n) coroutine.yield(1) end}
+  local yields = sieve.optimizer("yields", space, {}, {seed = 1, objective = "value"})
+  refused = T.raises("attempt to yield from outside a coroutine", yields.ask, yields, 1)
+  T.truthy(refused:find("test_components.lua:%d+: attempt to yield"), refused)
+  -- error(msg, 0) keeps the message as written.
+  sieve.register_optimizer{name = "plain", ask = function(self, n) error("plain words", 0) end}
+  local plain = sieve.optimizer("plain", space, {}, {seed = 1, objective = "value"})
+  refused = T.raises("plain words", plain.ask, plain, 1)
+  T.truthy(not refused:find("test_components.lua:%d+: plain"), refused)
 end)
 
 T.test("a Lua evaluator and optimizer in a study are deterministic", function()
