@@ -27,6 +27,7 @@ struct _SieveSpace {
   SieveSpace *probe;  /* created on first use; the space itself when it has no probe_options */
   GError *probe_error;
   GHashTable *memo;   /* SieveHash -> SieveHash, both in one 32-byte block */
+  GError *build_error; /* the first builder call create() got wrong (misuse) */
 };
 
 struct _SieveGenotype {
@@ -55,12 +56,33 @@ keep(SieveSpace *space, char *owned)
   return owned;
 }
 
+/* A builder call that create() got wrong: a plugin space keeps the first
+ * and sieve_space_new refuses the space with it, naming the plugin; it was
+ * a critical only, and the study ran on another space than the plugin
+ * meant (a duplicate name made ambiguous genotypes, a bad range dropped a
+ * decision).  A space built by hand (no component: tests, Lua) has no
+ * create() to fail, and still gets the critical. */
+static void G_GNUC_PRINTF(2, 3)
+misuse(SieveSpace *space, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *msg = g_strdup_vprintf(format, args);
+  va_end(args);
+  if (space->component == NULL)
+    g_critical("sieve_space_add: %s", msg);
+  else if (space->build_error == NULL)
+    space->build_error = g_error_new_literal(SIEVE_ERROR, SIEVE_ERROR_CONFIG, msg);
+}
+
 static guint
 add_decision(SieveSpace *space, const char *name, SieveDecisionKind kind)
 {
-  g_return_val_if_fail(name != NULL && *name != '\0', 0);
-  if (sieve_space_find(space, name) >= 0)
-    g_critical("sieve_space_add: decision '%s' declared twice", name);
+  if (name == NULL || *name == '\0') {
+    misuse(space, "decision %u has no name", space->decisions->len);
+    name = "?";
+  } else if (sieve_space_find(space, name) >= 0)
+    misuse(space, "decision '%s' declared twice (names must be unique)", name);
   SieveDecision d = {0};
   d.name = keep(space, g_strdup(name));
   d.kind = kind;
@@ -74,11 +96,24 @@ guint
 sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
                             const char *const *choices)
 {
-  g_return_val_if_fail(space != NULL && n_choices > 0 && choices != NULL, 0);
+  g_return_val_if_fail(space != NULL, 0);
   guint i = add_decision(space, name, SIEVE_DECISION_CATEGORICAL);
+  const char *label = g_array_index(space->decisions, SieveDecision, i).name;
+  if (n_choices == 0 || choices == NULL) {
+    misuse(space, "categorical '%s' has no choices", label);
+    n_choices = 1; /* (a stand-in: the space is refused) */
+  }
   const char **copy = g_new0(const char *, n_choices + 1);
-  for (guint k = 0; k < n_choices; k++)
-    copy[k] = keep(space, g_strdup(choices[k]));
+  for (guint k = 0; k < n_choices; k++) {
+    const char *choice = choices != NULL && choices[k] != NULL ? choices[k] : "?";
+    if (choices == NULL || choices[k] == NULL)
+      misuse(space, "categorical '%s': choice %u is NULL", label, k);
+    for (guint j = 0; j < k; j++)
+      if (strcmp(copy[j], choice) == 0)
+        misuse(space, "categorical '%s': choice '%s' is listed twice (a genotype's text would not read back)",
+               label, choice);
+    copy[k] = keep(space, g_strdup(choice));
+  }
   keep(space, (char *) copy);
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
   d->n_choices = n_choices;
@@ -88,13 +123,22 @@ sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices
   return i;
 }
 
+/* Integers a double holds exactly: genotypes are doubles. */
+#define EXACT_INT G_GINT64_CONSTANT(9007199254740992) /* 2^53 */
+
 guint
 sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high, gboolean log)
 {
-  g_return_val_if_fail(space != NULL && low <= high, 0);
-  g_return_val_if_fail(!log || low >= 1, 0);
+  g_return_val_if_fail(space != NULL, 0);
   guint i = add_decision(space, name, SIEVE_DECISION_INT);
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  if (low > high)
+    misuse(space, "int '%s': low %" G_GINT64_FORMAT " is above high %" G_GINT64_FORMAT, d->name, low, high);
+  else if (log && low < 1)
+    misuse(space, "int '%s': a log scale needs low >= 1, got %" G_GINT64_FORMAT, d->name, low);
+  else if (low < -EXACT_INT || high > EXACT_INT)
+    misuse(space, "int '%s': [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "] reaches beyond +-2^53, where a genotype's "
+           "values (doubles) are no longer every integer", d->name, low, high);
   d->low = (double) low;
   d->high = (double) high;
   d->log = log;
@@ -104,11 +148,15 @@ sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high
 guint
 sieve_space_add_float(SieveSpace *space, const char *name, double low, double high, gboolean log)
 {
-  g_return_val_if_fail(space != NULL && isfinite(low) && isfinite(high) && low <= high, 0);
-  g_return_val_if_fail(isfinite(high - low), 0); /* samplers draw low + u * (high - low) */
-  g_return_val_if_fail(!log || low > 0, 0);
+  g_return_val_if_fail(space != NULL, 0);
   guint i = add_decision(space, name, SIEVE_DECISION_FLOAT);
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  if (!isfinite(low) || !isfinite(high) || !(low <= high))
+    misuse(space, "float '%s': [%g, %g] is no finite range with low <= high", d->name, low, high);
+  else if (!isfinite(high - low)) /* samplers draw low + u * (high - low) */
+    misuse(space, "float '%s': [%g, %g] is wider than a double holds", d->name, low, high);
+  else if (log && !(low > 0))
+    misuse(space, "float '%s': a log scale needs low > 0, got %g", d->name, low);
   d->low = low;
   d->high = high;
   d->log = log;
@@ -118,10 +166,18 @@ sieve_space_add_float(SieveSpace *space, const char *name, double low, double hi
 void
 sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 mask)
 {
-  g_return_if_fail(space != NULL && parent < child && child < space->decisions->len);
+  g_return_if_fail(space != NULL);
+  if (!(parent < child && child < space->decisions->len)) {
+    misuse(space, "a condition of decision %u on decision %u: the parent must be declared before the child, and "
+           "both exist (%u decisions)", child, parent, space->decisions->len);
+    return;
+  }
   SieveDecision *p = &g_array_index(space->decisions, SieveDecision, parent);
-  g_return_if_fail(p->kind == SIEVE_DECISION_CATEGORICAL && p->n_choices <= 64);
   SieveDecision *d = &g_array_index(space->decisions, SieveDecision, child);
+  if (p->kind != SIEVE_DECISION_CATEGORICAL || p->n_choices > 64) {
+    misuse(space, "'%s' is conditioned on '%s', which is not a categorical of at most 64 choices", d->name, p->name);
+    return;
+  }
   d->parent = (gint) parent;
   d->parent_mask = mask;
 }
@@ -364,6 +420,13 @@ sieve_space_new(const SieveComponent *component, const SieveOptions *options, GE
     sieve_space_free(space);
     return NULL;
   }
+  if (space->build_error != NULL) {
+    /* (the callers name the space, as for create()'s own errors) */
+    g_propagate_prefixed_error(error, g_steal_pointer(&space->build_error), "its create() declared a decision "
+                               "wrongly: ");
+    sieve_space_free(space);
+    return NULL;
+  }
   if (space->decisions->len == 0) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "space '%s' declares no decisions",
                 sieve_component_get_name(component));
@@ -383,6 +446,7 @@ sieve_space_free(SieveSpace *space)
   if (space->probe != space)
     sieve_space_free(space->probe);
   g_clear_error(&space->probe_error);
+  g_clear_error(&space->build_error);
   g_clear_pointer(&space->memo, g_hash_table_unref);
   g_clear_pointer(&space->written, sieve_node_unref);
   g_mutex_clear(&space->probe_lock);

@@ -51,8 +51,14 @@ typedef struct _SieveGenotype SieveGenotype;
  * need not. */
 typedef struct _SieveGraph SieveGraph;
 
-/* Builder calls, made by a space plugin's create().  Names must be unique;
- * they return the new decision's index. */
+/* Builder calls, made by a space plugin's create(); they return the new
+ * decision's index.  Names must be unique and not empty, a categorical's
+ * choices distinct, a range low <= high (finite floats; ints within
+ * +-2^53, which genotypes' doubles hold exactly), a log scale above 0 (ints
+ * from 1), a condition's parent a categorical of at most 64 choices
+ * declared before the child.  A call that breaks a rule makes
+ * sieve_space_new refuse the space with the first such mistake (a CONFIG
+ * error "its create() declared a decision wrongly: ..."). */
 SIEVE_API guint sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
                                             const char *const *choices);
 SIEVE_API guint sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high,

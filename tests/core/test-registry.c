@@ -249,6 +249,95 @@ test_ask_null(void)
   g_error_free(error);
 }
 
+/* A space plugin whose create() gets a builder call wrong: the space is
+ * refused with the first mistake, naming the plugin (a new-user review: it
+ * was a critical, and the study ran on another space than the plugin
+ * meant). */
+static guint misuse_mode;
+
+static gpointer
+misuse_create(SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  static const char *const twice[] = {"relu", "relu"};
+  static const char *const two[] = {"a", "b"};
+  switch (misuse_mode) {
+  case 0:
+    sieve_space_add_int(space, "width", 1, 8, FALSE);
+    sieve_space_add_int(space, "width", 1, 4, FALSE);
+    break;
+  case 1:
+    sieve_space_add_int(space, "width", 5, 1, FALSE);
+    break;
+  case 2:
+    sieve_space_add_float(space, "lr", 0, 1, TRUE);
+    break;
+  case 3:
+    sieve_space_add_categorical(space, "act", 2, twice);
+    break;
+  case 4:
+    sieve_space_add_int(space, "big", 0, G_MAXINT64, FALSE);
+    break;
+  case 5:
+    sieve_space_add_int(space, "width", 1, 8, FALSE);
+    sieve_space_add_categorical(space, "kind", 2, two);
+    sieve_space_set_condition(space, 0, 1, 1); /* on a later parent */
+    break;
+  case 7:
+    sieve_space_add_int(space, "width", 1, 8, FALSE);
+    sieve_space_add_categorical(space, "kind", 2, two);
+    sieve_space_set_condition(space, 1, 0, 1); /* on a parent that is no categorical */
+    break;
+  case 6:
+    sieve_space_add_float(space, "x", NAN, 1, FALSE);
+    break;
+  default: /* all well */
+    sieve_space_add_int(space, "big", -G_GINT64_CONSTANT(9007199254740992), G_GINT64_CONSTANT(9007199254740992),
+                        FALSE);
+    sieve_space_add_categorical(space, "kind", 2, two);
+    sieve_space_add_float(space, "x", 1e-3, 1, TRUE);
+    sieve_space_set_condition(space, 2, 1, 1);
+  }
+  return NULL;
+}
+
+static const SieveSpaceClass misuse_class = {.create = misuse_create};
+
+static void
+test_space_builder_misuse(void)
+{
+  static const char *const messages[] = {
+      "decision 'width' declared twice (names must be unique)",
+      "int 'width': low 5 is above high 1",
+      "float 'lr': a log scale needs low > 0, got 0",
+      "categorical 'act': choice 'relu' is listed twice",
+      "int 'big': [0, 9223372036854775807] reaches beyond +-2^53",
+      "a condition of decision 0 on decision 1: the parent must be declared before the child",
+      "float 'x': [nan, 1] is no finite range with low <= high",
+      "'kind' is conditioned on 'width', which is not a categorical of at most 64 choices",
+  };
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  const SieveComponentInfo info = {SIEVE_KIND_SPACE, "test-misuse", "builder calls gone wrong", NULL, &misuse_class};
+  GError *error = NULL;
+  g_assert_true(sieve_registry_add(registry, &info, &error));
+  const SieveComponent *c = sieve_registry_lookup(registry, SIEVE_KIND_SPACE, "test-misuse");
+  g_autoptr(SieveOptions) options = sieve_options_new(NULL, NULL, NULL, NULL, NULL, &error);
+  for (misuse_mode = 0; misuse_mode <= G_N_ELEMENTS(messages); misuse_mode++) {
+    g_autoptr(SieveSpace) space = sieve_space_new(c, options, &error);
+    if (misuse_mode == G_N_ELEMENTS(messages)) {
+      g_assert_no_error(error);
+      g_assert_cmpuint(sieve_space_n_decisions(space), ==, 3);
+      continue;
+    }
+    g_assert_null(space);
+    g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
+    g_autofree char *want = g_strdup_printf("its create() declared a decision wrongly: %s",
+                                            messages[misuse_mode]);
+    if (!g_str_has_prefix(error->message, want))
+      g_error("mode %u: got '%s', want '%s...'", misuse_mode, error->message, want);
+    g_clear_error(&error);
+  }
+}
+
 static void
 test_not_shared_object(void)
 {
@@ -344,6 +433,7 @@ main(int argc, char **argv)
   g_test_add_func("/registry/option-tables", test_option_tables);
   g_test_add_func("/registry/shipped-plugins", test_shipped_plugins);
   g_test_add_func("/registry/ask-null", test_ask_null);
+  g_test_add_func("/registry/space-builder-misuse", test_space_builder_misuse);
   g_test_add_func("/registry/not-shared-object", test_not_shared_object);
   g_test_add_func("/registry/load-dir", test_load_dir);
   g_test_add_func("/registry/require-suggests", test_require_suggests);
