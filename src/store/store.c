@@ -1415,7 +1415,15 @@ sieve_store_begin_run(SieveStore *store, GError **error)
     g_propagate_error(error, local);
     return -1;
   }
-  gint64 run = (text ? g_ascii_strtoll(text, NULL, 10) : 0) + 1;
+  /* Runs count from 1: a count that is not a whole number from 0 (or
+   * whose next would overflow) would number this run <= 0. */
+  guint64 runs = 0;
+  if (text != NULL && !g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT64 - 1, &runs, NULL)) {
+    set_corrupt_error(store, error, "meta 'runs' is '%s' (expected a whole number from 0 to %" G_GINT64_FORMAT ")",
+                      text, G_MAXINT64 - 1);
+    return -1;
+  }
+  gint64 run = (gint64) runs + 1;
   g_autofree char *next = g_strdup_printf("%" G_GINT64_FORMAT, run);
   if (!sieve_store_set_meta(store, "runs", next, error))
     return -1;

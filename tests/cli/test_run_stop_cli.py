@@ -121,5 +121,35 @@ class TestStoppedShortWithQuiet(sieve_cli.Workdir):
         self.assertNotRegex(out, r"(?m)^\[\d+/")
 
 
+class TestCorruptMeta(sieve_cli.Workdir):
+    """A store whose meta rows were edited by hand is refused as corrupt,
+    naming the row, and nothing stored is changed (review of damaged stores)."""
+    prefix = "sieve-stop-"
+
+    def damaged(self, *sql, config=BRANIN):
+        """A three-trial study's store after the statements sql."""
+        cfg = self.write("b.yaml", config)
+        store = self.path("d.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        con = sqlite3.connect(store)
+        for statement in sql:
+            con.execute(statement)
+        con.commit()
+        con.close()
+        return cfg, store
+
+    def test_runs_out_of_range(self):
+        # Item 1: a count of runs whose next is <= 0 or overflows made the
+        # engine fail without an error, and `sieve run` crashed on it.
+        for value in ["-2", "9223372036854775807", "99999999999999999999", "-2147483648", "abc"]:
+            with self.subTest(value=value):
+                cfg, store = self.damaged(f"update meta set value='{value}' where key='runs'")
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=6", check=1)
+                self.assertIn(f"corrupt store: meta 'runs' is '{value}' (expected a whole number from 0 to "
+                              "9223372036854775806)", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
