@@ -2285,6 +2285,25 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   engine->store = store;
   if (!restore_optimizer(engine, error) || !restore_pruner(engine, error))
     return FALSE;
+  /* budget.seconds counts from it: a value that is not a finite number
+   * from 0 would never let the budget be spent, or spend it at once. */
+  GError *local = NULL;
+  g_autofree char *elapsed_text = sieve_store_get_meta(store, "elapsed_s", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  double elapsed_before = 0;
+  if (elapsed_text != NULL) {
+    char *end = NULL;
+    elapsed_before = g_ascii_strtod(elapsed_text, &end);
+    if (end == elapsed_text || *end != '\0' || !isfinite(elapsed_before) || elapsed_before < 0) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                  "%s: corrupt store: meta 'elapsed_s' is '%s' (expected a finite number of seconds from 0)",
+                  sieve_store_get_path(store), elapsed_text);
+      return FALSE;
+    }
+  }
   const SieveExperiment *exp = engine->exp;
   RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN,
                .best_fidelity = NAN};
@@ -2295,9 +2314,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   gboolean exhausted = FALSE;
   stop_requested = 0;
 
-  g_autofree char *elapsed_text = sieve_store_get_meta(engine->store, "elapsed_s", NULL);
-  if (elapsed_text)
-    rs.elapsed_before = g_ascii_strtod(elapsed_text, NULL);
+  rs.elapsed_before = elapsed_before;
   rs.start = g_get_monotonic_time();
 
   if (engine->constrainer != NULL)

@@ -150,6 +150,18 @@ class TestCorruptMeta(sieve_cli.Workdir):
                 self.assertEqual(len(export_rows(store)), 3)
                 os.remove(store)
 
+    def test_elapsed_not_a_time(self):
+        # Item 2: budget.seconds counts from meta 'elapsed_s'; NaN or -1e300
+        # never let it be spent (the resume ran forever), and text read as 0.
+        for value in ["NaN", "-1e300", "abc", "inf", "-1", "2.5s"]:
+            with self.subTest(value=value):
+                cfg, store = self.damaged(f"update meta set value='{value}' where key='elapsed_s'")
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.seconds=1", check=1, timeout=60)
+                self.assertIn(f"corrupt store: meta 'elapsed_s' is '{value}' (expected a finite number of seconds "
+                              "from 0)", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
