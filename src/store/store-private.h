@@ -161,6 +161,10 @@ void sieve__db_set_failure(SieveDb *db, SieveDbFailure failure, const char *errm
 SieveDb *sieve__store_get_db(SieveStore *store);
 /* The tables of a study, parents before children (copy order). */
 extern const char *const sieve__store_tables[];
+/* *table: the first table of the study's own (not meta, nor latency_ops,
+ * which `sieve latency --store` fills without a study) that holds a row,
+ * NULL when none does. */
+gboolean sieve__store_first_filled_table(SieveStore *store, const char **table, GError **error);
 
 G_END_DECLS
 

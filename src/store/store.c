@@ -979,6 +979,28 @@ const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "inter
                                            "cache_keys", "cache",  "weights", "finals", "final_metrics",
                                            "latency_ops", NULL};
 
+gboolean
+sieve__store_first_filled_table(SieveStore *store, const char **table, GError **error)
+{
+  *table = NULL;
+  for (guint i = 0; sieve__store_tables[i] != NULL && *table == NULL; i++) {
+    const char *name = sieve__store_tables[i];
+    if (strcmp(name, "meta") == 0 || strcmp(name, "latency_ops") == 0)
+      continue;
+    g_autofree char *sql = g_strdup_printf("SELECT 1 FROM %s LIMIT 1", name);
+    SieveDbStmt *stmt = sieve__db_prepare(store->db, sql, FALSE);
+    SieveDbStep rc = stmt != NULL ? sieve__db_step(stmt) : SIEVE_DB_ERROR;
+    sieve__db_finalize(stmt);
+    if (rc == SIEVE_DB_ERROR) {
+      set_db_error(store, error, "cannot read the study");
+      return FALSE;
+    }
+    if (rc == SIEVE_DB_ROW)
+      *table = name;
+  }
+  return TRUE;
+}
+
 /* ---- transactions ------------------------------------------------------ */
 
 gboolean

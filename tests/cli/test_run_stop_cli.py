@@ -3,6 +3,7 @@
 suggested only where it can help (bug hunt, item 6: it was suggested for a
 corrupt store and for an experiment whose network does not fit its data,
 both of which --resume meets again at once)."""
+import contextlib
 import os
 import sqlite3
 import sys
@@ -161,6 +162,20 @@ class TestCorruptMeta(sieve_cli.Workdir):
                               "from 0)", p.stderr)
                 self.assertEqual(len(export_rows(store)), 3)
                 os.remove(store)
+
+    def test_meta_gone_with_trials_stored(self):
+        # Item 4: a store whose meta was emptied but whose trials stayed was
+        # taken as empty, and another study was written among its trials.
+        cfg, store = self.damaged("delete from meta", "delete from state")
+        other = self.write("o.yaml", sieve_cli.branin_config("other", 2))
+        for args in (["run", other, "--store", store], ["run", cfg, "--store", store, "--resume"]):
+            with self.subTest(args=args[2:]):
+                p = sieve(*args, "-q", check=1)
+                self.assertIn(f"{store}: corrupt store: meta has no 'identity' but table 'trials' holds rows "
+                              "(expected a study's meta with its rows, or an empty store)", p.stderr)
+        with contextlib.closing(sqlite3.connect(store)) as con:
+            self.assertEqual(con.execute("select count(*) from trials").fetchone()[0], 3)
+            self.assertEqual(con.execute("select count(*) from meta").fetchone()[0], 0)
 
 
 if __name__ == "__main__":
