@@ -177,6 +177,18 @@ class TestCorruptMeta(sieve_cli.Workdir):
             self.assertEqual(con.execute("select count(*) from trials").fetchone()[0], 3)
             self.assertEqual(con.execute("select count(*) from meta").fetchone()[0], 0)
 
+    def test_optimizer_state_gone(self):
+        # Item 5: a study's trials without the optimizer's state (saved with
+        # every ask) resumed with a fresh optimizer, unlike the study that ran.
+        for sql in ("delete from state", "update state set name='xyz' where name='optimizer'"):
+            with self.subTest(sql=sql):
+                cfg, store = self.damaged(sql)
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=6", check=1)
+                self.assertIn(f"{store}: corrupt store: 3 trials stored but no state 'optimizer' (expected the "
+                              "optimizer's state, saved with every ask", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
