@@ -8,6 +8,9 @@ import csv
 import io
 import json
 import os
+import resource
+import signal
+import subprocess
 import sys
 import unittest
 
@@ -79,6 +82,40 @@ class TestExport(sieve_cli.Workdir):
         self.assertEqual((summary["evaluated"], summary["distinct_evaluated"], summary["hash_kind"]), ("2", "", ""))
         summary = json.loads(sieve("export", store, "--summary", "-f", "json", check=0).stdout)
         self.assertIsNone(summary["distinct_evaluated"])
+
+    def test_failed_write_keeps_the_old_file(self):
+        # Review of damaged stores, item 6: on a full disk `sieve export -o`
+        # renamed its truncated temporary over the old file. A file-size
+        # limit (RLIMIT_FSIZE, SIGXFSZ ignored) fails the write as a full
+        # disk does, without root; report -o and model export -o share the
+        # writer (sieve__file_write), checked here too.
+        cfg = self.write("b.yaml", sieve_cli.branin_config("big", 600))
+        store = self.path("b.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|"
+        for args, name in ((["export", store, "--format", "csv", "-o"], "t.csv"),
+                           (["export", store, "--format", "json", "-o"], "t.json"),
+                           (["report", store, "-o"], "r.html"),
+                           (["model", "export", "--space", "nb201", "-a", arch, "-o"], "m.onnx")):
+            with self.subTest(name=name):
+                out = self.path(name + ".d")  # a folder each
+                os.mkdir(out)
+                target = os.path.join(out, name)
+                with open(target, "w") as f:
+                    f.write("old\n")
+                p = subprocess.run([sieve_cli.SIEVE, *args, target], capture_output=True, text=True, timeout=120,
+                                   preexec_fn=limited)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(f"sieve: {target}: cannot write:", p.stderr)
+                self.assertNotIn(f"{store}:", p.stderr)
+                with open(target) as f:
+                    self.assertEqual(f.read(), "old\n")
+                self.assertEqual(os.listdir(out), [name])  # no temporary left
 
 
 @unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")
