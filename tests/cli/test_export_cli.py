@@ -4,12 +4,14 @@ alternatives are exclusive, CSV column names are unique (a metric named as
 a fixed column is written metric.NAME) so that csv.DictReader reads the
 right one, the finals' JSON has their timings, and `sieve final`'s progress
 names the trial it trains again, not the final's own number."""
+import contextlib
 import csv
 import io
 import json
 import os
 import resource
 import signal
+import sqlite3
 import subprocess
 import sys
 import unittest
@@ -116,6 +118,21 @@ class TestExport(sieve_cli.Workdir):
                 with open(target) as f:
                     self.assertEqual(f.read(), "old\n")
                 self.assertEqual(os.listdir(out), [name])  # no temporary left
+
+    def test_final_epochs_flag_and_set(self):
+        # Review of damaged stores, item 7: `sieve final --epochs 1 --set
+        # evaluator.epochs=2` trained 1 epoch and stored the settings
+        # 'evaluator.epochs=2'. Refused as sieve train refuses a flag and a
+        # --set of the same option, in either order, before anything is stored.
+        cfg = self.write("b.yaml", sieve_cli.branin_config("fe", 2))
+        store = self.path("b.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        for args in (["--epochs", "1", "--set", "evaluator.epochs=2"], ["--set", "evaluator.epochs=2", "--epochs", "1"]):
+            p = sieve("final", store, *args, check=2)
+            self.assertIn("sieve: --epochs 1 and --set evaluator.epochs=2 both set evaluator.epochs: give one of them",
+                          p.stderr)
+        with contextlib.closing(sqlite3.connect(store)) as con:
+            self.assertEqual(con.execute("select count(*) from finals").fetchone()[0], 0)
 
 
 @unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")
