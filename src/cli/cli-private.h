@@ -111,6 +111,11 @@ gboolean sieve_cli_parse_double(const char *flag, const char *text, double min, 
 /* Print "sieve: message" to stderr and return the exit code that fits the
  * error (2 for config errors, 1 otherwise). */
 int sieve_cli_fail(GError *error);
+/* A flag (as given: "--epochs 3") and the --set override of the same
+ * option section.key: refused, naming both, since the two would disagree
+ * with no way to tell which one counts (sieve train, sieve final). */
+void sieve_cli_set_both_error(GError **error, const char *flag, const char *override, const char *section,
+                              const char *key);
 /* Print each refused plugin as a warning. */
 void sieve_cli_warn_refused(GPtrArray *refused);
 

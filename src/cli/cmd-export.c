@@ -70,27 +70,22 @@ sieve_cmd_export(int argc, char **argv)
   g_autoptr(SieveStore) store = sieve_store_open(argv[1], SIEVE_STORE_READ, &error);
   if (store == NULL)
     return sieve_cli_fail(error);
-  g_autoptr(GOutputStream) out = NULL;
-  if (output != NULL && sieve__file_is_special(output)) {
-    /* A device or a pipe (-o /dev/null, a FIFO): written into; GIO's
-     * replace refuses what is not a regular file. */
-    int fd = sieve__file_open_in_place(output, &error);
-    if (fd < 0)
-      return sieve_cli_fail(error);
-    out = g_unix_output_stream_new(fd, TRUE);
-  } else if (output != NULL) {
-    g_autoptr(GFile) file = g_file_new_for_commandline_arg(output);
-    out = G_OUTPUT_STREAM(g_file_replace(file, NULL, FALSE, G_FILE_CREATE_NONE, NULL, &error));
-    if (out == NULL)
-      return sieve_cli_fail(error);
-  } else {
-    out = g_unix_output_stream_new(1, FALSE);
-  }
+  /* A file is written whole or not at all, as a report or a model file
+   * is (sieve__file_write): the export is made in memory first, so a
+   * failed write (a full disk) leaves the old file and no temporary. */
+  g_autoptr(GOutputStream) out =
+      output != NULL ? g_memory_output_stream_new_resizable() : g_unix_output_stream_new(1, FALSE);
   gboolean ok = intermediate ? sieve_store_export_intermediate(store, fmt, out, &error)
                 : finals  ? sieve_store_export_finals(store, fmt, out, &error)
                 : summary ? sieve_store_export_summary(store, fmt, out, &error)
                           : sieve_store_export(store, fmt, out, &error);
   if (!ok || !g_output_stream_close(out, NULL, &error))
     return sieve_cli_fail(error);
+  if (output != NULL) {
+    GMemoryOutputStream *mem = G_MEMORY_OUTPUT_STREAM(out);
+    if (!sieve__file_write(output, g_memory_output_stream_get_data(mem), g_memory_output_stream_get_data_size(mem),
+                           FALSE, &error))
+      return sieve_cli_fail(error);
+  }
   return SIEVE_EXIT_OK;
 }

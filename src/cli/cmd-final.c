@@ -122,6 +122,14 @@ sieve_cmd_final(int argc, char **argv)
       fprintf(stderr, "sieve final: --set %s: only evaluator.KEY=VALUE may change\n", sets[i]);
       return SIEVE_EXIT_USAGE;
     }
+  /* --epochs is evaluator.epochs: with a --set of it too, the training
+   * would run one and the final's settings record the other. */
+  for (guint i = 0; epochs_given != NULL && sets && sets[i]; i++)
+    if (g_str_has_prefix(sets[i], "evaluator.epochs=")) {
+      g_autofree char *flag = g_strdup_printf("--epochs %s", epochs_given);
+      sieve_cli_set_both_error(&error, flag, sets[i], "evaluator", "epochs");
+      return sieve_cli_fail(error);
+    }
   if (best == 0 && trial < 0)
     best = 1;
   const char *path = argv[1];

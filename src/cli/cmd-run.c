@@ -170,6 +170,11 @@ print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint6
     evaluated += n;
   }
   gint64 left = exp->budget_evaluations > 0 ? exp->budget_evaluations - evaluated : G_MAXINT64;
+  /* The seconds of earlier runs (a value that is no time is the engine's
+   * to refuse, below). */
+  g_autofree char *elapsed_text = sieve_store_get_meta(store, "elapsed_s", NULL);
+  double spent = elapsed_text ? g_ascii_strtod(elapsed_text, NULL) : 0;
+  gboolean time_spent = exp->budget_seconds > 0 && isfinite(spent) && spent >= exp->budget_seconds;
   printf("  %" G_GINT64_FORMAT " trials stored", total);
   if (pending == 0 && left <= 0)
     /* The budget is the study's total, where Optuna's n_trials counts the
@@ -179,6 +184,11 @@ print_resumed(SieveStore *store, const SieveExperiment *exp, gint64 total, gint6
            "already, so nothing runs (--set budget.evaluations=%" G_GINT64_FORMAT " runs %" G_GINT64_FORMAT
            " more)\n",
            exp->budget_evaluations, evaluated + exp->budget_evaluations, exp->budget_evaluations);
+  else if (pending == 0 && time_spent)
+    /* The same for the time budget: no new trial starts past it. */
+    printf(": the time budget (%g s, the study's total over its runs, not this run's) is spent already (%.3f s), "
+           "so nothing runs (--set budget.seconds=%g runs about %g s more)\n",
+           exp->budget_seconds, spent, ceil(spent + exp->budget_seconds), exp->budget_seconds);
   else if (pending == 0)
     printf("\n");
   else if (left <= 0)

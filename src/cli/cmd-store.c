@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "cli/cli-private.h"
 
 int
@@ -31,9 +33,24 @@ sieve_cmd_store(int argc, char **argv)
   g_autoptr(SieveStore) src = sieve_store_open(src_name, SIEVE_STORE_READ, &error);
   if (src == NULL)
     return sieve_cli_fail(error);
+  /* A copy that fails leaves no file behind that was not there (an empty
+   * store, its -wal, -shm, -journal), and never removes one that was. */
+  static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+  gboolean made[G_N_ELEMENTS(suffixes)] = {FALSE};
+  for (guint i = 0; !sieve_store_is_url(dst_name) && i < G_N_ELEMENTS(suffixes); i++) {
+    g_autofree char *file = g_strconcat(dst_name, suffixes[i], NULL);
+    made[i] = !g_file_test(file, G_FILE_TEST_EXISTS);
+  }
   g_autoptr(SieveStore) dst = sieve_store_open(dst_name, SIEVE_STORE_WRITE, &error);
-  if (dst == NULL || !sieve_store_copy(src, dst, &error))
+  if (dst == NULL || !sieve_store_copy(src, dst, &error)) {
+    g_clear_pointer(&dst, sieve_store_close);
+    for (guint i = 0; made[0] && i < G_N_ELEMENTS(suffixes); i++) {
+      g_autofree char *file = g_strconcat(dst_name, suffixes[i], NULL);
+      if (made[i])
+        g_unlink(file);
+    }
     return sieve_cli_fail(error);
+  }
   gint64 n = sieve_store_count_trials(dst, -1, &error);
   if (n < 0)
     return sieve_cli_fail(error);

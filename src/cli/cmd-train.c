@@ -93,8 +93,7 @@ given_reconcile(SieveNode *root, GArray *given, const char *override, GError **e
     if (now == NULL) {
       sieve_node_map_set(section, g->key, sieve_node_ref(g->node));
     } else if (g->flag) {
-      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s and --set %s both set %s.%s: give one of them",
-                  sieve_node_origin(g->node), override, g->section, g->key);
+      sieve_cli_set_both_error(error, sieve_node_origin(g->node), override, g->section, g->key);
       return FALSE;
     } else {
       g_clear_pointer(&g->node, sieve_node_unref);

@@ -39,6 +39,13 @@ sieve_cli_fail(GError *error)
 }
 
 void
+sieve_cli_set_both_error(GError **error, const char *flag, const char *override, const char *section, const char *key)
+{
+  g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG, "%s and --set %s both set %s.%s: give one of them", flag,
+              override, section, key);
+}
+
+void
 sieve_cli_warn_refused(GPtrArray *refused)
 {
   for (guint i = 0; refused && i < refused->len; i++)

@@ -206,6 +206,10 @@ SIEVE_INTERNAL_API guint sieve_engine_keep_intermediate(GArray *values, const Si
 SIEVE_INTERNAL_API char *sieve_engine_pruner_refusal(const SieveEvaluator *evaluator, const char *const *objectives,
                                                      guint n);
 SIEVE_INTERNAL_API gboolean sieve_engine_restore_pruner(SievePruner *pruner, SieveStore *store, GError **error);
+/* The optimizer's saved state loaded from store; none saved is an empty
+ * study's, and with trials stored a corrupt store (an error). */
+SIEVE_INTERNAL_API gboolean sieve_engine_restore_optimizer(SieveOptimizer *optimizer, SieveStore *store,
+                                                           GError **error);
 SIEVE_INTERNAL_API void sieve_engine_mark_pruned(SieveResult *result, const char *metric,
                                                  const SieveIntermediate *last);
 /* The warnings, said once a run: a trial that reported a step again (its

@@ -481,16 +481,38 @@ sieve_engine_describe_pipeline(const SieveEngine *engine)
 }
 
 /* A resumed study: the optimizer continues from its last saved state. */
-static gboolean
-restore_optimizer(SieveEngine *engine, GError **error)
+gboolean
+sieve_engine_restore_optimizer(SieveOptimizer *optimizer, SieveStore *store, GError **error)
 {
+  g_return_val_if_fail(optimizer != NULL && store != NULL, FALSE);
   GError *local = NULL;
-  g_autoptr(GVariant) state = sieve_store_load_state(engine->store, "optimizer", &local);
+  g_autoptr(GVariant) state = sieve_store_load_state(store, "optimizer", &local);
   if (local != NULL) {
     g_propagate_error(error, local);
     return FALSE;
   }
-  return state == NULL || sieve_optimizer_load(engine->optimizer, state, error);
+  if (state != NULL)
+    return sieve_optimizer_load(optimizer, state, error);
+  /* The state is saved in the transaction of every ask (sieve run and
+   * sieve.study alike): trials without it are a damaged store, and a fresh
+   * optimizer would not continue the study as it ran. */
+  gint64 n = sieve_store_count_trials(store, -1, error);
+  if (n < 0)
+    return FALSE;
+  if (n > 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: corrupt store: %" G_GINT64_FORMAT " trial%s stored but no state 'optimizer' (expected the "
+                "optimizer's state, saved with every ask; a fresh optimizer would not continue the study as it ran)",
+                sieve_store_get_path(store), n, n == 1 ? "" : "s");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+restore_optimizer(SieveEngine *engine, GError **error)
+{
+  return sieve_engine_restore_optimizer(engine->optimizer, engine->store, error);
 }
 
 /* A state that maps trials to numbers (a{xx}: pruner_seen, pruner_order,
@@ -2285,6 +2307,25 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   engine->store = store;
   if (!restore_optimizer(engine, error) || !restore_pruner(engine, error))
     return FALSE;
+  /* budget.seconds counts from it: a value that is not a finite number
+   * from 0 would never let the budget be spent, or spend it at once. */
+  GError *local = NULL;
+  g_autofree char *elapsed_text = sieve_store_get_meta(store, "elapsed_s", &local);
+  if (local != NULL) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  double elapsed_before = 0;
+  if (elapsed_text != NULL) {
+    char *end = NULL;
+    elapsed_before = g_ascii_strtod(elapsed_text, &end);
+    if (end == elapsed_text || *end != '\0' || !isfinite(elapsed_before) || elapsed_before < 0) {
+      g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                  "%s: corrupt store: meta 'elapsed_s' is '%s' (expected a finite number of seconds from 0)",
+                  sieve_store_get_path(store), elapsed_text);
+      return FALSE;
+    }
+  }
   const SieveExperiment *exp = engine->exp;
   RunState rs = {.engine = engine, .progress = progress, .best_number = -1, .best = NAN,
                .best_fidelity = NAN};
@@ -2295,9 +2336,7 @@ sieve_engine_run(SieveEngine *engine, SieveStore *store, SieveProgress *progress
   gboolean exhausted = FALSE;
   stop_requested = 0;
 
-  g_autofree char *elapsed_text = sieve_store_get_meta(engine->store, "elapsed_s", NULL);
-  if (elapsed_text)
-    rs.elapsed_before = g_ascii_strtod(elapsed_text, NULL);
+  rs.elapsed_before = elapsed_before;
   rs.start = g_get_monotonic_time();
 
   if (engine->constrainer != NULL)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "engine/engine-private.h"
+#include "store/store-private.h"
 
 /* The first line where two canonical configs differ, for the resume error. */
 static char *
@@ -107,6 +108,18 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
   g_autofree char *stored_key = local ? NULL : sieve_store_get_meta(store, "study_key", &local);
   if (local != NULL) {
     g_propagate_error(error, local);
+    return FALSE;
+  }
+  /* The study's keys gone with its rows still there (meta emptied by
+   * hand): writing another study into it would mix the two. */
+  const char *filled = NULL;
+  if (stored == NULL && !sieve__store_first_filled_table(store, &filled, error))
+    return FALSE;
+  if (filled != NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s: corrupt store: meta has no 'identity' but table '%s' holds rows (expected a study's meta "
+                "with its rows, or an empty store); give another --store",
+                sieve_store_get_path(store), filled);
     return FALSE;
   }
   if (stored != NULL && !resume) {

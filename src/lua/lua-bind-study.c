@@ -790,14 +790,8 @@ study_path(lua_State *L)
 static gboolean
 study_resume(StudyBox *box, SieveSpace *space, GError **error)
 {
-  GError *local = NULL;
-  g_autoptr(GVariant) state = sieve_store_load_state(box->store, "optimizer", &local);
-  if (local != NULL) {
-    g_propagate_error(error, local);
-    return FALSE;
-  }
   box->in_optimizer = TRUE;
-  gboolean loaded = state == NULL || sieve_optimizer_load(box->optimizer, state, error);
+  gboolean loaded = sieve_engine_restore_optimizer(box->optimizer, box->store, error);
   box->in_optimizer = FALSE;
   if (!loaded)
     return FALSE;

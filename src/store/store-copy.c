@@ -107,21 +107,39 @@ sieve_store_copy(SieveStore *src, SieveStore *dst, GError **error)
                 sieve_store_get_path(dst), n);
     return FALSE;
   }
-  if (!sieve_store_begin(dst, error))
+  /* One moment of the source: a run may be writing it, and tables read
+   * at different moments mix them (a trial's metrics without the trial,
+   * an optimizer state ahead of the trials). */
+  SieveDb *src_db = sieve__store_get_db(src);
+  if (!sieve__db_begin_read(src_db)) {
+    set_error(src, error, "cannot begin reading the study");
     return FALSE;
+  }
+  if (!sieve_store_begin(dst, error)) {
+    sieve__db_exec(src_db, "ROLLBACK");
+    return FALSE;
+  }
   gint64 n_rows = 0;
-  for (guint i = 0; sieve__store_tables[i] != NULL; i++) {
-    /* An older SQLite source may lack the tables of later versions. */
-    g_autofree char *probe = g_strdup_printf("SELECT 1 FROM %s WHERE 1 = 0", sieve__store_tables[i]);
-    SieveDbStmt *stmt = sieve__db_prepare(sieve__store_get_db(src), probe, FALSE);
-    gboolean present = stmt != NULL && sieve__db_step(stmt) == SIEVE_DB_DONE;
-    sieve__db_finalize(stmt);
-    if (!present && !sieve__db_name_is_url(sieve_store_get_path(src)))
-      continue;
-    if (!copy_table(src, dst, sieve__store_tables[i], &n_rows, error)) {
-      sieve_store_rollback(dst);
-      return FALSE;
+  gboolean is_url = sieve__db_name_is_url(sieve_store_get_path(src));
+  gboolean ok = TRUE;
+  for (guint i = 0; ok && sieve__store_tables[i] != NULL; i++) {
+    /* An older SQLite source may lack the tables of later versions (not
+     * probed on a server, where a failed statement ends the transaction). */
+    if (!is_url) {
+      g_autofree char *probe = g_strdup_printf("SELECT 1 FROM %s WHERE 1 = 0", sieve__store_tables[i]);
+      SieveDbStmt *stmt = sieve__db_prepare(src_db, probe, FALSE);
+      gboolean present = stmt != NULL && sieve__db_step(stmt) == SIEVE_DB_DONE;
+      sieve__db_finalize(stmt);
+      if (!present)
+        continue;
     }
+    ok = copy_table(src, dst, sieve__store_tables[i], &n_rows, error);
+  }
+  /* Read only: nothing of the source to keep or undo. */
+  sieve__db_exec(src_db, "ROLLBACK");
+  if (!ok) {
+    sieve_store_rollback(dst);
+    return FALSE;
   }
   return sieve_store_commit(dst, error);
 }

@@ -925,6 +925,7 @@ static const SieveDbClass pg_class = {
     .in_transaction = db_in_transaction,
     .begin_sql = "BEGIN",
     .wait = db_wait,
+    .begin_read_sql = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
 };
 
 static void

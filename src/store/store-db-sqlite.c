@@ -216,6 +216,8 @@ static const SieveDbClass sqlite_class = {
     .exec = db_exec,
     .in_transaction = db_in_transaction,
     .begin_sql = "BEGIN IMMEDIATE",
+    /* Deferred: the snapshot (WAL) or shared lock is taken at the first read. */
+    .begin_read_sql = "BEGIN",
 };
 
 SieveDb *

@@ -168,6 +168,12 @@ sieve__db_begin(SieveDb *db)
 }
 
 gboolean
+sieve__db_begin_read(SieveDb *db)
+{
+  return db->klass->exec(db, db->klass->begin_read_sql);
+}
+
+gboolean
 sieve__db_wait(SieveDb *db, const char *what, double timeout_s)
 {
   if (db->klass->wait != NULL)

@@ -71,6 +71,8 @@ typedef struct {
   const char *begin_sql; /* a write transaction: "BEGIN IMMEDIATE" on SQLite */
   /* (nullable: engines without notifications) see sieve__db_wait */
   gboolean (*wait)(SieveDb *db, const char *what, double timeout_s);
+  /* a read transaction that sees one moment of the study throughout */
+  const char *begin_read_sql;
 } SieveDbClass;
 
 struct _SieveDb {
@@ -139,6 +141,9 @@ gint64 sieve__db_changes(SieveDb *db);
 gboolean sieve__db_exec(SieveDb *db, const char *sql);
 gboolean sieve__db_in_transaction(SieveDb *db);
 gboolean sieve__db_begin(SieveDb *db);
+/* A read transaction: every read until its ROLLBACK sees the study as it
+ * was at the first, whatever is written meanwhile. */
+gboolean sieve__db_begin_read(SieveDb *db);
 /* Waits up to timeout_s for a notification `what` of the study (on
  * PostgreSQL: LISTEN on the channel "STUDY.what", STUDY cut at 55 bytes,
  * which statements raise with pg_notify), or sleeps timeout_s
@@ -156,6 +161,10 @@ void sieve__db_set_failure(SieveDb *db, SieveDbFailure failure, const char *errm
 SieveDb *sieve__store_get_db(SieveStore *store);
 /* The tables of a study, parents before children (copy order). */
 extern const char *const sieve__store_tables[];
+/* *table: the first table of the study's own (not meta, nor latency_ops,
+ * which `sieve latency --store` fills without a study) that holds a row,
+ * NULL when none does. */
+gboolean sieve__store_first_filled_table(SieveStore *store, const char **table, GError **error);
 
 G_END_DECLS
 

@@ -979,6 +979,28 @@ const char *const sieve__store_tables[] = {"meta",   "trials", "metrics", "inter
                                            "cache_keys", "cache",  "weights", "finals", "final_metrics",
                                            "latency_ops", NULL};
 
+gboolean
+sieve__store_first_filled_table(SieveStore *store, const char **table, GError **error)
+{
+  *table = NULL;
+  for (guint i = 0; sieve__store_tables[i] != NULL && *table == NULL; i++) {
+    const char *name = sieve__store_tables[i];
+    if (strcmp(name, "meta") == 0 || strcmp(name, "latency_ops") == 0)
+      continue;
+    g_autofree char *sql = g_strdup_printf("SELECT 1 FROM %s LIMIT 1", name);
+    SieveDbStmt *stmt = sieve__db_prepare(store->db, sql, FALSE);
+    SieveDbStep rc = stmt != NULL ? sieve__db_step(stmt) : SIEVE_DB_ERROR;
+    sieve__db_finalize(stmt);
+    if (rc == SIEVE_DB_ERROR) {
+      set_db_error(store, error, "cannot read the study");
+      return FALSE;
+    }
+    if (rc == SIEVE_DB_ROW)
+      *table = name;
+  }
+  return TRUE;
+}
+
 /* ---- transactions ------------------------------------------------------ */
 
 gboolean
@@ -1415,7 +1437,15 @@ sieve_store_begin_run(SieveStore *store, GError **error)
     g_propagate_error(error, local);
     return -1;
   }
-  gint64 run = (text ? g_ascii_strtoll(text, NULL, 10) : 0) + 1;
+  /* Runs count from 1: a count that is not a whole number from 0 (or
+   * whose next would overflow) would number this run <= 0. */
+  guint64 runs = 0;
+  if (text != NULL && !g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT64 - 1, &runs, NULL)) {
+    set_corrupt_error(store, error, "meta 'runs' is '%s' (expected a whole number from 0 to %" G_GINT64_FORMAT ")",
+                      text, G_MAXINT64 - 1);
+    return -1;
+  }
+  gint64 run = (gint64) runs + 1;
   g_autofree char *next = g_strdup_printf("%" G_GINT64_FORMAT, run);
   if (!sieve_store_set_meta(store, "runs", next, error))
     return -1;

@@ -4,10 +4,15 @@ alternatives are exclusive, CSV column names are unique (a metric named as
 a fixed column is written metric.NAME) so that csv.DictReader reads the
 right one, the finals' JSON has their timings, and `sieve final`'s progress
 names the trial it trains again, not the final's own number."""
+import contextlib
 import csv
 import io
 import json
 import os
+import resource
+import signal
+import sqlite3
+import subprocess
 import sys
 import unittest
 
@@ -79,6 +84,55 @@ class TestExport(sieve_cli.Workdir):
         self.assertEqual((summary["evaluated"], summary["distinct_evaluated"], summary["hash_kind"]), ("2", "", ""))
         summary = json.loads(sieve("export", store, "--summary", "-f", "json", check=0).stdout)
         self.assertIsNone(summary["distinct_evaluated"])
+
+    def test_failed_write_keeps_the_old_file(self):
+        # Review of damaged stores, item 6: on a full disk `sieve export -o`
+        # renamed its truncated temporary over the old file. A file-size
+        # limit (RLIMIT_FSIZE, SIGXFSZ ignored) fails the write as a full
+        # disk does, without root; report -o and model export -o share the
+        # writer (sieve__file_write), checked here too.
+        cfg = self.write("b.yaml", sieve_cli.branin_config("big", 600))
+        store = self.path("b.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+
+        def limited():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+
+        arch = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|"
+        for args, name in ((["export", store, "--format", "csv", "-o"], "t.csv"),
+                           (["export", store, "--format", "json", "-o"], "t.json"),
+                           (["report", store, "-o"], "r.html"),
+                           (["model", "export", "--space", "nb201", "-a", arch, "-o"], "m.onnx")):
+            with self.subTest(name=name):
+                out = self.path(name + ".d")  # a folder each
+                os.mkdir(out)
+                target = os.path.join(out, name)
+                with open(target, "w") as f:
+                    f.write("old\n")
+                p = subprocess.run([sieve_cli.SIEVE, *args, target], capture_output=True, text=True, timeout=120,
+                                   preexec_fn=limited)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(f"sieve: {target}: cannot write:", p.stderr)
+                self.assertNotIn(f"{store}:", p.stderr)
+                with open(target) as f:
+                    self.assertEqual(f.read(), "old\n")
+                self.assertEqual(os.listdir(out), [name])  # no temporary left
+
+    def test_final_epochs_flag_and_set(self):
+        # Review of damaged stores, item 7: `sieve final --epochs 1 --set
+        # evaluator.epochs=2` trained 1 epoch and stored the settings
+        # 'evaluator.epochs=2'. Refused as sieve train refuses a flag and a
+        # --set of the same option, in either order, before anything is stored.
+        cfg = self.write("b.yaml", sieve_cli.branin_config("fe", 2))
+        store = self.path("b.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        for args in (["--epochs", "1", "--set", "evaluator.epochs=2"], ["--set", "evaluator.epochs=2", "--epochs", "1"]):
+            p = sieve("final", store, *args, check=2)
+            self.assertIn("sieve: --epochs 1 and --set evaluator.epochs=2 both set evaluator.epochs: give one of them",
+                          p.stderr)
+        with contextlib.closing(sqlite3.connect(store)) as con:
+            self.assertEqual(con.execute("select count(*) from finals").fetchone()[0], 0)
 
 
 @unittest.skipUnless(os.path.isdir(os.path.join(DATA, "fashion-mnist")), "no Fashion-MNIST")

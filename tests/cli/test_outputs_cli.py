@@ -5,11 +5,14 @@ anything, a file that is the study's store or one of its SQLite side files
 its HTML page (bug hunt, item 1).  And an output that is a pipe or a device
 is written into, not replaced: `--report /dev/null` once turned /dev/null
 into a plain file."""
+import contextlib
 import os
 import stat
+import subprocess
 import threading
 import sqlite3
 import sys
+import time
 import unittest
 
 ROOT = os.environ["SIEVE_SOURCE_ROOT"]
@@ -215,6 +218,64 @@ class TestStoreFolder(sieve_cli.Workdir):
         os.mkdir(self.path("sub"))
         sieve("run", cfg, "-q", cwd=self.path("."), check=0)
         self.assertTrue(os.path.exists(self.path("sub/x.sieve")))
+
+
+class TestStoreCopy(sieve_cli.Workdir):
+    """`sieve store copy` reads one moment of its source, and a copy that
+    fails leaves nothing behind (review of damaged stores, item 3)."""
+    prefix = "sieve-outputs-"
+
+    def test_copy_while_a_run_writes(self):
+        # Read table by table, a copy mixed moments of a running study: it
+        # failed ("FOREIGN KEY constraint failed") or resumed to other trials.
+        cfg = os.path.join(ROOT, "configs", "nb201-evolution.yaml")
+        src = self.path("src.sieve")
+        budget = ["--set", "budget.evaluations=1500"]
+        run = subprocess.Popen([sieve_cli.SIEVE, "run", cfg, "--store", src, "-q", *budget],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            while run.poll() is None:  # until it holds trials
+                try:
+                    with contextlib.closing(sqlite3.connect(f"file:{src}?mode=ro", uri=True)) as con:
+                        if con.execute("select count(*) from trials").fetchone()[0] > 0:
+                            break
+                except sqlite3.Error:
+                    pass
+                time.sleep(0.05)
+            copies = []
+            while run.poll() is None:
+                copy = self.path(f"c{len(copies)}.sieve")
+                sieve("store", "copy", src, copy, check=0)
+                copies.append(copy)
+        finally:
+            _, err = run.communicate(timeout=120)
+        self.assertEqual(run.returncode, 0, err)
+        self.assertGreater(len(copies), 1, "the run ended before a copy was made")
+        # A copy of the study in the middle, resumed, ends where the
+        # original did.
+        want = export_rows(src)
+        for copy in (copies[0], copies[len(copies) // 2]):
+            sieve("run", cfg, "--store", copy, "--resume", "-q", *budget, check=0)
+            self.assertEqual(export_rows(copy), want, copy)
+
+    def test_failed_copy_leaves_nothing(self):
+        cfg = self.write("c.yaml", CONFIG)
+        src = self.path("s.sieve")
+        sieve("run", cfg, "--store", src, "-q", check=0)
+        # A trial deleted under its metrics: the copy's foreign keys refuse it.
+        with contextlib.closing(sqlite3.connect(src)) as con:
+            con.execute("pragma foreign_keys=off")
+            con.execute("delete from trials where number=2")
+            con.commit()
+        dst = self.path("d.sieve")
+        p = sieve("store", "copy", src, dst, check=1)
+        self.assertIn(f"{dst}: cannot write the copy: FOREIGN KEY constraint failed", p.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["c.yaml", "s.sieve"])
+        # A destination that was there (an empty store) stays.
+        with contextlib.closing(sqlite3.connect(dst)) as con:
+            con.execute("create table keep (x)")
+        sieve("store", "copy", src, dst, check=1)
+        self.assertTrue(os.path.exists(dst))
 
 
 if __name__ == "__main__":

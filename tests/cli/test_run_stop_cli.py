@@ -3,6 +3,7 @@
 suggested only where it can help (bug hunt, item 6: it was suggested for a
 corrupt store and for an experiment whose network does not fit its data,
 both of which --resume meets again at once)."""
+import contextlib
 import os
 import sqlite3
 import sys
@@ -119,6 +120,74 @@ class TestStoppedShortWithQuiet(sieve_cli.Workdir):
         self.assertIn("no trial of study 'n' has a value of 'cifar10_valid_acc' (5 trials: 5 rejected by a "
                       "constraint)", p.stderr)
         self.assertNotRegex(out, r"(?m)^\[\d+/")
+
+
+class TestCorruptMeta(sieve_cli.Workdir):
+    """A store whose meta rows were edited by hand is refused as corrupt,
+    naming the row, and nothing stored is changed (review of damaged stores)."""
+    prefix = "sieve-stop-"
+
+    def damaged(self, *sql, config=BRANIN):
+        """A three-trial study's store after the statements sql."""
+        cfg = self.write("b.yaml", config)
+        store = self.path("d.sieve")
+        sieve("run", cfg, "--store", store, "-q", check=0)
+        con = sqlite3.connect(store)
+        for statement in sql:
+            con.execute(statement)
+        con.commit()
+        con.close()
+        return cfg, store
+
+    def test_runs_out_of_range(self):
+        # Item 1: a count of runs whose next is <= 0 or overflows made the
+        # engine fail without an error, and `sieve run` crashed on it.
+        for value in ["-2", "9223372036854775807", "99999999999999999999", "-2147483648", "abc"]:
+            with self.subTest(value=value):
+                cfg, store = self.damaged(f"update meta set value='{value}' where key='runs'")
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=6", check=1)
+                self.assertIn(f"corrupt store: meta 'runs' is '{value}' (expected a whole number from 0 to "
+                              "9223372036854775806)", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
+
+    def test_elapsed_not_a_time(self):
+        # Item 2: budget.seconds counts from meta 'elapsed_s'; NaN or -1e300
+        # never let it be spent (the resume ran forever), and text read as 0.
+        for value in ["NaN", "-1e300", "abc", "inf", "-1", "2.5s"]:
+            with self.subTest(value=value):
+                cfg, store = self.damaged(f"update meta set value='{value}' where key='elapsed_s'")
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.seconds=1", check=1, timeout=60)
+                self.assertIn(f"corrupt store: meta 'elapsed_s' is '{value}' (expected a finite number of seconds "
+                              "from 0)", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
+
+    def test_meta_gone_with_trials_stored(self):
+        # Item 4: a store whose meta was emptied but whose trials stayed was
+        # taken as empty, and another study was written among its trials.
+        cfg, store = self.damaged("delete from meta", "delete from state")
+        other = self.write("o.yaml", sieve_cli.branin_config("other", 2))
+        for args in (["run", other, "--store", store], ["run", cfg, "--store", store, "--resume"]):
+            with self.subTest(args=args[2:]):
+                p = sieve(*args, "-q", check=1)
+                self.assertIn(f"{store}: corrupt store: meta has no 'identity' but table 'trials' holds rows "
+                              "(expected a study's meta with its rows, or an empty store)", p.stderr)
+        with contextlib.closing(sqlite3.connect(store)) as con:
+            self.assertEqual(con.execute("select count(*) from trials").fetchone()[0], 3)
+            self.assertEqual(con.execute("select count(*) from meta").fetchone()[0], 0)
+
+    def test_optimizer_state_gone(self):
+        # Item 5: a study's trials without the optimizer's state (saved with
+        # every ask) resumed with a fresh optimizer, unlike the study that ran.
+        for sql in ("delete from state", "update state set name='xyz' where name='optimizer'"):
+            with self.subTest(sql=sql):
+                cfg, store = self.damaged(sql)
+                p = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.evaluations=6", check=1)
+                self.assertIn(f"{store}: corrupt store: 3 trials stored but no state 'optimizer' (expected the "
+                              "optimizer's state, saved with every ask", p.stderr)
+                self.assertEqual(len(export_rows(store)), 3)
+                os.remove(store)
 
 
 if __name__ == "__main__":

@@ -148,6 +148,22 @@ class Resume(Workdir):
         self.assertIn("3 trials stored\n", p.stdout)
         self.assertEqual(len(export_rows(self.store)), 5)
 
+    def test_a_spent_time_budget_is_said_with_how_to_go_on(self):
+        # Review of damaged stores, item 8: the seconds budget spent, a
+        # resume printed the summary and nothing about why nothing ran.
+        with sqlite3.connect(self.store) as db:
+            db.execute("UPDATE meta SET value = '5.25' WHERE key = 'elapsed_s'")
+        p = sieve("run", self.config, "--store", self.store, "--resume", "--set", "budget.evaluations=0",
+                  "--set", "budget.seconds=5", check=0)
+        self.assertIn("3 trials stored: the time budget (5 s, the study's total over its runs, not this run's) is "
+                      "spent already (5.250 s), so nothing runs (--set budget.seconds=11 runs about 5 s more)",
+                      p.stdout)
+        self.assertEqual(len(export_rows(self.store)), 3)
+        p = sieve("run", self.config, "--store", self.store, "--resume", "--set", "budget.evaluations=5",
+                  "--set", "budget.seconds=60", check=0)
+        self.assertIn("3 trials stored\n", p.stdout)
+        self.assertEqual(len(export_rows(self.store)), 5)
+
     def test_pending_beyond_a_spent_budget_is_said_to_stay(self):
         # Bug hunt 3: a resume whose budget was spent said "1 of them
         # unfinished and run again", then left it pending.
