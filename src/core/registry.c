@@ -507,9 +507,17 @@ void
 sieve_registry_load_default(SieveRegistry *registry, const char *const *extra_paths, GPtrArray *errors)
 {
   g_return_if_fail(registry != NULL);
-  /* Plugins compiled into the program first, so that a file cannot take
-   * their names. */
+  /* Plugins compiled into the program first, then the ones installed with
+   * it, so that a user's file cannot take their names: it is refused with
+   * a warning naming it (it replaced the bundled component, and every
+   * config naming that one ran the user's code, a review found). */
   load_static(registry, errors);
+  if (running_uninstalled()) {
+    g_autofree char *dir = g_build_filename(SIEVE_BUILD_ROOT, "plugins", NULL);
+    sieve_registry_load_dir(registry, dir, TRUE, errors);
+  } else if (g_file_test(SIEVE_PLUGINDIR, G_FILE_TEST_IS_DIR)) {
+    sieve_registry_load_dir(registry, SIEVE_PLUGINDIR, FALSE, errors);
+  }
   const char *env = g_getenv("SIEVE_PLUGIN_PATH");
   if (env != NULL) {
     g_auto(GStrv) entries = g_strsplit(env, G_SEARCHPATH_SEPARATOR_S, -1);
@@ -518,12 +526,6 @@ sieve_registry_load_default(SieveRegistry *registry, const char *const *extra_pa
   }
   for (guint i = 0; extra_paths && extra_paths[i]; i++)
     load_path_entry(registry, extra_paths[i], errors);
-  if (running_uninstalled()) {
-    g_autofree char *dir = g_build_filename(SIEVE_BUILD_ROOT, "plugins", NULL);
-    sieve_registry_load_dir(registry, dir, TRUE, errors);
-  } else if (g_file_test(SIEVE_PLUGINDIR, G_FILE_TEST_IS_DIR)) {
-    sieve_registry_load_dir(registry, SIEVE_PLUGINDIR, FALSE, errors);
-  }
 }
 
 static gint

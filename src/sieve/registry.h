@@ -30,6 +30,10 @@ SIEVE_API gboolean sieve_registry_load_file(SieveRegistry *registry, const char 
  * ignore them).  Returns how many plugins loaded. */
 SIEVE_API guint sieve_registry_load_dir(SieveRegistry *registry, const char *dir, gboolean recursive,
                                         GPtrArray *errors);
+/* The program's own plugins (compiled in, then its plugin folder), then
+ * SIEVE_PLUGIN_PATH's entries, then extra_paths (files or folders): a name
+ * is the first registrant's, so a user's plugin cannot replace a bundled
+ * one (it is refused, into errors). */
 SIEVE_API void sieve_registry_load_default(SieveRegistry *registry, const char *const *extra_paths,
                                            GPtrArray *errors);
 

@@ -385,6 +385,28 @@ test_load_dir(void)
   g_assert_true(saw_good_refused);
 }
 
+/* A user's plugin (a path after the program's own) that registers a bundled
+ * component's name is refused, naming its file: it replaced the bundled
+ * 'random' for every config, a plugin-author review found. */
+static void
+test_bundled_names_kept(void)
+{
+  g_autoptr(SieveRegistry) registry = sieve_registry_new();
+  g_autoptr(GPtrArray) errors = g_ptr_array_new_with_free_func((GDestroyNotify) g_error_free);
+  const char *const paths[] = {TEST_SHADOW_DIR, NULL};
+  sieve_registry_load_default(registry, paths, errors);
+  const SieveComponent *random = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "random");
+  g_assert_nonnull(random);
+  g_assert_cmpstr(sieve_component_get_plugin_name(random), !=, "test-shadow");
+  gboolean refused = FALSE;
+  for (guint i = 0; i < errors->len; i++) {
+    GError *e = errors->pdata[i];
+    refused |= g_str_has_prefix(e->message, TEST_SHADOW_DIR "/test-shadow.so: optimizer 'random' is already "
+                                            "registered by ");
+  }
+  g_assert_true(refused);
+}
+
 static void
 test_require_suggests(void)
 {
@@ -434,6 +456,7 @@ main(int argc, char **argv)
   g_test_add_func("/registry/shipped-plugins", test_shipped_plugins);
   g_test_add_func("/registry/ask-null", test_ask_null);
   g_test_add_func("/registry/space-builder-misuse", test_space_builder_misuse);
+  g_test_add_func("/registry/bundled-names-kept", test_bundled_names_kept);
   g_test_add_func("/registry/not-shared-object", test_not_shared_object);
   g_test_add_func("/registry/load-dir", test_load_dir);
   g_test_add_func("/registry/require-suggests", test_require_suggests);
