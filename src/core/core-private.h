@@ -328,6 +328,11 @@ SIEVE_INTERNAL_API SieveExperiment *sieve_experiment_parse_tree(SieveNode *root,
  * "--set KEY=VALUE" (sieve_node_set_path).  For a host that builds the
  * tree and applies overrides one at a time (sieve train's flags). */
 SIEVE_INTERNAL_API gboolean sieve_experiment_apply_override(SieveNode *root, const char *override, GError **error);
+/* The experiment's plugin_path loaded into registry after the program's
+ * own plugins (sieve_registry_load_default); each refusal appended to
+ * errors (nullable), a missing entry at its line in the file. */
+SIEVE_INTERNAL_API void sieve__experiment_load_plugins(const SieveExperiment *experiment, SieveRegistry *registry,
+                                                       GPtrArray *errors);
 /* resolve: each section against its component's option table, the
  * objectives, the pipeline, the budget and the report.  Once only. */
 SIEVE_INTERNAL_API gboolean sieve_experiment_resolve(SieveExperiment *experiment, SieveRegistry *registry,

@@ -280,6 +280,26 @@ load_objectives(SieveExperiment *exp, GError **error)
   return TRUE;
 }
 
+void
+sieve__experiment_load_plugins(const SieveExperiment *exp, SieveRegistry *registry, GPtrArray *errors)
+{
+  const SieveNode *list = sieve_node_lookup(exp->root, "plugin_path");
+  g_autoptr(GPtrArray) to_load = g_ptr_array_new(); /* those not refused here */
+  for (guint i = 0; exp->plugin_path != NULL && exp->plugin_path[i] != NULL; i++) {
+    /* A missing entry is said at its line: the registry's refusal names
+     * only the path. */
+    const SieveNode *entry = sieve_node_kind(list) == SIEVE_NODE_LIST ? sieve_node_nth(list, i) : list;
+    if (errors != NULL && entry != NULL && !g_file_test(exp->plugin_path[i], G_FILE_TEST_EXISTS)) {
+      GError *missing = NULL;
+      sieve_node_set_error(&missing, entry, "plugin_path: %s: no such plugin file or folder", exp->plugin_path[i]);
+      g_ptr_array_add(errors, missing);
+    } else
+      g_ptr_array_add(to_load, exp->plugin_path[i]);
+  }
+  g_ptr_array_add(to_load, NULL);
+  sieve_registry_load_default(registry, (const char *const *) to_load->pdata, errors);
+}
+
 /* The tree (overrides applied) and the top-level keys; the plugin_path
  * loaded into registry (may be NULL). */
 static SieveExperiment *
@@ -335,7 +355,7 @@ experiment_parse(SieveExperiment *exp, const char *const *overrides, SieveRegist
   /* Plugins named by the file must be loaded before its sections are
    * checked against their option tables. */
   if (registry != NULL && n_paths > 0)
-    sieve_registry_load_default(registry, (const char *const *) exp->plugin_path, plugin_errors);
+    sieve__experiment_load_plugins(exp, registry, plugin_errors);
 
   return g_steal_pointer(&owned);
 }

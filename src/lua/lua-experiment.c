@@ -177,6 +177,6 @@ sieve_lua_experiment_load_granted(SieveLuaHost *host, const char *path, const ch
   if (!check_tree(host, exp->root, error))
     return NULL;
   if (exp->plugin_path != NULL && exp->plugin_path[0] != NULL)
-    sieve_registry_load_default(host->registry, (const char *const *) exp->plugin_path, plugin_errors);
+    sieve__experiment_load_plugins(exp, host->registry, plugin_errors);
   return prepared_and_resolved(g_steal_pointer(&exp), host->registry, error);
 }

@@ -102,7 +102,9 @@ class SandboxEscapes(Case):
         # Granted: the loader is asked (and warns that the folder is missing).
         p, store = self.run_config("plugin-path.yaml", "plugins")
         self.assertDone(p, "ran\t2\n")
-        self.assertIn(f"plugin refused: {fixture('no-such-plugins')}: no such plugin file or folder", p.stderr)
+        # (at the config's line: it named only the path)
+        self.assertIn(f"plugin refused: {fixture('plugin-path.yaml')}:3:15: plugin_path: {fixture('no-such-plugins')}: no "
+                      "such plugin file or folder", p.stderr)
 
     def test_config_run_from_lua_needs_the_command_grant(self):
         p, store = self.run_config("command.yaml")
