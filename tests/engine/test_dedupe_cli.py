@@ -367,7 +367,8 @@ sieve.register_optimizer{
         # Rejections alone still stop it after constraint_tries.
         cfg = self.fixed_study(heavy, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
                                "constraint_tries: 3\nbudget: {evaluations: 2}\n")
-        out = sieve("run", cfg, "--store", self.path("h.sieve"), check=0).stdout
+        # (no trial met the constraint: no result, exit 1)
+        out = sieve("run", cfg, "--store", self.path("h.sieve"), check=1).stdout
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(self.path("h.sieve"))["trials"], "3")
         # Review 4: a resumed run counts the rejections in a row the stored
@@ -375,9 +376,9 @@ sieve.register_optimizer{
         cfg = self.fixed_study(heavy, "pipeline: [dedupe]\nconstraints: [{metric: params, max: 2.0e5}]\n"
                                "constraint_tries: 3\nbudget: {evaluations: 2, proposals: 2}\n")
         store = self.path("r.sieve")
-        sieve("run", cfg, "--store", store, check=0)
+        sieve("run", cfg, "--store", store, check=1)
         self.assertEqual(summary(store)["trials"], "2")
-        out = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.proposals=10", check=0).stdout
+        out = sieve("run", cfg, "--store", store, "--resume", "--set", "budget.proposals=10", check=1).stdout
         self.assertIn("stopping: the last 3 proposals all broke a constraint", out)
         self.assertEqual(summary(store)["trials"], "3")
 
@@ -934,7 +935,10 @@ pipeline:
   - screen: {{proxies: [params], keep_top: 1, batch: 3}}
 budget: {{evaluations: 1}}
 """)
-        p = sieve("run", cfg, "--store", self.path("u.sieve"), check=0)
+        # (the kept one cannot be built either: its trial fails, and so does the run)
+        p = sieve("run", cfg, "--store", self.path("u.sieve"), check=1)
+        self.assertIn("no trial of study 'u' has a value of 'score' (3 trials: 1 failed, 2 screened out; the first "
+                      "failed, trial 0: space 'unbuildable', build(): no network for", p.stderr)
         self.assertRegex(p.stdout, r"stage 'screen': no candidate of this round of 3 could be scored \(space "
                          r"'unbuildable', build\(\): no network for [abcd]\); the 1 kept are the first proposed, "
                          r"not the best\n")

@@ -121,7 +121,8 @@ class TrainingAware(unittest.TestCase):
             'print(json.dumps({"intermediate": {"step": 1, "value": 0.5}}), flush=True)\n'
             'print(\'{"intermediate": {"step": "two", "value": 0.6}}\', flush=True)\n'
             'print(json.dumps({"val_acc": 0.7}))\n', "budget: {evaluations: 2}\n")
-        sieve("run", cfg, "--store", store, "--quiet", check=0)
+        p = sieve("run", cfg, "--store", store, "--quiet", check=1)  # (every trial failed: exit 1)
+        self.assertIn("2 trials: 2 failed", p.stderr)
         trials = rows(store)
         self.assertEqual([t["status"] for t in trials], ["failed", "failed"])
         self.assertIn('"step" must be an integer', trials[0]["reason"])
