@@ -41,6 +41,43 @@ sieve_evaluator_free(SieveEvaluator *evaluator)
   g_free(evaluator);
 }
 
+/* The trial's result when the evaluator broke the result's contract: failed,
+ * with the reason naming it and the seconds it ran, and none of what it
+ * returned (which would be stored as something it is not). */
+static SieveResult * G_GNUC_PRINTF(4, 5)
+refused(const SieveEvaluator *evaluator, SieveResult *returned, double seconds, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *problem = g_strdup_vprintf(format, args);
+  va_end(args);
+  sieve_result_free(returned);
+  SieveResult *result = sieve_result_new();
+  sieve_result_set_failed(result, "evaluator '%s' %s", sieve_component_get_name(evaluator->component), problem);
+  sieve_result_set_cost(result, seconds);
+  return result;
+}
+
+/* What a plugin's result may be, checked before anything stores it:
+ * status ok or failed, or pruned from an evaluator that reports
+ * intermediate values (the others are the pipeline's: pending, screened,
+ * cached, rejected). (transfer full) */
+static SieveResult *
+checked_result(const SieveEvaluator *evaluator, SieveResult *result, double seconds)
+{
+  SieveStatus status = sieve_result_get_status(result);
+  if (status != SIEVE_STATUS_OK && status != SIEVE_STATUS_FAILED &&
+      !(status == SIEVE_STATUS_PRUNED && sieve_evaluator_reports_intermediate(evaluator))) {
+    if ((guint) status <= SIEVE_STATUS_REJECTED)
+      return refused(evaluator, result, seconds,
+                     "returned a result of status %s; an evaluator returns ok or failed (pruned with "
+                     "intermediate values)",
+                     sieve_status_to_string(status));
+    return refused(evaluator, result, seconds, "returned a result of status %u, not a SieveStatus", (guint) status);
+  }
+  return result;
+}
+
 SieveResult *
 sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candidate, GError **error)
 {
@@ -75,9 +112,10 @@ sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candid
     return NULL;
   }
   g_clear_error(&local);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
   if (sieve_result_get_cost(result) == 0.0)
-    sieve_result_set_cost(result, (g_get_monotonic_time() - start) / 1e6);
-  return result;
+    sieve_result_set_cost(result, seconds);
+  return checked_result(evaluator, result, seconds);
 }
 
 gboolean

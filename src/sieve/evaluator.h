@@ -5,6 +5,13 @@
  * result with status FAILED and a reason; returning NULL with a GError stops
  * the whole study and is for an evaluator that cannot work at all.
  *
+ * A result's status is OK or FAILED, or PRUNED from an evaluator with
+ * SIEVE_EVALUATOR_INTERMEDIATE (it stopped on its own, as an Optuna
+ * objective raises TrialPruned); the others are the pipeline's (pending,
+ * screened, cached, rejected), and sieve_evaluator_evaluate() turns a
+ * result that carries one, or a number outside SieveStatus, into a failed
+ * trial whose reason names the evaluator and the status.
+ *
  * With SIEVE_EVALUATOR_CONCURRENT the engine may call evaluate() from several
  * threads at once on the same instance (workers > 1).
  */

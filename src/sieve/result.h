@@ -16,6 +16,8 @@
 
 G_BEGIN_DECLS
 
+/* An evaluator returns OK, FAILED or (with intermediate values) PRUNED:
+ * the others are the engine's to set (sieve/evaluator.h). */
 typedef enum {
   SIEVE_STATUS_PENDING,  /* asked, not finished */
   SIEVE_STATUS_OK,

@@ -1,0 +1,69 @@
+/* A plugin whose components break the public API's contracts on purpose,
+ * for test_rogue_plugin.py: each misbehaviour must fail one trial (or refuse
+ * the study at its start) with a reason naming the component, never stop
+ * the study as the store's error or lose what is stored.
+ *
+ * rogue_space: one int decision x in [0, 1000].
+ * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M. */
+#include <math.h>
+#include <string.h>
+#include <sieve/candidate.h>
+#include <sieve/component.h>
+#include <sieve/evaluator.h>
+#include <sieve/options.h>
+#include <sieve/plugin.h>
+#include <sieve/result.h>
+#include <sieve/space.h>
+
+/* ---- space ---- */
+static gpointer
+space_create(SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  sieve_space_add_int(space, "x", 0, 1000, FALSE);
+  return NULL; /* no state: allowed for a space */
+}
+static const SieveSpaceClass space_class = {.create = space_create};
+static const SieveComponentInfo space_info = {SIEVE_KIND_SPACE, "rogue_space", "one int decision", NULL,
+                                              &space_class, NULL, {NULL}};
+
+/* ---- evaluator ---- */
+static const SieveOptionSpec eval_options[] = {
+  SIEVE_OPTION_STRING("mode", "ok", "what every trial after the first does"),
+  SIEVE_OPTION_END,
+};
+static gpointer
+eval_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  return g_strdup(sieve_options_get_string(options, "mode"));
+}
+static const char *const eval_metric_names[] = {"score", NULL};
+static const char *const *
+eval_metrics(gpointer instance)
+{
+  return eval_metric_names;
+}
+static SieveResult *
+eval_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
+{
+  const char *mode = sieve_candidate_get_trial(c) == 0 ? "ok" : instance;
+  SieveResult *r = sieve_result_new();
+  sieve_result_set_metric(r, "score", sieve_genotype_get(sieve_candidate_get_genotype(c), 0));
+  if (g_str_has_prefix(mode, "status_")) {
+    SieveStatus status = 99;
+    sieve_status_from_string(mode + 7, &status); /* status_99: left at 99 */
+    sieve_result_set_status(r, status);
+  }
+  return r;
+}
+static const SieveEvaluatorClass eval_class = {.create = eval_create, .destroy = g_free, .evaluate = eval_evaluate,
+                                               .metrics = eval_metrics};
+static const SieveComponentInfo eval_info = {SIEVE_KIND_EVALUATOR, "rogue_eval", "misbehaves after trial 0",
+                                             eval_options, &eval_class, NULL, {NULL}};
+
+static gboolean
+rogue_init(SieveRegistry *registry, GError **error)
+{
+  return sieve_registry_add(registry, &space_info, error) && sieve_registry_add(registry, &eval_info, error);
+}
+
+SIEVE_PLUGIN_DEFINE("rogue", "0.1.0", "breaks the plugin contracts on purpose", "MIT", rogue_init);

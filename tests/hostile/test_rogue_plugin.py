@@ -1,0 +1,69 @@
+"""A C plugin that breaks the public API's contracts (rogue-plugin.c) is
+contained: its misbehaviour fails the one trial with a reason that names the
+component, or refuses the study before anything is stored, and never ends
+as an error of the store or a crash."""
+import csv
+import io
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostile import Scratch, sieve  # noqa: E402
+
+PLUGIN = os.environ["HOSTILE_ROGUE_PLUGIN"]
+
+CONFIG = """name: rogue
+seed: 1
+plugin_path: [%s]
+space: {plugin: rogue_space}
+optimizer: {plugin: %s}
+evaluator: %s
+objective: {metric: score, direction: maximize}
+budget: {evaluations: 3}
+"""
+
+
+class RoguePlugin(Scratch):
+    def run_study(self, evaluator, optimizer="random", code=0, *needles):
+        config = self.write("study.yaml", CONFIG % (PLUGIN, optimizer, evaluator))
+        self.studies = getattr(self, "studies", 0) + 1
+        store = self.path("s%d.sieve" % self.studies)
+        p = sieve("run", config, "--store", store, "-q", timeout=60)
+        self.expect(p, code, *needles)
+        self.assertNotIn("CRITICAL", p.stderr)
+        self.assertNotIn("error of its store", p.stderr)
+        return p, store
+
+    def rows(self, store):
+        return list(csv.DictReader(io.StringIO(sieve("export", store, "--format", "csv").stdout)))
+
+    def failed_trials(self, evaluator, reason):
+        """Trial 0 ok, trials 1 and 2 failed with reason; the study ran to its budget."""
+        p, store = self.run_study(evaluator)
+        rows = self.rows(store)
+        self.assertEqual([r["status"] for r in rows], ["ok", "failed", "failed"], rows)
+        for r in rows[1:]:
+            self.assertIn(reason, r["reason"], rows)
+        return rows
+
+    # ---- 1: the status an evaluator's result carries --------------------------
+    def test_status_not_an_evaluators(self):
+        for status in ("pending", "cached", "screened", "rejected"):
+            with self.subTest(status=status):
+                self.failed_trials("{plugin: rogue_eval, mode: status_%s}" % status,
+                                   "evaluator 'rogue_eval' returned a result of status %s; an evaluator "
+                                   "returns ok or failed (pruned with intermediate values)" % status)
+
+    def test_status_out_of_the_enum(self):
+        self.failed_trials("{plugin: rogue_eval, mode: status_99}",
+                           "evaluator 'rogue_eval' returned a result of status 99")
+
+    def test_pruned_without_intermediate_values(self):
+        # rogue_eval does not declare SIEVE_EVALUATOR_INTERMEDIATE: nothing could have pruned it.
+        self.failed_trials("{plugin: rogue_eval, mode: status_pruned}",
+                           "evaluator 'rogue_eval' returned a result of status pruned")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
