@@ -105,14 +105,14 @@ sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candid
   gint64 start = g_get_monotonic_time();
   GError *local = NULL;
   SieveResult *result = evaluator->klass->evaluate(evaluator->instance, candidate, &local);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
+  if (result == NULL && local == NULL) /* no reason to stop the study: this trial's failure */
+    return refused(evaluator, NULL, seconds, "returned no result and no error");
   if (result == NULL) {
-    if (local == NULL)
-      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_EVALUATOR, "evaluate returned no result");
     g_propagate_prefixed_error(error, local, "evaluator '%s': ", sieve_component_get_name(evaluator->component));
     return NULL;
   }
   g_clear_error(&local);
-  double seconds = (g_get_monotonic_time() - start) / 1e6;
   if (sieve_result_get_cost(result) == 0.0)
     sieve_result_set_cost(result, seconds);
   return checked_result(evaluator, result, seconds);

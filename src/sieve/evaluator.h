@@ -3,7 +3,10 @@
  * evaluate() turns a candidate into a SieveResult.  A trial that fails (the
  * program crashed, the genotype is not in the table, the loss diverged) is a
  * result with status FAILED and a reason; returning NULL with a GError stops
- * the whole study and is for an evaluator that cannot work at all.
+ * the whole study (the error names the evaluator; the trial stays pending,
+ * for --resume) and is for an evaluator that cannot work at all.  NULL
+ * without a GError is a plugin's bug, not a reason to stop: that trial
+ * fails with the reason "evaluator 'NAME' returned no result and no error".
  *
  * A result's status is OK or FAILED, or PRUNED from an evaluator with
  * SIEVE_EVALUATOR_INTERMEDIATE (it stopped on its own, as an Optuna

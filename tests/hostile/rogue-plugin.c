@@ -46,6 +46,12 @@ static SieveResult *
 eval_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
 {
   const char *mode = sieve_candidate_get_trial(c) == 0 ? "ok" : instance;
+  if (strcmp(mode, "no_result") == 0)
+    return NULL; /* and no error */
+  if (strcmp(mode, "null_error") == 0) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_EVALUATOR, "cannot work at all");
+    return NULL;
+  }
   SieveResult *r = sieve_result_new();
   sieve_result_set_metric(r, "score", sieve_genotype_get(sieve_candidate_get_genotype(c), 0));
   if (g_str_has_prefix(mode, "status_")) {

@@ -64,6 +64,16 @@ class RoguePlugin(Scratch):
         self.failed_trials("{plugin: rogue_eval, mode: status_pruned}",
                            "evaluator 'rogue_eval' returned a result of status pruned")
 
+    # ---- 2: evaluate returning NULL -------------------------------------------
+    def test_null_without_error_fails_the_trial(self):
+        self.failed_trials("{plugin: rogue_eval, mode: no_result}", "evaluator 'rogue_eval' returned no result and no error")
+
+    def test_null_with_error_stops_the_study(self):
+        # As evaluator.h says: the study stops on the evaluator's error, trial 1 stays pending for --resume.
+        p, store = self.run_study("{plugin: rogue_eval, mode: null_error}", "random", 1,
+                                  "evaluator 'rogue_eval': cannot work at all")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok", "pending"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
