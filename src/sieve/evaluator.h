@@ -42,6 +42,9 @@ typedef enum {
 } SieveEvaluatorFlags;
 
 typedef struct {
+  /* (transfer full) instance; NULL + error when the options do not suit
+   * the space (NULL without an error is refused: "create returned nothing
+   * and no error"). */
   gpointer (*create)(const SieveSpace *space, const SieveOptions *options, GError **error);
   void (*destroy)(gpointer instance);
   /* (transfer full) */

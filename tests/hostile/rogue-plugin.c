@@ -4,15 +4,18 @@
  * the study as the store's error or lose what is stored.
  *
  * rogue_space: one int decision x in [0, 1000].
+ * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create.
  * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M. */
 #include <math.h>
 #include <string.h>
 #include <sieve/candidate.h>
 #include <sieve/component.h>
 #include <sieve/evaluator.h>
+#include <sieve/optimizer.h>
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/result.h>
+#include <sieve/rng.h>
 #include <sieve/space.h>
 
 /* ---- space ---- */
@@ -26,6 +29,53 @@ static const SieveSpaceClass space_class = {.create = space_create};
 static const SieveComponentInfo space_info = {SIEVE_KIND_SPACE, "rogue_space", "one int decision", NULL,
                                               &space_class, NULL, {NULL}};
 
+/* ---- optimizer ---- */
+static const SieveOptionSpec opt_options[] = {
+  SIEVE_OPTION_STRING("mode", "ok", "how it misbehaves"),
+  SIEVE_OPTION_END,
+};
+typedef struct {
+  const SieveSpace *space;
+  SieveRng rng;
+} RogueOpt;
+static gpointer
+opt_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
+{
+  if (strcmp(sieve_options_get_string(options, "mode"), "create_nothing") == 0)
+    return NULL; /* and no error */
+  RogueOpt *o = g_new0(RogueOpt, 1);
+  o->space = space;
+  sieve_rng_seed(&o->rng, study->seed);
+  return o;
+}
+static gboolean
+opt_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
+{
+  RogueOpt *o = instance;
+  for (guint i = 0; i < n; i++)
+    g_ptr_array_add(out, sieve_candidate_new(sieve_space_sample(o->space, &o->rng), NAN));
+  return TRUE;
+}
+static gboolean
+opt_tell(gpointer instance, const SieveCandidate *c, const SieveResult *r, const double *objectives, GError **error)
+{
+  return TRUE;
+}
+static GVariant *
+opt_save(gpointer instance, GError **error)
+{
+  return sieve_rng_save(&((RogueOpt *) instance)->rng);
+}
+static gboolean
+opt_load(gpointer instance, GVariant *state, GError **error)
+{
+  return sieve_rng_load(&((RogueOpt *) instance)->rng, state, error);
+}
+static const SieveOptimizerClass opt_class = {.create = opt_create, .destroy = g_free, .ask = opt_ask,
+                                              .tell = opt_tell, .save = opt_save, .load = opt_load};
+static const SieveComponentInfo opt_info = {SIEVE_KIND_OPTIMIZER, "rogue_opt", "random, misbehaving on demand",
+                                            opt_options, &opt_class, NULL, {NULL}};
+
 /* ---- evaluator ---- */
 static const SieveOptionSpec eval_options[] = {
   SIEVE_OPTION_STRING("mode", "ok", "what every trial after the first does"),
@@ -34,7 +84,10 @@ static const SieveOptionSpec eval_options[] = {
 static gpointer
 eval_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
-  return g_strdup(sieve_options_get_string(options, "mode"));
+  const char *mode = sieve_options_get_string(options, "mode");
+  if (strcmp(mode, "create_nothing") == 0)
+    return NULL; /* and no error */
+  return g_strdup(mode);
 }
 static const char *const eval_metric_names[] = {"score", NULL};
 static const char *const *
@@ -69,7 +122,8 @@ static const SieveComponentInfo eval_info = {SIEVE_KIND_EVALUATOR, "rogue_eval",
 static gboolean
 rogue_init(SieveRegistry *registry, GError **error)
 {
-  return sieve_registry_add(registry, &space_info, error) && sieve_registry_add(registry, &eval_info, error);
+  return sieve_registry_add(registry, &space_info, error) && sieve_registry_add(registry, &opt_info, error) &&
+         sieve_registry_add(registry, &eval_info, error);
 }
 
 SIEVE_PLUGIN_DEFINE("rogue", "0.1.0", "breaks the plugin contracts on purpose", "MIT", rogue_init);

@@ -17,7 +17,7 @@ CONFIG = """name: rogue
 seed: 1
 plugin_path: [%s]
 space: {plugin: rogue_space}
-optimizer: {plugin: %s}
+optimizer: %s
 evaluator: %s
 objective: {metric: score, direction: maximize}
 budget: {evaluations: 3}
@@ -25,7 +25,7 @@ budget: {evaluations: 3}
 
 
 class RoguePlugin(Scratch):
-    def run_study(self, evaluator, optimizer="random", code=0, *needles):
+    def run_study(self, evaluator, optimizer="{plugin: random}", code=0, *needles):
         config = self.write("study.yaml", CONFIG % (PLUGIN, optimizer, evaluator))
         self.studies = getattr(self, "studies", 0) + 1
         store = self.path("s%d.sieve" % self.studies)
@@ -70,9 +70,22 @@ class RoguePlugin(Scratch):
 
     def test_null_with_error_stops_the_study(self):
         # As evaluator.h says: the study stops on the evaluator's error, trial 1 stays pending for --resume.
-        p, store = self.run_study("{plugin: rogue_eval, mode: null_error}", "random", 1,
+        p, store = self.run_study("{plugin: rogue_eval, mode: null_error}", "{plugin: random}", 1,
                                   "evaluator 'rogue_eval': cannot work at all")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok", "pending"])
+
+    # ---- 3: create returning nothing and no error -----------------------------
+    def test_create_returning_nothing(self):
+        for optimizer, evaluator, who in (
+                ("{plugin: rogue_opt, mode: create_nothing}", "{plugin: rogue_eval}", "optimizer 'rogue_opt'"),
+                ("{plugin: rogue_opt}", "{plugin: rogue_eval, mode: create_nothing}", "evaluator 'rogue_eval'")):
+            with self.subTest(who=who):
+                p, store = self.run_study(evaluator, optimizer, 1, who + ": create returned nothing and no error")
+                self.assertEqual(p.returncode, 1)  # refused, not a signal
+
+    def test_rogue_opt_works(self):
+        p, store = self.run_study("{plugin: rogue_eval}", "{plugin: rogue_opt}")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
 
 if __name__ == "__main__":
