@@ -68,7 +68,8 @@ refused(const SieveEvaluator *evaluator, SieveResult *returned, double seconds, 
 /* What a plugin's result may be, checked before anything stores it:
  * status ok or failed, or pruned from an evaluator that reports
  * intermediate values (the others are the pipeline's: pending, screened,
- * cached, rejected). (transfer full) */
+ * cached, rejected); a cost that is a finite number of seconds >= 0 (the
+ * summary and the time budget add them up). (transfer full) */
 static SieveResult *
 checked_result(const SieveEvaluator *evaluator, SieveResult *result, double seconds)
 {
@@ -82,6 +83,9 @@ checked_result(const SieveEvaluator *evaluator, SieveResult *result, double seco
                      sieve_status_to_string(status));
     return refused(evaluator, result, seconds, "returned a result of status %u, not a SieveStatus", (guint) status);
   }
+  double cost = sieve_result_get_cost(result);
+  if (!(isfinite(cost) && cost >= 0))
+    return refused(evaluator, result, seconds, "reported cost %g s; a cost is a finite number of seconds >= 0", cost);
   return result;
 }
 

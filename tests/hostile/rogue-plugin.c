@@ -112,6 +112,14 @@ eval_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
     sieve_status_from_string(mode + 7, &status); /* status_99: left at 99 */
     sieve_result_set_status(r, status);
   }
+  if (strcmp(mode, "cost_negative") == 0)
+    sieve_result_set_cost(r, -5);
+  if (strcmp(mode, "cost_nan") == 0)
+    sieve_result_set_cost(r, NAN);
+  if (strcmp(mode, "cost_inf") == 0)
+    sieve_result_set_cost(r, INFINITY);
+  if (strcmp(mode, "cost_huge") == 0)
+    sieve_result_set_cost(r, 1e300); /* absurd, but a number of seconds */
   return r;
 }
 static const SieveEvaluatorClass eval_class = {.create = eval_create, .destroy = g_free, .evaluate = eval_evaluate,

@@ -87,6 +87,20 @@ class RoguePlugin(Scratch):
         p, store = self.run_study("{plugin: rogue_eval}", "{plugin: rogue_opt}")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
+    # ---- 4: costs -------------------------------------------------------------
+    def test_cost_not_a_number_of_seconds(self):
+        for mode, shown in (("cost_negative", "-5"), ("cost_nan", "nan"), ("cost_inf", "inf")):
+            with self.subTest(mode=mode):
+                rows = self.failed_trials("{plugin: rogue_eval, mode: %s}" % mode,
+                                          "evaluator 'rogue_eval' reported cost %s s; a cost is a finite number of "
+                                          "seconds >= 0" % shown)
+                for r in rows:
+                    self.assertGreaterEqual(float(r["cost_s"]), 0, rows)
+
+    def test_huge_cost_is_kept(self):
+        p, store = self.run_study("{plugin: rogue_eval, mode: cost_huge}")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
