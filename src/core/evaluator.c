@@ -31,6 +31,21 @@ sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space, co
                 sieve_component_get_name(component));
     return NULL;
   }
+  /* Every multi-fidelity optimizer and the store trust the fidelity
+   * offered: refused here, before a trial, as candidate.h bounds it. */
+  const SieveFidelity *fidelity = klass->fidelity ? klass->fidelity(instance) : NULL;
+  if (fidelity != NULL &&
+      (fidelity->name == NULL || !(isfinite(fidelity->min) && isfinite(fidelity->max) && fidelity->min > 0 &&
+                                   fidelity->min <= fidelity->max))) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "evaluator '%s' offers the fidelity %s in [%g, %g]: a fidelity has a name and 0 < min <= max, "
+                "both finite",
+                sieve_component_get_name(component), fidelity->name ? fidelity->name : "(no name)", fidelity->min,
+                fidelity->max);
+    if (klass->destroy != NULL)
+      klass->destroy(instance);
+    return NULL;
+  }
   SieveEvaluator *e = g_new0(SieveEvaluator, 1);
   e->component = component;
   e->klass = klass;

@@ -51,7 +51,9 @@ typedef struct {
   SieveResult *(*evaluate)(gpointer instance, const SieveCandidate *candidate, GError **error);
   guint flags; /* SieveEvaluatorFlags */
   /* The fidelity it offers, NULL for none; may be NULL itself.  (transfer none):
-   * valid as long as the instance. */
+   * valid as long as the instance.  sieve_evaluator_new() refuses an
+   * instance whose fidelity has no name or breaks 0 < min <= max (both
+   * finite), naming the evaluator. */
   const SieveFidelity *(*fidelity)(gpointer instance);
   /* The names of the metrics evaluate() reports when it succeeds,
    * NULL-terminated; NULL when it cannot tell before it runs (a program, a

@@ -5,7 +5,8 @@
  *
  * rogue_space: one int decision x in [0, 1000].
  * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create.
- * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M. */
+ * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M.
+ * rogue_fid {min: A, max: B}: offers the fidelity epochs in [A, B]. */
 #include <math.h>
 #include <string.h>
 #include <sieve/candidate.h>
@@ -127,11 +128,46 @@ static const SieveEvaluatorClass eval_class = {.create = eval_create, .destroy =
 static const SieveComponentInfo eval_info = {SIEVE_KIND_EVALUATOR, "rogue_eval", "misbehaves after trial 0",
                                              eval_options, &eval_class, NULL, {NULL}};
 
+/* ---- an evaluator with a fidelity ---- */
+static const SieveOptionSpec fid_options[] = {
+  SIEVE_OPTION_FLOAT("min", "1", -G_MAXDOUBLE, G_MAXDOUBLE, "the fidelity's min"),
+  SIEVE_OPTION_FLOAT("max", "9", -G_MAXDOUBLE, G_MAXDOUBLE, "the fidelity's max"),
+  SIEVE_OPTION_BOOL("inf_max", "false", "max = infinity"),
+  SIEVE_OPTION_END,
+};
+static gpointer
+fid_create(const SieveSpace *space, const SieveOptions *options, GError **error)
+{
+  SieveFidelity *f = g_new0(SieveFidelity, 1);
+  f->name = "epochs";
+  f->min = sieve_options_get_double(options, "min");
+  f->max = sieve_options_get_bool(options, "inf_max") ? INFINITY : sieve_options_get_double(options, "max");
+  f->integer = TRUE;
+  return f;
+}
+static const SieveFidelity *
+fid_fidelity(gpointer instance)
+{
+  return instance;
+}
+static SieveResult *
+fid_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
+{
+  SieveResult *r = sieve_result_new();
+  sieve_result_set_metric(r, "score", sieve_genotype_get(sieve_candidate_get_genotype(c), 0));
+  return r;
+}
+static const SieveEvaluatorClass fid_class = {.create = fid_create, .destroy = g_free, .evaluate = fid_evaluate,
+                                              .fidelity = fid_fidelity, .metrics = eval_metrics};
+static const SieveComponentInfo fid_info = {SIEVE_KIND_EVALUATOR, "rogue_fid", "offers a fidelity it is told",
+                                            fid_options, &fid_class, NULL, {NULL}};
+
 static gboolean
 rogue_init(SieveRegistry *registry, GError **error)
 {
   return sieve_registry_add(registry, &space_info, error) && sieve_registry_add(registry, &opt_info, error) &&
-         sieve_registry_add(registry, &eval_info, error);
+         sieve_registry_add(registry, &eval_info, error) &&
+         sieve_registry_add(registry, &fid_info, error);
 }
 
 SIEVE_PLUGIN_DEFINE("rogue", "0.1.0", "breaks the plugin contracts on purpose", "MIT", rogue_init);

@@ -101,6 +101,23 @@ class RoguePlugin(Scratch):
         p, store = self.run_study("{plugin: rogue_eval, mode: cost_huge}")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
+    # ---- 5: the fidelity an evaluator offers ----------------------------------
+    def test_fidelity_out_of_its_bounds(self):
+        for options, shown in (("min: 0", "[0, 9]"), ("min: -3", "[-3, 9]"), ("min: 5, max: 2", "[5, 2]"),
+                               ("inf_max: true", "[1, inf]")):
+            with self.subTest(options=options):
+                config = self.write("study.yaml", CONFIG % (PLUGIN, "{plugin: random}",
+                                                            "{plugin: rogue_fid, %s}" % options))
+                store = self.path("never.sieve")
+                p = sieve("run", config, "--store", store, "-q", timeout=60)
+                self.expect(p, 2, "study.yaml:6:", "evaluator 'rogue_fid' offers the fidelity epochs in %s: a "
+                            "fidelity has a name and 0 < min <= max, both finite" % shown)
+                self.assertFalse(os.path.exists(store), "refused before any store is written")
+
+    def test_fidelity_within_its_bounds(self):
+        p, store = self.run_study("{plugin: rogue_fid, min: 1, max: 1}")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
