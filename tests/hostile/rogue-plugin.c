@@ -6,7 +6,9 @@
  * rogue_space: one int decision x in [0, 1000].
  * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create.
  * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M.
- * rogue_fid {min: A, max: B}: offers the fidelity epochs in [A, B]. */
+ * rogue_fid {min: A, max: B, steps: S}: offers the fidelity epochs in [A, B];
+ * trial 0 reports steps 1, 2, 3, every later trial the steps S (a list),
+ * going on after it is told to stop. */
 #include <math.h>
 #include <string.h>
 #include <sieve/candidate.h>
@@ -133,32 +135,54 @@ static const SieveOptionSpec fid_options[] = {
   SIEVE_OPTION_FLOAT("min", "1", -G_MAXDOUBLE, G_MAXDOUBLE, "the fidelity's min"),
   SIEVE_OPTION_FLOAT("max", "9", -G_MAXDOUBLE, G_MAXDOUBLE, "the fidelity's max"),
   SIEVE_OPTION_BOOL("inf_max", "false", "max = infinity"),
+  SIEVE_OPTION_STRING_LIST("steps", NULL, "the steps every trial after the first reports"),
   SIEVE_OPTION_END,
 };
+typedef struct {
+  SieveFidelity fidelity;
+  char **steps;
+} RogueFid;
 static gpointer
 fid_create(const SieveSpace *space, const SieveOptions *options, GError **error)
 {
-  SieveFidelity *f = g_new0(SieveFidelity, 1);
-  f->name = "epochs";
-  f->min = sieve_options_get_double(options, "min");
-  f->max = sieve_options_get_bool(options, "inf_max") ? INFINITY : sieve_options_get_double(options, "max");
-  f->integer = TRUE;
+  RogueFid *f = g_new0(RogueFid, 1);
+  f->fidelity.name = "epochs";
+  f->fidelity.min = sieve_options_get_double(options, "min");
+  f->fidelity.max =
+      sieve_options_get_bool(options, "inf_max") ? INFINITY : sieve_options_get_double(options, "max");
+  f->fidelity.integer = TRUE;
+  const char *const *steps = sieve_options_get_strv(options, "steps");
+  f->steps = g_strdupv((char **) (steps ? steps : (const char *const[]){"1", "2", "3", NULL}));
   return f;
+}
+static void
+fid_destroy(gpointer instance)
+{
+  RogueFid *f = instance;
+  g_strfreev(f->steps);
+  g_free(f);
 }
 static const SieveFidelity *
 fid_fidelity(gpointer instance)
 {
-  return instance;
+  return &((RogueFid *) instance)->fidelity;
 }
 static SieveResult *
 fid_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
 {
+  RogueFid *f = instance;
+  double x = sieve_genotype_get(sieve_candidate_get_genotype(c), 0);
+  const char *const first[] = {"1", "2", "3", NULL};
+  const char *const *steps = sieve_candidate_get_trial(c) == 0 ? first : (const char *const *) f->steps;
+  for (guint i = 0; steps[i]; i++)
+    sieve_candidate_report_intermediate(c, g_ascii_strtoll(steps[i], NULL, 10), NAN, x * (i + 1));
   SieveResult *r = sieve_result_new();
-  sieve_result_set_metric(r, "score", sieve_genotype_get(sieve_candidate_get_genotype(c), 0));
+  sieve_result_set_metric(r, "score", x);
   return r;
 }
-static const SieveEvaluatorClass fid_class = {.create = fid_create, .destroy = g_free, .evaluate = fid_evaluate,
-                                              .fidelity = fid_fidelity, .metrics = eval_metrics};
+static const SieveEvaluatorClass fid_class = {.create = fid_create, .destroy = fid_destroy, .evaluate = fid_evaluate,
+                                              .flags = SIEVE_EVALUATOR_INTERMEDIATE, .fidelity = fid_fidelity,
+                                              .metrics = eval_metrics};
 static const SieveComponentInfo fid_info = {SIEVE_KIND_EVALUATOR, "rogue_fid", "offers a fidelity it is told",
                                             fid_options, &fid_class, NULL, {NULL}};
 

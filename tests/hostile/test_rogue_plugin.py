@@ -118,6 +118,20 @@ class RoguePlugin(Scratch):
         p, store = self.run_study("{plugin: rogue_fid, min: 1, max: 1}")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
+    # ---- 6: intermediate steps ------------------------------------------------
+    def test_step_that_goes_back(self):
+        self.failed_trials("{plugin: rogue_fid, steps: [1, 2, 5, 3, 4]}",
+                           "evaluator 'rogue_fid' reported step 3 after step 5; a step grows within one evaluation")
+
+    def test_negative_step(self):
+        self.failed_trials("{plugin: rogue_fid, steps: [-1, 0, 1]}",
+                           "evaluator 'rogue_fid' reported step -1; a step is a whole number >= 0")
+
+    def test_step_reported_again_is_kept_once(self):
+        # Optuna's repeat: ignored with a warning, not a failure.
+        p, store = self.run_study("{plugin: rogue_fid, steps: [0, 1, 1, 2]}")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
