@@ -81,7 +81,7 @@ refused(const SieveEvaluator *evaluator, SieveResult *returned, double seconds, 
 }
 
 /* What a plugin's result may be, checked before anything stores it:
- * status ok or failed, or pruned from an evaluator that reports
+ * metrics named without control characters; status ok or failed, or pruned from an evaluator that reports
  * intermediate values (the others are the pipeline's: pending, screened,
  * cached, rejected); a cost that is a finite number of seconds >= 0 (the
  * summary and the time budget add them up). (transfer full) */
@@ -97,6 +97,20 @@ checked_result(const SieveEvaluator *evaluator, SieveResult *result, double seco
                      "intermediate values)",
                      sieve_status_to_string(status));
     return refused(evaluator, result, seconds, "returned a result of status %u, not a SieveStatus", (guint) status);
+  }
+  /* A metric is a column of every table, summary and export: a name it
+   * cannot be is the evaluator's mistake, said, not a metric dropped or a
+   * table broken by a newline. */
+  for (guint i = 0; i < sieve_result_n_metrics(result); i++) {
+    const char *name = sieve_result_metric_name(result, i);
+    gboolean control = FALSE;
+    for (const char *c = name; *c && !control; c++)
+      control = (guchar) *c < 0x20 || *c == 0x7f;
+    if (name[0] == '\0' || control) {
+      g_autofree char *shown = g_strescape(name, NULL);
+      return refused(evaluator, result, seconds, "reported a metric named \"%s\": a metric needs a name%s", shown,
+                     control ? " without control characters (newlines, tabs)" : "");
+    }
   }
   double cost = sieve_result_get_cost(result);
   if (!(isfinite(cost) && cost >= 0))

@@ -115,6 +115,12 @@ eval_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
     sieve_status_from_string(mode + 7, &status); /* status_99: left at 99 */
     sieve_result_set_status(r, status);
   }
+  if (strcmp(mode, "name_empty") == 0)
+    sieve_result_set_metric(r, "", 1);
+  if (strcmp(mode, "name_newline") == 0)
+    sieve_result_set_metric(r, "a\nb", 2);
+  if (strcmp(mode, "name_odd") == 0)
+    sieve_result_set_metric(r, "<b>a,b\"c\u00e9</b>", 3); /* odd, but a name */
   if (strcmp(mode, "cost_negative") == 0)
     sieve_result_set_cost(r, -5);
   if (strcmp(mode, "cost_nan") == 0)

@@ -132,6 +132,18 @@ class RoguePlugin(Scratch):
         p, store = self.run_study("{plugin: rogue_fid, steps: [0, 1, 1, 2]}")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
+    # ---- 7: metric names ------------------------------------------------------
+    def test_metric_name_a_column_cannot_have(self):
+        self.failed_trials("{plugin: rogue_eval, mode: name_empty}",
+                           "evaluator 'rogue_eval' reported a metric named \"\": a metric needs a name")
+        self.failed_trials("{plugin: rogue_eval, mode: name_newline}",
+                           "evaluator 'rogue_eval' reported a metric named \"a\\nb\": a metric needs a name "
+                           "without control characters (newlines, tabs)")
+
+    def test_odd_metric_name_is_kept(self):
+        p, store = self.run_study("{plugin: rogue_eval, mode: name_odd}")
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
