@@ -3,8 +3,9 @@
  * the study at its start) with a reason naming the component, never stop
  * the study as the store's error or lose what is stored.
  *
- * rogue_space: one int decision x in [0, 1000].
- * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create.
+ * rogue_space: one int decision x in [0, 1000]; its check refuses odd x without a reason.
+ * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create;
+ * M = odd proposes x = 7 from its second ask on.
  * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M.
  * rogue_fid {min: A, max: B, steps: S}: offers the fidelity epochs in [A, B];
  * trial 0 reports steps 1, 2, 3, every later trial the steps S (a list),
@@ -28,8 +29,14 @@ space_create(SieveSpace *space, const SieveOptions *options, GError **error)
   sieve_space_add_int(space, "x", 0, 1000, FALSE);
   return NULL; /* no state: allowed for a space */
 }
-static const SieveSpaceClass space_class = {.create = space_create};
-static const SieveComponentInfo space_info = {SIEVE_KIND_SPACE, "rogue_space", "one int decision", NULL,
+/* Odd x is no member, and it says no reason. */
+static gboolean
+space_check(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error)
+{
+  return (gint64) sieve_genotype_get(genotype, 0) % 2 == 0;
+}
+static const SieveSpaceClass space_class = {.create = space_create, .check = space_check};
+static const SieveComponentInfo space_info = {SIEVE_KIND_SPACE, "rogue_space", "one int decision, even", NULL,
                                               &space_class, NULL, {NULL}};
 
 /* ---- optimizer ---- */
@@ -40,6 +47,8 @@ static const SieveOptionSpec opt_options[] = {
 typedef struct {
   const SieveSpace *space;
   SieveRng rng;
+  gboolean odd;
+  guint asked;
 } RogueOpt;
 static gpointer
 opt_create(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study, GError **error)
@@ -48,6 +57,7 @@ opt_create(const SieveSpace *space, const SieveOptions *options, const SieveStud
     return NULL; /* and no error */
   RogueOpt *o = g_new0(RogueOpt, 1);
   o->space = space;
+  o->odd = strcmp(sieve_options_get_string(options, "mode"), "odd") == 0;
   sieve_rng_seed(&o->rng, study->seed);
   return o;
 }
@@ -55,8 +65,13 @@ static gboolean
 opt_ask(gpointer instance, guint n, GPtrArray *out, GError **error)
 {
   RogueOpt *o = instance;
-  for (guint i = 0; i < n; i++)
-    g_ptr_array_add(out, sieve_candidate_new(sieve_space_sample(o->space, &o->rng), NAN));
+  for (guint i = 0; i < n; i++) {
+    SieveGenotype *g = sieve_space_sample(o->space, &o->rng);
+    if (o->odd && o->asked > 0)
+      sieve_genotype_set(g, 0, 7);
+    g_ptr_array_add(out, sieve_candidate_new(g, NAN));
+    o->asked++;
+  }
   return TRUE;
 }
 static gboolean

@@ -144,6 +144,14 @@ class RoguePlugin(Scratch):
         p, store = self.run_study("{plugin: rogue_eval, mode: name_odd}")
         self.assertEqual([r["status"] for r in self.rows(store)], ["ok"] * 3)
 
+    # ---- 8: a space's check that gives no reason ------------------------------
+    def test_check_without_a_reason(self):
+        p, store = self.run_study("{plugin: rogue_eval}", "{plugin: rogue_opt, mode: odd}", 1,
+                                  "optimizer 'rogue_opt' proposed an invalid genotype: space 'rogue_space' rejected "
+                                  "it without a reason")
+        self.assertNotIn("another space", p.stderr)
+        self.assertEqual([r["status"] for r in self.rows(store)], ["ok"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
