@@ -24,6 +24,28 @@ sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space, co
     g_propagate_error(error, local);
     return NULL;
   }
+  /* The engine calls the instance's methods with it: nothing there and no
+   * error is the plugin's bug, refused here rather than met in the study. */
+  if (instance == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "evaluator '%s': create returned nothing and no error",
+                sieve_component_get_name(component));
+    return NULL;
+  }
+  /* Every multi-fidelity optimizer and the store trust the fidelity
+   * offered: refused here, before a trial, as candidate.h bounds it. */
+  const SieveFidelity *fidelity = klass->fidelity ? klass->fidelity(instance) : NULL;
+  if (fidelity != NULL &&
+      (fidelity->name == NULL || !(isfinite(fidelity->min) && isfinite(fidelity->max) && fidelity->min > 0 &&
+                                   fidelity->min <= fidelity->max))) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG,
+                "evaluator '%s' offers the fidelity %s in [%g, %g]: a fidelity has a name and 0 < min <= max, "
+                "both finite",
+                sieve_component_get_name(component), fidelity->name ? fidelity->name : "(no name)", fidelity->min,
+                fidelity->max);
+    if (klass->destroy != NULL)
+      klass->destroy(instance);
+    return NULL;
+  }
   SieveEvaluator *e = g_new0(SieveEvaluator, 1);
   e->component = component;
   e->klass = klass;
@@ -39,6 +61,61 @@ sieve_evaluator_free(SieveEvaluator *evaluator)
   if (evaluator->klass->destroy != NULL)
     evaluator->klass->destroy(evaluator->instance);
   g_free(evaluator);
+}
+
+/* The trial's result when the evaluator broke the result's contract: failed,
+ * with the reason naming it and the seconds it ran, and none of what it
+ * returned (which would be stored as something it is not). */
+static SieveResult * G_GNUC_PRINTF(4, 5)
+refused(const SieveEvaluator *evaluator, SieveResult *returned, double seconds, const char *format, ...)
+{
+  va_list args;
+  va_start(args, format);
+  g_autofree char *problem = g_strdup_vprintf(format, args);
+  va_end(args);
+  sieve_result_free(returned);
+  SieveResult *result = sieve_result_new();
+  sieve_result_set_failed(result, "evaluator '%s' %s", sieve_component_get_name(evaluator->component), problem);
+  sieve_result_set_cost(result, seconds);
+  return result;
+}
+
+/* What a plugin's result may be, checked before anything stores it:
+ * metrics named without control characters; status ok or failed, or pruned from an evaluator that reports
+ * intermediate values (the others are the pipeline's: pending, screened,
+ * cached, rejected); a cost that is a finite number of seconds >= 0 (the
+ * summary and the time budget add them up). (transfer full) */
+static SieveResult *
+checked_result(const SieveEvaluator *evaluator, SieveResult *result, double seconds)
+{
+  SieveStatus status = sieve_result_get_status(result);
+  if (status != SIEVE_STATUS_OK && status != SIEVE_STATUS_FAILED &&
+      !(status == SIEVE_STATUS_PRUNED && sieve_evaluator_reports_intermediate(evaluator))) {
+    if ((guint) status <= SIEVE_STATUS_REJECTED)
+      return refused(evaluator, result, seconds,
+                     "returned a result of status %s; an evaluator returns ok or failed (pruned with "
+                     "intermediate values)",
+                     sieve_status_to_string(status));
+    return refused(evaluator, result, seconds, "returned a result of status %u, not a SieveStatus", (guint) status);
+  }
+  /* A metric is a column of every table, summary and export: a name it
+   * cannot be is the evaluator's mistake, said, not a metric dropped or a
+   * table broken by a newline. */
+  for (guint i = 0; i < sieve_result_n_metrics(result); i++) {
+    const char *name = sieve_result_metric_name(result, i);
+    gboolean control = FALSE;
+    for (const char *c = name; *c && !control; c++)
+      control = (guchar) *c < 0x20 || *c == 0x7f;
+    if (name[0] == '\0' || control) {
+      g_autofree char *shown = g_strescape(name, NULL);
+      return refused(evaluator, result, seconds, "reported a metric named \"%s\": a metric needs a name%s", shown,
+                     control ? " without control characters (newlines, tabs)" : "");
+    }
+  }
+  double cost = sieve_result_get_cost(result);
+  if (!(isfinite(cost) && cost >= 0))
+    return refused(evaluator, result, seconds, "reported cost %g s; a cost is a finite number of seconds >= 0", cost);
+  return result;
 }
 
 SieveResult *
@@ -68,16 +145,17 @@ sieve_evaluator_evaluate(SieveEvaluator *evaluator, const SieveCandidate *candid
   gint64 start = g_get_monotonic_time();
   GError *local = NULL;
   SieveResult *result = evaluator->klass->evaluate(evaluator->instance, candidate, &local);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
+  if (result == NULL && local == NULL) /* no reason to stop the study: this trial's failure */
+    return refused(evaluator, NULL, seconds, "returned no result and no error");
   if (result == NULL) {
-    if (local == NULL)
-      local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_EVALUATOR, "evaluate returned no result");
     g_propagate_prefixed_error(error, local, "evaluator '%s': ", sieve_component_get_name(evaluator->component));
     return NULL;
   }
   g_clear_error(&local);
   if (sieve_result_get_cost(result) == 0.0)
-    sieve_result_set_cost(result, (g_get_monotonic_time() - start) / 1e6);
-  return result;
+    sieve_result_set_cost(result, seconds);
+  return checked_result(evaluator, result, seconds);
 }
 
 gboolean

@@ -26,6 +26,13 @@ sieve_optimizer_new(const SieveComponent *component, const SieveSpace *space, co
     g_propagate_error(error, local);
     return NULL;
   }
+  /* The engine calls the instance's methods with it: nothing there and no
+   * error is the plugin's bug, refused here rather than met in the study. */
+  if (instance == NULL) {
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "optimizer '%s': create returned nothing and no error",
+                sieve_component_get_name(component));
+    return NULL;
+  }
   SieveOptimizer *o = g_new0(SieveOptimizer, 1);
   o->component = component;
   o->klass = klass;

@@ -719,7 +719,20 @@ is_member(const SieveSpace *space, const SieveGenotype *genotype, GError **error
 {
   if (space->klass == NULL || space->klass->check == NULL)
     return TRUE;
-  return space->klass->check(space->instance, space, genotype, error);
+  if (error == NULL) /* sieve_space_sample's draws: no reason wanted */
+    return space->klass->check(space->instance, space, genotype, NULL);
+  GError *local = NULL;
+  if (space->klass->check(space->instance, space, genotype, &local)) {
+    g_clear_error(&local);
+    return TRUE;
+  }
+  /* Said as the space's own refusal (a caller would otherwise have no
+   * reason to give, and guess one). */
+  if (local == NULL)
+    local = g_error_new(SIEVE_ERROR, SIEVE_ERROR_PARSE, "space '%s' rejected it without a reason",
+                        sieve_space_get_name(space));
+  g_propagate_error(error, local);
+  return FALSE;
 }
 
 SieveGenotype *

@@ -114,6 +114,8 @@ typedef struct {
   gboolean pruned;       /* the pruner stopped it */
   gboolean repeated;      /* it reported a step again (the first: repeated_step), for a warning */
   gint64 repeated_step;
+  gboolean misreported;   /* it reported a step below 0 or below one it reported before: the trial fails */
+  gint64 bad_step, bad_after; /* that step, and the largest before it (-1: none) */
   gboolean arrived; /* back from its worker (tell_order: trial holds it until its turn) */
 } Job;
 
@@ -678,8 +680,20 @@ static gboolean
 on_intermediate(gpointer user_data, const SieveCandidate *candidate, gint64 step, double fidelity, double value)
 {
   Job *job = user_data;
-  if (job->pruned)
+  if (job->pruned || job->misreported)
     return FALSE;
+  /* A step grows within one evaluation (candidate.h): one that goes back
+   * is told to stop, nothing of it kept, and fails the trial
+   * (fail_misreported).  The same step again is Optuna's repeat, below. */
+  gint64 last = job->intermediate->len
+                    ? g_array_index(job->intermediate, SieveIntermediate, job->intermediate->len - 1).step
+                    : -1;
+  if (step < 0 || step < last) {
+    job->misreported = TRUE;
+    job->bad_step = step;
+    job->bad_after = last;
+    return FALSE;
+  }
   SieveIntermediate v = {.trial = sieve_candidate_get_trial(candidate), .step = step, .fidelity = fidelity,
                          .value = value};
   guint changed = sieve_engine_keep_intermediate(job->intermediate, &v);
@@ -722,6 +736,30 @@ last_intermediate(const Job *job)
 {
   guint n = job->intermediate ? job->intermediate->len : 0;
   return n ? &g_array_index(job->intermediate, SieveIntermediate, n - 1) : NULL;
+}
+
+/* A trial whose evaluator reported a step that goes back (on_intermediate):
+ * failed with the reason naming it, whatever it returned after it was told
+ * to stop, with the seconds it ran. */
+static void
+fail_misreported(const Job *job, const SieveEvaluator *evaluator, SieveResult **result, GError **error,
+                 double seconds)
+{
+  if (!job->misreported)
+    return;
+  g_clear_error(error);
+  g_clear_pointer(result, sieve_result_free);
+  *result = sieve_result_new();
+  const char *name = sieve_component_get_name(sieve_evaluator_get_component(evaluator));
+  if (job->bad_step < 0)
+    sieve_result_set_failed(*result, "evaluator '%s' reported step %" G_GINT64_FORMAT "; a step is a whole number >= 0",
+                            name, job->bad_step);
+  else
+    sieve_result_set_failed(*result,
+                            "evaluator '%s' reported step %" G_GINT64_FORMAT " after step %" G_GINT64_FORMAT
+                            "; a step grows within one evaluation",
+                            name, job->bad_step, job->bad_after);
+  sieve_result_set_cost(*result, seconds);
 }
 
 /* An evaluator told to stop may end with an error, as an Optuna objective
@@ -851,6 +889,7 @@ sieve_engine_evaluate_text(SieveEngine *engine, SieveStore *store, gint64 trial,
     g_mutex_unlock(&serial);
   sieve_candidate_free(c);
   stopped_by_error(&job, &result, error, seconds);
+  fail_misreported(&job, engine->evaluator, &result, error, seconds);
   if (job.repeated) {
     /* a worker has no progress line: its own stderr */
     g_autofree char *text = sieve_engine_repeated_step_text(trial, job.repeated_step);
@@ -871,13 +910,16 @@ run_job(Job *job, SieveEvaluator *evaluator)
 {
   job->intermediate = g_array_new(FALSE, FALSE, sizeof(SieveIntermediate));
   g_clear_pointer(&job->curve, sieve_pruner_curve_free);
+  job->misreported = FALSE;
   sieve_candidate_set_intermediate_func(job->proposal->candidate, on_intermediate, job);
   job->worker = current_worker();
   job->started = g_get_real_time() / 1e6;
   gint64 start = g_get_monotonic_time();
   job->result = sieve_evaluator_evaluate(evaluator, job->proposal->candidate, &job->error);
   job->finished = g_get_real_time() / 1e6;
-  stopped_by_error(job, &job->result, &job->error, (g_get_monotonic_time() - start) / 1e6);
+  double seconds = (g_get_monotonic_time() - start) / 1e6;
+  stopped_by_error(job, &job->result, &job->error, seconds);
+  fail_misreported(job, evaluator, &job->result, &job->error, seconds);
   sieve_candidate_set_intermediate_func(job->proposal->candidate, NULL, NULL);
 }
 

@@ -75,15 +75,19 @@ SIEVE_API void sieve_candidate_report(const SieveCandidate *candidate, const cha
  *       return the result so far;   // the pruner stopped it: stop training
  *   }
  *
- * step: a whole number that grows within one evaluation (the epoch, the
- * batch count); fidelity: what the evaluation has reached in the
+ * step: a whole number >= 0 that grows within one evaluation (the epoch,
+ * the batch count): a step reported again is ignored (its first value
+ * kept), and under `sieve run` one below 0 or below a step reported before
+ * returns FALSE and fails the trial, whatever the evaluator returns, with
+ * the reason "evaluator 'NAME' reported step 3 after step 5; ..."; fidelity: what the evaluation has reached in the
  * evaluator's fidelity unit (NAN when it has none); value: the objective's
  * metric at that step (or the one its class names in
  * SieveEvaluatorClass.intermediate_metric: a pruner then needs that
  * objective).  Returns FALSE when the evaluation should stop now
- * (the experiment's pruner judged it, or the study is stopping): the
- * evaluator returns whatever result it has and the engine stores the trial
- * as pruned with its last value.  Without a handler (a bare evaluation,
+ * (the experiment's pruner judged it, or the study is stopping, or the step
+ * went back): the evaluator returns whatever result it has and the engine
+ * stores the trial as pruned with its last value (failed, for a step that
+ * went back).  Without a handler (a bare evaluation,
  * `sieve train`) it returns TRUE.  Thread-safe as the handler is. */
 typedef gboolean (*SieveCandidateIntermediateFunc)(gpointer user_data, const SieveCandidate *candidate,
                                                    gint64 step, double fidelity, double value);

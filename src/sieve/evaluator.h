@@ -3,7 +3,17 @@
  * evaluate() turns a candidate into a SieveResult.  A trial that fails (the
  * program crashed, the genotype is not in the table, the loss diverged) is a
  * result with status FAILED and a reason; returning NULL with a GError stops
- * the whole study and is for an evaluator that cannot work at all.
+ * the whole study (the error names the evaluator; the trial stays pending,
+ * for --resume) and is for an evaluator that cannot work at all.  NULL
+ * without a GError is a plugin's bug, not a reason to stop: that trial
+ * fails with the reason "evaluator 'NAME' returned no result and no error".
+ *
+ * A result's status is OK or FAILED, or PRUNED from an evaluator with
+ * SIEVE_EVALUATOR_INTERMEDIATE (it stopped on its own, as an Optuna
+ * objective raises TrialPruned); the others are the pipeline's (pending,
+ * screened, cached, rejected), and sieve_evaluator_evaluate() turns a
+ * result that carries one, or a number outside SieveStatus, into a failed
+ * trial whose reason names the evaluator and the status.
  *
  * With SIEVE_EVALUATOR_CONCURRENT the engine may call evaluate() from several
  * threads at once on the same instance (workers > 1).
@@ -32,13 +42,18 @@ typedef enum {
 } SieveEvaluatorFlags;
 
 typedef struct {
+  /* (transfer full) instance; NULL + error when the options do not suit
+   * the space (NULL without an error is refused: "create returned nothing
+   * and no error"). */
   gpointer (*create)(const SieveSpace *space, const SieveOptions *options, GError **error);
   void (*destroy)(gpointer instance);
   /* (transfer full) */
   SieveResult *(*evaluate)(gpointer instance, const SieveCandidate *candidate, GError **error);
   guint flags; /* SieveEvaluatorFlags */
   /* The fidelity it offers, NULL for none; may be NULL itself.  (transfer none):
-   * valid as long as the instance. */
+   * valid as long as the instance.  sieve_evaluator_new() refuses an
+   * instance whose fidelity has no name or breaks 0 < min <= max (both
+   * finite), naming the evaluator. */
   const SieveFidelity *(*fidelity)(gpointer instance);
   /* The names of the metrics evaluate() reports when it succeeds,
    * NULL-terminated; NULL when it cannot tell before it runs (a program, a

@@ -49,7 +49,8 @@ SIEVE_ABI_SIZE(SieveStudyInfo, 96);
 
 typedef struct {
   /* (transfer full) instance; NULL + error when options do not suit the
-   * space or the study (e.g. a multi-fidelity method without a fidelity).
+   * space or the study (e.g. a multi-fidelity method without a fidelity);
+   * NULL without an error is refused ("create returned nothing and no error").
    * study and what it points to live only during the call: copy what is kept. */
   gpointer (*create)(const SieveSpace *space, const SieveOptions *options, const SieveStudyInfo *study,
                      GError **error);

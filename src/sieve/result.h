@@ -16,6 +16,8 @@
 
 G_BEGIN_DECLS
 
+/* An evaluator returns OK, FAILED or (with intermediate values) PRUNED:
+ * the others are the engine's to set (sieve/evaluator.h). */
 typedef enum {
   SIEVE_STATUS_PENDING,  /* asked, not finished */
   SIEVE_STATUS_OK,
@@ -57,7 +59,10 @@ SIEVE_API const char *sieve_result_metric_name(const SieveResult *result, guint 
 SIEVE_API double sieve_result_metric_value(const SieveResult *result, guint i);
 
 /* Seconds of work the evaluation represents (wall time unless the evaluator
- * knows better, e.g. a table's recorded training time). */
+ * knows better, e.g. a table's recorded training time).  Optional: left at
+ * 0, sieve_evaluator_evaluate() sets the wall time; a cost that is negative,
+ * NAN or infinite fails the trial ("reported cost -5 s; a cost is a finite
+ * number of seconds >= 0"). */
 SIEVE_API double sieve_result_get_cost(const SieveResult *result);
 SIEVE_API void sieve_result_set_cost(SieveResult *result, double seconds);
 

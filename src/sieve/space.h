@@ -149,8 +149,9 @@ typedef struct {
    * can combine into something that is not one of their candidates (nb101: a
    * cell whose input reaches its output over at most 9 edges).  NULL: every
    * genotype inside the domains is a member.  sieve_space_validate (and so
-   * parse) refuses a non-member with this error, sieve_space_sample draws
-   * until it holds, and the bundled optimizers propose members only. */
+   * parse) refuses a non-member with this error (FALSE without one: "space
+   * 'NAME' rejected it without a reason"), sieve_space_sample draws until it
+   * holds, and the bundled optimizers propose members only. */
   gboolean (*check)(gpointer instance, const SieveSpace *space, const SieveGenotype *genotype, GError **error);
   /* 2.2: the structural hash as the space defines it (nb101: NAS-Bench-101's
    * own graph hash, so that isomorphic cells share it); NULL: the hash of the

@@ -385,10 +385,10 @@ test_garbage(void)
 
   /* A metric's name is a column of every table: an empty one was dropped
    * without a word, a newline broke sieve run's summary table. */
-  const char *names[][2] = {{"echo '{\"acc\": 0.5, \"\": 3}'", "the program's JSON line has a metric named \"\": a "
+  const char *names[][2] = {{"echo '{\"acc\": 0.5, \"\": 3}'", "evaluator 'command' reported a metric named \"\": a "
                                                                "metric needs a name"},
                             {"printf '%s\\n' '{\"acc\": 0.5, \"a\\nb\": 3}'",
-                             "the program's JSON line has a metric named \"a\\nb\": a metric needs a name without "
+                             "evaluator 'command' reported a metric named \"a\\nb\": a metric needs a name without "
                              "control characters (newlines, tabs)"},
                             {"printf '%s\\n' '{\"acc\": 0.5, \"\": \"text\", \"note\\t\": [1]}'", NULL}};
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
