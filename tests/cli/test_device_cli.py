@@ -67,14 +67,14 @@ class TestDevice(Workdir):
         self.assertNotIn("evaluations at once", p.stdout)
 
     def test_train_cuda_fails_each_trial_with_per_gpu_at_once(self):
-        p, _ = self.run_study("cuda", ", device: cuda, per_gpu: 3")
+        p, _ = self.run_study("cuda", ", device: cuda, per_gpu: 3", check=1)  # (all fail: exit 1)
         self.assertIn("evaluator 'train' runs 3 evaluations at once", p.stdout)
         rows = export_rows(self.path("cuda.sieve"), stable=False)
         # (Which worker ran which trial is left to timing: a trial failing at
         # once frees its worker for the next.)
         self.assertEqual([r["status"] for r in rows], ["failed"] * 3)
         # A written workers wins over per_gpu.
-        p, _ = self.run_study("cuda1", ", device: cuda, per_gpu: 3}\nworkers: 1\n#")
+        p, _ = self.run_study("cuda1", ", device: cuda, per_gpu: 3}\nworkers: 1\n#", check=1)
         self.assertNotIn("evaluations at once", p.stdout)
         self.assertEqual({r["worker"] for r in export_rows(self.path("cuda1.sieve"), stable=False)}, {"0"})
         for r in rows:
@@ -98,7 +98,8 @@ class TestDevice(Workdir):
             "space: {plugin: nb201, C: 4, N: 1, in_channels: 1, size: 28}",
             "space: {plugin: lua, script: %s, options: {C: 4, N: 1, in_channels: 1, size: 28}}" % script)
         cfg = self.write("lua.yaml", text)
-        p = sieve("run", cfg, "--store", self.path("lua.sieve"), check=0, timeout=300)
+        # (no GPU here: every trial fails, so the run exits 1)
+        p = sieve("run", cfg, "--store", self.path("lua.sieve"), check=1, timeout=300)
         self.assertIn("evaluator 'train' would run 3 evaluations at once, but space 'lua' runs in Lua, on one "
                       "thread: 1 worker", p.stdout)
         rows = export_rows(self.path("lua.sieve"), stable=False)
@@ -140,7 +141,7 @@ budget: {evaluations: 2}
         with open(cfg) as f:
             text = f.read().replace("device: cpu", "device: cuda")
         cfg = self.write("proxy-cuda.yaml", text)
-        sieve("run", cfg, "--store", self.path("cuda.sieve"), check=0)
+        sieve("run", cfg, "--store", self.path("cuda.sieve"), check=1)  # (every trial failed: exit 1)
         rows = export_rows(self.path("cuda.sieve"))
         self.assertEqual([r["status"] for r in rows], ["failed", "failed"])
         no_cuda(self, rows[0]["reason"])

@@ -76,9 +76,23 @@ class TestConfigs(Workdir):
         # Bug hunt 3: the summary's front mixed a multi-fidelity study's
         # rungs (21 trials at fidelities 1 to 27) where the report's was over
         # the highest fidelity reached; both are now that one.
+        # (hyperband refuses two objectives since 2026-11-27: a Lua
+        # optimizer asks at its rungs' fidelities instead)
         store = self.path("mf.sieve")
+        self.write_config("rungs.lua", """
+sieve.register_optimizer{name = "rungs", create = function(self) self.state.asked = 0 end,
+  ask = function(self, n)
+    local out = {}
+    for i = 1, n do
+      self.state.asked = self.state.asked + 1
+      out[i] = {genotype = self.space:sample(self.rng), fidelity = ({1, 3, 9, 27})[self.state.asked % 4 + 1]}
+    end
+    return out
+  end}
+""")
         p = sieve("run", os.path.join(CONFIGS, "branin-hyperband.yaml"), "--store", store, "--quiet",
                   "--set", "objective=[{metric: value, direction: minimize}, {metric: regret, direction: maximize}]",
+                  "--set", "optimizer={plugin: lua, script: %s}" % self.path("rungs.lua"),
                   "--set", "budget.evaluations=40", check=0)
         m = re.search(r"Pareto front over value \(minimize\), regret \(maximize\) at fidelity (\S+) \(the highest "
                       r"reached\): (\d+) non-dominated trials", p.stdout)
