@@ -24,13 +24,8 @@ sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space, co
     g_propagate_error(error, local);
     return NULL;
   }
-  /* The engine calls the instance's methods with it: nothing there and no
-   * error is the plugin's bug, refused here rather than met in the study. */
-  if (instance == NULL) {
-    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_FAILED, "evaluator '%s': create returned nothing and no error",
-                sieve_component_get_name(component));
-    return NULL;
-  }
+  /* (NULL and no error: an evaluator that keeps no state, whose methods
+   * get NULL, as a space's may; unlike an optimizer, which must keep some) */
   /* Every multi-fidelity optimizer and the store trust the fidelity
    * offered: refused here, before a trial, as candidate.h bounds it. */
   const SieveFidelity *fidelity = klass->fidelity ? klass->fidelity(instance) : NULL;

@@ -43,8 +43,8 @@ typedef enum {
 
 typedef struct {
   /* (transfer full) instance; NULL + error when the options do not suit
-   * the space (NULL without an error is refused: "create returned nothing
-   * and no error"). */
+   * the space.  NULL without an error is an evaluator that keeps no state:
+   * its methods get NULL. */
   gpointer (*create)(const SieveSpace *space, const SieveOptions *options, GError **error);
   void (*destroy)(gpointer instance);
   /* (transfer full) */

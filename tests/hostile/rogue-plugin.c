@@ -6,7 +6,9 @@
  * rogue_space: one int decision x in [0, 1000]; its check refuses odd x without a reason.
  * rogue_opt {mode: M}: M = create_nothing returns NULL and no error from create;
  * M = odd proposes x = 7 from its second ask on.
- * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M.
+ * rogue_eval {mode: M}: trial 0 reports score = x; every later trial does M
+ * (M = create_nothing: create returns NULL and no error, a stateless
+ * evaluator, and every trial reports score = x).
  * rogue_fid {min: A, max: B, steps: S}: offers the fidelity epochs in [A, B];
  * trial 0 reports steps 1, 2, 3, every later trial the steps S (a list),
  * going on after it is told to stop. */
@@ -116,7 +118,7 @@ eval_metrics(gpointer instance)
 static SieveResult *
 eval_evaluate(gpointer instance, const SieveCandidate *c, GError **error)
 {
-  const char *mode = sieve_candidate_get_trial(c) == 0 ? "ok" : instance;
+  const char *mode = sieve_candidate_get_trial(c) == 0 || instance == NULL ? "ok" : instance;
   if (strcmp(mode, "no_result") == 0)
     return NULL; /* and no error */
   if (strcmp(mode, "null_error") == 0) {
