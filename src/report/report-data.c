@@ -176,8 +176,8 @@ read_config(SieveReport *report, const SieveNode *root)
 
 /* The objectives of a study made in Lua (sieve.study), which stores no
  * config: its key's lines "objective[K].metric<TAB>NAME" and
- * "objective[K].direction<TAB>minimize|maximize", in K order (the Lua
- * study key's form, src/lua/lua-study-key.c). */
+ * "objective[K].direction<TAB>minimize|maximize", in K order, each value
+ * g_strescape'd (the Lua study key's form, src/lua/lua-study-key.c). */
 static void
 read_lua_objectives(SieveReport *report, const char *key)
 {
@@ -201,7 +201,8 @@ read_lua_objectives(SieveReport *report, const char *key)
     }
     if (name == NULL)
       break; /* a key not of this form: the objectives read so far */
-    report->objectives[report->n_objectives++] = (SieveReportObjective){g_strdup(name), g_strcmp0(dir, "minimize") != 0};
+    report->objectives[report->n_objectives++] = (SieveReportObjective){g_strcompress(name),
+                                                                        g_strcmp0(dir, "minimize") != 0};
   }
 }
 
