@@ -115,6 +115,16 @@ sieve_study_open_full(SieveStore *store, const SieveExperiment *exp, gboolean re
   const char *filled = NULL;
   if (stored == NULL && !sieve__store_first_filled_table(store, &filled, error))
     return FALSE;
+  g_autofree char *lua_key = filled != NULL ? sieve_store_get_meta(store, "lua_study_key", NULL) : NULL;
+  if (lua_key != NULL) {
+    /* Not damaged: a study a script made, which has no config to run. */
+    g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
+                "%s holds a study a Lua script made (sieve.study, %" G_GINT64_FORMAT " trials), which a config "
+                "cannot continue: the script that made it can (sieve.study with the same store); give another "
+                "--store",
+                sieve_store_get_path(store), sieve_store_count_trials(store, -1, NULL));
+    return FALSE;
+  }
   if (filled != NULL) {
     g_set_error(error, SIEVE_ERROR, SIEVE_ERROR_STORE,
                 "%s: corrupt store: meta has no 'identity' but table '%s' holds rows (expected a study's meta "

@@ -177,6 +177,25 @@ class TestCorruptMeta(sieve_cli.Workdir):
             self.assertEqual(con.execute("select count(*) from trials").fetchone()[0], 3)
             self.assertEqual(con.execute("select count(*) from meta").fetchone()[0], 0)
 
+    def test_store_of_a_lua_study(self):
+        # A store sieve.study made holds no 'identity' either, but is no
+        # damaged store: said as what it is (a review found "corrupt store").
+        store = self.path("lua.sieve")
+        script = self.write("s.lua", f"""
+local st = sieve.study{{space = sieve.space("hpo", {{parameters = {{x = {{type = "float", low = 0, high = 1}}}}}}),
+                       optimizer = "random", objective = {{metric = "v"}}, seed = 1, store = "{store}"}}
+for i = 1, 2 do local t = st:ask(); st:tell(t, {{metrics = {{v = t.genotype:get("x")}}}}) end
+""")
+        sieve("lua", "--allow", "io", script, check=0)
+        cfg = self.write("b.yaml", BRANIN)
+        for args in (["--store", store], ["--store", store, "--resume"]):
+            with self.subTest(args=args[2:]):
+                p = sieve("run", cfg, *args, "-q", check=1)
+                self.assertIn(f"{store} holds a study a Lua script made (sieve.study, 2 trials), which a config "
+                              "cannot continue", p.stderr)
+                self.assertNotIn("corrupt", p.stderr)
+        self.assertEqual(len(export_rows(store)), 2)
+
     def test_optimizer_state_gone(self):
         # Item 5: a study's trials without the optimizer's state (saved with
         # every ask) resumed with a fresh optimizer, unlike the study that ran.
