@@ -101,12 +101,13 @@ sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices
   const char *label = g_array_index(space->decisions, SieveDecision, i).name;
   if (n_choices == 0 || choices == NULL) {
     misuse(space, "categorical '%s' has no choices", label);
-    n_choices = 1; /* (a stand-in: the space is refused) */
+    n_choices = 1; /* a stand-in "?" (the space is refused), and choices not read */
+    choices = NULL;
   }
   const char **copy = g_new0(const char *, n_choices + 1);
   for (guint k = 0; k < n_choices; k++) {
     const char *choice = choices != NULL && choices[k] != NULL ? choices[k] : "?";
-    if (choices == NULL || choices[k] == NULL)
+    if (choices != NULL && choices[k] == NULL)
       misuse(space, "categorical '%s': choice %u is NULL", label, k);
     for (guint j = 0; j < k; j++)
       if (strcmp(copy[j], choice) == 0)
@@ -421,9 +422,8 @@ sieve_space_new(const SieveComponent *component, const SieveOptions *options, GE
     return NULL;
   }
   if (space->build_error != NULL) {
-    /* (the callers name the space, as for create()'s own errors) */
-    g_propagate_prefixed_error(error, g_steal_pointer(&space->build_error), "its create() declared a decision "
-                               "wrongly: ");
+    g_propagate_prefixed_error(error, g_steal_pointer(&space->build_error), "space '%s': its create() declared a "
+                               "decision wrongly: ", sieve_component_get_name(component));
     sieve_space_free(space);
     return NULL;
   }

@@ -246,9 +246,14 @@ locate_error(GError **error, const SieveSection *section)
   if (origin != NULL && g_str_has_prefix((*error)->message, origin))
     return;
   g_autofree char *where = sieve_node_where(section->node);
-  g_prefix_error(error, "%s: %s '%s': ", where,
-                 sieve_component_kind_to_string(sieve_component_get_kind(section->component)),
-                 sieve_component_get_name(section->component));
+  g_autofree char *whose = g_strdup_printf("%s '%s': ",
+                                           sieve_component_kind_to_string(sieve_component_get_kind(section->component)),
+                                           sieve_component_get_name(section->component));
+  /* (an error that names the component already: its location only) */
+  if (g_str_has_prefix((*error)->message, whose))
+    g_prefix_error(error, "%s: ", where);
+  else
+    g_prefix_error(error, "%s: %s", where, whose);
 }
 
 /* The stores of dedupe.cache_from, opened read-only with the engine,

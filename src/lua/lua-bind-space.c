@@ -325,11 +325,8 @@ space_new(lua_State *L)
   GError *error = NULL;
   SieveSpace *space = sieve_space_new(c, options, &error);
   sieve_options_free(options); /* before any raise: it skips C cleanups */
-  if (space == NULL) {
-    if (g_str_has_prefix(error->message, "its create()")) /* a builder call gone wrong: whose? */
-      g_prefix_error(&error, "space '%s': ", name);
+  if (space == NULL)
     return sieve__lua_error_gerror(L, error);
-  }
   sieve__lua_push_space(L, space, TRUE);
   return 1;
 }

@@ -58,7 +58,7 @@ typedef struct _SieveGraph SieveGraph;
  * from 1), a condition's parent a categorical of at most 64 choices
  * declared before the child.  A call that breaks a rule makes
  * sieve_space_new refuse the space with the first such mistake (a CONFIG
- * error "its create() declared a decision wrongly: ..."). */
+ * error "space 'NAME': its create() declared a decision wrongly: ..."). */
 SIEVE_API guint sieve_space_add_categorical(SieveSpace *space, const char *name, guint n_choices,
                                             const char *const *choices);
 SIEVE_API guint sieve_space_add_int(SieveSpace *space, const char *name, gint64 low, gint64 high,

@@ -330,7 +330,7 @@ test_space_builder_misuse(void)
     }
     g_assert_null(space);
     g_assert_error(error, SIEVE_ERROR, SIEVE_ERROR_CONFIG);
-    g_autofree char *want = g_strdup_printf("its create() declared a decision wrongly: %s",
+    g_autofree char *want = g_strdup_printf("space 'test-misuse': its create() declared a decision wrongly: %s",
                                             messages[misuse_mode]);
     if (!g_str_has_prefix(error->message, want))
       g_error("mode %u: got '%s', want '%s...'", misuse_mode, error->message, want);
