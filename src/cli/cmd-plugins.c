@@ -94,9 +94,9 @@ sieve_cmd_plugins(int argc, char **argv)
   };
   g_autoptr(GOptionContext) context = g_option_context_new("- list the components of every plugin found");
   g_option_context_set_description(context,
-                                   "Plugins are searched in SIEVE_PLUGIN_PATH (':'-separated files or folders),\n"
-                                   "--plugin-path, then the build tree (when sieve runs uninstalled) or the\n"
-                                   "install tree (" "$libdir/sieve/plugins).");
+                                   "Plugins are loaded from the build tree (when sieve runs uninstalled) or the\n"
+                                   "install tree ($libdir/sieve/plugins) first, then SIEVE_PLUGIN_PATH (':'-separated\n"
+                                   "files or folders), then --plugin-path; a name is the first plugin's to register it.");
   g_option_context_add_main_entries(context, entries, NULL);
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error))

@@ -5,10 +5,12 @@
  *   sieve_registry_load_default(registry, NULL, refused);
  *   const SieveComponent *random = sieve_registry_lookup(registry, SIEVE_KIND_OPTIMIZER, "random");
  *
- * The default search order: every entry of SIEVE_PLUGIN_PATH (folders or
- * files, ':'-separated), the extra paths given (a config's plugin_path),
- * then the build tree's plugins when sieve runs uninstalled, else
- * $libdir/sieve/plugins.  A file reached twice is loaded once.
+ * The default order: the plugins compiled into the program, the build
+ * tree's plugins when sieve runs uninstalled (else $libdir/sieve/plugins),
+ * then every entry of SIEVE_PLUGIN_PATH (folders or files, ':'-separated),
+ * then the extra paths given (a config's plugin_path).  A name is the first
+ * registrant's: a later plugin that registers it is refused.  A file
+ * reached twice is loaded once.
  */
 #pragma once
 

@@ -91,7 +91,8 @@ gboolean opt_brackets_tell(OptBrackets *b, const SieveCandidate *candidate, doub
  * -INFINITY.  Returns FALSE for a candidate the scheduler never proposed. */
 gboolean opt_brackets_withdraw(OptBrackets *b, const SieveCandidate *candidate);
 
-/* {"opened": t, "brackets": a(tauadaa(addy)), "sampled": as} into dict. */
+/* {"opened": t, "brackets": a(tauadaa(addy)), "sampled": ay (NUL-ended
+ * texts; "as" before 2026-11-27, still read)} into dict. */
 void opt_brackets_save(const OptBrackets *b, GVariantDict *dict);
 gboolean opt_brackets_load(OptBrackets *b, GVariant *state, GError **error);
 
