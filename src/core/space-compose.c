@@ -102,6 +102,9 @@ add_part(SieveSpace *space, const Compose *self, const SieveSpace *part, guint k
     switch (d->kind) {
     case SIEVE_DECISION_CATEGORICAL:
       j = sieve_space_add_categorical(space, d->name, d->n_choices, d->choices);
+      for (guint c = 0; c < d->n_choices; c++)
+        if (sieve_space_choice_json(part, i, c) != NULL)
+          sieve_space_set_choice_json(space, j, c, sieve_space_choice_json(part, i, c));
       break;
     case SIEVE_DECISION_INT:
       j = sieve_space_add_int(space, d->name, (gint64) d->low, (gint64) d->high, d->log);

@@ -20,6 +20,7 @@ struct _SieveSpace {
   GArray *decisions;  /* SieveDecision; names and choices point into strings */
   GPtrArray *strings; /* owned copies of names and choice arrays */
   GPtrArray *wheres;  /* char* (nullable), one per decision: where it was declared */
+  GPtrArray *choice_json; /* char** (nullable; its entries too), one per decision: typed choices */
   /* For the probe copy (sieve__space_probe): the options the user wrote, as
    * a map, and what hashing keeps between calls, under probe_lock. */
   SieveNode *written;
@@ -45,6 +46,7 @@ space_alloc(void)
   space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
   space->strings = g_ptr_array_new_with_free_func(g_free);
   space->wheres = g_ptr_array_new_with_free_func(g_free);
+  space->choice_json = g_ptr_array_new_with_free_func(g_free);
   g_mutex_init(&space->probe_lock);
   return space;
 }
@@ -89,6 +91,7 @@ add_decision(SieveSpace *space, const char *name, SieveDecisionKind kind)
   d.parent = -1;
   g_array_append_val(space->decisions, d);
   g_ptr_array_add(space->wheres, NULL);
+  g_ptr_array_add(space->choice_json, NULL);
   return space->decisions->len - 1;
 }
 
@@ -181,6 +184,64 @@ sieve_space_set_condition(SieveSpace *space, guint child, guint parent, guint64 
   }
   d->parent = (gint) parent;
   d->parent_mask = mask;
+}
+
+/* Whether text is a finite JSON number (RFC 8259's grammar) or true/false. */
+static gboolean
+is_json_literal(const char *text)
+{
+  if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)
+    return TRUE;
+  const char *p = text;
+  if (*p == '-')
+    p++;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (g_ascii_isdigit(*p))
+      p++;
+  else
+    return FALSE;
+  if (*p == '.') {
+    if (!g_ascii_isdigit(*++p))
+      return FALSE;
+    while (g_ascii_isdigit(*p))
+      p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    if (!g_ascii_isdigit(*p))
+      return FALSE;
+    while (g_ascii_isdigit(*p))
+      p++;
+  }
+  return *p == '\0' && isfinite(g_ascii_strtod(text, NULL));
+}
+
+gboolean
+sieve_space_set_choice_json(SieveSpace *space, guint i, guint k, const char *json)
+{
+  g_return_val_if_fail(space != NULL && i < space->decisions->len && json != NULL, FALSE);
+  const SieveDecision *d = &g_array_index(space->decisions, SieveDecision, i);
+  g_return_val_if_fail(d->kind == SIEVE_DECISION_CATEGORICAL && k < d->n_choices, FALSE);
+  if (!is_json_literal(json))
+    return FALSE;
+  char **values = space->choice_json->pdata[i];
+  if (values == NULL)
+    values = space->choice_json->pdata[i] = g_new0(char *, d->n_choices);
+  g_free(values[k]);
+  values[k] = g_strdup(json);
+  return TRUE;
+}
+
+const char *
+sieve_space_choice_json(const SieveSpace *space, guint i, guint k)
+{
+  g_return_val_if_fail(space != NULL && i < space->decisions->len, NULL);
+  char **values = space->choice_json->pdata[i];
+  return values != NULL && k < g_array_index(space->decisions, SieveDecision, i).n_choices ? values[k] : NULL;
 }
 
 void
@@ -450,6 +511,14 @@ sieve_space_free(SieveSpace *space)
   g_clear_pointer(&space->memo, g_hash_table_unref);
   g_clear_pointer(&space->written, sieve_node_unref);
   g_mutex_clear(&space->probe_lock);
+  for (guint i = 0; i < space->choice_json->len; i++) /* (before the decisions, which count the choices) */
+    if (space->choice_json->pdata[i] != NULL) {
+      char **values = space->choice_json->pdata[i];
+      guint n = g_array_index(space->decisions, SieveDecision, i).n_choices;
+      for (guint k = 0; k < n; k++)
+        g_free(values[k]);
+    }
+  g_ptr_array_unref(space->choice_json);
   g_array_unref(space->decisions);
   g_ptr_array_unref(space->strings);
   g_ptr_array_unref(space->wheres);
@@ -995,7 +1064,10 @@ sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype)
     first = FALSE;
     sieve_json_append_string(out, d->name);
     g_string_append(out, ": ");
-    if (d->kind == SIEVE_DECISION_CATEGORICAL)
+    const char *typed = d->kind == SIEVE_DECISION_CATEGORICAL ? sieve_space_choice_json(space, i, (guint) v) : NULL;
+    if (typed != NULL)
+      g_string_append(out, typed);
+    else if (d->kind == SIEVE_DECISION_CATEGORICAL)
       sieve_json_append_string(out, d->choices[(guint) v]);
     else if (d->kind == SIEVE_DECISION_INT)
       g_string_append_printf(out, "%" G_GINT64_FORMAT, (gint64) v);

@@ -32,9 +32,10 @@ G_BEGIN_DECLS
  *      SieveEvaluatorClass.intermediate_metric and sieve_evaluator_get_intermediate_metric (what a pruner judges);
  *      sieve_json_widen_integers (JSON integers beyond 64 bits read as doubles, not wrapped);
  *      SieveSpaceClass.probe_options_for (a probe scale that depends on the space's own options);
- *      SIEVE_EVALUATOR_BUILDS and sieve_evaluator_builds_networks (one evaluation at a time with a Lua space). */
+ *      SIEVE_EVALUATOR_BUILDS and sieve_evaluator_builds_networks (one evaluation at a time with a Lua space).
+ * 2.3: sieve_space_set_choice_json and sieve_space_choice_json (a categorical choice's typed JSON value). */
 #define SIEVE_ABI_MAJOR 2
-#define SIEVE_ABI_MINOR 2
+#define SIEVE_ABI_MINOR 3
 
 #if defined(SIEVE_COMPILATION)
 #define SIEVE_API __attribute__((visibility("default"))) extern

@@ -98,6 +98,14 @@ SIEVE_API gboolean sieve_space_is_active(const SieveSpace *space, const SieveGen
 /* Genotype as a JSON object {name: value}: categorical as the choice name,
  * int as integer, float as number; inactive decisions left out. (transfer full) */
 SIEVE_API char *sieve_space_to_json(const SieveSpace *space, const SieveGenotype *genotype);
+/* The JSON value choice k of categorical decision i stands for in
+ * sieve_space_to_json, where it is not its name as a string: a number or
+ * true/false (hpo's `choices: [32, 0.5, true]` written unquoted, as
+ * Optuna's suggest_categorical keeps their types) (ABI 2.3).  FALSE, and
+ * nothing set, when json is no finite JSON number nor true/false. */
+SIEVE_API gboolean sieve_space_set_choice_json(SieveSpace *space, guint i, guint k, const char *json);
+/* (transfer none) (nullable: a string, the choice's name) */
+SIEVE_API const char *sieve_space_choice_json(const SieveSpace *space, guint i, guint k);
 /* One value as text (choice name, integer, shortest round-trip float). (transfer full) */
 SIEVE_API char *sieve_space_format_value(const SieveSpace *space, guint i, double value);
 

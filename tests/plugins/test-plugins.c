@@ -1152,6 +1152,46 @@ test_examples(void)
   g_assert_cmpuint(n, >=, 21); /* 6 spaces and compose, 9 optimizers, 6 evaluators */
 }
 
+/* Categorical choices written unquoted as numbers or true/false keep their
+ * type in the JSON a command evaluator reads, as Optuna's
+ * suggest_categorical keeps them (a new-user review: 2.5 arrived as
+ * "2.5"); quoted ones and names stay strings, and a composite space keeps
+ * the types of its parts. */
+static void
+test_hpo_typed_choices(void)
+{
+  static const char *const yaml =
+      "parameters:\n  c: {type: categorical, choices: [1, 2.5, true, '4', relu, .5, 0x10, -0, 1e-3, .inf]}\n";
+  static const char *const want[] = {"{\"c\": 1}",   "{\"c\": 2.5}",   "{\"c\": true}",
+                                     "{\"c\": \"4\"}", "{\"c\": \"relu\"}", "{\"c\": 0.5}",
+                                     "{\"c\": 16}",  "{\"c\": 0}",     "{\"c\": 0.001}",
+                                     "{\"c\": \".inf\"}"};
+  g_autoptr(SieveSpace) space = space_new("hpo", yaml);
+  for (guint k = 0; k < G_N_ELEMENTS(want); k++) {
+    g_autoptr(SieveGenotype) g = sieve_genotype_new(space);
+    sieve_genotype_set(g, 0, k);
+    g_autofree char *json = sieve_space_to_json(space, g);
+    g_assert_cmpstr(json, ==, want[k]);
+  }
+  /* Only a JSON number or true/false is taken. */
+  g_assert_false(sieve_space_set_choice_json(space, 0, 4, "0x10"));
+  g_assert_false(sieve_space_set_choice_json(space, 0, 4, "nan"));
+  g_assert_false(sieve_space_set_choice_json(space, 0, 4, "1e999"));
+  g_assert_false(sieve_space_set_choice_json(space, 0, 4, "01"));
+  g_assert_true(sieve_space_set_choice_json(space, 0, 4, "-1.5E+2"));
+  g_assert_cmpstr(sieve_space_choice_json(space, 0, 4), ==, "-1.5E+2");
+  /* A composite space keeps its parts' types. */
+  g_autofree char *compose = g_strdup_printf("parts:\n  - {plugin: hpo, parameters: {c: {type: categorical, "
+                                             "choices: [8, x]}}}\n  - {plugin: hpo, parameters: {d: {type: float, "
+                                             "low: 0, high: 1}}}\n");
+  g_autoptr(SieveSpace) both = space_new("compose", compose);
+  g_autoptr(SieveGenotype) g = sieve_genotype_new(both);
+  sieve_genotype_set(g, 0, 0);
+  sieve_genotype_set(g, 1, 0.25);
+  g_autofree char *json = sieve_space_to_json(both, g);
+  g_assert_cmpstr(json, ==, "{\"c\": 8, \"d\": 0.25}");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1169,6 +1209,7 @@ main(int argc, char **argv)
   g_test_add_func("/plugins/hpo/files", test_hpo_files);
   g_test_add_func("/plugins/hpo/mlp", test_hpo_mlp);
   g_test_add_func("/plugins/hpo/inline", test_hpo_inline);
+  g_test_add_func("/plugins/hpo/typed-choices", test_hpo_typed_choices);
   g_test_add_func("/plugins/hpo/errors", test_hpo_errors);
   g_test_add_func("/plugins/random/determinism", test_random_determinism);
   g_test_add_func("/plugins/random/save-load", test_random_save_load);

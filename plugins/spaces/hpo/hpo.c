@@ -21,6 +21,7 @@
 #include <sieve/options.h>
 #include <sieve/plugin.h>
 #include <sieve/space.h>
+#include <sieve/text.h>
 
 static const SieveOptionSpec hpo_options[] = {
   {"file", SIEVE_OPTION_TYPE_PATH, NULL, 0, 0, NULL,
@@ -95,6 +96,26 @@ read_choices(SieveSpace *space, const char *name, const SieveNode *list, guint *
     choices[k] = text;
   }
   *index = sieve_space_add_categorical(space, name, n, choices);
+  /* An unquoted number or true/false keeps its type in the JSON a command
+   * evaluator reads, as Optuna's suggest_categorical keeps it. */
+  for (guint k = 0; k < n; k++) {
+    const SieveNode *item = sieve_node_nth(list, k);
+    if (sieve_node_is_quoted(item))
+      continue;
+    gint64 i;
+    double x;
+    gboolean b;
+    char buf[SIEVE_TEXT_DOUBLE_SIZE];
+    g_autofree char *json = NULL;
+    if (sieve_node_get_int(item, &i, NULL))
+      json = g_strdup_printf("%" G_GINT64_FORMAT, i);
+    else if (sieve_node_get_double(item, &x, NULL) && isfinite(x))
+      json = g_strdup(sieve_text_format_double_buf(x, buf));
+    else if (sieve_node_get_bool(item, &b, NULL))
+      json = g_strdup(b ? "true" : "false");
+    if (json != NULL)
+      sieve_space_set_choice_json(space, *index, k, json);
+  }
   return TRUE;
 }
 
