@@ -24,10 +24,10 @@ sieve_evaluator_new(const SieveComponent *component, const SieveSpace *space, co
     g_propagate_error(error, local);
     return NULL;
   }
-  /* (NULL and no error: an evaluator that keeps no state, whose methods
-   * get NULL, as a space's may; unlike an optimizer, which must keep some) */
-  /* Every multi-fidelity optimizer and the store trust the fidelity
-   * offered: refused here, before a trial, as candidate.h bounds it. */
+  /* (NULL and no error is an evaluator that keeps no state: its methods
+   * get NULL, as a space's may; an optimizer must keep some.)  Every
+   * multi-fidelity optimizer and the store trust the fidelity offered:
+   * refused here, before a trial, as candidate.h bounds it. */
   const SieveFidelity *fidelity = klass->fidelity ? klass->fidelity(instance) : NULL;
   if (fidelity != NULL &&
       (fidelity->name == NULL || !(isfinite(fidelity->min) && isfinite(fidelity->max) && fidelity->min > 0 &&
