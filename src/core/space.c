@@ -20,7 +20,7 @@ struct _SieveSpace {
   GArray *decisions;  /* SieveDecision; names and choices point into strings */
   GPtrArray *strings; /* owned copies of names and choice arrays */
   GPtrArray *wheres;  /* char* (nullable), one per decision: where it was declared */
-  GPtrArray *choice_json; /* char** (nullable; its entries too), one per decision: typed choices */
+  GPtrArray *choice_json; /* GPtrArray* of n_choices char* (nullable; its entries too), one per decision */
   /* For the probe copy (sieve__space_probe): the options the user wrote, as
    * a map, and what hashing keeps between calls, under probe_lock. */
   SieveNode *written;
@@ -39,6 +39,13 @@ struct _SieveGenotype {
 
 /* ---- builder ---------------------------------------------------------- */
 
+static void
+free_choice_json(gpointer values)
+{
+  if (values != NULL)
+    g_ptr_array_unref(values);
+}
+
 static SieveSpace *
 space_alloc(void)
 {
@@ -46,7 +53,7 @@ space_alloc(void)
   space->decisions = g_array_new(FALSE, TRUE, sizeof(SieveDecision));
   space->strings = g_ptr_array_new_with_free_func(g_free);
   space->wheres = g_ptr_array_new_with_free_func(g_free);
-  space->choice_json = g_ptr_array_new_with_free_func(g_free);
+  space->choice_json = g_ptr_array_new_with_free_func(free_choice_json);
   g_mutex_init(&space->probe_lock);
   return space;
 }
@@ -228,11 +235,13 @@ sieve_space_set_choice_json(SieveSpace *space, guint i, guint k, const char *jso
   g_return_val_if_fail(d->kind == SIEVE_DECISION_CATEGORICAL && k < d->n_choices, FALSE);
   if (!is_json_literal(json))
     return FALSE;
-  char **values = space->choice_json->pdata[i];
-  if (values == NULL)
-    values = space->choice_json->pdata[i] = g_new0(char *, d->n_choices);
-  g_free(values[k]);
-  values[k] = g_strdup(json);
+  GPtrArray *values = space->choice_json->pdata[i];
+  if (values == NULL) {
+    values = space->choice_json->pdata[i] = g_ptr_array_new_full(d->n_choices, g_free);
+    g_ptr_array_set_size(values, d->n_choices);
+  }
+  g_free(values->pdata[k]);
+  values->pdata[k] = g_strdup(json);
   return TRUE;
 }
 
@@ -240,8 +249,8 @@ const char *
 sieve_space_choice_json(const SieveSpace *space, guint i, guint k)
 {
   g_return_val_if_fail(space != NULL && i < space->decisions->len, NULL);
-  char **values = space->choice_json->pdata[i];
-  return values != NULL && k < g_array_index(space->decisions, SieveDecision, i).n_choices ? values[k] : NULL;
+  const GPtrArray *values = space->choice_json->pdata[i];
+  return values != NULL && k < values->len ? values->pdata[k] : NULL;
 }
 
 void
@@ -511,13 +520,6 @@ sieve_space_free(SieveSpace *space)
   g_clear_pointer(&space->memo, g_hash_table_unref);
   g_clear_pointer(&space->written, sieve_node_unref);
   g_mutex_clear(&space->probe_lock);
-  for (guint i = 0; i < space->choice_json->len; i++) /* (before the decisions, which count the choices) */
-    if (space->choice_json->pdata[i] != NULL) {
-      char **values = space->choice_json->pdata[i];
-      guint n = g_array_index(space->decisions, SieveDecision, i).n_choices;
-      for (guint k = 0; k < n; k++)
-        g_free(values[k]);
-    }
   g_ptr_array_unref(space->choice_json);
   g_array_unref(space->decisions);
   g_ptr_array_unref(space->strings);

@@ -122,8 +122,7 @@ void
 opt_seen_init(OptSeen *seen, const SieveSpace *space)
 {
   seen->space = space;
-  seen->set = g_hash_table_new(g_str_hash, g_str_equal);
-  seen->order = g_ptr_array_new_with_free_func(g_free);
+  seen->set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   seen->values = g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify) g_bytes_unref, NULL);
   seen->packed = g_byte_array_new();
 }
@@ -132,7 +131,6 @@ void
 opt_seen_clear(OptSeen *seen)
 {
   g_clear_pointer(&seen->set, g_hash_table_unref);
-  g_clear_pointer(&seen->order, g_ptr_array_unref);
   g_clear_pointer(&seen->values, g_hash_table_unref);
   g_clear_pointer(&seen->packed, g_byte_array_unref);
 }
@@ -156,9 +154,7 @@ opt_seen_add(OptSeen *seen, const char *text, const SieveGenotype *g)
 {
   if (g_hash_table_contains(seen->set, text))
     return FALSE;
-  char *copy = g_strdup(text);
-  g_ptr_array_add(seen->order, copy);
-  g_hash_table_add(seen->set, copy);
+  g_hash_table_add(seen->set, g_strdup(text));
   g_hash_table_add(seen->values, values_key(g));
   g_byte_array_append(seen->packed, (const guint8 *) text, strlen(text) + 1);
   return TRUE;
@@ -180,7 +176,7 @@ opt_seen_has_genotype(const OptSeen *seen, const SieveGenotype *g)
 guint
 opt_seen_size(const OptSeen *seen)
 {
-  return seen->order->len;
+  return g_hash_table_size(seen->set);
 }
 
 GVariant *

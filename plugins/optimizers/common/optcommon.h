@@ -61,8 +61,7 @@ GPtrArray *opt_genotypes_load(const SieveSpace *space, GVariant *array, GError *
  * of an ask when a converged model keeps drawing known genotypes). */
 typedef struct {
   const SieveSpace *space;
-  GHashTable *set;    /* text (owned by order) -> itself */
-  GPtrArray *order;
+  GHashTable *set;    /* text (owned) -> itself */
   GHashTable *values; /* GBytes of the values -> itself (owned) */
   GByteArray *packed; /* the texts in order, each ended by a NUL: what save() writes */
 } OptSeen;
